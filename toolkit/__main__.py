@@ -1,0 +1,101 @@
+"""Command line: ``python -m toolkit sandbox [options]`` (also ``toolkit-sandbox``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def _sandbox_parser(prog: str = "toolkit sandbox") -> argparse.ArgumentParser:
+    from .sandbox import DEFAULT_TOKEN
+
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Serve the platform API (/api/v2) and the secrets server API (/v1) "
+        "from one local address, with a demo data set unless --empty.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8200, help="port (default 8200; 0 picks a free one)")
+    p.add_argument(
+        "--token",
+        default=DEFAULT_TOKEN,
+        help=f"owner/organization token on every organization and the secrets root token "
+        f"(default {DEFAULT_TOKEN!r})",
+    )
+    p.add_argument("--empty", action="store_true", help="start without the demo data set")
+    p.add_argument(
+        "--pool-limit", type=int, default=1, help="agent pools allowed per organization (default 1)"
+    )
+    p.add_argument("--key-shares", type=int, default=5, help="unseal key shares (default 5)")
+    p.add_argument("--key-threshold", type=int, default=3, help="unseal threshold (default 3)")
+    p.add_argument(
+        "--init-file",
+        metavar="PATH",
+        help="write the initial unseal shares and root token as JSON (sys/init shape)",
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=float,
+        default=None,
+        metavar="PER_SECOND",
+        help="simulate the platform's per-token rate limit (the public service allows 30)",
+    )
+    return p
+
+
+def sandbox_main(argv: Sequence[str] | None = None) -> int:
+    args = _sandbox_parser().parse_args(argv)
+    if args.key_threshold > args.key_shares or args.key_threshold < 1:
+        print("error: --key-threshold must be between 1 and --key-shares", file=sys.stderr)
+        return 2
+    if args.pool_limit < 1:
+        print("error: --pool-limit must be at least 1", file=sys.stderr)
+        return 2
+    from .sandbox import Sandbox, SandboxOptions
+
+    sandbox = Sandbox(
+        SandboxOptions(
+            token=args.token,
+            demo=not args.empty,
+            pool_limit=args.pool_limit,
+            key_shares=args.key_shares,
+            key_threshold=args.key_threshold,
+            init_file=args.init_file,
+            rate_limit=args.rate_limit,
+        )
+    )
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    address = f"http://{host}:{args.port}"
+    print(f"Sandbox serving on {address}")
+    print(f"  platform API:       {address}/api/v2   (TFE_ADDRESS={address})")
+    print(f"  secrets server API: {address}/v1       (VAULT_ADDR={address})")
+    print("Tokens accepted:")
+    print(f"  {args.token}  owner of every organization; secrets root token")
+    for token, what in sandbox.platform.describe_tokens():
+        if token != args.token:
+            print(f"  {token}  {what}")
+    if args.init_file:
+        print(f"Initial unseal shares and root token written to {args.init_file}")
+    print("Press Ctrl-C to stop.", flush=True)
+    try:
+        sandbox.serve_forever(args.host, args.port)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python -m toolkit sandbox [options]   (see 'sandbox --help')")
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "sandbox":
+        return sandbox_main(rest)
+    print(f"unknown command {command!r}; the only command is 'sandbox'", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

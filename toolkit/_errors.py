@@ -1,0 +1,184 @@
+"""The toolkit's one exception hierarchy.
+
+    ToolkitError
+    ├── ConfigurationError      no address or token configured, bad TLS options
+    ├── TransportError          the server could not be reached or did not answer usefully
+    │   ├── ConnectError        connection refused, DNS failure
+    │   ├── TLSError            certificate or handshake failure
+    │   ├── TimeoutError        no answer within the timeout
+    │   └── DecodeError         the answer was not the JSON the API promises
+    ├── APIError                the server answered with an error status
+    │   ├── BadRequest          400
+    │   ├── Unauthorized        401
+    │   ├── PermissionDenied    403
+    │   ├── NotFound            404
+    │   ├── MethodNotAllowed    405 (OpenBao's "unsupported operation")
+    │   ├── Conflict            409
+    │   ├── PreconditionFailed  412 (agent still idle or busy)
+    │   ├── Unprocessable       422
+    │   ├── RateLimited         429
+    │   └── ServerError         5xx
+    └── InputError              the toolkit refused bad input before sending anything
+
+Every message names the address and what went wrong, and never carries a request
+body, a header or any other value that could be a secret.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "APIError",
+    "BadRequest",
+    "ConfigurationError",
+    "ConnectError",
+    "Conflict",
+    "DecodeError",
+    "InputError",
+    "MethodNotAllowed",
+    "NotFound",
+    "PermissionDenied",
+    "PreconditionFailed",
+    "RateLimited",
+    "ServerError",
+    "TLSError",
+    "TimeoutError",
+    "ToolkitError",
+    "TransportError",
+    "Unauthorized",
+    "Unprocessable",
+    "error_for_status",
+]
+
+
+class ToolkitError(Exception):
+    """Base of every error the toolkit raises."""
+
+
+class ConfigurationError(ToolkitError):
+    """The client is missing an address or token, or its options conflict."""
+
+
+class InputError(ToolkitError, ValueError):
+    """The toolkit refused a value before sending it (wrong format, out of range)."""
+
+
+class TransportError(ToolkitError):
+    """The request did not produce a usable answer from the server."""
+
+    def __init__(self, message: str, *, method: str = "", url: str = "") -> None:
+        super().__init__(message)
+        self.method = method
+        self.url = url
+
+
+class ConnectError(TransportError):
+    """The server refused the connection or could not be resolved."""
+
+
+class TLSError(TransportError):
+    """TLS verification or the handshake failed."""
+
+
+class TimeoutError(TransportError):  # noqa: A001 - deliberately the toolkit's own
+    """The server did not answer within the timeout."""
+
+
+class DecodeError(TransportError):
+    """The answer was not valid JSON, or was cut short."""
+
+
+class APIError(ToolkitError):
+    """The server answered with an error status.
+
+    Attributes: ``status`` (int), ``messages`` (the server's error messages as a
+    list of strings), ``method`` and ``url`` of the request, ``errors`` (the raw
+    error objects for JSON:API answers), ``headers`` (the response headers).
+    """
+
+    def __init__(
+        self,
+        status: int,
+        messages: list[str],
+        *,
+        method: str = "",
+        url: str = "",
+        errors: list[Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.status = status
+        self.messages = messages
+        self.method = method
+        self.url = url
+        self.errors = errors or []
+        self.headers = headers or {}
+        detail = "; ".join(messages) if messages else "no message"
+        super().__init__(f"{method} {url} answered {status}: {detail}")
+
+    @property
+    def message(self) -> str:
+        """The server's messages joined into one line."""
+        return "; ".join(self.messages)
+
+
+class BadRequest(APIError):
+    """400: the server refused the request's content."""
+
+
+class Unauthorized(APIError):
+    """401: missing or invalid credentials."""
+
+
+class PermissionDenied(APIError):
+    """403: the token lacks the capability."""
+
+
+class NotFound(APIError):
+    """404: the record does not exist, or the caller may not see it."""
+
+
+class MethodNotAllowed(APIError):
+    """405: the endpoint is disabled or does not take this method."""
+
+
+class Conflict(APIError):
+    """409: the request conflicts with the current state."""
+
+
+class PreconditionFailed(APIError):
+    """412: the record is not in a state that allows the operation."""
+
+
+class Unprocessable(APIError):
+    """422: the body was malformed or broke a rule."""
+
+
+class RateLimited(APIError):
+    """429: too many requests; retried automatically for idempotent calls."""
+
+
+class ServerError(APIError):
+    """5xx: the server failed."""
+
+
+_BY_STATUS: dict[int, type[APIError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: PermissionDenied,
+    404: NotFound,
+    405: MethodNotAllowed,
+    409: Conflict,
+    412: PreconditionFailed,
+    422: Unprocessable,
+    429: RateLimited,
+}
+
+
+def error_for_status(status: int) -> type[APIError]:
+    """The exception class for an HTTP error status."""
+    if status in _BY_STATUS:
+        return _BY_STATUS[status]
+    if status >= 500:
+        return ServerError
+    return APIError

@@ -1,0 +1,97 @@
+"""Building DataFrames from records: stable columns, real dtypes, right when empty.
+
+A view declares its columns once as a :class:`Schema`; :func:`build_frame`
+turns a list of flat dicts into a frame with exactly those columns, in that
+order, with those dtypes, the record id as the index, in one pass over the
+records (column lists, then one Series each).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ._masking import HIDDEN, Sensitive
+
+__all__ = ["Col", "Schema", "build_frame", "DTYPES"]
+
+# The dtype names a schema may use, and what pandas dtype each becomes.
+DTYPES: dict[str, Any] = {
+    "str": "string",
+    "int": "Int64",
+    "float": "Float64",
+    "bool": "boolean",
+    "datetime": "datetime64[ns, UTC]",
+    "object": "object",
+    "category": "category",
+}
+
+
+@dataclass(frozen=True)
+class Col:
+    """One column: its name, its dtype name (a key of DTYPES), the record key it comes from."""
+
+    name: str
+    dtype: str = "str"
+    source: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.source or self.name
+
+
+@dataclass(frozen=True)
+class Schema:
+    """The columns of a view and the column used as index (``None``: a range index)."""
+
+    columns: tuple[Col, ...]
+    index: str | None = None
+
+    @classmethod
+    def of(cls, *columns: Col | tuple[str, str] | str, index: str | None = None) -> Schema:
+        cols = []
+        for c in columns:
+            if isinstance(c, Col):
+                cols.append(c)
+            elif isinstance(c, tuple):
+                cols.append(Col(*c))
+            else:
+                cols.append(Col(c))
+        return cls(tuple(cols), index)
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+
+def _series(values: list[Any], dtype: str, name: str) -> pd.Series:
+    if dtype == "datetime":
+        return pd.Series(
+            pd.to_datetime(
+                [None if v in ("", None) else v for v in values], utc=True, format="ISO8601"
+            ),
+            name=name,
+            dtype=DTYPES["datetime"],
+        )
+    if dtype in ("str", "category"):
+        values = [HIDDEN if isinstance(v, Sensitive) else v for v in values]
+    if dtype == "object":
+        series = pd.Series(values, name=name, dtype=object)
+        return series
+    return pd.Series(values, name=name, dtype=DTYPES[dtype])
+
+
+def build_frame(records: Iterable[Mapping[str, Any]], schema: Schema) -> pd.DataFrame:
+    """A DataFrame with exactly the schema's columns and dtypes, indexed by its index column."""
+    rows: Sequence[Mapping[str, Any]] = records if isinstance(records, list) else list(records)
+    data: dict[str, pd.Series] = {}
+    for col in schema.columns:
+        key = col.key
+        data[col.name] = _series([r.get(key) for r in rows], col.dtype, col.name)
+    frame = pd.DataFrame(data, columns=schema.names)
+    if schema.index is not None:
+        frame = frame.set_index(schema.index)
+    return frame

@@ -1,0 +1,162 @@
+"""The sandbox: a real HTTP server implementing both APIs, for laptops, CI and Binder.
+
+    with Sandbox() as sb:            # demo data, a free port on 127.0.0.1
+        client = PlatformClient(sb.address, sb.token)
+
+``python -m toolkit sandbox`` runs the same server in the foreground. Each
+service's state and rules live in plain Python (``sandbox.platform``,
+``sandbox.secrets``); the HTTP layer in ``app`` and the ``routes`` modules is
+thin over them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ._clock import DEMO_EPOCH, Clock
+
+__all__ = ["DEFAULT_TOKEN", "Sandbox", "SandboxOptions", "ensure_sandbox", "DEMO_EPOCH"]
+
+# The token the sandbox accepts when none is given: an owner / organization
+# token on every platform organization, and the secrets server's root token.
+DEFAULT_TOKEN = "sandbox-root-token"
+
+# Environment variables naming a sandbox already running (set by the
+# ``sandbox`` command's users such as ``make lab`` and ``binder/start``).
+ENV_ADDRESS = "TOOLKIT_SANDBOX_ADDRESS"
+ENV_TOKEN = "TOOLKIT_SANDBOX_TOKEN"
+
+
+@dataclass
+class SandboxOptions:
+    """Start-up options; the command line maps one flag to each."""
+
+    token: str = DEFAULT_TOKEN
+    demo: bool = True
+    pool_limit: int = 1
+    key_shares: int = 5
+    key_threshold: int = 3
+    init_file: str | None = None
+    rate_limit: float | None = None
+    state_path: str | None = None
+    start_time: datetime | None = None
+
+
+class Sandbox:
+    """Both services' state, and the server that serves it."""
+
+    def __init__(self, options: SandboxOptions | None = None, **overrides: Any) -> None:
+        opts = options or SandboxOptions()
+        for key, value in overrides.items():
+            if not hasattr(opts, key):
+                raise TypeError(f"unknown sandbox option {key!r}")
+            setattr(opts, key, value)
+        self.options = opts
+        self.token = opts.token
+        start = opts.start_time or (DEMO_EPOCH if opts.demo else None)
+        self.clock = Clock(start)
+        from .platform.models import PlatformService
+        from .secrets.models import SecretsService
+
+        self.platform = PlatformService(
+            clock=self.clock, admin_token=opts.token, pool_limit=opts.pool_limit
+        )
+        self.secrets = SecretsService(
+            clock=self.clock,
+            root_token=opts.token,
+            key_shares=opts.key_shares,
+            key_threshold=opts.key_threshold,
+        )
+        if opts.demo:
+            from .platform.demo import load_demo as load_platform_demo
+            from .secrets.demo import load_demo as load_secrets_demo
+
+            load_platform_demo(self.platform)
+            load_secrets_demo(self.secrets)
+        if opts.init_file:
+            self.secrets.write_init_file(opts.init_file)
+        self._server: Any = None
+        self._app: Any = None
+
+    @property
+    def app(self) -> Any:
+        if self._app is None:
+            from .app import build_app
+
+            self._app = build_app(self)
+        return self._app
+
+    # -- serving ---------------------------------------------------------------
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> Sandbox:
+        """Serve from a background thread; returns once the server listens."""
+        from ._server import BackgroundServer
+
+        if self._server is not None:
+            raise RuntimeError("this sandbox is already serving")
+        server = BackgroundServer(self.app, host, port)
+        server.start()
+        self._server = server
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    def serve_forever(self, host: str = "127.0.0.1", port: int = 8200) -> None:
+        from ._server import serve_foreground
+
+        serve_foreground(self.app, host, port)
+
+    def __enter__(self) -> Sandbox:
+        if self._server is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def address(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the sandbox is not serving; call start() first")
+        host = self._server.host
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self._server.port}"
+
+    def __repr__(self) -> str:
+        where = self.address if self._server is not None else "not serving"
+        return f"<Sandbox {where}>"
+
+
+@dataclass(frozen=True)
+class RunningSandbox:
+    """Where a sandbox serves, and whether this process started it."""
+
+    address: str
+    token: str
+    started_here: bool
+    sandbox: Sandbox | None = None
+
+
+_SHARED: Sandbox | None = None
+
+
+def ensure_sandbox() -> RunningSandbox:
+    """The sandbox that the environment names, or one started in this process.
+
+    ``TOOLKIT_SANDBOX_ADDRESS`` (and ``TOOLKIT_SANDBOX_TOKEN``, default
+    :data:`DEFAULT_TOKEN`) name a sandbox already running, as ``make lab`` and
+    ``binder/start`` set them; otherwise a demo sandbox is started in a
+    background thread of this process, once.
+    """
+    global _SHARED
+    address = os.environ.get(ENV_ADDRESS)
+    if address:
+        return RunningSandbox(address.rstrip("/"), os.environ.get(ENV_TOKEN, DEFAULT_TOKEN), False)
+    if _SHARED is None:
+        _SHARED = Sandbox().start()
+    return RunningSandbox(_SHARED.address, _SHARED.token, True, _SHARED)

@@ -1,0 +1,74 @@
+"""Running the sandbox app with uvicorn: in a background thread, or in the foreground."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from typing import Any
+
+import uvicorn
+
+__all__ = ["BackgroundServer", "serve_foreground"]
+
+
+def _config(app: Any, host: str, port: int, sock: socket.socket | None = None) -> uvicorn.Config:
+    # h11 accepts any method token, which the secrets API's LIST method needs;
+    # the app sets its own Date header from the sandbox clock.
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http="h11",
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        date_header=False,
+        server_header=False,
+        timeout_keep_alive=30,
+    )
+
+
+class BackgroundServer:
+    """uvicorn serving ``app`` from a daemon thread; ``start`` returns once it listens."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host = host
+        self._sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind((host, port))
+        self.port: int = self._sock.getsockname()[1]
+        self._server = uvicorn.Server(_config(app, host, self.port))
+        self._server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        self._thread = threading.Thread(target=self._run, name="sandbox-server", daemon=True)
+        self._error: BaseException | None = None
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._server.serve(sockets=[self._sock]))
+        except BaseException as exc:  # surfaced by start()
+            self._error = exc
+
+    def start(self, timeout: float = 10.0) -> None:
+        self._thread.start()
+        deadline = threading.Event()
+        waited = 0.0
+        while not self._server.started:
+            if self._error is not None:
+                raise RuntimeError(f"the sandbox server failed to start: {self._error}")
+            if not self._thread.is_alive():
+                raise RuntimeError("the sandbox server thread ended before it listened")
+            if waited > timeout:
+                raise RuntimeError("the sandbox server did not start in time")
+            deadline.wait(0.01)
+            waited += 0.01
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._sock.close()
+
+
+def serve_foreground(app: Any, host: str, port: int) -> None:
+    """Serve until interrupted (Ctrl-C)."""
+    uvicorn.Server(_config(app, host, port)).run()

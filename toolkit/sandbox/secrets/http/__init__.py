@@ -1,0 +1,1 @@
+"""The secrets server's HTTP layer: one module per spec area, thin over the state classes."""
