@@ -1,0 +1,303 @@
+"""Agent pools and agents (spec 000 section 4.1), and the views operators ask of them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import pandas as pd
+
+from .._errors import APIError, InputError
+from .._frames import Col, Schema, build_frame
+from .._http import segment
+from .._progress import progress
+from .._records import Record
+from .._time import format_iso_ms
+from ._base import Area
+from ._jsonapi import flatten, iter_resources
+from .permissions import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
+
+__all__ = ["AgentPools", "POOLS", "AGENTS"]
+
+POOLS = Schema.of(
+    "id",
+    Col("name"),
+    Col("organization_scoped", "bool"),
+    Col("agent_count", "int"),
+    Col("created_at", "datetime"),
+    Col("workspace_ids", "object"),
+    Col("allowed_workspace_ids", "object"),
+    index="id",
+)
+AGENTS = Schema.of(
+    "id",
+    Col("name"),
+    Col("status"),
+    Col("ip_address"),
+    Col("last_ping_at", "datetime"),
+    Col("pool_id"),
+    index="id",
+)
+STATUS_COUNTS = Schema.of(
+    "pool_id",
+    Col("pool_name"),
+    *(Col(s, "int") for s in AGENT_STATUSES),
+    Col("total", "int"),
+    index="pool_id",
+)
+CLEANUP = Schema.of(
+    "agent_id",
+    Col("pool_id"),
+    Col("name"),
+    Col("status"),
+    Col("last_ping_at", "datetime"),
+    Col("action"),
+    Col("detail"),
+    index="agent_id",
+)
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+
+
+def _check_name(name: str) -> None:
+    if not name or not set(name) <= _NAME_CHARS:
+        raise InputError(
+            f"agent pool name {name!r} may hold only letters, numbers, '-' and '_'"
+        )
+
+
+def _pool_body(
+    name: str | None,
+    organization_scoped: bool,
+    allowed_workspace_ids: Sequence[str] | None,
+    pool_id: str | None = None,
+) -> dict[str, Any]:
+    attributes: dict[str, Any] = {"organization-scoped": organization_scoped}
+    if name is not None:
+        _check_name(name)
+        attributes["name"] = name
+    data: dict[str, Any] = {"type": "agent-pools", "attributes": attributes}
+    if pool_id:
+        data["id"] = pool_id
+    if allowed_workspace_ids is not None:
+        data["relationships"] = {
+            "allowed-workspaces": {
+                "data": [{"type": "workspaces", "id": w} for w in allowed_workspace_ids]
+            }
+        }
+    return {"data": data}
+
+
+class AgentPools(Area):
+    """Agent pools and their agents."""
+
+    # -- pools ---------------------------------------------------------------------
+    def list(
+        self,
+        organization: str,
+        *,
+        q: str | None = None,
+        sort: str | None = None,
+        allowed_workspace: str | None = None,
+    ) -> pd.DataFrame:
+        """The organization's pools, all pages.
+
+        ``GET /organizations/:organization_name/agent-pools`` with ``q``, ``sort``
+        (``name``, ``created-at``, ``-`` to reverse) and
+        ``filter[allowed_workspaces][name]``.
+        """
+        params: dict[str, Any] = {}
+        if q:
+            params["q"] = q
+        if sort:
+            params["sort"] = sort
+        if allowed_workspace:
+            params["filter[allowed_workspaces][name]"] = allowed_workspace
+        return self._frame(f"/organizations/{segment(organization)}/agent-pools", POOLS, params)
+
+    def status_counts(self, organization: str, **filters: Any) -> dict[str, int]:
+        """``meta.status-counts`` of the pool list: ``total`` and ``matching``."""
+        meta: dict[str, Any] = {}
+        params = {k: v for k, v in filters.items() if v}
+        next(
+            iter_resources(
+                self._http,
+                f"/organizations/{segment(organization)}/agent-pools",
+                params,
+                page_size=1,
+                meta=meta,
+            ),
+            None,
+        )
+        counts = meta.get("status-counts") or {}
+        return {k: int(v) for k, v in counts.items()}
+
+    def get(self, pool_id: str, *, include_workspaces: bool = False) -> Record:
+        """One pool. ``GET /agent-pools/:id`` (``include=workspaces`` adds ``workspaces``)."""
+        params = {"include": "workspaces"} if include_workspaces else None
+        doc = self._get(f"/agent-pools/{segment(pool_id)}", params)
+        record = self._record(doc, "agent-pool")
+        if include_workspaces:
+            record["workspaces"] = [flatten(r) for r in (doc or {}).get("included") or []]
+        return record
+
+    def create(
+        self,
+        organization: str,
+        name: str,
+        *,
+        organization_scoped: bool = True,
+        allowed_workspace_ids: Sequence[str] | None = None,
+    ) -> Record:
+        """Create a pool. ``POST /organizations/:organization_name/agent-pools``."""
+        body = _pool_body(name, organization_scoped, allowed_workspace_ids)
+        doc = self._send("POST", f"/organizations/{segment(organization)}/agent-pools", body)
+        return self._record(doc, "agent-pool")
+
+    def update(
+        self,
+        pool_id: str,
+        *,
+        name: str | None = None,
+        organization_scoped: bool = True,
+        allowed_workspace_ids: Sequence[str] | None = None,
+    ) -> Record:
+        """Update a pool. ``PATCH /agent-pools/:id``.
+
+        As the API does, ``organization_scoped`` is set to ``True`` unless given.
+        """
+        body = _pool_body(name, organization_scoped, allowed_workspace_ids, pool_id)
+        return self._record(self._send("PATCH", f"/agent-pools/{segment(pool_id)}", body), "agent-pool")
+
+    def delete(self, pool_id: str) -> None:
+        """Delete a pool. ``DELETE /agent-pools/:agent_pool_id``."""
+        self._send("DELETE", f"/agent-pools/{segment(pool_id)}")
+
+    # -- agents --------------------------------------------------------------------
+    def agents(self, pool_id: str, *, last_ping_since: datetime | None = None) -> pd.DataFrame:
+        """The pool's agents, all pages. ``GET /agent-pools/:agent_pool_id/agents``."""
+        params = {"filter[last-ping-since]": format_iso_ms(last_ping_since)} if last_ping_since else None
+        records = [
+            {**flatten(r), "pool_id": pool_id}
+            for r in iter_resources(self._http, f"/agent-pools/{segment(pool_id)}/agents", params)
+        ]
+        return build_frame(records, AGENTS)
+
+    def agent(self, agent_id: str) -> Record:
+        """One agent with its status. ``GET /agents/:id``."""
+        return self._record(self._get(f"/agents/{segment(agent_id)}"), "agent")
+
+    def delete_agent(self, agent_id: str) -> None:
+        """Delete an agent. ``DELETE /agents/:id``: 412 (PreconditionFailed) while idle or busy."""
+        self._send("DELETE", f"/agents/{segment(agent_id)}")
+
+    # -- views ---------------------------------------------------------------------
+    def all_agents(self, organization: str) -> pd.DataFrame:
+        """Every agent of every pool of the organization, with its ``pool_id``."""
+        pools = self.list(organization)
+        frames = list(self._http.map(self.agents, list(pools.index)))
+        if not frames:
+            return build_frame([], AGENTS)
+        return pd.concat(frames) if len(frames) > 1 else frames[0]
+
+    def agents_by_status(self, organization: str) -> pd.DataFrame:
+        """Per pool, how many agents are in each status (one column per status, and ``total``)."""
+        pools = self.list(organization)
+        agents = self.all_agents(organization) if len(pools) else build_frame([], AGENTS)
+        return count_by_status(pools, agents)
+
+    def stale_agents(
+        self,
+        organization: str,
+        *,
+        older_than: timedelta = timedelta(minutes=5),
+        now: datetime | None = None,
+    ) -> pd.DataFrame:
+        """Agents whose last ping is older than ``older_than``, oldest first.
+
+        Age is measured against the server's clock (its ``Date`` header) unless
+        ``now`` is given, so a skewed local clock does not change the verdict.
+        Adds a ``silent_for`` column (timedelta).
+        """
+        agents = self.all_agents(organization)
+        reference = now or self._http.server_now()
+        return stale(agents, reference, older_than)
+
+    # -- bulk ----------------------------------------------------------------------
+    def remove_agents(
+        self,
+        organization: str,
+        *,
+        statuses: Iterable[str] = REMOVABLE_AGENT_STATUSES,
+        pool_ids: Iterable[str] | None = None,
+        dry_run: bool = True,
+        show_progress: bool = True,
+    ) -> pd.DataFrame:
+        """Remove the agents in ``statuses`` (default exited, errored, unknown).
+
+        With ``dry_run`` (the default) nothing is deleted: the frame says what
+        would be. Idle and busy agents are reported as ``skipped``; an agent that
+        answers 412 (it came back to life) or 404 (already gone) is reported and
+        never stops the rest. Columns: pool_id, name, status, last_ping_at,
+        action (``would remove``, ``removed``, ``skipped``, ``failed``), detail.
+        """
+        wanted = set(statuses)
+        unknown = wanted - set(AGENT_STATUSES)
+        if unknown:
+            raise InputError(f"unknown agent status {sorted(unknown)}; allowed: {AGENT_STATUSES}")
+        agents = self.all_agents(organization)
+        if pool_ids is not None:
+            agents = agents[agents["pool_id"].isin(list(pool_ids))]
+        plan = []
+        for agent_id, row in agents.iterrows():
+            remove = row["status"] in wanted
+            plan.append(
+                {
+                    "agent_id": agent_id,
+                    "pool_id": row["pool_id"],
+                    "name": row["name"],
+                    "status": row["status"],
+                    "last_ping_at": row["last_ping_at"],
+                    "action": ("would remove" if dry_run else "remove") if remove else "skipped",
+                    "detail": "" if remove else f"status is {row['status']}",
+                }
+            )
+        if not dry_run:
+            todo = [p for p in plan if p["action"] == "remove"]
+            for item in progress(todo, desc="removing agents", enabled=show_progress):
+                try:
+                    self.delete_agent(item["agent_id"])
+                    item["action"], item["detail"] = "removed", ""
+                except APIError as exc:
+                    item["action"], item["detail"] = "failed", f"{exc.status}: {exc.message}"
+        return build_frame(plan, CLEANUP)
+
+
+def count_by_status(pools: pd.DataFrame, agents: pd.DataFrame) -> pd.DataFrame:
+    """Agents per status for each pool (pools without agents count zero)."""
+    counts: dict[str, dict[str, int]] = {
+        pid: dict.fromkeys(AGENT_STATUSES, 0) for pid in pools.index
+    }
+    for pid, status in zip(agents["pool_id"], agents["status"], strict=True):
+        bucket = counts.setdefault(pid, dict.fromkeys(AGENT_STATUSES, 0))
+        if status in bucket:
+            bucket[status] += 1
+    rows = [
+        {
+            "pool_id": pid,
+            "pool_name": pools["name"].get(pid) if pid in pools.index else None,
+            **c,
+            "total": sum(c.values()),
+        }
+        for pid, c in counts.items()
+    ]
+    return build_frame(rows, STATUS_COUNTS)
+
+
+def stale(agents: pd.DataFrame, now: datetime, older_than: timedelta) -> pd.DataFrame:
+    """The agents whose ``last_ping_at`` is before ``now - older_than``, oldest first."""
+    cutoff = pd.Timestamp(now) - pd.Timedelta(older_than)
+    selected = agents[agents["last_ping_at"] < cutoff].copy()
+    selected["silent_for"] = pd.Timestamp(now) - selected["last_ping_at"]
+    return selected.sort_values("last_ping_at")

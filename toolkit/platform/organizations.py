@@ -1,0 +1,69 @@
+"""Organizations and what an operator needs to find ids and names: workspaces, teams,
+policy sets (read endpoints the real service offers beside spec 000 part 4)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .._frames import Col, Schema
+from .._http import segment
+from .._records import Record
+from ._base import Area
+
+__all__ = ["Organizations"]
+
+ORGANIZATIONS = Schema.of(
+    "id", Col("name"), Col("email"), Col("created_at", "datetime"), index="id"
+)
+WORKSPACES = Schema.of(
+    "id",
+    Col("name"),
+    Col("organization_id"),
+    Col("agent_pool_id"),
+    Col("execution_mode"),
+    Col("created_at", "datetime"),
+    index="id",
+)
+TEAMS = Schema.of(
+    "id", Col("name"), Col("visibility"), Col("users_count", "int"), Col("organization_id"), index="id"
+)
+POLICY_SETS = Schema.of(
+    "id", Col("name"), Col("kind"), Col("description"), Col("organization_id"), index="id"
+)
+
+
+class Organizations(Area):
+    """Organizations, workspaces, teams and policy sets (read only)."""
+
+    def list(self) -> pd.DataFrame:
+        """All organizations the token may see. ``GET /organizations``."""
+        return self._frame("/organizations", ORGANIZATIONS)
+
+    def get(self, name: str) -> Record:
+        """One organization. ``GET /organizations/:name``."""
+        return self._record(self._get(f"/organizations/{segment(name)}"), "organization")
+
+    def workspaces(self, organization: str, *, search: str | None = None) -> pd.DataFrame:
+        """The organization's workspaces. ``GET /organizations/:name/workspaces``."""
+        params = {"search[name]": search} if search else None
+        return self._frame(f"/organizations/{segment(organization)}/workspaces", WORKSPACES, params)
+
+    def workspace(self, workspace_id: str) -> Record:
+        """One workspace. ``GET /workspaces/:id``."""
+        return self._record(self._get(f"/workspaces/{segment(workspace_id)}"), "workspace")
+
+    def teams(self, organization: str) -> pd.DataFrame:
+        """The organization's teams the token may see. ``GET /organizations/:name/teams``."""
+        return self._frame(f"/organizations/{segment(organization)}/teams", TEAMS)
+
+    def team(self, team_id: str) -> Record:
+        """One team. ``GET /teams/:id``."""
+        return self._record(self._get(f"/teams/{segment(team_id)}"), "team")
+
+    def policy_sets(self, organization: str) -> pd.DataFrame:
+        """The organization's policy sets. ``GET /organizations/:name/policy-sets``."""
+        return self._frame(f"/organizations/{segment(organization)}/policy-sets", POLICY_SETS)
+
+    def policy_set(self, policy_set_id: str) -> Record:
+        """One policy set. ``GET /policy-sets/:id``."""
+        return self._record(self._get(f"/policy-sets/{segment(policy_set_id)}"), "policy-set")

@@ -1,0 +1,109 @@
+"""Policy-set parameters (spec 000 section 4.2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from .._errors import InputError
+from .._frames import Col, Schema, build_frame
+from .._http import segment
+from .._masking import HIDDEN, Sensitive
+from .._records import Record
+from ._base import Area
+from ._jsonapi import flatten, iter_resources
+
+__all__ = ["PolicySetParameters", "PARAMETERS"]
+
+PARAMETERS = Schema.of(
+    "id",
+    Col("key"),
+    Col("value"),
+    Col("sensitive", "bool"),
+    Col("category"),
+    Col("policy_set_id"),
+    index="id",
+)
+
+
+def _parameter(resource: dict[str, Any], policy_set_id: str) -> Record:
+    flat = flatten(resource)
+    flat["policy_set_id"] = flat.pop("configurable_id", None) or policy_set_id
+    if flat.get("sensitive"):
+        # The server does not return a sensitive value; say so rather than show null.
+        flat["value"] = HIDDEN
+    return Record(flat, kind="policy-set-parameter")
+
+
+class PolicySetParameters(Area):
+    """Parameters of a policy set: key/value pairs passed to the policy runtime."""
+
+    def _path(self, policy_set_id: str, parameter_id: str | None = None) -> str:
+        base = f"/policy-sets/{segment(policy_set_id)}/parameters"
+        return f"{base}/{segment(parameter_id)}" if parameter_id else base
+
+    def list(self, policy_set_id: str) -> pd.DataFrame:
+        """Every parameter; sensitive values show as ``<hidden>``.
+
+        ``GET /policy-sets/:policy_set_id/parameters`` (all pages).
+        """
+        records = [
+            _parameter(r, policy_set_id)
+            for r in iter_resources(self._http, self._path(policy_set_id))
+        ]
+        return build_frame(records, PARAMETERS)
+
+    def create(
+        self,
+        policy_set_id: str,
+        key: str,
+        value: str | Sensitive = "",
+        *,
+        sensitive: bool = False,
+    ) -> Record:
+        """Create a parameter. ``POST /policy-sets/:policy_set_id/parameters``.
+
+        ``value`` may be a :class:`~toolkit.Sensitive`; the returned record never
+        holds a sensitive value.
+        """
+        if not key:
+            raise InputError("a policy-set parameter needs a key")
+        attributes = {
+            "key": key,
+            "value": value.reveal() if isinstance(value, Sensitive) else value,
+            "category": "policy-set",
+            "sensitive": sensitive,
+        }
+        doc = self._send(
+            "POST", self._path(policy_set_id), {"data": {"type": "vars", "attributes": attributes}}
+        )
+        return _parameter(doc["data"], policy_set_id)
+
+    def update(
+        self,
+        policy_set_id: str,
+        parameter_id: str,
+        *,
+        key: str | None = None,
+        value: str | Sensitive | None = None,
+        sensitive: bool | None = None,
+    ) -> Record:
+        """Update a parameter; what is not given stays as it is.
+
+        ``PATCH /policy-sets/:policy_set_id/parameters/:parameter_id``.
+        """
+        attributes: dict[str, Any] = {}
+        if key is not None:
+            attributes["key"] = key
+        if value is not None:
+            attributes["value"] = value.reveal() if isinstance(value, Sensitive) else value
+        if sensitive is not None:
+            attributes["sensitive"] = sensitive
+        body = {"data": {"type": "vars", "id": parameter_id, "attributes": attributes}}
+        doc = self._send("PATCH", self._path(policy_set_id, parameter_id), body)
+        return _parameter(doc["data"], policy_set_id)
+
+    def delete(self, policy_set_id: str, parameter_id: str) -> None:
+        """Delete a parameter. ``DELETE /policy-sets/:policy_set_id/parameters/:parameter_id``."""
+        self._send("DELETE", self._path(policy_set_id, parameter_id))
