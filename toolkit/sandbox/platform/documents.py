@@ -1,0 +1,359 @@
+"""JSON:API documents of the platform sandbox, in one place (spec 000, conventions 2-4).
+
+Reading: :func:`primary_data` checks a request document's ``data`` member and
+type; :func:`attributes` and :func:`relationship_data` take its parts.
+Writing: one ``*_resource`` function per resource type, and :func:`page` for
+convention 4 (``page[number]`` / ``page[size]``, ``links``, ``meta.pagination``).
+
+Pagination choices where the spec says nothing, following the real service: a
+``page[number]`` or ``page[size]`` that is not a positive integer falls back to
+the default (1 and 20); a size above 100 is served as 100; a page past the last
+answers an empty ``data`` with correct totals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..._time import format_iso_ms
+from .errors import invalid
+
+if TYPE_CHECKING:
+    from starlette.datastructures import URL, QueryParams
+
+    from .models import (
+        Agent,
+        AgentPool,
+        Organization,
+        Parameter,
+        PlatformService,
+        PolicySet,
+        Team,
+        TeamAccess,
+        Workspace,
+    )
+
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "MAX_PAGE_SIZE",
+    "PageRequest",
+    "agent_resource",
+    "attributes",
+    "organization_resource",
+    "page",
+    "page_request",
+    "parameter_resource",
+    "pool_resource",
+    "policy_set_resource",
+    "primary_data",
+    "relationship_data",
+    "team_access_resource",
+    "team_resource",
+    "workspace_resource",
+]
+
+BASE = "/api/v2"
+DEFAULT_PAGE_SIZE = 20
+MAX_PAGE_SIZE = 100
+T = TypeVar("T")
+
+
+# -- reading request documents ---------------------------------------------------------
+
+
+def primary_data(body: Any, resource_type: str) -> dict[str, Any]:
+    """The ``data`` object of a request document, checked to be of ``resource_type``."""
+    if not isinstance(body, dict):
+        raise invalid("the request body must be a JSON:API document (a JSON object)", "")
+    data = body.get("data")
+    if not isinstance(data, dict):
+        raise invalid("data is required and must be an object", "/data")
+    if data.get("type") != resource_type:
+        raise invalid(
+            f"type {data.get('type')!r} is not allowed here; use {resource_type!r}", "/data/type"
+        )
+    return data
+
+
+def attributes(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data.attributes`` (empty when absent)."""
+    attrs = data.get("attributes")
+    if attrs is None:
+        return {}
+    if not isinstance(attrs, dict):
+        raise invalid("attributes must be an object", "/data/attributes")
+    return attrs
+
+
+def relationship_data(data: Mapping[str, Any], name: str) -> Any:
+    """``data.relationships.<name>.data``; None when the relationship is absent."""
+    rels = data.get("relationships")
+    if rels is None:
+        return None
+    if not isinstance(rels, dict):
+        raise invalid("relationships must be an object", "/data/relationships")
+    rel = rels.get(name)
+    if rel is None:
+        return None
+    if not isinstance(rel, dict) or "data" not in rel:
+        raise invalid(
+            f"relationship {name} must be an object with data", f"/data/relationships/{name}"
+        )
+    return rel["data"]
+
+
+def reference(data: Mapping[str, Any], name: str, resource_type: str) -> str:
+    """The id of a required to-one relationship ``{type, id}`` of ``resource_type``."""
+    pointer = f"/data/relationships/{name}/data"
+    ref = relationship_data(data, name)
+    if not isinstance(ref, dict):
+        raise invalid(f"relationship {name} is required", pointer)
+    if ref.get("type") != resource_type:
+        raise invalid(
+            f"type {ref.get('type')!r} is not allowed here; use {resource_type!r}",
+            f"{pointer}/type",
+        )
+    ref_id = ref.get("id")
+    if not isinstance(ref_id, str) or not ref_id:
+        raise invalid(f"{name} id is required", f"{pointer}/id")
+    return ref_id
+
+
+# -- pagination (convention 4) ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    number: int
+    size: int
+
+
+def _positive(raw: str | None, default: int) -> int:
+    try:
+        value = int(raw) if raw is not None else default
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def page_request(query: QueryParams, *, always: bool = True) -> PageRequest | None:
+    """The page asked for; None when ``always`` is false and no page parameter was sent."""
+    number, size = query.get("page[number]"), query.get("page[size]")
+    if not always and number is None and size is None:
+        return None
+    return PageRequest(_positive(number, 1), min(_positive(size, DEFAULT_PAGE_SIZE), MAX_PAGE_SIZE))
+
+
+def page(
+    items: Sequence[T], request: PageRequest | None, url: URL
+) -> tuple[Sequence[T], dict[str, Any]]:
+    """(the items of the page, the ``links`` and ``meta`` members) for a list answer.
+
+    With ``request`` None the list is not paginated: every item, no links or meta.
+    """
+    if request is None:
+        return items, {}
+    count = len(items)
+    pages = max(1, math.ceil(count / request.size))
+    number = request.number
+    start = (number - 1) * request.size
+    prev_page = number - 1 if number > 1 else None
+    next_page = number + 1 if number < pages else None
+
+    def link(n: int | None) -> str | None:
+        if n is None:
+            return None
+        return str(url.include_query_params(**{"page[number]": n, "page[size]": request.size}))
+
+    extra = {
+        "links": {
+            "self": link(number),
+            "first": link(1),
+            "prev": link(prev_page),
+            "next": link(next_page),
+            "last": link(pages),
+        },
+        "meta": {
+            "pagination": {
+                "current-page": number,
+                "page-size": request.size,
+                "prev-page": prev_page,
+                "next-page": next_page,
+                "total-pages": pages,
+                "total-count": count,
+            }
+        },
+    }
+    return items[start : start + request.size], extra
+
+
+# -- resources -------------------------------------------------------------------------
+
+
+def _ref(resource_type: str, resource_id: str) -> dict[str, str]:
+    return {"id": resource_id, "type": resource_type}
+
+
+def organization_resource(org: Organization) -> dict[str, Any]:
+    return {
+        "id": org.name,
+        "type": "organizations",
+        "attributes": {
+            "name": org.name,
+            "email": org.email,
+            "created-at": format_iso_ms(org.created_at),
+        },
+        "links": {"self": f"{BASE}/organizations/{org.name}"},
+    }
+
+
+def _organization_relationship(name: str) -> dict[str, Any]:
+    return {
+        "data": _ref("organizations", name),
+        "links": {"related": f"{BASE}/organizations/{name}"},
+    }
+
+
+def workspace_resource(ws: Workspace) -> dict[str, Any]:
+    pool = (
+        {
+            "data": _ref("agent-pools", ws.agent_pool_id),
+            "links": {"related": f"{BASE}/agent-pools/{ws.agent_pool_id}"},
+        }
+        if ws.agent_pool_id
+        else {"data": None}
+    )
+    return {
+        "id": ws.id,
+        "type": "workspaces",
+        "attributes": {
+            "name": ws.name,
+            "created-at": format_iso_ms(ws.created_at),
+            "execution-mode": "agent" if ws.agent_pool_id else "remote",
+        },
+        "relationships": {
+            "organization": _organization_relationship(ws.organization),
+            "agent-pool": pool,
+        },
+        "links": {"self": f"{BASE}/workspaces/{ws.id}"},
+    }
+
+
+def team_resource(team: Team) -> dict[str, Any]:
+    return {
+        "id": team.id,
+        "type": "teams",
+        "attributes": {
+            "name": team.name,
+            "visibility": team.visibility,
+            "users-count": len(team.members),
+        },
+        "relationships": {"organization": _organization_relationship(team.organization)},
+        "links": {"self": f"{BASE}/teams/{team.id}"},
+    }
+
+
+def policy_set_resource(ps: PolicySet) -> dict[str, Any]:
+    return {
+        "id": ps.id,
+        "type": "policy-sets",
+        "attributes": {
+            "name": ps.name,
+            "description": ps.description,
+            "kind": ps.kind,
+            "created-at": format_iso_ms(ps.created_at),
+        },
+        "relationships": {
+            "organization": _organization_relationship(ps.organization),
+            "parameters": {"links": {"related": f"{BASE}/policy-sets/{ps.id}/parameters"}},
+        },
+        "links": {"self": f"{BASE}/policy-sets/{ps.id}"},
+    }
+
+
+def pool_resource(pool: AgentPool) -> dict[str, Any]:
+    path = f"{BASE}/agent-pools/{pool.id}"
+    return {
+        "id": pool.id,
+        "type": "agent-pools",
+        "attributes": {
+            "name": pool.name,
+            "created-at": format_iso_ms(pool.created_at),
+            "organization-scoped": pool.organization_scoped,
+            "agent-count": len(pool.agents),
+        },
+        "relationships": {
+            "organization": _organization_relationship(pool.organization),
+            "agents": {"links": {"related": f"{path}/agents"}},
+            "authentication-tokens": {"links": {"related": f"{path}/authentication-tokens"}},
+            "workspaces": {"data": [_ref("workspaces", w) for w in pool.workspace_ids]},
+            "allowed-workspaces": {
+                "data": [_ref("workspaces", w) for w in pool.allowed_workspace_ids]
+            },
+        },
+        "links": {"self": path},
+    }
+
+
+def agent_resource(service: PlatformService, agent: Agent) -> dict[str, Any]:
+    return {
+        "id": agent.id,
+        "type": "agents",
+        "attributes": {
+            "name": agent.name,
+            "status": service.agent_status(agent),
+            "ip-address": agent.ip_address,
+            "last-ping-at": format_iso_ms(agent.last_ping_at),
+        },
+        "relationships": {
+            "agent-pool": {
+                "data": _ref("agent-pools", agent.pool_id),
+                "links": {"related": f"{BASE}/agent-pools/{agent.pool_id}"},
+            }
+        },
+        "links": {"self": f"{BASE}/agents/{agent.id}"},
+    }
+
+
+def parameter_resource(param: Parameter) -> dict[str, Any]:
+    ps_path = f"{BASE}/policy-sets/{param.policy_set_id}"
+    return {
+        "id": param.id,
+        "type": "vars",
+        "attributes": {
+            "key": param.key,
+            # Written once, never shown again, as the real service does.
+            "value": None if param.sensitive else param.value,
+            "category": param.category,
+            "sensitive": param.sensitive,
+        },
+        "relationships": {
+            "configurable": {
+                "data": _ref("policy-sets", param.policy_set_id),
+                "links": {"related": ps_path},
+            }
+        },
+        "links": {"self": f"{ps_path}/parameters/{param.id}"},
+    }
+
+
+def team_access_resource(record: TeamAccess) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "type": "team-workspaces",
+        "attributes": {"access": record.access, **record.permissions},
+        "relationships": {
+            "team": {
+                "data": _ref("teams", record.team_id),
+                "links": {"related": f"{BASE}/teams/{record.team_id}"},
+            },
+            "workspace": {
+                "data": _ref("workspaces", record.workspace_id),
+                "links": {"related": f"{BASE}/workspaces/{record.workspace_id}"},
+            },
+        },
+        "links": {"self": f"{BASE}/team-workspaces/{record.id}"},
+    }
