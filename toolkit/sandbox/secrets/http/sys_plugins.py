@@ -1,0 +1,82 @@
+"""HTTP for ``sys/plugins/catalog`` (spec section 4.5; restricted), thin over :mod:`..plugins`.
+
+Register, read and remove need ``sudo``. Reading an entry registered with a
+version needs ``?version=``: without it the unversioned entry is meant, and
+an entry that does not exist is 404 with no message, as on the real server.
+Registering needs no plugin binary in the sandbox (there is no plugin
+directory): the SHA-256 sum is stored and reported.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..errors import SecretsError
+from ..plugins import check_type
+from ._base import Call, envelope, error, no_content, route
+
+if TYPE_CHECKING:
+    from ..models import SecretsService
+
+__all__ = ["plugin_routes"]
+
+
+def _version(call: Call) -> str:
+    value: Any = call.arg("version", "")
+    if not isinstance(value, str):
+        raise SecretsError(400, "version: expected a string")
+    return value
+
+
+async def catalog(call: Call) -> Response:
+    """``GET sys/plugins/catalog``: names per type and a ``detailed`` list."""
+    return envelope(call.service.plugins.catalog())
+
+
+async def list_type(call: Call) -> Response:
+    """``LIST sys/plugins/catalog/:type``: the names of one type."""
+    return envelope({"keys": call.service.plugins.names(check_type(call.params["type"]))})
+
+
+async def register(call: Call) -> Response:
+    """``POST|PUT sys/plugins/catalog/:type/:name`` (sudo): register or replace."""
+    body = call.body
+    call.service.plugins.register(
+        call.params["type"],
+        call.params["name"],
+        sha256=body.get("sha256"),
+        command=body.get("command"),
+        args=body.get("args"),
+        env=body.get("env"),
+        version=body.get("version", ""),
+    )
+    return no_content()
+
+
+async def read(call: Call) -> Response:
+    """``GET sys/plugins/catalog/:type/:name?version=`` (sudo): one entry, 404 if none."""
+    entry = call.service.plugins.get(call.params["type"], call.params["name"], _version(call))
+    if entry is None:
+        return error(404)
+    return envelope(entry.read())
+
+
+async def remove(call: Call) -> Response:
+    """``DELETE sys/plugins/catalog/:type/:name?version=`` (sudo): 204, also when absent."""
+    call.service.plugins.delete(call.params["type"], call.params["name"], _version(call))
+    return no_content()
+
+
+def plugin_routes(service: SecretsService) -> list[Route]:
+    """The routes of spec section 4.5 (all restricted to the root namespace)."""
+    entry = "sys/plugins/catalog/{type}/{name}"
+    return [
+        route(service, "sys/plugins/catalog", catalog, ["GET"], restricted=True),
+        route(service, "sys/plugins/catalog/{type}", list_type, ["LIST"], restricted=True),
+        route(service, entry, register, ["POST", "PUT"], sudo=True, restricted=True),
+        route(service, entry, read, ["GET"], sudo=True, restricted=True),
+        route(service, entry, remove, ["DELETE"], sudo=True, restricted=True),
+    ]
