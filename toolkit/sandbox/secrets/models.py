@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from .._clock import Clock
-from .errors import SecretsError
+from .acl import ACL
+from .errors import permission_denied
+from .leases import LeaseManager
+from .password_policies import PasswordPolicyStore
+from .plugins import PluginCatalog
+from .policies import PolicyStore
+from .rekey import RekeyCeremony
+from .seal import Seal
+from .tokens import Token, TokenStore
 
 __all__ = ["SecretsService"]
 
@@ -27,20 +34,41 @@ class SecretsService:
         # One lock for the whole service: handlers run one at a time under it,
         # so concurrent requests see each change whole.
         self.lock = threading.RLock()
-        self.sealed = False
+        self.seal = Seal(key_shares, key_threshold)
+        self.rekey = RekeyCeremony(self.seal)
+        self.key_shares = key_shares
+        self.key_threshold = key_threshold
+        self.policies = PolicyStore()
+        self.password_policies = PasswordPolicyStore()
+        self.leases = LeaseManager(clock)
+        self.plugins = PluginCatalog()
+        self.tokens = TokenStore(clock, root_token, lease_manager=self._lease_manager)
 
     # -- tokens and access --------------------------------------------------------
-    def authenticate(self, token_id: str | None) -> Any:
-        """The token record for ``token_id``; 403 ``permission denied`` when unknown."""
-        if token_id and token_id == self.root_token:
-            return token_id
-        raise SecretsError(403, "permission denied")
+    def _lease_manager(self) -> LeaseManager | None:
+        return getattr(self, "leases", None)
 
-    def authorize(self, token: Any, path: str, capability: str, *, sudo: bool = False) -> None:
-        """Raise 403 ``permission denied`` unless ``token`` holds ``capability`` on ``path``."""
-        if token == self.root_token:
-            return
-        raise SecretsError(403, "permission denied")
+    def authenticate(self, token_id: str | None) -> Token:
+        """The caller's token; 403 ``permission denied`` when missing, unknown or expired."""
+        return self.tokens.authenticate(token_id)
+
+    def acl_for(self, token: Token) -> ACL:
+        """The merged ACL of the token's policies as they stand now."""
+        return self.policies.acl(token.policies)
+
+    def authorize(self, token: Token, path: str, capability: str, *, sudo: bool = False) -> None:
+        """Raise 403 ``permission denied`` unless ``token`` holds ``capability`` on ``path``.
+
+        ``sudo`` asks for the ``sudo`` capability as well (endpoints marked sudo).
+        """
+        if not self.acl_for(token).allows(path, capability, sudo=sudo):
+            raise permission_denied()
+
+    @property
+    def sealed(self) -> bool:
+        """Whether the seal is closed (authenticated calls then answer 503)."""
+        return self.seal.sealed
 
     def write_init_file(self, path: str) -> None:
-        raise SecretsError(500, "the initial shares are not available yet")
+        """Write the initial unseal shares and root token as ``sys/init`` answers them (0600)."""
+        self.seal.write_init_file(path, self.root_token)

@@ -11,5 +11,16 @@ if TYPE_CHECKING:
 
 
 def routes(service: SecretsService) -> list[Route]:
+    from .http import auth_token, sys_password_policies, sys_policies, sys_rekey, sys_seal
+    from .http.sys_leases import lease_routes
+    from .http.sys_plugins import plugin_routes
+
     table: list[Route] = []
+    table += auth_token.routes(service)
+    table += sys_policies.routes(service)
+    table += sys_password_policies.routes(service)
+    table += sys_seal.routes(service)
+    table += sys_rekey.routes(service)
+    table += lease_routes(service)
+    table += plugin_routes(service)
     return table

@@ -55,9 +55,17 @@ def envelope(
     warnings: list[str] | None = None,
     auth: Any = None,
     wrap_info: Any = None,
+    top_level: bool = False,
 ) -> JSONResponse:
-    """The standard response envelope (spec part 1, convention 4)."""
-    return JSONResponse(
+    """The standard response envelope (spec part 1, convention 4).
+
+    ``top_level`` also copies the fields of ``data`` beside the envelope, as the
+    server does for ``sys/`` paths (``{"keys": [...], "data": {"keys": [...]}, ...}``).
+    """
+    payload: dict[str, Any] = {}
+    if top_level and isinstance(data, dict):
+        payload.update(data)
+    payload.update(
         {
             "request_id": str(uuid.uuid4()),
             "lease_id": lease_id,
@@ -67,9 +75,9 @@ def envelope(
             "wrap_info": wrap_info,
             "warnings": warnings or None,
             "auth": auth,
-        },
-        status_code=status,
+        }
     )
+    return JSONResponse(payload, status_code=status)
 
 
 def bare(payload: Any, status: int = 200) -> JSONResponse:
@@ -180,25 +188,29 @@ def route(
         namespace = request_namespace(request)
         try:
             body = await read_body(request) if method in ("POST", "PUT", "PATCH") else {}
-            token = None
-            if authenticated:
-                if service.sealed:
-                    raise SecretsError(503, "Vault is sealed")
-                token = service.authenticate(request_token(request))
-            call = Call(request, service, token, body, api_path, is_list, namespace)
-            if authenticated:
-                if restricted and namespace not in ("", "root"):
-                    raise SecretsError(
-                        400, f"this path is restricted to the root namespace: {api_path}"
-                    )
-                if callable(capability):
-                    needed = capability(call)
-                elif capability:
-                    needed = capability
-                else:
-                    needed = _capability_for(method, is_list)
-                service.authorize(token, api_path, needed, sudo=sudo)
+            # Everything from here reads or changes state: one request at a time.
             with service.lock:
+                token = None
+                if authenticated:
+                    if service.sealed:
+                        raise SecretsError(503, "Vault is sealed")
+                    token = service.authenticate(request_token(request))
+                call = Call(request, service, token, body, api_path, is_list, namespace)
+                if token is not None:
+                    if restricted and namespace not in ("", "root"):
+                        # Not the caller's to do from here: refused like any denied request.
+                        raise SecretsError(
+                            403,
+                            f"permission denied: {api_path} is restricted to the root "
+                            f"namespace, not {namespace!r}",
+                        )
+                    if callable(capability):
+                        needed = capability(call)
+                    elif capability:
+                        needed = capability
+                    else:
+                        needed = _capability_for(method, is_list)
+                    service.authorize(token, api_path, needed, sudo=sudo)
                 return await handler(call)
         except SecretsError as exc:
             return error(exc.status, *exc.messages)

@@ -1,0 +1,95 @@
+"""HTTP for ``auth/token/*``: issuing, looking up, renewing and revoking tokens.
+
+Thin over :mod:`..tokens`. A token is issued with ``POST auth/token/create``
+and answered in the envelope's ``auth`` block; lookups answer ``data``;
+revocations answer 204. An unknown token on ``auth/token/lookup`` is 403
+``bad token``, as on the real server; revoking one is a no-op 204.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..errors import SecretsError, bad_request
+from ._base import Call, envelope, no_content, route
+
+if TYPE_CHECKING:
+    from ..models import SecretsService
+    from ..tokens import Token
+
+__all__ = ["routes"]
+
+
+def _caller(call: Call) -> Token:
+    assert call.token is not None  # every route here is authenticated
+    return call.token
+
+
+def _named_token(call: Call) -> Token | None:
+    """The token named by the body's ``token`` (the caller's own when absent)."""
+    value = call.body.get("token")
+    if value is None or value == "":
+        return _caller(call)
+    if not isinstance(value, str):
+        raise bad_request("'token' must be a string")
+    return call.service.tokens.get(value)
+
+
+async def create(call: Call) -> Response:
+    """``POST auth/token/create``: a child token of the caller; answers ``auth``."""
+    parent = _caller(call)
+    has_sudo = call.service.acl_for(parent).allows("auth/token/create", "update", sudo=True)
+    token = call.service.tokens.create(parent, call.body, parent_has_sudo=has_sudo)
+    return envelope(None, auth=token.auth_data(call.service.clock.now()))
+
+
+async def lookup_self(call: Call) -> Response:
+    """``GET auth/token/lookup-self``: the caller's own token."""
+    return envelope(_caller(call).lookup_data(call.service.clock.now()))
+
+
+async def lookup(call: Call) -> Response:
+    """``POST auth/token/lookup``: the token given in the body's ``token``."""
+    token = _named_token(call)
+    if token is None:
+        raise SecretsError(403, "bad token")
+    return envelope(token.lookup_data(call.service.clock.now()))
+
+
+async def renew_self(call: Call) -> Response:
+    """``POST auth/token/renew-self``: extend the caller's token by ``increment``."""
+    token = call.service.tokens.renew(_caller(call), call.body.get("increment"))
+    return envelope(None, auth=token.auth_data(call.service.clock.now()))
+
+
+async def revoke_self(call: Call) -> Response:
+    """``POST auth/token/revoke-self``: revoke the caller's token and its children."""
+    call.service.tokens.revoke(_caller(call))
+    return no_content()
+
+
+async def revoke(call: Call) -> Response:
+    """``POST auth/token/revoke``: revoke the body's ``token`` and its children."""
+    value: Any = call.body.get("token")
+    if not isinstance(value, str) or not value:
+        raise bad_request("missing token")
+    token = call.service.tokens.get(value)
+    if token is not None:
+        call.service.tokens.revoke(token)
+    return no_content()
+
+
+def routes(service: SecretsService) -> list[Route]:
+    """The token routes (not restricted: any namespace may use its tokens)."""
+    write = ["POST", "PUT"]
+    return [
+        route(service, "auth/token/create", create, write),
+        route(service, "auth/token/lookup-self", lookup_self, ["GET", "POST"]),
+        route(service, "auth/token/lookup", lookup, write),
+        route(service, "auth/token/renew-self", renew_self, write),
+        route(service, "auth/token/revoke-self", revoke_self, write),
+        route(service, "auth/token/revoke", revoke, write),
+    ]

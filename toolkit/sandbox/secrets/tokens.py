@@ -1,0 +1,379 @@
+"""Tokens: who a request comes from and which policies it carries (spec part 5).
+
+A token has an id (the secret a client sends), an accessor (a public handle),
+policies, a time to live and a parent. The root token holds the ``root``
+policy and never expires. Tokens expire by the sandbox clock; revoking a token
+revokes the tokens it created, except orphans.
+
+Tokens are leases: a token with a time to live is registered with the lease
+manager (``service.leases``, when the service has one) as
+``auth/token/create/<hash of the id>``. The lease then decides the token's
+expiry, so renewing either renews both; revoking either revokes both, and
+revoking a token also revokes the leases of the secrets it was given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import secrets
+import string
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..._time import format_rfc3339, parse_duration
+from .._clock import Clock
+from .errors import SecretsError, bad_request, permission_denied
+
+if TYPE_CHECKING:
+    from .leases import Lease, LeaseManager
+
+__all__ = [
+    "DEFAULT_TTL",
+    "LEASE_PREFIX",
+    "MAX_TTL",
+    "Token",
+    "TokenStore",
+]
+
+# The server's default and maximum lease durations (768h = 32 days).
+DEFAULT_TTL = 768 * 3600
+MAX_TTL = 768 * 3600
+LEASE_PREFIX = "auth/token/create/"
+
+_ALPHABET = string.ascii_letters + string.digits
+
+
+def _random_id(length: int = 24) -> str:
+    return "".join(secrets.choice(_ALPHABET) for _ in range(length))
+
+
+@dataclass
+class Token:
+    """One token. Its ``id`` is the secret and never appears in ``repr``."""
+
+    id: str = field(repr=False)
+    accessor: str
+    policies: list[str]
+    creation_time: datetime
+    ttl: int = 0  # seconds granted at creation or last renewal; 0 never expires
+    renewable: bool = False
+    display_name: str = "token"
+    entity_id: str = ""
+    namespace: str = ""
+    meta: dict[str, str] = field(default_factory=dict)
+    parent_accessor: str = ""
+    path: str = "auth/token/create"
+    lease: Lease | None = field(default=None, repr=False)
+    # Renewals when the service runs without a lease manager.
+    _renewed_at: datetime | None = field(default=None, repr=False)
+
+    @property
+    def is_root(self) -> bool:
+        return "root" in self.policies
+
+    @property
+    def orphan(self) -> bool:
+        return not self.parent_accessor
+
+    @property
+    def lease_key(self) -> str:
+        """The last segment of the token's lease id: a hash of the id, never the id itself."""
+        return hashlib.sha256(self.id.encode()).hexdigest()[:32]
+
+    @property
+    def lease_id(self) -> str:
+        return LEASE_PREFIX + self.lease_key
+
+    @property
+    def last_renewal(self) -> datetime | None:
+        return self.lease.last_renewal_time if self.lease is not None else self._renewed_at
+
+    @property
+    def expire_time(self) -> datetime | None:
+        if not self.ttl:
+            return None
+        if self.lease is not None:
+            return self.lease.expire_time
+        return (self._renewed_at or self.creation_time) + timedelta(seconds=self.ttl)
+
+    def remaining(self, now: datetime) -> int:
+        """Seconds left to live (0 for a token that never expires)."""
+        expiry = self.expire_time
+        if expiry is None:
+            return 0
+        return max(0, math.ceil((expiry - now).total_seconds()))
+
+    def expired(self, now: datetime) -> bool:
+        expiry = self.expire_time
+        return expiry is not None and now >= expiry
+
+    def lookup_data(self, now: datetime) -> dict[str, Any]:
+        """The ``data`` of ``auth/token/lookup-self`` and ``auth/token/lookup``."""
+        expiry = self.expire_time
+        return {
+            "accessor": self.accessor,
+            "creation_time": int(self.creation_time.timestamp()),
+            "creation_ttl": self.ttl,
+            "display_name": self.display_name,
+            "entity_id": self.entity_id,
+            "expire_time": format_rfc3339(expiry) if expiry else None,
+            "explicit_max_ttl": 0,
+            "id": self.id,
+            "issue_time": format_rfc3339(self.creation_time),
+            "last_renewal_time": int(self.last_renewal.timestamp()) if self.last_renewal else None,
+            "meta": dict(self.meta) or None,
+            "namespace_path": self.namespace,
+            "num_uses": 0,
+            "orphan": self.orphan,
+            "path": self.path,
+            "policies": list(self.policies),
+            "renewable": self.renewable,
+            "ttl": self.remaining(now),
+            "type": "service",
+        }
+
+    def auth_data(self, now: datetime) -> dict[str, Any]:
+        """The ``auth`` block answered when the token is issued or renewed."""
+        return {
+            "client_token": self.id,
+            "accessor": self.accessor,
+            "policies": list(self.policies),
+            "token_policies": list(self.policies),
+            "identity_policies": None,
+            "metadata": dict(self.meta) or None,
+            "lease_duration": self.remaining(now),
+            "renewable": self.renewable,
+            "entity_id": self.entity_id,
+            "token_type": "service",
+            "orphan": self.orphan,
+            "mfa_requirement": None,
+            "num_uses": 0,
+        }
+
+
+def _policy_list(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        items = value.split(",")
+    elif isinstance(value, list) and all(isinstance(p, str) for p in value):
+        items = value
+    else:
+        raise bad_request("'policies' must be a list of strings or a comma-separated string")
+    return [p.strip().lower() for p in items if p.strip()]
+
+
+class TokenStore:
+    """Every live token, by id, with the rules for issuing and revoking them.
+
+    ``lease_manager`` is a callable answering the service's lease manager (or
+    None when it has none), asked each time so the two can be built in any order.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        root_token: str,
+        *,
+        lease_manager: Callable[[], LeaseManager | None] = lambda: None,
+    ) -> None:
+        self.clock = clock
+        self._tokens: dict[str, Token] = {}
+        self._lease_manager = lease_manager
+        self.root = self.add(root_token, ["root"], ttl=0, display_name="root")
+
+    def _store(self, token: Token) -> Token:
+        self._tokens[token.id] = token
+        leases = self._lease_manager()
+        if token.ttl and leases is not None:
+            token.lease = leases.create(
+                LEASE_PREFIX.rstrip("/"),
+                ttl=token.ttl,
+                renewable=token.renewable,
+                suffix=token.lease_key,
+                issue_time=token.creation_time,
+                on_revoke=lambda lease: self._lease_ended(token),
+            )
+        return token
+
+    def add(
+        self,
+        token_id: str,
+        policies: list[str],
+        *,
+        ttl: int = DEFAULT_TTL,
+        renewable: bool = True,
+        display_name: str = "token",
+        parent: Token | None = None,
+        entity_id: str = "",
+        meta: dict[str, str] | None = None,
+    ) -> Token:
+        """Store a token with a known id (the root token, demo tokens); no checks."""
+        token = Token(
+            id=token_id,
+            accessor=_random_id(),
+            policies=sorted(set(policies)),
+            creation_time=self.clock.now(),
+            ttl=ttl,
+            renewable=renewable and bool(ttl),
+            display_name=display_name,
+            entity_id=entity_id,
+            meta=dict(meta or {}),
+            parent_accessor=parent.accessor if parent else "",
+        )
+        return self._store(token)
+
+    # -- lookup ---------------------------------------------------------------------
+    def get(self, token_id: str | None) -> Token | None:
+        """The live token with this id, or None; an expired token is revoked on sight."""
+        if not token_id:
+            return None
+        token = self._tokens.get(token_id)
+        if token is not None and token.expired(self.clock.now()):
+            self.revoke(token)
+            return None
+        return token
+
+    def authenticate(self, token_id: str | None) -> Token:
+        """The caller's token; 403 ``permission denied`` when missing, unknown or expired."""
+        token = self.get(token_id)
+        if token is None:
+            raise permission_denied()
+        return token
+
+    def by_accessor(self, accessor: str) -> Token | None:
+        for token in list(self._tokens.values()):
+            if token.accessor == accessor:
+                return self.get(token.id)
+        return None
+
+    def live(self) -> list[Token]:
+        """Every token not yet expired."""
+        return [t for t in list(self._tokens.values()) if self.get(t.id) is not None]
+
+    # -- issuing ----------------------------------------------------------------------
+    def create(
+        self,
+        parent: Token,
+        body: dict[str, Any],
+        *,
+        parent_has_sudo: bool = False,
+    ) -> Token:
+        """Issue a child of ``parent`` from a ``POST /auth/token/create`` body.
+
+        ``policies`` default to the parent's; a caller without root or sudo may
+        only give a subset of its own policies, and only root or sudo may create
+        an orphan (``no_parent``). ``default`` is added unless
+        ``no_default_policy``. The time to live defaults to 768h and never
+        outlives a parent that expires. Everything is checked before the token
+        exists.
+        """
+        privileged = parent.is_root or parent_has_sudo
+        requested = _policy_list(body.get("policies"))
+        policies = list(parent.policies) if requested is None else requested
+        if not body.get("no_default_policy") and "root" not in policies:
+            policies.append("default")
+        elif body.get("no_default_policy"):
+            policies = [p for p in policies if p != "default"]
+        if not privileged:
+            outside = sorted(set(policies) - set(parent.policies) - {"default"})
+            if outside:
+                raise bad_request("child policies must be subset of parent")
+        no_parent = body.get("no_parent", False)
+        if not isinstance(no_parent, bool):
+            raise bad_request("'no_parent' must be a boolean")
+        if no_parent and not privileged:
+            raise bad_request("root or sudo privileges required to create orphan token")
+        try:
+            ttl = parse_duration(body.get("ttl"), field="ttl")
+        except ValueError as exc:
+            raise bad_request(str(exc)) from None
+        if ttl > MAX_TTL:
+            ttl = MAX_TTL
+        if not ttl and "root" not in policies:
+            ttl = DEFAULT_TTL
+        now = self.clock.now()
+        if parent.ttl and not no_parent:
+            # A child never outlives its parent.
+            ttl = min(ttl or parent.remaining(now), parent.remaining(now))
+        renewable = body.get("renewable", True)
+        if not isinstance(renewable, bool):
+            raise bad_request("'renewable' must be a boolean")
+        meta = body.get("meta") or {}
+        if not isinstance(meta, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in meta.items()
+        ):
+            raise bad_request("'meta' must be a map of strings to strings")
+        display = body.get("display_name") or ""
+        if not isinstance(display, str):
+            raise bad_request("'display_name' must be a string")
+        display_name = "token-" + display.lower() if display else "token"
+        token_id = "s." + _random_id()
+        return self.add(
+            token_id,
+            policies,
+            ttl=ttl,
+            renewable=renewable,
+            display_name=display_name,
+            parent=None if no_parent else parent,
+            meta=meta,
+        )
+
+    # -- renewing and revoking ----------------------------------------------------------
+    def renew(self, token: Token, increment: Any = None) -> Token:
+        """Extend a renewable token from now by ``increment`` (default: its original TTL).
+
+        Endpoint: ``auth/token/renew-self``. With a lease manager the token's
+        lease is renewed (and capped) by it.
+        """
+        if not token.renewable:
+            raise bad_request("lease is not renewable")
+        try:
+            wanted = parse_duration(increment, field="increment")
+        except ValueError as exc:
+            raise bad_request(str(exc)) from None
+        leases = self._lease_manager()
+        if token.lease is not None and leases is not None:
+            leases.renew(token.lease.lease_id, min(wanted, MAX_TTL))
+        else:
+            token._renewed_at = self.clock.now()
+            token.ttl = min(wanted or token.ttl, MAX_TTL)
+        return token
+
+    def revoke(self, token: Token) -> list[Token]:
+        """Revoke ``token`` and its non-orphan descendants; returns what was revoked.
+
+        Their own leases go, and so do the leases of the secrets they were given.
+        """
+        if token is self.root:
+            # The sandbox keeps its root token: revoking it would lock the operator out.
+            raise SecretsError(400, "the sandbox's root token cannot be revoked")
+        revoked: list[Token] = []
+        pending = [token]
+        while pending:
+            current = pending.pop()
+            if self._tokens.pop(current.id, None) is None:
+                continue
+            revoked.append(current)
+            pending.extend(
+                t for t in self._tokens.values() if t.parent_accessor == current.accessor
+            )
+        leases = self._lease_manager()
+        if leases is not None:
+            for gone in revoked:
+                if gone.lease is not None and leases.get(gone.lease.lease_id) is not None:
+                    leases.revoke(gone.lease.lease_id)
+                leases.revoke_by_token(gone.id)
+        return revoked
+
+    def _lease_ended(self, token: Token) -> None:
+        """The lease manager revoked (or expired) a token's lease: the token goes too."""
+        token.lease = None  # the lease is being removed; do not revoke it again
+        if token.id in self._tokens:
+            self.revoke(token)
+
+    def __repr__(self) -> str:
+        return f"<TokenStore {len(self._tokens)} tokens>"
