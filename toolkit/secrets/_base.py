@@ -1,0 +1,108 @@
+"""What every secrets-server area shares: the HTTP layer, listing, envelopes.
+
+The server answers in two shapes (spec part 1, convention 4): the envelope
+``request_id, lease_id, renewable, lease_duration, data, wrap_info, warnings,
+auth``, or the fields bare. :func:`unwrap` gives the fields either way, and
+:func:`warnings_of` the envelope's warnings. Lists use the ``LIST`` method;
+a server (or proxy) that refuses it gets ``GET ?list=true`` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .._errors import MethodNotAllowed, NotFound
+from .._http import HTTPLayer
+from .._masking import Sensitive
+from .._records import Record
+
+__all__ = ["Area", "ENVELOPE_KEYS", "is_envelope", "list_keys", "unwrap", "warnings_of"]
+
+ENVELOPE_KEYS = frozenset(
+    {"request_id", "lease_id", "renewable", "lease_duration", "data", "wrap_info", "warnings"}
+)
+
+
+def is_envelope(payload: Any) -> bool:
+    """True when ``payload`` is the standard response envelope."""
+    return isinstance(payload, Mapping) and "data" in payload and "request_id" in payload
+
+
+def unwrap(payload: Any) -> dict[str, Any]:
+    """The answer's fields: ``data`` of an envelope, else the payload itself ({} for none)."""
+    if payload is None:
+        return {}
+    if is_envelope(payload):
+        return dict(payload.get("data") or {})
+    return dict(payload) if isinstance(payload, Mapping) else {}
+
+
+def warnings_of(payload: Any) -> list[str]:
+    """The envelope's ``warnings`` (an empty list when there are none)."""
+    if isinstance(payload, Mapping):
+        return [str(w) for w in payload.get("warnings") or []]
+    return []
+
+
+def lease_of(payload: Any) -> dict[str, Any]:
+    """The envelope's lease fields: ``lease_id``, ``renewable``, ``lease_duration``."""
+    if not is_envelope(payload):
+        return {}
+    return {k: payload.get(k) for k in ("lease_id", "renewable", "lease_duration")}
+
+
+def list_keys(http: HTTPLayer, path: str) -> list[str]:
+    """The names under ``path``: ``LIST path``, or ``GET path?list=true`` where LIST is refused.
+
+    Keys come from ``data.keys`` or, for the policy endpoints, top-level ``keys``.
+    An empty folder answers 404 on the real server: that is an empty list here.
+    """
+    try:
+        try:
+            payload = http.json("LIST", path)
+        except MethodNotAllowed:
+            payload = http.json("GET", path, params={"list": "true"})
+    except NotFound:
+        return []
+    data = unwrap(payload)
+    keys = data.get("keys")
+    if keys is None and isinstance(payload, Mapping):
+        keys = payload.get("keys")
+    if isinstance(keys, Mapping):
+        return [str(k) for k in keys]
+    return [str(k) for k in keys or []]
+
+
+def hide(record: dict[str, Any], *fields: str, label: str = "secret") -> dict[str, Any]:
+    """Wrap ``fields`` of ``record`` (strings, or lists of strings) in :class:`Sensitive`."""
+    for name in fields:
+        value = record.get(name)
+        if isinstance(value, str) and value:
+            record[name] = Sensitive(value, label)
+        elif isinstance(value, list):
+            record[name] = [Sensitive(v, label) if isinstance(v, str) else v for v in value]
+    return record
+
+
+class Area:
+    """One API area of the secrets server: its calls share the client's HTTP layer."""
+
+    def __init__(self, http: HTTPLayer) -> None:
+        self._http = http
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._http.address}>"
+
+    def _read(self, path: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return unwrap(self._http.json("GET", path, params=params))
+
+    def _send(self, method: str, path: str, body: Any = None) -> Any:
+        return self._http.json(method, path, json=body)
+
+    def _list(self, path: str) -> list[str]:
+        return list_keys(self._http, path)
+
+    @staticmethod
+    def _record(data: Mapping[str, Any], kind: str) -> Record:
+        return Record(dict(data), kind=kind)

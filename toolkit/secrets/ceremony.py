@@ -1,0 +1,342 @@
+"""The rekey ceremony as a state machine: plain Python, no widgets.
+
+    ceremony = RekeyCeremony(client)
+    ceremony.start(shares=5, threshold=3, verify=True)
+    for share in current_shares:          # from the key holders
+        ceremony.submit_share(share)
+    new = ceremony.new_shares             # Sensitive; hand them out
+    for share in new[:3]:
+        ceremony.verify_share(share)      # the root key rotates at the threshold
+    ceremony.phase                        # "complete"
+
+Every step re-reads the server (:meth:`RekeyCeremony.status`) instead of
+trusting what it saw before, and re-reads it after every error too, so the
+nonce used is always the server's current one and another operator's cancel
+is noticed. Shares are checked for shape before anything is sent, and never
+appear in a repr, an exception or a log line.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from .._errors import APIError, InputError
+from .._masking import Sensitive, reveal
+from .._records import Record
+from .rekey import Rekey
+from .seal import Seal
+
+if TYPE_CHECKING:
+    from .client import SecretsClient
+
+__all__ = ["PHASES", "RekeyCeremony", "check_share"]
+
+PHASES = ("idle", "collecting", "verifying", "complete")
+
+# An unseal share is the root key (16 to 64 bytes) and one byte, its x-coordinate.
+SHARE_BYTES = (17, 65)
+_HEX = re.compile(r"[0-9a-fA-F]+")
+
+
+def check_share(share: str | Sensitive, *, expected_bytes: int | None = None) -> str:
+    """The share as text to send, after checking it is hex or base64 of a share's size.
+
+    Raises :class:`~toolkit.InputError` naming what is wrong, never the value.
+    """
+    if not isinstance(share, str | Sensitive):
+        raise InputError(f"a key share must be a string, not {type(share).__name__}")
+    text = "".join(reveal(share).split())
+    if not text:
+        raise InputError("the key share is empty")
+    if _HEX.fullmatch(text):
+        if len(text) % 2:
+            raise InputError(
+                f"the key share looks hex-encoded but has an odd number of digits ({len(text)})"
+            )
+        raw = bytes.fromhex(text)
+    else:
+        try:
+            raw = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            raise InputError(
+                f"the key share ({len(text)} characters) is neither hex nor base64"
+            ) from None
+    low, high = SHARE_BYTES
+    if expected_bytes is not None and len(raw) != expected_bytes:
+        raise InputError(
+            f"the key share decodes to {len(raw)} bytes; the shares of this set have "
+            f"{expected_bytes}"
+        )
+    if not low <= len(raw) <= high:
+        raise InputError(
+            f"the key share decodes to {len(raw)} bytes; a share has {low} to {high} "
+            "(the root key and one index byte)"
+        )
+    return text
+
+
+class RekeyCeremony:
+    """One rekey ceremony against a server, through :class:`~toolkit.secrets.rekey.Rekey`.
+
+    :attr:`phase` is ``"idle"`` (no attempt), ``"collecting"`` (current shares
+    being provided), ``"verifying"`` (new shares being proven before the root
+    key rotates) or ``"complete"`` (the new shares are in force).
+    """
+
+    def __init__(self, client: SecretsClient | Rekey, seal: Seal | None = None) -> None:
+        if isinstance(client, Rekey):
+            self._rekey = client
+            self._seal = seal or Seal(client._http)
+        else:
+            self._rekey = client.rekey
+            self._seal = seal or client.seal
+        self._params: dict[str, Any] | None = None
+        self._new_shares: list[Sensitive] | None = None
+        self._new_shares_base64: list[Sensitive] | None = None
+        self._pgp_fingerprints: list[str] = []
+        self._complete = False
+        self._phase = "idle"
+        self._progress = 0
+        self._required: int | None = None
+        self._last: Record = Record(kind="rekey-ceremony")
+
+    def __repr__(self) -> str:
+        need = "" if self._required is None else f" {self._progress}/{self._required}"
+        return f"<RekeyCeremony {self._phase}{need} ({self._rekey.api_flavour})>"
+
+    # -- what the server says --------------------------------------------------
+    @property
+    def phase(self) -> str:
+        """The phase seen at the latest :meth:`status` (every step ends with one)."""
+        return self._phase
+
+    @property
+    def progress(self) -> int:
+        """Shares provided so far in the current phase."""
+        return self._progress
+
+    @property
+    def required(self) -> int | None:
+        """Shares the current phase needs (current threshold, or the new one when verifying)."""
+        return self._required
+
+    @property
+    def api_flavour(self) -> str:
+        """The rekey endpoints in use: ``"legacy"`` or ``"rotate-root"``."""
+        return self._rekey.api_flavour
+
+    def status(self) -> Record:
+        """Re-read the attempt from the server and return the ceremony's view of it.
+
+        Fields: ``phase``, ``progress``, ``required``, ``nonce`` (the nonce the
+        next share goes with), ``t``, ``n``, ``pgp_fingerprints``, ``backup``,
+        ``verification_required``. Never contains a share.
+        """
+        st = self._rekey.status()
+        verify: Record | None = None
+        if st.get("started") and st.get("verification_required"):
+            try:
+                verify = self._rekey.verify_status()
+            except APIError:
+                verify = None
+            if verify is not None and not verify.get("nonce"):
+                verify = None
+        if verify is not None:
+            phase, nonce = "verifying", verify.get("nonce")
+            progress, required = int(verify.get("progress") or 0), verify.get("t")
+        elif st.get("started"):
+            phase, nonce = "collecting", st.get("nonce")
+            progress, required = int(st.get("progress") or 0), st.get("required")
+            self._complete = False
+        else:
+            phase = "complete" if self._complete else "idle"
+            nonce, progress, required = None, 0, None
+        self._phase, self._progress = phase, progress
+        self._required = None if required is None else int(required)
+        self._last = Record(
+            {
+                "phase": phase,
+                "progress": progress,
+                "required": self._required,
+                "nonce": nonce,
+                "t": st.get("t"),
+                "n": st.get("n"),
+                "pgp_fingerprints": st.get("pgp_fingerprints") or self._pgp_fingerprints,
+                "backup": bool(st.get("backup")),
+                "verification_required": bool(st.get("verification_required")),
+            },
+            kind="rekey-ceremony",
+        )
+        return self._last
+
+    # -- steps -------------------------------------------------------------------
+    def start(
+        self,
+        shares: int,
+        threshold: int,
+        pgp_keys: Sequence[str] | None = None,
+        backup: bool = False,
+        verify: bool = False,
+    ) -> Record:
+        """Start an attempt for ``shares`` new shares, any ``threshold`` of which unseal.
+
+        ``pgp_keys`` (base64 public keys, one per share) encrypt the new shares;
+        ``backup`` keeps a copy of the encrypted shares on the server;
+        ``verify`` requires the new shares to be proven before the root key
+        rotates. Returns the status.
+        """
+        self._params = {
+            "shares": shares,
+            "threshold": threshold,
+            "pgp_keys": list(pgp_keys) if pgp_keys is not None else None,
+            "backup": backup,
+            "verify": verify,
+        }
+        self._forget()
+        try:
+            self._rekey.init(
+                shares,
+                threshold,
+                pgp_keys=pgp_keys,
+                backup=backup,
+                require_verification=verify,
+            )
+        except APIError:
+            self.status()
+            raise
+        return self.status()
+
+    def submit_share(self, share: str | Sensitive) -> Record:
+        """Provide one current unseal share, with the server's current nonce.
+
+        The share is checked first (hex or base64, of a share's size). When the
+        threshold is reached the new shares are kept (:attr:`new_shares`) and the
+        phase becomes ``verifying`` or ``complete``. Returns the status.
+        """
+        text = check_share(share)
+        status = self.status()
+        if self._phase != "collecting":
+            raise InputError(f"no rekey attempt is collecting shares (phase: {self._phase})")
+        try:
+            result = self._rekey.update(text, str(status["nonce"]))
+        except APIError:
+            self.status()
+            raise
+        if result.get("complete"):
+            self._new_shares = list(result.get("keys") or [])
+            self._new_shares_base64 = list(result.get("keys_base64") or [])
+            self._pgp_fingerprints = list(result.get("pgp_fingerprints") or [])
+            if not result.get("verification_required") and not result.get("verification_nonce"):
+                self._complete = True
+        return self.status()
+
+    def verify_share(self, share: str | Sensitive) -> Record:
+        """Provide one share of the new set while verifying; at ``t`` shares the key rotates."""
+        expected = None
+        if self._new_shares and not self._pgp_fingerprints:
+            expected = len(bytes.fromhex(self._new_shares[0].reveal()))
+        text = check_share(share, expected_bytes=expected)
+        status = self.status()
+        if self._phase != "verifying":
+            raise InputError(f"no rekey attempt is verifying new shares (phase: {self._phase})")
+        try:
+            result = self._rekey.verify_update(text, str(status["nonce"]))
+        except APIError:
+            self.status()
+            raise
+        if result.get("complete"):
+            self._complete = True
+        return self.status()
+
+    def cancel(self) -> Record:
+        """Cancel the attempt on the server; the current shares stay valid."""
+        try:
+            self._rekey.cancel()
+        finally:
+            self._forget()
+            self.status()
+        return self._last
+
+    def restart(self) -> Record:
+        """Cancel and start again with the same parameters (a new nonce, progress 0)."""
+        if self._params is None:
+            raise InputError("nothing to restart: start() was never called")
+        params = self._params
+        self._rekey.cancel()
+        return self.start(**params)
+
+    @property
+    def new_shares(self) -> list[Sensitive]:
+        """The new shares (hex, or PGP-encrypted when PGP keys were given), as Sensitive.
+
+        Available once the update phase has completed.
+        """
+        if self._new_shares is None:
+            raise InputError(
+                f"the new shares exist once the current shares reach the threshold "
+                f"(phase: {self._phase})"
+            )
+        return list(self._new_shares)
+
+    @property
+    def new_shares_base64(self) -> list[Sensitive]:
+        """The new shares in base64 (``keys_base64``), as Sensitive."""
+        if self._new_shares_base64 is None:
+            raise InputError(f"the new shares are not available yet (phase: {self._phase})")
+        return list(self._new_shares_base64)
+
+    def prove_unseal(
+        self, new_shares: Sequence[str | Sensitive] | None = None, *, allow_remote: bool = False
+    ) -> Record:
+        """SEAL the server, then unseal it with ``new_shares`` (default :attr:`new_shares`).
+
+        This seals the server: every client is refused until the unseal
+        finishes. It proves the new shares open the server, and is meant for a
+        sandbox or a test server: it refuses a server that is not on this machine
+        (loopback) unless ``allow_remote=True``. PGP-encrypted shares must be
+        decrypted first. Returns the seal status after the last share.
+        """
+        shares = list(new_shares) if new_shares is not None else self.new_shares
+        if not allow_remote and not _is_loopback(self._seal._http.address):
+            raise InputError(
+                "prove_unseal seals the server; it runs against a server on this machine "
+                "only, unless allow_remote=True"
+            )
+        texts = [check_share(s) for s in shares]
+        if not texts:
+            raise InputError("prove_unseal needs the new shares")
+        self._seal.seal()
+        status = self._seal.status()
+        for text in texts:
+            status = self._seal.unseal(text)
+            if not status.get("sealed"):
+                break
+        if status.get("sealed"):
+            raise InputError(
+                f"the server is still sealed after {len(texts)} shares "
+                f"(progress {status.get('progress')}/{status.get('t')}); "
+                "provide the remaining shares with client.seal.unseal()"
+            )
+        return status
+
+    def _forget(self) -> None:
+        self._new_shares = None
+        self._new_shares_base64 = None
+        self._pgp_fingerprints = []
+        self._complete = False
+
+
+def _is_loopback(address: str) -> bool:
+    host = urlsplit(address).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,88 @@
+"""The secrets-server client: one object, one attribute per API area."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._config import secrets_settings
+from .._http import HTTPLayer, RetryPolicy
+from ._base import unwrap
+from .leases import Leases
+from .password_policies import PasswordPolicies
+from .plugins import Plugins
+from .policies import Policies
+from .rekey import Rekey
+from .seal import Seal
+from .tokens import Tokens
+
+__all__ = ["SecretsClient"]
+
+
+class SecretsClient:
+    """A client of the secrets-management server API (spec 001), base path ``/v1``.
+
+    ``address``, ``token`` and ``namespace`` default to ``VAULT_ADDR``,
+    ``VAULT_TOKEN``, ``VAULT_NAMESPACE`` (or ``BAO_*``). The token is sent as
+    ``X-Service-Token`` (the spec's header) and ``X-Vault-Token`` (what
+    OpenBao and Vault read); the namespace as ``X-Vault-Namespace``.
+
+    Areas: :attr:`password_policies`, :attr:`policies`, :attr:`rekey`,
+    :attr:`seal`, :attr:`leases`, :attr:`plugins`, :attr:`tokens`.
+    """
+
+    def __init__(
+        self,
+        address: str | None = None,
+        token: str | None = None,
+        *,
+        namespace: str | None = None,
+        timeout: float = 30.0,
+        verify: bool | None = None,
+        ca_file: str | None = None,
+        max_concurrency: int = 8,
+        retry: RetryPolicy | None = None,
+        transport: Any = None,
+    ) -> None:
+        settings = secrets_settings(
+            address, token, namespace=namespace, ca_file=ca_file, verify=verify
+        )
+        self.address = settings.address.rstrip("/")
+        self.namespace = settings.namespace
+        headers = {"X-Service-Token": settings.token, "X-Vault-Token": settings.token}
+        if settings.namespace:
+            headers["X-Vault-Namespace"] = settings.namespace
+        self.http = HTTPLayer(
+            settings.address,
+            "/v1",
+            headers=headers,
+            timeout=timeout,
+            verify=settings.verify,
+            ca_file=settings.ca_file,
+            retry=retry,
+            max_concurrency=max_concurrency,
+            transport=transport,
+        )
+        self.password_policies = PasswordPolicies(self.http)
+        self.policies = Policies(self.http)
+        self.rekey = Rekey(self.http)
+        self.seal = Seal(self.http)
+        self.leases = Leases(self.http)
+        self.plugins = Plugins(self.http)
+        self.tokens = Tokens(self.http)
+
+    def mounts(self) -> dict[str, dict[str, Any]]:
+        """The mounted secrets engines, by path (``secret/``, ...). ``GET /sys/mounts``."""
+        data = unwrap(self.http.json("GET", "/sys/mounts"))
+        return {k: dict(v) for k, v in data.items() if k.endswith("/") and isinstance(v, dict)}
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> SecretsClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<SecretsClient {self.address}>"

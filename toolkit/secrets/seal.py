@@ -1,0 +1,40 @@
+"""Seal status, seal and unseal (``sys/seal-status``, ``sys/seal``, ``sys/unseal``).
+
+Unseal shares are taken as strings or :class:`~toolkit.Sensitive` and are sent
+only in request bodies, never shown.
+"""
+
+from __future__ import annotations
+
+from .._errors import InputError
+from .._masking import Sensitive, reveal
+from .._records import Record
+from ._base import Area, unwrap
+
+__all__ = ["Seal"]
+
+
+class Seal(Area):
+    """The server's seal."""
+
+    def status(self) -> Record:
+        """``GET /sys/seal-status``: ``sealed``, ``t``, ``n``, ``progress``, ``nonce``, ..."""
+        return Record(unwrap(self._http.json("GET", "/sys/seal-status")), kind="seal-status")
+
+    def seal(self) -> None:
+        """Seal the server: every client is refused until it is unsealed. ``PUT /sys/seal``."""
+        self._send("PUT", "/sys/seal")
+
+    def unseal(self, key: str | Sensitive | None = None, *, reset: bool = False) -> Record:
+        """Provide one unseal share (or ``reset=True`` to drop the progress).
+
+        ``PUT /sys/unseal``; returns the seal status after the share.
+        """
+        body: dict[str, object] = {}
+        if reset:
+            body["reset"] = True
+        elif key is None or not reveal(key):
+            raise InputError("unseal needs a key share (or reset=True)")
+        else:
+            body["key"] = reveal(key)
+        return Record(unwrap(self._send("PUT", "/sys/unseal", body)), kind="seal-status")
