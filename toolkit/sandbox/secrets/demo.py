@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .demo_leases import load_demo_leases
+
 if TYPE_CHECKING:
     from .models import SecretsService
 
@@ -135,3 +137,4 @@ def _load_access(service: SecretsService) -> None:
 def load_demo(service: SecretsService) -> None:
     """Fill ``service`` with the demo data of every area."""
     _load_access(service)
+    load_demo_leases(service)
