@@ -2,4 +2,33 @@
 
 Each form is a small class in its own module; it takes a client, calls it, and
 shows what it returns. The rules live in the client, not here.
+
+    from widgets import TeamAccessEditor, AgentCleanupForm, PolicySetParameterEditor
+
+ipywidgets is imported when a form is first used, not by this package.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .agent_cleanup import AgentCleanupForm
+    from .policy_set_parameter import PolicySetParameterEditor
+    from .team_access import TeamAccessEditor
+
+__all__ = ["AgentCleanupForm", "PolicySetParameterEditor", "TeamAccessEditor"]
+
+_MODULES = {
+    "AgentCleanupForm": "agent_cleanup",
+    "PolicySetParameterEditor": "policy_set_parameter",
+    "TeamAccessEditor": "team_access",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_MODULES[name]}", __name__), name)
+    raise AttributeError(f"module 'widgets' has no attribute {name!r}")

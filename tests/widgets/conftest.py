@@ -1,0 +1,25 @@
+"""A platform client on a fresh demo sandbox for each form test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from toolkit import PlatformClient
+from toolkit.sandbox import Sandbox
+
+
+@pytest.fixture
+def client(sandbox: Sandbox) -> Iterator[PlatformClient]:
+    with PlatformClient(sandbox.address, sandbox.token) as client:
+        yield client
+
+
+@pytest.fixture
+def acme(client: PlatformClient) -> dict[str, str]:
+    """``{name: id}`` of acme's workspaces, teams, policy sets and agent pools."""
+    orgs = client.organizations
+    frames = [orgs.workspaces("acme"), orgs.teams("acme"), orgs.policy_sets("acme")]
+    frames.append(client.agent_pools.list("acme"))
+    return {name: id_ for frame in frames for id_, name in frame["name"].items()}

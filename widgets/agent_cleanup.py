@@ -1,0 +1,136 @@
+"""A form to remove the agents that are gone (exited, errored, unknown), preview first.
+
+    form = AgentCleanupForm(client, "acme")
+    form            # Preview, tick the confirmation, then Remove agents
+
+The preview is the client's dry run; removing is enabled only after a preview
+and an explicit confirmation, and any change of the selection asks for a new
+preview. The removal itself is :meth:`AgentPools.remove_agents`, which shows a
+progress bar per agent and reports every agent's outcome in the result table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from toolkit import PlatformClient, ToolkitError
+from toolkit.platform.permissions import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
+
+from ._common import Form, show_frame
+
+__all__ = ["AgentCleanupForm"]
+
+ALL_POOLS = ""
+
+
+class AgentCleanupForm(Form):
+    """Preview, confirm, then remove an organization's dead agents."""
+
+    title = "Remove agents that are gone"
+
+    def __init__(self, client: PlatformClient, organization: str) -> None:
+        super().__init__()
+        import ipywidgets as w
+
+        self.client = client
+        self.organization = organization
+        self.plan: pd.DataFrame | None = None
+        self.result: pd.DataFrame | None = None
+
+        pools = client.agent_pools.list(organization)
+        self.pool = w.Dropdown(
+            description="Pool",
+            options=[("every pool", ALL_POOLS)]
+            + [(f"{n} ({i})", i) for i, n in pools["name"].items()],
+        )
+        self.statuses = w.SelectMultiple(
+            description="Statuses", options=AGENT_STATUSES, value=REMOVABLE_AGENT_STATUSES, rows=5
+        )
+        self.preview_button = w.Button(description="Preview", icon="search")
+        self.confirm = w.Checkbox(
+            description="I have read the preview; remove these agents", disabled=True, indent=False
+        )
+        self.remove_button = w.Button(
+            description="Remove agents", button_style="danger", icon="trash", disabled=True
+        )
+        self.preview_output = w.Output()
+        self.progress_output = w.Output()
+        self.result_output = w.Output()
+
+        self.pool.observe(lambda _: self._forget_preview(), names="value")
+        self.statuses.observe(lambda _: self._forget_preview(), names="value")
+        self.confirm.observe(lambda _: self._arm(), names="value")
+        self.preview_button.on_click(lambda _: self.preview())
+        self.remove_button.on_click(lambda _: self.remove())
+
+        self._layout(
+            w.HBox([self.pool, self.statuses]),
+            self.preview_button,
+            self.preview_output,
+            w.HBox([self.confirm, self.remove_button]),
+            self.progress_output,
+            self.result_output,
+        )
+
+    def _selection(self) -> dict[str, Any]:
+        return {
+            "statuses": tuple(self.statuses.value),
+            "pool_ids": [self.pool.value] if self.pool.value else None,
+        }
+
+    def _forget_preview(self) -> None:
+        self.plan = None
+        self.confirm.value = False
+        self.confirm.disabled = True
+        self._arm()
+
+    def _arm(self) -> None:
+        self.remove_button.disabled = not (self.plan is not None and self.confirm.value)
+
+    def preview(self) -> pd.DataFrame | None:
+        """The dry run: what removing would do, shown in the preview output."""
+        self._forget_preview()
+        try:
+            plan = self.client.agent_pools.remove_agents(
+                self.organization, dry_run=True, show_progress=False, **self._selection()
+            )
+        except ToolkitError as exc:
+            self.show_error(exc)
+            return None
+        self.plan = plan
+        show_frame(self.preview_output, plan)
+        count = int((plan["action"] == "would remove").sum())
+        self.confirm.disabled = False
+        self.show_note(f"Preview: {count} agent(s) would be removed, {len(plan) - count} kept.")
+        return plan
+
+    def remove(self) -> pd.DataFrame | None:
+        """Remove the agents (after a preview and the confirmation); show each outcome."""
+        if self.plan is None or not self.confirm.value:
+            self.show_note("Preview the clean-up and tick the confirmation first.")
+            return None
+        self.progress_output.outputs = ()
+        try:
+            # The client's progress bar (a notebook bar in Jupyter) lands in this output.
+            with self.progress_output:
+                result = self.client.agent_pools.remove_agents(
+                    self.organization, dry_run=False, show_progress=True, **self._selection()
+                )
+        except ToolkitError as exc:
+            self.show_error(exc)
+            return None
+        finally:
+            self._forget_preview()
+        self.result = result
+        show_frame(self.result_output, result)
+        counts = result["action"].value_counts()
+        self.show_ok(
+            f"Removed {counts.get('removed', 0)}, failed {counts.get('failed', 0)}, "
+            f"kept {counts.get('skipped', 0)}."
+        )
+        return result
+
+    def __repr__(self) -> str:
+        return f"<AgentCleanupForm organization={self.organization!r}>"
