@@ -1,0 +1,157 @@
+"""HTTP for rekeying (spec 4.3): ``sys/rekey/*`` and ``sys/rotate/root/*``.
+
+The legacy ``sys/rekey/{init,update,verify}`` endpoints are unauthenticated
+(as on a real server that enables them) and answer bare fields; the real
+server's authenticated replacement ``sys/rotate/root/{init,update,verify}``
+has the same fields and behaviour with answers under ``data``. The backups
+(``sys/rekey/backup``, ``sys/rotate/root/backup``) need a token with
+``sudo``. Both families drive the one :class:`~..rekey.RekeyCeremony`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ..errors import SecretsError
+from ..seal import decode_key
+from ._base import Call, bare, envelope, error, no_content, route
+
+if TYPE_CHECKING:
+    from ..models import SecretsService
+
+__all__ = ["routes"]
+
+Answer = Callable[[Any], JSONResponse]
+
+
+def _share_and_nonce(call: Call, *, named_fields: bool) -> tuple[bytes, Any]:
+    """The ``key`` and ``nonce`` of an update or verify call.
+
+    The replacement endpoints name a missing field; the legacy ones, like the
+    real server, go on and report the nonce that was expected.
+    """
+    if named_fields:
+        for name in ("key", "nonce"):
+            if not call.body.get(name):
+                raise SecretsError(400, f"missing required field '{name}'")
+    return decode_key(call.body.get("key")), call.body.get("nonce", "")
+
+
+def _init_handler(answer: Answer, *, rotate: bool) -> Any:
+    async def handler(call: Call) -> Response:
+        ceremony = call.service.rekey
+        method = call.request.method
+        if method == "DELETE":
+            ceremony.cancel()
+            return no_content()
+        if method in ("POST", "PUT"):
+            body = call.body
+            status = ceremony.start(
+                body.get("secret_shares"),
+                body.get("secret_threshold"),
+                body.get("pgp_keys"),
+                body.get("backup", False),
+                body.get("require_verification", False),
+            )
+        else:
+            status = ceremony.status()
+        if rotate:
+            # The replacement endpoint names the current threshold ``seal_threshold``.
+            status = {**status, "seal_threshold": status["required"]}
+        return answer(status)
+
+    return handler
+
+
+def _update_handler(answer: Answer, *, rotate: bool) -> Any:
+    async def handler(call: Call) -> Response:
+        key, nonce = _share_and_nonce(call, named_fields=rotate)
+        result = call.service.rekey.update(key, nonce)
+        if rotate and not result.get("complete"):
+            result = {**result, "seal_threshold": result["required"]}
+        return answer(result)
+
+    return handler
+
+
+def _verify_handler(answer: Answer, *, rotate: bool) -> Any:
+    async def handler(call: Call) -> Response:
+        ceremony = call.service.rekey
+        method = call.request.method
+        if method == "DELETE":
+            return answer(ceremony.restart_verification())
+        if method in ("POST", "PUT"):
+            key, nonce = _share_and_nonce(call, named_fields=rotate)
+            return answer(ceremony.verify(key, nonce))
+        return answer(ceremony.verification_status())
+
+    return handler
+
+
+def _backup_handler(*, rotate: bool) -> Any:
+    async def handler(call: Call) -> Response:
+        ceremony = call.service.rekey
+        if call.request.method == "DELETE":
+            ceremony.delete_backup()
+            return no_content()
+        backup = ceremony.read_backup()
+        if backup is None:
+            # The legacy path answers a read of nothing as 404; the replacement says why.
+            return error(400, "no backed-up keys found") if rotate else error(404)
+        return envelope(backup)
+
+    return handler
+
+
+def _legacy(handler: Any) -> Any:
+    """A legacy handler that answers 405, as OpenBao 2.5+ does, while ``legacy_rekey`` is off."""
+
+    async def gated(call: Call) -> Response:
+        if not call.service.legacy_rekey:
+            return error(405, "unsupported operation")
+        return await handler(call)
+
+    return gated
+
+
+def routes(service: SecretsService) -> list[Route]:
+    table: list[Route] = []
+    for prefix, rotate in (("sys/rekey", False), ("sys/rotate/root", True)):
+        gate = (lambda h: h) if rotate else _legacy
+        answer: Answer = envelope if rotate else bare
+        authenticated = rotate
+        table += [
+            route(
+                service,
+                f"{prefix}/init",
+                gate(_init_handler(answer, rotate=rotate)),
+                ["GET", "POST", "PUT", "DELETE"],
+                authenticated=authenticated,
+            ),
+            route(
+                service,
+                f"{prefix}/update",
+                gate(_update_handler(answer, rotate=rotate)),
+                ["POST", "PUT"],
+                authenticated=authenticated,
+            ),
+            route(
+                service,
+                f"{prefix}/verify",
+                gate(_verify_handler(answer, rotate=rotate)),
+                ["GET", "POST", "PUT", "DELETE"],
+                authenticated=authenticated,
+            ),
+            route(
+                service,
+                f"{prefix}/backup",
+                gate(_backup_handler(rotate=rotate)),
+                ["GET", "DELETE"],
+                sudo=True,
+            ),
+        ]
+    return table

@@ -1,0 +1,92 @@
+"""HTTP for the seal: ``sys/seal-status``, ``sys/seal``, ``sys/unseal``, ``sys/init``, ``sys/health``.
+
+All but ``sys/seal`` are unauthenticated on the real server, and answer their
+fields bare (no envelope). The logic is in :mod:`..seal`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ..errors import SecretsError
+from ..seal import decode_key
+from ._base import Call, bare, no_content, route
+
+if TYPE_CHECKING:
+    from ..models import SecretsService
+
+__all__ = ["routes"]
+
+
+async def seal_status(call: Call) -> Response:
+    """``GET sys/seal-status``."""
+    return bare(call.service.seal.status())
+
+
+async def seal(call: Call) -> Response:
+    """``PUT sys/seal`` (sudo): seal the server."""
+    call.service.seal.seal()
+    return no_content()
+
+
+async def unseal(call: Call) -> Response:
+    """``PUT sys/unseal``: give one share (``key``), or ``reset`` the progress."""
+    state = call.service.seal
+    reset = call.body.get("reset", False)
+    if not isinstance(reset, bool):
+        raise SecretsError(400, f"reset must be a boolean, got {reset!r}")
+    if reset:
+        if not state.sealed:
+            raise SecretsError(400, "vault is unsealed")
+        state.reset_unseal()
+        return bare(state.status())
+    if not call.body.get("key"):
+        raise SecretsError(
+            400, "'key' must be specified in request body as JSON, or 'reset' set to true"
+        )
+    state.unseal(decode_key(call.body["key"]))
+    return bare(state.status())
+
+
+async def init(call: Call) -> Response:
+    """``GET sys/init``: the sandbox is always initialised; ``PUT`` is refused as on the real server."""
+    if call.request.method in ("PUT", "POST"):
+        raise SecretsError(400, "Vault is already initialized")
+    return bare({"initialized": True})
+
+
+def _status_code(call: Call, name: str, default: int) -> int:
+    raw = call.query.get(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SecretsError(400, f"{name} must be an integer status code, got {raw!r}") from None
+
+
+async def health(call: Call) -> Response:
+    """``GET sys/health``: 200 when unsealed, 503 when sealed (``activecode``/``sealedcode`` override)."""
+    state = call.service.seal
+    active = _status_code(call, "activecode", 200)
+    sealed = _status_code(call, "sealedcode", 503)
+    _status_code(call, "uninitcode", 501)  # checked like the real server; never used here
+    _status_code(call, "standbycode", 429)
+    now = int(call.service.clock.now().timestamp())
+    code = sealed if state.sealed else active
+    if call.request.method == "HEAD":
+        return Response(status_code=code, media_type="application/json")
+    return JSONResponse(state.health(now), status_code=code)
+
+
+def routes(service: SecretsService) -> list[Route]:
+    return [
+        route(service, "sys/seal-status", seal_status, ["GET"], authenticated=False),
+        route(service, "sys/seal", seal, ["PUT", "POST"], sudo=True),
+        route(service, "sys/unseal", unseal, ["PUT", "POST"], authenticated=False),
+        route(service, "sys/init", init, ["GET", "PUT", "POST"], authenticated=False),
+        route(service, "sys/health", health, ["GET", "HEAD"], authenticated=False),
+    ]

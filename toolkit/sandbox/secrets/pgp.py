@@ -1,0 +1,101 @@
+"""OpenPGP encryption of new unseal shares (``pgp_keys`` of a rekey), with pysequoia.
+
+As on the real server, ``pgp_keys`` are base64 of binary public keys (armored
+keys are accepted too), one per share and in the shares' order. Each share is
+encrypted, as its hex text, to its key; the result is a binary OpenPGP message,
+shown hex (``keys``) and base64 (``keys_base64``). Fingerprints are lower-case
+hex. pysequoia is imported inside the functions so ``import toolkit`` stays
+fast.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import SecretsError
+
+__all__ = ["PublicKey", "encrypt_shares", "parse_public_keys"]
+
+
+@dataclass(frozen=True)
+class PublicKey:
+    """One parsed ``pgp_keys`` entry."""
+
+    fingerprint: str
+    cert: Any  # pysequoia.Cert
+
+    def __repr__(self) -> str:
+        return f"<PublicKey {self.fingerprint}>"
+
+
+def _first_line(exc: Exception) -> str:
+    # pysequoia's messages carry a Rust backtrace after the first line.
+    return (str(exc).strip().splitlines() or ["unreadable key"])[0]
+
+
+def _parse_one(text: Any, index: int) -> PublicKey:
+    import pysequoia
+
+    field = f"pgp_keys[{index}]"
+    if not isinstance(text, str) or not text.strip():
+        raise SecretsError(400, f"{field}: must be a non-empty string")
+    stripped = text.strip()
+    if stripped.startswith("-----BEGIN PGP"):
+        data = stripped.encode("ascii", "replace")
+    else:
+        try:
+            data = base64.b64decode(stripped, validate=True)
+        except (binascii.Error, ValueError):
+            raise SecretsError(
+                400, f"{field}: error decoding given PGP key: not valid base64"
+            ) from None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            cert = pysequoia.Cert.from_bytes(data)
+    except Exception as exc:  # pysequoia raises plain RuntimeError/ValueError
+        raise SecretsError(
+            400, f"{field}: error parsing given PGP key: {_first_line(exc)}"
+        ) from None
+    # Encrypt once now so a key that cannot receive messages is refused when
+    # the rekey starts, not after the current shares have been given.
+    try:
+        pysequoia.encrypt(b"probe", [cert], armor=False)
+    except Exception as exc:
+        raise SecretsError(
+            400, f"{field}: PGP key {cert.fingerprint.lower()} cannot encrypt: {_first_line(exc)}"
+        ) from None
+    return PublicKey(cert.fingerprint.lower(), cert)
+
+
+def parse_public_keys(keys: Any) -> list[PublicKey]:
+    """Parse every ``pgp_keys`` entry; 400 naming the entry that is not a public key."""
+    if keys is None:
+        return []
+    if not isinstance(keys, list):
+        raise SecretsError(400, "pgp_keys must be an array of strings")
+    return [_parse_one(text, index) for index, text in enumerate(keys)]
+
+
+def encrypt_shares(shares: Sequence[bytes], keys: Sequence[PublicKey]) -> list[bytes]:
+    """Each share's hex text encrypted to the key at the same position (binary messages)."""
+    import pysequoia
+
+    if len(shares) != len(keys):
+        raise SecretsError(400, "incorrect number of PGP keys for rekey")
+    encrypted = []
+    for share, key in zip(shares, keys, strict=True):
+        try:
+            message = pysequoia.encrypt(share.hex().encode("ascii"), [key.cert], armor=False)
+        except Exception as exc:
+            raise SecretsError(
+                400,
+                f"pgp key {key.fingerprint} cannot encrypt the share: {_first_line(exc)}",
+            ) from None
+        encrypted.append(bytes(message))
+    return encrypted

@@ -1,0 +1,305 @@
+"""The rekey attempt (spec part 3 "Rekey attempt", section 4.3): plain state, no HTTP.
+
+One attempt exists at a time. It is started with the new share count and
+threshold, authorised by a threshold of the *current* shares (``update``), and
+then either rotates the root key at once or, with ``require_verification``,
+hands out the new shares and waits for a threshold of them (``verify``) before
+rotating. Cancelling at any point leaves the current shares valid. Every
+refusal is decided before anything changes, except where the real server
+resets on purpose: a share set that does not rebuild the key clears progress
+(and, when verifying, issues a new verification nonce).
+
+Served by ``http/sys_rekey.py`` at ``sys/rekey/*`` and ``sys/rotate/root/*``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import pgp
+from .errors import SecretsError
+from .seal import Seal, encode_shares, rebuild_key, sealed_error, validate_share_config
+
+__all__ = ["RekeyAttempt", "RekeyCeremony"]
+
+
+@dataclass(eq=False)
+class RekeyAttempt:
+    """The attempt under way: its settings, the shares given, the verification phase."""
+
+    shares: int
+    threshold: int
+    pgp_keys: list[pgp.PublicKey]
+    backup: bool
+    require_verification: bool
+    nonce: str = field(default_factory=lambda: str(uuid.uuid4()))
+    progress: list[bytes] = field(default_factory=list)
+    # Set once the current shares have authorised the attempt and verification
+    # was asked for: the new key waits here until a threshold of its shares is given.
+    verification_key: bytes | None = None
+    verification_nonce: str = ""
+    verification_progress: list[bytes] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        phase = "verification" if self.verification_key is not None else "in progress"
+        return f"<RekeyAttempt {phase} t={self.threshold} n={self.shares} nonce={self.nonce}>"
+
+    @property
+    def fingerprints(self) -> list[str] | None:
+        return [key.fingerprint for key in self.pgp_keys] or None
+
+
+def _flag(value: Any, name: str) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise SecretsError(400, f"{name} must be a boolean, got {value!r}")
+    return value
+
+
+def _already_given(parts: list[bytes], key: bytes) -> bool:
+    return any(hmac.compare_digest(existing, key) for existing in parts)
+
+
+class RekeyCeremony:
+    """Rekeying the unseal shares of one :class:`~.seal.Seal`."""
+
+    def __init__(self, seal: Seal) -> None:
+        self.seal = seal
+        self.attempt: RekeyAttempt | None = None
+        self._backup: dict[str, Any] | None = None
+        # The real server forgets an attempt when it seals.
+        seal.on_seal(self._forget)
+
+    def __repr__(self) -> str:
+        return f"<RekeyCeremony {self.attempt!r}>"
+
+    def _forget(self) -> None:
+        self.attempt = None
+
+    def _unsealed(self) -> None:
+        if self.seal.sealed:
+            raise sealed_error()
+
+    # -- GET/POST/DELETE sys/rekey/init --------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """The status shape of ``GET sys/rekey/init``."""
+        self._unsealed()
+        attempt = self.attempt
+        body: dict[str, Any] = {
+            "nonce": attempt.nonce if attempt else "",
+            "started": attempt is not None,
+            "t": attempt.threshold if attempt else 0,
+            "n": attempt.shares if attempt else 0,
+            "progress": len(attempt.progress) if attempt else 0,
+            "required": self.seal.threshold,
+            "pgp_fingerprints": attempt.fingerprints if attempt else None,
+            "backup": bool(attempt and attempt.pgp_keys and attempt.backup),
+            "verification_required": bool(attempt and attempt.require_verification),
+        }
+        if attempt and attempt.verification_nonce:
+            body["verification_nonce"] = attempt.verification_nonce
+        return body
+
+    def start(
+        self,
+        secret_shares: Any,
+        secret_threshold: Any,
+        pgp_keys: Any = None,
+        backup: Any = False,
+        require_verification: Any = False,
+    ) -> dict[str, Any]:
+        """Start an attempt (``POST sys/rekey/init``); answers the status shape.
+
+        Refused with 400 when the settings are invalid or an attempt is already
+        under way (its settings then stay as they were).
+        """
+        self._unsealed()
+        shares, threshold = validate_share_config(
+            secret_shares, secret_threshold, "invalid rekey seal configuration"
+        )
+        wants_backup = _flag(backup, "backup")
+        verification = _flag(require_verification, "require_verification")
+        if pgp_keys is not None and not isinstance(pgp_keys, list):
+            raise SecretsError(400, "pgp_keys must be an array of strings")
+        if wants_backup and not pgp_keys:
+            raise SecretsError(
+                400,
+                "cannot request a backup of the new keys without providing PGP keys for encryption",
+            )
+        if pgp_keys and len(pgp_keys) != shares:
+            raise SecretsError(
+                400,
+                f"incorrect number of PGP keys for rekey: pgp_keys has {len(pgp_keys)} "
+                f"entries, secret_shares is {shares}",
+            )
+        keys = pgp.parse_public_keys(pgp_keys or None)
+        if self.attempt is not None:
+            raise SecretsError(400, "rekey already in progress")
+        self.attempt = RekeyAttempt(shares, threshold, keys, wants_backup, verification)
+        return self.status()
+
+    def cancel(self) -> None:
+        """Drop the attempt (``DELETE sys/rekey/init``); the current shares stay valid."""
+        self._unsealed()
+        self.attempt = None
+
+    # -- POST sys/rekey/update -------------------------------------------------------
+    def update(self, key: bytes, nonce: Any) -> dict[str, Any]:
+        """Give one current share; at the threshold, make the new shares.
+
+        Below the threshold the answer is the status shape. At the threshold
+        the shares must rebuild the current root key (else 400 and progress
+        starts over); then the new shares are returned and, unless
+        verification was asked for, the root key is rotated at once.
+        """
+        self._unsealed()
+        attempt = self.attempt
+        if attempt is None:
+            raise SecretsError(400, "no barrier rekey in progress")
+        if attempt.verification_key is not None:
+            raise SecretsError(
+                400,
+                "rekey operation already finished; verification must be performed; "
+                f'nonce for the verification operation is "{attempt.verification_nonce}"',
+            )
+        if nonce != attempt.nonce:
+            raise SecretsError(
+                400,
+                f'incorrect nonce supplied; nonce for this rekey operation is "{attempt.nonce}"',
+            )
+        if _already_given(attempt.progress, key):
+            raise SecretsError(
+                400, "given key has already been provided during this rekey operation"
+            )
+        attempt.progress.append(key)
+        if len(attempt.progress) < self.seal.threshold:
+            return self.status()
+
+        parts, attempt.progress = attempt.progress, []
+        if not self.seal.rebuilds_root_key(parts):
+            raise SecretsError(
+                400,
+                "root key verification failed: the shares given do not rebuild the current "
+                "root key; rekey progress has been reset",
+            )
+        new_key, new_shares = Seal.new_root_key(attempt.shares, attempt.threshold)
+        handed_out = new_shares
+        if attempt.pgp_keys:
+            handed_out = pgp.encrypt_shares(new_shares, attempt.pgp_keys)
+            if attempt.backup:
+                self._store_backup(attempt, handed_out)
+
+        result: dict[str, Any] = {
+            "nonce": attempt.nonce,
+            "complete": True,
+            **encode_shares(handed_out),
+            "pgp_fingerprints": attempt.fingerprints,
+            "backup": attempt.backup,
+            "verification_required": attempt.require_verification,
+        }
+        if attempt.require_verification:
+            attempt.verification_key = new_key
+            attempt.verification_nonce = str(uuid.uuid4())
+            result["verification_nonce"] = attempt.verification_nonce
+            return result
+        self.seal.rotate(new_key, attempt.shares, attempt.threshold)
+        self.attempt = None
+        return result
+
+    # -- GET/POST/DELETE sys/rekey/verify ------------------------------------------------
+    def _attempt_for_verification(self) -> RekeyAttempt:
+        self._unsealed()
+        if self.attempt is None:
+            raise SecretsError(400, "no rekey configuration found")
+        return self.attempt
+
+    def verification_status(self) -> dict[str, Any]:
+        """The shape of ``GET sys/rekey/verify``: nonce, started, t, n, progress."""
+        attempt = self._attempt_for_verification()
+        return {
+            "nonce": attempt.verification_nonce,
+            "started": attempt.verification_key is not None,
+            "t": attempt.threshold,
+            "n": attempt.shares,
+            "progress": len(attempt.verification_progress),
+        }
+
+    def restart_verification(self) -> dict[str, Any]:
+        """``DELETE sys/rekey/verify``: progress back to 0 and a new nonce; the attempt stays."""
+        attempt = self._attempt_for_verification()
+        if attempt.verification_key is not None:
+            attempt.verification_progress = []
+            attempt.verification_nonce = str(uuid.uuid4())
+        return self.verification_status()
+
+    def verify(self, key: bytes, nonce: Any) -> dict[str, Any]:
+        """Give one *new* share; at the new threshold, rotate the root key.
+
+        Below the threshold the answer is the verification status. A set that
+        does not rebuild the new key is refused with 400, progress goes back
+        to 0 and a new verification nonce is issued.
+        """
+        self._unsealed()
+        attempt = self.attempt
+        if attempt is None:
+            raise SecretsError(400, "no rekey in progress")
+        if attempt.verification_key is None:
+            raise SecretsError(400, "no rekey verification in progress")
+        if nonce != attempt.verification_nonce:
+            raise SecretsError(
+                400,
+                "incorrect nonce supplied; nonce for this verify operation is "
+                f'"{attempt.verification_nonce}"',
+            )
+        if _already_given(attempt.verification_progress, key):
+            raise SecretsError(
+                400, "given key has already been provided during this verify operation"
+            )
+        attempt.verification_progress.append(key)
+        if len(attempt.verification_progress) < attempt.threshold:
+            return self.verification_status()
+
+        parts, attempt.verification_progress = attempt.verification_progress, []
+        rebuilt = rebuild_key(parts, attempt.threshold)
+        if rebuilt is None or not hmac.compare_digest(rebuilt, attempt.verification_key):
+            attempt.verification_nonce = str(uuid.uuid4())
+            raise SecretsError(
+                400,
+                "rekey verification failed; incorrect key shares supplied; progress has been "
+                f'reset and the new verification nonce is "{attempt.verification_nonce}"',
+            )
+        self.seal.rotate(attempt.verification_key, attempt.shares, attempt.threshold)
+        self.attempt = None
+        return {"nonce": attempt.verification_nonce, "complete": True}
+
+    # -- GET/DELETE sys/rekey/backup --------------------------------------------------
+    def _store_backup(self, attempt: RekeyAttempt, encrypted: list[bytes]) -> None:
+        keys: dict[str, list[str]] = {}
+        for public_key, message in zip(attempt.pgp_keys, encrypted, strict=True):
+            keys.setdefault(public_key.fingerprint, []).append(message.hex())
+        self._backup = {"nonce": attempt.nonce, "keys": keys}
+
+    def read_backup(self) -> dict[str, Any] | None:
+        """The stored backup (``nonce``, ``keys`` and ``keys_base64`` by fingerprint), or None."""
+        self._unsealed()
+        if self._backup is None:
+            return None
+        keys: dict[str, list[str]] = self._backup["keys"]
+        return {
+            "nonce": self._backup["nonce"],
+            "keys": {fp: list(values) for fp, values in keys.items()},
+            "keys_base64": {
+                fp: [base64.b64encode(bytes.fromhex(value)).decode("ascii") for value in values]
+                for fp, values in keys.items()
+            },
+        }
+
+    def delete_backup(self) -> None:
+        """Delete the stored backup of PGP-encrypted shares."""
+        self._unsealed()
+        self._backup = None
