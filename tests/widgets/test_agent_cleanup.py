@@ -1,0 +1,110 @@
+"""AgentCleanupForm: preview, confirm, remove, read the result table."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolkit import PlatformClient
+from widgets import AgentCleanupForm
+from widgets._common import output_text
+
+GONE = {"runner-04", "runner-05", "runner-06", "runner-07"}  # exited, errored, unknown
+
+
+@pytest.fixture
+def form(client: PlatformClient) -> AgentCleanupForm:
+    return AgentCleanupForm(client, "acme")
+
+
+def _names(client: PlatformClient) -> set[str]:
+    return set(client.agent_pools.all_agents("acme")["name"])
+
+
+def test_removing_is_disabled_until_a_preview_and_a_confirmation(form: AgentCleanupForm) -> None:
+    assert form.confirm.disabled and form.remove_button.disabled
+    form.preview_button.click()
+    assert not form.confirm.disabled
+    assert form.remove_button.disabled
+    form.confirm.value = True
+    assert not form.remove_button.disabled
+
+
+def test_the_preview_shows_the_dry_run_and_removes_nothing(
+    form: AgentCleanupForm, client: PlatformClient
+) -> None:
+    before = _names(client)
+    form.preview_button.click()
+
+    assert form.plan is not None
+    assert set(form.plan[form.plan["action"] == "would remove"]["name"]) == GONE
+    shown = output_text(form.preview_output)
+    assert all(name in shown for name in GONE)
+    assert "4 agent(s) would be removed" in form.status_text
+    assert _names(client) == before
+
+
+def test_confirming_removes_the_gone_agents_and_shows_each_outcome(
+    form: AgentCleanupForm, client: PlatformClient
+) -> None:
+    form.preview_button.click()
+    form.confirm.value = True
+    form.remove_button.click()
+
+    assert _names(client) == {"runner-01", "runner-02", "runner-03"}
+    assert form.result is not None
+    assert set(form.result[form.result["action"] == "removed"]["name"]) == GONE
+    assert set(form.result[form.result["action"] == "skipped"]["name"]) == {
+        "runner-01",
+        "runner-02",
+        "runner-03",
+    }
+    assert "runner-07" in output_text(form.result_output)
+    assert "Removed 4, failed 0, kept 3" in form.status_text
+
+
+def test_after_a_removal_the_next_one_needs_a_new_preview(form: AgentCleanupForm) -> None:
+    form.preview_button.click()
+    form.confirm.value = True
+    form.remove_button.click()
+    assert form.confirm.value is False and form.confirm.disabled
+    assert form.remove_button.disabled
+
+
+def test_changing_the_selection_after_a_preview_asks_for_a_new_one(
+    form: AgentCleanupForm, client: PlatformClient
+) -> None:
+    form.preview_button.click()
+    form.confirm.value = True
+    form.statuses.value = ("exited",)
+    assert form.remove_button.disabled and form.confirm.disabled
+
+    form.remove()
+    assert _names(client) >= GONE
+    assert "Preview" in form.status_text
+
+
+def test_only_the_chosen_statuses_are_removed(
+    form: AgentCleanupForm, client: PlatformClient
+) -> None:
+    form.statuses.value = ("exited",)
+    form.preview_button.click()
+    form.confirm.value = True
+    form.remove_button.click()
+    assert GONE - _names(client) == {"runner-04"}
+
+
+def test_an_agent_that_refuses_removal_is_reported_as_failed_with_the_servers_message(
+    form: AgentCleanupForm, client: PlatformClient
+) -> None:
+    # Idle agents answer 412; the form shows that answer rather than hiding it.
+    form.statuses.value = ("idle",)
+    form.preview_button.click()
+    form.confirm.value = True
+    form.remove_button.click()
+
+    assert form.result is not None
+    failed = form.result[form.result["action"] == "failed"]
+    assert list(failed["name"]) == ["runner-01"]
+    assert failed["detail"].iloc[0].startswith("412")
+    assert "failed 1" in form.status_text
+    assert "runner-01" in _names(client)
