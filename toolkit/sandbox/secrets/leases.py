@@ -253,12 +253,8 @@ class LeaseManager:
             raise SecretsError(400, "lease is not renewable")
         now = self._clock.now()
         wanted = increment or lease.ttl_granted
-        new_expiry = min(now + timedelta(seconds=wanted), lease.max_expire_time)
-        if new_expiry <= now:
-            raise SecretsError(
-                400, f"lease {lease_id} has reached its max ttl and cannot be renewed"
-            )
-        lease.expire_time = new_expiry
+        # A live lease expires no later than its cap, so the cap is still ahead of now.
+        lease.expire_time = min(now + timedelta(seconds=wanted), lease.max_expire_time)
         lease.last_renewal_time = now
         self._schedule(lease)
         return lease
