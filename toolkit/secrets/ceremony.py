@@ -39,44 +39,42 @@ __all__ = ["PHASES", "RekeyCeremony", "check_share"]
 
 PHASES = ("idle", "collecting", "verifying", "complete")
 
-# An unseal share is the root key (16 to 64 bytes) and one byte, its x-coordinate.
-SHARE_BYTES = (17, 65)
+# A share's size in bytes, as the real server bounds ``key``: a root key of up
+# to 32 bytes and one index byte.
+SHARE_BYTES = (16, 33)
 _HEX = re.compile(r"[0-9a-fA-F]+")
 
 
 def check_share(share: str | Sensitive, *, expected_bytes: int | None = None) -> str:
     """The share as text to send, after checking it is hex or base64 of a share's size.
 
-    Raises :class:`~toolkit.InputError` naming what is wrong, never the value.
+    As the server reads ``key``: hex first, and text that is not hex of a
+    share's size as base64. Raises :class:`~toolkit.InputError` naming what is
+    wrong, never the value.
     """
     if not isinstance(share, str | Sensitive):
         raise InputError(f"a key share must be a string, not {type(share).__name__}")
     text = "".join(reveal(share).split())
     if not text:
         raise InputError("the key share is empty")
-    if _HEX.fullmatch(text):
-        if len(text) % 2:
-            raise InputError(
-                f"the key share looks hex-encoded but has an odd number of digits ({len(text)})"
-            )
+    low, high = SHARE_BYTES
+    raw: bytes | None = None
+    if _HEX.fullmatch(text) and len(text) % 2 == 0 and low <= len(text) // 2 <= high:
         raw = bytes.fromhex(text)
     else:
         try:
             raw = base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError):
             raise InputError(
-                f"the key share ({len(text)} characters) is neither hex nor base64"
+                f"the key share ({len(text)} characters) is neither hex nor base64 "
+                f"of a {low}- to {high}-byte share"
             ) from None
-    low, high = SHARE_BYTES
+    if not low <= len(raw) <= high:
+        raise InputError(f"the key share decodes to {len(raw)} bytes; a share has {low} to {high}")
     if expected_bytes is not None and len(raw) != expected_bytes:
         raise InputError(
             f"the key share decodes to {len(raw)} bytes; the shares of this set have "
             f"{expected_bytes}"
-        )
-    if not low <= len(raw) <= high:
-        raise InputError(
-            f"the key share decodes to {len(raw)} bytes; a share has {low} to {high} "
-            "(the root key and one index byte)"
         )
     return text
 
