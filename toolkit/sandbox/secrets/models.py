@@ -36,6 +36,10 @@ class SecretsService:
         self.lock = threading.RLock()
         self.seal = Seal(key_shares, key_threshold)
         self.rekey = RekeyCeremony(self.seal)
+        # Whether the legacy ``sys/rekey/{init,update,verify}`` endpoints answer.
+        # OpenBao 2.5 and later disable them by default (405 "unsupported
+        # operation"); set False to serve only ``sys/rotate/root/*`` like it.
+        self.legacy_rekey = True
         self.key_shares = key_shares
         self.key_threshold = key_threshold
         self.policies = PolicyStore()

@@ -1,0 +1,89 @@
+"""The secrets server's HTTP conventions (spec part 1): envelope, errors, LIST, token headers."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from _access_api import assert_error, v1
+
+from toolkit.sandbox import Sandbox
+
+ENVELOPE = {
+    "request_id",
+    "lease_id",
+    "renewable",
+    "lease_duration",
+    "data",
+    "wrap_info",
+    "warnings",
+    "auth",
+}
+
+
+def test_an_answer_carries_every_envelope_field(demo_sandbox: Sandbox) -> None:
+    with v1(demo_sandbox) as root:
+        body = root.get("auth/token/lookup-self").json()
+    assert set(body) >= ENVELOPE
+    assert body["request_id"] and body["lease_id"] == "" and body["wrap_info"] is None
+
+
+def test_an_error_is_a_list_of_messages(demo_sandbox: Sandbox) -> None:
+    with v1(demo_sandbox, "wrong") as client:
+        response = client.get("auth/token/lookup-self")
+    assert response.status_code == 403
+    assert response.json() == {"errors": ["permission denied"]}
+
+
+@pytest.mark.parametrize("path", ["sys/policies/acl", "sys/policies/rgp", "sys/policies/password"])
+def test_list_and_get_with_list_true_answer_the_same(demo_sandbox: Sandbox, path: str) -> None:
+    with v1(demo_sandbox) as root:
+        listed = root.request("LIST", path).json()
+        got = root.get(path, params={"list": "true"}).json()
+    assert listed["data"] == got["data"]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-Service-Token": "demo-auditor-token"},
+        {"X-Vault-Token": "demo-auditor-token"},
+        {"Authorization": "Bearer demo-auditor-token"},
+    ],
+)
+def test_each_token_header_is_accepted(demo_sandbox: Sandbox, headers: dict[str, str]) -> None:
+    with httpx.Client(base_url=f"{demo_sandbox.address}/v1", headers=headers) as client:
+        response = client.get("auth/token/lookup-self")
+    assert response.status_code == 200
+    assert response.json()["data"]["display_name"] == "token-demo-auditor"
+
+
+@pytest.mark.parametrize("raw", [b"[1, 2]", b'"text"', b"{broken"])
+def test_a_body_that_is_not_a_json_object_is_a_400(demo_sandbox: Sandbox, raw: bytes) -> None:
+    with v1(demo_sandbox) as root:
+        response = root.post("auth/token/create", content=raw)
+    assert_error(response, 400, "failed to parse JSON input")
+
+
+def test_an_unknown_path_is_a_json_404(demo_sandbox: Sandbox) -> None:
+    with v1(demo_sandbox) as root:
+        response = root.get("sys/no-such-endpoint")
+    assert_error(response, 404, "sys/no-such-endpoint")
+
+
+def test_a_wrong_method_is_405_unsupported_operation(demo_sandbox: Sandbox) -> None:
+    with v1(demo_sandbox) as root:
+        delete = root.delete("auth/token/lookup-self")
+        get_list = root.get("sys/policies/acl/default", params={"list": "true"})
+        plain_get_of_a_list = root.get("sys/policies/acl")
+    assert_error(delete, 405, "unsupported operation")
+    assert_error(get_list, 405, "unsupported operation")
+    assert_error(plain_get_of_a_list, 405, "unsupported operation")
+
+
+def test_a_denied_request_changes_nothing(sandbox: Sandbox) -> None:
+    with v1(sandbox, "demo-auditor-token") as auditor:
+        refused = auditor.delete("sys/policies/password/alnum-20")
+    with v1(sandbox) as root:
+        kept = root.get("sys/policies/password/alnum-20")
+    assert_error(refused, 403, "permission denied")
+    assert kept.status_code == 200
