@@ -1,0 +1,142 @@
+"""The platform state classes used directly, without HTTP."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from toolkit.sandbox import DEMO_EPOCH
+from toolkit.sandbox._clock import Clock
+from toolkit.sandbox.platform.demo import load_demo
+from toolkit.sandbox.platform.errors import PlatformError
+from toolkit.sandbox.platform.models import PlatformService
+
+
+def _service(**options) -> PlatformService:
+    return PlatformService(clock=Clock(DEMO_EPOCH), admin_token="root", **options)
+
+
+def _demo() -> PlatformService:
+    service = _service()
+    load_demo(service)
+    return service
+
+
+def test_the_demo_data_is_the_same_on_every_load():
+    first, second = _demo(), _demo()
+    root = first.authenticate("root")
+    pools = [p.id for p in first.pools(root, "acme")[0]]
+    assert pools == [p.id for p in second.pools(second.authenticate("root"), "acme")[0]]
+    agents = first.agents(root, pools[0])
+    assert [(a.id, a.last_ping_at) for a in agents] == [
+        (a.id, a.last_ping_at) for a in second.agents(second.authenticate("root"), pools[0])
+    ]
+    assert len([w for o in ("acme", "globex", "initech") for w in first.workspaces(root, o)]) == 12
+
+
+def test_the_demo_has_every_access_level_and_a_secret_team():
+    service = _demo()
+    root = service.authenticate("root")
+    levels = {
+        r.access
+        for org in ("acme", "globex", "initech")
+        for ws in service.workspaces(root, org)
+        for r in service.team_accesses(root, ws.id)
+    }
+    assert levels == {"read", "plan", "write", "admin", "custom"}
+    assert any(t.visibility == "secret" for t in service.teams(root, "acme"))
+
+
+def test_describe_tokens_names_every_demo_token():
+    tokens = dict(_demo().describe_tokens())
+    assert tokens["root"] == "owner of every organization"
+    assert tokens["demo-org-acme"] == "organization token of acme"
+    assert tokens["demo-owner-olivia"] == "owner of acme"
+    assert "acme/security" in tokens["demo-member-alice"]
+    assert "initech/payroll-admins" in tokens["demo-member-dave"]
+
+
+def test_an_unknown_agent_turns_errored_two_hours_after_its_last_ping():
+    service = _service()
+    service.add_organization("o")
+    pool = service.add_pool("o", "p")
+    agent_id = service.add_agent(
+        pool, name="a", status="unknown", ip_address="10.0.0.1", last_ping_at=DEMO_EPOCH
+    )
+    root = service.authenticate("root")
+    agent = service.agent(root, agent_id)
+    assert service.agent_status(agent) == "unknown"
+    service.clock.advance(2 * 3600)
+    assert service.agent_status(agent) == "errored"
+    service.set_agent_status(agent_id, "unknown")  # a fresh ping
+    assert service.agent_status(agent) == "unknown"
+    assert agent.status_at(DEMO_EPOCH + timedelta(hours=5)) == "errored"
+
+
+def test_set_agent_status_validates_and_moves_the_ping():
+    service = _service()
+    service.add_organization("o")
+    pool = service.add_pool("o", "p")
+    agent_id = service.add_agent(pool, name=None, status="idle", ip_address="10.0.0.2")
+    later = DEMO_EPOCH + timedelta(minutes=3)
+    service.set_agent_status(agent_id, "busy", later)
+    agent = service.agent(service.authenticate("root"), agent_id)
+    assert (agent.reported_status, agent.last_ping_at) == ("busy", later)
+    with pytest.raises(PlatformError) as refused:
+        service.set_agent_status(agent_id, "asleep")
+    assert refused.value.status == 422
+    assert agent.reported_status == "busy"
+
+
+def test_the_pool_limit_is_enforced_by_the_python_api_too():
+    service = _service(pool_limit=2)
+    service.add_organization("o")
+    service.add_pool("o", "a")
+    service.add_pool("o", "b")
+    with pytest.raises(PlatformError) as refused:
+        service.add_pool("o", "c")
+    assert "limit is 2" in str(refused.value)
+
+
+def test_unknown_tokens_are_refused_with_401():
+    service = _demo()
+    for token in (None, "", "nope"):
+        with pytest.raises(PlatformError) as refused:
+            service.authenticate(token)
+        assert refused.value.status == 401
+
+
+def test_tokens_and_sensitive_values_never_show_in_reprs():
+    service = _demo()
+    root = service.authenticate("root")
+    text = repr(service) + repr(root)
+    text += "".join(repr(t) for t in service.teams(root, "acme"))
+    text += repr(service.organization(root, "acme"))
+    ps = next(p for p in service.policy_sets(root, "acme") if p.name == "cost-controls")
+    text += "".join(repr(v) for v in service.parameters(root, ps.id))
+    for secret in ("root", "demo-org-acme", "demo-member-alice", "demo-cost-api-key"):
+        assert secret not in text
+
+
+def test_a_refused_team_access_update_changes_nothing():
+    service = _demo()
+    root = service.authenticate("root")
+    ws = next(w for w in service.workspaces(root, "acme") if w.name == "billing-api")
+    record = next(r for r in service.team_accesses(root, ws.id) if r.access == "custom")
+    before = dict(record.permissions)
+    with pytest.raises(PlatformError):
+        service.update_team_access(root, record.id, {"runs": "apply", "variables": "nope"})
+    assert record.permissions == before
+
+
+def test_listing_a_pools_agents_reads_only_that_pool():
+    service = _service(pool_limit=2)
+    service.add_organization("o")
+    small, big = service.add_pool("o", "small"), service.add_pool("o", "big")
+    service.add_agent(small, name="only", status="idle", ip_address="10.0.0.1")
+    for i in range(500):
+        service.add_agent(big, name=f"b{i}", status="idle", ip_address="10.0.0.2")
+    root = service.authenticate("root")
+    assert [a.name for a in service.agents(root, small)] == ["only"]
+    assert len(service.pool(root, small).agents) == 1
