@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import httpx
 import pytest
+from _access_api import issue, put_acl, v1
 
 from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
@@ -272,21 +273,19 @@ def test_demo_certificate_leases_are_not_renewable_and_some_leases_are_renewed(
 
 @pytest.fixture
 def api(sandbox: Sandbox) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=f"{sandbox.address}/v1", headers={"X-Service-Token": sandbox.token}
-    ) as client:
+    with v1(sandbox) as client:
         yield client
 
 
 @pytest.fixture
 def demo_api(demo_sandbox: Sandbox) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=f"{demo_sandbox.address}/v1", headers={"X-Service-Token": demo_sandbox.token}
-    ) as client:
+    with v1(demo_sandbox) as client:
         yield client
 
 
-def issue(sandbox: Sandbox, prefix: str = "database/creds/readonly", **kwargs: object) -> Lease:
+def issue_lease(
+    sandbox: Sandbox, prefix: str = "database/creds/readonly", **kwargs: object
+) -> Lease:
     with sandbox.secrets.lock:
         return sandbox.secrets.leases.create(prefix, **{"ttl": 3600, **kwargs})  # type: ignore[arg-type]
 
@@ -324,14 +323,14 @@ def test_lookup_without_a_lease_id_is_400_naming_the_field(demo_api: httpx.Clien
 
 
 def test_an_expired_lease_is_gone_from_lookup(sandbox: Sandbox, api: httpx.Client) -> None:
-    lease = issue(sandbox, ttl=30)
+    lease = issue_lease(sandbox, ttl=30)
     sandbox.clock.advance(31)
     response = api.post("sys/leases/lookup", json={"lease_id": lease.lease_id})
     assert response.status_code == 400
 
 
 def test_a_renewed_lease_shows_its_last_renewal_time(sandbox: Sandbox, api: httpx.Client) -> None:
-    lease = issue(sandbox, max_ttl=86_400)
+    lease = issue_lease(sandbox, max_ttl=86_400)
     assert (
         api.post("sys/leases/lookup", json={"lease_id": lease.lease_id}).json()["data"][
             "last_renewal_time"
@@ -371,7 +370,7 @@ def test_listing_an_unknown_prefix_is_404_with_no_errors(demo_api: httpx.Client)
 def test_renew_answers_lease_id_renewable_and_duration_at_the_top(
     sandbox: Sandbox, api: httpx.Client
 ) -> None:
-    lease = issue(sandbox, max_ttl=86_400)
+    lease = issue_lease(sandbox, max_ttl=86_400)
     response = api.post("sys/leases/renew", json={"lease_id": lease.lease_id, "increment": "2h"})
     assert response.status_code == 200
     body = response.json()
@@ -380,13 +379,13 @@ def test_renew_answers_lease_id_renewable_and_duration_at_the_top(
 
 
 def test_renew_takes_the_lease_id_from_the_path(sandbox: Sandbox, api: httpx.Client) -> None:
-    lease = issue(sandbox, max_ttl=86_400)
+    lease = issue_lease(sandbox, max_ttl=86_400)
     response = api.put(f"sys/leases/renew/{lease.lease_id}", json={"increment": 120})
     assert response.status_code == 200 and response.json()["lease_id"] == lease.lease_id
 
 
 def test_renew_prefers_the_body_lease_id_over_the_path(sandbox: Sandbox, api: httpx.Client) -> None:
-    in_body = issue(sandbox, max_ttl=86_400)
+    in_body = issue_lease(sandbox, max_ttl=86_400)
     response = api.put(
         "sys/leases/renew/database/creds/readonly/unknown", json={"lease_id": in_body.lease_id}
     )
@@ -394,7 +393,7 @@ def test_renew_prefers_the_body_lease_id_over_the_path(sandbox: Sandbox, api: ht
 
 
 def test_renew_beyond_max_ttl_is_capped_with_a_warning(sandbox: Sandbox, api: httpx.Client) -> None:
-    lease = issue(sandbox, ttl=600, max_ttl=1200)
+    lease = issue_lease(sandbox, ttl=600, max_ttl=1200)
     body = api.post(
         "sys/leases/renew", json={"lease_id": lease.lease_id, "increment": 100_000}
     ).json()
@@ -416,7 +415,7 @@ def test_renew_of_a_certificate_lease_is_400_not_renewable(demo_api: httpx.Clien
 
 
 def test_renew_with_a_bad_increment_is_400_naming_it(sandbox: Sandbox, api: httpx.Client) -> None:
-    lease = issue(sandbox)
+    lease = issue_lease(sandbox)
     before = lease.expire_time
     response = api.post("sys/leases/renew", json={"lease_id": lease.lease_id, "increment": "soon"})
     assert response.status_code == 400
@@ -425,7 +424,7 @@ def test_renew_with_a_bad_increment_is_400_naming_it(sandbox: Sandbox, api: http
 
 
 def test_revoke_with_sync_revokes_now_and_answers_204(sandbox: Sandbox, api: httpx.Client) -> None:
-    lease = issue(sandbox)
+    lease = issue_lease(sandbox)
     response = api.put("sys/leases/revoke", json={"lease_id": lease.lease_id, "sync": True})
     assert response.status_code == 204
     assert api.post("sys/leases/lookup", json={"lease_id": lease.lease_id}).status_code == 400
@@ -434,7 +433,7 @@ def test_revoke_with_sync_revokes_now_and_answers_204(sandbox: Sandbox, api: htt
 def test_revoke_without_sync_is_accepted_and_already_done(
     sandbox: Sandbox, api: httpx.Client
 ) -> None:
-    lease = issue(sandbox)
+    lease = issue_lease(sandbox)
     assert api.post(f"sys/leases/revoke/{lease.lease_id}").status_code == 202
     assert api.post("sys/leases/lookup", json={"lease_id": lease.lease_id}).status_code == 400
 
@@ -447,7 +446,7 @@ def test_revoke_of_an_unknown_lease_is_204(api: httpx.Client) -> None:
 def test_revoke_with_a_non_boolean_sync_is_400_and_revokes_nothing(
     sandbox: Sandbox, api: httpx.Client
 ) -> None:
-    lease = issue(sandbox)
+    lease = issue_lease(sandbox)
     response = api.post("sys/leases/revoke", json={"lease_id": lease.lease_id, "sync": "maybe"})
     assert response.status_code == 400 and "sync" in response.json()["errors"][0]
     assert sandbox.secrets.leases.get(lease.lease_id) is lease
@@ -485,16 +484,48 @@ def test_revoke_force_also_removes_irrevocable_leases(sandbox: Sandbox, api: htt
 
 
 def test_the_legacy_revoke_alias_revokes_too(sandbox: Sandbox, api: httpx.Client) -> None:
-    lease = issue(sandbox)
+    lease = issue_lease(sandbox)
     assert api.put(f"sys/revoke/{lease.lease_id}", json={"sync": True}).status_code == 204
     assert sandbox.secrets.leases.get(lease.lease_id) is None
+
+
+def test_the_legacy_renew_alias_renews_too(sandbox: Sandbox, api: httpx.Client) -> None:
+    lease = issue_lease(sandbox, max_ttl=86_400)
+    response = api.put("sys/renew", json={"lease_id": lease.lease_id, "increment": 60})
+    assert response.status_code == 200 and lease.last_renewal_time is not None
+
+
+def test_a_token_lease_cannot_be_renewed_through_the_lease_endpoint(
+    sandbox: Sandbox, api: httpx.Client
+) -> None:
+    token = sandbox.secrets.tokens.get("demo-operator-token")
+    assert token is not None
+    before = api.post("sys/leases/lookup", json={"lease_id": token.lease_id}).json()["data"]
+    response = api.post("sys/leases/renew", json={"lease_id": token.lease_id})
+    assert response.status_code == 400
+    assert response.json() == {"errors": ["tokens cannot be renewed through this endpoint"]}
+    after = api.post("sys/leases/lookup", json={"lease_id": token.lease_id}).json()["data"]
+    assert after == {**before, "ttl": after["ttl"]}
+
+
+def test_revoking_a_token_lease_revokes_the_token(sandbox: Sandbox, api: httpx.Client) -> None:
+    token = sandbox.secrets.tokens.get("demo-operator-token")
+    assert token is not None
+    response = api.put("sys/leases/revoke", json={"lease_id": token.lease_id, "sync": True})
+    assert response.status_code == 204
+    denied = api.get(
+        "sys/leases/count",
+        params={"type": "irrevocable"},
+        headers={"X-Vault-Token": "demo-operator-token"},
+    )
+    assert denied.status_code == 403
 
 
 def test_tidy_answers_202_with_a_warning_and_revokes_dangling_leases(
     sandbox: Sandbox, api: httpx.Client
 ) -> None:
-    dangling = issue(sandbox, token="s.token-that-never-existed")
-    owned = issue(sandbox, token=sandbox.token)
+    dangling = issue_lease(sandbox, token="s.token-that-never-existed")
+    owned = issue_lease(sandbox, token=sandbox.token)
     response = api.post("sys/leases/tidy")
     assert response.status_code == 202
     assert response.json()["warnings"]
@@ -552,9 +583,7 @@ def test_the_default_limit_is_ten_thousand_with_a_warning_beyond(empty_sandbox: 
         for _ in range(10_001):
             leases.create("database/creds/app", ttl=1, on_revoke=failing("down"))
     empty_sandbox.clock.advance(2)
-    with httpx.Client(
-        base_url=f"{empty_sandbox.address}/v1", headers={"X-Service-Token": empty_sandbox.token}
-    ) as client:
+    with v1(empty_sandbox) as client:
         body = client.get("sys/leases", params={"type": "irrevocable"}).json()
     assert len(body["data"]["leases"]) == 10_000 and body["data"]["lease_count"] == 10_001
     assert body["warnings"]
@@ -574,12 +603,9 @@ def test_the_lease_endpoints_are_restricted_to_the_root_namespace(demo_api: http
 
 
 def test_listing_and_prefix_revocation_need_sudo(sandbox: Sandbox, api: httpx.Client) -> None:
-    policy = 'path "sys/leases/*" { capabilities = ["read", "update", "list"] }'
-    assert api.put("sys/policies/acl/lease-ops", json={"policy": policy}).status_code in (200, 204)
-    created = api.post("auth/token/create", json={"policies": ["lease-ops"]})
-    token = created.json()["auth"]["client_token"]
-    headers = {"X-Service-Token": token}
-    lease = issue(sandbox)
+    put_acl(api, "lease-ops", 'path "sys/leases/*" { capabilities = ["read", "update", "list"] }')
+    headers = {"X-Vault-Token": issue(api, policies=["lease-ops"])}
+    lease = issue_lease(sandbox)
     looked = api.post("sys/leases/lookup", json={"lease_id": lease.lease_id}, headers=headers)
     assert looked.status_code == 200
     listing = api.request("LIST", "sys/leases/lookup/database/", headers=headers)

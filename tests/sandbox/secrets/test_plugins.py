@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _access_api import issue, put_acl, v1
 
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets.errors import SecretsError
@@ -71,17 +72,13 @@ def test_a_bad_env_entry_is_refused_without_echoing_it() -> None:
 
 @pytest.fixture
 def api(sandbox: Sandbox) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=f"{sandbox.address}/v1", headers={"X-Service-Token": sandbox.token}
-    ) as client:
+    with v1(sandbox) as client:
         yield client
 
 
 @pytest.fixture
 def demo_api(demo_sandbox: Sandbox) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=f"{demo_sandbox.address}/v1", headers={"X-Service-Token": demo_sandbox.token}
-    ) as client:
+    with v1(demo_sandbox) as client:
         yield client
 
 
@@ -217,12 +214,9 @@ def test_a_builtin_cannot_be_deleted(api: httpx.Client) -> None:
 
 
 def test_register_read_and_delete_need_sudo_but_listing_does_not(api: httpx.Client) -> None:
-    policy = 'path "sys/plugins/catalog/*" { capabilities = ["create", "read", "update", "delete", "list"] }'
-    assert api.put("sys/policies/acl/plugin-ops", json={"policy": policy}).status_code in (200, 204)
-    token = api.post("auth/token/create", json={"policies": ["plugin-ops"]}).json()["auth"][
-        "client_token"
-    ]
-    headers = {"X-Service-Token": token}
+    capabilities = '["create", "read", "update", "delete", "list"]'
+    put_acl(api, "plugin-ops", f'path "sys/plugins/catalog/*" {{ capabilities = {capabilities} }}')
+    headers = {"X-Vault-Token": issue(api, policies=["plugin-ops"])}
     listed = api.request("LIST", "sys/plugins/catalog/auth", headers=headers)
     assert listed.status_code == 200
     registered = api.post("sys/plugins/catalog/secret/p", json=body(), headers=headers)

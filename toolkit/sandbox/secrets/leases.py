@@ -39,6 +39,10 @@ Rules:
   of 768 hours). Non-renewable and irrevocable leases refuse renewal.
 - Revocation in the sandbox always completes before the call returns; the
   ``sync`` flag of the HTTP API only changes the status code it answers.
+- Tokens with a time to live hold a lease under ``auth/token/create/`` that the
+  token store creates, with an ``on_revoke`` that revokes the token; revoking
+  that lease here revokes the token. ``sys/leases/renew`` refuses them (tokens
+  renew through their own endpoint).
 
 ``examined`` counts the heap entries and tree nodes each call touches, so tests
 can check that the cost of a request does not grow with the number of leases.
