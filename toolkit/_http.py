@@ -54,8 +54,8 @@ class RetryPolicy:
     """How idempotent calls are retried.
 
     ``attempts`` counts the first try; ``backoff`` is the first pause in seconds,
-    doubled on each retry up to ``max_pause``; a server's ``Retry-After`` or
-    ``X-RateLimit-Reset`` wins over the computed pause (up to ``max_pause``).
+    doubled on each retry up to ``max_pause``; a server's ``X-RateLimit-Reset`` or
+    ``Retry-After`` wins over the computed pause (up to ``max_pause``).
     """
 
     attempts: int = 4
@@ -72,6 +72,16 @@ class RetryPolicy:
 
 
 def _server_pause(response: httpx.Response) -> float | None:
+    # X-RateLimit-Reset (seconds, fractional) is the more precise of the two hints.
+    reset = response.headers.get("X-RateLimit-Reset")
+    if reset:
+        try:
+            value = float(reset)
+        except ValueError:
+            value = None
+        if value is not None:
+            # Seconds until the window resets; a large value is an epoch timestamp.
+            return value - time.time() if value > 1e9 else value
     retry_after = response.headers.get("Retry-After")
     if retry_after:
         try:
@@ -80,17 +90,8 @@ def _server_pause(response: httpx.Response) -> float | None:
             try:
                 when = parsedate_to_datetime(retry_after)
             except (TypeError, ValueError):
-                when = None
-            if when is not None:
-                return (when - datetime.now(UTC)).total_seconds()
-    reset = response.headers.get("X-RateLimit-Reset")
-    if reset:
-        try:
-            value = float(reset)
-        except ValueError:
-            return None
-        # Seconds until the window resets; a large value is an epoch timestamp.
-        return value - time.time() if value > 1e9 else value
+                return None
+            return (when - datetime.now(UTC)).total_seconds()
     return None
 
 

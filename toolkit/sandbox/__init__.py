@@ -41,7 +41,6 @@ class SandboxOptions:
     key_threshold: int = 3
     init_file: str | None = None
     rate_limit: float | None = None
-    state_path: str | None = None
     start_time: datetime | None = None
 
 

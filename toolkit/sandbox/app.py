@@ -10,6 +10,8 @@ client's mistake gets a 4xx from the handlers).
 from __future__ import annotations
 
 import logging
+import math
+import time
 from email.utils import format_datetime
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +52,50 @@ class _DateHeader:
         await self.app(scope, receive, send_with_date)
 
 
+class _RateLimit:
+    """Pure ASGI middleware: the platform's per-token request limit, when simulated.
+
+    A token may send ``per_second`` requests a second to ``/api/v2`` (the
+    public service allows 30); past that it gets 429 with ``Retry-After`` and
+    ``X-RateLimit-Reset``, as the real service answers.
+    """
+
+    def __init__(self, app: Any, per_second: float) -> None:
+        self.app = app
+        self.per_second = per_second
+        self.windows: dict[bytes, tuple[float, int]] = {}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/api/v2"):
+            await self.app(scope, receive, send)
+            return
+        token = b""
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                token = value
+                break
+        now = time.monotonic()
+        start, count = self.windows.get(token, (now, 0))
+        if now - start >= 1.0:
+            start, count = now, 0
+        if count >= self.per_second:
+            reset = max(1.0 - (now - start), 0.001)
+            response = JSONResponse(
+                {"errors": [{"status": "429", "title": "Too many requests"}]},
+                status_code=429,
+                media_type="application/vnd.api+json",
+                headers={
+                    "Retry-After": str(math.ceil(reset)),
+                    "X-RateLimit-Limit": f"{self.per_second:g}",
+                    "X-RateLimit-Reset": f"{reset:.3f}",
+                },
+            )
+            await response(scope, receive, send)
+            return
+        self.windows[token] = (start, count + 1)
+        await self.app(scope, receive, send)
+
+
 def build_app(sandbox: Sandbox) -> Any:
     from .platform.routes import routes as platform_routes
     from .secrets.routes import routes as secrets_routes
@@ -84,4 +130,7 @@ def build_app(sandbox: Sandbox) -> Any:
         ],
         exception_handlers={Exception: crashed, HTTPException: http_error},
     )
-    return _DateHeader(app, sandbox)
+    limited: Any = app
+    if sandbox.options.rate_limit:
+        limited = _RateLimit(app, sandbox.options.rate_limit)
+    return _DateHeader(limited, sandbox)
