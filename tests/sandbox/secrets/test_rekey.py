@@ -102,6 +102,21 @@ class Server:
         body = response.json()
         return body["data"] if rotate else body
 
+    def authorise_verified_rekey(self, shares: int, threshold: int) -> tuple[str, Any]:
+        """Start a rekey that requires verification and give the current shares.
+
+        Returns the attempt's nonce and the answer carrying the new shares.
+        """
+        settings = {
+            "secret_shares": shares,
+            "secret_threshold": threshold,
+            "require_verification": True,
+        }
+        nonce = self.call("PUT", "init", settings).json()["nonce"]
+        for key in self.keys[:3]:
+            done = self.call("PUT", "update", {"key": key, "nonce": nonce}).json()
+        return nonce, done
+
     def seal_and_unseal_with(self, keys: list[str]) -> list[httpx.Response]:
         """Seal (unless sealed), forget earlier unseal progress, then give ``keys``."""
         if not self.client.get("sys/seal-status").json()["sealed"]:
@@ -159,11 +174,7 @@ def test_a_rekey_without_verification_rotates_the_root_key(server: Server, rotat
 def test_a_rekey_with_verification_rotates_only_after_the_new_shares_are_verified(
     server: Server,
 ) -> None:
-    nonce = server.call(
-        "PUT", "init", {"secret_shares": 4, "secret_threshold": 2, "require_verification": True}
-    ).json()["nonce"]
-    for key in server.keys[:3]:
-        done = server.call("PUT", "update", {"key": key, "nonce": nonce}).json()
+    nonce, done = server.authorise_verified_rekey(4, 2)
     assert done["complete"] and done["verification_required"]
     new, verify_nonce = done["keys"], done["verification_nonce"]
     status = server.call("GET", "init").json()
@@ -180,11 +191,7 @@ def test_a_rekey_with_verification_rotates_only_after_the_new_shares_are_verifie
 
 
 def test_verification_completes_and_the_new_shares_unseal(server: Server) -> None:
-    nonce = server.call(
-        "PUT", "init", {"secret_shares": 3, "secret_threshold": 2, "require_verification": True}
-    ).json()["nonce"]
-    for key in server.keys[:3]:
-        done = server.call("PUT", "update", {"key": key, "nonce": nonce}).json()
+    nonce, done = server.authorise_verified_rekey(3, 2)
     new, verify_nonce = done["keys"], done["verification_nonce"]
     server.call("PUT", "verify", {"key": new[2], "nonce": verify_nonce})
     finished = server.call("PUT", "verify", {"key": new[1], "nonce": verify_nonce})
@@ -195,11 +202,7 @@ def test_verification_completes_and_the_new_shares_unseal(server: Server) -> Non
 
 
 def test_a_bad_verification_share_issues_a_new_nonce_and_resets_progress(server: Server) -> None:
-    nonce = server.call(
-        "PUT", "init", {"secret_shares": 3, "secret_threshold": 2, "require_verification": True}
-    ).json()["nonce"]
-    for key in server.keys[:3]:
-        done = server.call("PUT", "update", {"key": key, "nonce": nonce}).json()
+    nonce, done = server.authorise_verified_rekey(3, 2)
     new, verify_nonce = done["keys"], done["verification_nonce"]
     server.call("PUT", "verify", {"key": new[0], "nonce": verify_nonce})
     refused = server.call("PUT", "verify", {"key": server.keys[0], "nonce": verify_nonce})
@@ -222,11 +225,7 @@ def test_a_bad_verification_share_issues_a_new_nonce_and_resets_progress(server:
 def test_delete_verify_resets_progress_with_a_new_nonce_and_keeps_the_attempt(
     server: Server,
 ) -> None:
-    nonce = server.call(
-        "PUT", "init", {"secret_shares": 3, "secret_threshold": 3, "require_verification": True}
-    ).json()["nonce"]
-    for key in server.keys[:3]:
-        done = server.call("PUT", "update", {"key": key, "nonce": nonce}).json()
+    nonce, done = server.authorise_verified_rekey(3, 3)
     verify_nonce = done["verification_nonce"]
     server.call("PUT", "verify", {"key": done["keys"][0], "nonce": verify_nonce})
     restarted = server.call("DELETE", "verify").json()
@@ -236,11 +235,7 @@ def test_delete_verify_resets_progress_with_a_new_nonce_and_keeps_the_attempt(
 
 
 def test_cancelling_during_verification_keeps_the_current_shares(server: Server) -> None:
-    nonce = server.call(
-        "PUT", "init", {"secret_shares": 3, "secret_threshold": 2, "require_verification": True}
-    ).json()["nonce"]
-    for key in server.keys[:3]:
-        done = server.call("PUT", "update", {"key": key, "nonce": nonce}).json()
+    nonce, done = server.authorise_verified_rekey(3, 2)
     assert server.call("DELETE", "init").status_code == 204
     assert server.call("GET", "init").json()["started"] is False
     assert server.call("GET", "verify").status_code == 400
@@ -376,3 +371,12 @@ def test_the_legacy_endpoints_answer_without_a_token_but_not_when_sealed(server:
             json={"secret_shares": 3, "secret_threshold": 2, "key": server.keys[0], "nonce": "n"},
         )
         assert refused.status_code == 503 and errors(refused) == ["Vault is sealed"]
+
+
+def test_the_legacy_endpoints_answer_405_when_switched_off(server: Server) -> None:
+    server.sb.secrets.legacy_rekey = False
+    for method, path in (("GET", "init"), ("PUT", "update"), ("GET", "verify"), ("GET", "backup")):
+        refused = server.call(method, path, {"key": server.keys[0], "nonce": "n"})
+        assert refused.status_code == 405
+        assert errors(refused) == ["unsupported operation"]
+    assert server.call("GET", "init", rotate=True).status_code == 200

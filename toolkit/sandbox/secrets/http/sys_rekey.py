@@ -123,35 +123,22 @@ def routes(service: SecretsService) -> list[Route]:
     for prefix, rotate in (("sys/rekey", False), ("sys/rotate/root", True)):
         gate = (lambda h: h) if rotate else _legacy
         answer: Answer = envelope if rotate else bare
-        authenticated = rotate
-        table += [
-            route(
-                service,
-                f"{prefix}/init",
-                gate(_init_handler(answer, rotate=rotate)),
-                ["GET", "POST", "PUT", "DELETE"],
-                authenticated=authenticated,
-            ),
-            route(
-                service,
-                f"{prefix}/update",
-                gate(_update_handler(answer, rotate=rotate)),
-                ["POST", "PUT"],
-                authenticated=authenticated,
-            ),
-            route(
-                service,
-                f"{prefix}/verify",
-                gate(_verify_handler(answer, rotate=rotate)),
-                ["GET", "POST", "PUT", "DELETE"],
-                authenticated=authenticated,
-            ),
+        endpoints = (
+            ("init", _init_handler(answer, rotate=rotate), ["GET", "POST", "PUT", "DELETE"]),
+            ("update", _update_handler(answer, rotate=rotate), ["POST", "PUT"]),
+            ("verify", _verify_handler(answer, rotate=rotate), ["GET", "POST", "PUT", "DELETE"]),
+        )
+        for name, handler, methods in endpoints:
+            table.append(
+                route(service, f"{prefix}/{name}", gate(handler), methods, authenticated=rotate)
+            )
+        table.append(
             route(
                 service,
                 f"{prefix}/backup",
                 gate(_backup_handler(rotate=rotate)),
                 ["GET", "DELETE"],
                 sudo=True,
-            ),
-        ]
+            )
+        )
     return table
