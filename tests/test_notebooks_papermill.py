@@ -1,0 +1,96 @@
+"""The runbooks run headless with papermill against a sandbox, and leak nothing."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import papermill
+import pytest
+
+from toolkit import PlatformClient
+from toolkit.sandbox import ENV_ADDRESS, ENV_TOKEN, Sandbox
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+RUNBOOKS = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+# Sensitive values of the demo data set: stored by the sandbox, never shown.
+DEMO_SECRETS = ["https://hooks.example.invalid/demo", "demo-cost-api-key"]
+
+
+@pytest.fixture
+def private_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
+    """A demo sandbox with a random token, named to the kernel through the environment."""
+    with Sandbox(token=f"tok-{secrets.token_hex(16)}") as sandbox:
+        monkeypatch.setenv(ENV_ADDRESS, sandbox.address)
+        monkeypatch.setenv(ENV_TOKEN, sandbox.token)
+        yield sandbox
+
+
+def _run(name: str, tmp_path: Path) -> str:
+    output = tmp_path / name
+    papermill.execute_notebook(
+        str(NOTEBOOKS / name),
+        str(output),
+        parameters={"organization": "acme"},
+        kernel_name="python3",
+        cwd=str(NOTEBOOKS),
+        progress_bar=False,
+    )
+    notebook = json.loads(output.read_text())
+    errors = [
+        out
+        for cell in notebook["cells"]
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "error"
+    ]
+    assert errors == []
+    return output.read_text()
+
+
+def _stored_parameter(sandbox: Sandbox, key: str) -> str:
+    caller = sandbox.platform.authenticate(sandbox.token)
+    for policy_set in sandbox.platform.policy_sets(caller, "acme"):
+        for parameter in sandbox.platform.parameters(caller, policy_set.id):
+            if parameter.key == key:
+                return str(parameter.value)
+    raise AssertionError(f"no parameter {key!r} in the sandbox")
+
+
+def test_every_runbook_is_covered() -> None:
+    assert RUNBOOKS == [
+        "01_agent_pool_health.ipynb",
+        "02_team_access_audit.ipynb",
+        "03_policy_set_parameters.ipynb",
+    ]
+
+
+@pytest.mark.parametrize("name", RUNBOOKS)
+def test_a_runbook_runs_headless_and_its_output_holds_no_secret(
+    name: str, private_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    text = _run(name, tmp_path)
+    assert private_sandbox.token not in text
+    for secret in DEMO_SECRETS:
+        assert secret not in text
+    assert "already running" in text  # the environment's sandbox, not one in the kernel
+
+
+def test_the_agent_runbook_cleans_up_the_sandbox_it_was_pointed_at(
+    private_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    _run("01_agent_pool_health.ipynb", tmp_path)
+    with PlatformClient(private_sandbox.address, private_sandbox.token) as client:
+        left = client.agent_pools.all_agents("acme")
+    assert sorted(left["status"]) == ["busy", "busy", "idle"]
+
+
+def test_the_parameter_runbook_stores_a_sensitive_value_it_never_shows(
+    private_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    text = _run("03_policy_set_parameters.ipynb", tmp_path)
+    stored = _stored_parameter(private_sandbox, "pagerduty_routing_key")
+    assert len(stored) >= 24
+    assert stored not in text
+    assert _stored_parameter(private_sandbox, "owner_email") == "platform-team@example.com"
