@@ -68,9 +68,10 @@ def split_lease_id(lease_id: str, mounts: Sequence[str] = ()) -> tuple[str, str]
     """The mount and role of a lease id.
 
     The mount is the longest of ``mounts`` the id starts with, else the first
-    segment (two for ``auth/<method>/``), with a trailing ``/``. The role is the
-    last segment before the lease's own suffix: ``database/creds/readonly/Xy``
-    is mount ``database/``, role ``readonly``.
+    segment (two for ``auth/<method>/``), with a trailing ``/``. The role is
+    the segment after the engine's endpoint word: ``database/creds/readonly/Xy``
+    is mount ``database/``, role ``readonly``; ``ad/library/helpdesk/check-out/Xy``
+    role ``helpdesk``; with a single segment before the suffix, that segment.
     """
     mount = ""
     for candidate in mounts:
@@ -80,7 +81,7 @@ def split_lease_id(lease_id: str, mounts: Sequence[str] = ()) -> tuple[str, str]
     if not mount:
         mount = f"auth/{parts[1]}/" if parts[0] == "auth" and len(parts) > 2 else parts[0] + "/"
     middle = [p for p in lease_id[len(mount) :].split("/")[:-1] if p]
-    return mount, middle[-1] if middle else ""
+    return mount, middle[1] if len(middle) > 1 else (middle[0] if middle else "")
 
 
 class Leases(Area):
@@ -248,7 +249,7 @@ class Leases(Area):
         ids: list[str] = []
         for start in starts:
             ids.extend(self.lease_ids(start))
-        mount_paths = [m for m in starts if m] or self._known_mounts()
+        mount_paths = starts if mounts is not None else self._known_mounts()
 
         def one(lease_id: str) -> dict[str, Any] | None:
             try:
