@@ -20,6 +20,15 @@ def _names(client: PlatformClient) -> set[str]:
     return set(client.agent_pools.all_agents("acme")["name"])
 
 
+def _clean_up(form: AgentCleanupForm, *statuses: str) -> None:
+    """What the operator does: choose statuses (or keep the default), preview, confirm, remove."""
+    if statuses:
+        form.statuses.value = statuses
+    form.preview_button.click()
+    form.confirm.value = True
+    form.remove_button.click()
+
+
 def test_removing_is_disabled_until_a_preview_and_a_confirmation(form: AgentCleanupForm) -> None:
     assert form.confirm.disabled and form.remove_button.disabled
     form.preview_button.click()
@@ -46,9 +55,7 @@ def test_the_preview_shows_the_dry_run_and_removes_nothing(
 def test_confirming_removes_the_gone_agents_and_shows_each_outcome(
     form: AgentCleanupForm, client: PlatformClient
 ) -> None:
-    form.preview_button.click()
-    form.confirm.value = True
-    form.remove_button.click()
+    _clean_up(form)
 
     assert _names(client) == {"runner-01", "runner-02", "runner-03"}
     assert form.result is not None
@@ -63,9 +70,7 @@ def test_confirming_removes_the_gone_agents_and_shows_each_outcome(
 
 
 def test_after_a_removal_the_next_one_needs_a_new_preview(form: AgentCleanupForm) -> None:
-    form.preview_button.click()
-    form.confirm.value = True
-    form.remove_button.click()
+    _clean_up(form)
     assert form.confirm.value is False and form.confirm.disabled
     assert form.remove_button.disabled
 
@@ -86,10 +91,7 @@ def test_changing_the_selection_after_a_preview_asks_for_a_new_one(
 def test_only_the_chosen_statuses_are_removed(
     form: AgentCleanupForm, client: PlatformClient
 ) -> None:
-    form.statuses.value = ("exited",)
-    form.preview_button.click()
-    form.confirm.value = True
-    form.remove_button.click()
+    _clean_up(form, "exited")
     assert GONE - _names(client) == {"runner-04"}
 
 
@@ -97,10 +99,7 @@ def test_an_agent_that_refuses_removal_is_reported_as_failed_with_the_servers_me
     form: AgentCleanupForm, client: PlatformClient
 ) -> None:
     # Idle agents answer 412; the form shows that answer rather than hiding it.
-    form.statuses.value = ("idle",)
-    form.preview_button.click()
-    form.confirm.value = True
-    form.remove_button.click()
+    _clean_up(form, "idle")
 
     assert form.result is not None
     failed = form.result[form.result["action"] == "failed"]
