@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from _access_api import assert_error, issue, put_acl, v1
 
+from tests.sandbox.secrets._access_api import assert_error, issue, put_acl, v1
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets.acl import ACL, PolicyParseError, parse_acl_policy, priority
 

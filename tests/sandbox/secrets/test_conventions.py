@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from _access_api import assert_error, v1
 
+from tests.sandbox.secrets._access_api import assert_error, v1
 from toolkit.sandbox import Sandbox
 
 ENVELOPE = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 
 import pytest
-from _access_api import assert_error, v1
 
+from tests.sandbox.secrets._access_api import assert_error, v1
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets.errors import SecretsError
 from toolkit.sandbox.secrets.password_policies import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 
 import pytest
-from _access_api import assert_error, issue, v1
 
+from tests.sandbox.secrets._access_api import assert_error, issue, v1
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets.policies import PolicyStore, policy_text
 
