@@ -133,7 +133,7 @@ def test_bulk_renew_reports_every_lease_and_never_stops_at_a_failure(
     assert list(done.index) == todo
     assert (done.loc[ids, "action"] == "renewed").all()
     assert done.loc["database/creds/app/unknown", "action"] == "failed"
-    assert "lease not found" in done.loc["database/creds/app/unknown", "detail"]
+    assert "lease not found" in str(done.loc["database/creds/app/unknown", "detail"])
     assert done.loc[certificate, "action"] == "failed"
 
 

@@ -26,7 +26,10 @@ def decrypt_share(encrypted: Sensitive, cert: pysequoia.Cert) -> str:
     message = bytes.fromhex(encrypted.reveal())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        decrypted = pysequoia.decrypt(message, decryptor=cert.secrets.decryptor())
+        secret_key = cert.secrets
+        assert secret_key is not None
+        decrypted = pysequoia.decrypt(message, decryptor=secret_key.decryptor())
+    assert decrypted.bytes is not None
     return decrypted.bytes.decode()
 
 
@@ -98,8 +101,8 @@ def test_the_rotate_root_endpoints_serve_the_ceremony_where_the_legacy_ones_answ
         for share in old_shares[:3]:
             ceremony.submit_share(share)
         assert ceremony.phase == "verifying"
-        for share in ceremony.new_shares[:3]:
-            ceremony.verify_share(share)
+        for new_share in ceremony.new_shares[:3]:
+            ceremony.verify_share(new_share)
         assert ceremony.phase == "complete"
         assert ceremony.prove_unseal()["sealed"] is False
 
