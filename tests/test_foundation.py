@@ -37,7 +37,13 @@ def test_an_empty_frame_still_has_the_schemas_columns_and_dtypes():
 def test_frames_parse_timestamps_as_utc_and_keep_missing_values():
     frame = build_frame(
         [
-            {"id": "a", "name": "x", "count": 1, "seen_at": "2026-06-01T12:00:00.123Z", "active": True},
+            {
+                "id": "a",
+                "name": "x",
+                "count": 1,
+                "seen_at": "2026-06-01T12:00:00.123Z",
+                "active": True,
+            },
             {"id": "b", "name": None, "count": None, "seen_at": None, "active": None},
         ],
         SCHEMA,

@@ -6,8 +6,8 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from email.utils import format_datetime
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 import pytest
 from starlette.applications import Starlette
@@ -79,7 +79,9 @@ class Flaky:
 def flaky() -> Iterator[tuple[Flaky, str]]:
     server_state = Flaky()
     app = Starlette(
-        routes=[Route("/v1/{rest:path}", server_state.handle, methods=["GET", "POST", "PUT", "DELETE"])]
+        routes=[
+            Route("/v1/{rest:path}", server_state.handle, methods=["GET", "POST", "PUT", "DELETE"])
+        ]
     )
     server = BackgroundServer(app)
     server.start()
@@ -140,7 +142,13 @@ def test_retries_stop_after_the_configured_attempts_and_raise_the_last_error(fla
 
 @pytest.mark.parametrize(
     ("status", "cls"),
-    [(400, BadRequest), (403, PermissionDenied), (404, NotFound), (412, PreconditionFailed), (422, Unprocessable)],
+    [
+        (400, BadRequest),
+        (403, PermissionDenied),
+        (404, NotFound),
+        (412, PreconditionFailed),
+        (422, Unprocessable),
+    ],
 )
 def test_error_statuses_map_to_exceptions_carrying_the_servers_message(flaky, status, cls):
     state, address = flaky

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 
@@ -78,10 +79,8 @@ def sandbox_main(argv: Sequence[str] | None = None) -> int:
     if args.init_file:
         print(f"Initial unseal shares and root token written to {args.init_file}")
     print("Press Ctrl-C to stop.", flush=True)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         sandbox.serve_forever(args.host, args.port)
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

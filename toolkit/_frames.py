@@ -69,13 +69,9 @@ class Schema:
 
 def _series(values: list[Any], dtype: str, name: str) -> pd.Series:
     if dtype == "datetime":
-        return pd.Series(
-            pd.to_datetime(
-                [None if v in ("", None) else v for v in values], utc=True, format="ISO8601"
-            ),
-            name=name,
-            dtype=DTYPES["datetime"],
-        )
+        cleaned: Any = [None if v in ("", None) else v for v in values]
+        parsed: Any = pd.to_datetime(cleaned, utc=True, format="ISO8601")
+        return pd.Series(parsed, name=name, dtype=DTYPES["datetime"])
     if dtype in ("str", "category"):
         values = [HIDDEN if isinstance(v, Sensitive) else v for v in values]
     if dtype == "object":

@@ -372,4 +372,3 @@ def _is_tls_failure(exc: Exception) -> bool:
 def _reason(exc: Exception) -> str:
     text = str(exc).strip()
     return text or type(exc).__name__
-

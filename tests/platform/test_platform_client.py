@@ -146,7 +146,11 @@ def test_deleting_an_idle_agent_is_a_precondition_failure(client):
 
 def test_agent_cleanup_dry_run_changes_nothing_and_says_what_it_would_do(client):
     plan = client.agent_pools.remove_agents("acme", show_progress=False)
-    assert set(plan.loc[plan["action"] == "would remove", "status"]) == {"exited", "errored", "unknown"}
+    assert set(plan.loc[plan["action"] == "would remove", "status"]) == {
+        "exited",
+        "errored",
+        "unknown",
+    }
     assert set(plan.loc[plan["action"] == "skipped", "status"]) == {"idle", "busy"}
     assert len(client.agent_pools.agents(pool_of(client, "acme"))) == 7
 
@@ -158,7 +162,10 @@ def test_agent_cleanup_removes_the_dead_and_reports_a_412_without_stopping(sandb
     revived = plan.index[plan["name"] == "runner-04"][0]
     sandbox.platform.set_agent_status(revived, "idle")
     result = client.agent_pools.remove_agents(
-        "acme", dry_run=False, show_progress=False, statuses=["exited", "errored", "unknown", "idle"]
+        "acme",
+        dry_run=False,
+        show_progress=False,
+        statuses=["exited", "errored", "unknown", "idle"],
     )
     assert set(result.loc[result["action"] == "removed", "name"]) >= {"runner-05", "runner-06"}
     failed = result[result["action"] == "failed"]
@@ -186,7 +193,9 @@ def test_the_permissions_matrix_has_a_row_per_workspace_and_a_column_per_team(re
 
 def test_the_long_form_expands_implied_permissions(reader):
     long = reader.team_access.permissions_long("acme")
-    admin = long[(long["workspace_name"] == "networking") & (long["team_name"] == "platform-admins")]
+    admin = long[
+        (long["workspace_name"] == "networking") & (long["team_name"] == "platform-admins")
+    ]
     assert dict(zip(admin["permission"], admin["value"], strict=True)) == {
         "runs": "apply",
         "variables": "write",

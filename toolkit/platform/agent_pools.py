@@ -62,9 +62,7 @@ _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
 
 def _check_name(name: str) -> None:
     if not name or not set(name) <= _NAME_CHARS:
-        raise InputError(
-            f"agent pool name {name!r} may hold only letters, numbers, '-' and '_'"
-        )
+        raise InputError(f"agent pool name {name!r} may hold only letters, numbers, '-' and '_'")
 
 
 def _pool_body(
@@ -168,7 +166,9 @@ class AgentPools(Area):
         As the API does, ``organization_scoped`` is set to ``True`` unless given.
         """
         body = _pool_body(name, organization_scoped, allowed_workspace_ids, pool_id)
-        return self._record(self._send("PATCH", f"/agent-pools/{segment(pool_id)}", body), "agent-pool")
+        return self._record(
+            self._send("PATCH", f"/agent-pools/{segment(pool_id)}", body), "agent-pool"
+        )
 
     def delete(self, pool_id: str) -> None:
         """Delete a pool. ``DELETE /agent-pools/:agent_pool_id``."""
@@ -177,7 +177,9 @@ class AgentPools(Area):
     # -- agents --------------------------------------------------------------------
     def agents(self, pool_id: str, *, last_ping_since: datetime | None = None) -> pd.DataFrame:
         """The pool's agents, all pages. ``GET /agent-pools/:agent_pool_id/agents``."""
-        params = {"filter[last-ping-since]": format_iso_ms(last_ping_since)} if last_ping_since else None
+        params = (
+            {"filter[last-ping-since]": format_iso_ms(last_ping_since)} if last_ping_since else None
+        )
         records = [
             {**flatten(r), "pool_id": pool_id}
             for r in iter_resources(self._http, f"/agent-pools/{segment(pool_id)}/agents", params)

@@ -25,7 +25,12 @@ WORKSPACES = Schema.of(
     index="id",
 )
 TEAMS = Schema.of(
-    "id", Col("name"), Col("visibility"), Col("users_count", "int"), Col("organization_id"), index="id"
+    "id",
+    Col("name"),
+    Col("visibility"),
+    Col("users_count", "int"),
+    Col("organization_id"),
+    index="id",
 )
 POLICY_SETS = Schema.of(
     "id", Col("name"), Col("kind"), Col("description"), Col("organization_id"), index="id"

@@ -50,7 +50,9 @@ CUSTOM_DEFAULTS: dict[str, Any] = {
 
 
 def _level(runs: str, variables: str, state: str, mocks: str, lock: bool, tasks: bool) -> dict:
-    return dict(zip(PERMISSION_ATTRIBUTES, (runs, variables, state, mocks, lock, tasks), strict=True))
+    return dict(
+        zip(PERMISSION_ATTRIBUTES, (runs, variables, state, mocks, lock, tasks), strict=True)
+    )
 
 
 IMPLIED_PERMISSIONS: dict[str, dict[str, Any]] = {

@@ -200,9 +200,13 @@ class TeamAccess(Area):
         orgs = Organizations(self._http)
         workspaces = orgs.workspaces(organization)
         access = self.organization_access(organization)
-        matrix = access.pivot_table(
-            index="workspace_name", columns="team_name", values="access", aggfunc="first"
-        ) if len(access) else pd.DataFrame()
+        matrix = (
+            access.pivot_table(
+                index="workspace_name", columns="team_name", values="access", aggfunc="first"
+            )
+            if len(access)
+            else pd.DataFrame()
+        )
         names = sorted(workspaces["name"].dropna())
         matrix = matrix.reindex(index=names).astype("string")
         matrix.index.name = "workspace"

@@ -42,7 +42,6 @@ class BackgroundServer:
         self._sock.bind((host, port))
         self.port: int = self._sock.getsockname()[1]
         self._server = uvicorn.Server(_config(app, host, self.port))
-        self._server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
         self._thread = threading.Thread(target=self._run, name="sandbox-server", daemon=True)
         self._error: BaseException | None = None
 

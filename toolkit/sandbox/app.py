@@ -114,7 +114,11 @@ def build_app(sandbox: Sandbox) -> Any:
         # Unknown paths and methods, in each API's error shape.
         status = getattr(exc, "status_code", 404)
         if request.url.path.startswith("/v1"):
-            text = "unsupported operation" if status == 405 else f"no handler for route {request.url.path!r}"
+            text = (
+                "unsupported operation"
+                if status == 405
+                else f"no handler for route {request.url.path!r}"
+            )
             return JSONResponse({"errors": [text]}, status)
         title = "method not allowed" if status == 405 else "not found"
         return JSONResponse(
