@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import httpx
-from _platform_api import agent_named, assert_error, pool_id
+
+from tests.sandbox.platform._platform_api import agent_named, assert_error, pool_id
 
 
 def test_agents_show_status_address_and_last_ping(demo_api):

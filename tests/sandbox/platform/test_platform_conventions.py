@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import httpx
-from _platform_api import JSONAPI, assert_error, pool_id
 
+from tests.sandbox.platform._platform_api import JSONAPI, assert_error, pool_id
 from toolkit.sandbox import DEFAULT_TOKEN, Sandbox
 
 

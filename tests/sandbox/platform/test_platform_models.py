@@ -140,3 +140,18 @@ def test_listing_a_pools_agents_reads_only_that_pool():
     root = service.authenticate("root")
     assert [a.name for a in service.agents(root, small)] == ["only"]
     assert len(service.pool(root, small).agents) == 1
+
+
+def test_the_demo_is_written_against_the_demo_epoch_even_when_loaded_late():
+    late = PlatformService(clock=Clock(DEMO_EPOCH + timedelta(seconds=5)), admin_token="root")
+    load_demo(late)
+    org = late.organization(late.authenticate("root"), "acme")
+    assert org.created_at == DEMO_EPOCH - timedelta(days=400)
+
+
+def test_a_demo_on_a_clock_started_elsewhere_is_relative_to_that_start():
+    start = DEMO_EPOCH + timedelta(days=30)
+    service = PlatformService(clock=Clock(start), admin_token="root")
+    load_demo(service)
+    org = service.organization(service.authenticate("root"), "acme")
+    assert org.created_at == start - timedelta(days=400)

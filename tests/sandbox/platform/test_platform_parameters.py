@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import httpx
-from _platform_api import assert_error, by_name, policy_set_id
+
+from tests.sandbox.platform._platform_api import assert_error, by_name, policy_set_id
 
 
 def _ps(client: httpx.Client, name: str = "security-baseline", org: str = "acme") -> str:

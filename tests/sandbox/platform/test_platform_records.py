@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _platform_api import assert_error, pool_id, team_id, workspace_id
+from tests.sandbox.platform._platform_api import assert_error, pool_id, team_id, workspace_id
 
 
 def test_each_token_lists_only_its_organizations(demo_api):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from _platform_api import assert_error, team_id, workspace_id
 
+from tests.sandbox.platform._platform_api import assert_error, team_id, workspace_id
 from toolkit.sandbox.platform.models import CUSTOM_DEFAULTS, IMPLIED_PERMISSIONS
 
 

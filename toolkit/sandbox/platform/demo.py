@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from .._clock import DEMO_EPOCH
 from .models import PlatformService
 
 __all__ = ["load_demo"]
@@ -28,7 +29,10 @@ def _ago(now: datetime, **delta: float) -> datetime:
 
 def load_demo(service: PlatformService) -> None:
     """Fill ``service`` with the demo organizations, teams, pools, agents and policy sets."""
-    now = service.clock.now().replace(microsecond=0)
+    now = service.clock.now()
+    # Written against DEMO_EPOCH; a clock started elsewhere (start_time) shifts the data to it.
+    now = DEMO_EPOCH if DEMO_EPOCH <= now < DEMO_EPOCH + timedelta(days=1) else now
+    now = now.replace(microsecond=0)
     with service.lock:
         _acme(service, now)
         _globex(service, now)
