@@ -30,6 +30,15 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._time import parse_time
+from ...platform.permissions import (
+    ACCESS_LEVELS,
+    AGENT_STATUSES,
+    CUSTOM_DEFAULTS,
+    IMPLIED_PERMISSIONS,
+    PERMISSION_ATTRIBUTES,
+    PERMISSION_VALUES,
+    REMOVABLE_AGENT_STATUSES,
+)
 from .errors import PlatformError, invalid, not_found, unauthorized
 
 if TYPE_CHECKING:
@@ -54,8 +63,6 @@ __all__ = [
 
 Role = Literal["owner", "member"]
 
-AGENT_STATUSES = ("idle", "busy", "exited", "errored", "unknown")
-DELETABLE_AGENT_STATUSES = ("unknown", "errored", "exited")
 # An agent that has not pinged for this long while `unknown` reports `errored`.
 UNKNOWN_AGENT_TIMEOUT = timedelta(hours=2)
 
@@ -65,34 +72,6 @@ POLICY_KINDS = ("sentinel", "opa")
 PARAMETER_KIND = "sentinel"
 TEAM_VISIBILITIES = ("secret", "organization")
 
-ACCESS_LEVELS = ("read", "plan", "write", "admin", "custom")
-# Allowed values of the custom-only attributes; ``bool`` marks a boolean one.
-CUSTOM_PERMISSIONS: dict[str, tuple[str, ...] | type[bool]] = {
-    "runs": ("read", "plan", "apply"),
-    "variables": ("none", "read", "write"),
-    "state-versions": ("none", "read-outputs", "read", "write"),
-    "policy-mocks": ("none", "read"),
-    "workspace-locking": bool,
-    "run-tasks": bool,
-}
-CUSTOM_DEFAULTS: dict[str, str | bool] = {
-    "runs": "read",
-    "variables": "none",
-    "state-versions": "none",
-    "policy-mocks": "none",
-    "workspace-locking": False,
-    "run-tasks": False,
-}
-_NAMES = ("runs", "variables", "state-versions", "policy-mocks", "workspace-locking", "run-tasks")
-IMPLIED_PERMISSIONS: dict[str, dict[str, str | bool]] = {
-    level: dict(zip(_NAMES, values, strict=True))
-    for level, values in {
-        "read": ("read", "read", "read", "none", False, False),
-        "plan": ("plan", "read", "read", "none", False, False),
-        "write": ("apply", "write", "write", "read", True, False),
-        "admin": ("apply", "write", "write", "read", True, True),
-    }.items()
-}
 _LABELS = {
     "runs": "Runs",
     "variables": "Variables",
@@ -828,7 +807,7 @@ class PlatformService:
         with self.lock:
             agent = self.agent(caller, agent_id, owner=True)
             status = self.agent_status(agent)
-            if status not in DELETABLE_AGENT_STATUSES:
+            if status not in REMOVABLE_AGENT_STATUSES:
                 raise PlatformError.one(
                     412,
                     "precondition failed",
@@ -1109,7 +1088,7 @@ class PlatformService:
             raise invalid(f"access is required; one of {', '.join(ACCESS_LEVELS)}", _attr("access"))
         else:
             access = current.access
-        given = {name: attributes[name] for name in CUSTOM_PERMISSIONS if name in attributes}
+        given = {name: attributes[name] for name in PERMISSION_ATTRIBUTES if name in attributes}
         for name, value in given.items():
             if access != "custom":
                 raise invalid(
@@ -1117,13 +1096,13 @@ class PlatformService:
                     "use the 'custom' access level to set this attribute.",
                     _attr(name),
                 )
-            allowed = CUSTOM_PERMISSIONS[name]
-            if allowed is bool:
+            allowed = PERMISSION_VALUES[name]
+            if allowed == (False, True):
                 if not isinstance(value, bool):
                     raise invalid(f"{name} must be a boolean", _attr(name))
-            elif value not in allowed:  # type: ignore[operator]
+            elif not isinstance(value, str) or value not in allowed:
                 raise invalid(
-                    f"{name} {value!r} is not one of {', '.join(allowed)}",  # type: ignore[arg-type]
+                    f"{name} {value!r} is not one of {', '.join(map(str, allowed))}",
                     _attr(name),
                 )
         if access != "custom":
