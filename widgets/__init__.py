@@ -14,14 +14,24 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .agent_cleanup import AgentCleanupForm
+    from .lease_revoke import LeaseRevokeForm
     from .policy_set_parameter import PolicySetParameterEditor
+    from .rekey_ceremony import RekeyCeremonyWidget
     from .team_access import TeamAccessEditor
 
-__all__ = ["AgentCleanupForm", "PolicySetParameterEditor", "TeamAccessEditor"]
+__all__ = [
+    "AgentCleanupForm",
+    "LeaseRevokeForm",
+    "PolicySetParameterEditor",
+    "RekeyCeremonyWidget",
+    "TeamAccessEditor",
+]
 
 _MODULES = {
     "AgentCleanupForm": "agent_cleanup",
+    "LeaseRevokeForm": "lease_revoke",
     "PolicySetParameterEditor": "policy_set_parameter",
+    "RekeyCeremonyWidget": "rekey_ceremony",
     "TeamAccessEditor": "team_access",
 }
 

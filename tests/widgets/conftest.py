@@ -1,4 +1,4 @@
-"""A platform client on a fresh demo sandbox for each form test."""
+"""Clients of a fresh demo sandbox for each form test: the platform and the secrets server."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 
 from toolkit import PlatformClient
 from toolkit.sandbox import Sandbox
+from toolkit.secrets import SecretsClient
 
 
 @pytest.fixture
@@ -23,3 +24,10 @@ def acme(client: PlatformClient) -> dict[str, str]:
     frames = [orgs.workspaces("acme"), orgs.teams("acme"), orgs.policy_sets("acme")]
     frames.append(client.agent_pools.list("acme"))
     return {name: id_ for frame in frames for id_, name in frame["name"].items()}
+
+
+@pytest.fixture
+def secrets_client(sandbox: Sandbox) -> Iterator[SecretsClient]:
+    """A root client of the fresh sandbox's secrets server."""
+    with SecretsClient(sandbox.address, sandbox.token) as client:
+        yield client
