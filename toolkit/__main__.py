@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 
@@ -66,21 +68,29 @@ def sandbox_main(argv: Sequence[str] | None = None) -> int:
             rate_limit=args.rate_limit,
         )
     )
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    address = f"http://{host}:{args.port}"
+    try:
+        sandbox.start(args.host, args.port)
+    except OSError as exc:
+        print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
+        return 1
+    address = sandbox.address
     print(f"Sandbox serving on {address}")
     print(f"  platform API:       {address}/api/v2   (TFE_ADDRESS={address})")
     print(f"  secrets server API: {address}/v1       (VAULT_ADDR={address})")
     print("Tokens accepted:")
     print(f"  {args.token}  owner of every organization; secrets root token")
-    for token, what in sandbox.platform.describe_tokens():
+    for token, what in sandbox.describe_tokens():
         if token != args.token:
             print(f"  {token}  {what}")
     if args.init_file:
         print(f"Initial unseal shares and root token written to {args.init_file}")
     print("Press Ctrl-C to stop.", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with contextlib.suppress(KeyboardInterrupt):
-        sandbox.serve_forever(args.host, args.port)
+        while not stop.wait(0.5):
+            pass
+    sandbox.stop()
     return 0
 
 

@@ -105,10 +105,14 @@ class Sandbox:
             self._server.stop()
             self._server = None
 
-    def serve_forever(self, host: str = "127.0.0.1", port: int = 8200) -> None:
-        from ._server import serve_foreground
-
-        serve_foreground(self.app, host, port)
+    def describe_tokens(self) -> list[tuple[str, str]]:
+        """Every token the sandbox accepts besides its own, with what each may do."""
+        described = list(self.platform.describe_tokens())
+        for token in self.secrets.tokens.live():
+            if token.id != self.token:
+                policies = ", ".join(token.policies) or "no policies"
+                described.append((token.id, f"secrets server token with policies: {policies}"))
+        return described
 
     def __enter__(self) -> Sandbox:
         if self._server is None:

@@ -1,4 +1,4 @@
-"""Running the sandbox app with uvicorn: in a background thread, or in the foreground."""
+"""Running the sandbox app with uvicorn in a background thread."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import uvicorn
 
-__all__ = ["BackgroundServer", "serve_foreground"]
+__all__ = ["BackgroundServer"]
 
 
 def _config(app: Any, host: str, port: int, sock: socket.socket | None = None) -> uvicorn.Config:
@@ -69,8 +69,3 @@ class BackgroundServer:
         self._server.should_exit = True
         self._thread.join(timeout=10)
         self._sock.close()
-
-
-def serve_foreground(app: Any, host: str, port: int) -> None:
-    """Serve until interrupted (Ctrl-C)."""
-    uvicorn.Server(_config(app, host, port)).run()
