@@ -8,6 +8,7 @@ from .._clock import Clock
 from .acl import ACL
 from .errors import permission_denied
 from .leases import LeaseManager
+from .mounts import MountTable
 from .password_policies import PasswordPolicyStore
 from .plugins import PluginCatalog
 from .policies import PolicyStore
@@ -46,6 +47,7 @@ class SecretsService:
         self.password_policies = PasswordPolicyStore()
         self.leases = LeaseManager(clock)
         self.plugins = PluginCatalog()
+        self.mounts = MountTable()
         self.tokens = TokenStore(clock, root_token, lease_manager=self._lease_manager)
 
     # -- tokens and access --------------------------------------------------------

@@ -11,7 +11,14 @@ if TYPE_CHECKING:
 
 
 def routes(service: SecretsService) -> list[Route]:
-    from .http import auth_token, sys_password_policies, sys_policies, sys_rekey, sys_seal
+    from .http import (
+        auth_token,
+        sys_mounts,
+        sys_password_policies,
+        sys_policies,
+        sys_rekey,
+        sys_seal,
+    )
     from .http.sys_leases import lease_routes
     from .http.sys_plugins import plugin_routes
 
@@ -23,4 +30,5 @@ def routes(service: SecretsService) -> list[Route]:
     table += sys_rekey.routes(service)
     table += lease_routes(service)
     table += plugin_routes(service)
+    table += sys_mounts.routes(service)
     return table
