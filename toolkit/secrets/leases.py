@@ -249,7 +249,19 @@ class Leases(Area):
         ids: list[str] = []
         for start in starts:
             ids.extend(self.lease_ids(start))
-        mount_paths = starts if mounts is not None else self._known_mounts()
+        return self.lookup_leases(ids, mounts=starts if mounts is not None else None)
+
+    def lookup_leases(
+        self, ids: Iterable[str], mounts: Iterable[str] | None = None
+    ) -> pd.DataFrame:
+        """The leases ``ids`` (a list, or a frame's index), looked up concurrently.
+
+        ``PUT /sys/leases/lookup`` for each. The frame of :meth:`leases_by_mount`;
+        an id the server does not know (expired, revoked, mistyped) is left out.
+        ``mounts`` are the mount paths to split ids by (default: the server's).
+        """
+        todo = list(dict.fromkeys(ids))
+        mount_paths = list(mounts) if mounts is not None else self._known_mounts()
 
         def one(lease_id: str) -> dict[str, Any] | None:
             try:
@@ -263,7 +275,7 @@ class Leases(Area):
             mount, role = split_lease_id(lease_id, mount_paths)
             return {**_lease_fields(data, lease_id), "mount": mount, "role": role}
 
-        rows = [r for r in self._http.map(one, ids) if r is not None]
+        rows = [r for r in self._http.map(one, todo) if r is not None]
         frame = build_frame(rows, LEASES)
         return frame.sort_values(["mount", "expire_time"], kind="stable")
 
