@@ -63,6 +63,10 @@ def test_every_runbook_is_covered() -> None:
         "01_agent_pool_health.ipynb",
         "02_team_access_audit.ipynb",
         "03_policy_set_parameters.ipynb",
+        "04_rekey_ceremony.ipynb",
+        "05_lease_audit.ipynb",
+        "06_policy_review.ipynb",
+        "07_plugin_catalog_audit.ipynb",
     ]
 
 
@@ -94,3 +98,29 @@ def test_the_parameter_runbook_stores_a_sensitive_value_it_never_shows(
     assert len(stored) >= 24
     assert stored not in text
     assert _stored_parameter(private_sandbox, "owner_email") == "platform-team@example.com"
+
+
+def test_the_rekey_runbook_rehearses_a_whole_ceremony_and_shows_no_share(
+    private_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    init = tmp_path / "init.json"
+    private_sandbox.secrets.write_init_file(str(init))
+    shares = json.loads(init.read_text())["keys"]
+    text = _run("04_rekey_ceremony.ipynb", tmp_path)
+    assert "old shares unseal: False; new shares unseal: True" in text
+    assert "share shown in the form: False" in text
+    assert not any(share in text for share in shares)
+    # The rehearsal ran on its own sandbox: the one the runbook was pointed at keeps its shares.
+    assert private_sandbox.secrets.seal.rebuilds_root_key([bytes.fromhex(s) for s in shares[:3]])
+
+
+def test_the_secrets_audits_leave_leases_catalog_and_tokens_as_they_were(
+    private_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    service = private_sandbox.secrets
+    leases, catalog = len(service.leases), len(service.plugins.entries())
+    tokens = len(service.tokens.live())
+    for name in ("05_lease_audit.ipynb", "06_policy_review.ipynb", "07_plugin_catalog_audit.ipynb"):
+        _run(name, tmp_path)
+    assert (len(service.leases), len(service.plugins.entries())) == (leases, catalog)
+    assert len(service.tokens.live()) == tokens  # the scoped token revoked itself

@@ -59,3 +59,10 @@ class Tokens(Area):
         """The caller's token. ``GET /auth/token/lookup-self``; ``id`` is Sensitive."""
         data = unwrap(self._http.json("GET", "/auth/token/lookup-self"))
         return Record(hide(data, "id", label="token"), kind="token")
+
+    def revoke_self(self) -> None:
+        """Revoke the caller's own token, its children and its lease.
+
+        ``POST /auth/token/revoke-self``. The client cannot be used afterwards.
+        """
+        self._http.json("POST", "/auth/token/revoke-self")
