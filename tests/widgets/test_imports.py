@@ -7,7 +7,7 @@ import sys
 
 CHECK = (
     "import sys, toolkit, widgets, widgets.team_access, widgets.agent_cleanup, "
-    "widgets.policy_set_parameter; "
+    "widgets.policy_set_parameter, widgets.rekey_ceremony, widgets.lease_revoke; "
     "print('ipywidgets' in sys.modules)"
 )
 
@@ -26,3 +26,12 @@ def test_the_forms_are_exported_by_the_widgets_package() -> None:
     assert widgets.AgentCleanupForm is AgentCleanupForm
     assert widgets.PolicySetParameterEditor is PolicySetParameterEditor
     assert widgets.TeamAccessEditor is TeamAccessEditor
+
+
+def test_the_secrets_forms_are_exported_by_the_widgets_package() -> None:
+    import widgets
+    from widgets.lease_revoke import LeaseRevokeForm
+    from widgets.rekey_ceremony import RekeyCeremonyWidget
+
+    assert widgets.LeaseRevokeForm is LeaseRevokeForm
+    assert widgets.RekeyCeremonyWidget is RekeyCeremonyWidget

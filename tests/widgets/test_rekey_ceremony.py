@@ -62,6 +62,13 @@ def decrypt(base64_message: str, cert: pysequoia.Cert) -> str:
     return plain.bytes.decode()
 
 
+def start(form: RekeyCeremonyWidget, *, verify: bool = True) -> None:
+    """Start a 3-share, threshold-2 attempt from the form."""
+    form.shares.value, form.threshold.value = 3, 2
+    form.verify.value = verify
+    form.start_button.click()
+
+
 def enter(form: RekeyCeremonyWidget, share: str) -> None:
     form.share.value = share
     form.submit_button.click()
@@ -207,8 +214,7 @@ def test_a_private_key_upload_is_refused_and_no_fingerprint_is_kept(
 def test_a_malformed_share_is_refused_before_sending_and_the_field_is_emptied(
     form: RekeyCeremonyWidget, old_shares: list[str]
 ) -> None:
-    form.shares.value, form.threshold.value = 3, 2
-    form.start_button.click()
+    start(form)
     enter(form, "not-a-share")
     assert "neither hex nor base64" in form.status_text
     assert form.last_status is not None and form.last_status["progress"] == 0
@@ -217,8 +223,7 @@ def test_a_malformed_share_is_refused_before_sending_and_the_field_is_emptied(
 def test_a_wrong_share_shows_the_servers_reason_and_the_status_is_reread(
     form: RekeyCeremonyWidget, secrets_client: SecretsClient, old_shares: list[str]
 ) -> None:
-    form.shares.value, form.threshold.value = 3, 2
-    form.start_button.click()
+    start(form)
     # Another operator restarts the attempt meanwhile: the panel still shows the old nonce.
     stale = form.last_status["nonce"] if form.last_status else None
     secrets_client.rekey.cancel()
@@ -234,8 +239,7 @@ def test_a_wrong_share_shows_the_servers_reason_and_the_status_is_reread(
 def test_another_kernel_joins_the_ceremony_from_the_servers_status(
     form: RekeyCeremonyWidget, secrets_client: SecretsClient, old_shares: list[str]
 ) -> None:
-    form.shares.value, form.threshold.value = 3, 2
-    form.start_button.click()
+    start(form)
     enter(form, old_shares[0])
 
     other = RekeyCeremonyWidget(secrets_client)
@@ -263,8 +267,7 @@ def test_another_kernel_joins_the_ceremony_from_the_servers_status(
 def test_cancel_and_restart_reset_the_attempt(
     form: RekeyCeremonyWidget, secrets_client: SecretsClient, old_shares: list[str]
 ) -> None:
-    form.shares.value, form.threshold.value = 3, 2
-    form.start_button.click()
+    start(form)
     enter(form, old_shares[0])
     first = form.last_status["nonce"] if form.last_status else None
 
