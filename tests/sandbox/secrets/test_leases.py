@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import httpx
 import pytest
-from _access_api import issue, put_acl, v1
+from tests.sandbox.secrets._access_api import issue, put_acl, v1
 
 from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
