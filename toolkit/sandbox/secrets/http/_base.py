@@ -113,6 +113,15 @@ class Call:
             return self.request.query_params[name]
         return default
 
+    def flag(self, name: str, default: bool = False) -> bool:
+        """A boolean parameter: a JSON boolean, or ``true``/``false``/``1``/``0`` in the query."""
+        value = self.arg(name, default)
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "1", "false", "0"):
+            return value.lower() in ("true", "1")
+        raise SecretsError(400, f"{name}: expected a boolean, got {value!r}")
+
 
 async def read_body(request: Request) -> dict[str, Any]:
     raw = await request.body()

@@ -32,15 +32,6 @@ __all__ = ["DEFAULT_LIST_LIMIT", "lease_routes"]
 DEFAULT_LIST_LIMIT = 10_000
 
 
-def _flag(call: Call, name: str, default: bool) -> bool:
-    value = call.arg(name, default)
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "1", "false", "0"):
-        return value.lower() in ("true", "1")
-    raise SecretsError(400, f"{name}: expected a boolean, got {value!r}")
-
-
 def _lease_id(call: Call) -> str:
     """The lease id of the body, else of the path (the body wins when both are given)."""
     value = call.body.get("lease_id") or call.params.get("lease_id") or ""
@@ -128,7 +119,7 @@ def _revoked(sync: bool, done: bool) -> Response:
 async def revoke(call: Call) -> Response:
     """``POST|PUT sys/leases/revoke[/:lease_id]``: revoke one lease (unknown: 204)."""
     lease_id = _lease_id(call)
-    sync = _flag(call, "sync", False)
+    sync = call.flag("sync")
     return _revoked(sync, call.service.leases.revoke(lease_id))
 
 
@@ -137,7 +128,7 @@ async def revoke_prefix(call: Call) -> Response:
     prefix = _prefix(call)
     if prefix.endswith("/"):
         raise SecretsError(400, f'invalid prefix {prefix!r}: a prefix must not end in "/"')
-    sync = _flag(call, "sync", False)
+    sync = call.flag("sync")
     return _revoked(sync, call.service.leases.revoke_prefix(prefix) > 0)
 
 
@@ -175,7 +166,7 @@ def _irrevocable_type(call: Call) -> None:
         raise SecretsError(400, 'type is required: only "irrevocable" is supported')
     if kind != "irrevocable":
         raise SecretsError(400, f'unsupported lease type {kind!r}: only "irrevocable" is supported')
-    _flag(call, "include_child_namespaces", False)  # accepted; the sandbox has one namespace
+    call.flag("include_child_namespaces")  # accepted; the sandbox has one namespace
 
 
 async def count(call: Call) -> Response:

@@ -35,10 +35,7 @@ async def seal(call: Call) -> Response:
 async def unseal(call: Call) -> Response:
     """``PUT sys/unseal``: give one share (``key``), or ``reset`` the progress."""
     state = call.service.seal
-    reset = call.body.get("reset", False)
-    if not isinstance(reset, bool):
-        raise SecretsError(400, f"reset must be a boolean, got {reset!r}")
-    if reset:
+    if call.flag("reset"):
         if not state.sealed:
             raise SecretsError(400, "vault is unsealed")
         state.reset_unseal()
