@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import httpx
 import pytest
-from tests.sandbox.secrets._access_api import issue, put_acl, v1
 
+from tests.sandbox.secrets._access_api import issue, put_acl, v1
 from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._clock import Clock

@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.sandbox.secrets._access_api import issue, put_acl, v1
 
+from tests.sandbox.secrets._access_api import issue, put_acl, v1
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets.errors import SecretsError
 from toolkit.sandbox.secrets.plugins import BUILTIN_VERSION, PluginCatalog
