@@ -84,9 +84,11 @@ def test_the_policies_frame_holds_every_kind(demo_client: SecretsClient) -> None
 
 def test_the_plugin_catalog_frame_and_registration(client: SecretsClient) -> None:
     catalog = client.plugins.catalog()
-    assert catalog.index.names == ["type", "name"]
-    assert list(catalog.columns) == ["type", "name", "version", "builtin", "deprecation_status"]
+    assert catalog.index.names == ["type", "name", "version"]
+    assert catalog.index.is_unique
+    assert list(catalog.columns) == ["builtin", "deprecation_status"]
     assert ("database", "snowflake-database-plugin") in catalog.index
+    assert len(catalog.groupby(level="type")) == 3
     client.plugins.register(
         "secret",
         "my-engine",

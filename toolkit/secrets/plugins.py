@@ -43,8 +43,8 @@ class Plugins(Area):
     def catalog(self) -> pd.DataFrame:
         """The whole catalog. ``GET /sys/plugins/catalog`` (its ``detailed`` list).
 
-        Index (``type``, ``name``); columns ``type``, ``name``, ``version``,
-        ``builtin``, ``deprecation_status``. Without ``detailed`` (older
+        Index (``type``, ``name``, ``version``), the catalog's key; columns
+        ``builtin`` and ``deprecation_status``. Without ``detailed`` (older
         servers) the name lists per type are used.
         """
         data = self._read("/sys/plugins/catalog")
@@ -52,10 +52,7 @@ class Plugins(Area):
         if detailed is None:
             detailed = [{"type": t, "name": n} for t in PLUGIN_TYPES for n in data.get(t) or []]
         frame = build_frame(list(detailed), CATALOG)
-        frame.index = pd.MultiIndex.from_arrays(
-            [frame["type"].astype(object), frame["name"].astype(object)], names=["type", "name"]
-        )
-        return frame
+        return frame.set_index(["type", "name", "version"]).sort_index()
 
     def list(self, plugin_type: str) -> list[str]:
         """Names registered for a type. ``LIST /sys/plugins/catalog/:type``."""
