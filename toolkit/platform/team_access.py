@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import pandas as pd
 
@@ -64,6 +64,17 @@ def implied_permissions(access: str) -> dict[str, Any]:
     return dict(IMPLIED_PERMISSIONS.get(access, CUSTOM_DEFAULTS))
 
 
+class CustomPermissions(TypedDict, total=False):
+    """The permissions only the ``custom`` level may set, as keyword arguments."""
+
+    runs: str
+    variables: str
+    state_versions: str
+    policy_mocks: str
+    workspace_locking: bool
+    run_tasks: bool
+
+
 def _attributes(access: str | None, permissions: dict[str, Any]) -> dict[str, Any]:
     """Request attributes, checking the custom-only rule before anything is sent."""
     attrs: dict[str, Any] = {}
@@ -109,30 +120,14 @@ class TeamAccess(Area):
         workspace_id: str,
         team_id: str,
         access: str,
-        *,
-        runs: str | None = None,
-        variables: str | None = None,
-        state_versions: str | None = None,
-        policy_mocks: str | None = None,
-        workspace_locking: bool | None = None,
-        run_tasks: bool | None = None,
+        **permissions: Unpack[CustomPermissions],
     ) -> Record:
         """Give a team access to a workspace. ``POST /team-workspaces``.
 
         The permission arguments are for ``access="custom"`` only; the other
         levels imply theirs (:func:`implied_permissions`).
         """
-        attrs = _attributes(
-            access,
-            {
-                "runs": runs,
-                "variables": variables,
-                "state_versions": state_versions,
-                "policy_mocks": policy_mocks,
-                "workspace_locking": workspace_locking,
-                "run_tasks": run_tasks,
-            },
-        )
+        attrs = _attributes(access, dict(permissions))
         body = {
             "data": {
                 "type": "team-workspaces",
@@ -150,25 +145,10 @@ class TeamAccess(Area):
         team_access_id: str,
         *,
         access: str | None = None,
-        runs: str | None = None,
-        variables: str | None = None,
-        state_versions: str | None = None,
-        policy_mocks: str | None = None,
-        workspace_locking: bool | None = None,
-        run_tasks: bool | None = None,
+        **permissions: Unpack[CustomPermissions],
     ) -> Record:
         """Change a record's level or custom permissions. ``PATCH /team-workspaces/:id``."""
-        attrs = _attributes(
-            access,
-            {
-                "runs": runs,
-                "variables": variables,
-                "state_versions": state_versions,
-                "policy_mocks": policy_mocks,
-                "workspace_locking": workspace_locking,
-                "run_tasks": run_tasks,
-            },
-        )
+        attrs = _attributes(access, dict(permissions))
         body = {"data": {"type": "team-workspaces", "id": team_access_id, "attributes": attrs}}
         return self._record(
             self._send("PATCH", f"/team-workspaces/{segment(team_access_id)}", body), "team-access"
