@@ -27,6 +27,11 @@ class Clock:
         self._offset = 0.0
         self._lock = threading.Lock()
 
+    @property
+    def start(self) -> datetime:
+        """The instant the clock started at: the anchor of the demo data."""
+        return self._start
+
     def now(self) -> datetime:
         with self._lock:
             offset = self._offset

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from .._clock import DEMO_EPOCH
 from .models import PlatformService
 
 __all__ = ["load_demo"]
@@ -29,10 +28,9 @@ def _ago(now: datetime, **delta: float) -> datetime:
 
 def load_demo(service: PlatformService) -> None:
     """Fill ``service`` with the demo organizations, teams, pools, agents and policy sets."""
-    now = service.clock.now()
-    # Written against DEMO_EPOCH; a clock started elsewhere (start_time) shifts the data to it.
-    now = DEMO_EPOCH if DEMO_EPOCH <= now < DEMO_EPOCH + timedelta(days=1) else now
-    now = now.replace(microsecond=0)
+    # Written against the clock's start (DEMO_EPOCH unless the sandbox starts elsewhere),
+    # not against now, so that the time start-up takes does not shift the data.
+    now = service.clock.start.replace(microsecond=0)
     with service.lock:
         _acme(service, now)
         _globex(service, now)

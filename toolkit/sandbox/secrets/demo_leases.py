@@ -80,11 +80,17 @@ def _unreachable(reason: str) -> Callable[[Lease], None]:
     return fail
 
 
+_GRID = 120  # seconds
+
+
 def load_demo_leases(service: SecretsService) -> None:
     """Fill ``service.leases`` and ``service.plugins`` with the demo set."""
     rng = random.Random(20260601)
     leases = service.leases
-    now = service.clock.now().replace(second=0, microsecond=0)
+    # Anchored to the clock's start, and every expiry on a two-minute grid from it, so
+    # that ttls shown in whole minutes (and their medians) do not depend on how many
+    # seconds a runbook took to reach them.
+    now = service.clock.start.replace(microsecond=0)
 
     def suffix() -> str:
         return "".join(rng.choices(_ALPHABET, k=24))
@@ -102,6 +108,8 @@ def load_demo_leases(service: SecretsService) -> None:
             else:
                 issued = now - timedelta(seconds=rng.randint(0, ttl * 9 // 10))
                 last = None
+            expire = (last or issued) + timedelta(seconds=ttl)
+            ttl += int(-(expire - now).total_seconds()) % _GRID
             leases.create(
                 prefix,
                 ttl=ttl,
