@@ -75,8 +75,11 @@ def test_an_invalid_password_policy_is_refused_naming_the_reason(text: str, reas
 
 
 def test_a_policy_whose_draws_almost_never_succeed_is_refused_as_too_slow() -> None:
-    rules = "".join(f'rule "charset" {{\n charset = "{ch}"\n min-chars = 1\n}}\n' for ch in "abcd")
-    text = f'length = 4\nrule "charset" {{ charset = "{LOWER}{DIGITS}" }}\n{rules}'
+    # Ten one-letter rules filling all ten places: about one draw in a billion
+    # succeeds, so the bounded attempts never find one (four letters did, now and then).
+    letters = "abcdefghij"
+    rules = "".join(f'rule "charset" {{\n charset = "{ch}"\n min-chars = 1\n}}\n' for ch in letters)
+    text = f'length = {len(letters)}\nrule "charset" {{ charset = "{LOWER}{DIGITS}" }}\n{rules}'
     store = PasswordPolicyStore()
     with pytest.raises(SecretsError, match="unable to generate password") as caught:
         store.put("slow", text)
