@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._client import ServiceClient
 from .._config import platform_settings
-from .._http import HTTPLayer, RetryPolicy
+from .._http import RetryPolicy
 from ._jsonapi import MEDIA_TYPE
 from .agent_pools import AgentPools
 from .organizations import Organizations
@@ -15,7 +16,7 @@ from .team_access import TeamAccess
 __all__ = ["PlatformClient"]
 
 
-class PlatformClient:
+class PlatformClient(ServiceClient):
     """A client of the workspace platform API (spec 000), base path ``/api/v2``.
 
     ``address`` and ``token`` default to ``TFE_ADDRESS`` and ``TFE_TOKEN``.
@@ -37,16 +38,13 @@ class PlatformClient:
         transport: Any = None,
     ) -> None:
         settings = platform_settings(address, token, ca_file=ca_file, verify=verify)
-        self.address = settings.address.rstrip("/")
-        self.http = HTTPLayer(
-            settings.address,
+        super().__init__(
+            settings,
             "/api/v2",
-            headers={"Authorization": f"Bearer {settings.token}", "Accept": MEDIA_TYPE},
+            {"Authorization": f"Bearer {settings.token}", "Accept": MEDIA_TYPE},
             timeout=timeout,
-            verify=settings.verify,
-            ca_file=settings.ca_file,
-            retry=retry,
             max_concurrency=max_concurrency,
+            retry=retry,
             transport=transport,
         )
         self.organizations = Organizations(self.http)
@@ -58,15 +56,3 @@ class PlatformClient:
         """True when the API answers ``GET /ping``."""
         self.http.request("GET", "/ping")
         return True
-
-    def close(self) -> None:
-        self.http.close()
-
-    def __enter__(self) -> PlatformClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"<PlatformClient {self.address}>"

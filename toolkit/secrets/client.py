@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._client import ServiceClient
 from .._config import secrets_settings
-from .._http import HTTPLayer, RetryPolicy
+from .._http import RetryPolicy
 from ._base import unwrap
 from .leases import Leases
 from .password_policies import PasswordPolicies
@@ -18,7 +19,7 @@ from .tokens import Tokens
 __all__ = ["SecretsClient"]
 
 
-class SecretsClient:
+class SecretsClient(ServiceClient):
     """A client of the secrets-management server API (spec 001), base path ``/v1``.
 
     ``address``, ``token`` and ``namespace`` default to ``VAULT_ADDR``,
@@ -46,20 +47,17 @@ class SecretsClient:
         settings = secrets_settings(
             address, token, namespace=namespace, ca_file=ca_file, verify=verify
         )
-        self.address = settings.address.rstrip("/")
         self.namespace = settings.namespace
         headers = {"X-Service-Token": settings.token, "X-Vault-Token": settings.token}
         if settings.namespace:
             headers["X-Vault-Namespace"] = settings.namespace
-        self.http = HTTPLayer(
-            settings.address,
+        super().__init__(
+            settings,
             "/v1",
-            headers=headers,
+            headers,
             timeout=timeout,
-            verify=settings.verify,
-            ca_file=settings.ca_file,
-            retry=retry,
             max_concurrency=max_concurrency,
+            retry=retry,
             transport=transport,
         )
         self.password_policies = PasswordPolicies(self.http)
@@ -74,15 +72,3 @@ class SecretsClient:
         """The mounted secrets engines, by path (``secret/``, ...). ``GET /sys/mounts``."""
         data = unwrap(self.http.json("GET", "/sys/mounts"))
         return {k: dict(v) for k, v in data.items() if k.endswith("/") and isinstance(v, dict)}
-
-    def close(self) -> None:
-        self.http.close()
-
-    def __enter__(self) -> SecretsClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"<SecretsClient {self.address}>"

@@ -1,0 +1,50 @@
+"""What both service clients share: building the HTTP layer from settings, and closing it."""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+from ._config import Settings
+from ._http import HTTPLayer, RetryPolicy
+
+__all__ = ["ServiceClient"]
+
+
+class ServiceClient:
+    """A connection to one service; subclasses add one attribute per API area."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        api_prefix: str,
+        headers: dict[str, str],
+        *,
+        timeout: float,
+        max_concurrency: int,
+        retry: RetryPolicy | None,
+        transport: Any,
+    ) -> None:
+        self.address = settings.address.rstrip("/")
+        self.http = HTTPLayer(
+            settings.address,
+            api_prefix,
+            headers=headers,
+            timeout=timeout,
+            verify=settings.verify,
+            ca_file=settings.ca_file,
+            retry=retry,
+            max_concurrency=max_concurrency,
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.address}>"
