@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import httpx
@@ -269,18 +269,6 @@ def test_demo_certificate_leases_are_not_renewable_and_some_leases_are_renewed(
 
 
 # -- sys/leases over HTTP -------------------------------------------------------------
-
-
-@pytest.fixture
-def api(sandbox: Sandbox) -> Iterator[httpx.Client]:
-    with v1(sandbox) as client:
-        yield client
-
-
-@pytest.fixture
-def demo_api(demo_sandbox: Sandbox) -> Iterator[httpx.Client]:
-    with v1(demo_sandbox) as client:
-        yield client
 
 
 def issue_lease(

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.sandbox.secrets._access_api import issue, put_acl, v1
-from toolkit.sandbox import Sandbox
+from tests.sandbox.secrets._access_api import issue, put_acl
 from toolkit.sandbox.secrets.errors import SecretsError
 from toolkit.sandbox.secrets.plugins import BUILTIN_VERSION, PluginCatalog
 
@@ -68,18 +66,6 @@ def test_a_bad_env_entry_is_refused_without_echoing_it() -> None:
 
 
 # -- over HTTP -------------------------------------------------------------------------
-
-
-@pytest.fixture
-def api(sandbox: Sandbox) -> Iterator[httpx.Client]:
-    with v1(sandbox) as client:
-        yield client
-
-
-@pytest.fixture
-def demo_api(demo_sandbox: Sandbox) -> Iterator[httpx.Client]:
-    with v1(demo_sandbox) as client:
-        yield client
 
 
 def test_the_catalog_lists_names_per_type_and_details(demo_api: httpx.Client) -> None:
