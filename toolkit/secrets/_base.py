@@ -10,14 +10,22 @@ a server (or proxy) that refuses it gets ``GET ?list=true`` instead.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 from .._errors import MethodNotAllowed, NotFound
 from .._http import HTTPLayer
 from .._masking import Sensitive
 from .._records import Record
 
-__all__ = ["Area", "ENVELOPE_KEYS", "is_envelope", "list_keys", "unwrap", "warnings_of"]
+__all__ = [
+    "Area",
+    "ENVELOPE_KEYS",
+    "EngineArea",
+    "is_envelope",
+    "list_keys",
+    "unwrap",
+    "warnings_of",
+]
 
 ENVELOPE_KEYS = frozenset(
     {"request_id", "lease_id", "renewable", "lease_duration", "data", "wrap_info", "warnings"}
@@ -106,3 +114,33 @@ class Area:
     @staticmethod
     def _record(data: Mapping[str, Any], kind: str) -> Record:
         return Record(dict(data), kind=kind)
+
+
+class EngineArea(Area):
+    """A secrets engine's calls, against one mount path.
+
+    Each engine has a default mount (``DEFAULT_MOUNT``, the spec's path); the
+    client's attribute uses it, and :meth:`at` gives the same calls against an
+    engine mounted elsewhere: ``client.database.at("databases/eu")``.
+    """
+
+    DEFAULT_MOUNT = ""
+
+    def __init__(self, http: HTTPLayer, mount: str | None = None) -> None:
+        super().__init__(http)
+        self.mount = (mount if mount is not None else self.DEFAULT_MOUNT).strip("/")
+        if not self.mount:
+            raise ValueError(f"{type(self).__name__}: a mount path is required")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._http.address} mount={self.mount!r}>"
+
+    def at(self, mount: str) -> Self:
+        """The same engine's calls against the mount at ``mount``."""
+        return type(self)(self._http, mount)
+
+    def _path(self, *parts: str) -> str:
+        """``/<mount>/<parts...>``, each part percent-encoded."""
+        from urllib.parse import quote
+
+        return "/" + "/".join([self.mount, *(quote(str(p), safe="") for p in parts)])

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from .._clock import Clock
 from .acl import ACL
+from .engines import attach_backend, engine_kind
 from .errors import permission_denied
 from .leases import LeaseManager
-from .mounts import MountTable
+from .mounts import Mount, MountTable
 from .password_policies import PasswordPolicyStore
 from .plugins import PluginCatalog
 from .policies import PolicyStore
@@ -47,8 +49,27 @@ class SecretsService:
         self.password_policies = PasswordPolicyStore()
         self.leases = LeaseManager(clock)
         self.plugins = PluginCatalog()
-        self.mounts = MountTable()
         self.tokens = TokenStore(clock, root_token, lease_manager=self._lease_manager)
+        self.mounts = MountTable()
+        for mount in list(self.mounts.engines.values()):
+            attach_backend(self, mount)
+
+    # -- engine mounts --------------------------------------------------------------
+    def enable_engine(self, path: str, kind: str, **settings: Any) -> Mount:
+        """Mount a fresh engine of type ``kind`` at ``path`` (``POST sys/mounts/:path``)."""
+        engine_kind(kind)
+        mount = self.mounts.enable(path, kind, **settings)
+        attach_backend(self, mount)
+        return mount
+
+    def disable_engine(self, path: str) -> None:
+        """Unmount the engine at ``path``, revoking its leases first (``DELETE sys/mounts/:path``)."""
+        mount = self.mounts.engine(path)
+        if mount is None:
+            return
+        # As on the real server: a lease the engine cannot revoke stops the unmount.
+        self.leases.revoke_prefix(mount.path.rstrip("/"))
+        self.mounts.disable(path)
 
     # -- tokens and access --------------------------------------------------------
     def _lease_manager(self) -> LeaseManager | None:

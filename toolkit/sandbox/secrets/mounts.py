@@ -4,7 +4,12 @@ The sandbox starts with the real server's own mounts (``sys/``,
 ``cubbyhole/``, ``identity/``, the ``token/`` auth method) and the spec's
 default engine mounts (``keymgmt/``, ``ad/``, ``database/``, ``broker/``,
 ``pki/``), which the demo leases live under. ``GET sys/mounts`` and
-``GET sys/auth`` read it.
+``GET sys/auth`` read it; ``POST``/``DELETE sys/mounts/:path`` enable and
+disable an engine elsewhere, as on the real server.
+
+Each engine mount carries its engine's state in :attr:`Mount.backend`, made
+by :mod:`.engines` when the mount is enabled; the HTTP dispatcher in
+``http/engines.py`` routes ``/v1/<mount>/...`` to that engine's handlers.
 """
 
 from __future__ import annotations
@@ -14,9 +19,15 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Mount", "MountTable", "DEFAULT_ENGINE_MOUNTS"]
+from .errors import SecretsError
+
+__all__ = ["Mount", "MountTable", "DEFAULT_ENGINE_MOUNTS", "SYSTEM_MAX_TTL"]
 
 BUILTIN_VERSION = "v2.7.2+builtin.bao"
+# The system's default and maximum lease ttl (768 hours), as on the real server.
+SYSTEM_MAX_TTL = 768 * 3600
+# Paths no engine may be mounted at or under.
+_RESERVED = ("sys/", "auth/", "cubbyhole/", "identity/")
 
 # The spec's default mount path of each engine, and the engine type it holds.
 DEFAULT_ENGINE_MOUNTS: dict[str, tuple[str, str]] = {
@@ -44,11 +55,19 @@ class Mount:
     seal_wrap: bool = False
     options: dict[str, str] | None = None
     uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
+    # The engine's state object (see :mod:`.engines`); None for system mounts.
+    backend: Any = field(default=None, repr=False, compare=False)
 
     @property
     def accessor(self) -> str:
         digest = hashlib.sha256(self.path.encode()).hexdigest()[:8]
         return f"{self.type}_{digest}"
+
+    def lease_ttls(self, system_max: int = SYSTEM_MAX_TTL) -> tuple[int, int]:
+        """The mount's (default, max) lease ttl in seconds, the system's where unset."""
+        max_ttl = self.max_lease_ttl or system_max
+        default = self.default_lease_ttl or max_ttl
+        return min(default, max_ttl), max_ttl
 
     def describe(self) -> dict[str, Any]:
         """The mount as ``sys/mounts`` shows it."""
@@ -92,3 +111,55 @@ class MountTable:
 
     def engine(self, path: str) -> Mount | None:
         return self.engines.get(path.strip("/") + "/")
+
+    def match(self, api_path: str) -> Mount | None:
+        """The engine mount that ``api_path`` (relative to /v1) falls under: the longest prefix."""
+        best: Mount | None = None
+        for path, mount in self.engines.items():
+            if (api_path + "/").startswith(path) and (best is None or len(path) > len(best.path)):
+                best = mount
+        return best
+
+    def enable(
+        self,
+        path: str,
+        kind: str,
+        *,
+        description: str = "",
+        default_lease_ttl: int = 0,
+        max_lease_ttl: int = 0,
+        options: dict[str, str] | None = None,
+    ) -> Mount:
+        """Add an engine mount at ``path`` (``POST sys/mounts/:path``); 400 when taken."""
+        key = normalize_path(path)
+        for reserved in _RESERVED:
+            if key.startswith(reserved) or reserved.startswith(key):
+                raise SecretsError(400, f"cannot mount under reserved path {reserved!r}")
+        for existing in self.engines:
+            if key.startswith(existing) or existing.startswith(key):
+                raise SecretsError(400, f"path is already in use at {existing}")
+        mount = Mount(
+            key,
+            kind,
+            description,
+            default_lease_ttl=default_lease_ttl,
+            max_lease_ttl=max_lease_ttl,
+            options=options,
+        )
+        self.engines[key] = mount
+        return mount
+
+    def disable(self, path: str) -> Mount | None:
+        """Remove the engine mount at ``path``; None when nothing is mounted there."""
+        key = normalize_path(path)
+        if key in _SYSTEM_MOUNTS:
+            raise SecretsError(400, f"cannot unmount {key!r}")
+        return self.engines.pop(key, None)
+
+
+def normalize_path(path: str) -> str:
+    """A mount path as the table keys it: no leading ``/``, one trailing ``/``; 400 when empty."""
+    key = path.strip().strip("/")
+    if not key or "//" in key or any(part in (".", "..") for part in key.split("/")):
+        raise SecretsError(400, f"invalid mount path {path!r}")
+    return key + "/"

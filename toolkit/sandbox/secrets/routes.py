@@ -1,4 +1,4 @@
-"""The secrets server's route table: every area's routes, under /v1."""
+"""The secrets server's route table: every area's routes, under /v1, then the engines."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ def routes(service: SecretsService) -> list[Route]:
         sys_rekey,
         sys_seal,
     )
+    from .http.engines import dispatcher
     from .http.sys_leases import lease_routes
     from .http.sys_plugins import plugin_routes
 
@@ -31,4 +32,6 @@ def routes(service: SecretsService) -> list[Route]:
     table += lease_routes(service)
     table += plugin_routes(service)
     table += sys_mounts.routes(service)
+    # Last: everything under an engine mount, wherever the engine is mounted.
+    table.append(dispatcher(service, list(table)))
     return table

@@ -10,7 +10,8 @@
   only sees permitted requests.
 
 Handlers are written as ``async def handler(call: Call) -> Response`` and
-registered with :func:`route`.
+registered with :func:`route` (system paths) or declared with
+:func:`engine_route` (engine paths, relative to wherever the engine is mounted).
 """
 
 from __future__ import annotations
@@ -29,9 +30,23 @@ from ..errors import SecretsError
 
 if TYPE_CHECKING:
     from ..models import SecretsService
+    from ..mounts import Mount
     from ..tokens import Token
 
-__all__ = ["Call", "SecretsError", "envelope", "error", "route", "no_content"]
+__all__ = [
+    "Call",
+    "EngineRoute",
+    "Rule",
+    "SecretsError",
+    "bare",
+    "create_or_update",
+    "engine_route",
+    "envelope",
+    "error",
+    "no_content",
+    "route",
+    "serve",
+]
 
 TOKEN_HEADERS = ("x-service-token", "x-vault-token")
 NAMESPACE_HEADERS = ("x-vault-namespace", "x-service-namespace")
@@ -96,6 +111,14 @@ class Call:
     path: str  # the API path without /v1, e.g. "sys/policies/acl/admin"
     is_list: bool
     namespace: str
+    mount: Mount | None = None
+
+    @property
+    def backend(self) -> Any:
+        """The state object of the engine this call was routed to (engine handlers only)."""
+        if self.mount is None or self.mount.backend is None:
+            raise SecretsError(404, f"no engine is mounted for {self.path!r}")
+        return self.mount.backend
 
     @property
     def params(self) -> dict[str, str]:
@@ -160,6 +183,73 @@ def request_namespace(request: Request) -> str:
 Handler = Callable[[Call], Awaitable[Response]]
 
 
+@dataclass(frozen=True)
+class Rule:
+    """How a handler is served: its methods, the capability it needs, sudo and restriction."""
+
+    methods: frozenset[str]
+    capability: str | Callable[[Call], str] | None = None
+    sudo: bool = False
+    restricted: bool = False
+    authenticated: bool = True
+
+    @classmethod
+    def of(cls, methods: Iterable[str], **options: Any) -> Rule:
+        return cls(frozenset(m.upper() for m in methods), **options)
+
+    @property
+    def http_methods(self) -> list[str]:
+        return sorted(self.methods | ({"GET"} if "LIST" in self.methods else set()))
+
+
+async def serve(
+    request: Request,
+    service: SecretsService,
+    handler: Handler,
+    rule: Rule,
+    mount: Mount | None = None,
+) -> Response:
+    """Answer one request: method check, body, seal, token, namespace, ACL, then ``handler``."""
+    method = request.method.upper()
+    is_list = method == "LIST" or (
+        method == "GET" and request.query_params.get("list", "").lower() in ("true", "1")
+    )
+    if is_list and "LIST" not in rule.methods:
+        return error(405, "unsupported operation")
+    if not is_list and method not in rule.methods:
+        return error(405, "unsupported operation")
+    api_path = request.url.path[len("/v1/") :] if request.url.path.startswith("/v1/") else ""
+    namespace = request_namespace(request)
+    try:
+        body = await read_body(request) if method in ("POST", "PUT", "PATCH") else {}
+        # Everything from here reads or changes state: one request at a time.
+        with service.lock:
+            token = None
+            if rule.authenticated:
+                if service.sealed:
+                    raise SecretsError(503, "Vault is sealed")
+                token = service.authenticate(request_token(request))
+            call = Call(request, service, token, body, api_path, is_list, namespace, mount)
+            if token is not None:
+                if rule.restricted and namespace not in ("", "root"):
+                    # Not the caller's to do from here: refused like any denied request.
+                    raise SecretsError(
+                        403,
+                        f"permission denied: {api_path} is restricted to the root "
+                        f"namespace, not {namespace!r}",
+                    )
+                if callable(rule.capability):
+                    needed = rule.capability(call)
+                elif rule.capability:
+                    needed = rule.capability
+                else:
+                    needed = _capability_for(method, is_list)
+                service.authorize(token, api_path, needed, sudo=rule.sudo)
+            return await handler(call)
+    except SecretsError as exc:
+        return error(exc.status, *exc.messages)
+
+
 def route(
     service: SecretsService,
     path: str,
@@ -179,52 +269,56 @@ def route(
     DELETE delete); a callable decides per call (create versus update).
     ``sudo`` and ``restricted`` follow spec part 1, convention 5.
     """
-    wanted = {m.upper() for m in methods}
-    http_methods = set(wanted)
-    if "LIST" in wanted:
-        http_methods.add("GET")
+    rule = Rule.of(
+        methods,
+        capability=capability,
+        sudo=sudo,
+        restricted=restricted,
+        authenticated=authenticated,
+    )
 
     async def endpoint(request: Request) -> Response:
-        method = request.method.upper()
-        is_list = method == "LIST" or (
-            method == "GET" and request.query_params.get("list", "").lower() in ("true", "1")
-        )
-        if is_list and "LIST" not in wanted:
-            return error(405, "unsupported operation")
-        if not is_list and method not in wanted:
-            return error(405, "unsupported operation")
-        api_path = request.url.path[len("/v1/") :] if request.url.path.startswith("/v1/") else ""
-        namespace = request_namespace(request)
-        try:
-            body = await read_body(request) if method in ("POST", "PUT", "PATCH") else {}
-            # Everything from here reads or changes state: one request at a time.
-            with service.lock:
-                token = None
-                if authenticated:
-                    if service.sealed:
-                        raise SecretsError(503, "Vault is sealed")
-                    token = service.authenticate(request_token(request))
-                call = Call(request, service, token, body, api_path, is_list, namespace)
-                if token is not None:
-                    if restricted and namespace not in ("", "root"):
-                        # Not the caller's to do from here: refused like any denied request.
-                        raise SecretsError(
-                            403,
-                            f"permission denied: {api_path} is restricted to the root "
-                            f"namespace, not {namespace!r}",
-                        )
-                    if callable(capability):
-                        needed = capability(call)
-                    elif capability:
-                        needed = capability
-                    else:
-                        needed = _capability_for(method, is_list)
-                    service.authorize(token, api_path, needed, sudo=sudo)
-                return await handler(call)
-        except SecretsError as exc:
-            return error(exc.status, *exc.messages)
+        return await serve(request, service, handler, rule)
 
-    return Route("/" + path.lstrip("/"), endpoint, methods=sorted(http_methods))
+    return Route("/" + path.lstrip("/"), endpoint, methods=rule.http_methods)
+
+
+@dataclass(frozen=True)
+class EngineRoute:
+    """One handler of a secrets engine, at ``path`` relative to the engine's mount.
+
+    ``path`` uses Starlette's syntax (``key/{name}``, ``issuer/{ref}/issue/{role}``).
+    The dispatcher in ``http/engines.py`` finds the mount, matches the rest of
+    the path here and serves the call with ``call.mount`` and ``call.backend`` set;
+    the ACL is checked against the full path (``<mount>/<path>``).
+    """
+
+    path: str
+    handler: Handler
+    rule: Rule
+
+
+def engine_route(
+    path: str,
+    handler: Handler,
+    methods: Iterable[str],
+    *,
+    capability: str | Callable[[Call], str] | None = None,
+    sudo: bool = False,
+    restricted: bool = False,
+) -> EngineRoute:
+    """Declare an engine handler at ``path`` relative to the mount; options as :func:`route`."""
+    rule = Rule.of(methods, capability=capability, sudo=sudo, restricted=restricted)
+    return EngineRoute(path.strip("/"), handler, rule)
+
+
+def create_or_update(exists: Callable[[Call], bool]) -> Callable[[Call], str]:
+    """A capability chooser for writes that distinguish ``create`` and ``update`` (part 1, 6)."""
+
+    def choose(call: Call) -> str:
+        return "update" if exists(call) else "create"
+
+    return choose
 
 
 def _capability_for(method: str, is_list: bool) -> str:

@@ -1,4 +1,8 @@
-"""HTTP for ``sys/mounts`` and ``sys/auth`` (reading the mount table), thin over :mod:`..mounts`."""
+"""HTTP for ``sys/mounts`` and ``sys/auth``, thin over :mod:`..mounts` and :mod:`..models`.
+
+Reads the mount table, and enables, tunes and disables engine mounts as the
+real server does (``POST``/``DELETE sys/mounts/:path``, ``sys/mounts/:path/tune``).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,9 @@ from typing import TYPE_CHECKING
 from starlette.responses import Response
 from starlette.routing import Route
 
+from .. import fields
 from ..errors import SecretsError
-from ._base import Call, envelope, route
+from ._base import Call, envelope, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -29,6 +34,71 @@ async def read_mount(call: Call) -> Response:
     return envelope(mount.describe(), top_level=True)
 
 
+def _config(call: Call) -> dict[str, int]:
+    config = call.body.get("config") or {}
+    if not isinstance(config, dict):
+        raise SecretsError(400, "config: expected an object")
+    return {
+        "default_lease_ttl": fields.duration(config, "default_lease_ttl"),
+        "max_lease_ttl": fields.duration(config, "max_lease_ttl"),
+    }
+
+
+async def enable_mount(call: Call) -> Response:
+    """``POST sys/mounts/:path``: mount an engine of ``type`` there (400 when the path is taken)."""
+    path = call.params["path"]
+    kind = fields.string(call.body, "type", need=True)
+    options = call.body.get("options")
+    if options is not None and not isinstance(options, dict):
+        raise SecretsError(400, "options: expected a map of strings")
+    call.service.enable_engine(
+        path,
+        kind,
+        description=fields.string(call.body, "description"),
+        options={str(k): str(v) for k, v in options.items()} if options else None,
+        **_config(call),
+    )
+    return no_content()
+
+
+async def disable_mount(call: Call) -> Response:
+    """``DELETE sys/mounts/:path``: revoke the mount's leases and unmount it (204 when absent)."""
+    call.service.disable_engine(call.params["path"])
+    return no_content()
+
+
+async def read_tune(call: Call) -> Response:
+    """``GET sys/mounts/:path/tune``: the mount's lease ttls."""
+    mount = call.service.mounts.engine(call.params["path"])
+    if mount is None:
+        raise SecretsError(400, f"cannot fetch sysview for path {call.params['path']!r}")
+    default, maximum = mount.lease_ttls()
+    data = {
+        "default_lease_ttl": default,
+        "max_lease_ttl": maximum,
+        "description": mount.description,
+        "force_no_cache": False,
+        "options": mount.options,
+    }
+    return envelope(data, top_level=True)
+
+
+async def tune_mount(call: Call) -> Response:
+    """``POST sys/mounts/:path/tune``: change the mount's default and max lease ttl."""
+    path = call.params["path"]
+    mount = call.service.mounts.engine(path)
+    if mount is None:
+        raise SecretsError(400, f"no mount at {path.strip('/')}/")
+    default = fields.duration(call.body, "default_lease_ttl", mount.default_lease_ttl)
+    maximum = fields.duration(call.body, "max_lease_ttl", mount.max_lease_ttl)
+    if maximum and default > maximum:
+        raise SecretsError(400, "default_lease_ttl: cannot be greater than max_lease_ttl")
+    if "description" in call.body:
+        mount.description = fields.string(call.body, "description")
+    mount.default_lease_ttl, mount.max_lease_ttl = default, maximum
+    return no_content()
+
+
 async def list_auth(call: Call) -> Response:
     """``GET sys/auth``: every auth method mount, by path."""
     return envelope(call.service.mounts.auth_table(), top_level=True)
@@ -37,6 +107,10 @@ async def list_auth(call: Call) -> Response:
 def routes(service: SecretsService) -> list[Route]:
     return [
         route(service, "sys/mounts", list_mounts, ["GET"]),
+        route(service, "sys/mounts/{path:path}/tune", read_tune, ["GET"]),
+        route(service, "sys/mounts/{path:path}/tune", tune_mount, ["POST", "PUT"]),
         route(service, "sys/mounts/{path:path}", read_mount, ["GET"]),
+        route(service, "sys/mounts/{path:path}", enable_mount, ["POST", "PUT"]),
+        route(service, "sys/mounts/{path:path}", disable_mount, ["DELETE"]),
         route(service, "sys/auth", list_auth, ["GET"]),
     ]

@@ -1,0 +1,19 @@
+"""The database engine (spec 4.8): state and rules, no HTTP."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .models import SecretsService
+    from .mounts import Mount
+
+__all__ = ["Database"]
+
+
+class Database:
+    """One mount's state of the database engine (spec 4.8)."""
+
+    def __init__(self, service: SecretsService, mount: Mount) -> None:
+        self.service = service
+        self.mount = mount

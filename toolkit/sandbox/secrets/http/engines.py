@@ -1,0 +1,77 @@
+"""HTTP dispatch to the secrets engines, wherever they are mounted.
+
+One catch-all route, registered after every ``sys/`` and ``auth/`` route, takes
+``/v1/<path>``, finds the engine mount with the longest matching prefix in the
+mount table, and matches the rest of the path against that engine type's
+handlers (declared with :func:`._base.engine_route`). A path that no route and
+no engine answers is 404; a known path with the wrong method is 405, as for
+the system routes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Match, Route, compile_path
+
+from ..engines import ENGINE_KINDS
+from ._base import EngineRoute, error, serve
+
+if TYPE_CHECKING:
+    from ..models import SecretsService
+
+__all__ = ["dispatcher"]
+
+
+class _Compiled:
+    """An engine type's handlers with their path patterns compiled."""
+
+    def __init__(self, routes: list[EngineRoute]) -> None:
+        self.entries: list[tuple[re.Pattern[str], dict[str, Any], EngineRoute]] = []
+        for entry in routes:
+            regex, _, convertors = compile_path("/" + entry.path)
+            self.entries.append((regex, convertors, entry))
+
+    def match(self, rest: str) -> tuple[EngineRoute, dict[str, Any]] | None:
+        for regex, convertors, entry in self.entries:
+            found = regex.match("/" + rest)
+            if found:
+                params = {k: convertors[k].convert(v) for k, v in found.groupdict().items()}
+                return entry, params
+        return None
+
+
+def dispatcher(service: SecretsService, system_routes: Sequence[BaseRoute]) -> Route:
+    """The catch-all route serving every engine mount; ``system_routes`` decide 404 vs 405."""
+    compiled: dict[str, _Compiled] = {}
+
+    def table(kind: str) -> _Compiled:
+        if kind not in compiled:
+            compiled[kind] = _Compiled(ENGINE_KINDS[kind].routes())
+        return compiled[kind]
+
+    async def endpoint(request: Request) -> Response:
+        api_path = request.path_params["path"]
+        with service.lock:
+            mount = service.mounts.match(api_path)
+        if mount is not None and mount.backend is not None:
+            rest = api_path[len(mount.path) :] if len(api_path) >= len(mount.path) else ""
+            found = table(mount.type).match(rest)
+            if found is not None:
+                entry, params = found
+                request.scope["path_params"] = params
+                return await serve(request, service, entry.handler, entry.rule, mount)
+            return error(404, f"unsupported path: {api_path}")
+        # Not an engine path: a system path with the wrong method is 405, else 404.
+        for candidate in system_routes:
+            matched, _ = candidate.matches(request.scope)
+            if matched is Match.PARTIAL:
+                return error(405, "unsupported operation")
+        return error(404, f"no handler for route {request.url.path!r}")
+
+    methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "LIST"]
+    return Route("/{path:path}", endpoint, methods=methods)
