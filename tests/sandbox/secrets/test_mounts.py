@@ -91,18 +91,18 @@ def test_wrong_method_on_a_system_path_is_still_405(api):
     assert api.post("/sys/mounts", json={}).status_code == 405
 
 
-def test_unmounting_revokes_the_leases_under_the_mount(demo_api):
-    before = demo_api.request("LIST", "/sys/leases/lookup/broker/creds").json()["data"]["keys"]
+def test_unmounting_revokes_the_leases_under_the_mount(api):
+    before = api.request("LIST", "/sys/leases/lookup/broker/creds").json()["data"]["keys"]
     assert before
     # The demo broker holds leases the engine cannot revoke: as on the real
     # server, the unmount fails and the mount stays until they are forced out.
-    refused = demo_api.delete("/sys/mounts/broker")
+    refused = api.delete("/sys/mounts/broker")
     assert refused.status_code == 400 and "failed to revoke" in refused.json()["errors"][0]
-    assert "broker/" in demo_api.get("/sys/mounts").json()["data"]
-    assert demo_api.put("/sys/leases/revoke-force/broker/creds").status_code == 204
-    assert demo_api.delete("/sys/mounts/broker").status_code == 204
-    assert "broker/" not in demo_api.get("/sys/mounts").json()["data"]
-    after = demo_api.request("LIST", "/sys/leases/lookup/broker/creds")
+    assert "broker/" in api.get("/sys/mounts").json()["data"]
+    assert api.put("/sys/leases/revoke-force/broker/creds").status_code == 204
+    assert api.delete("/sys/mounts/broker").status_code == 204
+    assert "broker/" not in api.get("/sys/mounts").json()["data"]
+    after = api.request("LIST", "/sys/leases/lookup/broker/creds")
     assert after.status_code == 404
 
 
