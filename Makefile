@@ -1,6 +1,9 @@
 # Two commands for a fresh machine (see README):
 #   make lab    set up, start the sandbox, open the runbooks in JupyterLab
 #   make test   set up and run the whole test suite (what CI runs)
+#
+# While working: `make check` (lint, types, the fast tests, the runbooks) runs in
+# a few minutes; the slow suites have their own targets, and `make test` runs all.
 
 PYTHON ?= python3
 VENV := .venv
@@ -9,14 +12,19 @@ STAMP := $(VENV)/.installed
 SANDBOX_PORT ?= 8200
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup lab sandbox test test-fast test-notebooks lint typecheck clean
+# Debian packages the slow suites need: real servers for the engines, a browser.
+SYSTEM_PACKAGES := postgresql rabbitmq-server chromium
+SLOW_SUITES := tests/real tests/browser
+
+.PHONY: setup system-deps lab sandbox check test test-fast test-notebooks test-real \
+	test-browser test-binder bench lint typecheck clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test,real,browser,bench]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
@@ -36,12 +44,37 @@ typecheck: setup
 	$(BIN)/mypy
 
 test-fast: setup
-	$(BIN)/python -m pytest -n 2 -q tests
+	$(BIN)/python -m pytest -n 2 -q tests $(addprefix --ignore=,$(SLOW_SUITES))
 
 test-notebooks: setup
 	$(BIN)/python -m pytest -q -p no:randomly --nbval --nbval-sanitize-with notebooks/sanitize.cfg notebooks
 
-test: setup lint typecheck test-fast test-notebooks
+# Installs the Debian packages (as root, or with sudo) unless they are there already.
+system-deps:
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:" $$missing; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+check: setup lint typecheck test-fast test-notebooks
+
+test: check test-real test-browser test-binder bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# Slow suites (each owned by its issue's work; see README).
+test-real: setup system-deps
+	@echo "test-real: not written yet"
+
+test-browser: setup system-deps
+	@echo "test-browser: not written yet"
+
+test-binder: setup
+	@echo "test-binder: not written yet"
+
+bench: setup system-deps
+	@echo "bench: not written yet"
