@@ -44,6 +44,12 @@ def _sandbox_parser(prog: str = "toolkit sandbox") -> argparse.ArgumentParser:
         metavar="PER_SECOND",
         help="simulate the platform's per-token rate limit (the public service allows 30)",
     )
+    p.add_argument(
+        "--state",
+        metavar="PATH",
+        help="keep the state in this SQLite file: every acknowledged write survives a "
+        "restart, and an existing file is resumed instead of loading the demo data",
+    )
     return p
 
 
@@ -55,19 +61,26 @@ def sandbox_main(argv: Sequence[str] | None = None) -> int:
     if args.pool_limit < 1:
         print("error: --pool-limit must be at least 1", file=sys.stderr)
         return 2
+    import sqlite3
+
     from .sandbox import Sandbox, SandboxOptions
 
-    sandbox = Sandbox(
-        SandboxOptions(
-            token=args.token,
-            demo=not args.empty,
-            pool_limit=args.pool_limit,
-            key_shares=args.key_shares,
-            key_threshold=args.key_threshold,
-            init_file=args.init_file,
-            rate_limit=args.rate_limit,
+    try:
+        sandbox = Sandbox(
+            SandboxOptions(
+                token=args.token,
+                demo=not args.empty,
+                pool_limit=args.pool_limit,
+                key_shares=args.key_shares,
+                key_threshold=args.key_threshold,
+                init_file=args.init_file,
+                rate_limit=args.rate_limit,
+                state=args.state,
+            )
         )
-    )
+    except (sqlite3.Error, ValueError, OSError) as exc:
+        print(f"error: cannot use --state {args.state}: {exc}", file=sys.stderr)
+        return 2
     try:
         sandbox.start(args.host, args.port)
     except OSError as exc:
@@ -78,11 +91,16 @@ def sandbox_main(argv: Sequence[str] | None = None) -> int:
     print(f"  platform API:       {address}/api/v2   (TFE_ADDRESS={address})")
     print(f"  secrets server API: {address}/v1       (VAULT_ADDR={address})")
     print("Tokens accepted:")
-    print(f"  {args.token}  owner of every organization; secrets root token")
+    print(f"  {sandbox.token}  owner of every organization; secrets root token")
     for token, what in sandbox.describe_tokens():
-        if token != args.token:
+        if token != sandbox.token:
             print(f"  {token}  {what}")
-    if args.init_file:
+    if args.state:
+        how = "resumed from" if sandbox.resumed else "new, kept in"
+        print(f"State: {how} {args.state}")
+        if sandbox.resumed and args.token != sandbox.token:
+            print("  (--token is ignored: the stored state keeps its own root token)")
+    if args.init_file and not sandbox.resumed:
         print(f"Initial unseal shares and root token written to {args.init_file}")
     print("Press Ctrl-C to stop.", flush=True)
     stop = threading.Event()

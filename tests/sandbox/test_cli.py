@@ -12,24 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-
-def start(*args: str) -> tuple[subprocess.Popen[str], list[str]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "toolkit", "sandbox", "--port", "0", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        lines.append(line.rstrip("\n"))
-        if line.startswith("Press Ctrl-C"):
-            break
-    else:
-        proc.wait(5)
-        raise AssertionError("the sandbox ended before it was ready:\n" + "\n".join(lines))
-    return proc, lines
+from tests.sandbox._process import start
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from ._clock import DEMO_EPOCH, Clock
+from ._state import StateFile, stored
 
 __all__ = ["DEFAULT_TOKEN", "Sandbox", "SandboxOptions", "ensure_sandbox", "DEMO_EPOCH"]
 
@@ -42,6 +43,8 @@ class SandboxOptions:
     init_file: str | None = None
     rate_limit: float | None = None
     start_time: datetime | None = None
+    # A SQLite file to keep the state in across restarts (see ``_state``).
+    state: str | None = None
 
 
 class Sandbox:
@@ -55,6 +58,24 @@ class Sandbox:
             setattr(opts, key, value)
         self.options = opts
         self.token = opts.token
+        # Whether the state was resumed from ``options.state`` rather than built.
+        self.resumed = False
+        self.state_file: StateFile | None = None
+        if opts.state:
+            self.state_file = StateFile(opts.state)
+            saved = self.state_file.load()
+            if saved is not None:
+                self.clock, self.platform, self.secrets = saved.clock, saved.platform, saved.secrets
+                self.token = self.secrets.root_token
+                self.resumed = True
+        if not self.resumed:
+            self._build(opts)
+            if self.state_file is not None:
+                self.state_file.save(stored(self))
+        self._server: Any = None
+        self._app: Any = None
+
+    def _build(self, opts: SandboxOptions) -> None:
         start = opts.start_time or (DEMO_EPOCH if opts.demo else None)
         self.clock = Clock(start)
         from .platform.models import PlatformService
@@ -77,8 +98,15 @@ class Sandbox:
             load_secrets_demo(self.secrets)
         if opts.init_file:
             self.secrets.write_init_file(opts.init_file)
-        self._server: Any = None
-        self._app: Any = None
+
+    def persist(self, *, now: bool = True) -> None:
+        """Store the state in ``options.state`` (no-op without one); ``now=False`` batches."""
+        if self.state_file is None:
+            return
+        if now:
+            self.state_file.save(stored(self))
+        else:
+            self.state_file.save_soon(stored(self))
 
     @property
     def app(self) -> Any:
@@ -104,6 +132,9 @@ class Sandbox:
         if self._server is not None:
             self._server.stop()
             self._server = None
+        if self.state_file is not None:
+            self.state_file.close(stored(self))
+            self.state_file = None
 
     def describe_tokens(self) -> list[tuple[str, str]]:
         """Every token the sandbox accepts besides its own, with what each may do."""

@@ -37,6 +37,19 @@ class Clock:
             offset = self._offset
         return self._start + timedelta(seconds=time.monotonic() - self._t0 + offset)
 
+    # Stored state (``--state``): the clock resumes from the instant it was saved at.
+    def __getstate__(self) -> dict[str, object]:
+        return {"start": self._start, "elapsed": (self.now() - self._start).total_seconds()}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        start = state["start"]
+        elapsed = state["elapsed"]
+        assert isinstance(start, datetime) and isinstance(elapsed, float)
+        self._start = start
+        self._t0 = time.monotonic()
+        self._offset = elapsed
+        self._lock = threading.Lock()
+
     def advance(self, seconds: float) -> datetime:
         """Move the clock forward (never backward) and return the new time."""
         if seconds < 0:

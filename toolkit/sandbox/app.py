@@ -96,6 +96,33 @@ class _RateLimit:
         await self.app(scope, receive, send)
 
 
+class _Persist:
+    """Pure ASGI middleware: with ``--state``, a write's answer waits until it is stored.
+
+    Reads (GET, HEAD, LIST) change state only by the passage of time; they are
+    stored by a batched background flush instead (see ``_state``).
+    """
+
+    READS = frozenset({"GET", "HEAD", "LIST", "OPTIONS"})
+
+    def __init__(self, app: Any, sandbox: Sandbox) -> None:
+        self.app = app
+        self.sandbox = sandbox
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        is_read = scope["method"].upper() in self.READS
+
+        async def send_after_store(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                self.sandbox.persist(now=not is_read)
+            await send(message)
+
+        await self.app(scope, receive, send_after_store)
+
+
 def build_app(sandbox: Sandbox) -> Any:
     from .platform.routes import routes as platform_routes
     from .secrets.routes import routes as secrets_routes
@@ -134,7 +161,9 @@ def build_app(sandbox: Sandbox) -> Any:
         ],
         exception_handlers={Exception: crashed, HTTPException: http_error},
     )
-    limited: Any = app
+    served: Any = app
+    if sandbox.options.state:
+        served = _Persist(served, sandbox)
     if sandbox.options.rate_limit:
-        limited = _RateLimit(app, sandbox.options.rate_limit)
-    return _DateHeader(limited, sandbox)
+        served = _RateLimit(served, sandbox.options.rate_limit)
+    return _DateHeader(served, sandbox)

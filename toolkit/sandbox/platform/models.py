@@ -224,6 +224,14 @@ class PlatformService:
         self._ids: set[str] = set()
         self._sequence = 0
 
+    # Stored state (``--state``): everything but the lock.
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.lock = threading.RLock()
+
     def __repr__(self) -> str:
         return (
             f"<PlatformService organizations={len(self._organizations)} "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import string
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -73,11 +74,18 @@ _PLUGINS: tuple[tuple[str, str, str, str, str, list[str], list[str]], ...] = (
 _ALPHABET = string.ascii_letters + string.digits
 
 
-def _unreachable(reason: str) -> Callable[[Lease], None]:
-    def fail(lease: Lease) -> None:
-        raise RuntimeError(reason)
+@dataclass(frozen=True)
+class _Unreachable:
+    """The revocation callback of a lease whose backend cannot be reached (picklable)."""
 
-    return fail
+    reason: str
+
+    def __call__(self, lease: Lease) -> None:
+        raise RuntimeError(self.reason)
+
+
+def _unreachable(reason: str) -> Callable[[Lease], None]:
+    return _Unreachable(reason)
 
 
 _GRID = 120  # seconds

@@ -55,6 +55,15 @@ class SecretsService:
             attach_backend(self, mount)
 
     # -- engine mounts --------------------------------------------------------------
+
+    # Stored state (``--state``): everything but the lock.
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.lock = threading.RLock()
+
     def enable_engine(self, path: str, kind: str, **settings: Any) -> Mount:
         """Mount a fresh engine of type ``kind`` at ``path`` (``POST sys/mounts/:path``)."""
         engine_kind(kind)

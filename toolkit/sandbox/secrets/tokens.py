@@ -14,6 +14,7 @@ revoking a token also revokes the leases of the secrets it was given.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import secrets
@@ -195,7 +196,8 @@ class TokenStore:
                 renewable=token.renewable,
                 suffix=token.lease_key,
                 issue_time=token.creation_time,
-                on_revoke=lambda lease: self._lease_ended(token),
+                # A partial of a bound method, not a closure: the state can be pickled.
+                on_revoke=functools.partial(self._lease_ended_for, token.id),
             )
         return token
 
@@ -369,10 +371,11 @@ class TokenStore:
                 leases.revoke_by_token(gone.id)
         return revoked
 
-    def _lease_ended(self, token: Token) -> None:
+    def _lease_ended_for(self, token_id: str, lease: object) -> None:
         """The lease manager revoked (or expired) a token's lease: the token goes too."""
-        token.lease = None  # the lease is being removed; do not revoke it again
-        if token.id in self._tokens:
+        token = self._tokens.get(token_id)
+        if token is not None:
+            token.lease = None  # the lease is being removed; do not revoke it again
             self.revoke(token)
 
     def __repr__(self) -> str:

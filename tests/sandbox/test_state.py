@@ -1,0 +1,206 @@
+"""``--state PATH``: the sandbox keeps its state in SQLite, and survives ``kill -9``.
+
+The sandbox runs as a child process; a writer loops over writes to both APIs
+while the process is killed with SIGKILL at a random moment, and every write
+that was acknowledged must be there after a restart on the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.sandbox._process import address_of, start
+
+ROOT = "state-root"
+JSONAPI = "application/vnd.api+json"
+
+
+def _secrets(address: str, token: str = ROOT) -> httpx.Client:
+    return httpx.Client(base_url=f"{address}/v1", headers={"X-Vault-Token": token}, timeout=10)
+
+
+def _platform(address: str) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {ROOT}", "Content-Type": JSONAPI}
+    return httpx.Client(base_url=f"{address}/api/v2", headers=headers, timeout=10)
+
+
+def _policy_set_id(platform: httpx.Client) -> str:
+    sets = platform.get("/organizations/acme/policy-sets").json()["data"]
+    return str(sets[0]["id"])
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+
+
+def test_every_acknowledged_write_survives_kill_9(tmp_path: Path) -> None:
+    state = tmp_path / "sandbox.db"
+    proc, lines = start("--token", ROOT, "--state", str(state))
+    address = address_of(lines)
+    acknowledged_policies: dict[str, str] = {}
+    acknowledged_parameters: dict[str, str] = {}
+    stop = threading.Event()
+
+    def write_loop() -> None:
+        with _secrets(address) as secrets, _platform(address) as platform:
+            policy_set = _policy_set_id(platform)
+            n = 0
+            while not stop.is_set():
+                n += 1
+                body = f'path "kv/app-{n}/*" {{ capabilities = ["read"] }}'
+                try:
+                    answer = secrets.put(f"/sys/policies/acl/app-{n}", json={"policy": body})
+                    if answer.status_code == 204:
+                        acknowledged_policies[f"app-{n}"] = body
+                    created = platform.post(
+                        f"/policy-sets/{policy_set}/parameters",
+                        json={
+                            "data": {
+                                "type": "vars",
+                                "attributes": {
+                                    "key": f"k{n}",
+                                    "value": f"v{n}",
+                                    "category": "policy-set",
+                                },
+                            }
+                        },
+                    )
+                    if created.status_code == 201:
+                        acknowledged_parameters[created.json()["data"]["id"]] = f"k{n}"
+                except httpx.TransportError:
+                    return  # the server was killed mid-request: that write was not acknowledged
+
+    writer = threading.Thread(target=write_loop)
+    writer.start()
+    time.sleep(1.0 + random.random())
+    _kill(proc)
+    stop.set()
+    writer.join(10)
+    print(
+        f"acknowledged before kill -9: {len(acknowledged_policies)} policies, "
+        f"{len(acknowledged_parameters)} parameters"
+    )
+    assert acknowledged_policies and acknowledged_parameters
+
+    proc, lines = start("--state", str(state))
+    address = address_of(lines)
+    try:
+        assert any("State: resumed from" in line for line in lines)
+        with _secrets(address) as secrets, _platform(address) as platform:
+            stored = set(secrets.request("LIST", "/sys/policies/acl").json()["keys"])
+            missing = set(acknowledged_policies) - stored
+            assert not missing, f"acknowledged policies lost: {sorted(missing)[:5]}"
+            name, body = random.choice(sorted(acknowledged_policies.items()))
+            assert secrets.get(f"/sys/policies/acl/{name}").json()["data"]["policy"] == body
+            policy_set = _policy_set_id(platform)
+            params = platform.get(
+                f"/policy-sets/{policy_set}/parameters", params={"page[size]": 100}
+            ).json()
+            total = params["meta"]["pagination"]["total-count"]
+            seen: set[str] = set()
+            for page in range(1, params["meta"]["pagination"]["total-pages"] + 1):
+                answer = platform.get(
+                    f"/policy-sets/{policy_set}/parameters",
+                    params={"page[size]": 100, "page[number]": page},
+                ).json()
+                seen.update(item["id"] for item in answer["data"])
+            assert len(seen) == total
+            assert set(acknowledged_parameters) <= seen
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
+
+
+def test_a_rekey_in_progress_and_tokens_survive_a_restart(tmp_path: Path) -> None:
+    state = tmp_path / "sandbox.db"
+    init_file = tmp_path / "init.json"
+    proc, lines = start(
+        "--token", ROOT, "--state", str(state), "--key-shares", "3", "--key-threshold", "2",
+        "--init-file", str(init_file),
+    )  # fmt: skip
+    address = address_of(lines)
+    shares = json.loads(init_file.read_text())["keys"]
+    with _secrets(address) as api:
+        started = api.put("/sys/rekey/init", json={"secret_shares": 3, "secret_threshold": 2})
+        nonce = started.json()["nonce"]
+        progress = api.put("/sys/rekey/update", json={"key": shares[0], "nonce": nonce}).json()
+        assert progress["progress"] == 1
+        made = api.post("/auth/token/create", json={"policies": ["default"], "ttl": "1h"})
+        child = made.json()["auth"]["client_token"]
+        clock_before = httpx.get(f"{address}/v1/sys/health").headers["date"]
+    _kill(proc)
+
+    proc, lines = start("--state", str(state))
+    address = address_of(lines)
+    try:
+        assert not any("Initial unseal shares" in line for line in lines)
+        with _secrets(address) as api:
+            status = api.get("/sys/rekey/init").json()
+            assert status["started"] and status["progress"] == 1 and status["nonce"] == nonce
+            done = api.put("/sys/rekey/update", json={"key": shares[1], "nonce": nonce}).json()
+            assert done["complete"] is True and len(done["keys"]) == 3
+        with _secrets(address, child) as as_child:
+            assert as_child.get("/auth/token/lookup-self").status_code == 200
+        clock_after = httpx.get(f"{address}/v1/sys/health").headers["date"]
+        assert _http_date(clock_after) >= _http_date(clock_before)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
+
+
+def test_a_file_that_is_not_a_state_file_is_refused_clearly(tmp_path: Path) -> None:
+    bogus = tmp_path / "notes.txt"
+    bogus.write_text("these are not the droids\n" * 100)
+    done = subprocess.run(
+        [sys.executable, "-m", "toolkit", "sandbox", "--port", "0", "--state", str(bogus)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert f"cannot use --state {bogus}" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert bogus.read_text().startswith("these are not")
+
+
+def _http_date(value: str) -> float:
+    from email.utils import parsedate_to_datetime
+
+    return parsedate_to_datetime(value).timestamp()
+
+
+def test_the_whole_demo_state_is_stored_and_resumed_in_process(tmp_path: Path) -> None:
+    from toolkit.sandbox import Sandbox
+
+    path = str(tmp_path / "demo.db")
+    with Sandbox(state=path) as first:
+        assert not first.resumed
+        with _secrets(first.address, first.token) as api:
+            assert (
+                api.put("/sys/policies/acl/kept", json={"policy": 'path "a/*" {}'}).status_code
+                == 204
+            )
+        engines = sorted(first.secrets.mounts.engines)
+        leases = len(first.secrets.leases)
+    with Sandbox(state=path) as second:
+        assert second.resumed
+        assert sorted(second.secrets.mounts.engines) == engines
+        assert len(second.secrets.leases) <= leases  # some may have expired meanwhile, none added
+        with _secrets(second.address, second.token) as api:
+            assert api.get("/sys/policies/acl/kept").status_code == 200
+            # Every engine mount answers after the restart, with its state object.
+            for path in engines:
+                mount = second.secrets.mounts.engines[path]
+                assert (mount.backend is None) == (
+                    mount.type in ("system", "cubbyhole", "identity")
+                )
