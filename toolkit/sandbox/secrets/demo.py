@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .demo_keymgmt import load_demo_keymgmt
 from .demo_leases import load_demo_leases
 
 if TYPE_CHECKING:
@@ -138,3 +139,4 @@ def load_demo(service: SecretsService) -> None:
     """Fill ``service`` with the demo data of every area."""
     _load_access(service)
     load_demo_leases(service)
+    load_demo_keymgmt(service)

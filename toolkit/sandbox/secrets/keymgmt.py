@@ -3,8 +3,9 @@
 Keys hold real key material made with the ``cryptography`` package: 32 random
 bytes for ``aes256-gcm96``, an RSA private key for ``rsa-2048/3072/4096``.
 The material is never answered; asymmetric keys show their public key in PEM.
-RSA material is made when first needed (a read of the key, a distribution),
-so creating keys and loading the demo data stay fast; AES material at once.
+RSA material is made when first needed (a read of the key's public keys), so
+creating, rotating and distributing keys and loading the demo data stay
+fast (a 4096-bit key takes about a second to make); AES material at once.
 
 A key goes to one KMS provider at most, a provider holds many keys (spec part 8).
 Distributing copies every version to the provider under a provider-side id,
@@ -206,7 +207,6 @@ class KeyManagement:
         held = self._holder(name)
         if held is not None:
             provider, dist = held
-            self._material(key, version)
             dist.versions[version] = self._provider_id(provider, dist, version)
         return version
 
@@ -398,7 +398,6 @@ class KeyManagement:
         when = at or self.service.clock.now()
         dist = Distribution(key_name, f"{key_name}-{int(when.timestamp())}", purposes, protection)
         for number in sorted(key.versions):
-            self._material(key, number)  # the copy sent to the provider needs the material
             dist.versions[number] = self._provider_id(provider, dist, number)
         provider.keys[key_name] = dist
         return True
