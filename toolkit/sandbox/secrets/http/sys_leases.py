@@ -95,7 +95,9 @@ async def renew(call: Call) -> Response:
         # Spec 4.4: token leases are renewed through the token endpoints.
         raise SecretsError(400, "tokens cannot be renewed through this endpoint")
     lease = leases.renew(lease_id, increment)
-    granted = lease.ttl(leases.now())
+    # Counted from the renewal's own instant: the clock has moved on since, and
+    # a later "now" would grant a second less than asked (and warn of a cap).
+    granted = lease.ttl(lease.last_renewal_time or leases.now())
     warnings = []
     if increment and granted < increment:
         warnings.append(
