@@ -1,0 +1,44 @@
+"""The launchers themselves: each real server starts on loopback, answers, and is usable."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.servers.openbao import KEY_SHARES, KEY_THRESHOLD, OpenBao
+from tests.servers.postgres import Postgres
+from tests.servers.rabbitmq import RabbitMQ
+
+
+def test_the_dev_openbao_is_unsealed_and_takes_the_known_root_token(bao: OpenBao) -> None:
+    with bao.http() as http:
+        assert http.get("sys/health").json()["sealed"] is False
+        assert http.get("auth/token/lookup-self").json()["data"]["id"] == bao.token
+    assert bao.plugin_directory.is_dir()
+
+
+def test_the_raft_openbao_is_initialised_with_five_shares_threshold_three(
+    raft_bao: OpenBao,
+) -> None:
+    assert len(raft_bao.shares) == KEY_SHARES
+    with raft_bao.http() as http:
+        status = http.get("sys/seal-status").json()
+        assert (status["n"], status["t"], status["sealed"]) == (KEY_SHARES, KEY_THRESHOLD, False)
+        assert status["storage_type"] == "raft"
+        legacy = http.get("sys/rekey/init")
+    # Without the listener option the legacy rekey endpoints are disabled.
+    assert legacy.status_code == (200 if raft_bao.legacy_rekey else 405)
+
+
+def test_postgres_takes_the_superuser_password(postgres: Postgres) -> None:
+    with postgres.connect() as conn:
+        assert conn.execute("SELECT current_user").fetchone() == ("postgres",)
+    assert "postgres" in postgres.roles()
+
+
+def test_rabbitmq_management_api_answers_the_administrator_only(rabbitmq: RabbitMQ) -> None:
+    with rabbitmq.management() as http:
+        assert "administrator" in http.get("whoami").json()["tags"]
+    assert (
+        httpx.get(f"{rabbitmq.management_url}/api/whoami", auth=("guest", "guest")).status_code
+        == 401
+    )
