@@ -11,6 +11,7 @@ import papermill
 import pytest
 
 from toolkit import PlatformClient
+from toolkit.leakcheck import scan_notebook
 from toolkit.sandbox import ENV_ADDRESS, ENV_TOKEN, Sandbox
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -46,6 +47,8 @@ def _run(name: str, tmp_path: Path) -> str:
         if out.get("output_type") == "error"
     ]
     assert errors == []
+    # Nothing a secret scan finds, in outputs or saved widget state.
+    assert scan_notebook(output, extra=DEMO_SECRETS) == []
     return output.read_text()
 
 

@@ -116,11 +116,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: python -m toolkit sandbox [options]   (see 'sandbox --help')")
+        print("       python -m toolkit check-notebooks PATH...   (find secrets in notebooks)")
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "sandbox":
         return sandbox_main(rest)
-    print(f"unknown command {command!r}; the only command is 'sandbox'", file=sys.stderr)
+    if command == "check-notebooks":
+        from .leakcheck import main as check_main
+
+        return check_main(rest)
+    print(
+        f"unknown command {command!r}; the commands are 'sandbox' and 'check-notebooks'",
+        file=sys.stderr,
+    )
     return 2
 
 

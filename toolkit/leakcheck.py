@@ -1,0 +1,163 @@
+"""Finding secrets in saved notebooks, before they are committed or shared.
+
+A notebook is saved with its outputs and, in JupyterLab, its widget state: a
+token printed by mistake, a share typed into a widget, or a private key shown
+in an output stays in the file. :func:`scan_notebook` looks at everything a
+notebook file holds (cell sources, outputs, attachments and metadata such as
+``metadata.widgets``) for:
+
+- PEM private keys;
+- service tokens (``s.…``, ``hvs.…``, ``hvb.…``, ``hvr.…``) and the sandbox's fixed tokens;
+- unseal and recovery key shares (33 bytes as hex or base64);
+- fields named like secrets (``password``, ``client_token``, ``bindpass``,
+  ``private_key``, ``secret_id``, ``current_password``, ...) holding a value
+  that is not the toolkit's placeholder;
+- any extra literal values the caller knows to be secret.
+
+``python -m toolkit check-notebooks PATH...`` runs it on files or folders and
+exits 1 when it finds anything (the repository's pre-commit hook uses it). A
+finding names the file, where in it, and the kind of secret, never the value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Finding", "scan_notebook", "scan_paths", "scan_text"]
+
+# The sandbox's documented tokens: they are secrets to a notebook all the same.
+_FIXED_TOKENS = re.compile(
+    r"\b(?:sandbox-root-token|demo-(?:operator|auditor|db-reader)-token"
+    r"|demo-(?:org|owner)-[a-z]+|demo-member-[a-z]+)\b"
+)
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")),
+    ("service token", re.compile(r"(?<![\w.])(?:s|hvs|hvb|hvr)\.[A-Za-z0-9_-]{20,}")),
+    ("sandbox token", _FIXED_TOKENS),
+    ("key share (hex)", re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{66}(?![0-9a-fA-F])")),
+    (
+        "key share (base64)",
+        re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{43}[A-Za-z0-9+/=](?![A-Za-z0-9+/=])"),
+    ),
+)
+_SECRET_FIELDS = re.compile(
+    r"""["']?\b(password|current_password|last_password|client_token|bindpass|private_key|"""
+    r"""secret_id|unseal_key|root_token|keys_base64)\b["']?\s*[:=]\s*["']([^"'\s<>]{4,})["']"""
+)
+# What the toolkit shows in place of a secret: never a finding.
+_PLACEHOLDERS = re.compile(r"^(?:\*+|<[^>]*>|…|hidden|redacted|REDACTED)$")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One secret found: the file, where in it (``cells[3].outputs[0]``), and what kind."""
+
+    path: str
+    where: str
+    kind: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.where}: {self.kind}"
+
+
+def scan_text(text: str, extra: Sequence[str] = ()) -> list[str]:
+    """The kinds of secret found in ``text`` (a value may count under several kinds)."""
+    kinds: list[str] = []
+    for kind, pattern in _PATTERNS:
+        if kind == "key share (base64)":
+            if any(_looks_like_share(m.group(0)) for m in pattern.finditer(text)):
+                kinds.append(kind)
+        elif pattern.search(text):
+            kinds.append(kind)
+    for match in _SECRET_FIELDS.finditer(text):
+        if not _PLACEHOLDERS.match(match.group(2)):
+            kinds.append(f"value of a {match.group(1)!r} field")
+            break
+    if any(value and value in text for value in extra):
+        kinds.append("known secret value")
+    return kinds
+
+
+def _looks_like_share(candidate: str) -> bool:
+    # Base64 of 33 random bytes: mixed case and digits; not a word, a path or a hash name.
+    import base64
+    import binascii
+
+    try:
+        raw = base64.b64decode(candidate, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    mixed = any(c.islower() for c in candidate) and any(c.isupper() for c in candidate)
+    return len(raw) == 33 and mixed and any(c.isdigit() for c in candidate)
+
+
+def _walk(node: Any, where: str) -> Iterator[tuple[str, str]]:
+    if isinstance(node, str):
+        yield where, node
+    elif isinstance(node, list):
+        if node and all(isinstance(item, str) for item in node):
+            yield where, "".join(node)  # sources and text outputs are lists of lines
+        else:
+            for index, item in enumerate(node):
+                yield from _walk(item, f"{where}[{index}]")
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            yield from _walk(value, f"{where}.{key}" if where else str(key))
+
+
+def scan_notebook(path: str | Path, extra: Sequence[str] = ()) -> list[Finding]:
+    """Every secret in the notebook file at ``path``; a file that is not JSON is one finding."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    try:
+        notebook = json.loads(text)
+    except ValueError:
+        return [Finding(str(path), "file", "not a notebook (invalid JSON)")]
+    findings: list[Finding] = []
+    for where, value in _walk(notebook, ""):
+        for kind in scan_text(value, extra):
+            findings.append(Finding(str(path), _short(where), kind))
+    return findings
+
+
+def _short(where: str) -> str:
+    # cells[3].outputs[0].data.text/plain -> cells[3].outputs[0]
+    match = re.match(r"^(cells\[\d+\](?:\.(?:outputs|attachments)\[\d+\]|\.source)?)", where)
+    return match.group(1) if match else where.split(".")[0]
+
+
+def scan_paths(paths: Iterable[str | Path], extra: Sequence[str] = ()) -> list[Finding]:
+    """Scan notebooks given as files or folders (``*.ipynb`` below them, checkpoints skipped)."""
+    findings: list[Finding] = []
+    for raw in paths:
+        path = Path(raw)
+        files = (
+            sorted(p for p in path.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+            if path.is_dir()
+            else [path]
+        )
+        for file in files:
+            findings.extend(scan_notebook(file, extra))
+    return sorted(set(findings), key=lambda f: (f.path, f.where, f.kind))
+
+
+def main(argv: Sequence[str]) -> int:
+    """``check-notebooks PATH...``: print each finding; exit 1 when there is any."""
+    if not argv:
+        print("usage: python -m toolkit check-notebooks PATH...  (files or folders)")
+        return 2
+    missing = [p for p in argv if not Path(p).exists()]
+    if missing:
+        print(f"error: no such file or folder: {', '.join(missing)}")
+        return 2
+    findings = scan_paths(argv)
+    for finding in findings:
+        print(finding)
+    checked = sum(len(list(Path(p).rglob("*.ipynb"))) if Path(p).is_dir() else 1 for p in argv)
+    print(f"{checked} notebook(s) checked, {len(findings)} secret(s) found")
+    return 1 if findings else 0
