@@ -1,13 +1,447 @@
-"""Calls of the key management engine (spec 4.6), against any mount (default ``keymgmt``)."""
+"""Calls of the key management engine (spec 4.6), against any mount (default ``keymgmt``).
+
+One method per endpoint: keys (create, read, update, rotate, delete, list,
+the providers holding one), KMS providers (write, read, delete, list) and the
+distribution of a key to a provider (distribute, read, list, remove). The
+views read many records concurrently and give frames:
+
+- :meth:`KeyManagement.keys`: one row per key;
+- :meth:`KeyManagement.key_versions`: one row per key version;
+- :meth:`KeyManagement.providers`: one row per KMS provider;
+- :meth:`KeyManagement.distributions`: one row per key sent to a provider;
+- :meth:`KeyManagement.keys_by_provider`: the matrix of keys and providers.
+
+The ``credentials`` given to a provider are sent once and never come back:
+the server does not answer them, and the client neither keeps nor shows them.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+
+from .._errors import InputError
+from .._frames import Col, Schema, build_frame
+from .._masking import Sensitive, reveal
+from .._records import Record
+from .._time import parse_time
 from ._base import EngineArea
 
-__all__ = ["KeyManagement"]
+__all__ = [
+    "DISTRIBUTIONS",
+    "KEYS",
+    "KEY_VERSIONS",
+    "KMS_PROVIDERS",
+    "KeyManagement",
+    "purposes_of",
+]
+
+KEYS = Schema.of(
+    "name",
+    Col("type"),
+    Col("latest_version", "int"),
+    Col("min_enabled_version", "int"),
+    Col("enabled_versions", "int"),
+    Col("deletion_allowed", "bool"),
+    Col("created", "datetime"),
+    Col("last_rotated", "datetime"),
+    Col("provider"),
+    index="name",
+)
+KEY_VERSIONS = Schema.of(
+    Col("key"),
+    Col("version", "int"),
+    Col("type"),
+    Col("creation_time", "datetime"),
+    Col("enabled", "bool"),
+    Col("public_key"),
+)
+KMS_PROVIDERS = Schema.of(
+    "name",
+    Col("provider"),
+    Col("key_collection"),
+    Col("key_count", "int"),
+    Col("keys", "object"),
+    index="name",
+)
+DISTRIBUTIONS = Schema.of(
+    "key",
+    Col("kms"),
+    Col("provider"),
+    Col("key_collection"),
+    Col("name_in_provider"),
+    Col("purpose"),
+    Col("protection"),
+    Col("versions", "int"),
+    Col("latest_version", "int"),
+    Col("distributed_at", "datetime"),
+    index="key",
+)
+
+# A list of names (the class defines methods named like the types).
+Names = list[str]
+
+
+def purposes_of(purpose: str | Iterable[str]) -> list[str]:
+    """Purposes from a list or a comma-separated string, blanks and repeats dropped."""
+    items = purpose.split(",") if isinstance(purpose, str) else list(purpose)
+    return list(dict.fromkeys(p.strip() for p in items if p and p.strip()))
+
+
+def _required(**values: str) -> None:
+    for what, value in values.items():
+        if not value or not str(value).strip():
+            raise InputError(f"a {what.replace('_', ' ')} is required")
+
+
+def _versions(raw: Any) -> dict[int, dict[str, Any]]:
+    """``keys`` of a key read: version number -> ``creation_time`` (datetime), ``public_key``."""
+    versions: dict[int, dict[str, Any]] = {}
+    for number, entry in (raw or {}).items():
+        entry = entry if isinstance(entry, Mapping) else {}
+        versions[int(number)] = {
+            "creation_time": parse_time(entry.get("creation_time")),
+            "public_key": entry.get("public_key") or None,
+        }
+    return dict(sorted(versions.items()))
+
+
+def _distributed_at(name_in_provider: str) -> datetime | None:
+    """The unix timestamp the server appends to a key's name in a provider, as a datetime."""
+    _, _, suffix = name_in_provider.rpartition("-")
+    return datetime.fromtimestamp(int(suffix), UTC) if suffix.isdigit() else None
 
 
 class KeyManagement(EngineArea):
     """The key management engine (spec 4.6); ``client.keymgmt.at(path)`` for another mount."""
 
     DEFAULT_MOUNT = "keymgmt"
+
+    # -- keys ------------------------------------------------------------------------
+    def list_keys(self) -> Names:
+        """Key names. ``LIST /keymgmt/key``."""
+        return self._list(self._path("key"))
+
+    def create_key(self, name: str, type: str = "rsa-2048") -> Record:
+        """Create a key of ``type`` (fixed from then on). ``POST /keymgmt/key/:name``.
+
+        Types: ``aes256-gcm96``, ``rsa-2048``, ``rsa-3072``, ``rsa-4096``. Returns
+        the key as :meth:`read_key` does. Posting an existing name with another
+        type is refused by the server (400).
+        """
+        _required(key_name=name, key_type=type)
+        self._send("POST", self._path("key", name), {"type": type})
+        return self.read_key(name)
+
+    def read_key(self, name: str) -> Record:
+        """A key. ``GET /keymgmt/key/:name``.
+
+        Fields ``name``, ``type``, ``deletion_allowed``, ``min_enabled_version``,
+        ``latest_version``, and ``versions``: version number -> ``creation_time``
+        (aware datetime) and ``public_key`` (PEM; None for a symmetric key).
+        """
+        _required(key_name=name)
+        data = self._read(self._path("key", name))
+        return Record(
+            {
+                "name": data.get("name") or name,
+                "type": data.get("type"),
+                "deletion_allowed": bool(data.get("deletion_allowed")),
+                "min_enabled_version": int(data.get("min_enabled_version") or 0),
+                "latest_version": int(data.get("latest_version") or 0),
+                "versions": _versions(data.get("keys")),
+            },
+            kind="managed-key",
+        )
+
+    def update_key(
+        self,
+        name: str,
+        *,
+        min_enabled_version: int | None = None,
+        deletion_allowed: bool | None = None,
+    ) -> Record:
+        """Change a key's ``min_enabled_version`` and/or ``deletion_allowed``.
+
+        ``PUT /keymgmt/key/:name``. Versions below ``min_enabled_version`` are
+        disabled for cryptographic operations in the provider (0 enables all);
+        the server refuses a value above the latest version. Returns the key.
+        """
+        _required(key_name=name)
+        body: dict[str, Any] = {}
+        if min_enabled_version is not None:
+            if min_enabled_version < 0:
+                raise InputError(
+                    f"min_enabled_version must not be negative, not {min_enabled_version}"
+                )
+            body["min_enabled_version"] = min_enabled_version
+        if deletion_allowed is not None:
+            body["deletion_allowed"] = deletion_allowed
+        if not body:
+            raise InputError("nothing to update: give min_enabled_version or deletion_allowed")
+        self._send("PUT", self._path("key", name), body)
+        return self.read_key(name)
+
+    def rotate_key(self, name: str) -> Record:
+        """Add a new version (sent to the key's provider too). ``PUT /keymgmt/key/:name/rotate``.
+
+        Returns the key after the rotation.
+        """
+        _required(key_name=name)
+        self._send("PUT", self._path("key", name, "rotate"))
+        return self.read_key(name)
+
+    def delete_key(self, name: str) -> None:
+        """Delete a key. ``DELETE /keymgmt/key/:name``.
+
+        The server refuses (400, naming the reason) while the key is in a
+        provider or while ``deletion_allowed`` is false.
+        """
+        _required(key_name=name)
+        self._send("DELETE", self._path("key", name))
+
+    def key_providers(self, name: str) -> Names:
+        """The KMS providers holding the key (one at most). ``LIST /keymgmt/key/:name/kms``."""
+        _required(key_name=name)
+        return self._list(self._path("key", name, "kms"))
+
+    # -- KMS providers -------------------------------------------------------------------
+    def list_providers(self) -> Names:
+        """KMS provider names. ``LIST /keymgmt/kms``."""
+        return self._list(self._path("kms"))
+
+    def write_provider(
+        self,
+        name: str,
+        provider: str,
+        key_collection: str,
+        credentials: Mapping[str, str | Sensitive] | None = None,
+    ) -> Record:
+        """Create or update a KMS provider. ``PUT /keymgmt/kms/:name``.
+
+        ``provider`` (for example ``awskms``, ``azurekeyvault``, ``gcpckms``) and
+        ``key_collection`` are fixed after creation. ``credentials`` (values
+        plain or :class:`~toolkit.Sensitive`) are sent and never returned;
+        without them the provider reads its environment. Returns the provider
+        as :meth:`read_provider` does (without credentials).
+        """
+        _required(provider_name=name, provider=provider, key_collection=key_collection)
+        body: dict[str, Any] = {"provider": provider, "key_collection": key_collection}
+        if credentials:
+            body["credentials"] = {str(k): reveal(v) for k, v in credentials.items()}
+        self._send("PUT", self._path("kms", name), body)
+        return self.read_provider(name)
+
+    def read_provider(self, name: str) -> Record:
+        """A KMS provider: ``name``, ``provider``, ``key_collection``. ``GET /keymgmt/kms/:name``."""
+        _required(provider_name=name)
+        data = self._read(self._path("kms", name))
+        return Record(
+            {
+                "name": name,
+                "provider": data.get("provider"),
+                "key_collection": data.get("key_collection"),
+            },
+            kind="kms-provider",
+        )
+
+    def delete_provider(self, name: str) -> None:
+        """Delete a KMS provider. ``DELETE /keymgmt/kms/:name``; refused while it holds keys."""
+        _required(provider_name=name)
+        self._send("DELETE", self._path("kms", name))
+
+    # -- distribution --------------------------------------------------------------------
+    def distribute(
+        self,
+        provider: str,
+        key: str,
+        purpose: str | Sequence[str],
+        protection: str = "hsm",
+    ) -> Record:
+        """Send a key to a KMS provider. ``PUT /keymgmt/kms/:name/key/:key_name``.
+
+        ``purpose``: at least one (a list, or a comma-separated string);
+        ``protection``: ``hsm`` by default. Both are fixed once the key is
+        there. A key goes to one provider only: the server refuses a second.
+        Returns the key in the provider as :meth:`read_distribution` does.
+        """
+        _required(provider_name=provider, key_name=key)
+        purposes = purposes_of(purpose)
+        if not purposes:
+            raise InputError("at least one purpose is required (for example encrypt, decrypt)")
+        body = {"purpose": purposes, "protection": protection or "hsm"}
+        self._send("PUT", self._path("kms", provider, "key", key), body)
+        return self.read_distribution(provider, key)
+
+    def read_distribution(self, provider: str, key: str) -> Record:
+        """A key in a KMS provider. ``GET /keymgmt/kms/:name/key/:key_name``.
+
+        Fields ``key``, ``kms`` (the provider's name), ``name`` (the key's name
+        in the provider: key name plus a unix timestamp), ``purpose`` (list),
+        ``protection``, ``versions`` (version number -> provider-side id) and
+        ``distributed_at`` (the time in the name).
+        """
+        _required(provider_name=provider, key_name=key)
+        data = self._read(self._path("kms", provider, "key", key))
+        name = str(data.get("name") or "")
+        return Record(
+            {
+                "key": key,
+                "kms": provider,
+                "name": name,
+                "purpose": purposes_of(data.get("purpose") or []),
+                "protection": data.get("protection"),
+                "versions": {
+                    int(v): str(i) for v, i in sorted((data.get("versions") or {}).items())
+                },
+                "distributed_at": _distributed_at(name),
+            },
+            kind="distributed-key",
+        )
+
+    def provider_keys(self, provider: str) -> Names:
+        """Keys in a KMS provider. ``LIST /keymgmt/kms/:name/key``."""
+        _required(provider_name=provider)
+        return self._list(self._path("kms", provider, "key"))
+
+    def remove_from_provider(self, provider: str, key: str) -> None:
+        """Take a key out of a provider; it stays in the engine.
+
+        ``DELETE /keymgmt/kms/:name/key/:key_name``.
+        """
+        _required(provider_name=provider, key_name=key)
+        self._send("DELETE", self._path("kms", provider, "key", key))
+
+    # -- views ---------------------------------------------------------------------------
+    def _all_keys(self) -> list[Record]:
+        return list(self._http.map(self.read_key, self.list_keys()))
+
+    def _all_distributions(self) -> tuple[list[Record], list[Record]]:
+        """Every provider, and every key in every provider."""
+        providers = list(self._http.map(self.read_provider, self.list_providers()))
+        pairs = [(p["name"], k) for p in providers for k in self.provider_keys(p["name"])]
+        return providers, list(self._http.map(lambda pk: self.read_distribution(*pk), pairs))
+
+    def keys(self) -> pd.DataFrame:
+        """One row per key (index ``name``): type, versions, settings, and its provider.
+
+        Columns ``type``, ``latest_version``, ``min_enabled_version``,
+        ``enabled_versions``, ``deletion_allowed``, ``created`` (version 1),
+        ``last_rotated`` (the latest version's creation), ``provider`` (the KMS
+        provider holding the key, NA when none).
+        """
+        keys = self._all_keys()
+        holders = {d["key"]: d["kms"] for d in self._all_distributions()[1]}
+        rows = []
+        for key in keys:
+            versions = key["versions"]
+            times = [v["creation_time"] for v in versions.values()]
+            minimum = key["min_enabled_version"]
+            rows.append(
+                {
+                    **key,
+                    "enabled_versions": sum(1 for n in versions if n >= minimum),
+                    "created": min(times) if times else None,
+                    "last_rotated": versions[max(versions)]["creation_time"] if versions else None,
+                    "provider": holders.get(key["name"]),
+                }
+            )
+        return build_frame(rows, KEYS)
+
+    def key_versions(self, names: Iterable[str] | None = None) -> pd.DataFrame:
+        """One row per version of each key (all keys, or ``names``), indexed by key and version.
+
+        Columns ``type``, ``creation_time``, ``enabled`` (at or above
+        ``min_enabled_version``), ``public_key`` (PEM; NA for symmetric keys).
+        """
+        keys = (
+            self._all_keys()
+            if names is None
+            else list(self._http.map(self.read_key, list(dict.fromkeys(names))))
+        )
+        rows = [
+            {
+                "key": key["name"],
+                "version": number,
+                "type": key["type"],
+                "creation_time": version["creation_time"],
+                "enabled": number >= key["min_enabled_version"],
+                "public_key": version["public_key"],
+            }
+            for key in keys
+            for number, version in key["versions"].items()
+        ]
+        return build_frame(rows, KEY_VERSIONS).set_index(["key", "version"])
+
+    def providers(self) -> pd.DataFrame:
+        """One row per KMS provider (index ``name``): ``provider``, ``key_collection``, its keys."""
+        providers, distributions = self._all_distributions()
+        held: dict[str, list[str]] = {p["name"]: [] for p in providers}
+        for dist in distributions:
+            held[dist["kms"]].append(dist["key"])
+        rows = [
+            {**p, "keys": sorted(held[p["name"]]), "key_count": len(held[p["name"]])}
+            for p in providers
+        ]
+        return build_frame(rows, KMS_PROVIDERS)
+
+    def distributions(self) -> pd.DataFrame:
+        """One row per key in a provider (index ``key``).
+
+        Columns ``kms`` (provider name), ``provider`` (its type), ``key_collection``,
+        ``name_in_provider``, ``purpose`` (comma-separated), ``protection``,
+        ``versions`` (how many are in the provider), ``latest_version`` (the
+        highest there), ``distributed_at``.
+        """
+        providers, distributions = self._all_distributions()
+        by_name = {p["name"]: p for p in providers}
+        rows = [
+            {
+                "key": d["key"],
+                "kms": d["kms"],
+                "provider": by_name[d["kms"]]["provider"],
+                "key_collection": by_name[d["kms"]]["key_collection"],
+                "name_in_provider": d["name"],
+                "purpose": ", ".join(d["purpose"]),
+                "protection": d["protection"],
+                "versions": len(d["versions"]),
+                "latest_version": max(d["versions"], default=None),
+                "distributed_at": d["distributed_at"],
+            }
+            for d in distributions
+        ]
+        return build_frame(rows, DISTRIBUTIONS).sort_index()
+
+    def keys_by_provider(self) -> pd.DataFrame:
+        """The matrix of keys (rows, every key) and KMS providers (columns, every provider).
+
+        A cell says what a provider holds of a key: its versions and purposes,
+        for example ``v1-v4: encrypt, decrypt (hsm)``; NA where the provider
+        does not hold the key. Columns are the provider names in order, dtype
+        ``string``; index ``key``, columns named ``kms``.
+        """
+        names = self.list_keys()
+        providers, distributions = self._all_distributions()
+        columns = sorted(p["name"] for p in providers)
+        cells = {(d["key"], d["kms"]): _cell(d) for d in distributions}
+        frame = pd.DataFrame(
+            {
+                kms: pd.Series([cells.get((k, kms)) for k in names], index=names, dtype="string")
+                for kms in columns
+            },
+            index=pd.Index(names, dtype="string", name="key"),
+            columns=pd.Index(columns, dtype="string", name="kms"),
+        )
+        return frame
+
+
+def _cell(distribution: Mapping[str, Any]) -> str:
+    versions = sorted(distribution["versions"])
+    if not versions:
+        span = "no versions"
+    else:
+        span = f"v{versions[0]}-v{versions[-1]}" if len(versions) > 1 else f"v{versions[0]}"
+    return f"{span}: {', '.join(distribution['purpose'])} ({distribution['protection']})"
