@@ -1,14 +1,264 @@
-"""The database engine (spec 4.8): state and rules, no HTTP."""
+"""The database engine (spec 4.8): state and rules, no HTTP.
+
+One :class:`Database` per mount holds the connections, roles and static roles,
+and a simulated database behind each connection: the sandbox reaches no real
+database, so each connection keeps the users it knows and a log of the
+statements the engine ran (``{{name}}``, ``{{username}}``, ``{{password}}``,
+``{{expiration}}`` rendered), which tests read through :meth:`Database.statements`
+and :meth:`Database.users`. That log holds passwords, as a real database's
+statement log would: it is never served over HTTP, never in a ``repr``.
+
+Rules, as the real server applies them (OpenBao's ``database`` engine):
+
+- a connection names a database plugin of the catalog; ``verify_connection``
+  (default true) checks the plugin's connection parameters are well formed,
+  as connecting would; the password is never returned and a password written
+  into ``connection_url`` is shown redacted;
+- a role's ``db_name`` must name a connection whose ``allowed_roles`` holds the
+  role (or ``*``), checked when the role is written and when creds are issued;
+- dynamic creds are leases whose revocation runs the role's revocation
+  statements (the plugin's default when it has none); when the connection is
+  gone the revocation fails and the lease becomes irrevocable;
+- static roles rotate on the sandbox clock: every call first rotates the roles
+  whose ``last rotation + rotation_period`` has passed, stamping the rotation
+  at the instant it fell due, as a server running all along would have.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+import secrets
+import string
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ..._time import format_rfc3339
+from . import fields
+from ._credentials import generate_password
+from .errors import SecretsError
 
 if TYPE_CHECKING:
+    from .leases import Lease
     from .models import SecretsService
     from .mounts import Mount
 
-__all__ = ["Database"]
+__all__ = ["Connection", "Database", "ExecutedStatement", "Role", "StaticRole"]
+
+# The queue tick of the real server: a static role cannot rotate more often.
+MIN_ROTATION_PERIOD = 5
+# Creds outlive their lease by this much, so the user never expires first.
+EXPIRATION_BUFFER = 5
+
+_LOWER = string.ascii_lowercase
+_UPPER = string.ascii_uppercase
+_DIGITS = string.digits
+_ALNUM = _LOWER + _UPPER + _DIGITS
+# Fields of a connection write that belong to the engine, not to the plugin.
+_ENGINE_FIELDS = (
+    "name",
+    "plugin_name",
+    "plugin_version",
+    "allowed_roles",
+    "verify_connection",
+    "root_rotation_statements",
+    "password_policy",
+)
+# Connection parameters never returned on read.
+_SECRET_DETAILS = ("password", "private_key")
+
+
+@dataclass(frozen=True)
+class _Dialect:
+    """What the sandbox knows of one family of database plugins."""
+
+    family: str
+    required: tuple[str, ...]  # connection parameters that must be set
+    rotate: str  # default statement to change a user's password
+    revoke: str  # default statement to drop a user
+    name_length: int  # the plugin's username template truncates to this
+
+    def check_url(self, url: str) -> str | None:
+        """Why ``url`` (templates rendered) is not a connection string here, or None."""
+        if self.family == "postgresql":
+            if "://" not in url:
+                return None if re.search(r"(^|\s)host=\S+", url) else "missing host in DSN"
+            parts = urlsplit(url)
+            if parts.scheme not in ("postgres", "postgresql"):
+                return f"invalid connection URL scheme {parts.scheme!r}"
+            return None if parts.hostname else "missing host in connection URL"
+        if self.family == "mysql":
+            if re.match(r"^[^@]*@(tcp|unix)\([^)]+\)/\S*$", url):
+                return None
+            return "invalid DSN: expected user:password@tcp(host:port)/dbname"
+        return None
+
+
+_SQL_REVOKE = 'DROP ROLE IF EXISTS "{{name}}";'
+_POSTGRES = _Dialect(
+    "postgresql",
+    ("connection_url",),
+    "ALTER ROLE \"{{name}}\" WITH PASSWORD '{{password}}';",
+    _SQL_REVOKE,
+    63,
+)
+_MYSQL = _Dialect(
+    "mysql",
+    ("connection_url",),
+    "ALTER USER '{{name}}'@'%' IDENTIFIED BY '{{password}}';",
+    "DROP USER IF EXISTS '{{name}}'@'%';",
+    32,
+)
+_DIALECTS: dict[str, _Dialect] = {
+    "postgresql-database-plugin": _POSTGRES,
+    "mysql-database-plugin": _MYSQL,
+    "mysql-aurora-database-plugin": _MYSQL,
+    "mysql-rds-database-plugin": _MYSQL,
+    "mysql-legacy-database-plugin": _Dialect(
+        "mysql", _MYSQL.required, _MYSQL.rotate, _MYSQL.revoke, 16
+    ),
+    "cassandra-database-plugin": _Dialect(
+        "cassandra",
+        ("hosts", "username", "password"),
+        "ALTER USER '{{username}}' WITH PASSWORD '{{password}}';",
+        "DROP USER '{{username}}';",
+        100,
+    ),
+    "influxdb-database-plugin": _Dialect(
+        "influxdb",
+        ("host", "username", "password"),
+        "SET PASSWORD FOR \"{{username}}\" = '{{password}}';",
+        'DROP USER "{{username}}";',
+        100,
+    ),
+    "redis-database-plugin": _Dialect(
+        "redis",
+        ("host", "port", "username", "password"),
+        "ACL SETUSER {{username}} >{{password}}",
+        "ACL DELUSER {{username}}",
+        100,
+    ),
+    "valkey-database-plugin": _Dialect(
+        "redis",
+        ("host", "port", "username", "password"),
+        "ACL SETUSER {{username}} >{{password}}",
+        "ACL DELUSER {{username}}",
+        100,
+    ),
+}
+# A registered plugin the sandbox knows nothing of: parameters taken as given.
+_GENERIC = _Dialect("generic", (), _POSTGRES.rotate, _SQL_REVOKE, 63)
+
+
+def dialect_of(plugin_name: str) -> _Dialect:
+    return _DIALECTS.get(plugin_name, _GENERIC)
+
+
+@dataclass
+class Connection:
+    """One ``config/:name``. ``details`` holds the plugin's parameters, password included."""
+
+    name: str
+    plugin_name: str
+    plugin_version: str = ""
+    details: dict[str, Any] = field(default_factory=dict, repr=False)
+    allowed_roles: list[str] = field(default_factory=list)
+    root_rotation_statements: list[str] = field(default_factory=list)
+    password_policy: str = ""
+    verify_connection: bool = True
+    restarts: int = 0  # times the plugin was (re)started: at write and by reset/:name
+
+    def allows(self, role: str) -> bool:
+        """Whether ``allowed_roles`` lets ``role`` use this connection (``*`` or a glob)."""
+        return any(
+            pattern == "*" or re.fullmatch(_glob(pattern), role) is not None
+            for pattern in self.allowed_roles
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """The ``data`` of ``GET config/:name``: no password; one in the URL is redacted."""
+        details = {k: v for k, v in self.details.items() if k not in _SECRET_DETAILS}
+        url = details.get("connection_url")
+        if isinstance(url, str):
+            details["connection_url"] = redact_url(url)
+        return {
+            "plugin_name": self.plugin_name,
+            "plugin_version": self.plugin_version,
+            "connection_details": details,
+            "allowed_roles": list(self.allowed_roles),
+            "root_credentials_rotate_statements": list(self.root_rotation_statements),
+            "password_policy": self.password_policy,
+            "verify_connection": self.verify_connection,
+        }
+
+
+@dataclass
+class Role:
+    """One dynamic role (``roles/:name``); ttls in seconds, 0 meaning the mount's."""
+
+    name: str
+    db_name: str
+    creation_statements: list[str]
+    revocation_statements: list[str] = field(default_factory=list)
+    rollback_statements: list[str] = field(default_factory=list)
+    renew_statements: list[str] = field(default_factory=list)
+    default_ttl: int = 0
+    max_ttl: int = 0
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "db_name": self.db_name,
+            "creation_statements": list(self.creation_statements),
+            "revocation_statements": list(self.revocation_statements),
+            "rollback_statements": list(self.rollback_statements),
+            "renew_statements": list(self.renew_statements),
+            "default_ttl": self.default_ttl,
+            "max_ttl": self.max_ttl,
+            "credential_type": "password",
+        }
+
+
+@dataclass
+class StaticRole:
+    """One static role (``static-roles/:name``): a database user whose password rotates."""
+
+    name: str
+    db_name: str
+    username: str
+    rotation_period: int
+    rotation_statements: list[str] = field(default_factory=list)
+    password: str = field(default="", repr=False)
+    last_rotation: datetime | None = None
+
+    @property
+    def next_rotation(self) -> datetime | None:
+        if self.last_rotation is None:
+            return None
+        return self.last_rotation + timedelta(seconds=self.rotation_period)
+
+    def describe(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "db_name": self.db_name,
+            "username": self.username,
+            "rotation_statements": list(self.rotation_statements),
+            "rotation_period": self.rotation_period,
+            "credential_type": "password",
+        }
+        if self.last_rotation is not None:
+            data["last_service_rotation"] = rfc3339(self.last_rotation)
+        return data
+
+
+@dataclass(frozen=True)
+class ExecutedStatement:
+    """One statement the simulated database ran. ``statement`` may hold a password."""
+
+    time: datetime
+    connection: str
+    operation: str  # creds, revoke, static-create, static-rotate, static-delete, rotate-root
+    username: str
+    statement: str = field(repr=False)
 
 
 class Database:
@@ -17,3 +267,506 @@ class Database:
     def __init__(self, service: SecretsService, mount: Mount) -> None:
         self.service = service
         self.mount = mount
+        self.connections: dict[str, Connection] = {}
+        self.roles: dict[str, Role] = {}
+        self.static_roles: dict[str, StaticRole] = {}
+        # The simulated database behind each connection: its users and its statement log.
+        self._users: dict[str, set[str]] = {}
+        self._log: list[ExecutedStatement] = []
+
+    def __repr__(self) -> str:
+        return (
+            f"<Database {self.mount.path} {len(self.connections)} connections, "
+            f"{len(self.roles)} roles, {len(self.static_roles)} static roles>"
+        )
+
+    # -- what the simulated databases saw (for tests; never served) ---------------
+    def statements(self, connection: str) -> tuple[ExecutedStatement, ...]:
+        """Every statement run against ``connection``'s database, oldest first."""
+        return tuple(s for s in self._log if s.connection == connection)
+
+    def users(self, connection: str) -> frozenset[str]:
+        """The users the engine created or manages in ``connection``'s database."""
+        return frozenset(self._users.get(connection, ()))
+
+    # -- connections -------------------------------------------------------------
+    def connection(self, name: str) -> Connection:
+        """The connection ``name``; 400 as the real server's lookup failure."""
+        self.rotate_due()
+        found = self.connections.get(name)
+        if found is None:
+            raise SecretsError(400, f'failed to find entry for connection with name: "{name}"')
+        return found
+
+    def configure(self, name: str, body: dict[str, Any]) -> list[str]:
+        """Write ``config/:name`` (a create, or an update merging into the old); warnings.
+
+        Every field is checked, and the plugin "started" (verified when
+        ``verify_connection``), before anything is stored.
+        """
+        self.rotate_due()
+        old = self.connections.get(name)
+        base = old or Connection(name=name, plugin_name="", details={})
+        plugin_name = fields.string(body, "plugin_name", base.plugin_name)
+        if not plugin_name:
+            raise SecretsError(400, "empty plugin name")
+        version = fields.string(body, "plugin_version", base.plugin_version)
+        if self.service.plugins.get("database", plugin_name, version) is None:
+            shown = f"{plugin_name} {version}".strip()
+            raise SecretsError(
+                400, f"error creating database object: plugin not found in the catalog: {shown}"
+            )
+        verify = fields.boolean(body, "verify_connection", True)
+        allowed = (
+            fields.string_list(body, "allowed_roles")
+            if "allowed_roles" in body
+            else list(base.allowed_roles)
+        )
+        rotation = (
+            _statements(body, "root_rotation_statements")
+            if "root_rotation_statements" in body
+            else list(base.root_rotation_statements)
+        )
+        policy = fields.string(body, "password_policy", base.password_policy)
+        details = dict(base.details)
+        details.update({k: v for k, v in body.items() if k not in _ENGINE_FIELDS})
+        dialect = dialect_of(plugin_name)
+        _check_details(dialect, details, verify)
+        connection = Connection(
+            name=name,
+            plugin_name=plugin_name,
+            plugin_version=version if version != _builtin_version(self, plugin_name) else "",
+            details=details,
+            allowed_roles=allowed,
+            root_rotation_statements=rotation,
+            password_policy=policy,
+            verify_connection=verify,
+            restarts=(old.restarts if old else 0) + 1,
+        )
+        self.connections[name] = connection
+        users = self._users.setdefault(name, set())
+        root = details.get("username")
+        if isinstance(root, str) and root:
+            users.add(root)
+        warnings = []
+        url = details.get("connection_url")
+        if isinstance(url, str) and _url_password(url) is not None:
+            warnings.append(
+                "Password found in connection_url, use a templated url to enable root "
+                "rotation and prevent read access to password information."
+            )
+        return warnings
+
+    def delete_connection(self, name: str) -> None:
+        """``DELETE config/:name``: the configuration goes; leases on it become unrevocable."""
+        self.rotate_due()
+        self.connections.pop(name, None)
+
+    def reset(self, name: str) -> None:
+        """``POST reset/:name``: close the plugin and start it again from the stored config."""
+        self.connection(name).restarts += 1
+
+    def rotate_root(self, name: str) -> None:
+        """``POST rotate-root/:name``: a new root password, set in the database and stored."""
+        connection = self.connection(name)
+        username = connection.details.get("username")
+        if not isinstance(username, str) or not username:
+            raise SecretsError(
+                400, "unable to rotate root credentials: no username in configuration"
+            )
+        old = connection.details.get("password")
+        if not isinstance(old, str) or not old:
+            raise SecretsError(
+                400, "unable to rotate root credentials: no password in configuration"
+            )
+        password = self._password(connection)
+        dialect = dialect_of(connection.plugin_name)
+        statements = connection.root_rotation_statements or [dialect.rotate]
+        self._run(connection, "rotate-root", username, statements, password=password)
+        connection.details["password"] = password
+        connection.restarts += 1
+
+    # -- roles -------------------------------------------------------------------
+    def _check_role_name(self, name: str, *, static: bool) -> None:
+        clash = name in (self.roles if static else self.static_roles)
+        if clash:
+            raise SecretsError(400, "Role and Static Role names must be unique")
+
+    def _allowed_connection(self, db_name: str, role: str) -> Connection:
+        connection = self.connection(db_name)
+        if not connection.allows(role):
+            raise SecretsError(400, f'"{role}" is not an allowed role')
+        return connection
+
+    def write_role(self, name: str, body: dict[str, Any]) -> None:
+        """``POST roles/:name`` (create, or update keeping what the body leaves out)."""
+        self.rotate_due()
+        self._check_role_name(name, static=False)
+        old = self.roles.get(name)
+        db_name = fields.string(body, "db_name", old.db_name if old else "")
+        if not db_name:
+            raise SecretsError(400, "database name is required")
+        creation = (
+            _statements(body, "creation_statements")
+            if "creation_statements" in body or old is None
+            else list(old.creation_statements)
+        )
+        if not creation:
+            raise SecretsError(400, "missing creation_statements")
+        lists = {
+            key: (_statements(body, key) if key in body or old is None else list(getattr(old, key)))
+            for key in ("revocation_statements", "rollback_statements", "renew_statements")
+        }
+        default_ttl = fields.duration(body, "default_ttl", old.default_ttl if old else 0)
+        max_ttl = fields.duration(body, "max_ttl", old.max_ttl if old else 0)
+        self._check_ttls(default_ttl, max_ttl)
+        self._allowed_connection(db_name, name)
+        self.roles[name] = Role(
+            name=name,
+            db_name=db_name,
+            creation_statements=creation,
+            default_ttl=default_ttl,
+            max_ttl=max_ttl,
+            **lists,
+        )
+
+    def _check_ttls(self, default_ttl: int, max_ttl: int) -> None:
+        _, mount_max = self.mount.lease_ttls()
+        for key, value in (("default_ttl", default_ttl), ("max_ttl", max_ttl)):
+            if value < 0:
+                raise SecretsError(400, f"{key}: cannot be negative")
+            if value > mount_max:
+                raise SecretsError(
+                    400,
+                    f"{key}: {value}s is longer than the mount's maximum lease ttl ({mount_max}s)",
+                )
+        if max_ttl and default_ttl > max_ttl:
+            raise SecretsError(400, "default_ttl: cannot be greater than max_ttl")
+
+    def role(self, name: str) -> Role | None:
+        self.rotate_due()
+        return self.roles.get(name)
+
+    def delete_role(self, name: str) -> None:
+        """``DELETE roles/:name``; issued creds keep their revocation statements."""
+        self.rotate_due()
+        self.roles.pop(name, None)
+
+    def issue_creds(
+        self, name: str, *, display_name: str, token: str | None
+    ) -> tuple[dict[str, str], Lease]:
+        """``GET creds/:name``: a new database user, and the lease that will drop it."""
+        self.rotate_due()
+        role = self.roles.get(name)
+        if role is None:
+            raise SecretsError(400, f"unknown role: {name}")
+        connection = self._allowed_connection(role.db_name, name)
+        default, mount_max = self.mount.lease_ttls()
+        max_ttl = min(role.max_ttl or mount_max, mount_max)
+        ttl = min(role.default_ttl or default, max_ttl)
+        password = self._password(connection)
+        dialect = dialect_of(connection.plugin_name)
+        now = self.service.clock.now()
+        username = _username(dialect, display_name, name, now)
+        expiration = (now + timedelta(seconds=ttl + EXPIRATION_BUFFER)).strftime(
+            "%Y-%m-%d %H:%M:%S%z"
+        )
+        self._run(
+            connection,
+            "creds",
+            username,
+            role.creation_statements,
+            password=password,
+            expiration=expiration,
+        )
+        self._users.setdefault(connection.name, set()).add(username)
+        lease = self.service.leases.create(
+            f"{self.mount.path}creds/{name}",
+            ttl=ttl,
+            max_ttl=max_ttl,
+            renewable=True,
+            on_revoke=self.revoke_creds,
+            token=token,
+            data={
+                "username": username,
+                "role": name,
+                "db_name": role.db_name,
+                "revocation_statements": list(role.revocation_statements),
+            },
+        )
+        return {"username": username, "password": password}, lease
+
+    def revoke_creds(self, lease: Lease) -> None:
+        """A creds lease ends: run its revocation statements and drop the user."""
+        data = lease.data or {}
+        username = str(data.get("username", ""))
+        db_name = str(data.get("db_name", ""))
+        connection = self.connections.get(db_name)
+        if connection is None:
+            raise SecretsError(400, f'failed to find entry for connection with name: "{db_name}"')
+        statements = list(data.get("revocation_statements") or [])
+        statements = statements or [dialect_of(connection.plugin_name).revoke]
+        self._run(connection, "revoke", username, statements)
+        self._users.get(db_name, set()).discard(username)
+
+    # -- static roles ------------------------------------------------------------
+    def write_static_role(self, name: str, body: dict[str, Any]) -> None:
+        """``POST static-roles/:name``: a create rotates the password at once."""
+        self.rotate_due()
+        self._check_role_name(name, static=True)
+        old = self.static_roles.get(name)
+        creating = old is None
+        db_name = fields.string(body, "db_name", old.db_name if old else "")
+        if not db_name:
+            raise SecretsError(400, "database name is a required field")
+        username = fields.string(body, "username", "")
+        if creating and not username:
+            raise SecretsError(400, "username is a required field to create a static account")
+        if old is not None and username and username != old.username:
+            raise SecretsError(400, "cannot update static account username")
+        if "rotation_period" not in body and creating:
+            raise SecretsError(400, "rotation_period is required to create static accounts")
+        period = fields.duration(body, "rotation_period", old.rotation_period if old else 0)
+        if period < MIN_ROTATION_PERIOD:
+            raise SecretsError(
+                400, f"rotation_period must be {MIN_ROTATION_PERIOD} seconds or more"
+            )
+        statements = (
+            _statements(body, "rotation_statements")
+            if "rotation_statements" in body or old is None
+            else list(old.rotation_statements)
+        )
+        connection = self._allowed_connection(db_name, name)
+        if old is not None:
+            old.db_name, old.rotation_period, old.rotation_statements = db_name, period, statements
+            return
+        role = StaticRole(
+            name=name,
+            db_name=db_name,
+            username=username,
+            rotation_period=period,
+            rotation_statements=statements,
+        )
+        self._rotate_static(role, connection, self.service.clock.now(), "static-create")
+        self._users.setdefault(db_name, set()).add(role.username)
+        self.static_roles[name] = role
+
+    def static_role(self, name: str) -> StaticRole | None:
+        self.rotate_due()
+        return self.static_roles.get(name)
+
+    def delete_static_role(self, name: str) -> None:
+        """``DELETE static-roles/:name``: the role goes and its database user is dropped."""
+        self.rotate_due()
+        role = self.static_roles.pop(name, None)
+        if role is None:
+            return
+        connection = self.connections.get(role.db_name)
+        if connection is not None:
+            revoke = dialect_of(connection.plugin_name).revoke
+            self._run(connection, "static-delete", role.username, [revoke])
+            self._users.get(role.db_name, set()).discard(role.username)
+
+    def static_creds(self, name: str) -> dict[str, Any]:
+        """``GET static-creds/:name``: the current password and when it rotates."""
+        self.rotate_due()
+        role = self.static_roles.get(name)
+        if role is None:
+            raise SecretsError(400, f"unknown role: {name}")
+        self._allowed_connection(role.db_name, name)
+        now = self.service.clock.now()
+        next_rotation = role.next_rotation or now
+        return {
+            "username": role.username,
+            "password": role.password,
+            "last_service_rotation": rfc3339(role.last_rotation or now),
+            "rotation_period": role.rotation_period,
+            "ttl": max(0, round((next_rotation - now).total_seconds())),
+        }
+
+    def rotate_role(self, name: str) -> None:
+        """``POST rotate-role/:name``: a new password now; the period starts again."""
+        self.rotate_due()
+        role = self.static_roles.get(name)
+        if role is None:
+            raise SecretsError(400, "no static role found for role name")
+        connection = self.connection(role.db_name)
+        self._rotate_static(role, connection, self.service.clock.now(), "static-rotate")
+
+    def rotate_due(self) -> None:
+        """Rotate every static role whose rotation has fallen due on the sandbox clock."""
+        now = self.service.clock.now()
+        for role in self.static_roles.values():
+            due = role.next_rotation
+            if due is None or due > now or role.last_rotation is None:
+                continue
+            connection = self.connections.get(role.db_name)
+            if connection is None:
+                continue  # the real server retries; nothing to rotate against here
+            periods = int((now - role.last_rotation).total_seconds() // role.rotation_period)
+            stamp = role.last_rotation + timedelta(seconds=periods * role.rotation_period)
+            self._rotate_static(role, connection, stamp, "static-rotate")
+
+    def _rotate_static(
+        self, role: StaticRole, connection: Connection, at: datetime, operation: str
+    ) -> None:
+        password = self._password(connection)
+        statements = role.rotation_statements or [dialect_of(connection.plugin_name).rotate]
+        self._run(connection, operation, role.username, statements, password=password, at=at)
+        role.password = password
+        role.last_rotation = at
+
+    # -- the simulated database ----------------------------------------------------
+    def _password(self, connection: Connection) -> str:
+        return generate_password(
+            self.service,
+            connection.password_policy,
+            default_password,
+            "failed to generate password: ",
+        )
+
+    def _run(
+        self,
+        connection: Connection,
+        operation: str,
+        username: str,
+        statements: list[str],
+        *,
+        password: str = "",
+        expiration: str = "",
+        at: datetime | None = None,
+    ) -> None:
+        when = at or self.service.clock.now()
+        values = {
+            "name": username,
+            "username": username,
+            "password": password,
+            "expiration": expiration,
+        }
+        for statement in statements:
+            self._log.append(
+                ExecutedStatement(
+                    when, connection.name, operation, username, render(statement, values)
+                )
+            )
+
+
+def render(statement: str, values: dict[str, str]) -> str:
+    """``statement`` with each ``{{key}}`` replaced, as the plugins' query helper does."""
+    for key, value in values.items():
+        statement = statement.replace("{{" + key + "}}", value)
+    return statement
+
+
+def default_password() -> str:
+    """20 characters with a lower, an upper, a digit and a dash: the engine's default."""
+    chars = [
+        secrets.choice(_LOWER),
+        secrets.choice(_UPPER),
+        secrets.choice(_DIGITS),
+        "-",
+        *(secrets.choice(_ALNUM + "-") for _ in range(16)),
+    ]
+    secrets.SystemRandom().shuffle(chars)
+    return "".join(chars)
+
+
+def rfc3339(value: datetime) -> str:
+    return format_rfc3339(value)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with a literal password in its user part shown as ``xxxxx``."""
+    password = _url_password(url)
+    if password is None:
+        return url
+    parts = urlsplit(url)
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:xxxxx@{host}"))
+
+
+def _url_password(url: str) -> str | None:
+    """The literal password of a URL's user part (templates do not count), else None."""
+    if "://" not in url:
+        return None
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return None
+    if not password or "{{" in password:
+        return None
+    return password
+
+
+def _username(dialect: _Dialect, display_name: str, role: str, now: datetime) -> str:
+    """The plugin's default username template: display name, role, random, (unix time)."""
+    random_part = "".join(secrets.choice(_ALNUM) for _ in range(20))
+    if dialect.name_length <= 16:  # the legacy MySQL limit
+        pieces = ["v", display_name[:4], role[:4], random_part]
+    elif dialect.family == "mysql":
+        pieces = ["v", display_name[:10], role[:10], random_part]
+    else:
+        pieces = ["v", display_name[:8], role[:8], random_part, str(int(now.timestamp()))]
+    return "-".join(pieces)[: dialect.name_length]
+
+
+def _statements(body: dict[str, Any], name: str) -> list[str]:
+    """A statement list: a JSON array of strings, or one string holding one statement."""
+    value = body.get(name)
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [v for v in value if v.strip()]
+    raise SecretsError(400, f"{name}: expected a list of strings")
+
+
+def _check_details(dialect: _Dialect, details: dict[str, Any], verify: bool) -> None:
+    """Refuse connection parameters the plugin would refuse (and, verifying, fail to use)."""
+    for key in dialect.required:
+        if key in ("username", "password") and not verify:
+            continue
+        value = details.get(key)
+        if value is None or value == "" or value == []:
+            raise SecretsError(400, f"error creating database object: {key} cannot be empty")
+    for key in ("username", "password"):
+        value = details.get(key)
+        if value is not None and not isinstance(value, str):
+            raise SecretsError(400, f"error creating database object: {key}: expected a string")
+        if isinstance(value, str) and ("{{username}}" in value or "{{password}}" in value):
+            raise SecretsError(
+                400,
+                "error creating database object: username and/or password cannot contain "
+                "the template variables",
+            )
+    url = details.get("connection_url")
+    if url is not None and not isinstance(url, str):
+        raise SecretsError(400, "error creating database object: connection_url: expected a string")
+    if not verify or not isinstance(url, str):
+        return
+    for key in ("username", "password"):
+        if "{{" + key + "}}" in url and not details.get(key):
+            raise SecretsError(
+                400,
+                f"error creating database object: error verifying connection: connection_url "
+                f"uses {{{{{key}}}}} but no {key} is set",
+            )
+    rendered = render(url, {"username": "user", "password": "secret"})
+    reason = dialect.check_url(rendered)
+    if reason:
+        raise SecretsError(
+            400, f"error creating database object: error verifying connection: {reason}"
+        )
+
+
+def _builtin_version(db: Database, plugin_name: str) -> str:
+    entry = db.service.plugins.get("database", plugin_name)
+    return entry.version if entry is not None and entry.builtin else ""
+
+
+def _glob(pattern: str) -> str:
+    """A regex for an ``allowed_roles`` entry: ``*`` matches anything, the rest literally."""
+    return ".*".join(re.escape(part) for part in pattern.split("*"))
