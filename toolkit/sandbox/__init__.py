@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from ._clock import DEMO_EPOCH, Clock
+from ._faults import Faults
 from ._state import StateFile, stored
 
 __all__ = ["DEFAULT_TOKEN", "Sandbox", "SandboxOptions", "ensure_sandbox", "DEMO_EPOCH"]
@@ -72,6 +73,8 @@ class Sandbox:
             self._build(opts)
             if self.state_file is not None:
                 self.state_file.save(stored(self))
+        # Faults to inject for client tests (none armed unless a test arms one).
+        self.faults = Faults()
         self._server: Any = None
         self._app: Any = None
 

@@ -21,6 +21,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount
 
+from ._faults import InjectFaults
+
 if TYPE_CHECKING:
     from . import Sandbox
 
@@ -166,4 +168,4 @@ def build_app(sandbox: Sandbox) -> Any:
         served = _Persist(served, sandbox)
     if sandbox.options.rate_limit:
         served = _RateLimit(served, sandbox.options.rate_limit)
-    return _DateHeader(served, sandbox)
+    return InjectFaults(_DateHeader(served, sandbox), sandbox.faults)
