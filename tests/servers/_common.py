@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Self
 
 INSTALL_HINT = "run `make system-deps` (Debian packages) and `make setup` (Python packages)"
 
@@ -130,3 +133,43 @@ def free_port_pair() -> int:
             continue
         return port
     raise ServerFailed("no two adjacent free ports on 127.0.0.1")
+
+
+class Launcher:
+    """A server in a temporary folder of its own: ``start`` / ``stop``, or ``with``.
+
+    Subclasses launch in ``_launch`` (the folder exists then) and stop their
+    processes in ``_shutdown``; the folder is removed after.
+    """
+
+    folder_prefix = "server-"
+
+    def __init__(self) -> None:
+        self.folder: Path | None = None
+
+    def _launch(self) -> None:
+        raise NotImplementedError
+
+    def _shutdown(self) -> None:
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        self.folder = Path(tempfile.mkdtemp(prefix=self.folder_prefix))
+        try:
+            self._launch()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self.folder is not None:
+            self._shutdown()
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import httpx
 
 from ._common import (
     INSTALL_HINT,
+    Launcher,
     ServerFailed,
     ServerMissing,
     free_port,
@@ -58,7 +58,7 @@ def _hcl(value: object) -> str:
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-class OpenBao:
+class OpenBao(Launcher):
     """A real OpenBao server in a temporary folder, stopped and removed on exit.
 
     ``dev=True``: in-memory, unsealed, root token :data:`DEV_ROOT_TOKEN`.
@@ -68,13 +68,15 @@ class OpenBao:
     ``disable_unauthed_rekey_endpoints = false``, which re-enables ``sys/rekey/*``.
     """
 
+    folder_prefix = "openbao-"
+
     def __init__(self, *, dev: bool = True, legacy_rekey: bool = False) -> None:
         if dev and legacy_rekey:
             raise ValueError("the legacy rekey listener option needs dev=False")
         self.dev = dev
         self.legacy_rekey = legacy_rekey
+        super().__init__()
         self.binary = bao_binary()
-        self.folder: Path | None = None
         self.port = 0
         self.token = DEV_ROOT_TOKEN if dev else ""
         self.shares: list[str] = []
@@ -105,20 +107,9 @@ class OpenBao:
         return {"BAO_ADDR": self.address, "VAULT_ADDR": self.address, "BAO_TOKEN": self.token}
 
     # -- lifecycle ---------------------------------------------------------------
-    def start(self) -> OpenBao:
-        self.folder = Path(tempfile.mkdtemp(prefix="openbao-"))
-        self.plugin_directory.mkdir()
-        try:
-            self._launch()
-            if not self.dev:
-                self._initialise()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
     def _launch(self) -> None:
         assert self.folder is not None
+        self.plugin_directory.mkdir()
         env = {**os.environ, "HOME": str(self.folder)}
         for name in ("BAO_ADDR", "BAO_TOKEN", "VAULT_ADDR", "VAULT_TOKEN"):
             env.pop(name, None)
@@ -148,6 +139,8 @@ class OpenBao:
                 start_new_session=True,
             )
         wait_until(self._answers, timeout=30, what="OpenBao", process=self._process, log=self.log)
+        if not self.dev:
+            self._initialise()
 
     def _config(self, cluster_port: int) -> str:
         assert self.folder is not None
@@ -222,19 +215,10 @@ class OpenBao:
             active, timeout=timeout, what="OpenBao active", process=self._process, log=self.log
         )
 
-    def stop(self) -> None:
+    def _shutdown(self) -> None:
         if self._process is not None:
             stop_process(self._process)
             self._process = None
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder = None
-
-    def __enter__(self) -> OpenBao:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         kind = "dev" if self.dev else ("raft, legacy rekey" if self.legacy_rekey else "raft")

@@ -13,14 +13,13 @@ from __future__ import annotations
 import glob
 import os
 import secrets
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ._common import (
     INSTALL_HINT,
+    Launcher,
     ServerFailed,
     ServerMissing,
     free_port,
@@ -45,12 +44,14 @@ def postgres_bin() -> Path:
     return Path(candidates[-1]).parent
 
 
-class Postgres:
+class Postgres(Launcher):
     """A real PostgreSQL cluster in a temporary folder, stopped and removed on exit."""
 
+    folder_prefix = "postgres-"
+
     def __init__(self) -> None:
+        super().__init__()
         self.bin = postgres_bin()
-        self.folder: Path | None = None
         self.port = 0
         self.user = SUPERUSER
         self.password = secrets.token_hex(16)
@@ -92,15 +93,6 @@ class Postgres:
         return {str(row[0]) for row in rows}
 
     # -- lifecycle ---------------------------------------------------------------
-    def start(self) -> Postgres:
-        self.folder = Path(tempfile.mkdtemp(prefix="postgres-"))
-        try:
-            self._launch()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
     def _run(self, *args: str) -> None:
         done = subprocess.run(
             [*self._prefix, *args], env=self._env, capture_output=True, stdin=subprocess.DEVNULL
@@ -161,32 +153,24 @@ class Postgres:
             conn.execute("SELECT 1")
         return True
 
-    def stop(self) -> None:
-        if self.folder is not None:
-            if (self.folder / "data" / "postmaster.pid").exists():
-                subprocess.run(
-                    [
-                        *self._prefix,
-                        str(self.bin / "pg_ctl"),
-                        "-D",
-                        str(self.folder / "data"),
-                        "-m",
-                        "immediate",
-                        "-w",
-                        "stop",
-                    ],
-                    env=self._env,
-                    capture_output=True,
-                    stdin=subprocess.DEVNULL,
-                )
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder = None
-
-    def __enter__(self) -> Postgres:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _shutdown(self) -> None:
+        assert self.folder is not None
+        if (self.folder / "data" / "postmaster.pid").exists():
+            subprocess.run(
+                [
+                    *self._prefix,
+                    str(self.bin / "pg_ctl"),
+                    "-D",
+                    str(self.folder / "data"),
+                    "-m",
+                    "immediate",
+                    "-w",
+                    "stop",
+                ],
+                env=self._env,
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+            )
 
     def __repr__(self) -> str:
         return f"<Postgres 127.0.0.1:{self.port}>" if self.folder else "<Postgres stopped>"

@@ -16,13 +16,13 @@ import os
 import secrets
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import httpx
 
 from ._common import (
     INSTALL_HINT,
+    Launcher,
     ServerMissing,
     free_port,
     stop_process,
@@ -43,12 +43,14 @@ def rabbitmq_server_script() -> Path:
     return Path(found[-1])
 
 
-class RabbitMQ:
+class RabbitMQ(Launcher):
     """A real RabbitMQ node in a temporary folder, stopped and removed on exit."""
 
+    folder_prefix = "rabbitmq-"
+
     def __init__(self) -> None:
+        super().__init__()
         self.script = rabbitmq_server_script()
-        self.folder: Path | None = None
         self.port = 0
         self.management_port = 0
         self.user = ADMIN_USER
@@ -72,15 +74,6 @@ class RabbitMQ:
         return httpx.Client(base_url=f"{self.management_url}/api", auth=auth, timeout=30)
 
     # -- lifecycle ---------------------------------------------------------------
-    def start(self) -> RabbitMQ:
-        self.folder = Path(tempfile.mkdtemp(prefix="rabbitmq-"))
-        try:
-            self._launch()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
     def _launch(self) -> None:
         assert self.folder is not None
         self.port, self.management_port = free_port(), free_port()
@@ -164,22 +157,13 @@ class RabbitMQ:
         with self.management() as http:
             return http.get("overview", timeout=2).status_code == 200
 
-    def stop(self) -> None:
+    def _shutdown(self) -> None:
         if self._process is not None:
             stop_process(self._process, timeout=30)
             self._process = None
         if self._epmd is not None:
             stop_process(self._epmd)
             self._epmd = None
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder = None
-
-    def __enter__(self) -> RabbitMQ:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"<RabbitMQ 127.0.0.1:{self.port}>" if self._process else "<RabbitMQ stopped>"
