@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from .demo_keymgmt import load_demo_keymgmt
 from .demo_leases import load_demo_leases
+from .demo_pki import load_demo_pki
 
 if TYPE_CHECKING:
     from .models import SecretsService
@@ -139,4 +140,5 @@ def load_demo(service: SecretsService) -> None:
     """Fill ``service`` with the demo data of every area."""
     _load_access(service)
     load_demo_leases(service)
+    load_demo_pki(service)
     load_demo_keymgmt(service)
