@@ -26,6 +26,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
+from .... import _certificate_policy as policy
 from .. import fields
 from ..errors import SecretsError
 from . import x509 as certs
@@ -42,15 +43,7 @@ from .requests import (
     parse_output,
     subject_fields,
 )
-from .roles import (
-    check_common_name,
-    check_names,
-    check_other_sans,
-    key_bits,
-    matches_any,
-    parse_role,
-    role_ext_key_usage,
-)
+from .roles import key_bits, parse_role, role_ext_key_usage
 
 if TYPE_CHECKING:
     from ...leases import Lease
@@ -62,10 +55,6 @@ __all__ = ["PKI", "Issuer", "IssuedCert", "StoredKey"]
 USAGES = ("crl-signing", "issuing-certificates", "ocsp-signing", "read-only")
 LEAF_BEHAVIORS = ("err", "truncate", "permit")
 _NAME = re.compile(r"^\w(([\w.-]+)?\w)?$")
-_CN_REQUIRED = (
-    'the common_name field is required, or must be provided in a CSR with "use_csr_common_name" '
-    'set to true, unless "require_cn" is set to false'
-)
 
 
 @dataclass
@@ -384,49 +373,27 @@ class PKI:
         cn = names.common_name
         if not cn and csr is not None and role["use_csr_common_name"]:
             cn = _csr_common_name(csr)
-        if not cn and role["require_cn"]:
-            raise SecretsError(400, _CN_REQUIRED)
-        if cn and not check_common_name(role, cn):
-            raise SecretsError(400, f"common name {cn} not allowed by this role")
-        from_csr = csr is not None and role["use_csr_sans"]
-        if from_csr and csr is not None:
+        if csr is not None and role["use_csr_sans"]:
             dns, emails, ips, uris = _csr_sans(csr)
         else:
-            dns = [n for n in names.alt_names if "@" not in n]
-            emails = [n for n in names.alt_names if "@" in n]
+            dns, emails = policy.split_alt_names(names.alt_names)
             ips, uris = names.ip_sans, names.uri_sans
         if cn and not names.exclude_cn_from_sans:
-            _add_cn(cn, dns, emails)
-        bad = check_names(role, dns)
-        if bad:
-            raise SecretsError(400, f"subject alternate name {bad} not allowed by this role")
-        bad = check_names(role, emails)
-        if bad:
-            raise SecretsError(400, f"email address {bad} not allowed by this role")
-        if ips and not role["allow_ip_sans"]:
-            raise SecretsError(
-                400,
-                "IP Subject Alternative Names are not allowed in this role, but was provided "
-                + ",".join(ips),
-            )
-        for uri in uris:
-            if not matches_any(role["allowed_uri_sans"], uri):
-                raise SecretsError(
-                    400, f"URI Subject Alternative Name {uri} not allowed by this role"
-                )
-        refusal = check_other_sans(role, names.other_sans)
-        if refusal:
-            raise SecretsError(400, refusal)
-        for user_id in names.user_ids:
-            if not matches_any(role["allowed_user_ids"], user_id):
-                raise SecretsError(400, f"user_id {user_id} not allowed by this role")
+            policy.add_common_name(cn, dns, emails)
         serial = names.subject_serial
-        if (
-            serial
-            and role["allowed_serial_numbers"]
-            and not matches_any(role["allowed_serial_numbers"], serial)
-        ):
-            raise SecretsError(400, f"serial_number {serial} not allowed by this role")
+        refused = policy.refusal(
+            role,
+            common_name=cn,
+            dns_names=dns,
+            emails=emails,
+            ip_sans=ips,
+            uri_sans=uris,
+            other_sans=names.other_sans,
+            user_ids=names.user_ids,
+            subject_serial=serial,
+        )
+        if refused:
+            raise SecretsError(400, refused)
         subject_values = {k: list(role[k]) for k in SUBJECT_FIELDS}
         subject_values["serial_number"] = [serial] if serial else []
         return _template(
@@ -462,10 +429,9 @@ class PKI:
         cn = names.common_name
         if not cn:
             raise SecretsError(400, "missing common_name")
-        dns = [n for n in names.alt_names if "@" not in n]
-        emails = [n for n in names.alt_names if "@" in n]
+        dns, emails = policy.split_alt_names(names.alt_names)
         if not names.exclude_cn_from_sans:
-            _add_cn(cn, dns, emails)
+            policy.add_common_name(cn, dns, emails)
         values = subject_fields(body)
         values["serial_number"] = [names.subject_serial] if names.subject_serial else []
         return _template(
@@ -927,15 +893,6 @@ def _csr_sans(
         [str(ip) for ip in san.get_values_for_type(x509.IPAddress)],
         san.get_values_for_type(x509.UniformResourceIdentifier),
     )
-
-
-def _add_cn(cn: str, dns: list[str], emails: list[str]) -> None:
-    """The common name joins the e-mail or DNS SANs (when it is a host name)."""
-    if "@" in cn:
-        if cn not in emails:
-            emails.insert(0, cn)
-    elif re.fullmatch(r"[A-Za-z0-9*]([A-Za-z0-9.*-]*[A-Za-z0-9])?", cn) and cn not in dns:
-        dns.insert(0, cn)
 
 
 def _template(

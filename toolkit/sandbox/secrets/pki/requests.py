@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from .... import _certificate_policy as policy
 from .. import fields
 from ..errors import SecretsError
 
@@ -203,17 +204,7 @@ def go_duration(seconds: int) -> str:
 
 def parse_other_san(text: str, name: str = "other_sans") -> tuple[str, str]:
     """``<oid>;UTF8:<value>`` as ``(oid, value)``; 400 naming ``name`` when malformed."""
-    oid, sep, rest = text.partition(";")
-    if not sep:
-        raise SecretsError(400, f"{name}: expected a semicolon in other SAN {text!r}")
-    kind, sep, value = rest.partition(":")
-    if not sep:
-        raise SecretsError(400, f"{name}: expected a colon in other SAN {text!r}")
-    if kind.lower() not in ("utf8", "utf-8"):
-        raise SecretsError(
-            400,
-            f"{name}: only utf8 other SANs are supported; found non-supported type in other SAN {text!r}",
-        )
-    if not OID.match(oid):
-        raise SecretsError(400, f"{name}: {oid!r} is not an OID in other SAN {text!r}")
-    return oid, value
+    try:
+        return policy.parse_other_san(text)
+    except ValueError as exc:
+        raise SecretsError(400, f"{name}: {exc}") from None

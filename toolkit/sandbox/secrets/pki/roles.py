@@ -1,15 +1,13 @@
-"""Certificate engine roles (spec part 2 "Certificate engine role"): fields, defaults, name policy.
+"""Certificate engine roles (spec part 2 "Certificate engine role"): fields and defaults.
 
 A role is written whole (``POST roles/:name`` replaces every field; one not
 given takes its default, as on the real server) and read back with every
-field. :func:`check_names` applies the role's policy to the names of one
-request and answers the first name it refuses, so the caller can deny the
-whole request naming it (spec part 7).
+field. Its name policy lives in :mod:`toolkit._certificate_policy`, shared
+with the client's check before sending.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,14 +16,7 @@ from ..errors import SecretsError
 from .requests import OID, SIGNATURE_BITS, parse_not_after, parse_other_san
 from .x509 import EC_CURVES, EXT_KEY_USAGES, KEY_USAGES, RSA_BITS
 
-__all__ = [
-    "ROLE_DEFAULTS",
-    "check_names",
-    "check_other_sans",
-    "matches_any",
-    "parse_role",
-    "role_ext_key_usage",
-]
+__all__ = ["ROLE_DEFAULTS", "key_bits", "parse_role", "role_ext_key_usage"]
 
 # Every role field and its default, as the real server reads them back.
 ROLE_DEFAULTS: dict[str, Any] = {
@@ -80,10 +71,6 @@ ROLE_DEFAULTS: dict[str, Any] = {
 _DURATIONS = ("ttl", "max_ttl", "not_before_duration")
 _INTEGERS = ("key_bits", "signature_bits")
 KEY_TYPES = ("rsa", "ec", "ed25519", "any")
-_HOSTNAME = re.compile(
-    r"^(([a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9\-]*[a-zA-Z0-9])\.)*"
-    r"([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9\-]*[A-Za-z0-9])\.?$"
-)
 
 
 def parse_role(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -168,111 +155,3 @@ def role_ext_key_usage(role: Mapping[str, Any]) -> list[Any]:
     found += [EXT_KEY_USAGES[n] for n in role.get("ext_key_usage", [])]
     found += [x509.ObjectIdentifier(o) for o in role.get("ext_key_usage_oids", [])]
     return list(dict.fromkeys(found))
-
-
-# -- name policy ------------------------------------------------------------------------
-def _glob(pattern: str, value: str) -> bool:
-    # The server's globs know only '*'; escape the other fnmatch characters.
-    escaped = re.escape(pattern).replace(r"\*", ".*")
-    return re.fullmatch(escaped, value, flags=re.DOTALL) is not None
-
-
-def _hostname_ok(name: str) -> bool:
-    if not name or len(name) > 253:
-        return False
-    try:
-        ascii_name = name.encode("idna").decode()
-    except UnicodeError:
-        return False
-    return bool(_HOSTNAME.match(ascii_name))
-
-
-def check_names(role: Mapping[str, Any], names: list[str]) -> str:
-    """The first of ``names`` (host names or e-mail addresses) the role refuses; "" when none."""
-    for name in names:
-        if not _name_allowed(role, name):
-            return name
-    return ""
-
-
-def _name_allowed(role: Mapping[str, Any], name: str) -> bool:
-    sanitized = email_domain = name
-    is_email = "@" in name
-    if is_email:
-        parts = name.split("@")
-        if len(parts) != 2:
-            return False
-        sanitized = email_domain = parts[1]
-    is_wildcard = "*" in sanitized
-    if is_wildcard:
-        # Only one leftmost label may hold the wildcard: '*.example.com', 'web*.example.com'.
-        first, _, rest = sanitized.partition(".")
-        if "*" in rest or first.count("*") > 1 or not rest:
-            return False
-        if not role["allow_wildcard_certificates"] or is_email:
-            return False
-        sanitized = rest
-    if role["allow_any_name"]:
-        return True
-    if role["enforce_hostnames"] and not _hostname_ok(sanitized):
-        return False
-    if role["allow_localhost"]:
-        if name in ("localhost", "localdomain") or (
-            is_email and email_domain in ("localhost", "localdomain")
-        ):
-            return True
-        if role["allow_subdomains"]:
-            for local in ("localhost", "localdomain"):
-                if sanitized.endswith("." + local) or (is_wildcard and sanitized == local):
-                    return True
-    for domain in role["allowed_domains"]:
-        if not domain:
-            continue
-        if role["allow_bare_domains"] and (
-            name.lower() == domain.lower() or (is_email and email_domain.lower() == domain.lower())
-        ):
-            return True
-        if role["allow_subdomains"] and (
-            sanitized.lower().endswith("." + domain.lower())
-            or (is_wildcard and sanitized.lower() == domain.lower())
-        ):
-            return True
-        if role["allow_glob_domains"] and "*" in domain and _glob(domain, name):
-            return True
-    return False
-
-
-def check_common_name(role: Mapping[str, Any], name: str) -> bool:
-    """Whether the role allows ``name`` as the common name (its ``cn_validations``)."""
-    validations = role["cn_validations"]
-    if validations == ["disabled"]:
-        return True
-    if check_names(role, [name]):
-        return False
-    if "@" in name:
-        return "email" in validations or not validations
-    return "hostname" in validations or not validations
-
-
-def matches_any(patterns: list[str], value: str) -> bool:
-    """Whether ``value`` matches one of ``patterns`` (globs with ``*``): URIs, user ids, serials."""
-    return any(_glob(pattern, value) for pattern in patterns)
-
-
-def check_other_sans(role: Mapping[str, Any], requested: list[tuple[str, str]]) -> str:
-    """The refusal message for the first other SAN the role refuses; "" when all pass."""
-    allowed = role["allowed_other_sans"]
-    if allowed == ["*"]:
-        return ""
-    patterns: dict[str, list[str]] = {}
-    for pattern in allowed:
-        if pattern == "*":
-            continue
-        oid, value = parse_other_san(pattern, "allowed_other_sans")
-        patterns.setdefault(oid, []).append(value)
-    for oid, value in requested:
-        if oid not in patterns:
-            return f"other SAN OID {oid} not allowed by this role"
-        if not any(_glob(p, value) for p in patterns[oid]):
-            return f"other SAN {value} not allowed for OID {oid} by this role"
-    return ""
