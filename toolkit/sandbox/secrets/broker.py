@@ -29,6 +29,7 @@ import secrets
 import string
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -176,9 +177,18 @@ class Broker:
 
     # -- creds ---------------------------------------------------------------------
     def issue_creds(
-        self, name: str, *, display_name: str, token: str | None
+        self,
+        name: str,
+        *,
+        display_name: str,
+        token: str | None,
+        issued_at: datetime | None = None,
+        lease_suffix: str | None = None,
     ) -> tuple[dict[str, str], Lease]:
-        """``GET creds/:name``: a new broker user with the role's permissions, as a lease."""
+        """``GET creds/:name``: a new broker user with the role's permissions, as a lease.
+
+        ``issued_at`` and ``lease_suffix`` fix the time and lease id (demo data).
+        """
         role = self.roles.get(name)
         if role is None:
             raise SecretsError(400, f"unknown role: {name}")
@@ -210,6 +220,8 @@ class Broker:
             renewable=True,
             on_revoke=self.revoke_creds,
             token=token,
+            suffix=lease_suffix,
+            issue_time=issued_at,
             data={"username": username},
         )
         return {"username": username, "password": password}, lease

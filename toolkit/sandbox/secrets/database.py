@@ -453,9 +453,18 @@ class Database:
         self.roles.pop(name, None)
 
     def issue_creds(
-        self, name: str, *, display_name: str, token: str | None
+        self,
+        name: str,
+        *,
+        display_name: str,
+        token: str | None,
+        issued_at: datetime | None = None,
+        lease_suffix: str | None = None,
     ) -> tuple[dict[str, str], Lease]:
-        """``GET creds/:name``: a new database user, and the lease that will drop it."""
+        """``GET creds/:name``: a new database user, and the lease that will drop it.
+
+        ``issued_at`` and ``lease_suffix`` fix the time and lease id (demo data).
+        """
         self.rotate_due()
         role = self.roles.get(name)
         if role is None:
@@ -466,7 +475,7 @@ class Database:
         ttl = min(role.default_ttl or default, max_ttl)
         password = self._password(connection)
         dialect = dialect_of(connection.plugin_name)
-        now = self.service.clock.now()
+        now = issued_at or self.service.clock.now()
         username = _username(dialect, display_name, name, now)
         expiration = (now + timedelta(seconds=ttl + EXPIRATION_BUFFER)).strftime(
             "%Y-%m-%d %H:%M:%S%z"
@@ -478,6 +487,7 @@ class Database:
             role.creation_statements,
             password=password,
             expiration=expiration,
+            at=now,
         )
         self._users.setdefault(connection.name, set()).add(username)
         lease = self.service.leases.create(
@@ -487,6 +497,8 @@ class Database:
             renewable=True,
             on_revoke=self.revoke_creds,
             token=token,
+            suffix=lease_suffix,
+            issue_time=issued_at,
             data={
                 "username": username,
                 "role": name,
@@ -510,8 +522,13 @@ class Database:
         self._users.get(db_name, set()).discard(username)
 
     # -- static roles ------------------------------------------------------------
-    def write_static_role(self, name: str, body: dict[str, Any]) -> None:
-        """``POST static-roles/:name``: a create rotates the password at once."""
+    def write_static_role(
+        self, name: str, body: dict[str, Any], *, rotated_at: datetime | None = None
+    ) -> None:
+        """``POST static-roles/:name``: a create rotates the password at once.
+
+        ``rotated_at`` backdates that first rotation (demo data).
+        """
         self.rotate_due()
         self._check_role_name(name, static=True)
         old = self.static_roles.get(name)
@@ -547,7 +564,9 @@ class Database:
             rotation_period=period,
             rotation_statements=statements,
         )
-        self._rotate_static(role, connection, self.service.clock.now(), "static-create")
+        self._rotate_static(
+            role, connection, rotated_at or self.service.clock.now(), "static-create"
+        )
         self._users.setdefault(db_name, set()).add(role.username)
         self.static_roles[name] = role
 
