@@ -14,14 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .agent_cleanup import AgentCleanupForm
+    from .key_distribution import KeyDistributionForm
     from .lease_revoke import LeaseRevokeForm
+    from .library_checkout import LibraryCheckoutForm
     from .policy_set_parameter import PolicySetParameterEditor
     from .rekey_ceremony import RekeyCeremonyWidget
     from .team_access import TeamAccessEditor
 
 __all__ = [
     "AgentCleanupForm",
+    "KeyDistributionForm",
     "LeaseRevokeForm",
+    "LibraryCheckoutForm",
     "PolicySetParameterEditor",
     "RekeyCeremonyWidget",
     "TeamAccessEditor",
@@ -29,7 +33,9 @@ __all__ = [
 
 _MODULES = {
     "AgentCleanupForm": "agent_cleanup",
+    "KeyDistributionForm": "key_distribution",
     "LeaseRevokeForm": "lease_revoke",
+    "LibraryCheckoutForm": "library_checkout",
     "PolicySetParameterEditor": "policy_set_parameter",
     "RekeyCeremonyWidget": "rekey_ceremony",
     "TeamAccessEditor": "team_access",

@@ -34,10 +34,18 @@ __all__ = [
     "DISTRIBUTIONS",
     "KEYS",
     "KEY_VERSIONS",
+    "KEY_TYPES",
     "KMS_PROVIDERS",
     "KeyManagement",
+    "PROTECTIONS",
+    "PURPOSES",
     "purposes_of",
 ]
+
+# The values a form offers; the server decides what a provider and key type take.
+KEY_TYPES = ("aes256-gcm96", "rsa-2048", "rsa-3072", "rsa-4096")
+PURPOSES = ("encrypt", "decrypt", "sign", "verify", "wrap", "unwrap")
+PROTECTIONS = ("hsm", "software")
 
 KEYS = Schema.of(
     "name",
