@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from pytfe import TFEClient, TFEConfig
-from pytfe.errors import NotFound, TFEError
+from pytfe.errors import NotFound, RateLimited, TFEError
 from pytfe.models import (
     AgentListOptions,
     AgentPoolCreateOptions,
@@ -414,3 +414,29 @@ def test_pytfe_names_the_policy_mocks_permission_sentinel_mocks(
     # pytfe's own field stays empty while the spec's value arrives as an extra.
     assert access.sentinel_mocks is None
     assert access.model_extra == {"policy-mocks": "none"}
+
+
+# -- rate limit ------------------------------------------------------------------
+
+
+def test_pytfe_waits_out_the_rate_limit_and_gets_every_page(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with Sandbox(rate_limit=10) as limited:
+        pool = _ids(limited, "organizations/acme/agent-pools")["acme-private"]
+        for i in range(40):
+            limited.platform.add_agent(
+                pool, name=f"extra-{i:02d}", status="idle", ip_address="10.1.1.1"
+            )
+        with _client(limited) as impatient:
+            with pytest.raises(RateLimited) as limited_error:
+                for _ in range(12):
+                    impatient.agent_pools.read(pool)
+            assert limited_error.value.status == 429
+            assert 0 < (limited_error.value.retry_after or 0) <= 1
+        patient_config = TFEConfig(address=limited.address, token=limited.token, max_retries=5)
+        with TFEClient(patient_config) as patient, caplog.at_level("INFO", "pytfe.transport"):
+            names = [a.name for a in patient.agents.list(pool, AgentListOptions(page_size=5))]
+        assert len(names) == 47 and len(set(names)) == 47
+        retried = [r for r in caplog.records if "status=429" in r.getMessage()]
+        assert retried, "the list never met the limit, so the retry was not exercised"
