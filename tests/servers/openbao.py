@@ -155,6 +155,7 @@ class OpenBao(Launcher):
             'storage "raft" {',
             f"  path = {_hcl(self.folder / 'raft')}",
             '  node_id = "node1"',
+            "  performance_multiplier = 1",
             "}",
             'listener "tcp" {',
             *(f"  {key} = {_hcl(value)}" for key, value in listener.items()),

@@ -1,0 +1,138 @@
+"""The rekey ceremony on a real raft OpenBao (5 shares, threshold 3), through the toolkit.
+
+Each test runs twice: against a server whose listener re-enables the legacy
+``sys/rekey/*`` endpoints, and against one that offers only ``sys/rotate/root/*``.
+After the ceremony the real server is sealed and unsealed with the new shares,
+and the old shares no longer open it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.servers.openbao import OpenBao
+from tests.widgets.test_rekey_ceremony import enter, hand_out, leaks
+from toolkit import APIError
+from toolkit.secrets import RekeyCeremony, SecretsClient
+
+
+@pytest.fixture
+def client(raft_bao: OpenBao) -> Iterator[SecretsClient]:
+    with SecretsClient(raft_bao.address, raft_bao.token) as c:
+        yield c
+
+
+def expected_flavour(server: OpenBao) -> str:
+    return "legacy" if server.legacy_rekey else "rotate-root"
+
+
+def old_shares_no_longer_unseal(server: OpenBao, client: SecretsClient, old: list[str]) -> None:
+    """Seal, try the old shares (the server refuses them and stays sealed), reset the attempt."""
+    client.seal.seal()
+    with pytest.raises(APIError):
+        for share in old[:3]:
+            client.seal.unseal(share)
+    assert client.seal.status()["sealed"] is True
+    client.seal.unseal(reset=True)
+
+
+def test_a_ceremony_with_verification_rotates_the_real_servers_shares(
+    raft_bao: OpenBao, client: SecretsClient
+) -> None:
+    old = list(raft_bao.shares)
+    ceremony = RekeyCeremony(client)
+    assert ceremony.api_flavour == expected_flavour(raft_bao)
+    assert ceremony.status()["phase"] == "idle"
+
+    status = ceremony.start(shares=4, threshold=2, verify=True)
+    assert (status["phase"], status["required"], status["progress"]) == ("collecting", 3, 0)
+    first_nonce = status["nonce"]
+    for share in old[:3]:
+        status = ceremony.submit_share(share)
+    assert status["phase"] == "verifying" and status["nonce"] != first_nonce
+    new = [s.reveal() for s in ceremony.new_shares]
+    assert len(new) == 4 and not set(new) & set(old)
+    assert len(ceremony.new_shares_base64) == 4
+
+    # Nothing has rotated yet: the server still reports 5 / 3.
+    assert (client.seal.status()["n"], client.seal.status()["t"]) == (5, 3)
+    assert ceremony.verify_share(new[3])["progress"] == 1
+    assert ceremony.verify_share(new[1])["phase"] == "complete"
+    assert (client.seal.status()["n"], client.seal.status()["t"]) == (4, 2)
+
+    seal = ceremony.prove_unseal(new[2:])
+    assert seal["sealed"] is False
+    raft_bao.wait_active()
+    old_shares_no_longer_unseal(raft_bao, client, old)
+    raft_bao.unseal(new[:2])
+    assert client.seal.status()["sealed"] is False
+
+
+def test_a_ceremony_without_verification_completes_at_the_threshold(
+    raft_bao: OpenBao, client: SecretsClient
+) -> None:
+    ceremony = RekeyCeremony(client)
+    ceremony.start(shares=3, threshold=2)
+    for share in raft_bao.shares[:2]:
+        assert ceremony.submit_share(share)["phase"] == "collecting"
+    assert ceremony.submit_share(raft_bao.shares[2])["phase"] == "complete"
+    new = [s.reveal() for s in ceremony.new_shares]
+    assert (client.seal.status()["n"], client.seal.status()["t"]) == (3, 2)
+    client.seal.seal()
+    raft_bao.unseal(new[1:])
+    assert client.seal.status()["sealed"] is False
+
+
+def test_a_wrong_share_and_a_cancel_keep_the_old_shares_in_force(
+    raft_bao: OpenBao, client: SecretsClient
+) -> None:
+    ceremony = RekeyCeremony(client)
+    ceremony.start(shares=5, threshold=3)
+    ceremony.submit_share(raft_bao.shares[0])
+    # Another operator restarts the attempt: the ceremony re-reads the new nonce.
+    client.rekey.cancel()
+    client.rekey.init(5, 3)
+    assert ceremony.submit_share(raft_bao.shares[1])["progress"] == 1
+    # A share of no set of this server counts until the threshold, where it spoils the attempt.
+    assert ceremony.submit_share("ab" * 33)["progress"] == 2
+    with pytest.raises(APIError):
+        ceremony.submit_share(raft_bao.shares[2])
+    status = ceremony.cancel()
+    assert status["phase"] == "idle"
+    client.seal.seal()
+    raft_bao.unseal(raft_bao.shares[2:])
+    assert client.seal.status()["sealed"] is False
+
+
+def test_the_widget_runs_the_ceremony_by_clicks_on_the_real_server(
+    raft_bao: OpenBao, client: SecretsClient
+) -> None:
+    from widgets import RekeyCeremonyWidget
+
+    old = list(raft_bao.shares)
+    form = RekeyCeremonyWidget(client)
+    assert form.last_status is not None and form.last_status["phase"] == "idle"
+    form.shares.value, form.threshold.value, form.verify.value = 3, 2, True
+    form.start_button.click()
+    assert form.ceremony.phase == "collecting", form.status_text
+    assert form.ceremony.api_flavour == expected_flavour(raft_bao)
+    for share in old[:3]:
+        enter(form, share)
+    assert form.ceremony.phase == "verifying", form.status_text
+
+    new = hand_out(form)
+    assert len(new) == 3 and not set(new) & set(old)
+    enter(form, new[0])
+    enter(form, new[2])
+    assert form.ceremony.phase == "complete", form.status_text
+    assert (client.seal.status()["n"], client.seal.status()["t"]) == (3, 2)
+
+    form.prove_button.click()
+    assert "unseal the server" in form.status_text, form.status_text
+    raft_bao.wait_active()
+    assert client.seal.status()["sealed"] is False
+    assert leaks(form, old + new) == []
+    old_shares_no_longer_unseal(raft_bao, client, old)
+    raft_bao.unseal(new[1:])
