@@ -6,6 +6,15 @@ idempotent calls (429 / 502 / 503 / 504 and dropped connections, honouring
 ``Retry-After`` and ``X-RateLimit-Reset``), the server's clock (its ``Date``
 header), and bounded concurrency for fan-out calls.
 
+Fan-out (:meth:`HTTPLayer.map`) runs on a pool of at most ``max_concurrency``
+threads kept for the layer's lifetime, each thread holding one keep-alive
+connection of :class:`~toolkit._transport.ThreadConnectionTransport`. Requests
+are built as ``httpx.Request`` objects and sent straight to that transport:
+httpx's ``Client.send`` machinery (cookies, redirects, auth flows) costs more
+CPU than the exchange itself and none of it is used here. A transport passed
+in, or a proxy named in the environment, goes through ``httpx.Client`` as usual.
+See docs/decisions.md (performance) for the measurements behind this.
+
 Nothing here knows either API's paths; the service packages build on it.
 """
 
@@ -15,6 +24,7 @@ import json as jsonlib
 import ssl
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -34,6 +44,7 @@ from ._errors import (
     TransportError,
     error_for_status,
 )
+from ._transport import ThreadConnectionTransport
 
 __all__ = ["HTTPLayer", "RetryPolicy", "segment"]
 
@@ -42,6 +53,12 @@ R = TypeVar("R")
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "LIST", "OPTIONS"})
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# Parsed request addresses kept per layer (paths without a query repeat a lot:
+# ten thousand lease lookups share one); parsing one costs more than sending it.
+_URL_CACHE_SIZE = 512
+# Marks the threads of a layer's fan-out pool, so that a map() inside a map()
+# on the same layer runs inline instead of waiting for a thread of its own pool.
+_worker = threading.local()
 
 
 def segment(value: str) -> str:
@@ -129,6 +146,7 @@ class HTTPLayer:
         self.retry = retry or RetryPolicy()
         self.max_concurrency = max_concurrency
         self._server_time: tuple[datetime, float] | None = None
+        self._last_date: str | None = None
         self._lock = threading.Lock()
         verify_opt: bool | ssl.SSLContext = verify
         if ca_file and verify:
@@ -139,20 +157,32 @@ class HTTPLayer:
         limits = httpx.Limits(
             max_connections=max_concurrency, max_keepalive_connections=max_concurrency
         )
+        # Our own transport unless the caller brings one or a proxy is configured.
+        self._direct: ThreadConnectionTransport | None = None
+        if transport is None and not _environment_proxies():
+            context = _ssl_context(verify_opt) if self.address.startswith("https") else None
+            self._direct = ThreadConnectionTransport(ssl_context=context, timeout=timeout)
         self._client = httpx.Client(
             base_url=self.address + api_prefix,
             headers=dict(headers or {}),
             timeout=timeout,
             verify=verify_opt,
             limits=limits,
-            transport=transport,
+            transport=transport or self._direct,
         )
+        self._timeout_ext = self._client.timeout.as_dict()
+        self._urls: dict[str, httpx.URL] = {}
+        self._pool: ThreadPoolExecutor | None = None
 
     def __repr__(self) -> str:
         return f"<HTTPLayer {self.address}{self.api_prefix}>"
 
     # -- lifecycle -----------------------------------------------------------
     def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
         self._client.close()
 
     def set_header(self, name: str, value: str | None) -> None:
@@ -179,8 +209,11 @@ class HTTPLayer:
 
     def _note_date(self, response: httpx.Response) -> None:
         date = response.headers.get("Date")
-        if not date:
+        # The header has a one-second grain: the first answer carrying a given
+        # value places the server's clock best, and parsing it again costs time.
+        if not date or date == self._last_date:
             return
+        self._last_date = date
         try:
             when = parsedate_to_datetime(date)
         except (TypeError, ValueError):
@@ -221,9 +254,7 @@ class HTTPLayer:
         while True:
             attempt += 1
             try:
-                response = self._client.request(
-                    method, path, params=params, content=body, headers=send_headers
-                )
+                response = self._send(method, path, params, body, send_headers)
             except httpx.TimeoutException:
                 if attempt < attempts and method in IDEMPOTENT_METHODS:
                     time.sleep(self.retry.pause(attempt, None))
@@ -270,6 +301,47 @@ class HTTPLayer:
                 raise _api_error(response, method, url)
             return response
 
+    def _url(self, path: str) -> httpx.URL:
+        url = self._urls.get(path)
+        if url is None:
+            url = httpx.URL(self.address + self.api_prefix + path)
+            if len(self._urls) < _URL_CACHE_SIZE:
+                self._urls[path] = url
+        return url
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None,
+        body: bytes | None,
+        headers: Mapping[str, str],
+    ) -> httpx.Response:
+        if self._direct is None:
+            return self._client.request(method, path, params=params, content=body, headers=headers)
+        merged = self._client.headers.raw
+        if headers:
+            extra = [(k.encode(), v.encode()) for k, v in headers.items()]
+            names = {k.lower() for k, _ in extra}
+            merged = [kv for kv in merged if kv[0].lower() not in names] + extra
+        request = httpx.Request(
+            method,
+            self._url(path),
+            params=params or None,
+            headers=merged,
+            content=body,
+            extensions={"timeout": self._timeout_ext},
+        )
+        hooks = self._client.event_hooks
+        for hook in hooks["request"]:
+            hook(request)
+        response = self._direct.handle_request(request)
+        response.request = request
+        response.read()
+        for hook in hooks["response"]:
+            hook(response)
+        return response
+
     def json(
         self,
         method: str,
@@ -291,17 +363,107 @@ class HTTPLayer:
     ) -> Iterator[R]:
         """Apply ``fn`` to every item with bounded concurrency, results in input order.
 
-        The bound is ``max_concurrency`` unless ``workers`` is smaller. The first
-        exception stops the iteration and is raised.
+        At most ``max_concurrency`` calls run at once (fewer when ``workers`` is
+        smaller), on the layer's thread pool; results are yielded as soon as they
+        and all before them are done. The first exception stops the iteration
+        (no new item is started) and is raised where its item would have been
+        yielded. Called from inside a ``map`` of the same layer, it runs inline.
         """
         items = list(items)
-        n = min(workers or self.max_concurrency, self.max_concurrency, max(len(items), 1))
-        if n <= 1 or len(items) <= 1:
+        n = min(workers or self.max_concurrency, self.max_concurrency, len(items))
+        if n <= 1 or getattr(_worker, "layer", None) is self:
             for item in items:
                 yield fn(item)
             return
-        with ThreadPoolExecutor(max_workers=n) as pool:
-            yield from pool.map(fn, items)
+        fan = _FanOut(fn, items, n, self._executor())
+        try:
+            yield from fan
+        finally:
+            fan.stop()
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    max_workers=self.max_concurrency,
+                    thread_name_prefix="toolkit-http",
+                    initializer=_mark_worker,
+                    initargs=(self,),
+                )
+            return self._pool
+
+
+def _mark_worker(layer: HTTPLayer) -> None:
+    _worker.layer = layer
+
+
+class _FanOut(Iterator[Any]):
+    """``n`` pool jobs pulling items from one shared cursor; results yielded in order."""
+
+    def __init__(
+        self, fn: Callable[[Any], Any], items: list[Any], n: int, pool: ThreadPoolExecutor
+    ) -> None:
+        self.fn = fn
+        self.items = items
+        self.results: list[Any] = [None] * len(items)
+        self.done = [False] * len(items)
+        self.errors: dict[int, BaseException] = {}
+        self.cursor = 0
+        self.next_out = 0
+        self.stopped = False
+        self.cond = threading.Condition()
+        self.jobs = [pool.submit(self._drain) for _ in range(n)]
+
+    def _take(self) -> int | None:
+        with self.cond:
+            if self.stopped or self.cursor >= len(self.items):
+                return None
+            k = self.cursor
+            self.cursor += 1
+            return k
+
+    def _drain(self) -> None:
+        while (k := self._take()) is not None:
+            try:
+                value = self.fn(self.items[k])
+            except BaseException as exc:  # handed to the consumer, in order
+                with self.cond:
+                    self.errors[k] = exc
+                    self.stopped = True
+                    self.done[k] = True
+                    self.cond.notify_all()
+                return
+            with self.cond:
+                self.results[k] = value
+                self.done[k] = True
+                self.cond.notify_all()
+
+    def __next__(self) -> Any:
+        k = self.next_out
+        if k >= len(self.items):
+            raise StopIteration
+        with self.cond:
+            while not self.done[k]:
+                if self.stopped and k >= self.cursor:
+                    break
+                self.cond.wait()
+            if k in self.errors:
+                self.next_out = len(self.items)
+                raise self.errors.pop(k)
+            if not self.done[k]:
+                # Stopped before this item was started: raise the failure now.
+                first = min(self.errors)
+                self.next_out = len(self.items)
+                raise self.errors.pop(first)
+            value = self.results[k]
+            self.results[k] = None
+        self.next_out = k + 1
+        return value
+
+    def stop(self) -> None:
+        """Start no new item (the consumer stopped early, or is done)."""
+        with self.cond:
+            self.stopped = True
 
 
 def decode_json(response: httpx.Response, method: str = "GET") -> Any:
@@ -357,6 +519,17 @@ def _api_error(response: httpx.Response, method: str, url: str) -> Exception:
         errors=errors,
         headers={k: v for k, v in response.headers.items() if k.lower() != "set-cookie"},
     )
+
+
+def _environment_proxies() -> bool:
+    proxies = urllib.request.getproxies()
+    return any(proxies.get(k) for k in ("http", "https", "all"))
+
+
+def _ssl_context(verify: bool | ssl.SSLContext) -> ssl.SSLContext:
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    return httpx.create_ssl_context(verify=verify)
 
 
 def _is_tls_failure(exc: Exception) -> bool:
