@@ -693,7 +693,7 @@ def test_sign_intermediate_applies_every_ca_parameter(shared: httpx.Client) -> N
         "payments.example",
         ".internal.example",
     ]
-    subject = {a.oid: [] for a in cert.subject}
+    subject: dict[x509.ObjectIdentifier, list[Any]] = {a.oid: [] for a in cert.subject}
     for attribute in cert.subject:
         subject[attribute.oid].append(attribute.value)
     assert subject[NameOID.COMMON_NAME] == ["Payments CA"]
