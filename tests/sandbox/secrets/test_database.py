@@ -63,7 +63,7 @@ def test_a_connection_reads_back_without_its_password(api, sandbox):
     assert data["root_credentials_rotate_statements"] == []
     assert data["verify_connection"] is True
     assert ROOT_PASSWORD not in api.get("database/config/pg").text
-    assert api.request("LIST", "database/config").json()["data"]["keys"] >= ["pg"]
+    assert "pg" in api.request("LIST", "database/config").json()["data"]["keys"]
 
 
 def test_a_password_written_into_the_url_is_redacted_and_warned_about(api):
@@ -224,7 +224,7 @@ def test_a_role_reads_back_with_its_statement_lists_and_ttls_in_seconds(api):
         "max_ttl": 86400,
         "credential_type": "password",
     }
-    assert api.request("LIST", "database/roles").json()["data"]["keys"] == ["reader"]
+    assert "reader" in api.request("LIST", "database/roles").json()["data"]["keys"]
     assert api.delete("database/roles/reader").status_code == 204
     assert api.get("database/roles/reader").status_code == 404
 
@@ -395,7 +395,7 @@ def test_a_static_role_rotates_at_creation_and_serves_its_password(api, sandbox)
     assert ran.operation == "static-create"
     assert ran.statement == f"ALTER ROLE \"orders_svc\" WITH PASSWORD '{creds['password']}';"
     assert "orders_svc" in engine(sandbox).users("pg")
-    assert api.request("LIST", "database/static-roles").json()["data"]["keys"] == ["static-orders"]
+    assert "static-orders" in api.request("LIST", "database/static-roles").json()["data"]["keys"]
 
 
 @pytest.mark.parametrize(
@@ -524,6 +524,8 @@ def test_writes_need_create_when_new_and_update_when_existing(api, sandbox, path
 
 def test_the_engine_works_where_it_is_mounted(api, sandbox):
     assert api.post("sys/mounts/dbs/eu", json={"type": "database"}).status_code == 204
+    for empty in ("config", "roles", "static-roles"):
+        assert api.request("LIST", f"dbs/eu/{empty}").status_code == 404
     connect(api, mount="dbs/eu")
     api.post("dbs/eu/roles/reader", json={"db_name": "pg", "creation_statements": [CREATE]})
     answer = api.get("dbs/eu/creds/reader").json()
