@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import pickle
 from collections.abc import Iterator
 from typing import Any
 
@@ -562,3 +563,21 @@ def test_demo_times_are_whole_days_before_the_clock_start(
     held = data(demo_api, "keymgmt/kms/aws-payments/key/payments-dek")
     stamp = int(held["name"].rpartition("-")[2])
     assert (int(start.timestamp()) - stamp) % 86400 == 0
+
+
+def test_the_engine_state_survives_being_stored_and_loaded(
+    km: httpx.Client, empty_sandbox: Sandbox
+) -> None:
+    setup_keys_and_providers(km)
+    ok(km.put("keymgmt/kms/azure/key/signer", json={"purpose": ["sign", "verify"]}))
+    before = snapshot(km)  # also makes the RSA material, which must be kept
+    with empty_sandbox.secrets.lock:
+        restored = pickle.loads(pickle.dumps(empty_sandbox.secrets))
+    mount = restored.mounts.engine("keymgmt")
+    assert mount is not None and mount.backend.service is restored
+    state: KeyManagement = mount.backend
+    assert state.describe_key("signer") == before["keys"]["signer"]
+    assert (
+        state.describe_distribution("azure", "signer")
+        == (before["providers"]["azure"]["keys"]["signer"])
+    )
