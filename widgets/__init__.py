@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .agent_cleanup import AgentCleanupForm
+    from .certificate_request import CertificateRequestForm
     from .key_distribution import KeyDistributionForm
     from .lease_revoke import LeaseRevokeForm
     from .library_checkout import LibraryCheckoutForm
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentCleanupForm",
+    "CertificateRequestForm",
     "KeyDistributionForm",
     "LeaseRevokeForm",
     "LibraryCheckoutForm",
@@ -33,6 +35,7 @@ __all__ = [
 
 _MODULES = {
     "AgentCleanupForm": "agent_cleanup",
+    "CertificateRequestForm": "certificate_request",
     "KeyDistributionForm": "key_distribution",
     "LeaseRevokeForm": "lease_revoke",
     "LibraryCheckoutForm": "library_checkout",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from tests.secrets._directory import corp_directory
 from toolkit import APIError, InputError, Sensitive
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets.demo_directory import BIND_DN
@@ -157,14 +158,7 @@ def test_rotate_root_returns_the_warning_while_a_rotation_runs(
 
 
 def test_every_call_works_against_another_mount(sandbox: Sandbox, client: SecretsClient) -> None:
-    client.enable_engine("corp-ad", "ad")
-    corp = client.ad.at("corp-ad")
-    corp.configure("CN=bind,DC=corp", "pw")
-    with sandbox.secrets.lock:
-        mount = sandbox.secrets.mounts.engine("corp-ad")
-        assert mount is not None
-        mount.backend.set_directory([("alice", "CN=alice,DC=corp")])
-    corp.write_set("team", ["alice"])
+    corp = corp_directory(sandbox, client)
     lent = corp.check_out("team")
     assert lent["lease_id"].startswith("corp-ad/library/team/check-out/")
     frame = corp.library_status()
