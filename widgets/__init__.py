@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .agent_cleanup import AgentCleanupForm
     from .certificate_request import CertificateRequestForm
+    from .certificate_request import CertificateRequestForm
     from .key_distribution import KeyDistributionForm
     from .lease_revoke import LeaseRevokeForm
     from .library_checkout import LibraryCheckoutForm
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentCleanupForm",
+    "CertificateRequestForm",
     "CertificateRequestForm",
     "KeyDistributionForm",
     "LeaseRevokeForm",
@@ -35,6 +37,7 @@ __all__ = [
 
 _MODULES = {
     "AgentCleanupForm": "agent_cleanup",
+    "CertificateRequestForm": "certificate_request",
     "CertificateRequestForm": "certificate_request",
     "KeyDistributionForm": "key_distribution",
     "LeaseRevokeForm": "lease_revoke",
