@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .agent_cleanup import AgentCleanupForm
     from .certificate_request import CertificateRequestForm
-    from .certificate_request import CertificateRequestForm
     from .key_distribution import KeyDistributionForm
     from .lease_revoke import LeaseRevokeForm
     from .library_checkout import LibraryCheckoutForm
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentCleanupForm",
-    "CertificateRequestForm",
     "CertificateRequestForm",
     "KeyDistributionForm",
     "LeaseRevokeForm",
@@ -37,7 +35,6 @@ __all__ = [
 
 _MODULES = {
     "AgentCleanupForm": "agent_cleanup",
-    "CertificateRequestForm": "certificate_request",
     "CertificateRequestForm": "certificate_request",
     "KeyDistributionForm": "key_distribution",
     "LeaseRevokeForm": "lease_revoke",
