@@ -173,8 +173,9 @@ def test_a_provider_is_written_with_sensitive_credentials_that_never_come_back(
     }
     assert "very-secret" not in repr(record) + record._repr_html_() + repr(km)
     assert "azure-eu" in km.list_providers()
-    with pytest.raises(BadRequest, match="key_collection: fixed after creation"):
-        km.write_provider("azure-eu", "azurekeyvault", "kv-us")
+    with pytest.raises(BadRequest, match="key_collection: fixed after creation") as refused:
+        km.write_provider("azure-eu", "azurekeyvault", "kv-us", credentials={"k": secret})
+    assert "very-secret" not in str(refused.value) + repr(refused.value)
     km.delete_provider("azure-eu")
     assert "azure-eu" not in km.list_providers()
 
