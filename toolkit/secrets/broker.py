@@ -1,13 +1,274 @@
-"""Calls of the message-broker engine (spec 4.9), against any mount (default ``broker``)."""
+"""Calls of the message-broker engine (spec 4.9), against any mount (default ``broker``).
+
+One method per endpoint: the connection to the broker's management API and
+the lease setting, roles (write, read, list, delete) and creds. The
+administrator password is sent once and never returned (the server has no
+read of the connection); generated passwords come back as
+:class:`~toolkit.Sensitive`. The views read every role concurrently:
+
+- :meth:`Broker.roles`: one row per role;
+- :meth:`Broker.vhost_permissions`: one row per role and virtual host, with
+  its ``configure``, ``write`` and ``read`` patterns;
+- :meth:`Broker.topic_permissions`: one row per role, virtual host and
+  exchange, with its ``write`` and ``read`` patterns.
+
+Role maps are written as the JSON strings the server takes; reads accept them
+as strings or as objects (the real server answers objects).
+"""
 
 from __future__ import annotations
 
-from ._base import EngineArea
+import json
+from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["Broker"]
+import pandas as pd
+
+from .._errors import InputError, NotFound
+from .._frames import Col, Schema, build_frame
+from .._masking import Sensitive, reveal
+from .._records import Record
+from ._base import EngineArea, hide, lease_of, unwrap
+
+__all__ = ["BROKER_ROLES", "TOPIC_PERMISSIONS", "VHOST_PERMISSIONS", "Broker"]
+
+BROKER_ROLES = Schema.of(
+    "name",
+    Col("tags", "object"),
+    Col("vhosts", "int"),
+    Col("exchanges", "int"),
+    index="name",
+)
+VHOST_PERMISSIONS = Schema.of(
+    Col("role"),
+    Col("vhost"),
+    Col("configure"),
+    Col("write"),
+    Col("read"),
+    Col("tags"),
+)
+TOPIC_PERMISSIONS = Schema.of(
+    Col("role"),
+    Col("vhost"),
+    Col("exchange"),
+    Col("write"),
+    Col("read"),
+)
+
+Names = list[str]
+VhostMap = Mapping[str, Mapping[str, str]]
+TopicMap = Mapping[str, Mapping[str, Mapping[str, str]]]
+_VHOST_KEYS = ("configure", "write", "read")
+_TOPIC_KEYS = ("write", "read")
+
+
+def _required(**values: Any) -> None:
+    for what, value in values.items():
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise InputError(f"a {what.replace('_', ' ')} is required")
+
+
+def _decoded(value: Any) -> dict[str, Any]:
+    """A role map as read: a JSON string or an object (empty when absent)."""
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip() else {}
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def _check(field: str, where: str, perms: Any, keys: tuple[str, ...]) -> None:
+    if not isinstance(perms, Mapping):
+        raise InputError(f"{field}: {where} must map {', '.join(keys)} to patterns")
+    unknown = sorted(set(perms) - set(keys))
+    if unknown:
+        raise InputError(f"{field}: {where} has unknown key {unknown[0]!r}")
+    if not all(isinstance(v, str) for v in perms.values()):
+        raise InputError(f"{field}: {where} patterns must be strings")
+
+
+def _encoded_vhosts(vhosts: VhostMap | str) -> str:
+    if isinstance(vhosts, str):
+        return vhosts
+    for vhost, perms in vhosts.items():
+        _check("vhosts", repr(vhost), perms, _VHOST_KEYS)
+    return json.dumps({v: dict(p) for v, p in vhosts.items()})
+
+
+def _encoded_topics(topics: TopicMap | str) -> str:
+    if isinstance(topics, str):
+        return topics
+    for vhost, exchanges in topics.items():
+        if not isinstance(exchanges, Mapping):
+            raise InputError(f"vhost_topics: {vhost!r} must map exchanges to permissions")
+        for exchange, perms in exchanges.items():
+            _check("vhost_topics", f"{vhost!r} / {exchange!r}", perms, _TOPIC_KEYS)
+    return json.dumps({v: {e: dict(p) for e, p in ex.items()} for v, ex in topics.items()})
 
 
 class Broker(EngineArea):
     """The message-broker engine (spec 4.9); ``client.broker.at(path)`` for another mount."""
 
     DEFAULT_MOUNT = "broker"
+
+    # -- configuration -----------------------------------------------------------------
+    def configure_connection(
+        self,
+        connection_uri: str,
+        username: str,
+        password: str | Sensitive,
+        *,
+        verify_connection: bool = True,
+        password_policy: str | None = None,
+    ) -> None:
+        """Set the management API address and administrator. ``POST /broker/config/connection``.
+
+        With ``verify_connection`` the server checks it can reach the API first.
+        ``password_policy`` names the policy for generated passwords (none: 36
+        letters and digits). The password is sent, never returned.
+        """
+        _required(connection_uri=connection_uri, username=username)
+        if not reveal(password):
+            raise InputError("a password is required")
+        body: dict[str, Any] = {
+            "connection_uri": connection_uri,
+            "username": username,
+            "password": reveal(password),
+            "verify_connection": verify_connection,
+        }
+        if password_policy is not None:
+            body["password_policy"] = password_policy
+        self._send("POST", self._path("config", "connection"), body)
+
+    def configure_lease(self, ttl: int | str = 0, max_ttl: int | str = 0) -> Record:
+        """Set the creds' lease ttls (0: the mount's). ``POST /broker/config/lease``.
+
+        Returns the setting as :meth:`read_lease` does.
+        """
+        self._send("POST", self._path("config", "lease"), {"ttl": ttl, "max_ttl": max_ttl})
+        found = self.read_lease()
+        assert found is not None  # just written
+        return found
+
+    def read_lease(self) -> Record | None:
+        """The creds' lease ttls in seconds, None before they were set. ``GET /broker/config/lease``."""
+        try:
+            data = self._read(self._path("config", "lease"))
+        except NotFound:
+            return None
+        return Record(
+            {"ttl": int(data.get("ttl") or 0), "max_ttl": int(data.get("max_ttl") or 0)},
+            kind="broker-lease",
+        )
+
+    # -- roles -------------------------------------------------------------------------
+    def list_roles(self) -> Names:
+        """Role names. ``LIST /broker/roles``."""
+        return self._list(self._path("roles"))
+
+    def write_role(
+        self,
+        name: str,
+        *,
+        tags: str | list[str] = "",
+        vhosts: VhostMap | str | None = None,
+        vhost_topics: TopicMap | str | None = None,
+    ) -> Record:
+        """Create or replace a role. ``POST /broker/roles/:name``.
+
+        ``tags``: management tags (a list or a comma-separated string);
+        ``vhosts``: virtual host -> ``{configure, write, read}`` patterns;
+        ``vhost_topics``: virtual host -> exchange -> ``{write, read}`` (broker
+        3.7.0 and later). A role needs tags or vhosts. Maps are checked here and
+        sent as JSON strings. Returns the role as :meth:`read_role` does.
+        """
+        _required(role_name=name)
+        tag_text = ",".join(tags) if isinstance(tags, list) else tags
+        if not tag_text and not vhosts:
+            raise InputError("a role needs tags or vhosts")
+        body: dict[str, Any] = {"tags": tag_text}
+        if vhosts:
+            body["vhosts"] = _encoded_vhosts(vhosts)
+        if vhost_topics:
+            body["vhost_topics"] = _encoded_topics(vhost_topics)
+        self._send("POST", self._path("roles", name), body)
+        return self.read_role(name)
+
+    def read_role(self, name: str) -> Record:
+        """A role: ``name``, ``tags`` (list), ``vhosts`` and ``vhost_topics`` (dicts).
+
+        ``GET /broker/roles/:name``.
+        """
+        _required(role_name=name)
+        data = self._read(self._path("roles", name))
+        tags = str(data.get("tags") or "")
+        return Record(
+            {
+                "name": name,
+                "tags": [t.strip() for t in tags.split(",") if t.strip()],
+                "vhosts": _decoded(data.get("vhosts")),
+                "vhost_topics": _decoded(data.get("vhost_topics")),
+            },
+            kind="broker-role",
+        )
+
+    def delete_role(self, name: str) -> None:
+        """Delete a role (issued creds stay until their leases end). ``DELETE /broker/roles/:name``."""
+        _required(role_name=name)
+        self._send("DELETE", self._path("roles", name))
+
+    def generate_credentials(self, role: str) -> Record:
+        """A new broker user for ``role``. ``GET /broker/creds/:name``.
+
+        Fields ``username``, ``password`` (:class:`~toolkit.Sensitive`),
+        ``lease_id``, ``lease_duration``, ``renewable``. Revoking the lease
+        deletes the user.
+        """
+        _required(role_name=role)
+        payload = self._http.json("GET", self._path("creds", role))
+        data = hide(unwrap(payload), "password", label="password")
+        return Record(
+            {"role": role, "username": data.get("username"), "password": data.get("password")}
+            | lease_of(payload),
+            kind="broker-credentials",
+        )
+
+    # -- views -------------------------------------------------------------------------
+    def _roles(self) -> list[Record]:
+        return list(self._http.map(self.read_role, self.list_roles()))
+
+    def roles(self) -> pd.DataFrame:
+        """One row per role (index ``name``): ``tags`` (list), how many ``vhosts`` and ``exchanges``."""
+        rows = [
+            {
+                "name": r["name"],
+                "tags": r["tags"],
+                "vhosts": len(r["vhosts"]),
+                "exchanges": sum(len(ex) for ex in r["vhost_topics"].values()),
+            }
+            for r in self._roles()
+        ]
+        return build_frame(rows, BROKER_ROLES)
+
+    def vhost_permissions(self, roles: list[Record] | None = None) -> pd.DataFrame:
+        """One row per role and virtual host: ``configure``, ``write``, ``read`` patterns.
+
+        ``tags`` is the role's tags joined by commas. A role with tags only has
+        one row with no virtual host, so every role shows.
+        """
+        rows: list[dict[str, Any]] = []
+        for role in roles if roles is not None else self._roles():
+            tags = ",".join(role["tags"])
+            if not role["vhosts"]:
+                rows.append({"role": role["name"], "vhost": None, "tags": tags})
+            for vhost, perms in sorted(role["vhosts"].items()):
+                rows.append({"role": role["name"], "vhost": vhost, "tags": tags, **perms})
+        return build_frame(rows, VHOST_PERMISSIONS)
+
+    def topic_permissions(self, roles: list[Record] | None = None) -> pd.DataFrame:
+        """One row per role, virtual host and exchange: its ``write`` and ``read`` patterns."""
+        rows = [
+            {"role": role["name"], "vhost": vhost, "exchange": exchange, **perms}
+            for role in (roles if roles is not None else self._roles())
+            for vhost, exchanges in sorted(role["vhost_topics"].items())
+            for exchange, perms in sorted(exchanges.items())
+        ]
+        return build_frame(rows, TOPIC_PERMISSIONS)

@@ -75,10 +75,8 @@ def load_demo_broker(service: SecretsService) -> None:
     )
     broker.configure_lease({"ttl": "1h", "max_ttl": "24h"})
     for name, role in _ROLES.items():
-        body = {
-            "tags": role.get("tags", ""),
-            **{k: json.dumps(role[k]) for k in ("vhosts", "vhost_topics") if k in role},
-        }
+        body: dict[str, object] = {"tags": role.get("tags", "")}
+        body.update({k: json.dumps(role[k]) for k in ("vhosts", "vhost_topics") if k in role})
         broker.write_role(name, body)
     for role_name, suffix, display_name in _LIVE_CREDS:
         broker.issue_creds(
