@@ -71,6 +71,7 @@ def test_every_runbook_is_covered() -> None:
         "06_policy_review.ipynb",
         "07_plugin_catalog_audit.ipynb",
         "10_key_distribution.ipynb",
+        "11_certificates.ipynb",
     ]
 
 

@@ -174,8 +174,8 @@ def format_serial(serial: int) -> str:
 
 
 def new_serial() -> int:
-    """A random positive serial of up to 159 bits (RFC 5280 allows 20 octets)."""
-    return secrets.randbits(159) | 1 << 64  # never short: at least 9 octets
+    """A random positive serial of 159 bits: always 20 octets, the most RFC 5280 allows."""
+    return secrets.randbits(158) | 1 << 158
 
 
 def is_self_signed(cert: x509.Certificate) -> bool:
