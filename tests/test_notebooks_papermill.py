@@ -70,6 +70,7 @@ def test_every_runbook_is_covered() -> None:
         "05_lease_audit.ipynb",
         "06_policy_review.ipynb",
         "07_plugin_catalog_audit.ipynb",
+        "08_service_account_library.ipynb",
         "10_key_distribution.ipynb",
         "11_certificates.ipynb",
     ]
