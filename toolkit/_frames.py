@@ -16,7 +16,7 @@ import pandas as pd
 
 from ._masking import HIDDEN, Sensitive
 
-__all__ = ["Col", "Schema", "build_frame", "DTYPES"]
+__all__ = ["Col", "Schema", "build_frame", "frame_from_columns", "DTYPES"]
 
 # The dtype names a schema may use, and what pandas dtype each becomes.
 DTYPES: dict[str, Any] = {
@@ -83,10 +83,18 @@ def _series(values: list[Any], dtype: str, name: str) -> pd.Series:
 def build_frame(records: Iterable[Mapping[str, Any]], schema: Schema) -> pd.DataFrame:
     """A DataFrame with exactly the schema's columns and dtypes, indexed by its index column."""
     rows: Sequence[Mapping[str, Any]] = records if isinstance(records, list) else list(records)
-    data: dict[str, pd.Series] = {}
-    for col in schema.columns:
-        key = col.key
-        data[col.name] = _series([r.get(key) for r in rows], col.dtype, col.name)
+    return frame_from_columns(
+        {c.name: [r.get(c.key) for r in rows] for c in schema.columns}, schema
+    )
+
+
+def frame_from_columns(columns: Mapping[str, list[Any]], schema: Schema) -> pd.DataFrame:
+    """The schema's frame from one value list per column name (all of one length).
+
+    For callers that can take each column straight from the answers (see
+    ``platform._jsonapi.resources_frame``) instead of building a dict a record.
+    """
+    data = {c.name: _series(columns[c.name], c.dtype, c.name) for c in schema.columns}
     frame = pd.DataFrame(data, columns=schema.names)
     if schema.index is not None:
         frame = frame.set_index(schema.index)

@@ -7,12 +7,22 @@ records come back in server order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+import pandas as pd
+
+from .._frames import Schema, frame_from_columns
 from .._http import HTTPLayer
 
-__all__ = ["MAX_PAGE_SIZE", "flatten", "get_document", "iter_resources", "snake"]
+__all__ = [
+    "MAX_PAGE_SIZE",
+    "flatten",
+    "get_document",
+    "iter_resources",
+    "resources_frame",
+    "snake",
+]
 
 # The largest page the platform serves; fewer requests for the same records.
 MAX_PAGE_SIZE = 100
@@ -45,6 +55,69 @@ def flatten(resource: Mapping[str, Any]) -> dict[str, Any]:
         else:
             flat[f"{name}_id"] = None
     return flat
+
+
+def _related(resource: Mapping[str, Any], name: str, many: bool) -> Any:
+    rel = (resource.get("relationships") or {}).get(name)
+    if not isinstance(rel, Mapping):
+        return None
+    data = rel.get("data")
+    if many:
+        return (
+            [d.get("id") for d in data if isinstance(d, Mapping)]
+            if isinstance(data, list)
+            else None
+        )
+    return data.get("id") if isinstance(data, Mapping) else None
+
+
+# How many resources are read to learn the attribute and relationship names.
+_SAMPLE = 64
+
+
+def resources_frame(
+    resources: Iterable[Mapping[str, Any]],
+    schema: Schema,
+    constants: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
+    """The schema's frame of JSON:API resources: the columns :func:`flatten` names.
+
+    Each column is taken straight from the resources (one list each), without a
+    flat dict a record; ``constants`` fill columns the resources do not carry
+    (``pool_id`` of a pool's agents). A column not seen in the first resources
+    falls back to :func:`flatten` record by record.
+    """
+    docs = resources if isinstance(resources, list) else list(resources)
+    attrs = [r.get("attributes") or {} for r in docs]
+    attribute_names: dict[str, str] = {}
+    related_names: dict[str, tuple[str, bool]] = {}
+    for r, a in zip(docs[:_SAMPLE], attrs[:_SAMPLE], strict=True):
+        for key in a:
+            attribute_names.setdefault(snake(key), key)
+        for key, rel in (r.get("relationships") or {}).items():
+            if isinstance(rel, Mapping) and "data" in rel:
+                name = snake(key)
+                if isinstance(rel["data"], list):
+                    base = name[:-1] if name.endswith("s") else name
+                    related_names.setdefault(f"{base}_ids", (key, True))
+                else:
+                    related_names.setdefault(f"{name}_id", (key, False))
+    columns: dict[str, list[Any]] = {}
+    for col in schema.columns:
+        key = col.key
+        if constants is not None and key in constants:
+            columns[col.name] = [constants[key]] * len(docs)
+        elif key == "id":
+            columns[col.name] = [r.get("id") for r in docs]
+        elif key in attribute_names:
+            original = attribute_names[key]
+            columns[col.name] = [a.get(original) for a in attrs]
+        elif key in related_names:
+            original, many = related_names[key]
+            columns[col.name] = [_related(r, original, many) for r in docs]
+        else:
+            columns[col.name] = [flatten(r).get(key) for r in docs]
+    return frame_from_columns(columns, schema)
 
 
 def get_document(http: HTTPLayer, path: str, params: Mapping[str, Any] | None = None) -> Any:

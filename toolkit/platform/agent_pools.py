@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -15,10 +15,10 @@ from .._progress import progress
 from .._records import Record
 from .._time import format_iso_ms
 from ._base import Area
-from ._jsonapi import flatten, iter_resources
+from ._jsonapi import flatten, iter_resources, resources_frame
 from .permissions import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 
-__all__ = ["AgentPools", "POOLS", "AGENTS"]
+__all__ = ["AgentPools", "POOLS", "AGENTS", "agents_frame"]
 
 POOLS = Schema.of(
     "id",
@@ -180,11 +180,8 @@ class AgentPools(Area):
         params = (
             {"filter[last-ping-since]": format_iso_ms(last_ping_since)} if last_ping_since else None
         )
-        records = [
-            {**flatten(r), "pool_id": pool_id}
-            for r in iter_resources(self._http, f"/agent-pools/{segment(pool_id)}/agents", params)
-        ]
-        return build_frame(records, AGENTS)
+        resources = iter_resources(self._http, f"/agent-pools/{segment(pool_id)}/agents", params)
+        return agents_frame(resources, pool_id)
 
     def agent(self, agent_id: str) -> Record:
         """One agent with its status. ``GET /agents/:id``."""
@@ -195,18 +192,33 @@ class AgentPools(Area):
         self._send("DELETE", f"/agents/{segment(agent_id)}")
 
     # -- views ---------------------------------------------------------------------
-    def all_agents(self, organization: str) -> pd.DataFrame:
-        """Every agent of every pool of the organization, with its ``pool_id``."""
+    def all_agents(self, organization: str, *, show_progress: bool = False) -> pd.DataFrame:
+        """Every agent of every pool of the organization, with its ``pool_id``.
+
+        The pools' agent lists (all pages each) are read concurrently;
+        ``show_progress`` shows a bar over the pools.
+        """
         pools = self.list(organization)
-        frames = list(self._http.map(self.agents, list(pools.index)))
+        frames = list(
+            progress(
+                self._http.map(self.agents, list(pools.index)),
+                desc="reading agents",
+                total=len(pools),
+                enabled=show_progress,
+            )
+        )
         if not frames:
             return build_frame([], AGENTS)
         return pd.concat(frames) if len(frames) > 1 else frames[0]
 
-    def agents_by_status(self, organization: str) -> pd.DataFrame:
+    def agents_by_status(self, organization: str, *, show_progress: bool = False) -> pd.DataFrame:
         """Per pool, how many agents are in each status (one column per status, and ``total``)."""
         pools = self.list(organization)
-        agents = self.all_agents(organization) if len(pools) else build_frame([], AGENTS)
+        agents = (
+            self.all_agents(organization, show_progress=show_progress)
+            if len(pools)
+            else build_frame([], AGENTS)
+        )
         return count_by_status(pools, agents)
 
     def stale_agents(
@@ -274,6 +286,11 @@ class AgentPools(Area):
                 except APIError as exc:
                     item["action"], item["detail"] = "failed", f"{exc.status}: {exc.message}"
         return build_frame(plan, CLEANUP)
+
+
+def agents_frame(resources: Iterable[Mapping[str, Any]], pool_id: str) -> pd.DataFrame:
+    """The :data:`AGENTS` frame of a pool's agent resources (JSON:API), built in one pass."""
+    return resources_frame(list(resources), AGENTS, {"pool_id": pool_id})
 
 
 def count_by_status(pools: pd.DataFrame, agents: pd.DataFrame) -> pd.DataFrame:
