@@ -80,3 +80,17 @@ def raft_bao(request: pytest.FixtureRequest) -> Iterator[OpenBao]:
     without the listener option that re-enables the legacy ``sys/rekey/*`` endpoints."""
     with launch(lambda: OpenBao(dev=False, legacy_rekey=request.param)) as server:
         yield server
+
+
+DATABASE_MOUNT = "database"
+DATABASE_CONNECTION = "pg"
+
+
+@pytest.fixture(scope="session")
+def database_mount(bao: OpenBao, postgres: Postgres) -> str:
+    """The database engine at ``database/`` on the session's OpenBao, with a connection
+    ``pg`` to the session's PostgreSQL; returns the mount path."""
+    from tests.real import _seed
+
+    _seed.database_connection(bao, postgres, DATABASE_MOUNT, DATABASE_CONNECTION)
+    return DATABASE_MOUNT
