@@ -17,7 +17,7 @@ SYSTEM_PACKAGES := postgresql rabbitmq-server chromium
 SLOW_SUITES := tests/real tests/browser
 
 .PHONY: setup system-deps lab sandbox check test test-fast test-notebooks test-real \
-	test-browser test-binder bench lint typecheck clean
+	test-browser test-binder bench lint typecheck clean ceremony
 
 setup: $(STAMP)
 
@@ -72,8 +72,15 @@ clean:
 test-real: setup system-deps
 	$(BIN)/python -m pytest -q -p no:randomly tests/real
 
+# JupyterLab, Voila and Debian's Chromium driven by Playwright (never `playwright install`);
+# screenshots of each scenario's end state go to artifacts/screenshots/.
 test-browser: setup system-deps
-	@echo "test-browser: not written yet"
+	$(BIN)/python -m pytest -q -p no:randomly tests/browser
+
+# The rekey ceremony as a page without code, for key holders, beside a sandbox.
+ceremony: setup
+	$(BIN)/python -m toolkit.sandbox.lab --port $(SANDBOX_PORT) -- \
+	$(BIN)/voila notebooks/04_rekey_ceremony.ipynb
 
 test-binder: setup
 	@echo "test-binder: not written yet"
