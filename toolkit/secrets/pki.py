@@ -591,10 +591,10 @@ class PKI(EngineArea):
         and ``not_after`` (a UTC datetime or ``YYYY-MM-ddTHH:MM:SSZ``) exclude
         each other. The private key is in the result as ``Sensitive``.
         """
-        _check_format(format, private_key_format)
-        if ttl is not None and not_after is not None:
-            raise InputError("give ttl or not_after, not both")
-        body = _body(
+        return self._request(
+            "issue",
+            role,
+            issuer_ref,
             common_name=common_name,
             alt_names=alt_names,
             ip_sans=ip_sans,
@@ -602,15 +602,11 @@ class PKI(EngineArea):
             other_sans=other_sans,
             user_ids=user_ids,
             ttl=ttl,
-            not_after=_stamp(not_after),
+            not_after=not_after,
             format=format,
             private_key_format=private_key_format,
             exclude_cn_from_sans=exclude_cn_from_sans,
             remove_roots_from_chain=remove_roots_from_chain,
-        )
-        path = self._issuer_path(issuer_ref, "issue", role)
-        return self._keep(
-            self._send("POST", path, body), role=role, operation="issue", format=format
         )
 
     def sign(
@@ -634,8 +630,10 @@ class PKI(EngineArea):
 
         With ``issuer_ref``: ``POST /pki/issuer/:issuer_ref/sign/:role``.
         """
-        _check_format(format)
-        body = _body(
+        return self._request(
+            "sign",
+            role,
+            issuer_ref,
             csr=csr,
             common_name=common_name,
             alt_names=alt_names,
@@ -643,15 +641,24 @@ class PKI(EngineArea):
             uri_sans=uri_sans,
             other_sans=other_sans,
             ttl=ttl,
-            not_after=_stamp(not_after),
+            not_after=not_after,
             format=format,
             exclude_cn_from_sans=exclude_cn_from_sans,
             remove_roots_from_chain=remove_roots_from_chain,
         )
-        path = self._issuer_path(issuer_ref, "sign", role)
-        return self._keep(
-            self._send("POST", path, body), role=role, operation="sign", format=format
-        )
+
+    def _request(
+        self, verb: str, role: str, issuer_ref: str | None, **fields: Any
+    ) -> IssuedCertificate:
+        """Send an issue or sign request after checking what can be checked here."""
+        format = str(fields.get("format") or "pem")
+        _check_format(format, fields.get("private_key_format"))
+        if fields.get("ttl") is not None and fields.get("not_after") is not None:
+            raise InputError("give ttl or not_after, not both")
+        fields["not_after"] = _stamp(fields.get("not_after"))
+        path = self._issuer_path(issuer_ref, verb, role)
+        payload = self._send("POST", path, _body(**fields))
+        return self._keep(payload, role=role, operation=verb, format=format)
 
     def sign_intermediate(
         self,

@@ -396,9 +396,8 @@ class PKI:
             raise SecretsError(400, refused)
         subject_values = {k: list(role[k]) for k in SUBJECT_FIELDS}
         subject_values["serial_number"] = [serial] if serial else []
-        return _template(
-            cn, subject_values, names.user_ids, dns, emails, ips, uris, names.other_sans
-        )
+        subject = certs.subject_name(cn, subject_values, names.user_ids)
+        return _template(subject, dns, emails, ips, uris, names.other_sans)
 
     @staticmethod
     def _ca_names(
@@ -410,17 +409,7 @@ class PKI:
         """The subject and SANs of a CA certificate: no role policy; from the CSR with use_csr_values."""
         if csr is not None and options.use_csr_values:
             dns, emails, ips, uris = _csr_sans(csr)
-            template = certs.CertTemplate(
-                subject=csr.subject,
-                public_key=None,
-                not_before=datetime.min,
-                not_after=datetime.min,
-                serial=0,
-                dns_names=dns,
-                emails=emails,
-                ips=[parse_ip(i) for i in ips],
-                uris=uris,
-            )
+            template = _template(csr.subject, dns, emails, ips, uris)
             template.copied = [e for e in csr.extensions]
             for extension in csr.extensions:
                 if isinstance(extension.value, x509.KeyUsage):
@@ -434,9 +423,8 @@ class PKI:
             policy.add_common_name(cn, dns, emails)
         values = subject_fields(body)
         values["serial_number"] = [names.subject_serial] if names.subject_serial else []
-        return _template(
-            cn, values, names.user_ids, dns, emails, names.ip_sans, names.uri_sans, names.other_sans
-        )
+        subject = certs.subject_name(cn, values, names.user_ids)
+        return _template(subject, dns, emails, names.ip_sans, names.uri_sans, names.other_sans)
 
     # -- making and keeping certificates ----------------------------------------------------
     def _serial(self) -> int:
@@ -896,17 +884,16 @@ def _csr_sans(
 
 
 def _template(
-    cn: str,
-    subject_values: dict[str, list[str]],
-    user_ids: list[str],
+    subject: x509.Name,
     dns: list[str],
     emails: list[str],
     ips: list[str],
     uris: list[str],
-    other_sans: list[tuple[str, str]],
+    other_sans: list[tuple[str, str]] | None = None,
 ) -> certs.CertTemplate:
+    """A template with its subject and SANs; key, times and serial are filled in on signing."""
     return certs.CertTemplate(
-        subject=certs.subject_name(cn, subject_values, user_ids),
+        subject=subject,
         public_key=None,
         not_before=datetime.min,
         not_after=datetime.min,
@@ -915,7 +902,7 @@ def _template(
         emails=emails,
         ips=[parse_ip(i) for i in ips],
         uris=list(uris),
-        other_sans=list(other_sans),
+        other_sans=list(other_sans or []),
     )
 
 
