@@ -233,7 +233,11 @@ class Leases(Area):
         return found
 
     def leases_by_mount(
-        self, prefix: str | None = None, mounts: Iterable[str] | None = None
+        self,
+        prefix: str | None = None,
+        mounts: Iterable[str] | None = None,
+        *,
+        show_progress: bool = False,
     ) -> pd.DataFrame:
         """Every lease under ``prefix`` (or under ``mounts``, or all), looked up.
 
@@ -241,7 +245,8 @@ class Leases(Area):
         ``lease_id``; columns ``mount``, ``role``, ``issue_time``,
         ``expire_time``, ``last_renewal_time`` (UTC datetimes), ``ttl`` (seconds
         left), ``renewable``; sorted by mount then expiry. A lease that expires
-        between listing and lookup is left out.
+        between listing and lookup is left out. ``show_progress`` shows a bar
+        over the lookups.
         """
         if prefix is not None and mounts is not None:
             raise InputError("pass prefix or mounts, not both")
@@ -249,10 +254,16 @@ class Leases(Area):
         ids: list[str] = []
         for start in starts:
             ids.extend(self.lease_ids(start))
-        return self.lookup_leases(ids, mounts=starts if mounts is not None else None)
+        return self.lookup_leases(
+            ids, mounts=starts if mounts is not None else None, show_progress=show_progress
+        )
 
     def lookup_leases(
-        self, ids: Iterable[str], mounts: Iterable[str] | None = None
+        self,
+        ids: Iterable[str],
+        mounts: Iterable[str] | None = None,
+        *,
+        show_progress: bool = False,
     ) -> pd.DataFrame:
         """The leases ``ids`` (a list, or a frame's index), looked up concurrently.
 
@@ -275,7 +286,13 @@ class Leases(Area):
             mount, role = split_lease_id(lease_id, mount_paths)
             return {**_lease_fields(data, lease_id), "mount": mount, "role": role}
 
-        rows = [r for r in self._http.map(one, todo) if r is not None]
+        looked_up = progress(
+            self._http.map(one, todo),
+            desc="looking up leases",
+            total=len(todo),
+            enabled=show_progress,
+        )
+        rows = [r for r in looked_up if r is not None]
         frame = build_frame(rows, LEASES)
         return frame.sort_values(["mount", "expire_time"], kind="stable")
 

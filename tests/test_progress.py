@@ -1,0 +1,80 @@
+"""Progress bars over the operations that walk many records."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from toolkit import PlatformClient
+from toolkit._progress import progress
+from toolkit.sandbox import Sandbox
+from toolkit.secrets import SecretsClient
+
+
+def bar_lines(err: str) -> list[str]:
+    return [line for line in re.split(r"[\r\n]+", err) if line.strip()]
+
+
+def test_a_bar_counts_every_item_against_the_total(capsys: pytest.CaptureFixture[str]) -> None:
+    assert list(progress(range(7), desc="walking")) == list(range(7))
+    last = bar_lines(capsys.readouterr().err)[-1]
+    assert last.startswith("walking: 100%") and "7/7" in last
+
+
+def test_a_disabled_bar_prints_nothing_and_does_not_load_tqdm() -> None:
+    code = (
+        "import sys\n"
+        "from toolkit._progress import progress\n"
+        "assert list(progress(iter([1, 2]), desc='x', enabled=False)) == [1, 2]\n"
+        "assert 'tqdm' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    with Sandbox() as sb:
+        yield sb
+
+
+def test_the_lease_walk_shows_a_bar_over_its_lookups(
+    sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with SecretsClient(sandbox.address, sandbox.token) as client:
+        quiet = client.leases.leases_by_mount()
+        assert capsys.readouterr().err == ""
+        shown = client.leases.leases_by_mount(show_progress=True)
+    last = bar_lines(capsys.readouterr().err)[-1]
+    assert len(shown) == len(quiet) > 0
+    assert last.startswith("looking up leases: 100%") and f"{len(shown)}/{len(shown)}" in last
+
+
+def test_reading_every_pools_agents_shows_a_bar_over_the_pools(
+    sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with PlatformClient(sandbox.address, sandbox.token) as client:
+        pools = len(client.agent_pools.list("acme"))
+        client.agent_pools.agents_by_status("acme")
+        assert capsys.readouterr().err == ""
+        client.agent_pools.agents_by_status("acme", show_progress=True)
+    last = bar_lines(capsys.readouterr().err)[-1]
+    assert last.startswith("reading agents: 100%") and f"{pools}/{pools}" in last
+
+
+def test_bulk_renewal_shows_a_bar_and_a_dry_run_shows_none(
+    sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with SecretsClient(sandbox.address, sandbox.token) as client:
+        leases = client.leases.leases_by_mount()
+        ids = list(leases[leases["renewable"].astype(bool)].index[:3])
+        client.leases.renew_leases(ids, 60, dry_run=True)
+        assert capsys.readouterr().err == ""
+        client.leases.renew_leases(ids, 60, dry_run=False)
+    last = bar_lines(capsys.readouterr().err)[-1]
+    assert last.startswith("renew leases: 100%") and f"{len(ids)}/{len(ids)}" in last

@@ -1,0 +1,268 @@
+"""Charts of the audit frames: one call each, shown inline in Jupyter.
+
+    from toolkit import plots
+    plots.agents_by_status(platform.agent_pools.agents_by_status("acme"))
+    plots.lease_expiry(secrets.leases.leases_by_mount())
+    plots.permissions_matrix(platform.team_access.permissions_matrix("acme"))
+
+Each function takes the frame a client view returns and gives a :class:`Chart`,
+which Jupyter shows as a PNG. A chart draws its own opaque light background and
+dark text, so it reads the same in JupyterLab's light and dark themes; the
+colours are the colour-blind-safe Okabe-Ito set. matplotlib (the ``notebook``
+extra) is imported when a chart is first drawn, never by ``toolkit``, and
+pyplot is never used, so a chart is displayed once and no global state changes.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "BACKGROUND",
+    "Chart",
+    "STATUS_COLOURS",
+    "agents_by_status",
+    "contrast_ratio",
+    "lease_expiry",
+    "permissions_matrix",
+]
+
+# One light canvas for every chart: readable whatever the notebook's theme.
+BACKGROUND = "#ffffff"
+INK = "#1a1a1a"
+GRID = "#d0d0d0"
+# Okabe-Ito, distinguishable with the common colour-vision deficiencies.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+STATUS_COLOURS: dict[str, str] = {
+    "idle": "#009E73",
+    "busy": "#0072B2",
+    "exited": "#E69F00",
+    "errored": "#D55E00",
+    "unknown": "#999999",
+}
+
+
+class Chart:
+    """A drawn chart: Jupyter shows it as a PNG; ``figure`` is the matplotlib Figure."""
+
+    def __init__(self, figure: Figure, title: str) -> None:
+        self.figure = figure
+        self.title = title
+
+    def png(self, dpi: int = 100) -> bytes:
+        """The chart as PNG bytes."""
+        buffer = io.BytesIO()
+        self.figure.savefig(buffer, format="png", dpi=dpi, facecolor=BACKGROUND)
+        return buffer.getvalue()
+
+    def save(self, path: str, dpi: int = 100) -> None:
+        """Write the chart to ``path`` (the format follows the suffix)."""
+        self.figure.savefig(path, dpi=dpi, facecolor=BACKGROUND)
+
+    def _repr_png_(self) -> bytes:
+        return self.png()
+
+    def __repr__(self) -> str:
+        return f"<Chart: {self.title}>"
+
+
+def _canvas(width: float, height: float) -> tuple[Figure, Axes]:
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), facecolor=BACKGROUND, layout="constrained")
+    axes = figure.add_subplot()
+    axes.set_facecolor(BACKGROUND)
+    for spine in axes.spines.values():
+        spine.set_color(INK)
+    axes.tick_params(colors=INK, labelcolor=INK)
+    axes.xaxis.label.set_color(INK)
+    axes.yaxis.label.set_color(INK)
+    axes.title.set_color(INK)
+    return figure, axes
+
+
+def _legend(axes: Axes, **options: Any) -> None:
+    legend = axes.legend(frameon=True, facecolor=BACKGROUND, edgecolor=GRID, **options)
+    for text in legend.get_texts():
+        text.set_color(INK)
+    legend.get_title().set_color(INK)
+
+
+def _nothing(axes: Axes, message: str) -> None:
+    axes.text(0.5, 0.5, message, ha="center", va="center", color=INK, transform=axes.transAxes)
+    axes.set_xticks([])
+    axes.set_yticks([])
+
+
+def _whole_numbers() -> Any:
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)
+
+
+def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} needs the columns {list(columns)}; missing {missing}")
+
+
+# -- agents ----------------------------------------------------------------------------
+def agents_by_status(counts: pd.DataFrame) -> Chart:
+    """Agents per status in each pool, as stacked horizontal bars.
+
+    ``counts`` is ``AgentPools.agents_by_status``: a row per pool, ``pool_name``
+    and one count column per status.
+    """
+    from .platform.permissions import AGENT_STATUSES
+
+    _require(counts, ["pool_name", *AGENT_STATUSES], "agents_by_status")
+    title = "Agents by status per pool"
+    figure, axes = _canvas(8, 1.2 + 0.5 * max(len(counts), 1))
+    axes.set_title(title)
+    if not len(counts):
+        _nothing(axes, "no agent pools")
+        return Chart(figure, title)
+    labels = [
+        str(name) if pd.notna(name) else str(pid) for pid, name in counts["pool_name"].items()
+    ]
+    left = [0] * len(counts)
+    for status in AGENT_STATUSES:
+        values = [int(v) for v in counts[status].fillna(0)]
+        axes.barh(labels, values, left=left, color=STATUS_COLOURS[status], label=status)
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    axes.invert_yaxis()  # the first pool on top, as in the frame
+    axes.set_xlabel("agents")
+    axes.xaxis.set_major_locator(_whole_numbers())
+    axes.grid(axis="x", color=GRID)
+    axes.set_axisbelow(True)
+    _legend(axes, title="status", loc="upper left", bbox_to_anchor=(1.01, 1))
+    return Chart(figure, title)
+
+
+# -- leases ----------------------------------------------------------------------------
+def lease_expiry(leases: pd.DataFrame, *, bins: int = 24) -> Chart:
+    """When leases expire, per mount: a histogram of ``expire_time`` stacked by mount.
+
+    ``leases`` is ``Leases.leases_by_mount`` (columns ``mount``, ``expire_time``).
+    Times are UTC. Leases without an expiry are left out.
+    """
+    _require(leases, ["mount", "expire_time"], "lease_expiry")
+    if bins < 1:
+        raise ValueError(f"bins must be at least 1, not {bins}")
+    import numpy as np
+    from matplotlib import dates
+
+    title = "Lease expiry by mount"
+    figure, axes = _canvas(9, 4)
+    axes.set_title(title)
+    timed = leases.dropna(subset=["expire_time"])
+    if not len(timed):
+        _nothing(axes, "no leases with an expiry")
+        return Chart(figure, title)
+    when = dates.date2num(timed["expire_time"].dt.tz_convert("UTC").dt.tz_localize(None))
+    edges = np.histogram_bin_edges(when, bins=bins)
+    mounts = sorted(str(m) for m in timed["mount"].astype(str).unique())
+    stacks = [when[(timed["mount"].astype(str) == m).to_numpy()] for m in mounts]
+    colours = [PALETTE[i % len(PALETTE)] for i in range(len(mounts))]
+    axes.hist(
+        stacks, bins=list(edges), stacked=True, color=colours, label=mounts, edgecolor=BACKGROUND
+    )
+    axes.xaxis.set_major_formatter(dates.DateFormatter("%m-%d %H:%M"))
+    axes.xaxis.set_major_locator(dates.AutoDateLocator(maxticks=8))
+    axes.yaxis.set_major_locator(_whole_numbers())
+    axes.set_xlabel("expires at (UTC)")
+    axes.set_ylabel("leases")
+    axes.grid(axis="y", color=GRID)
+    axes.set_axisbelow(True)
+    _legend(axes, title="mount", loc="upper left", bbox_to_anchor=(1.01, 1))
+    return Chart(figure, title)
+
+
+# -- team access -----------------------------------------------------------------------
+def permissions_matrix(matrix: pd.DataFrame, colours: Mapping[str, str] | None = None) -> Chart:
+    """Workspaces by teams, each cell coloured and labelled by its access level.
+
+    ``matrix`` is ``TeamAccess.permissions_matrix``; an empty cell (no record)
+    is left blank. ``colours`` maps levels to colours (default: the levels'
+    colours of the styled table, so both views agree).
+    """
+    from matplotlib.colors import to_rgb
+    from matplotlib.patches import Patch
+
+    from .platform.team_access import LEVEL_COLOURS
+
+    palette = dict(colours or LEVEL_COLOURS)
+    title = "Team access by workspace"
+    rows, cols = matrix.shape
+    figure, axes = _canvas(max(4.0, 1.8 + 1.1 * cols), max(2.0, 1.2 + 0.45 * rows))
+    axes.set_title(title)
+    if not rows or not cols:
+        _nothing(axes, "no team access")
+        return Chart(figure, title)
+    present = {str(v) for v in matrix.stack().dropna()}
+    unknown = sorted(present - set(palette))
+    if unknown:
+        raise ValueError(f"no colour for the access level(s) {unknown}; pass colours=")
+    image = [
+        [to_rgb(palette[str(v)]) if pd.notna(v) else to_rgb(BACKGROUND) for v in row]
+        for row in matrix.itertuples(index=False)
+    ]
+    axes.imshow(image, aspect="auto")
+    for r, row in enumerate(matrix.itertuples(index=False)):
+        for c, value in enumerate(row):
+            if pd.notna(value):
+                axes.text(
+                    c, r, str(value), ha="center", va="center", fontweight="bold",
+                    color=_ink_on(palette[str(value)]),
+                )  # fmt: skip
+    axes.set_xticks(range(cols), [str(c) for c in matrix.columns], rotation=30, ha="right")
+    axes.set_yticks(range(rows), [str(i) for i in matrix.index])
+    axes.set_xticks([x - 0.5 for x in range(1, cols)], minor=True)
+    axes.set_yticks([y - 0.5 for y in range(1, rows)], minor=True)
+    axes.grid(which="minor", color=GRID)
+    axes.tick_params(which="minor", length=0)
+    axes.set_xlabel(str(matrix.columns.name or "team"))
+    axes.set_ylabel(str(matrix.index.name or "workspace"))
+    used = [level for level in palette if level in present]
+    _legend(
+        axes,
+        handles=[Patch(color=palette[level], label=level) for level in used],
+        title="access",
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1),
+    )
+    return Chart(figure, title)
+
+
+# -- colour --------------------------------------------------------------------------------
+def _luminance(colour: Any) -> float:
+    from matplotlib.colors import to_rgb
+
+    def channel(c: float) -> float:
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(c) for c in to_rgb(colour))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast_ratio(a: Any, b: Any) -> float:
+    """The WCAG contrast ratio of two colours (1 to 21; 4.5 is readable text)."""
+    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def _ink_on(background: str) -> str:
+    """Black or white, whichever reads better on ``background``."""
+    return (
+        INK
+        if contrast_ratio(INK, background) >= contrast_ratio("#ffffff", background)
+        else "#ffffff"
+    )
