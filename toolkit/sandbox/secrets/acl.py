@@ -258,6 +258,26 @@ class ACL:
             return ["deny"]
         return sorted(rule.capabilities)
 
+    def reaches(self, prefix: str) -> bool:
+        """Whether some rule grants anything (not ``deny``) at or under ``prefix``.
+
+        The real server's test of whether a token may learn of a mount
+        (``sys/internal/ui/mounts/:path``): a rule below the mount, or a glob
+        or ``+`` pattern that can reach into it.
+        """
+        if self.root:
+            return True
+        for rule in self.rules.values():
+            if not rule.capabilities or "deny" in rule.capabilities:
+                continue
+            head = rule.pattern.removesuffix("*")
+            fixed = head.split("+", 1)[0]
+            if fixed.startswith(prefix):
+                return True
+            if prefix.startswith(fixed) and (rule.is_glob or "+" in head):
+                return True
+        return False
+
     def allows(self, path: str, capability: str, *, sudo: bool = False) -> bool:
         """Whether ``capability`` (and ``sudo`` too, when asked) is granted on ``path``."""
         if self.root:

@@ -2,6 +2,10 @@
 
 Reads the mount table, and enables, tunes and disables engine mounts as the
 real server does (``POST``/``DELETE sys/mounts/:path``, ``sys/mounts/:path/tune``).
+Also ``sys/internal/ui/mounts[/:path]``, which the CLI reads to learn what is
+mounted where (its ``kv`` commands detect the engine version from it): an
+unauthenticated path on the real server that checks the caller's token itself
+and shows only the mounts the token can reach.
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .. import fields
-from ..errors import SecretsError
-from ._base import Call, envelope, no_content, route
+from ..errors import SecretsError, permission_denied
+from ._base import Call, envelope, no_content, request_token, route
 
 if TYPE_CHECKING:
+    from ..acl import ACL
     from ..models import SecretsService
 
 __all__ = ["routes"]
@@ -104,6 +109,35 @@ async def list_auth(call: Call) -> Response:
     return envelope(call.service.mounts.auth_table(), top_level=True)
 
 
+def _caller_acl(call: Call) -> ACL:
+    service = call.service
+    if service.sealed:
+        raise SecretsError(503, "Vault is sealed")
+    return service.acl_for(service.authenticate(request_token(call.request)))
+
+
+async def ui_mounts(call: Call) -> Response:
+    """``GET sys/internal/ui/mounts``: the mounts the caller's token can reach, by kind."""
+    acl = _caller_acl(call)
+    table = call.service.mounts
+    secret = {p: m for p, m in table.engine_table().items() if acl.reaches(p)}
+    auth = {p: m for p, m in table.auth_table().items() if acl.reaches("auth/" + p)}
+    return envelope({"secret": secret, "auth": auth})
+
+
+async def ui_mount(call: Call) -> Response:
+    """``GET sys/internal/ui/mounts/:path``: the mount ``path`` falls under, with its ``path``.
+
+    403 ``permission denied`` when nothing is mounted there or the token cannot
+    reach it, so that the path cannot be used to discover mounts.
+    """
+    acl = _caller_acl(call)
+    mount = call.service.mounts.match(call.params["path"].strip("/"))
+    if mount is None or not acl.reaches(mount.path):
+        raise permission_denied()
+    return envelope({**mount.describe(), "path": mount.path})
+
+
 def routes(service: SecretsService) -> list[Route]:
     return [
         route(service, "sys/mounts", list_mounts, ["GET"]),
@@ -113,4 +147,8 @@ def routes(service: SecretsService) -> list[Route]:
         route(service, "sys/mounts/{path:path}", enable_mount, ["POST", "PUT"]),
         route(service, "sys/mounts/{path:path}", disable_mount, ["DELETE"]),
         route(service, "sys/auth", list_auth, ["GET"]),
+        route(service, "sys/internal/ui/mounts", ui_mounts, ["GET"], authenticated=False),
+        route(
+            service, "sys/internal/ui/mounts/{path:path}", ui_mount, ["GET"], authenticated=False
+        ),
     ]
