@@ -135,3 +135,12 @@ def test_the_form_works_on_another_mount(secrets_client: SecretsClient) -> None:
         issued.issuer
         == x509.load_pem_x509_certificate(lab.ca_pem().encode()).subject.rfc4514_string()
     )
+
+
+def test_importing_the_form_module_does_not_load_ipywidgets() -> None:
+    import subprocess
+    import sys
+
+    check = "import sys, widgets.certificate_request; print('ipywidgets' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

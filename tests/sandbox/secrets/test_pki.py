@@ -979,3 +979,55 @@ def test_the_engine_works_mounted_elsewhere_on_its_own(api: httpx.Client) -> Non
     assert_error(
         api.post("pki/issue/eu", json={"common_name": "www.eu.example"}), 400, "unknown role"
     )
+
+
+def test_a_refused_root_generation_leaves_no_key_and_no_issuer(api: httpx.Client) -> None:
+    issuers = ok(api.request("LIST", "pki/issuers"))["data"]["keys"]
+    keys = ok(api.request("LIST", "pki/keys"))["data"]["keys"]
+    for body, fragment in [
+        ({"common_name": "x", "key_type": "rsa", "key_bits": 1000}, "key_bits"),
+        ({"common_name": "x", "issuer_name": "root-2026"}, "issuer name already in use"),
+        ({"common_name": "x", "ttl": "1h", "not_after": "2030-01-01T00:00:00Z"}, "Either ttl"),
+        ({"common_name": "x", "ip_sans": "1.2.3"}, "ip_sans"),
+        ({"key_type": "ec"}, "common_name"),
+    ]:
+        assert_error(api.post("pki/root/generate/internal", json=body), 400, fragment)
+    assert_error(api.post("pki/root/generate/kms", json={"common_name": "x"}), 400, "type")
+    assert ok(api.request("LIST", "pki/issuers"))["data"]["keys"] == issuers
+    assert ok(api.request("LIST", "pki/keys"))["data"]["keys"] == keys
+
+
+def test_a_bundle_of_key_and_ca_certificate_imports_as_an_issuer_that_signs(
+    api: httpx.Client,
+) -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Imported CA")])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(77)
+        .not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=3650))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    bundle = key_pem + cert.public_bytes(serialization.Encoding.PEM).decode()
+    leaf = self_issued_ca(ca=False)
+    assert_error(api.post("pki/issuers/import/bundle", json={"pem_bundle": leaf}), 400, "non-CA")
+    imported = ok(api.post("pki/issuers/import/bundle", json={"pem_bundle": bundle}))["data"]
+    (issuer_id,) = imported["imported_issuers"]
+    assert imported["mapping"][issuer_id] == imported["imported_keys"][0]
+    ok(api.post(f"pki/issuer/{issuer_id}", json={"issuer_name": "imported"}))
+    data = ok(
+        api.post("pki/issuer/imported/issue/web-server", json={"common_name": "www.example.com"})
+    )["data"]
+    cert_of(data["certificate"]).verify_directly_issued_by(cert)
