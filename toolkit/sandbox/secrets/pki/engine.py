@@ -46,7 +46,7 @@ from .requests import (
 from .roles import key_bits, parse_role, role_ext_key_usage
 
 if TYPE_CHECKING:
-    from ...leases import Lease
+    from ..leases import Lease
     from ..models import SecretsService
     from ..mounts import Mount
 
