@@ -71,8 +71,10 @@ def test_every_runbook_is_covered() -> None:
         "06_policy_review.ipynb",
         "07_plugin_catalog_audit.ipynb",
         "08_service_account_library.ipynb",
+        "09_database_credentials.ipynb",
         "10_key_distribution.ipynb",
         "11_certificates.ipynb",
+        "12_broker_roles.ipynb",
     ]
 
 
