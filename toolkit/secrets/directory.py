@@ -24,6 +24,7 @@ import pandas as pd
 
 from .._errors import APIError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
+from .._http import HTTPLayer
 from .._masking import Sensitive, reveal
 from .._records import Record
 from .._time import parse_duration, parse_time
@@ -76,7 +77,7 @@ class Directory(EngineArea):
 
     DEFAULT_MOUNT = "ad"
 
-    def __init__(self, http: Any, mount: str | None = None) -> None:
+    def __init__(self, http: HTTPLayer, mount: str | None = None) -> None:
         super().__init__(http, mount)
         # The leases of the check-outs made through this client: (mount, set, account) -> id.
         self._lent: dict[tuple[str, str, str], str] = {}

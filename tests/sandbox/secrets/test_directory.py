@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import string
 from typing import Any
 
@@ -531,3 +532,27 @@ def test_names_are_case_insensitive_unless_configured(api: httpx.Client) -> None
     assert data(api.get("ad/library/DBA-Oncall"))["ttl"] == 8 * 3600
     configure(api, case_sensitive_names=True)
     assert api.get("ad/library/DBA-Oncall").status_code == 404
+
+
+def test_bad_check_out_and_check_in_requests_change_nothing(api: httpx.Client) -> None:
+    before = status(api)
+    assert_error(api.post("ad/library/dba-oncall/check-out", json={"ttl": "soon"}), 400, "ttl")
+    assert_error(api.post("ad/library/nope/check-out", json={}), 400, "nope")
+    body = {"service_account_names": [DBA[0], "ghost@corp.example"]}
+    assert_error(api.post("ad/library/manage/dba-oncall/check-in", json=body), 400, "ghost")
+    assert status(api) == before
+    assert api.get("ad/library/nope/status").status_code == 404
+
+
+def test_the_engine_state_survives_a_copy_and_its_leases_still_check_in(
+    sandbox: Sandbox, api: httpx.Client
+) -> None:
+    lent = check_out(api, ttl="10m")["data"]["service_account_name"]
+    with sandbox.secrets.lock:
+        copy = pickle.loads(pickle.dumps(sandbox.secrets))
+    backend = copy.mounts.engine("ad").backend
+    assert lent in backend.library["dba-oncall"].check_outs
+    copy.clock.advance(601)
+    copy.leases.count_irrevocable()  # any call lets due leases expire
+    assert lent not in backend.library["dba-oncall"].check_outs
+    assert status(api)[lent]["available"] is False  # the original is untouched
