@@ -85,5 +85,6 @@ ceremony: setup
 test-binder: setup
 	@echo "test-binder: not written yet"
 
+# Side by side with hvac, pytfe and raw clients on real servers; fails when a goal ratio is missed.
 bench: setup system-deps
-	@echo "bench: not written yet"
+	$(BIN)/python -m benchmarks.run

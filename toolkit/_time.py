@@ -47,8 +47,8 @@ def parse_time(value: str | datetime | None) -> datetime | None:
 
 def format_iso_ms(value: datetime) -> str:
     """``2026-06-01T12:00:00.000Z``: the platform's timestamp form."""
-    value = value.astimezone(UTC)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    # isoformat is several times cheaper than strftime; pages of agents call this a lot.
+    return value.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def format_rfc3339(value: datetime) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..._time import format_iso_ms
@@ -298,13 +299,16 @@ def pool_resource(pool: AgentPool) -> dict[str, Any]:
     }
 
 
-def agent_resource(service: PlatformService, agent: Agent) -> dict[str, Any]:
+def agent_resource(
+    service: PlatformService, agent: Agent, now: datetime | None = None
+) -> dict[str, Any]:
+    """An agent; ``now`` (the clock read once for a whole page) dates its status."""
     return {
         "id": agent.id,
         "type": "agents",
         "attributes": {
             "name": agent.name,
-            "status": service.agent_status(agent),
+            "status": agent.status_at(now) if now is not None else service.agent_status(agent),
             "ip-address": agent.ip_address,
             "last-ping-at": format_iso_ms(agent.last_ping_at),
         },

@@ -227,6 +227,7 @@ async def show_pool(call: Call) -> Response:
 
 async def create_pool(call: Call) -> Response:
     """``POST /organizations/:name/agent-pools``: 201."""
+    call.service.owned_organization(call.caller, call.param("name"))  # 404 before 422
     data = doc.primary_data(call.body, "agent-pools")
     pool = call.service.create_pool(
         call.caller,
@@ -276,7 +277,8 @@ async def list_agents(call: Call) -> Response:
                 "filter[last-ping-since]",
             ) from None
     agents = call.service.agents(call.caller, call.param("id"), last_ping_since=since)
-    return _list(call, agents, lambda a: doc.agent_resource(call.service, a))
+    now = call.service.now()
+    return _list(call, agents, lambda a: doc.agent_resource(call.service, a, now))
 
 
 async def show_agent(call: Call) -> Response:

@@ -1,0 +1,106 @@
+"""The raw clients: the same requests as the toolkit with the least client work.
+
+Two of them, and the benchmark takes the faster as the reference:
+
+- :class:`RawHTTP`: asyncio streams speaking HTTP/1.1 directly, ``n``
+  keep-alive connections, each a worker pulling the next request. No client
+  library at all: the floor of what Python can do per request.
+- :class:`AioHTTP`: aiohttp's ``ClientSession`` with a connection limit of ``n``.
+
+Both take a list of (method, path, JSON body or None) and return the decoded
+JSON answers in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+Call = tuple[str, str, Any]
+
+
+class RawHTTP:
+    """HTTP/1.1 over asyncio streams; ``headers`` are sent with every request."""
+
+    name = "raw asyncio"
+
+    def __init__(self, address: str, headers: dict[str, str], n: int = 8) -> None:
+        parts = urlsplit(address)
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or 80
+        self.n = n
+        fixed = [f"Host: {self.host}:{self.port}"] + [f"{k}: {v}" for k, v in headers.items()]
+        self.fixed = ("\r\n".join(fixed) + "\r\n").encode()
+
+    def run(self, calls: Sequence[Call]) -> list[Any]:
+        return asyncio.run(self._run(calls))
+
+    async def _run(self, calls: Sequence[Call]) -> list[Any]:
+        out: list[Any] = [None] * len(calls)
+        todo = iter(enumerate(calls))
+
+        async def worker() -> None:
+            reader, writer = await asyncio.open_connection(self.host, self.port)
+            try:
+                for k, (method, path, body) in todo:
+                    payload = b"" if body is None else json.dumps(body).encode()
+                    writer.write(
+                        f"{method} {path} HTTP/1.1\r\n".encode()
+                        + self.fixed
+                        + b"Content-Type: application/json\r\nContent-Length: "
+                        + str(len(payload)).encode()
+                        + b"\r\n\r\n"
+                        + payload
+                    )
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    length = 0
+                    for line in head.split(b"\r\n"):
+                        if line[:15].lower() == b"content-length:":
+                            length = int(line[15:])
+                    status = int(head[9:12])
+                    data = await reader.readexactly(length)
+                    if status >= 400:
+                        raise RuntimeError(f"{method} {path}: {status} {data[:200]!r}")
+                    out[k] = json.loads(data) if data else None
+            finally:
+                writer.close()
+
+        await asyncio.gather(*(worker() for _ in range(min(self.n, len(calls)) or 1)))
+        return out
+
+
+class AioHTTP:
+    """aiohttp with ``n`` connections."""
+
+    name = "aiohttp"
+
+    def __init__(self, address: str, headers: dict[str, str], n: int = 8) -> None:
+        self.address = address
+        self.headers = headers
+        self.n = n
+
+    def run(self, calls: Sequence[Call]) -> list[Any]:
+        return asyncio.run(self._run(calls))
+
+    async def _run(self, calls: Sequence[Call]) -> list[Any]:
+        import aiohttp
+
+        out: list[Any] = [None] * len(calls)
+        todo = iter(enumerate(calls))
+        connector = aiohttp.TCPConnector(limit=self.n)
+        async with aiohttp.ClientSession(
+            self.address, headers=self.headers, connector=connector
+        ) as session:
+
+            async def worker() -> None:
+                for k, (method, path, body) in todo:
+                    async with session.request(method, path, json=body) as response:
+                        response.raise_for_status()
+                        text = await response.read()
+                        out[k] = json.loads(text) if text else None
+
+            await asyncio.gather(*(worker() for _ in range(min(self.n, len(calls)) or 1)))
+        return out

@@ -1,0 +1,547 @@
+"""Side-by-side benchmarks of the toolkit and the reference clients: ``make bench``.
+
+    python -m benchmarks.run                 # every scenario
+    python -m benchmarks.run --only frames   # one (or more, comma-separated)
+    python -m benchmarks.run --quick         # fewer records and rounds: a smoke run
+
+Each scenario starts the servers it needs, then runs its contenders alternately
+(the order rotates each round, so a slow spell of a shared machine hits all of
+them), several rounds, and compares medians. The exit status is 1 when a goal
+ratio is missed.
+
+Scenarios and goals:
+
+- ``lease-audit``: every lease on a real raft OpenBao holding 10,000 leases,
+  listed and looked up. Toolkit ``leases_by_mount()`` within 1.25x of the best
+  raw client (asyncio streams, aiohttp) and at least 4x faster than hvac's
+  sequential list + lookup.
+- ``agent-inventory``: agents by status over 10,000 agents in one pool of a
+  sandbox. Toolkit ``agents_by_status`` at least 4x faster than pytfe's
+  paginated listing.
+- ``frames``: a typed frame from 100,000 JSON:API records in under a second and
+  within 2x of ``pandas.json_normalize`` on the same records.
+- ``sandbox``: at least 2,000 simple reads a second with a concurrent client,
+  and the cost of a page of 100 agents flat (within 1.25x) whether the pool
+  holds 100 or 10,000.
+- ``rate-limit``: against the sandbox's simulated 30 requests a second per
+  token, every request succeeds, the rate achieved stays within the limit, and
+  each worker is refused at most about once a window (it waits as told).
+- ``import``: ``import toolkit`` within 0.5 s of pandas' own import, with no
+  widget or plotting library loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+
+# -- measuring ---------------------------------------------------------------------------
+
+
+@dataclass
+class Timing:
+    name: str
+    seconds: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+
+@dataclass
+class Goal:
+    scenario: str
+    text: str
+    value: float
+    limit: float
+    higher_is_better: bool
+
+    @property
+    def met(self) -> bool:
+        return self.value >= self.limit if self.higher_is_better else self.value <= self.limit
+
+
+def alternate(
+    contenders: dict[str, Callable[[], Any]],
+    rounds: int,
+    check: Callable[[str, Any], None] | None = None,
+    rounds_of: dict[str, int] | None = None,
+) -> dict[str, Timing]:
+    """Run each contender once a round, rotating the order; one warm-up run each first."""
+    names = list(contenders)
+    timings = {n: Timing(n) for n in names}
+    for name in names:
+        result = contenders[name]()
+        if check is not None:
+            check(name, result)
+    for r in range(rounds):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for name in order:
+            if rounds_of and r >= rounds_of.get(name, rounds):
+                continue
+            started = time.perf_counter()
+            contenders[name]()
+            timings[name].seconds.append(time.perf_counter() - started)
+        line = "  ".join(f"{n} {timings[n].seconds[-1]:.3f}s" for n in order if timings[n].seconds)
+        print(f"    round {r + 1}: {line}", flush=True)
+    return timings
+
+
+def show(scenario: str, timings: dict[str, Timing], unit: str = "s") -> None:
+    print(f"  {scenario}: medians")
+    for t in timings.values():
+        print(f"    {t.name:28s} {t.median:9.3f} {unit}  (n={len(t.seconds)})")
+
+
+# -- servers -----------------------------------------------------------------------------
+
+
+@contextmanager
+def sandbox_process(agents: int, rate_limit: float | None = None) -> Iterator[dict[str, Any]]:
+    """A sandbox in its own process with one pool of ``agents`` agents."""
+    args = [PYTHON, "-m", "benchmarks.sandbox_server", "--agents", str(agents)]
+    if rate_limit:
+        args += ["--rate-limit", str(rate_limit)]
+    process = subprocess.Popen(args, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line:
+            raise RuntimeError("the benchmark sandbox did not start")
+        yield json.loads(line)
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# -- scenario: lease audit ---------------------------------------------------------------
+
+
+def seed_leases(address: str, token: str, count: int) -> None:
+    """``count`` token leases (``auth/token/create/...``), created concurrently."""
+    from toolkit._http import HTTPLayer
+
+    http = HTTPLayer(address, "/v1", headers={"X-Vault-Token": token}, max_concurrency=16)
+    body = {"ttl": "72h", "policies": ["default"], "no_default_policy": False}
+    started = time.perf_counter()
+    list(http.map(lambda i: http.json("POST", "/auth/token/create", json=body), range(count)))
+    http.close()
+    print(f"    seeded {count} leases in {time.perf_counter() - started:.1f}s", flush=True)
+
+
+def walk_then_lookup(fetch: Callable[[list[Any]], list[Any]]) -> list[Any]:
+    """Every lease id level by level (``LIST``), then every lookup, with a raw fetcher."""
+    level: list[str] = [""]
+    ids: list[str] = []
+    while level:
+        answers = fetch([("LIST", f"/v1/sys/leases/lookup/{p}", None) for p in level])
+        nxt: list[str] = []
+        for folder, answer in zip(level, answers, strict=True):
+            for key in ((answer or {}).get("data") or {}).get("keys") or []:
+                (nxt if key.endswith("/") else ids).append(folder + key)
+        level = nxt
+    return fetch([("PUT", "/v1/sys/leases/lookup", {"lease_id": i}) for i in ids])
+
+
+def hvac_audit(address: str, token: str) -> list[dict[str, Any]]:
+    """hvac as its users write it: list the tree, then read each lease, one by one."""
+    import hvac
+
+    client = hvac.Client(url=address, token=token)
+    ids: list[str] = []
+    level = [""]
+    while level:
+        nxt: list[str] = []
+        for folder in level:
+            keys = client.sys.list_leases(prefix=folder)["data"]["keys"]
+            for key in keys:
+                (nxt if key.endswith("/") else ids).append(folder + key)
+        level = nxt
+    found = [client.sys.read_lease(lease_id=i)["data"] for i in ids]
+    client.adapter.close()
+    return found
+
+
+def lease_audit(args: argparse.Namespace, goals: list[Goal]) -> None:
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.raw import AioHTTP, RawHTTP
+    from tests.servers.openbao import OpenBao
+    from toolkit.secrets.client import SecretsClient
+
+    count = args.leases
+    with OpenBao(dev=False) as bao:
+        seed_leases(bao.address, bao.token, count)
+        headers = {"X-Vault-Token": bao.token}
+        raw, aio = RawHTTP(bao.address, headers), AioHTTP(bao.address, headers)
+
+        def toolkit() -> Any:
+            with SecretsClient(bao.address, bao.token) as client:
+                return client.leases.leases_by_mount()
+
+        contenders = {
+            "toolkit": toolkit,
+            raw.name: lambda: walk_then_lookup(raw.run),
+            aio.name: lambda: walk_then_lookup(aio.run),
+            "hvac": lambda: hvac_audit(bao.address, bao.token),
+        }
+
+        def check(name: str, result: Any) -> None:
+            if len(result) != count:
+                raise AssertionError(f"lease-audit: {name} found {len(result)} of {count} leases")
+
+        rounds = args.rounds
+        timings = alternate(contenders, rounds, check, rounds_of={"hvac": max(2, rounds // 2)})
+    show("lease audit", timings)
+    best_raw = min(timings[raw.name].median, timings[aio.name].median)
+    tk = timings["toolkit"].median
+    goals.append(Goal("lease-audit", "toolkit / best raw client", tk / best_raw, 1.25, False))
+    goals.append(Goal("lease-audit", "hvac / toolkit", timings["hvac"].median / tk, 4.0, True))
+
+
+# -- scenario: agent inventory -----------------------------------------------------------
+
+
+def pytfe_inventory(address: str, token: str, organization: str) -> dict[str, dict[str, int]]:
+    """pytfe as its users write it: the pools, then each pool's agents page by page."""
+    from pytfe import TFEClient, TFEConfig
+
+    counts: dict[str, dict[str, int]] = {}
+    with TFEClient(TFEConfig(address=address, token=token)) as tfe:
+        for pool in tfe.agent_pools.list(organization):
+            bucket = counts.setdefault(pool.id, {})
+            for agent in tfe.agents.list(pool.id):
+                status = str(getattr(agent.status, "value", agent.status))
+                bucket[status] = bucket.get(status, 0) + 1
+    return counts
+
+
+def raw_inventory(client: Any, pool_id: str) -> int:
+    path = f"/api/v2/agent-pools/{pool_id}/agents?page%5Bsize%5D=100&page%5Bnumber%5D="
+    (first,) = client.run([("GET", path + "1", None)])
+    pages = first["meta"]["pagination"]["total-pages"]
+    rest = client.run([("GET", path + str(n), None) for n in range(2, pages + 1)])
+    return sum(len(doc["data"]) for doc in [first, *rest])
+
+
+def agent_inventory(args: argparse.Namespace, goals: list[Goal]) -> None:
+    from benchmarks.raw import RawHTTP
+    from toolkit.platform.client import PlatformClient
+
+    count = args.agents
+    with sandbox_process(count) as sb:
+        raw = RawHTTP(sb["address"], {"Authorization": f"Bearer {sb['token']}"})
+
+        def toolkit() -> Any:
+            with PlatformClient(sb["address"], sb["token"]) as client:
+                return client.agent_pools.agents_by_status(sb["organization"])
+
+        contenders = {
+            "toolkit": toolkit,
+            raw.name: lambda: raw_inventory(raw, sb["pool_id"]),
+            "pytfe": lambda: pytfe_inventory(sb["address"], sb["token"], sb["organization"]),
+        }
+
+        def check(name: str, result: Any) -> None:
+            if name == "toolkit":
+                total = int(result["total"].sum())
+            elif name == "pytfe":
+                total = sum(sum(b.values()) for b in result.values())
+            else:
+                total = result
+            if total != count:
+                raise AssertionError(f"agent-inventory: {name} counted {total} of {count} agents")
+
+        timings = alternate(contenders, args.rounds, check)
+    show("agent inventory", timings)
+    tk = timings["toolkit"].median
+    goals.append(
+        Goal("agent-inventory", "pytfe / toolkit", timings["pytfe"].median / tk, 4.0, True)
+    )
+
+
+# -- scenario: frames --------------------------------------------------------------------
+
+
+def agent_documents(count: int) -> list[dict[str, Any]]:
+    """``count`` JSON:API agent resources, as the platform sends them."""
+    resources = []
+    for i in range(count):
+        resources.append(
+            {
+                "id": f"agent-{i:08d}",
+                "type": "agents",
+                "attributes": {
+                    "name": f"agent-{i}",
+                    "status": ("idle", "busy", "exited", "errored", "unknown")[i % 5],
+                    "ip-address": f"10.0.{i // 256 % 256}.{i % 256}",
+                    "last-ping-at": f"2026-06-01T12:{i // 60 % 60:02d}:{i % 60:02d}.{i % 1000:03d}Z",
+                },
+                "relationships": {
+                    "agent-pool": {"data": {"id": "apool-bench", "type": "agent-pools"}}
+                },
+                "links": {"self": f"/api/v2/agents/agent-{i:08d}"},
+            }
+        )
+    # Through JSON and back, so the objects are what a decoder hands over.
+    return list(json.loads(json.dumps(resources)))
+
+
+def frames(args: argparse.Namespace, goals: list[Goal]) -> None:
+    import pandas as pd
+
+    from toolkit.platform.agent_pools import agents_frame
+
+    documents = agent_documents(args.records)
+
+    contenders = {
+        "toolkit": lambda: agents_frame(documents, "apool-bench"),
+        "pandas.json_normalize": lambda: pd.json_normalize(documents),
+    }
+
+    def check(name: str, frame: Any) -> None:
+        if len(frame) != args.records:
+            raise AssertionError(f"frames: {name} built {len(frame)} rows")
+        if name == "toolkit" and str(frame["last_ping_at"].dtype) != "datetime64[ns, UTC]":
+            raise AssertionError("frames: last_ping_at is not a UTC datetime column")
+
+    timings = alternate(contenders, args.rounds, check)
+    show("frames", timings)
+    tk = timings["toolkit"].median
+    goals.append(Goal("frames", f"toolkit seconds for {args.records:,} records", tk, 1.0, False))
+    goals.append(
+        Goal(
+            "frames",
+            "toolkit / json_normalize",
+            tk / timings["pandas.json_normalize"].median,
+            2.0,
+            False,
+        )
+    )
+
+
+# -- scenario: the sandbox itself --------------------------------------------------------
+
+
+def page_latency(address: str, token: str, pool_id: str, pages: int, samples: int) -> list[float]:
+    """Seconds per request for ``samples`` page reads (size 100) spread over ``pages`` pages."""
+    import httpx
+
+    out = []
+    with httpx.Client(
+        base_url=f"{address}/api/v2", headers={"Authorization": f"Bearer {token}"}
+    ) as c:
+        for i in range(samples):
+            params = {"page[number]": 1 + (i * 7) % pages, "page[size]": 100}
+            started = time.perf_counter()
+            c.get(f"/agent-pools/{pool_id}/agents", params=params).raise_for_status()
+            out.append(time.perf_counter() - started)
+    return out
+
+
+def sandbox(args: argparse.Namespace, goals: list[Goal]) -> None:
+    from benchmarks.raw import RawHTTP
+    from toolkit._http import HTTPLayer
+
+    reads = args.reads
+    big = args.agents
+    with sandbox_process(100) as small, sandbox_process(big) as large:
+        headers = {"Authorization": f"Bearer {small['token']}"}
+        raw = RawHTTP(small["address"], headers)
+        probe = HTTPLayer(small["address"], "/api/v2", headers=headers)
+        ids = [
+            r["id"]
+            for r in probe.json(
+                "GET", f"/agent-pools/{small['pool_id']}/agents", params={"page[size]": 100}
+            )["data"]
+        ]
+        calls = [("GET", f"/api/v2/agents/{ids[i % len(ids)]}", None) for i in range(reads)]
+
+        def toolkit_reads() -> Any:
+            return list(probe.map(lambda c: probe.json("GET", c[1][len("/api/v2") :]), calls))
+
+        timings = alternate(
+            {
+                "raw asyncio, 8 connections": lambda: raw.run(calls),
+                "toolkit map, 8 threads": toolkit_reads,
+            },
+            args.rounds,
+        )
+        probe.close()
+        print("  sandbox reads a second (medians):")
+        rates = {}
+        for t in timings.values():
+            rates[t.name] = reads / t.median
+            print(f"    {t.name:28s} {rates[t.name]:9.0f} reads/s")
+        per_page: dict[str, list[float]] = {"100 agents": [], f"{big:,} agents": []}
+        for _ in range(args.rounds):
+            per_page["100 agents"] += page_latency(
+                small["address"], small["token"], small["pool_id"], 1, 40
+            )
+            per_page[f"{big:,} agents"] += page_latency(
+                large["address"], large["token"], large["pool_id"], max(1, big // 100), 40
+            )
+    print("  sandbox cost of one page of 100 agents (median):")
+    medians = {k: statistics.median(v) for k, v in per_page.items()}
+    for k, v in medians.items():
+        print(f"    pool of {k:20s} {v * 1000:9.2f} ms")
+    goals.append(
+        Goal("sandbox", "reads a second, concurrent client", max(rates.values()), 2000, True)
+    )
+    small_cost, large_cost = medians.values()
+    goals.append(
+        Goal(
+            "sandbox",
+            f"page cost with {big:,} agents / with 100",
+            large_cost / small_cost,
+            1.25,
+            False,
+        )
+    )
+
+
+# -- scenario: rate limit ----------------------------------------------------------------
+
+
+def rate_limit(args: argparse.Namespace, goals: list[Goal]) -> None:
+    from toolkit._http import HTTPLayer
+
+    limit = 30.0
+    requests = args.limited
+    with sandbox_process(10, rate_limit=limit) as sb:
+        statuses: list[int] = []
+        http = HTTPLayer(
+            sb["address"], "/api/v2", headers={"Authorization": f"Bearer {sb['token']}"}
+        )
+        http._client.event_hooks["response"] = [lambda r: statuses.append(r.status_code)]
+        path = f"/agent-pools/{sb['pool_id']}"
+        time.sleep(1.1)  # a fresh window
+        started = time.perf_counter()
+        answers = list(http.map(lambda _: http.json("GET", path), range(requests)))
+        elapsed = time.perf_counter() - started
+        http.close()
+    refused = statuses.count(429)
+    windows = max(elapsed, 1.0)
+    achieved = requests / elapsed
+    print(
+        f"  rate limit {limit:g}/s: {requests} requests in {elapsed:.2f}s "
+        f"({achieved:.1f}/s), {refused} refused with 429, all answered: {len(answers) == requests}"
+    )
+    goals.append(Goal("rate-limit", "requests answered", len(answers), requests, True))
+    # The first window may start mid-second: allow one window's worth on top.
+    goals.append(
+        Goal(
+            "rate-limit",
+            "achieved rate / (limit + one window)",
+            achieved / (limit * (1 + 1 / windows)),
+            1.0,
+            False,
+        )
+    )
+    goals.append(
+        Goal("rate-limit", "429s per worker per second", refused / 8 / windows, 1.5, False)
+    )
+
+
+# -- scenario: import time ---------------------------------------------------------------
+
+
+def import_time(args: argparse.Namespace, goals: list[Goal]) -> None:
+    code_pandas = (
+        "import time; t = time.perf_counter(); import pandas; print(time.perf_counter() - t)"
+    )
+    code_toolkit = (
+        "import time, sys; t = time.perf_counter(); import pandas; p = time.perf_counter() - t;"
+        "import toolkit; d = time.perf_counter() - t - p;"
+        "print(d, [m for m in ('widgets', 'ipywidgets', 'matplotlib') if m in sys.modules])"
+    )
+    beyond: list[float] = []
+    loaded: set[str] = set()
+    for _ in range(args.rounds + 2):
+        subprocess.run([PYTHON, "-c", code_pandas], check=True, capture_output=True)
+        out = subprocess.run(
+            [PYTHON, "-c", code_toolkit], check=True, capture_output=True, text=True, cwd=ROOT
+        ).stdout.split(" ", 1)
+        beyond.append(float(out[0]))
+        loaded |= set(json.loads(out[1].replace("'", '"')))
+    median = statistics.median(beyond)
+    print(
+        f"  import toolkit beyond pandas: {median:.3f}s (median); loaded {sorted(loaded) or 'no widget or plotting module'}"
+    )
+    goals.append(Goal("import", "seconds beyond pandas", median, 0.5, False))
+    goals.append(Goal("import", "widget / plotting modules loaded", len(loaded), 0, False))
+
+
+SCENARIOS: dict[str, Callable[[argparse.Namespace, list[Goal]], None]] = {
+    "import": import_time,
+    "frames": frames,
+    "sandbox": sandbox,
+    "rate-limit": rate_limit,
+    "agent-inventory": agent_inventory,
+    "lease-audit": lease_audit,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--only", default="", help=f"comma-separated scenarios of {', '.join(SCENARIOS)}"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer records and rounds (a smoke run)"
+    )
+    parser.add_argument("--rounds", type=int, default=None)
+    args = parser.parse_args(argv)
+    quick = args.quick
+    args.rounds = args.rounds or (2 if quick else 5)
+    args.leases = 500 if quick else 10_000
+    args.agents = 1_000 if quick else 10_000
+    args.records = 10_000 if quick else 100_000
+    args.reads = 1_000 if quick else 4_000
+    args.limited = 45 if quick else 120
+    chosen = [s for s in args.only.split(",") if s] or list(SCENARIOS)
+    unknown = [s for s in chosen if s not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario {unknown}; choose from {list(SCENARIOS)}")
+    print(
+        f"machine: {os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}; "
+        f"load average {os.getloadavg()[0]:.1f} at start"
+    )
+    goals: list[Goal] = []
+    started = time.perf_counter()
+    for name in chosen:
+        print(f"\n== {name}", flush=True)
+        t = time.perf_counter()
+        SCENARIOS[name](args, goals)
+        print(f"  ({time.perf_counter() - t:.0f}s)")
+    print(f"\n== goals ({time.perf_counter() - started:.0f}s in all)")
+    for g in goals:
+        sign = ">=" if g.higher_is_better else "<="
+        verdict = "met" if g.met else "MISSED"
+        print(f"  {g.scenario:16s} {g.text:44s} {g.value:9.2f}  goal {sign} {g.limit:g}  {verdict}")
+    missed = [g for g in goals if not g.met]
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
