@@ -1,0 +1,101 @@
+"""The forms used in the page as a person would: the team-access editor, the agent clean-up."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tests.browser._page import (
+    button,
+    field,
+    focus_on,
+    form,
+    open_notebook,
+    run_cells,
+    screenshot,
+    wait_status,
+    wait_text,
+)
+from toolkit.platform.permissions import PERMISSION_ATTRIBUTES
+
+
+def choose(page: Any, box: Any, value: str) -> None:
+    box.select_option(label=value)
+    page.wait_for_timeout(600)  # the kernel redraws the form
+
+
+def open_form(page: Any, lab: str, notebook: str, cell: str, title: str) -> Any:
+    """Run only the runbook's connection and the cell that shows the form; the form."""
+    open_notebook(page, lab, notebook)
+    run_cells(page, "import toolkit", cell)
+    shown = form(page, title)
+    shown.wait_for()
+    return shown
+
+
+def permission_fields(editor: Any) -> dict[str, Any]:
+    return {api: field(editor, api) for api in PERMISSION_ATTRIBUTES}
+
+
+def test_the_team_access_editor_opens_the_permission_fields_for_custom_only(
+    page: Any, lab_kernels: str, sandbox: Any
+) -> None:
+    editor = open_form(
+        page,
+        lab_kernels,
+        "02_team_access_audit.ipynb",
+        "TeamAccessEditor(",
+        "Team access to a workspace",
+    )
+    access = field(editor, "Access", "select")
+
+    for level in ("read", "plan", "write", "admin"):
+        choose(page, access, level)
+        disabled = {api: box.is_disabled() for api, box in permission_fields(editor).items()}
+        assert all(disabled.values()), (level, disabled)
+
+    choose(page, access, "custom")
+    page.wait_for_function(
+        "(el) => !el.disabled", arg=field(editor, "runs", "select").element_handle()
+    )
+    enabled = {api: box.is_enabled() for api, box in permission_fields(editor).items()}
+    assert all(enabled.values()), enabled
+
+    choose(page, field(editor, "runs", "select"), "apply")
+    editor.locator("button.mod-primary").click()  # "Add", or "Update" for an existing record
+    wait_status(page, editor, r"(Added|Updated) .*'s custom access to ")
+    focus_on(page, editor)
+    screenshot(page, "team-access-custom")
+
+
+def test_the_agent_cleanup_form_previews_asks_for_confirmation_and_reports(
+    page: Any, lab_kernels: str, sandbox: Any
+) -> None:
+    cleanup = open_form(
+        page,
+        lab_kernels,
+        "01_agent_pool_health.ipynb",
+        "AgentCleanupForm(",
+        "Remove agents that are gone",
+    )
+    remove = button(cleanup, "Remove agents")
+    assert remove.is_disabled(), "nothing is removed before a preview"
+
+    button(cleanup, "Preview").click()
+    preview = wait_status(page, cleanup, r"Preview: (\d+) agent\(s\) would be removed, (\d+) kept")
+    would = int(re.search(r"(\d+) agent", preview).group(1))  # type: ignore[union-attr]
+    assert would > 0
+    wait_text(page, cleanup, r"would remove")
+    assert remove.is_disabled(), "the preview alone does not arm the removal"
+
+    cleanup.get_by_label("I have read the preview; remove these agents").check()
+    page.wait_for_function("(el) => !el.disabled", arg=remove.element_handle())
+    remove.click()
+    report = wait_status(
+        page, cleanup, r"Removed (\d+), failed (\d+), kept (\d+)\.", timeout=60_000
+    )
+    assert report.startswith(f"✔ Removed {would},"), report
+    wait_text(page, cleanup, r"removed")
+    assert remove.is_disabled(), "a second removal needs a new preview"
+    focus_on(page, cleanup)
+    screenshot(page, "agent-cleanup-report")
