@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import string
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -69,15 +70,15 @@ def spare_role(api: httpx.Client) -> str:
 
 
 @pytest.fixture
-def library_user(sandbox: Sandbox, api: httpx.Client) -> httpx.Client:
+def library_user(sandbox: Sandbox, api: httpx.Client) -> Iterator[httpx.Client]:
     with v1(sandbox, issue(api, policies=["library-users"])) as client:
-        yield client  # type: ignore[misc]
+        yield client
 
 
 @pytest.fixture
-def other_user(sandbox: Sandbox, api: httpx.Client) -> httpx.Client:
+def other_user(sandbox: Sandbox, api: httpx.Client) -> Iterator[httpx.Client]:
     with v1(sandbox, issue(api, policies=["library-users"])) as client:
-        yield client  # type: ignore[misc]
+        yield client
 
 
 def status(api: httpx.Client, name: str = "dba-oncall") -> dict[str, Any]:
@@ -242,7 +243,8 @@ def test_creds_rotate_only_once_the_ttl_has_passed(
     assert second["current_password"] != first["current_password"]
     assert second["last_password"] == first["current_password"]
     role = data(api.get("ad/roles/spare"))
-    assert parse_time(role["last_service_rotation"]) > parse_time(rotated)
+    before, after = parse_time(rotated), parse_time(role["last_service_rotation"])
+    assert before is not None and after is not None and after > before
     assert role["password_last_set"] == role["last_service_rotation"]
 
 
