@@ -1,8 +1,10 @@
-"""The forms used in the page as a person would: the team-access editor, the agent clean-up."""
+"""The forms used in the page as a person would: team access, agent clean-up, library check-out."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 from tests.browser._page import (
@@ -12,6 +14,7 @@ from tests.browser._page import (
     form,
     open_notebook,
     run_cells,
+    save_notebook,
     screenshot,
     wait_status,
     wait_text,
@@ -99,3 +102,39 @@ def test_the_agent_cleanup_form_previews_asks_for_confirmation_and_reports(
     assert remove.is_disabled(), "a second removal needs a new preview"
     focus_on(page, cleanup)
     screenshot(page, "agent-cleanup-report")
+
+
+def test_the_library_panel_checks_an_account_out_and_in(
+    page: Any, lab_kernels: str, sandbox: Any, workdir: Path
+) -> None:
+    notebook = "08_service_account_library.ipynb"
+    library = open_form(
+        page, lab_kernels, notebook, "LibraryCheckoutForm(", "Service account library"
+    )
+    choose(page, field(library, "Set", "select"), "dba-oncall")
+    reveal = button(library, "Reveal password")
+    assert reveal.is_disabled(), "nothing to reveal before a check-out"
+
+    button(library, "Check out").click()
+    out = wait_status(page, library, r"Checked out (\S+) from dba-oncall for \d+ s\.")
+    account = re.search(r"Checked out (\S+) from", out).group(1)  # type: ignore[union-attr]
+    wait_text(page, library, rf"Account {re.escape(account)}, lease \S+")
+
+    page.wait_for_function("(el) => !el.disabled", arg=reveal.element_handle())
+    reveal.click()
+    shown = library.locator("pre")
+    shown.wait_for()
+    password = shown.inner_text().strip()
+    assert password and f"Password of {account}:" in library.inner_text()
+    button(library, "Hide").click()
+    shown.wait_for(state="detached")
+
+    button(library, "Check in").click()
+    wait_status(page, library, rf"Checked in {re.escape(account)}; its password has been changed\.")
+    assert "lease" not in library.locator(":scope > .widget-html").nth(1).inner_text()
+    assert reveal.is_disabled()
+    focus_on(page, library)
+    screenshot(page, "library-checked-in")
+
+    saved = save_notebook(page, workdir / notebook)
+    assert password not in json.dumps(saved), "the revealed password is not saved"
