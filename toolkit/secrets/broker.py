@@ -28,7 +28,8 @@ from .._errors import InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, reveal
 from .._records import Record
-from ._base import EngineArea, hide, lease_of, unwrap
+from ._base import EngineArea
+from ._credentials import issue_credentials, required
 
 __all__ = ["BROKER_ROLES", "TOPIC_PERMISSIONS", "VHOST_PERMISSIONS", "Broker"]
 
@@ -60,12 +61,6 @@ VhostMap = Mapping[str, Mapping[str, str]]
 TopicMap = Mapping[str, Mapping[str, Mapping[str, str]]]
 _VHOST_KEYS = ("configure", "write", "read")
 _TOPIC_KEYS = ("write", "read")
-
-
-def _required(**values: Any) -> None:
-    for what, value in values.items():
-        if value is None or (isinstance(value, str) and not value.strip()):
-            raise InputError(f"a {what.replace('_', ' ')} is required")
 
 
 def _decoded(value: Any) -> dict[str, Any]:
@@ -125,7 +120,7 @@ class Broker(EngineArea):
         ``password_policy`` names the policy for generated passwords (none: 36
         letters and digits). The password is sent, never returned.
         """
-        _required(connection_uri=connection_uri, username=username)
+        required(connection_uri=connection_uri, username=username)
         if not reveal(password):
             raise InputError("a password is required")
         body: dict[str, Any] = {
@@ -180,7 +175,7 @@ class Broker(EngineArea):
         3.7.0 and later). A role needs tags or vhosts. Maps are checked here and
         sent as JSON strings. Returns the role as :meth:`read_role` does.
         """
-        _required(role_name=name)
+        required(role_name=name)
         tag_text = ",".join(tags) if isinstance(tags, list) else tags
         if not tag_text and not vhosts:
             raise InputError("a role needs tags or vhosts")
@@ -197,7 +192,7 @@ class Broker(EngineArea):
 
         ``GET /broker/roles/:name``.
         """
-        _required(role_name=name)
+        required(role_name=name)
         data = self._read(self._path("roles", name))
         tags = str(data.get("tags") or "")
         return Record(
@@ -212,7 +207,7 @@ class Broker(EngineArea):
 
     def delete_role(self, name: str) -> None:
         """Delete a role (issued creds stay until their leases end). ``DELETE /broker/roles/:name``."""
-        _required(role_name=name)
+        required(role_name=name)
         self._send("DELETE", self._path("roles", name))
 
     def generate_credentials(self, role: str) -> Record:
@@ -222,14 +217,7 @@ class Broker(EngineArea):
         ``lease_id``, ``lease_duration``, ``renewable``. Revoking the lease
         deletes the user.
         """
-        _required(role_name=role)
-        payload = self._http.json("GET", self._path("creds", role))
-        data = hide(unwrap(payload), "password", label="password")
-        return Record(
-            {"role": role, "username": data.get("username"), "password": data.get("password")}
-            | lease_of(payload),
-            kind="broker-credentials",
-        )
+        return issue_credentials(self, role, "broker-credentials")
 
     # -- views -------------------------------------------------------------------------
     def _roles(self) -> list[Record]:

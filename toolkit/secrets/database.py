@@ -31,7 +31,8 @@ from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, reveal
 from .._records import Record
 from .._time import parse_time
-from ._base import EngineArea, hide, lease_of, unwrap, warnings_of
+from ._base import EngineArea, hide, warnings_of
+from ._credentials import issue_credentials, required
 
 __all__ = ["CONNECTIONS", "DB_ROLES", "STATIC_ROLES", "Database"]
 
@@ -81,12 +82,6 @@ _STATEMENT_LISTS = (
     "renew_statements",
     "rollback_statements",
 )
-
-
-def _required(**values: Any) -> None:
-    for what, value in values.items():
-        if value is None or (isinstance(value, str) and not value.strip()):
-            raise InputError(f"a {what.replace('_', ' ')} is required")
 
 
 def _statements(name: str, value: str | Sequence[str] | None) -> list[str] | None:
@@ -142,7 +137,7 @@ class Database(EngineArea):
         Returns the connection as :meth:`read_connection` does, with the server's
         ``warnings`` (for example a password written into the URL).
         """
-        _required(connection_name=name, plugin_name=plugin_name)
+        required(connection_name=name, plugin_name=plugin_name)
         body: dict[str, Any] = {"plugin_name": plugin_name, "verify_connection": verify_connection}
         for key, value in (
             ("connection_url", connection_url),
@@ -175,7 +170,7 @@ class Database(EngineArea):
         plugin's parameters), ``allowed_roles``, ``root_rotation_statements``,
         ``password_policy``, ``verify_connection``.
         """
-        _required(connection_name=name)
+        required(connection_name=name)
         data = self._read(self._path("config", name))
         details = dict(data.get("connection_details") or {})
         details.pop("password", None)
@@ -203,12 +198,12 @@ class Database(EngineArea):
 
         Leases issued through it can no longer be revoked by the engine.
         """
-        _required(connection_name=name)
+        required(connection_name=name)
         self._send("DELETE", self._path("config", name))
 
     def reset_connection(self, name: str) -> None:
         """Close the connection and restart its plugin. ``POST /database/reset/:name``."""
-        _required(connection_name=name)
+        required(connection_name=name)
         self._send("POST", self._path("reset", name))
 
     def rotate_root(self, name: str) -> None:
@@ -216,7 +211,7 @@ class Database(EngineArea):
 
         The new password is known only to the server; it is never returned.
         """
-        _required(connection_name=name)
+        required(connection_name=name)
         self._send("POST", self._path("rotate-root", name))
 
     # -- roles -------------------------------------------------------------------------
@@ -242,7 +237,7 @@ class Database(EngineArea):
         ``default_ttl`` and ``max_ttl`` are seconds or text such as ``1h``
         (0: the mount's). Returns the role as :meth:`read_role` does.
         """
-        _required(role_name=name, db_name=db_name)
+        required(role_name=name, db_name=db_name)
         creation = _statements("creation_statements", creation_statements) or []
         if not creation:
             raise InputError("at least one creation statement is required")
@@ -268,7 +263,7 @@ class Database(EngineArea):
         Fields ``name``, ``db_name``, the four statement lists, ``default_ttl``
         and ``max_ttl`` (seconds).
         """
-        _required(role_name=name)
+        required(role_name=name)
         data = self._read(self._path("roles", name))
         return Record(
             {
@@ -283,7 +278,7 @@ class Database(EngineArea):
 
     def delete_role(self, name: str) -> None:
         """Delete a role (issued creds stay until their leases end). ``DELETE /database/roles/:name``."""
-        _required(role_name=name)
+        required(role_name=name)
         self._send("DELETE", self._path("roles", name))
 
     def generate_credentials(self, role: str) -> Record:
@@ -293,14 +288,7 @@ class Database(EngineArea):
         ``lease_id``, ``lease_duration``, ``renewable``. Revoking the lease drops
         the user.
         """
-        _required(role_name=role)
-        payload = self._http.json("GET", self._path("creds", role))
-        data = hide(unwrap(payload), "password", label="password")
-        return Record(
-            {"role": role, "username": data.get("username"), "password": data.get("password")}
-            | lease_of(payload),
-            kind="database-credentials",
-        )
+        return issue_credentials(self, role, "database-credentials")
 
     # -- static roles ------------------------------------------------------------------
     def list_static_roles(self) -> Names:
@@ -322,7 +310,7 @@ class Database(EngineArea):
         ``rotation_period`` (at least 5 seconds); the username cannot change
         afterwards. Returns the role as :meth:`read_static_role` does.
         """
-        _required(role_name=name, db_name=db_name, username=username)
+        required(role_name=name, db_name=db_name, username=username)
         if isinstance(rotation_period, int) and rotation_period < 5:
             raise InputError(f"rotation_period must be 5 seconds or more, not {rotation_period}")
         body: dict[str, Any] = {
@@ -343,7 +331,7 @@ class Database(EngineArea):
         ``rotation_period`` (seconds), ``last_rotation`` and ``next_rotation``
         (aware datetimes; None when the server has not rotated yet).
         """
-        _required(role_name=name)
+        required(role_name=name)
         data = self._read(self._path("static-roles", name))
         period = _seconds(data.get("rotation_period"))
         last = parse_time(data.get("last_service_rotation") or data.get("last_vault_rotation"))
@@ -365,7 +353,7 @@ class Database(EngineArea):
 
         ``DELETE /database/static-roles/:name``.
         """
-        _required(role_name=name)
+        required(role_name=name)
         self._send("DELETE", self._path("static-roles", name))
 
     def static_credentials(self, name: str) -> Record:
@@ -375,7 +363,7 @@ class Database(EngineArea):
         ``last_rotation`` (aware datetime), ``rotation_period`` and ``ttl``
         (seconds until the next rotation).
         """
-        _required(role_name=name)
+        required(role_name=name)
         data = self._read(self._path("static-creds", name))
         hide(data, "password", label="password")
         return Record(
@@ -398,7 +386,7 @@ class Database(EngineArea):
         ``POST /database/rotate-role/:name``. Returns the role as
         :meth:`read_static_role` does, with the new ``last_rotation``.
         """
-        _required(role_name=name)
+        required(role_name=name)
         self._send("POST", self._path("rotate-role", name))
         return self.read_static_role(name)
 

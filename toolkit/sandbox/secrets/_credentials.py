@@ -1,16 +1,32 @@
-"""What the credential engines (database, message broker) share: password generation."""
+"""What the credential engines (database, message broker) share: who asks, passwords, leases."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from .errors import SecretsError
 
 if TYPE_CHECKING:
+    from .leases import Lease
     from .models import SecretsService
+    from .mounts import Mount
 
-__all__ = ["generate_password"]
+__all__ = ["Requester", "creds_lease", "generate_password"]
+
+
+@dataclass(frozen=True)
+class Requester:
+    """Who asks for credentials: the token's display name (generated usernames start
+    with it) and id (revoking the token revokes the lease). Demo data may pin the
+    issue time and the lease id's suffix."""
+
+    display_name: str = "token"
+    token: str | None = None
+    issued_at: datetime | None = None
+    lease_suffix: str | None = None
 
 
 def generate_password(
@@ -27,3 +43,34 @@ def generate_password(
         return service.password_policies.generate(policy)
     except SecretsError as exc:
         raise SecretsError(400, prefix + "; ".join(exc.messages)) from None
+
+
+def lease_ttls(mount: Mount, ttl: int, max_ttl: int) -> tuple[int, int]:
+    """A creds lease's (ttl, max_ttl): the engine's values (0: the mount's), capped by the mount."""
+    default, mount_max = mount.lease_ttls()
+    capped_max = min(max_ttl or mount_max, mount_max)
+    return min(ttl or default, capped_max), capped_max
+
+
+def creds_lease(
+    service: SecretsService,
+    mount: Mount,
+    role: str,
+    requester: Requester,
+    ttls: tuple[int, int],
+    on_revoke: Callable[[Lease], None],
+    data: dict[str, Any],
+) -> Lease:
+    """The renewable lease ``<mount>creds/<role>/<id>`` whose revocation runs ``on_revoke``."""
+    ttl, max_ttl = ttls
+    return service.leases.create(
+        f"{mount.path}creds/{role}",
+        ttl=ttl,
+        max_ttl=max_ttl,
+        renewable=True,
+        on_revoke=on_revoke,
+        token=requester.token,
+        suffix=requester.lease_suffix,
+        issue_time=requester.issued_at,
+        data=data,
+    )

@@ -29,12 +29,11 @@ import secrets
 import string
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from . import fields
-from ._credentials import generate_password
+from ._credentials import Requester, creds_lease, generate_password, lease_ttls
 from .errors import SecretsError
 
 if TYPE_CHECKING:
@@ -176,19 +175,8 @@ class Broker:
         self.roles.pop(name, None)
 
     # -- creds ---------------------------------------------------------------------
-    def issue_creds(
-        self,
-        name: str,
-        *,
-        display_name: str,
-        token: str | None,
-        issued_at: datetime | None = None,
-        lease_suffix: str | None = None,
-    ) -> tuple[dict[str, str], Lease]:
-        """``GET creds/:name``: a new broker user with the role's permissions, as a lease.
-
-        ``issued_at`` and ``lease_suffix`` fix the time and lease id (demo data).
-        """
+    def issue_creds(self, name: str, requester: Requester) -> tuple[dict[str, str], Lease]:
+        """``GET creds/:name``: a new broker user with the role's permissions, as a lease."""
         role = self.roles.get(name)
         if role is None:
             raise SecretsError(400, f"unknown role: {name}")
@@ -199,11 +187,8 @@ class Broker:
                 "failed to create a new user with the generated credentials: "
                 f"no connection is configured at {self.mount.path}config/connection",
             )
-        username = f"{display_name}-{uuid.uuid4()}"
+        username = f"{requester.display_name}-{uuid.uuid4()}"
         password = self._password(connection)
-        default, mount_max = self.mount.lease_ttls()
-        max_ttl = min(self.lease_max_ttl or mount_max, mount_max)
-        ttl = min(self.lease_ttl or default, max_ttl)
         self._users[username] = BrokerUser(
             username=username,
             role=name,
@@ -213,16 +198,15 @@ class Broker:
                 v: {e: dict(p) for e, p in ex.items()} for v, ex in role.vhost_topics.items()
             },
         )
-        lease = self.service.leases.create(
-            f"{self.mount.path}creds/{name}",
-            ttl=ttl,
-            max_ttl=max_ttl,
-            renewable=True,
-            on_revoke=self.revoke_creds,
-            token=token,
-            suffix=lease_suffix,
-            issue_time=issued_at,
-            data={"username": username},
+        ttls = lease_ttls(self.mount, self.lease_ttl, self.lease_max_ttl)
+        lease = creds_lease(
+            self.service,
+            self.mount,
+            name,
+            requester,
+            ttls,
+            self.revoke_creds,
+            {"username": username},
         )
         return {"username": username, "password": password}, lease
 

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..._time import format_rfc3339
 from . import fields
-from ._credentials import generate_password
+from ._credentials import Requester, creds_lease, generate_password, lease_ttls
 from .errors import SecretsError
 
 if TYPE_CHECKING:
@@ -452,31 +452,18 @@ class Database:
         self.rotate_due()
         self.roles.pop(name, None)
 
-    def issue_creds(
-        self,
-        name: str,
-        *,
-        display_name: str,
-        token: str | None,
-        issued_at: datetime | None = None,
-        lease_suffix: str | None = None,
-    ) -> tuple[dict[str, str], Lease]:
-        """``GET creds/:name``: a new database user, and the lease that will drop it.
-
-        ``issued_at`` and ``lease_suffix`` fix the time and lease id (demo data).
-        """
+    def issue_creds(self, name: str, requester: Requester) -> tuple[dict[str, str], Lease]:
+        """``GET creds/:name``: a new database user, and the lease that will drop it."""
         self.rotate_due()
         role = self.roles.get(name)
         if role is None:
             raise SecretsError(400, f"unknown role: {name}")
         connection = self._allowed_connection(role.db_name, name)
-        default, mount_max = self.mount.lease_ttls()
-        max_ttl = min(role.max_ttl or mount_max, mount_max)
-        ttl = min(role.default_ttl or default, max_ttl)
+        ttl, max_ttl = ttls = lease_ttls(self.mount, role.default_ttl, role.max_ttl)
         password = self._password(connection)
         dialect = dialect_of(connection.plugin_name)
-        now = issued_at or self.service.clock.now()
-        username = _username(dialect, display_name, name, now)
+        now = requester.issued_at or self.service.clock.now()
+        username = _username(dialect, requester.display_name, name, now)
         expiration = (now + timedelta(seconds=ttl + EXPIRATION_BUFFER)).strftime(
             "%Y-%m-%d %H:%M:%S%z"
         )
@@ -490,16 +477,14 @@ class Database:
             at=now,
         )
         self._users.setdefault(connection.name, set()).add(username)
-        lease = self.service.leases.create(
-            f"{self.mount.path}creds/{name}",
-            ttl=ttl,
-            max_ttl=max_ttl,
-            renewable=True,
-            on_revoke=self.revoke_creds,
-            token=token,
-            suffix=lease_suffix,
-            issue_time=issued_at,
-            data={
+        lease = creds_lease(
+            self.service,
+            self.mount,
+            name,
+            requester,
+            ttls,
+            self.revoke_creds,
+            {
                 "username": username,
                 "role": name,
                 "db_name": role.db_name,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from ._credentials import Requester
 from .broker import Broker
 
 if TYPE_CHECKING:
@@ -79,6 +80,4 @@ def load_demo_broker(service: SecretsService) -> None:
         body.update({k: json.dumps(role[k]) for k in ("vhosts", "vhost_topics") if k in role})
         broker.write_role(name, body)
     for role_name, suffix, display_name in _LIVE_CREDS:
-        broker.issue_creds(
-            role_name, display_name=display_name, token=None, issued_at=start, lease_suffix=suffix
-        )
+        broker.issue_creds(role_name, Requester(display_name, issued_at=start, lease_suffix=suffix))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from ._credentials import Requester
 from .database import Database
 
 if TYPE_CHECKING:
@@ -130,6 +131,4 @@ def load_demo_database(service: SecretsService) -> None:
             rotated_at=start - ago,
         )
     for role, suffix, display_name in _LIVE_CREDS:
-        db.issue_creds(
-            role, display_name=display_name, token=None, issued_at=start, lease_suffix=suffix
-        )
+        db.issue_creds(role, Requester(display_name, issued_at=start, lease_suffix=suffix))

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from starlette.responses import Response
 
+from .._credentials import Requester
 from ._base import Call, EngineRoute, Handler, create_or_update, engine_route, envelope, error
 
 if TYPE_CHECKING:
@@ -41,10 +42,10 @@ def resource(
     return engine_route(path, handle, list(table), capability=capability)
 
 
-def caller(call: Call) -> tuple[str, str | None]:
-    """The caller's token display name (for generated usernames) and id (for the lease)."""
+def caller(call: Call) -> Requester:
+    """Who asks: the caller's token display name (for usernames) and id (for the lease)."""
     token = call.token
-    return (token.display_name, token.id) if token else ("token", None)
+    return Requester(token.display_name, token.id) if token else Requester()
 
 
 def secret_answer(data: dict[str, str], lease: Lease) -> Response:

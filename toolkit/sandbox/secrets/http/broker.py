@@ -58,10 +58,7 @@ async def delete_role(call: Call) -> Response:
 
 async def issue_creds(call: Call) -> Response:
     """``GET creds/:name``: a new broker user and password, as a renewable lease."""
-    display_name, token = caller(call)
-    data, lease = _broker(call).issue_creds(
-        call.params["name"], display_name=display_name, token=token
-    )
+    data, lease = _broker(call).issue_creds(call.params["name"], caller(call))
     return secret_answer(data, lease)
 
 
