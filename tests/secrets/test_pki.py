@@ -145,7 +145,7 @@ def test_bad_arguments_are_refused_before_sending(client: SecretsClient) -> None
     with pytest.raises(InputError, match="format"):
         client.pki.issue("web-server", "a.example.com", format="p12")
     with pytest.raises(InputError, match="private_key_format"):
-        client.pki.issue("web-server", "a.example.com", private_key_format="pem")
+        client.pki.issue("web-server", "a.example.com", private_key_format="pkcs12")
     with pytest.raises(InputError, match="ttl or not_after"):
         client.pki.issue("web-server", "a.example.com", ttl="1h", not_after="2030-01-01T00:00:00Z")
     assert client.pki.session_certificates().empty

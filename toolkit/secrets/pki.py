@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 FORMATS = ("pem", "der", "pem_bundle")
-PRIVATE_KEY_FORMATS = ("der", "pkcs8")
+PRIVATE_KEY_FORMATS = ("der", "pem", "pkcs8")
 
 PKI_ROLES = Schema.of(
     "name",
@@ -169,7 +169,9 @@ class IssuedCertificate:
         self.certificate = _pem(self.cert)
         issuing = data.get("issuing_ca") or ""
         self.issuing_ca = _pem(_load_certificate(str(issuing))) if issuing else ""
-        self.ca_chain = [_pem(_load_certificate(str(c))) for c in data.get("ca_chain") or []]
+        # The chain above the certificate (sign-intermediate answers it with the certificate first).
+        chain = [_pem(_load_certificate(str(c))) for c in data.get("ca_chain") or []]
+        self.ca_chain = [c for c in chain if c != self.certificate]
         self.serial_number = str(data.get("serial_number") or _serial_text(self.cert.serial_number))
         key = data.get("private_key")
         self.private_key: Sensitive | None = (

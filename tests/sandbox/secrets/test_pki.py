@@ -1031,3 +1031,135 @@ def test_a_bundle_of_key_and_ca_certificate_imports_as_an_issuer_that_signs(
         api.post("pki/issuer/imported/issue/web-server", json={"common_name": "www.example.com"})
     )["data"]
     cert_of(data["certificate"]).verify_directly_issued_by(cert)
+
+
+def test_issue_answers_not_before_and_leaves_out_an_empty_chain(shared: httpx.Client) -> None:
+    data = ok(shared.post("pki/issue/root-ops", json={"common_name": "ops.example.com"}))["data"]
+    leaf = cert_of(data["certificate"])
+    assert data["not_before"] == int(leaf.not_valid_before_utc.timestamp())
+    assert [cert_of(c) for c in data["ca_chain"]] == [issuer_cert(shared, "root-2026")]
+    rootless = ok(
+        shared.post(
+            "pki/issue/root-ops",
+            json={"common_name": "ops.example.com", "remove_roots_from_chain": True},
+        )
+    )["data"]
+    assert "ca_chain" not in rootless
+
+
+def test_sign_intermediate_answers_the_new_certificate_first_in_its_chain(
+    shared: httpx.Client,
+) -> None:
+    csr, _ = make_csr("chain")
+    answer = ok(
+        shared.post(
+            "pki/issuer/root-2026/sign-intermediate",
+            json={"csr": csr, "common_name": "Chain CA", "max_path_length": 0},
+        )
+    )
+    data = answer["data"]
+    assert data["ca_chain"][0] == data["certificate"]
+    assert cert_of(data["ca_chain"][1]) == issuer_cert(shared, "root-2026")
+    assert any("authority information access" in w for w in answer["warnings"])
+    assert any("Max path length of the signed certificate is zero" in w for w in answer["warnings"])
+
+
+def test_root_generation_warns_about_missing_urls_and_names_itself_as_authority(
+    api: httpx.Client,
+) -> None:
+    answer = ok(
+        api.post(
+            "pki/root/generate/internal",
+            json={"common_name": "Leaf-only Root", "key_type": "ec", "max_path_length": 0},
+        )
+    )
+    assert any("authority information access" in w for w in answer["warnings"])
+    assert any("Max path length of the generated" in w for w in answer["warnings"])
+    root = cert_of(answer["data"]["certificate"])
+    aki = root.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value
+    ski = root.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    assert aki.key_identifier == ski.digest
+
+
+def test_name_constraints_are_critical(shared: httpx.Client) -> None:
+    csr, _ = make_csr("nc")
+    data = ok(
+        shared.post(
+            "pki/issuer/root-2026/sign-intermediate",
+            json={"csr": csr, "common_name": "NC", "permitted_dns_domains": "nc.example"},
+        )
+    )["data"]
+    extension = cert_of(data["certificate"]).extensions.get_extension_for_class(
+        x509.NameConstraints
+    )
+    assert extension.critical
+
+
+def test_a_role_of_any_key_type_issues_the_key_type_asked_for(api: httpx.Client) -> None:
+    ok(api.post("pki/roles/any", json={"allow_any_name": True, "key_type": "any"}))
+    assert_error(
+        api.post("pki/issue/any", json={"common_name": "x.test"}),
+        400,
+        'role key type "any" not allowed for issuing certificates without providing key_type',
+    )
+    data = ok(
+        api.post("pki/issue/any", json={"common_name": "x.test", "key_type": "ec", "key_bits": 384})
+    )["data"]
+    assert data["private_key_type"] == "ec"
+    key = cert_of(data["certificate"]).public_key()
+    assert isinstance(key, ec.EllipticCurvePublicKey) and key.curve.key_size == 384
+    ignored = ok(
+        api.post("pki/issue/web-server", json={"common_name": "a.example.com", "key_type": "rsa"})
+    )
+    assert ignored["data"]["private_key_type"] == "ec"
+    assert ignored["warnings"] == [
+        "parameters key_type and key_bits ignored as role had specific values"
+    ]
+
+
+def test_sign_takes_the_csr_common_name_and_warns_about_ignored_fields(
+    shared: httpx.Client,
+) -> None:
+    csr, _ = make_csr("csr.example.com", dns=("csr.example.com",))
+    answer = ok(
+        shared.post(
+            "pki/sign/web-server",
+            json={"csr": csr, "common_name": "other.example.com", "alt_names": "x.example.com"},
+        )
+    )
+    leaf = cert_of(answer["data"]["certificate"])
+    assert leaf.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "csr.example.com"
+    assert sans(leaf).get_values_for_type(x509.DNSName) == ["csr.example.com"]
+    assert answer["warnings"] == [
+        'the common_name field was provided but the role is set with "use_csr_common_name" '
+        "set to true",
+        'the alt_names field was provided but the role is set with "use_csr_sans" set to true',
+    ]
+
+
+def test_role_writes_follow_the_servers_normalisation_and_warnings(api: httpx.Client) -> None:
+    leased = ok(api.post("pki/roles/leased", json={"generate_lease": True}))
+    assert "encouraged to disable generate_lease" in leased["warnings"][0]
+    both = ok(api.post("pki/roles/both", json={"generate_lease": True, "no_store": True}))
+    assert (
+        both["data"]["generate_lease"] is False
+        and "no_store=true takes priority" in (both["warnings"][0])
+    )
+    mixed = ok(
+        api.post(
+            "pki/roles/mixed",
+            json={"cn_validations": "Email", "key_usage": "digitalsignature", "key_type": "ec"},
+        )
+    )["data"]
+    assert mixed["cn_validations"] == ["email"] and mixed["key_usage"] == ["digitalsignature"]
+    assert_error(
+        api.post("pki/roles/mixed", json={"cn_validations": "disabled,email"}),
+        400,
+        "cannot specify `disabled` along with",
+    )
+    assert_error(
+        api.post("pki/roles/mixed", json={"ext_key_usage_oids": "1.2.x"}),
+        400,
+        "could not be parsed as a valid oid",
+    )
+    assert ok(api.get("pki/roles/mixed"))["data"]["not_before"] == ""

@@ -116,7 +116,13 @@ class PKI:
         raise SecretsError(400, f"unable to find PKI issuer for reference: {ref}")
 
     def _signer(self, ref: str) -> tuple[Issuer, certs.PrivateKey]:
-        issuer = self.resolve(ref)
+        """The issuer that signs a request, with its key; 400 as the real server words it."""
+        try:
+            issuer = self.resolve(ref)
+        except SecretsError as exc:
+            raise SecretsError(
+                exc.status, f"could not fetch the CA certificate (was one set?): {exc}"
+            ) from None
         if "issuing-certificates" not in issuer.usage:
             raise SecretsError(
                 400,
@@ -277,8 +283,7 @@ class PKI:
     # -- roles --------------------------------------------------------------------------
     def write_role(self, name: str, body: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
         """``POST roles/:name``: the whole role (defaults for what is not given), and warnings."""
-        role = parse_role(body)
-        warnings = []
+        role, warnings = parse_role(body)
         try:
             self.resolve(role["issuer_ref"])
         except SecretsError:
@@ -358,9 +363,15 @@ class PKI:
                     f"{_rfc3339(not_after)} that is beyond the expiration of the CA certificate "
                     f"at {_rfc3339(signer.not_valid_after_utc)}",
                 )
-        if not_after <= now - timedelta(seconds=not_before_duration):
-            raise SecretsError(400, f"not_after: {_rfc3339(not_after)} is already past")
-        return now - timedelta(seconds=not_before_duration), not_after, warnings
+        fixed_start = (role or {}).get("not_before")
+        not_before = (
+            parse_not_after(fixed_start, "not_before")
+            if fixed_start
+            else now - timedelta(seconds=not_before_duration)
+        )
+        if not_after <= not_before:
+            raise SecretsError(400, f"not_after: {_rfc3339(not_after)} is not after NotBefore")
+        return not_before, not_after, warnings
 
     # -- names --------------------------------------------------------------------------
     def _role_names(
@@ -371,8 +382,8 @@ class PKI:
         The first name the role refuses denies the whole request, naming it.
         """
         cn = names.common_name
-        if not cn and csr is not None and role["use_csr_common_name"]:
-            cn = _csr_common_name(csr)
+        if csr is not None and role["use_csr_common_name"]:
+            cn = _csr_common_name(csr) or cn
         if csr is not None and role["use_csr_sans"]:
             dns, emails, ips, uris = _csr_sans(csr)
         else:
@@ -447,20 +458,29 @@ class PKI:
         signer: Issuer,
         output: Output,
         key: certs.PrivateKey | None = None,
+        *,
+        chain_from_self: bool = False,
     ) -> dict[str, Any]:
-        """The response ``data``: certificate, issuing CA, chain, serial, and the key if one was made."""
+        """The response ``data``: certificate, issuing CA, chain, serial, and the key if one was made.
+
+        ``ca_chain`` is the signer's chain (the new certificate first for
+        sign-intermediate, ``chain_from_self``); it is left out when empty, as
+        when ``remove_roots_from_chain`` drops the only (root) issuer.
+        """
         pem = certs.cert_pem(cert)
-        chain = self.chain(signer)
+        chain = ([pem] if chain_from_self else []) + self.chain(signer)
         if output.remove_roots_from_chain:
             chain = [c for c in chain if not certs.is_self_signed(certs.load_cert(c))]
         fmt = output.format
         data: dict[str, Any] = {
             "certificate": certs.encode_cert(pem, fmt),
             "issuing_ca": certs.encode_cert(signer.certificate, fmt),
-            "ca_chain": [certs.encode_cert(c, fmt) for c in chain],
             "serial_number": certs.format_serial(cert.serial_number),
+            "not_before": int(cert.not_valid_before_utc.timestamp()),
             "expiration": int(cert.not_valid_after_utc.timestamp()),
         }
+        if chain:
+            data["ca_chain"] = [certs.encode_cert(c, fmt) for c in chain]
         if fmt == "pem_bundle":
             parts = [pem]
             if key is not None:
@@ -506,22 +526,20 @@ class PKI:
         Returns the response data (with ``private_key``), warnings, and lease fields.
         """
         role = self._role_for_use(role_name)
-        if role["key_type"] == "any":
-            raise SecretsError(
-                400, 'role key type "any" not allowed for issuing certificates, only signing'
-            )
+        key_type, bits, warnings = _issue_key(role, body)
         names = parse_names(body)
         output = parse_output(body)
         signer, signer_key = self._signer(issuer_ref or role["issuer_ref"])
         template = self._role_names(role, names, None)
-        not_before, not_after, warnings = self._validity(
+        not_before, not_after, more = self._validity(
             body,
             signer.cert,
             behavior=signer.leaf_not_after_behavior,
             role=role,
             not_before_duration=role["not_before_duration"],
         )
-        key = certs.generate_key(role["key_type"], role["key_bits"])
+        warnings += more
+        key = certs.generate_key(key_type, bits)
         cert = self._sign_leaf(
             role, template, key.public_key(), not_before, not_after, signer, signer_key
         )
@@ -556,6 +574,16 @@ class PKI:
         )
         if not role["no_store"]:
             self._keep(cert, signer.id)
+        if role["use_csr_common_name"] and names.common_name:
+            warnings.append(
+                "the common_name field was provided but the role is set with "
+                '"use_csr_common_name" set to true'
+            )
+        if role["use_csr_sans"] and names.alt_names:
+            warnings.append(
+                "the alt_names field was provided but the role is set with "
+                '"use_csr_sans" set to true'
+            )
         return (
             self._answer(cert, signer, output),
             warnings,
@@ -611,7 +639,8 @@ class PKI:
                 "time. If the new certificate is not treated as a root, validation paths with "
                 "the certificate past the issuing CA's expiration time will fail."
             )
-        return self._answer(cert, signer, output), warnings
+        warnings += _ca_warnings(cert, "signed")
+        return self._answer(cert, signer, output, chain_from_self=True), warnings
 
     def _sign_ca(
         self,
@@ -737,7 +766,7 @@ class PKI:
                 data["certificate"] = "\n".join(
                     [certs.private_key_output(key, "pem", "der"), issuer.certificate]
                 )
-        return data, warnings
+        return data, warnings + _ca_warnings(cert, "generated")
 
     def generate_intermediate(self, kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """``POST intermediate/generate/:type`` and ``issuers/generate/intermediate/:type``: a key and its CSR."""
@@ -975,3 +1004,50 @@ def _read_keys(text: str, field_name: str) -> list[certs.PrivateKey]:
             raise SecretsError(400, f"{field_name}: unsupported private key type")
         keys.append(key)
     return keys
+
+
+# The real server's warning for an issuer made while no URLs are configured (none can be, here).
+_AIA_WARNING = (
+    "This mount hasn't configured any authority information access (AIA) fields; this may make "
+    "it harder for systems to find missing certificates in the chain or to validate revocation "
+    "status of certificates. Consider updating /config/urls or the newly generated issuer with "
+    "this information."
+)
+
+
+def _ca_warnings(cert: x509.Certificate, made: str) -> list[str]:
+    """The warnings of root generation and sign-intermediate: no AIA URLs; path length zero."""
+    found = [_AIA_WARNING]
+    constraints = cert.extensions.get_extension_for_class(x509.BasicConstraints).value
+    if constraints.path_length == 0:
+        found.append(
+            f"Max path length of the {made} certificate is zero. This certificate cannot be "
+            "used to issue intermediate CA certificates."
+        )
+    return found
+
+
+def _issue_key(role: Mapping[str, Any], body: Mapping[str, Any]) -> tuple[str, int, list[str]]:
+    """The key type and size an issue request gets, and its warnings.
+
+    A role with ``key_type`` ``any`` takes them from the request (required);
+    otherwise the role's values hold and request values are ignored with a warning.
+    """
+    asked = "key_type" in body or "key_bits" in body
+    if role["key_type"] != "any":
+        warnings = (
+            ["parameters key_type and key_bits ignored as role had specific values"]
+            if asked
+            else []
+        )
+        return role["key_type"], role["key_bits"], warnings
+    if "key_type" not in body:
+        raise SecretsError(
+            400,
+            'role key type "any" not allowed for issuing certificates without providing '
+            "key_type and/or key_bits request parameters",
+        )
+    key_type = fields.string(body, "key_type")
+    if key_type == "any":
+        raise SecretsError(400, 'key_type: "any" cannot be used to generate a key')
+    return key_type, key_bits(key_type, fields.integer(body, "key_bits", 0)), []

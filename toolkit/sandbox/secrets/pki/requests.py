@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 FORMATS = ("pem", "der", "pem_bundle")
-PRIVATE_KEY_FORMATS = ("der", "pkcs8")
+PRIVATE_KEY_FORMATS = ("der", "pem", "pkcs8")  # "pem" is the same as "der"
 SUBJECT_FIELDS = (
     "ou",
     "organization",
@@ -124,12 +124,14 @@ def parse_uri(value: str) -> str:
 def parse_output(body: Mapping[str, Any], *, with_key: bool = True) -> Output:
     fmt = fields.string(body, "format", "pem") or "pem"
     if fmt not in FORMATS:
-        raise SecretsError(400, f"format: must be pem, der or pem_bundle, got {fmt!r}")
+        raise SecretsError(400, 'the "format" path parameter must be "pem", "der", or "pem_bundle"')
     key_format = "der"
     if with_key:
         key_format = fields.string(body, "private_key_format", "der") or "der"
         if key_format not in PRIVATE_KEY_FORMATS:
-            raise SecretsError(400, f"private_key_format: must be der or pkcs8, got {key_format!r}")
+            raise SecretsError(
+                400, f"private_key_format: must be der, pem or pkcs8, got {key_format!r}"
+            )
     return Output(fmt, key_format, fields.boolean(body, "remove_roots_from_chain"))
 
 

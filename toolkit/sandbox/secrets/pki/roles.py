@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .... import _certificate_policy as policy
 from .. import fields
 from ..errors import SecretsError
-from .requests import OID, SIGNATURE_BITS, parse_not_after, parse_other_san
+from .requests import OID, SIGNATURE_BITS, parse_not_after
 from .x509 import EC_CURVES, EXT_KEY_USAGES, KEY_USAGES, RSA_BITS
 
 __all__ = ["ROLE_DEFAULTS", "key_bits", "parse_role", "role_ext_key_usage"]
@@ -66,15 +67,24 @@ ROLE_DEFAULTS: dict[str, Any] = {
     "policy_identifiers": [],
     "basic_constraints_valid_for_non_ca": False,
     "not_before_duration": 30,
+    "not_before": "",
     "not_after": "",
 }
+_GENERATE_LEASE_WARNING = (
+    "it is encouraged to disable generate_lease and rely on PKI's native capabilities when "
+    "possible; this option can cause instance-wide issues with large numbers of issued "
+    "certificates"
+)
 _DURATIONS = ("ttl", "max_ttl", "not_before_duration")
 _INTEGERS = ("key_bits", "signature_bits")
 KEY_TYPES = ("rsa", "ec", "ed25519", "any")
 
 
-def parse_role(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The role written by ``body`` with every default filled in; 400 naming a bad field."""
+def parse_role(body: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The role written by ``body`` with every default filled in, and the server's warnings.
+
+    400 naming a bad field, with the real server's wording where it has one.
+    """
     role: dict[str, Any] = {}
     for name, default in ROLE_DEFAULTS.items():
         if name in _DURATIONS:
@@ -96,26 +106,61 @@ def parse_role(body: Mapping[str, Any]) -> dict[str, Any]:
         role["signature_bits"] = 256
     if role["max_ttl"] and role["ttl"] > role["max_ttl"]:
         raise SecretsError(400, '"ttl" value must be less than "max_ttl" value')
-    bad = [u for u in role["key_usage"] if u not in KEY_USAGES]
+    known = {name.lower() for name in KEY_USAGES}
+    bad = [u for u in role["key_usage"] if u.lower() not in known]
     if bad:
         raise SecretsError(400, f"key_usage: unknown key usage {bad[0]!r}")
-    bad = [u for u in role["ext_key_usage"] if u not in EXT_KEY_USAGES]
+    known = {name.lower() for name in EXT_KEY_USAGES}
+    bad = [u for u in role["ext_key_usage"] if u.lower() not in known]
     if bad:
         raise SecretsError(400, f"ext_key_usage: unknown extended key usage {bad[0]!r}")
     bad = [o for o in role["ext_key_usage_oids"] if not OID.match(o)]
     if bad:
-        raise SecretsError(400, f"ext_key_usage_oids: {bad[0]!r} is not an OID")
-    bad = [v for v in role["cn_validations"] if v not in ("email", "hostname", "disabled")]
-    if bad or ("disabled" in role["cn_validations"] and len(role["cn_validations"]) > 1):
-        raise SecretsError(400, "cn_validations: 'email' and/or 'hostname', or 'disabled' alone")
-    for pattern in role["allowed_other_sans"]:
-        if pattern != "*":
-            parse_other_san(pattern, "allowed_other_sans")
-    if role["not_after"]:
-        parse_not_after(role["not_after"], "not_after")
-    if role["ttl"] and role["not_after"]:
-        raise SecretsError(400, "ttl and not_after are exclusive: give one")
-    return role
+        raise SecretsError(
+            400, f"{bad[0]!r} could not be parsed as a valid oid for an extended key usage"
+        )
+    role["cn_validations"] = _cn_validations(role["cn_validations"])
+    if role["allowed_other_sans"] != ["*"]:
+        for pattern in role["allowed_other_sans"]:
+            try:
+                policy.parse_other_san(pattern)
+            except ValueError as exc:
+                raise SecretsError(400, f"error parsing allowed_other_sans: {exc}") from None
+    for name in ("not_before", "not_after"):
+        if role[name]:
+            parse_not_after(role[name], name)
+    warnings = []
+    if role["no_store"]:
+        if role["generate_lease"]:
+            warnings.append(
+                "mutually exclusive values no_store=true and generate_lease=true were both "
+                "specified; no_store=true takes priority"
+            )
+        role["generate_lease"] = False
+    elif role["generate_lease"]:
+        warnings.append(_GENERATE_LEASE_WARNING)
+    return role, warnings
+
+
+def _cn_validations(values: list[str]) -> list[str]:
+    """``email`` and/or ``hostname``, or ``disabled`` alone (none: both); lower case."""
+    if not values:
+        return ["email", "hostname"]
+    lowered = [v.lower() for v in values]
+    for value in lowered:
+        if value not in ("email", "hostname", "disabled"):
+            raise SecretsError(400, f"cn_validations value incorrect: unknown type: `{value}`")
+        if lowered.count(value) > 1:
+            raise SecretsError(
+                400, f"cn_validations value incorrect: `{value}` specified multiple times"
+            )
+    if "disabled" in lowered and len(lowered) > 1:
+        raise SecretsError(
+            400,
+            "cn_validations value incorrect: cannot specify `disabled` along with `email` or "
+            "`hostname`",
+        )
+    return lowered
 
 
 def key_bits(key_type: str, bits: int) -> int:
@@ -152,6 +197,7 @@ def role_ext_key_usage(role: Mapping[str, Any]) -> list[Any]:
     ):
         if role.get(flag):
             found.append(EXT_KEY_USAGES[name])
-    found += [EXT_KEY_USAGES[n] for n in role.get("ext_key_usage", [])]
+    by_name = {name.lower(): oid for name, oid in EXT_KEY_USAGES.items()}
+    found += [by_name[n.lower()] for n in role.get("ext_key_usage", [])]
     found += [x509.ObjectIdentifier(o) for o in role.get("ext_key_usage_oids", [])]
     return list(dict.fromkeys(found))

@@ -75,6 +75,11 @@ EXT_KEY_USAGES = {
     "TimeStamping": ExtendedKeyUsageOID.TIME_STAMPING,
     "OcspSigning": ExtendedKeyUsageOID.OCSP_SIGNING,
     "Any": ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE,
+    "IpsecEndSystem": x509.ObjectIdentifier("1.3.6.1.5.5.7.3.5"),
+    "IpsecTunnel": x509.ObjectIdentifier("1.3.6.1.5.5.7.3.6"),
+    "IpsecUser": x509.ObjectIdentifier("1.3.6.1.5.5.7.3.7"),
+    "MicrosoftServerGatedCrypto": x509.ObjectIdentifier("1.3.6.1.4.1.311.10.3.3"),
+    "NetscapeServerGatedCrypto": x509.ObjectIdentifier("2.16.840.1.113730.4.1"),
 }
 _USER_ID = x509.ObjectIdentifier("0.9.2342.19200300.100.1.1")
 _HASHES: dict[int, type[hashes.HashAlgorithm]] = {
@@ -269,8 +274,9 @@ class CertTemplate:
 
 def _key_usage(names: list[str]) -> x509.KeyUsage:
     flags = dict.fromkeys(KEY_USAGES.values(), False)
+    by_name = {name.lower(): flag for name, flag in KEY_USAGES.items()}
     for name in names:
-        flags[KEY_USAGES[name]] = True
+        flags[by_name[name.lower()]] = True
     if not flags["key_agreement"]:
         flags["encipher_only"] = flags["decipher_only"] = False
     return x509.KeyUsage(**flags)
@@ -327,6 +333,11 @@ def sign(
         except x509.ExtensionNotFound:
             aki = x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer.public_key())  # type: ignore[arg-type]
         builder = builder.add_extension(aki, critical=False)
+    else:
+        # A root names itself as its authority, as the real server's roots do.
+        builder = builder.add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski), critical=False
+        )
     made = {x509.SubjectKeyIdentifier.oid, x509.AuthorityKeyIdentifier.oid}
     if template.is_ca:
         builder = builder.add_extension(
@@ -352,7 +363,7 @@ def sign(
         ]
         builder = builder.add_extension(
             x509.NameConstraints(permitted_subtrees=permitted, excluded_subtrees=None),
-            critical=False,
+            critical=True,
         )
         made.add(x509.NameConstraints.oid)
     for extension in template.copied:
