@@ -164,3 +164,22 @@ def test_every_call_works_against_another_mount(sandbox: Sandbox, client: Secret
     frame = corp.library_status()
     assert frame.loc["alice", "lease_id"] == lent["lease_id"]
     assert "team" not in client.ad.sets()
+
+
+def test_a_library_user_sees_only_the_leases_of_their_own_check_outs(
+    sandbox: Sandbox,
+) -> None:
+    with SecretsClient(sandbox.address, "demo-library-user-token") as user:
+        frame = user.ad.library_status()
+        assert len(frame) == 6 and frame["lease_id"].isna().all()
+        lent = user.ad.check_out("dba-oncall")
+        frame = user.ad.library_status(["dba-oncall"])
+        assert frame["lease_id"][lent["service_account_name"]] == lent["lease_id"]
+        assert frame["lease_expiry"].isna().all() and frame["lease_id"].notna().sum() == 1
+        assert sorted(user.ad.check_in("dba-oncall", [DBA[0], lent["service_account_name"]])) == [
+            DBA[0],
+            lent["service_account_name"],
+        ]
+        with pytest.raises(APIError) as caught:
+            user.ad.manage_check_in("release-engineers", "release-02@corp.example")
+        assert caught.value.status == 403

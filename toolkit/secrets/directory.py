@@ -287,8 +287,8 @@ class Directory(EngineArea):
         borrower's entity id, else the hash of its token), ``lease_id`` and
         ``lease_expiry`` (UTC). Status from ``GET .../status``, leases from
         ``LIST sys/leases/lookup/<mount>/library/<set>/check-out/`` and
-        ``PUT sys/leases/lookup``; without the permission to list leases, the
-        lease columns are empty.
+        ``PUT sys/leases/lookup``. Without the permission to list leases, only
+        this client's own check-outs show a lease id, and no expiry.
         """
         names = list(sets) if sets is not None else self.sets()
         leases = Leases(self._http)
@@ -313,19 +313,19 @@ class Directory(EngineArea):
                             or None
                         ),
                         "lease_id": lease_id,
-                        "lease_expiry": expiries.get(lease_id) if lease_id else None,
+                        "lease_expiry": (expiries or {}).get(lease_id) if lease_id else None,
                     }
                 )
         return build_frame(rows, LIBRARY_STATUS)
 
-    def _set_leases(self, leases: Leases, set_name: str) -> dict[str, datetime | None]:
-        """The live check-out leases of a set and their expiry ({} without permission)."""
+    def _set_leases(self, leases: Leases, set_name: str) -> dict[str, datetime | None] | None:
+        """The live check-out leases of a set and their expiry; None without permission."""
         prefix = f"{self.mount}/library/{set_name}/check-out/"
         try:
             frame = leases.lookup_leases(leases.lease_ids(prefix), mounts=[self.mount + "/"])
         except APIError as exc:
             if exc.status == 403:
-                return {}
+                return None
             raise
         return {
             str(lease_id): (None if pd.isna(expiry) else expiry.to_pydatetime())
@@ -333,8 +333,12 @@ class Directory(EngineArea):
         }
 
     def _match_leases(
-        self, set_name: str, status: Mapping[str, Mapping[str, Any]], live: Mapping[str, Any]
+        self,
+        set_name: str,
+        status: Mapping[str, Mapping[str, Any]],
+        live: Mapping[str, Any] | None,
     ) -> dict[str, str]:
+        """Borrowed account -> lease id; ``live`` None: the leases could not be listed."""
         borrowed = [a for a, f in status.items() if not f.get("available")]
         matched: dict[str, str] = {}
         for account in list(status):
@@ -342,10 +346,12 @@ class Directory(EngineArea):
             lease_id = self._lent.get(key)
             if lease_id is None:
                 continue
-            if account in borrowed and lease_id in live:
+            if account in borrowed and (live is None or lease_id in live):
                 matched[account] = lease_id
             else:
                 del self._lent[key]  # checked in, or its lease ended
+        if live is None:
+            return matched
         left_accounts = [a for a in borrowed if a not in matched]
         left_leases = [i for i in live if i not in matched.values()]
         if len(left_accounts) == 1 and len(left_leases) == 1:
