@@ -6,6 +6,7 @@ where only the table form says something (a confirmation), its text is checked.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from cryptography import x509
@@ -26,9 +27,11 @@ def test_status_reads_the_seal_and_the_leader(bao: BaoCLI, sandbox: Sandbox) -> 
     assert (status["t"], status["n"], status["type"]) == (3, 5, "shamir")
     assert status["ha_enabled"] is False
     sandbox.secrets.seal.seal()
-    sealed = bao.run("status")
+    sealed = bao.run("status", output="json")
     assert sealed.returncode == 2  # the CLI's exit code for a sealed server
-    assert "Sealed" in sealed.stdout and "true" in sealed.stdout
+    assert json.loads(sealed.stdout)["sealed"] is True
+    refused = bao.run("read", "sys/leader")
+    assert refused.returncode == 2 and "Code: 503" in refused.stderr
 
 
 def test_policy_list_read_write_and_delete(bao: BaoCLI, sandbox: Sandbox) -> None:

@@ -55,7 +55,7 @@ def tfe(sandbox: Sandbox) -> Iterator[TFEClient]:
 @pytest.fixture
 def roomy() -> Iterator[Sandbox]:
     """A demo sandbox that lets an organization hold several pools, for sorting and search."""
-    with Sandbox(pool_limit=5) as sandbox:
+    with Sandbox(pool_limit=6) as sandbox:
         yield sandbox
 
 
@@ -75,25 +75,39 @@ def _ids(sandbox: Sandbox, path: str) -> dict[str, str]:
 
 def test_pools_list_with_search_sort_and_the_allowed_workspace_filter(roomy: Sandbox) -> None:
     with _client(roomy) as tfe:
-        for name, scoped in (("builders-b", True), ("builders-a", False), ("deployers", True)):
+        workspaces = _ids(roomy, "organizations/acme/workspaces")
+        for name, scoped, allowed in (
+            ("builders-b", True, []),
+            ("builders-a", False, [workspaces["web-frontend"]]),
+            ("deployers", True, []),
+            ("testers", False, [workspaces["networking"]]),
+        ):
             tfe.agent_pools.create(
-                "acme", AgentPoolCreateOptions(name=name, organization_scoped=scoped)
+                "acme",
+                AgentPoolCreateOptions(
+                    name=name, organization_scoped=scoped, allowed_workspace_ids=allowed
+                ),
             )
 
         by_name = [p.name for p in tfe.agent_pools.list("acme", AgentPoolListOptions(sort="name"))]
-        assert by_name == ["acme-private", "builders-a", "builders-b", "deployers"]
+        assert by_name == ["acme-private", "builders-a", "builders-b", "deployers", "testers"]
         newest = [
             p.name for p in tfe.agent_pools.list("acme", AgentPoolListOptions(sort="-created-at"))
         ]
-        assert newest == ["deployers", "builders-a", "builders-b", "acme-private"]
+        assert newest == ["testers", "deployers", "builders-a", "builders-b", "acme-private"]
         found = tfe.agent_pools.list("acme", AgentPoolListOptions(query="BUILD", sort="-name"))
         assert [p.name for p in found] == ["builders-b", "builders-a"]
 
-        # Organization-scoped pools, plus those that list the workspace (none does here).
+        # Organization-scoped pools, plus those that list the workspace (builders-a).
         allowed = tfe.agent_pools.list(
             "acme", AgentPoolListOptions(allowed_workspace_name="web-frontend", sort="name")
         )
-        assert [p.name for p in allowed] == ["acme-private", "builders-b", "deployers"]
+        assert [p.name for p in allowed] == [
+            "acme-private",
+            "builders-a",
+            "builders-b",
+            "deployers",
+        ]
 
         with pytest.raises(TFEError) as refused:
             list(tfe.agent_pools.list("acme", AgentPoolListOptions(sort="size")))
@@ -422,21 +436,21 @@ def test_pytfe_names_the_policy_mocks_permission_sentinel_mocks(
 def test_pytfe_waits_out_the_rate_limit_and_gets_every_page(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with Sandbox(rate_limit=10) as limited:
+    with Sandbox(rate_limit=3) as limited:
         pool = _ids(limited, "organizations/acme/agent-pools")["acme-private"]
-        for i in range(40):
+        for i in range(20):
             limited.platform.add_agent(
                 pool, name=f"extra-{i:02d}", status="idle", ip_address="10.1.1.1"
             )
         with _client(limited) as impatient:
             with pytest.raises(RateLimited) as limited_error:
-                for _ in range(12):
+                for _ in range(50):
                     impatient.agent_pools.read(pool)
             assert limited_error.value.status == 429
             assert 0 < (limited_error.value.retry_after or 0) <= 1
         patient_config = TFEConfig(address=limited.address, token=limited.token, max_retries=5)
         with TFEClient(patient_config) as patient, caplog.at_level("INFO", "pytfe.transport"):
-            names = [a.name for a in patient.agents.list(pool, AgentListOptions(page_size=5))]
-        assert len(names) == 47 and len(set(names)) == 47
+            names = [a.name for a in patient.agents.list(pool, AgentListOptions(page_size=9))]
+        assert len(names) == 27 and len(set(names)) == 27
         retried = [r for r in caplog.records if "status=429" in r.getMessage()]
         assert retried, "the list never met the limit, so the retry was not exercised"
