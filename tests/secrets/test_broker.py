@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from toolkit import BadRequest, InputError, Sensitive
@@ -146,3 +148,19 @@ def test_the_demo_broker_issues_creds_with_its_password_policy(client):
     creds = client.broker.generate_credentials("producer")
     assert len(creds["password"]) == 20  # the demo connection's alnum-20 policy
     assert creds["lease_duration"] == 3600
+
+
+def test_nothing_the_client_returns_raises_or_logs_shows_a_password(client, sandbox, caplog):
+    caplog.set_level(logging.DEBUG)
+    mq = fresh_mount(client)
+    mq.configure_connection("http://rabbit:15672", "admin", "admin-secret-77")
+    outputs: list[object] = [mq.write_role("jobs", vhosts=VHOSTS, vhost_topics=TOPICS)]
+    creds = mq.generate_credentials("jobs")
+    outputs += [creds, mq.roles(), mq.vhost_permissions(), mq.topic_permissions()]
+    try:
+        mq.configure_connection("ftp://admin:admin-secret-77@x", "admin", "admin-secret-77")
+    except BadRequest as exc:
+        outputs.append(exc)
+    text = "".join(repr(o) + str(o) for o in outputs) + caplog.text
+    for secret in ("admin-secret-77", creds["password"].reveal()):
+        assert secret not in text

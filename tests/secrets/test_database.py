@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 import pandas as pd
@@ -242,3 +243,40 @@ def test_the_client_works_against_an_engine_mounted_elsewhere(client, sandbox):
     assert list(eu.connections().index) == ["pg"]
     assert "pg" not in client.database.list_connections()
     assert isinstance(eu.roles(), pd.DataFrame)
+
+
+def test_nothing_the_client_returns_raises_or_logs_shows_a_password(client, sandbox, caplog):
+    caplog.set_level(logging.DEBUG)
+    outputs: list[object] = [pg(client)]
+    root = "client-root-pw"
+    outputs.append(client.database.write_role("api", "pg", CREATE))
+    creds = client.database.generate_credentials("api")
+    outputs += [creds, client.database.write_static_role("static-a", "pg", "svc_a", 60)]
+    static_creds = client.database.static_credentials("static-a")
+    outputs += [static_creds, client.database.rotate_static_role("static-a")]
+    client.database.rotate_root("pg")
+    outputs += [client.database.connections(), client.database.static_roles()]
+    try:
+        client.database.configure_connection(
+            "pg", "postgresql-database-plugin", connection_url=f"ftp://admin:{root}@db/x"
+        )
+    except BadRequest as exc:
+        outputs.append(exc)
+    secrets = [
+        root,
+        creds["password"].reveal(),
+        static_creds["password"].reveal(),
+        state(sandbox).connections["pg"].details["password"],
+        state(sandbox).static_roles["static-a"].password,
+    ]
+    text = "".join(shown(o) for o in outputs) + caplog.text
+    for secret in secrets:
+        assert secret not in text
+
+
+def shown(value: object) -> str:
+    text = repr(value) + str(value)
+    if isinstance(value, pd.DataFrame):
+        text += value.to_string() + value.to_html()
+    html = getattr(value, "_repr_html_", None)
+    return text + (str(html()) if callable(html) else "")
