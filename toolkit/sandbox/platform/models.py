@@ -646,6 +646,11 @@ class PlatformService:
                 raise not_found()
             return pool
 
+    def owned_organization(self, caller: Caller, name: str) -> Organization:
+        """The organization, when ``caller`` owns it; 404 otherwise (checked before the body)."""
+        with self.lock:
+            return self._visible_org(caller, name, owner=True)
+
     def create_pool(
         self,
         caller: Caller,

@@ -63,6 +63,10 @@ path "sys/leases/renew" {
   capabilities = ["update"]
 }
 
+path "sys/renew" {
+  capabilities = ["update"]
+}
+
 # Generate passwords from a named password policy.
 path "sys/policies/password/+/generate" {
   capabilities = ["read"]

@@ -209,14 +209,13 @@ async def serve(
     rule: Rule,
     mount: Mount | None = None,
 ) -> Response:
-    """Answer one request: method check, body, seal, token, namespace, ACL, then ``handler``."""
+    """Answer one request: body, seal, token, namespace, ACL, method, then ``handler``."""
     method = request.method.upper()
     is_list = method == "LIST" or (
         method == "GET" and request.query_params.get("list", "").lower() in ("true", "1")
     )
-    if is_list and "LIST" not in rule.methods:
-        return error(405, "unsupported operation")
-    if not is_list and method not in rule.methods:
+    supported = ("LIST" in rule.methods) if is_list else (method in rule.methods)
+    if not supported and not rule.authenticated:
         return error(405, "unsupported operation")
     api_path = request.url.path[len("/v1/") :] if request.url.path.startswith("/v1/") else ""
     namespace = request_namespace(request)
@@ -245,6 +244,9 @@ async def serve(
                 else:
                     needed = _capability_for(method, is_list)
                 service.authorize(token, api_path, needed, sudo=rule.sudo)
+            if not supported:
+                # As on the real server: the caller is checked first, then the operation.
+                return error(405, "unsupported operation")
             return await handler(call)
     except SecretsError as exc:
         return error(exc.status, *exc.messages)

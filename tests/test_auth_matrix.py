@@ -1,0 +1,294 @@
+"""The auth matrix: every endpoint of both APIs, with every kind of caller, answered as the spec says.
+
+The endpoints come from the sandbox's own route tables (so a new endpoint is
+covered the day it is added); what each must answer comes from the spec:
+
+- platform (spec 000 part 5): no token or an unknown token is 401; a token
+  that may not see the record is 404, and a member's change is 404 too;
+- secrets (spec 001 parts 1 and 5, README): no token, an unknown token or a
+  token without the capability is 403 ``permission denied``; sudo endpoints
+  need ``sudo`` besides the capability; restricted endpoints are refused
+  outside the root namespace; only the seal, health, init and legacy rekey
+  endpoints answer without a token.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from starlette.routing import Route
+
+from toolkit.sandbox import Sandbox
+from toolkit.sandbox.platform.routes import routes as platform_routes
+from toolkit.sandbox.secrets.engines import ENGINE_KINDS
+from toolkit.sandbox.secrets.mounts import DEFAULT_ENGINE_MOUNTS
+from toolkit.sandbox.secrets.routes import routes as secrets_routes
+
+# -- what the spec says ---------------------------------------------------------------
+# Answer without a token (the real server's unauthenticated system endpoints).
+UNAUTHENTICATED = re.compile(r"^sys/(seal-status|health|init|unseal|rekey/(init|update|verify))$")
+# Spec 001 part 5.3, plus sealing and reading the rekey backup (sudo on the real server).
+SUDO = [
+    ("LIST", re.compile(r"^sys/leases/lookup(/.*)?$")),
+    ("GET", re.compile(r"^sys/leases/lookup(/.*)?$")),  # a GET there is a list
+    ("*", re.compile(r"^sys/(leases/)?revoke-(force|prefix)/.+$")),
+    ("*", re.compile(r"^sys/plugins/catalog/[^/]+/[^/]+$")),  # register, read, remove
+    ("POST", re.compile(r"^pki/root/sign-self-issued$")),
+    ("*", re.compile(r"^sys/seal$")),
+    ("*", re.compile(r"^sys/(rekey|rotate/root)/backup$")),
+]
+# Spec 001 sections 4.1, 4.2, 4.4 and 4.5 are marked restricted.
+RESTRICTED = re.compile(
+    r"^sys/(policies/(acl|rgp|egp|password)|policy|leases|renew|revoke|plugins/catalog)"
+)
+# What the default policy grants every token that has it (the real server's default policy).
+WRITE = frozenset({"POST", "PUT"})
+DEFAULT_GRANTS = [
+    (frozenset({"GET"}), re.compile(r"^auth/token/lookup-self$")),
+    (WRITE, re.compile(r"^auth/token/(renew|revoke)-self$")),
+    (WRITE, re.compile(r"^sys/(leases/lookup|leases/renew|renew|capabilities-self)$")),
+    (frozenset({"GET"}), re.compile(r"^sys/policies/password/[^/]+/generate$")),
+]
+
+# One client for the whole module: making an httpx client costs more than a request.
+HTTP = httpx.Client(timeout=30)
+
+FULL_NO_SUDO = 'path "*" { capabilities = ["create", "read", "update", "delete", "list", "patch"] }'
+FULL = 'path "*" { capabilities = ["create", "read", "update", "delete", "list", "patch", "sudo"] }'
+NOTHING = 'path "nothing/here" { capabilities = ["read"] }'
+
+
+def _is_sudo(method: str, path: str) -> bool:
+    return any(m in ("*", method) and p.match(path) for m, p in SUDO)
+
+
+def _concrete(template: str) -> str:
+    special = {"type": "secret", "kind": "acl"}
+
+    def fill(match: re.Match[str]) -> str:
+        return special.get(match.group(1), "probe")
+
+    return re.sub(r"\{(\w+)(?::\w+)?\}", fill, template).lstrip("/")
+
+
+def _secrets_endpoints() -> list[tuple[str, str]]:
+    sandbox = Sandbox(demo=False)
+    found: set[tuple[str, str]] = set()
+    for entry in secrets_routes(sandbox.secrets)[:-1]:  # the last is the engine dispatcher
+        assert isinstance(entry, Route) and entry.methods
+        for method in entry.methods - {"HEAD"}:
+            found.add((method, _concrete(entry.path)))
+    mount_of = {kind: path for path, (kind, _) in DEFAULT_ENGINE_MOUNTS.items()}
+    for kind, engine in ENGINE_KINDS.items():
+        for route in engine.routes():
+            for method in route.rule.methods:
+                found.add((method, mount_of[kind] + _concrete(route.path)))
+    return sorted(found)
+
+
+SECRETS_ENDPOINTS = _secrets_endpoints()
+
+
+@pytest.fixture(scope="module")
+def secrets_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sandbox, str]]:
+    init_file = Path(tmp_path_factory.mktemp("auth")) / "init.json"
+    with Sandbox(key_shares=1, key_threshold=1, init_file=str(init_file)) as sandbox:
+        share = json.loads(init_file.read_text())["keys"][0]
+        for name, text in (("full", FULL), ("full-no-sudo", FULL_NO_SUDO), ("nothing", NOTHING)):
+            sandbox.secrets.policies.put("acl", name, text)
+        yield sandbox, share
+
+
+def _token(sandbox: Sandbox, policy: str, *, default: bool = False) -> str:
+    """A fresh token with one policy (a fresh one per call: some calls revoke their caller)."""
+    body = {"policies": [policy], "no_default_policy": not default}
+    with sandbox.secrets.lock:
+        return sandbox.secrets.tokens.create(sandbox.secrets.tokens.root, body).id
+
+
+def _call(
+    sandbox: Sandbox,
+    share: str,
+    method: str,
+    path: str,
+    token: str | None,
+    namespace: str | None = None,
+) -> httpx.Response:
+    headers = {} if token is None else {"X-Vault-Token": token}
+    if namespace:
+        headers["X-Vault-Namespace"] = namespace
+    body = None if method in ("GET", "LIST", "DELETE") else b"{}"
+    answer = HTTP.request(method, f"{sandbox.address}/v1/{path}", headers=headers, content=body)
+    _reopen(sandbox, share)  # a permitted sys/seal seals: the next caller finds it open again
+    return answer
+
+
+def _denied(answer: httpx.Response) -> bool:
+    return answer.status_code == 403 and any(
+        "permission denied" in e for e in answer.json()["errors"]
+    )
+
+
+def _reopen(sandbox: Sandbox, share: str) -> None:
+    if sandbox.secrets.sealed:
+        HTTP.put(f"{sandbox.address}/v1/sys/unseal", json={"key": share})
+    assert not sandbox.secrets.sealed
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), SECRETS_ENDPOINTS, ids=[f"{m} {p}" for m, p in SECRETS_ENDPOINTS]
+)
+def test_secrets_endpoint_answers_each_caller_as_the_spec_says(
+    secrets_sandbox: tuple[Sandbox, str], method: str, path: str
+) -> None:
+    sandbox, share = secrets_sandbox
+    open_endpoint = bool(UNAUTHENTICATED.match(path))
+    for token in (None, "s.NoSuchTokenAtAllAnywhere1"):
+        answer = _call(sandbox, share, method, path, token)
+        assert _denied(answer) != open_endpoint, f"{token and 'unknown'} token: {answer.text}"
+    answer = _call(sandbox, share, method, path, _token(sandbox, "nothing"))
+    assert _denied(answer) != open_endpoint, f"token without permission: {answer.text}"
+    answer = _call(sandbox, share, method, path, _token(sandbox, "nothing", default=True))
+    granted = open_endpoint or any(method in m and p.match(path) for m, p in DEFAULT_GRANTS)
+    assert _denied(answer) != granted, f"token with the default policy: {answer.text}"
+    if not open_endpoint:
+        answer = _call(sandbox, share, method, path, _token(sandbox, "full-no-sudo"))
+        assert _denied(answer) == _is_sudo(method, path), f"token without sudo: {answer.text}"
+        answer = _call(sandbox, share, method, path, _token(sandbox, "full"), namespace="team-a")
+        restricted = bool(RESTRICTED.match(path))
+        assert _denied(answer) == restricted, f"from namespace team-a: {answer.text}"
+    permitted = _call(sandbox, share, method, path, _token(sandbox, "full"))
+    assert not _denied(permitted), permitted.text
+    assert permitted.status_code < 500, permitted.text
+
+
+def test_the_secrets_matrix_covers_every_area() -> None:
+    paths = {p for _, p in SECRETS_ENDPOINTS}
+    prefixes = {"/".join(p.split("/")[:2]) for p in paths}
+    assert {
+        "sys/policies",
+        "sys/rekey",
+        "sys/leases",
+        "sys/plugins",
+        "sys/mounts",
+        "auth/token",
+    } <= prefixes
+    print(f"secrets auth matrix: {len(SECRETS_ENDPOINTS)} endpoints x 7 callers")
+
+
+# -- platform -------------------------------------------------------------------------
+OUTSIDER = "demo-org-initech"  # an organization token of another organization
+MEMBER = "demo-member-alice"  # a member (not owner) of acme
+
+
+def _platform_ids(sandbox: Sandbox) -> dict[str, str]:
+    service = sandbox.platform
+    owner = service.authenticate("demo-org-acme")
+    pool = service.pools(owner, "acme")[0][0]
+    policy_set = next(
+        s for s in service.policy_sets(owner, "acme") if service.parameters(owner, s.id)
+    )
+    workspace = service.workspaces(owner, "acme")[0]
+    access = next(
+        a for w in service.workspaces(owner, "acme") for a in service.team_accesses(owner, w.id)
+    )
+    return {
+        "name": "acme",
+        "pool": pool.id,
+        "agent": service.agents(owner, pool.id)[0].id,
+        "policy_set": policy_set.id,
+        "parameter": service.parameters(owner, policy_set.id)[0].id,
+        "workspace": workspace.id,
+        "team": service.teams(owner, "acme")[0].id,
+        "access": access.id,
+    }
+
+
+def _platform_path(template: str, ids: dict[str, str]) -> str:
+    kind = {
+        "organizations": "name",
+        "agent-pools": "pool",
+        "agents": "agent",
+        "policy-sets": "policy_set",
+        "workspaces": "workspace",
+        "teams": "team",
+        "team-workspaces": "access",
+    }
+    parts = template.strip("/").split("/")
+    out = []
+    for index, part in enumerate(parts):
+        if part == "{parameter_id}":
+            out.append(ids["parameter"])
+        elif part.startswith("{"):
+            out.append(ids[kind[parts[index - 1]]])
+        else:
+            out.append(part)
+    return "/" + "/".join(out)
+
+
+def _platform_endpoints() -> list[tuple[str, str]]:
+    sandbox = Sandbox(demo=False)
+    return sorted(
+        (method, entry.path)
+        for entry in platform_routes(sandbox.platform)
+        if isinstance(entry, Route) and entry.path != "/ping"
+        for method in (entry.methods or set()) - {"HEAD"}
+    )
+
+
+PLATFORM_ENDPOINTS = _platform_endpoints()
+JSONAPI = "application/vnd.api+json"
+
+
+@pytest.mark.parametrize(
+    ("method", "template"), PLATFORM_ENDPOINTS, ids=[f"{m} {p}" for m, p in PLATFORM_ENDPOINTS]
+)
+def test_platform_endpoint_answers_each_caller_as_the_spec_says(
+    sandbox: Sandbox, method: str, template: str
+) -> None:
+    ids = _platform_ids(sandbox)
+    path = _platform_path(template, ids)
+    params = {"filter[workspace][id]": ids["workspace"]} if path == "/team-workspaces" else None
+    body = b'{"data": {}}'
+    if (method, path) == ("POST", "/team-workspaces"):
+        # Which organization is meant comes from the body: name acme's workspace and team.
+        relationships = {
+            "workspace": {"data": {"type": "workspaces", "id": ids["workspace"]}},
+            "team": {"data": {"type": "teams", "id": ids["team"]}},
+        }
+        body = json.dumps(
+            {
+                "data": {
+                    "type": "team-workspaces",
+                    "attributes": {"access": "read"},
+                    "relationships": relationships,
+                }
+            }
+        ).encode()
+
+    def call(token: str | None) -> httpx.Response:
+        headers = {"Content-Type": JSONAPI}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        return HTTP.request(
+            method,
+            f"{sandbox.address}/api/v2{path}",
+            headers=headers,
+            params=params,
+            content=body if method in ("POST", "PATCH") else None,
+        )
+
+    assert call(None).status_code == 401
+    assert call("no-such-token-anywhere").status_code == 401
+    if path != "/organizations":  # the list of one's own organizations: empty, not refused
+        assert call(OUTSIDER).status_code == 404, path
+    if method != "GET" and not path.startswith("/_sandbox"):
+        assert call(MEMBER).status_code == 404, f"a member's {method} {path}"
+    permitted = call(sandbox.token)
+    assert permitted.status_code not in (401, 404), permitted.text
+    assert permitted.status_code < 500, permitted.text
