@@ -56,12 +56,14 @@ class RawHTTP:
                         + payload
                     )
                     head = await reader.readuntil(b"\r\n\r\n")
-                    length = 0
-                    for line in head.split(b"\r\n"):
-                        if line[:15].lower() == b"content-length:":
-                            length = int(line[15:])
                     status = int(head[9:12])
-                    data = await reader.readexactly(length)
+                    lower = head.lower()
+                    if b"transfer-encoding: chunked" in lower:
+                        data = await _read_chunked(reader)
+                    else:
+                        at = lower.find(b"content-length:")
+                        length = int(lower[at + 15 : lower.find(b"\r\n", at)]) if at >= 0 else 0
+                        data = await reader.readexactly(length)
                     if status >= 400:
                         raise RuntimeError(f"{method} {path}: {status} {data[:200]!r}")
                     out[k] = json.loads(data) if data else None
@@ -70,6 +72,16 @@ class RawHTTP:
 
         await asyncio.gather(*(worker() for _ in range(min(self.n, len(calls)) or 1)))
         return out
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+        if size == 0:
+            await reader.readuntil(b"\r\n")
+            return b"".join(parts)
+        parts.append((await reader.readexactly(size + 2))[:-2])
 
 
 class AioHTTP:

@@ -204,9 +204,13 @@ def lease_audit(args: argparse.Namespace, goals: list[Goal]) -> None:
             "hvac": lambda: hvac_audit(bao.address, bao.token),
         }
 
+        found: dict[str, int] = {}
+
         def check(name: str, result: Any) -> None:
-            if len(result) != count:
-                raise AssertionError(f"lease-audit: {name} found {len(result)} of {count} leases")
+            # The server may hold a few leases of its own besides those seeded.
+            found[name] = len(result)
+            if len(result) < count or len(set(found.values())) > 1:
+                raise AssertionError(f"lease-audit: leases found differ: {found}")
 
         rounds = args.rounds
         timings = alternate(contenders, rounds, check, rounds_of={"hvac": max(2, rounds // 2)})

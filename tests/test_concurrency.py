@@ -198,6 +198,6 @@ def test_threads_reuse_their_connections(demo_sandbox: Sandbox):
         list(http.map(lambda n: http.json("GET", f"/organizations/{n}"), ["acme"] * 50))
         opened.append(len(transport._all))
     http.close()
-    # At most one connection a pool thread (and none for the caller, which only waits).
-    assert opened == [opened[0]] * 3
-    assert opened[0] <= 4
+    # At most one connection a pool thread (and none for the caller, which only
+    # waits), however many rounds: connections are kept, not opened per call.
+    assert max(opened) <= 4

@@ -13,6 +13,7 @@ answers an empty ``data`` with correct totals.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,7 +42,9 @@ __all__ = [
     "DEFAULT_PAGE_SIZE",
     "MAX_PAGE_SIZE",
     "PageRequest",
+    "agent_json",
     "agent_resource",
+    "encode",
     "attributes",
     "organization_resource",
     "page",
@@ -320,6 +323,32 @@ def agent_resource(
         },
         "links": {"self": f"{BASE}/agents/{agent.id}"},
     }
+
+
+# Agents as JSON text, by everything their resource shows: paging through a big
+# pool renders the same agents again and again, and rendering and encoding each
+# one was most of the cost of a page. The key holds every shown field, so an
+# entry is never stale; the table is emptied when it grows past the limit.
+_AGENT_JSON: dict[tuple[Any, ...], str] = {}
+_AGENT_JSON_LIMIT = 200_000
+
+
+def encode(document: Any) -> str:
+    """JSON text as the list answers are encoded (compact, UTF-8, no NaN)."""
+    return json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def agent_json(service: PlatformService, agent: Agent, now: datetime) -> str:
+    """:func:`agent_resource` as JSON text, rendered once per distinct content."""
+    status = agent.status_at(now)
+    key = (agent.id, agent.pool_id, agent.name, status, agent.ip_address, agent.last_ping_at)
+    text = _AGENT_JSON.get(key)
+    if text is None:
+        if len(_AGENT_JSON) >= _AGENT_JSON_LIMIT:
+            _AGENT_JSON.clear()
+        text = encode(agent_resource(service, agent, now))
+        _AGENT_JSON[key] = text
+    return text
 
 
 def parameter_resource(param: Parameter) -> dict[str, Any]:

@@ -119,6 +119,18 @@ def _list(
     return answer(document)
 
 
+def _list_encoded(
+    call: Call, resources: Sequence[Any], encode_one: Callable[[Any], str]
+) -> Response:
+    """A paginated list answer from records already encoded as JSON text (see ``_list``)."""
+    request = doc.page_request(call.request.query_params)
+    items, extra = doc.page(resources, request, call.request.url)
+    rest = doc.encode(extra)[1:-1]
+    body = '{"data":[' + ",".join(encode_one(r) for r in items) + "]"
+    body += ("," + rest if rest else "") + "}"
+    return Response(body.encode(), media_type=MEDIA_TYPE)
+
+
 # -- ping and read-only records ----------------------------------------------------------
 
 
@@ -278,7 +290,7 @@ async def list_agents(call: Call) -> Response:
             ) from None
     agents = call.service.agents(call.caller, call.param("id"), last_ping_since=since)
     now = call.service.now()
-    return _list(call, agents, lambda a: doc.agent_resource(call.service, a, now))
+    return _list_encoded(call, agents, lambda a: doc.agent_json(call.service, a, now))
 
 
 async def show_agent(call: Call) -> Response:
