@@ -111,6 +111,10 @@ def test_an_issuer_is_found_by_id_by_name_and_as_default(demo_api: httpx.Client)
     assert by_name["issuer_name"] == "intermediate-2026"
     assert by_name["leaf_not_after_behavior"] == "err"
     assert by_name["usage"] == "crl-signing,issuing-certificates,ocsp-signing,read-only"
+    assert by_name["revocation_signature_algorithm"] == ""  # imported: the signer's choice
+    root = ok(demo_api.get("pki/issuer/root-2026"))["data"]
+    assert root["revocation_signature_algorithm"] == "ECDSAWithSHA384"
+    assert by_name["manual_chain"] is None and by_name["revoked"] is False
     assert len(by_name["ca_chain"]) == 2 and by_name["ca_chain"][0] == by_name["certificate"]
     assert_error(demo_api.get("pki/issuer/no-such-issuer"), 400, "no-such-issuer")
 
@@ -187,6 +191,13 @@ def test_issuer_update_renames_and_refuses_a_name_in_use_changing_nothing(
     )
     after = ok(api.get("pki/issuer/root-renamed"))["data"]
     assert after["leaf_not_after_behavior"] == "err"
+    narrowed = ok(api.post("pki/issuer/root-renamed", json={"usage": "crl-signing"}))["data"]
+    assert narrowed["usage"] == "crl-signing,read-only"
+    assert_error(
+        api.post("pki/issuer/root-renamed/issue/web-server", json={"common_name": "example.com"}),
+        400,
+        "could not fetch the CA certificate",
+    )
     assert_error(
         api.post("pki/issuer/root-renamed", json={"leaf_not_after_behavior": "sometimes"}),
         400,

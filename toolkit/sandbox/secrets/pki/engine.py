@@ -74,6 +74,8 @@ class Issuer:
     certificate: str
     leaf_not_after_behavior: str = "err"
     usage: list[str] = field(default_factory=lambda: list(USAGES))
+    # The algorithm CRLs are signed with: a generated root's own, else chosen by the signer.
+    revocation_signature_algorithm: str = ""
 
     @property
     def cert(self) -> x509.Certificate:
@@ -119,21 +121,21 @@ class PKI:
         """The issuer that signs a request, with its key; 400 as the real server words it."""
         try:
             issuer = self.resolve(ref)
+            if "issuing-certificates" not in issuer.usage:
+                raise SecretsError(
+                    400,
+                    f"requested usage issuing-certificates for issuer {issuer.id} but only had "
+                    f"usage {','.join(issuer.usage)}",
+                )
+            key = self.keys.get(issuer.key_id)
+            if key is None:
+                raise SecretsError(
+                    400, f"issuer {issuer.id} has no key in this mount and cannot sign"
+                )
         except SecretsError as exc:
             raise SecretsError(
                 exc.status, f"could not fetch the CA certificate (was one set?): {exc}"
             ) from None
-        if "issuing-certificates" not in issuer.usage:
-            raise SecretsError(
-                400,
-                f"issuer {issuer.id} does not have the issuing-certificates usage "
-                f"(usage: {','.join(issuer.usage)})",
-            )
-        key = self.keys.get(issuer.key_id)
-        if key is None:
-            raise SecretsError(
-                400, f"issuer {issuer.id} has no key in this mount and cannot sign certificates"
-            )
         return issuer, certs.load_key(key.pem)
 
     def chain(self, issuer: Issuer) -> list[str]:
@@ -168,14 +170,12 @@ class PKI:
             "manual_chain": None,
             "leaf_not_after_behavior": issuer.leaf_not_after_behavior,
             "usage": ",".join(sorted(issuer.usage)),
-            "revocation_signature_algorithm": "",
+            "revocation_signature_algorithm": issuer.revocation_signature_algorithm,
             "revoked": False,
-            "revocation_time": 0,
-            "revocation_time_rfc3339": "",
             "issuing_certificates": [],
             "crl_distribution_points": [],
+            "delta_crl_distribution_points": [],
             "ocsp_servers": [],
-            "enable_aia_url_templating": False,
         }
 
     def list_issuers(self) -> tuple[list[str], dict[str, Any]]:
@@ -217,7 +217,7 @@ class PKI:
         if bad:
             raise SecretsError(400, f"usage: unknown issuer usage {bad[0]!r}")
         issuer.name, issuer.leaf_not_after_behavior = name, behavior
-        issuer.usage = sorted(set(usage))
+        issuer.usage = sorted(set(usage) | {"read-only"})  # read-only is always implied
         return self.issuer_data(issuer)
 
     def config_issuers(self) -> dict[str, Any]:
@@ -744,6 +744,7 @@ class PKI:
         cert = self._sign_ca(template, options, not_before, not_after, None, key)
         stored = existing or self._store_key(key, key_type, bits, key_name)
         issuer = self._add_issuer(cert, stored.id, issuer_name)
+        issuer.revocation_signature_algorithm = certs.signature_algorithm_name(cert)
         self._keep(cert, issuer.id)
         data = {
             "certificate": certs.encode_cert(issuer.certificate, output.format),

@@ -416,3 +416,17 @@ def _attribute(oid: x509.ObjectIdentifier, value: str, name: str) -> x509.NameAt
 
 def public_key_of(cert_or_csr: Any) -> Any:
     return cert_or_csr.public_key()
+
+
+def signature_algorithm_name(cert: x509.Certificate) -> str:
+    """A self-signed certificate's signature algorithm as the server names it (``ECDSAWithSHA384``)."""
+    digest = cert.signature_hash_algorithm
+    bits = digest.digest_size * 8 if digest is not None else 0
+    oid = cert.signature_algorithm_oid
+    if oid == x509.oid.SignatureAlgorithmOID.ED25519:
+        return "PureEd25519"
+    if oid == x509.oid.SignatureAlgorithmOID.RSASSA_PSS:
+        return f"SHA{bits}WithRSAPSS"
+    if isinstance(cert.public_key(), ec.EllipticCurvePublicKey):
+        return f"ECDSAWithSHA{bits}"
+    return f"SHA{bits}WithRSA"
