@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from datetime import datetime, timedelta
 
 import httpx
@@ -560,3 +561,19 @@ def test_no_answer_or_error_carries_a_password(api, sandbox):
     assert ROOT_PASSWORD not in repr(engine(sandbox).connections["pg"])
     assert static_password not in repr(engine(sandbox).static_roles["static-orders"])
     assert creds_password not in repr(engine(sandbox).statements("pg"))
+
+
+def test_the_engine_state_is_plain_data_that_survives_pickling(sandbox):
+    with sandbox.secrets.lock:
+        copy = pickle.loads(pickle.dumps(sandbox.secrets))
+    db = copy.mounts.engine("database").backend
+    assert isinstance(db, Database) and db.service is copy
+    lease_id = "database/creds/readonly/demoLiveReadonly0000001"
+    user = copy.leases.get(lease_id).data["username"]
+    assert user in db.users("orders-postgres")
+    assert copy.leases.revoke(lease_id)  # the revocation callback is the copy's bound method
+    assert user not in db.users("orders-postgres")
+    assert user in engine(sandbox).users("orders-postgres")  # the original is untouched
+    broker = copy.mounts.engine("broker").backend
+    assert copy.leases.revoke("broker/creds/producer/demoLiveProducer00000001")
+    assert len(broker.users()) == 2
