@@ -454,3 +454,23 @@ def test_pytfe_waits_out_the_rate_limit_and_gets_every_page(
         assert len(names) == 27 and len(set(names)) == 27
         retried = [r for r in caplog.records if "status=429" in r.getMessage()]
         assert retried, "the list never met the limit, so the retry was not exercised"
+
+
+def test_a_member_sees_only_its_own_teams_access_and_changes_nothing(sandbox: Sandbox) -> None:
+    workspace = _ids(sandbox, "organizations/acme/workspaces")["web-frontend"]
+    teams = {v: k for k, v in _ids(sandbox, "organizations/acme/teams").items()}
+    with _client(sandbox) as owner:
+        everyone = {teams[a.team_id] for a in owner.team_workspace_accesses.list(workspace)}
+    assert everyone == {"developers", "readers", "contractors"}
+    member_config = TFEConfig(address=sandbox.address, token="demo-member-bob", max_retries=0)
+    with TFEClient(member_config) as bob:
+        records = list(bob.team_workspace_accesses.list(workspace))
+        # Bob is in developers, readers and planners; contractors is not his.
+        assert {teams[a.team_id] for a in records} == {"developers", "readers"}
+        with pytest.raises(NotFound):
+            bob.team_workspace_accesses.update(
+                records[0].id,
+                TeamWorkspaceAccessUpdateOptions(access=TeamWorkspaceAccessType.ADMIN),
+            )
+    with _client(sandbox) as owner:
+        assert owner.team_workspace_accesses.read(records[0].id).access == records[0].access
