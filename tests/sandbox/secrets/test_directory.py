@@ -558,3 +558,18 @@ def test_the_engine_state_survives_a_copy_and_its_leases_still_check_in(
     copy.leases.count_irrevocable()  # any call lets due leases expire
     assert lent not in backend.library["dba-oncall"].check_outs
     assert status(api)[lent]["available"] is False  # the original is untouched
+
+
+def test_a_password_that_cannot_be_made_leaves_the_account_out_and_its_lease_irrevocable(
+    sandbox: Sandbox, api: httpx.Client
+) -> None:
+    lent = check_out(api, ttl="5m")
+    account = lent["data"]["service_account_name"]
+    ok(api.delete("sys/policies/password/strong-32"))
+    response = api.post("ad/library/dba-oncall/check-in", json={"service_account_names": account})
+    assert_error(response, 400, "password_policy", "strong-32")
+    assert status(api)[account]["available"] is False
+    sandbox.clock.advance(301)
+    assert status(api)[account]["available"] is False
+    listed = data(api.get("sys/leases", params={"type": "irrevocable"}))
+    assert lent["lease_id"] in [item["lease_id"] for item in listed["leases"]]

@@ -250,8 +250,11 @@ class Directory:
         generated = _random(config.length - (len(formatter) - len(PLACEHOLDER)))
         return formatter.replace(PLACEHOLDER, generated)
 
-    def _set_password(self, entry: DirectoryEntry, when: datetime | None = None) -> str:
-        entry.password = self.generate_password()
+    def _set_password(
+        self, entry: DirectoryEntry, when: datetime | None = None, password: str | None = None
+    ) -> str:
+        """Give ``entry`` a new password (``password``, else a generated one)."""
+        entry.password = password if password is not None else self.generate_password()
         entry.password_last_set = when or self.now
         return entry.password
 
@@ -483,9 +486,10 @@ class Directory:
                     "check them in before removing them from the set"
                 )
         before = set(existing.service_account_names) if existing else set()
-        for account in accounts:
-            if account not in before:
-                self._set_password(self._entry(account))
+        # Every new password is made before anything changes: a policy that fails changes nothing.
+        fresh = {a: self.generate_password() for a in accounts if a not in before}
+        for account, password in fresh.items():
+            self._set_password(self._entry(account), password=password)
         if existing is None:
             self.library[key] = LibrarySet(key, accounts, ttl, max_ttl, enforcement_off)
         else:
@@ -643,15 +647,14 @@ class Directory:
                     "service_account_names: more than one account is checked out "
                     f"({', '.join(sorted(accounts))}); name the ones to check in"
                 )
-        checked_in: list[str] = []
-        for account in dict.fromkeys(accounts):
-            out = library_set.check_outs.pop(account, None)
-            if out is None:
-                continue  # already in: success, and not listed
-            self._set_password(self._entry(account))
+        # Already-in accounts succeed and are not listed; new passwords are made first.
+        back = [a for a in dict.fromkeys(accounts) if a in library_set.check_outs]
+        fresh = {a: self.generate_password() for a in back}
+        for account in back:
+            out = library_set.check_outs.pop(account)
+            self._set_password(self._entry(account), password=fresh[account])
             self.service.leases.revoke(out.lease_id)  # no longer matches: nothing more to do
-            checked_in.append(account)
-        return checked_in
+        return back
 
     def lease_ended(self, lease: Lease) -> None:
         """A check-out's lease was revoked or expired: the account comes back, re-passworded."""
@@ -663,8 +666,10 @@ class Directory:
         out = library_set.check_outs.get(account)
         if out is None or out.lease_id != lease.lease_id:
             return  # checked in already (perhaps lent again under another lease)
+        # A password that cannot be made leaves the account out and the lease irrevocable.
+        password = self.generate_password()
         del library_set.check_outs[account]
-        self._set_password(self._entry(account))
+        self._set_password(self._entry(account), password=password)
 
     # -- root rotation -------------------------------------------------------------------
     @property
