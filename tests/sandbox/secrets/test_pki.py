@@ -128,8 +128,11 @@ def test_certificate_reads_need_no_token(demo_sandbox: Sandbox) -> None:
         default = cert_of(pem.text)
         der = anonymous.get("pki/ca")
         assert x509.load_der_x509_certificate(der.content) == default
+        assert not pem.text.endswith("\n")
         chain = x509.load_pem_x509_certificates(anonymous.get("pki/ca_chain").content)
         assert chain[0] == default and len(chain) == 2
+        kept = anonymous.get("pki/cert/ca_chain").json()["data"]
+        assert x509.load_pem_x509_certificates(kept["ca_chain"].encode()) == chain
         assert anonymous.request("LIST", "pki/issuers").status_code == 200
         assert cert_of(anonymous.get("pki/issuer/root-2026/pem").text) == chain[1]
         assert anonymous.get("pki/roles/web-server").status_code == 403
@@ -940,16 +943,15 @@ def test_serial_numbers_are_unique_across_issuers_and_every_certificate_is_kept(
         assert data["serial_number"] not in made
         made[data["serial_number"]] = ref
     listed = set(serials(shared))
-    ids = {
-        ref: ok(shared.get(f"pki/issuer/{ref}"))["data"]["issuer_id"]
-        for ref in ("root-2026", "intermediate-2026")
-    }
+    issuers = {ref: issuer_cert(shared, ref) for ref in ("root-2026", "intermediate-2026")}
     for serial, ref in made.items():
         assert serial.replace(":", "-") in listed
         for form in (serial, serial.replace(":", "-")):
             kept = ok(shared.get(f"pki/cert/{form}"))["data"]
-            assert kept["issuer_id"] == ids[ref]
-            assert cert_of(kept["certificate"]).serial_number == int(serial.replace(":", ""), 16)
+            assert kept["revocation_time"] == 0 and "issuer_id" not in kept
+            stored = cert_of(kept["certificate"])
+            assert stored.serial_number == int(serial.replace(":", ""), 16)
+            stored.verify_directly_issued_by(issuers[ref])
     assert shared.get("pki/cert/00-11").status_code == 404
 
 
@@ -968,12 +970,14 @@ def test_a_role_with_generate_lease_gives_a_lease_that_revokes_the_certificate(
     revoked = api.put("sys/leases/revoke", json={"lease_id": answer["lease_id"], "sync": True})
     assert revoked.status_code in (202, 204), revoked.text
     kept = ok(api.get(f"pki/cert/{answer['data']['serial_number']}"))["data"]
-    assert kept["revocation_time"] > 0
+    assert kept["revocation_time"] > 0 and kept["revocation_time_rfc3339"].endswith("Z")
+    assert kept["issuer_id"] == ok(api.get("pki/issuer/default"))["data"]["issuer_id"]
 
 
 def test_the_engine_works_mounted_elsewhere_on_its_own(api: httpx.Client) -> None:
     ok(api.post("sys/mounts/certs/eu", json={"type": "pki"}), 204)
     assert_error(api.get("certs/eu/issuer/default"), 400, "no default issuer")
+    assert api.get("certs/eu/ca/pem").status_code == 204  # no CA yet: an empty answer
     made = new_root(api, "eu-root", mount="certs/eu")
     assert ok(api.get("certs/eu/config/issuers"))["data"]["default"] == made["issuer_id"]
     ok(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from cryptography.hazmat.primitives.serialization import Encoding
 from starlette.responses import Response
 
 from ..errors import SecretsError
@@ -200,24 +201,26 @@ async def read_cert(call: Call) -> Response:
 
 
 def _raw(pem: str, form: str) -> Response:
+    """A certificate (or chain) as a raw body, without a trailing newline; 204 when none."""
+    if not pem:
+        return Response(status_code=204)
     if form == "der":
-        from cryptography.hazmat.primitives.serialization import Encoding
-
         return Response(load_cert(pem).public_bytes(Encoding.DER), media_type=DER_CERT)
-    return Response(pem + "\n", media_type=PEM_CHAIN)
+    return Response(pem.strip(), media_type=PEM_CHAIN)
 
 
 async def ca_der(call: Call) -> Response:
-    return _raw(_engine(call).resolve("default").certificate, "der")
+    chain = _engine(call).default_chain()
+    return _raw(chain[0] if chain else "", "der")
 
 
 async def ca_pem(call: Call) -> Response:
-    return _raw(_engine(call).resolve("default").certificate, "pem")
+    chain = _engine(call).default_chain()
+    return _raw(chain[0] if chain else "", "pem")
 
 
 async def ca_chain(call: Call) -> Response:
-    engine = _engine(call)
-    return Response("\n".join(engine.chain(engine.resolve("default"))) + "\n", media_type=PEM_CHAIN)
+    return _raw("\n".join(_engine(call).default_chain()), "pem")
 
 
 def routes() -> list[EngineRoute]:

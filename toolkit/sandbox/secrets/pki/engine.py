@@ -863,29 +863,40 @@ class PKI:
         """Serials of every certificate kept, hyphenated as ``LIST certs`` answers them."""
         return [s.replace(":", "-") for s in self.certs]
 
+    def default_chain(self) -> list[str]:
+        """The default issuer's chain (PEM, issuer first); empty when there is no default."""
+        return self.chain(self.issuers[self.default_issuer]) if self.default_issuer else []
+
     def read_cert(self, serial: str) -> dict[str, Any] | None:
-        """``GET cert/:serial`` (colons or hyphens); None when unknown. ``ca``/``ca_chain`` too."""
+        """``GET cert/:serial`` (colons or hyphens); None when unknown. ``ca``/``ca_chain`` too.
+
+        ``issuer_id`` is answered for a revoked certificate only, as on the real server.
+        """
         if serial in ("ca", "ca_chain"):
-            issuer = self.resolve("default")
-            pem = "\n".join(self.chain(issuer)) if serial == "ca_chain" else issuer.certificate
-            return {
-                "certificate": pem,
+            chain = self.default_chain()
+            if not chain:
+                return None
+            data: dict[str, Any] = {
+                "certificate": "\n".join(chain) if serial == "ca_chain" else chain[0],
                 "revocation_time": 0,
                 "revocation_time_rfc3339": "",
-                "issuer_id": issuer.id,
             }
+            if serial == "ca_chain":
+                data["ca_chain"] = data["certificate"]
+            return data
         kept = self.certs.get(serial.lower().replace("-", ":"))
         if kept is None:
             return None
-        when = ""
-        if kept.revocation_time:
-            when = _rfc3339(datetime.fromtimestamp(kept.revocation_time, UTC))
-        return {
+        data = {
             "certificate": kept.certificate,
             "revocation_time": kept.revocation_time,
-            "revocation_time_rfc3339": when,
-            "issuer_id": kept.issuer_id,
+            "revocation_time_rfc3339": "",
         }
+        if kept.revocation_time:
+            when = datetime.fromtimestamp(kept.revocation_time, UTC)
+            data["revocation_time_rfc3339"] = _rfc3339(when)
+            data["issuer_id"] = kept.issuer_id
+        return data
 
 
 # -- helpers ---------------------------------------------------------------------------------
