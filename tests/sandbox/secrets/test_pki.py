@@ -1178,3 +1178,34 @@ def test_role_writes_follow_the_servers_normalisation_and_warnings(api: httpx.Cl
         "could not be parsed as a valid oid",
     )
     assert ok(api.get("pki/roles/mixed"))["data"]["not_before"] == ""
+
+
+def test_a_root_can_reuse_an_existing_key_by_name(api: httpx.Client) -> None:
+    made = new_root(api, "first", key_name="shared-key")
+    assert_error(
+        api.post("pki/root/generate/existing", json={"common_name": "x"}),
+        400,
+        "missing argument key_ref for existing type",
+    )
+    again = ok(
+        api.post(
+            "pki/issuers/generate/root/existing",
+            json={"common_name": "Second", "key_ref": "shared-key", "issuer_name": "second"},
+        )
+    )["data"]
+    assert again["key_id"] == made["key_id"]
+    assert cert_of(again["certificate"]).public_key() == cert_of(made["certificate"]).public_key()
+    key = ok(api.get("pki/key/shared-key"))["data"]
+    assert key == {
+        "key_id": made["key_id"],
+        "key_name": "shared-key",
+        "key_type": "ec",
+        "key_bits": 256,
+    }
+    assert_error(
+        api.post(
+            "pki/issuers/generate/root/internal", json={"common_name": "x", "issuer_name": "a b"}
+        ),
+        400,
+        "issuer name contained invalid characters",
+    )

@@ -106,7 +106,7 @@ class PKI:
     # -- issuers ------------------------------------------------------------------------
     def resolve(self, ref: str) -> Issuer:
         """The issuer ``ref`` names: ``default``, an issuer id, or an issuer name; 400 otherwise."""
-        if ref == "default":
+        if ref.strip().lower() == "default":
             if not self.default_issuer:
                 raise SecretsError(400, "no default issuer currently configured")
             return self.issuers[self.default_issuer]
@@ -194,10 +194,10 @@ class PKI:
     def _check_name(self, name: str, kind: str, taken: list[str]) -> None:
         if not name:
             return
-        if name == "default":
+        if name.lower() == "default":
             raise SecretsError(400, f"reserved keyword 'default' can not be used as {kind} name")
-        if not _NAME.match(name) or len(name) > 128:
-            raise SecretsError(400, f"{kind} name contained invalid characters: {name!r}")
+        if not _NAME.match(name):
+            raise SecretsError(400, f"{kind} name contained invalid characters")
         if name in taken:
             raise SecretsError(400, f"{kind} name already in use")
 
@@ -264,7 +264,10 @@ class PKI:
     ) -> tuple[StoredKey | None, str, int, str]:
         """For ``internal``/``exported``: the type, bits and name of a new key; ``existing``: the key."""
         if kind == "existing":
-            return self.resolve_key(fields.string(body, "key_ref", need=True)), "", 0, ""
+            ref = fields.string(body, "key_ref")
+            if not ref:
+                raise SecretsError(400, "missing argument key_ref for existing type")
+            return self.resolve_key(ref), "", 0, ""
         if kind not in ("internal", "exported"):
             raise SecretsError(400, f"type: must be internal, exported or existing, got {kind!r}")
         key_type = fields.string(body, "key_type", "rsa") or "rsa"
