@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pandas as pd
@@ -159,3 +160,17 @@ def test_matplotlib_is_loaded_only_when_a_chart_is_drawn() -> None:
         "assert 'matplotlib.figure' in sys.modules and 'matplotlib.pyplot' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_lease_expiry_horizon_draws_the_leases_within_it_and_counts_the_rest(
+    frames: dict[str, pd.DataFrame],
+) -> None:
+    leases = frames["leases"]
+    read_at = (leases["expire_time"] - pd.to_timedelta(leases["ttl"], unit="s")).max().floor("min")
+    within = leases["expire_time"] <= read_at + pd.Timedelta(hours=6)
+    assert 0 < within.sum() < len(leases), "the demo leases straddle six hours"
+    chart = plots.lease_expiry(leases, horizon=timedelta(hours=6))
+    axes = chart.figure.axes[0]
+    drawn = sum(bar.get_height() for container in axes.containers for bar in container)
+    assert drawn == within.sum()
+    assert axes.get_title() == f"Lease expiry by mount, next 6 hours ({(~within).sum()} later)"

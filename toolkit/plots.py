@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -148,11 +149,16 @@ def agents_by_status(counts: pd.DataFrame) -> Chart:
 
 
 # -- leases ----------------------------------------------------------------------------
-def lease_expiry(leases: pd.DataFrame, *, bins: int = 24) -> Chart:
+def lease_expiry(
+    leases: pd.DataFrame, *, bins: int = 24, horizon: timedelta | None = None
+) -> Chart:
     """When leases expire, per mount: a histogram of ``expire_time`` stacked by mount.
 
     ``leases`` is ``Leases.leases_by_mount`` (columns ``mount``, ``expire_time``).
-    Times are UTC. Leases without an expiry are left out.
+    Times are UTC. Leases without an expiry are left out. With ``horizon``
+    only the leases expiring within it are drawn (measured from the minute the
+    frame was read, ``expire_time - ttl``, when it has ``ttl``); the title counts
+    the ones that expire later.
     """
     _require(leases, ["mount", "expire_time"], "lease_expiry")
     if bins < 1:
@@ -161,9 +167,23 @@ def lease_expiry(leases: pd.DataFrame, *, bins: int = 24) -> Chart:
     from matplotlib import dates
 
     title = "Lease expiry by mount"
+    timed = leases.dropna(subset=["expire_time"])
+    # A mount keeps its colour whatever the horizon leaves out.
+    every_mount = sorted(str(m) for m in timed["mount"].astype(str).unique())
+    colour_of = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(every_mount)}
+    if horizon is not None and len(timed):
+        if "ttl" in timed.columns and timed["ttl"].notna().any():
+            # To the minute: a second's drift in the read does not move the boundary.
+            read_at = (timed["expire_time"] - pd.to_timedelta(timed["ttl"], unit="s")).max()
+            read_at = read_at.floor("min")
+        else:
+            read_at = timed["expire_time"].min()
+        soon = timed["expire_time"] <= read_at + pd.Timedelta(horizon)
+        later = int((~soon).sum())
+        timed = timed[soon]
+        title = f"{title}, next {_span(horizon)}" + (f" ({later} later)" if later else "")
     figure, axes = _canvas(9, 4)
     axes.set_title(title)
-    timed = leases.dropna(subset=["expire_time"])
     if not len(timed):
         _nothing(axes, "no leases with an expiry")
         return Chart(figure, title)
@@ -171,7 +191,7 @@ def lease_expiry(leases: pd.DataFrame, *, bins: int = 24) -> Chart:
     edges = np.histogram_bin_edges(when, bins=bins)
     mounts = sorted(str(m) for m in timed["mount"].astype(str).unique())
     stacks = [when[(timed["mount"].astype(str) == m).to_numpy()] for m in mounts]
-    colours = [PALETTE[i % len(PALETTE)] for i in range(len(mounts))]
+    colours = [colour_of[m] for m in mounts]
     axes.hist(
         stacks, bins=list(edges), stacked=True, color=colours, label=mounts, edgecolor=BACKGROUND
     )
@@ -240,6 +260,13 @@ def permissions_matrix(matrix: pd.DataFrame, colours: Mapping[str, str] | None =
         bbox_to_anchor=(1.01, 1),
     )
     return Chart(figure, title)
+
+
+def _span(span: timedelta) -> str:
+    hours = span.total_seconds() / 3600
+    if hours >= 48 and hours % 24 == 0:
+        return f"{int(hours // 24)} days"
+    return f"{hours:g} hours"
 
 
 # -- colour --------------------------------------------------------------------------------
