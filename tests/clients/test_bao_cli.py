@@ -128,27 +128,47 @@ def test_operator_rekey_status_progress_cancel_and_verified_completion(
     assert "Success! Canceled rekeying" in bao.ok("operator", "rekey", "-cancel")
     assert bao.json("operator", "rekey", "-status")["started"] is False
 
-    bao.ok("operator", "rekey", "-init", "-key-shares=3", "-key-threshold=2", "-verify")
-    nonce = bao.json("operator", "rekey", "-status")["nonce"]
-    bao.ok("operator", "rekey", f"-nonce={nonce}", unseal_shares[1])
-    bao.ok("operator", "rekey", f"-nonce={nonce}", unseal_shares[2])
-    done = bao.json("operator", "rekey", f"-nonce={nonce}", unseal_shares[3])
-    assert done["complete"] is True and len(done["keys"]) == 3
-    new = done["keys"]
-
-    verify = bao.json("operator", "rekey", "-verify", "-status")
-    assert verify["nonce"] == done["verification_nonce"]
-    assert (verify["t"], verify["n"], verify["progress"]) == (2, 3, 0)
-    bao.ok("operator", "rekey", "-verify", f"-nonce={verify['nonce']}", new[0])
-    assert bao.json("operator", "rekey", "-verify", "-status")["progress"] == 1
-    finished = bao.ok("operator", "rekey", "-verify", f"-nonce={verify['nonce']}", new[1])
-    assert "verification" in finished.lower() and "success" in finished.lower()
-
-    seal = bao.json("status")
-    assert (seal["t"], seal["n"]) == (2, 3)
+    new = _verified_rotation(bao, "rekey", unseal_shares[1:4])
     bao.ok("operator", "seal")
     bao.ok("operator", "unseal", new[0])
     assert bao.json("operator", "unseal", new[2])["sealed"] is False
+
+
+def test_with_the_legacy_endpoints_off_rekey_fails_and_rotate_keys_does_the_ceremony(
+    bao: BaoCLI, sandbox: Sandbox, unseal_shares: list[str]
+) -> None:
+    # As OpenBao 2.5 and later ship: sys/rekey/* off, sys/rotate/root/* on.
+    sandbox.secrets.legacy_rekey = False
+    refused = bao.run("operator", "rekey", "-status")
+    assert refused.returncode == 2
+    assert "Code: 405" in refused.stderr and "unsupported operation" in refused.stderr
+    new = _verified_rotation(bao, "rotate-keys", unseal_shares[2:5])
+    sandbox.secrets.seal.seal()
+    assert bao.json("operator", "unseal", new[1])["progress"] == 1
+    assert bao.json("operator", "unseal", new[2])["sealed"] is False
+
+
+def _verified_rotation(bao: BaoCLI, command: str, old: list[str]) -> list[str]:
+    """``bao operator <command>`` from init to verified completion, 3 shares of 2; the new shares."""
+    bao.ok("operator", command, "-init", "-key-shares=3", "-key-threshold=2", "-verify")
+    nonce = bao.json("operator", command, "-status")["nonce"]
+    bao.ok("operator", command, f"-nonce={nonce}", old[0])
+    bao.ok("operator", command, f"-nonce={nonce}", old[1])
+    done = bao.json("operator", command, f"-nonce={nonce}", old[2])
+    assert done["complete"] is True and len(done["keys"]) == 3
+    new: list[str] = done["keys"]
+
+    verify = bao.json("operator", command, "-verify", "-status")
+    assert verify["nonce"] == done["verification_nonce"]
+    assert (verify["t"], verify["n"], verify["progress"]) == (2, 3, 0)
+    bao.ok("operator", command, "-verify", f"-nonce={verify['nonce']}", new[0])
+    assert bao.json("operator", command, "-verify", "-status")["progress"] == 1
+    finished = bao.ok("operator", command, "-verify", f"-nonce={verify['nonce']}", new[1])
+    assert "verification successful" in finished.lower()
+
+    status = bao.json("status")
+    assert (status["t"], status["n"]) == (2, 3)
+    return new
 
 
 def test_plugin_list_shows_the_catalog(bao: BaoCLI, sandbox: Sandbox) -> None:
