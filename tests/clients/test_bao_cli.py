@@ -292,3 +292,26 @@ def test_generic_writes_on_the_certificate_and_directory_engines(
     assert bao.json("read", "ad/library/break-glass/status")["data"] == {
         account: {"available": True}
     }
+
+
+def test_token_capabilities_for_the_caller_and_for_another_token(
+    bao: BaoCLI, sandbox: Sandbox
+) -> None:
+    assert bao.json("token", "capabilities", "database/creds/readonly") == ["root"]
+    reader = replace(bao, token="demo-db-reader-token")
+    assert reader.json("token", "capabilities", "database/creds/readonly") == ["read"]
+    assert reader.json("token", "capabilities", "database/roles") == ["list"]
+    assert reader.json("token", "capabilities", "pki/issue/web-server") == ["deny"]
+    # Another token's, asked by root through sys/capabilities.
+    assert bao.json("token", "capabilities", "demo-auditor-token", "sys/policies/acl/x") == [
+        "list",
+        "read",
+    ]
+    unknown = bao.run("token", "capabilities", "no-such-token", "sys/policies/acl/x")
+    assert unknown.returncode == 2 and "invalid token" in unknown.stderr
+
+
+def test_lease_tidy_through_the_generic_write(bao: BaoCLI) -> None:
+    tidied = bao.run("write", "-f", "sys/leases/tidy")
+    assert tidied.returncode == 0, tidied.stderr
+    assert "Tidy operation successfully started" in tidied.stdout + tidied.stderr

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 def routes(service: SecretsService) -> list[Route]:
     from .http import (
         auth_token,
+        sys_capabilities,
         sys_mounts,
         sys_password_policies,
         sys_policies,
@@ -32,6 +33,7 @@ def routes(service: SecretsService) -> list[Route]:
     table += lease_routes(service)
     table += plugin_routes(service)
     table += sys_mounts.routes(service)
+    table += sys_capabilities.routes(service)
     # Last: everything under an engine mount, wherever the engine is mounted.
     table.append(dispatcher(service, list(table)))
     return table

@@ -149,7 +149,7 @@ def _token_valid(service: SecretsService, token_id: str) -> bool:
 
 
 async def tidy(call: Call) -> Response:
-    """``POST sys/leases/tidy``: revoke leases whose token is gone; 202 with a warning."""
+    """``POST|PUT sys/leases/tidy``: revoke leases whose token is gone; 202 with a warning."""
     service = call.service
     count = service.leases.tidy(lambda token_id: _token_valid(service, token_id))
     return envelope(
@@ -227,7 +227,7 @@ def lease_routes(service: SecretsService) -> list[Route]:
             sudo=True,
             restricted=True,
         ),
-        route(service, "sys/leases/tidy", tidy, ["POST"], restricted=True),
+        route(service, "sys/leases/tidy", tidy, write, restricted=True),
         route(service, "sys/leases/count", count, ["GET"], restricted=True),
         route(service, "sys/leases", list_irrevocable, ["GET"], restricted=True),
     ]

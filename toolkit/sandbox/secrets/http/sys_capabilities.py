@@ -1,0 +1,70 @@
+"""HTTP for ``sys/capabilities-self`` and ``sys/capabilities``: what a token may do on paths.
+
+The CLI's ``token capabilities`` calls them. Thin over the merged ACL of the
+token's policies (:meth:`..acl.ACL.capabilities`): each path answers its
+sorted capabilities, ``["root"]`` for a root token and ``["deny"]`` where no
+rule grants anything. As on the real server the answer maps every path to its
+list and, when one path was asked, also names that list ``capabilities``;
+``path`` is accepted for ``paths``; an unknown token given to
+``sys/capabilities`` is 400 ``invalid token``. The default policy grants
+``sys/capabilities-self``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..errors import SecretsError
+from ._base import Call, envelope, route
+
+if TYPE_CHECKING:
+    from ..models import SecretsService
+    from ..tokens import Token
+
+__all__ = ["routes"]
+
+
+def _paths(call: Call) -> list[str]:
+    raw: Any = call.body.get("paths", call.body.get("path"))
+    if isinstance(raw, str):
+        raw = [p.strip() for p in raw.split(",") if p.strip()]
+    if not isinstance(raw, list) or not raw or not all(isinstance(p, str) for p in raw):
+        raise SecretsError(400, "paths: expected a non-empty list of paths")
+    return [p.lstrip("/") for p in raw]
+
+
+def _answer(call: Call, token: Token) -> Response:
+    paths = _paths(call)
+    acl = call.service.acl_for(token)
+    data: dict[str, list[str]] = {path: acl.capabilities(path) for path in paths}
+    if len(paths) == 1:
+        data["capabilities"] = data[paths[0]]
+    return envelope(data, top_level=True)
+
+
+async def capabilities_self(call: Call) -> Response:
+    """``POST sys/capabilities-self``: the caller's own capabilities on ``paths``."""
+    assert call.token is not None  # an authenticated route
+    return _answer(call, call.token)
+
+
+async def capabilities(call: Call) -> Response:
+    """``POST sys/capabilities``: the capabilities of ``token`` on ``paths``."""
+    token_id = call.body.get("token")
+    if not isinstance(token_id, str) or not token_id:
+        raise SecretsError(400, "token: missing the token to look up")
+    token = call.service.tokens.get(token_id)
+    if token is None:
+        raise SecretsError(400, "invalid token")
+    return _answer(call, token)
+
+
+def routes(service: SecretsService) -> list[Route]:
+    write = ["POST", "PUT"]
+    return [
+        route(service, "sys/capabilities-self", capabilities_self, write),
+        route(service, "sys/capabilities", capabilities, write),
+    ]
