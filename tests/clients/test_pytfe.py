@@ -474,3 +474,14 @@ def test_a_member_sees_only_its_own_teams_access_and_changes_nothing(sandbox: Sa
             )
     with _client(sandbox) as owner:
         assert owner.team_workspace_accesses.read(records[0].id).access == records[0].access
+
+
+def test_pytfes_status_filter_is_not_the_specs_and_lists_every_agent(
+    tfe: TFEClient, sandbox: Sandbox
+) -> None:
+    pool_id = _ids(sandbox, "organizations/acme/agent-pools")["acme-private"]
+    # pytfe sends filter[status], which the spec's agent list does not have (it
+    # filters by last-ping-since only); like any unknown query it filters nothing.
+    filtered = list(tfe.agents.list(pool_id, AgentListOptions(status=AgentStatus.IDLE)))
+    assert len(filtered) == 7
+    assert {a.status for a in filtered} == {AgentStatus.IDLE, AgentStatus.BUSY, AgentStatus.UNKNOWN}
