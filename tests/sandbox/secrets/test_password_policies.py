@@ -150,3 +150,15 @@ def test_the_default_policy_lets_any_token_generate_but_auditors_are_denied(
     with v1(demo_sandbox, "demo-auditor-token") as auditor:
         response = auditor.get("sys/policies/password/alnum-20/generate")
     assert_error(response, 403, "permission denied")
+
+
+def test_an_empty_password_policy_list_is_404_as_on_the_real_server() -> None:
+    with Sandbox(demo=False) as empty, v1(empty) as root:
+        missing = root.request("LIST", "sys/policies/password")
+        assert (missing.status_code, missing.json()) == (404, {"errors": []})
+        policy = 'length = 8\nrule "charset" {\n  charset = "ab"\n}\n'
+        assert root.post("sys/policies/password/p", json={"policy": policy}).status_code == 204
+        listed = root.request("LIST", "sys/policies/password").json()
+        assert listed["data"]["keys"] == ["p"]
+        read = root.get("sys/policies/password/p").json()
+        assert "policy" in read["data"] and "policy" not in read

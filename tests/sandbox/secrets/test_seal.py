@@ -109,7 +109,7 @@ def test_seal_status_answers_without_a_token(
     assert body["type"] == "shamir"
     assert body["initialized"] is True and body["sealed"] is False
     assert (body["t"], body["n"], body["progress"]) == (3, 5, 0)
-    for name in ("nonce", "version", "build_date", "migration", "recovery_seal", "storage_type"):
+    for name in ("nonce", "version", "commit_date", "migration", "recovery_seal", "storage_type"):
         assert name in body
 
 

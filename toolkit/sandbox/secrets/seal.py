@@ -41,7 +41,7 @@ __all__ = [
 
 # The release the sandbox imitates (see the project's notes on the real server).
 SERVER_VERSION = "2.7.2"
-BUILD_DATE = "2025-01-01T00:00:00Z"
+COMMIT_DATE = "2025-01-01T00:00:00Z"
 
 ROOT_KEY_BYTES = 32
 # What the real server accepts as one share: at least an AES-128 key, at most
@@ -224,7 +224,7 @@ class Seal:
             "progress": len(self._progress),
             "nonce": self._nonce,
             "version": SERVER_VERSION,
-            "build_date": BUILD_DATE,
+            "commit_date": COMMIT_DATE,
             "migration": False,
             "recovery_seal": False,
             "storage_type": "inmem",

@@ -143,7 +143,6 @@ class Token:
             "accessor": self.accessor,
             "policies": list(self.policies),
             "token_policies": list(self.policies),
-            "identity_policies": None,
             "metadata": dict(self.meta) or None,
             "lease_duration": self.remaining(now),
             "renewable": self.renewable,

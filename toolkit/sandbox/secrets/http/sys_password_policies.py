@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ._base import Call, envelope, no_content, route
+from ._base import Call, envelope, error, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -24,14 +24,18 @@ BASE = "sys/policies/password"
 
 
 async def list_policies(call: Call) -> Response:
-    """``LIST sys/policies/password`` (or ``GET ?list=true``): ``data.keys``."""
-    return envelope({"keys": call.service.password_policies.names()}, top_level=True)
+    """``LIST sys/policies/password`` (or ``GET ?list=true``): ``data.keys``; with no
+    policies, 404 as the real server answers an empty list."""
+    names = call.service.password_policies.names()
+    if not names:
+        return error(404)
+    return envelope({"keys": names}, top_level=True)
 
 
 async def read(call: Call) -> Response:
     """``GET sys/policies/password/:name``: ``data.policy``, the document as saved."""
     policy = call.service.password_policies.get(call.params["name"])
-    return envelope({"policy": policy.text}, top_level=True)
+    return envelope({"policy": policy.text})
 
 
 async def write(call: Call) -> Response:
@@ -49,7 +53,7 @@ async def delete(call: Call) -> Response:
 async def generate(call: Call) -> Response:
     """``GET sys/policies/password/:name/generate``: ``data.password``."""
     password = call.service.password_policies.generate(call.params["name"])
-    return envelope({"password": password}, top_level=True)
+    return envelope({"password": password})
 
 
 def routes(service: SecretsService) -> list[Route]:

@@ -43,7 +43,7 @@ def _read(kind: str) -> Handler:
     async def handler(call: Call) -> Response:
         """``GET sys/policies/{kind}/:name``."""
         policy = call.service.policies.get(kind, call.params["name"])
-        return envelope(policy.read_data(), top_level=True)
+        return envelope(policy.read_data())
 
     return handler
 

@@ -41,6 +41,23 @@ def _share_and_nonce(call: Call, *, named_fields: bool) -> tuple[bytes, Any]:
     return decode_key(call.body.get("key")), call.body.get("nonce", "")
 
 
+def _rotate_shape(status: dict[str, Any]) -> dict[str, Any]:
+    """A status as ``sys/rotate/root/*`` shows it (observed on OpenBao 2.7): idle, only
+    ``started``, ``t``, ``n`` and ``required``; in progress, the nonce, progress and
+    verification fields too, ``verification_nonce`` empty until the new shares exist;
+    the PGP fields only for an attempt that has PGP keys."""
+    if not status.get("started"):
+        return {k: status[k] for k in ("started", "t", "n", "required")}
+    shaped = {
+        k: status[k]
+        for k in ("started", "t", "n", "required", "nonce", "progress", "verification_required")
+    }
+    shaped["verification_nonce"] = status.get("verification_nonce", "")
+    if status.get("pgp_fingerprints"):
+        shaped.update(pgp_fingerprints=status["pgp_fingerprints"], backup=status["backup"])
+    return shaped
+
+
 def _init_handler(answer: Answer, *, rotate: bool) -> Any:
     async def handler(call: Call) -> Response:
         ceremony = call.service.rekey
@@ -59,10 +76,7 @@ def _init_handler(answer: Answer, *, rotate: bool) -> Any:
             )
         else:
             status = ceremony.status()
-        if rotate:
-            # The replacement endpoint names the current threshold ``seal_threshold``.
-            status = {**status, "seal_threshold": status["required"]}
-        return answer(status)
+        return answer(_rotate_shape(status) if rotate else status)
 
     return handler
 
@@ -71,8 +85,11 @@ def _update_handler(answer: Answer, *, rotate: bool) -> Any:
     async def handler(call: Call) -> Response:
         key, nonce = _share_and_nonce(call, named_fields=rotate)
         result = call.service.rekey.update(key, nonce)
-        if rotate and not result.get("complete"):
-            result = {**result, "seal_threshold": result["required"]}
+        if rotate:
+            if result.get("complete"):
+                result = {"verification_nonce": "", **result}
+            else:
+                result = _rotate_shape(result)
         return answer(result)
 
     return handler
@@ -100,8 +117,7 @@ def _backup_handler(*, rotate: bool) -> Any:
             return no_content()
         backup = ceremony.read_backup()
         if backup is None:
-            # The legacy path answers a read of nothing as 404; the replacement says why.
-            return error(400, "no backed-up keys found") if rotate else error(404)
+            return error(400, "no backed-up keys found")
         return envelope(backup)
 
     return handler
