@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from matplotlib import dates as mdates
 from matplotlib.colors import to_hex
 from matplotlib.text import Text
 
@@ -167,10 +168,16 @@ def test_a_lease_expiry_horizon_draws_the_leases_within_it_and_counts_the_rest(
 ) -> None:
     leases = frames["leases"]
     read_at = (leases["expire_time"] - pd.to_timedelta(leases["ttl"], unit="s")).max().floor("min")
-    within = leases["expire_time"] <= read_at + pd.Timedelta(hours=6)
+    past = leases["expire_time"] < read_at
+    later = leases["expire_time"] > read_at + pd.Timedelta(hours=6)
+    within = ~past & ~later
     assert 0 < within.sum() < len(leases), "the demo leases straddle six hours"
     chart = plots.lease_expiry(leases, horizon=timedelta(hours=6))
     axes = chart.figure.axes[0]
     drawn = sum(bar.get_height() for container in axes.containers for bar in container)
     assert drawn == within.sum()
-    assert axes.get_title() == f"Lease expiry by mount, next 6 hours ({(~within).sum()} later)"
+    left_out = [f"{later.sum()} later"] + ([f"{past.sum()} past due"] if past.any() else [])
+    assert axes.get_title() == f"Lease expiry by mount, next 6 hours ({', '.join(left_out)})"
+    assert min(bar.get_x() for bar in axes.containers[0]) >= mdates.date2num(
+        read_at.tz_localize(None)
+    )

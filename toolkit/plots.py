@@ -158,7 +158,7 @@ def lease_expiry(
     Times are UTC. Leases without an expiry are left out. With ``horizon``
     only the leases expiring within it are drawn (measured from the minute the
     frame was read, ``expire_time - ttl``, when it has ``ttl``); the title counts
-    the ones that expire later.
+    the ones that expire later and the ones already past their expiry.
     """
     _require(leases, ["mount", "expire_time"], "lease_expiry")
     if bins < 1:
@@ -178,10 +178,13 @@ def lease_expiry(
             read_at = read_at.floor("min")
         else:
             read_at = timed["expire_time"].min()
-        soon = timed["expire_time"] <= read_at + pd.Timedelta(horizon)
-        later = int((~soon).sum())
-        timed = timed[soon]
-        title = f"{title}, next {_span(horizon)}" + (f" ({later} later)" if later else "")
+        past = timed["expire_time"] < read_at
+        later = timed["expire_time"] > read_at + pd.Timedelta(horizon)
+        timed = timed[~past & ~later]
+        left_out = [f"{int(later.sum())} later"] if later.any() else []
+        left_out += [f"{int(past.sum())} past due"] if past.any() else []
+        title = f"{title}, next {_span(horizon)}"
+        title += f" ({', '.join(left_out)})" if left_out else ""
     figure, axes = _canvas(9, 4)
     axes.set_title(title)
     if not len(timed):

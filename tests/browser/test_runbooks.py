@@ -11,6 +11,7 @@ import pytest
 from tests.browser._page import (
     NOTEBOOKS,
     WIDGET_AS_TEXT,
+    focus_on,
     open_notebook,
     output_text,
     outputs,
@@ -59,4 +60,7 @@ def test_a_runbook_runs_in_jupyterlab_without_errors_and_its_widgets_render(
     assert rendered_widgets(page) >= live
     shown = output_text(page)
     assert not WIDGET_AS_TEXT.search(shown), WIDGET_AS_TEXT.search(shown)
+    charts = page.locator(".jp-RenderedImage img")
+    if charts.count():  # the end state worth a look: the runbook's first chart
+        focus_on(page, charts.first)
     screenshot(page, f"runbook-{Path(name).stem}")
