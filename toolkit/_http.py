@@ -172,6 +172,7 @@ class HTTPLayer:
         )
         self._timeout_ext = self._client.timeout.as_dict()
         self._urls: dict[str, httpx.URL] = {}
+        self._merged_headers: dict[tuple[Any, ...], httpx.Headers] = {}
         self._pool: ThreadPoolExecutor | None = None
 
     def __repr__(self) -> str:
@@ -301,6 +302,21 @@ class HTTPLayer:
                 raise _api_error(response, method, url)
             return response
 
+    def _headers(self, extra: Mapping[str, str]) -> httpx.Headers:
+        # A request copies an httpx.Headers cheaply but parses a list afresh, and
+        # nearly every request carries the same headers: keep the merged object.
+        base = tuple(self._client.headers.raw)
+        key = (base, tuple(extra.items()))
+        merged = self._merged_headers.get(key)
+        if merged is None:
+            pairs = [(k.encode(), v.encode()) for k, v in extra.items()]
+            names = {k.lower() for k, _ in pairs}
+            merged = httpx.Headers([kv for kv in base if kv[0].lower() not in names] + pairs)
+            if len(self._merged_headers) >= 64:
+                self._merged_headers.clear()
+            self._merged_headers[key] = merged
+        return merged
+
     def _url(self, path: str) -> httpx.URL:
         url = self._urls.get(path)
         if url is None:
@@ -319,16 +335,11 @@ class HTTPLayer:
     ) -> httpx.Response:
         if self._direct is None:
             return self._client.request(method, path, params=params, content=body, headers=headers)
-        merged = self._client.headers.raw
-        if headers:
-            extra = [(k.encode(), v.encode()) for k, v in headers.items()]
-            names = {k.lower() for k, _ in extra}
-            merged = [kv for kv in merged if kv[0].lower() not in names] + extra
         request = httpx.Request(
             method,
             self._url(path),
             params=params or None,
-            headers=merged,
+            headers=self._headers(headers),
             content=body,
             extensions={"timeout": self._timeout_ext},
         )

@@ -10,7 +10,7 @@ stopping at a failure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -284,7 +284,9 @@ class Leases(Area):
                     return None
                 raise
             mount, role = split_lease_id(lease_id, mount_paths)
-            return {**_lease_fields(data, lease_id), "mount": mount, "role": role}
+            # Times stay text here: the frame parses each column at once.
+            fields = _lease_fields(data, lease_id, times=_text)
+            return {**fields, "mount": mount, "role": role}
 
         looked_up = progress(
             self._http.map(one, todo),
@@ -389,16 +391,23 @@ def lease_summary(frame: pd.DataFrame) -> pd.DataFrame:
     return build_frame(rows, LEASE_SUMMARY)
 
 
-def _lease_fields(data: Mapping[str, Any], lease_id: str) -> dict[str, Any]:
+def _lease_fields(
+    data: Mapping[str, Any], lease_id: str, times: Callable[[Any], Any] | None = None
+) -> dict[str, Any]:
+    time = times or _time
     last = data.get("last_renewal_time", data.get("last_renewal"))
     return {
         "lease_id": data.get("id") or lease_id,
-        "issue_time": _time(data.get("issue_time")),
-        "expire_time": _time(data.get("expire_time")),
-        "last_renewal_time": _time(last),
+        "issue_time": time(data.get("issue_time")),
+        "expire_time": time(data.get("expire_time")),
+        "last_renewal_time": time(last),
         "renewable": data.get("renewable"),
         "ttl": data.get("ttl"),
     }
+
+
+def _text(value: Any) -> Any:
+    return value or None
 
 
 def _time(value: Any) -> datetime | None:
