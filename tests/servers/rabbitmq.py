@@ -32,7 +32,7 @@ from ._common import (
 
 ADMIN_USER = "toolkit-admin"
 # The first start of a node (database creation, plugin expansion) takes a while.
-START_TIMEOUT = 120
+START_TIMEOUT = 180
 
 
 def rabbitmq_server_script() -> Path:
