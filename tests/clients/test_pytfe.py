@@ -436,7 +436,7 @@ def test_pytfe_names_the_policy_mocks_permission_sentinel_mocks(
 def test_pytfe_waits_out_the_rate_limit_and_gets_every_page(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with Sandbox(rate_limit=3) as limited:
+    with Sandbox(rate_limit=1) as limited:
         pool = _ids(limited, "organizations/acme/agent-pools")["acme-private"]
         for i in range(20):
             limited.platform.add_agent(
