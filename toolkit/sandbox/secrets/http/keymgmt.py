@@ -17,23 +17,13 @@ from starlette.responses import Response
 from .. import fields
 from ..errors import SecretsError
 from ..keymgmt import DEFAULT_PROTECTION, KeyManagement
-from ._base import (
-    Call,
-    EngineRoute,
-    Handler,
-    create_or_update,
-    engine_route,
-    envelope,
-    no_content,
-)
+from ._base import Call, EngineRoute, engine_route, envelope, no_content
+
+# One route per path for all its methods, and lists that are 404 when empty:
+# the helpers the credential engines use too.
+from ._credentials import listing, resource
 
 __all__ = ["routes"]
-
-
-def _listing(names: list[str]) -> Response:
-    if not names:
-        raise SecretsError(404)
-    return envelope({"keys": names})
 
 
 def _read(describe: Callable[..., dict[str, Any]], *names: str) -> Response:
@@ -78,7 +68,7 @@ async def read_key(call: Call) -> Response:
 
 async def list_keys(call: Call) -> Response:
     """``LIST key``: the key names."""
-    return _listing(_engine(call).key_names())
+    return listing(_engine(call).key_names())
 
 
 async def delete_key(call: Call) -> Response:
@@ -95,7 +85,7 @@ async def rotate_key(call: Call) -> Response:
 
 async def list_key_providers(call: Call) -> Response:
     """``LIST key/:name/kms``: the KMS providers holding the key."""
-    return _listing(_engine(call).key_providers(call.params["name"]))
+    return listing(_engine(call).key_providers(call.params["name"]))
 
 
 # -- KMS providers ----------------------------------------------------------------------------
@@ -119,7 +109,7 @@ async def read_provider(call: Call) -> Response:
 
 async def list_providers(call: Call) -> Response:
     """``LIST kms``: the KMS provider names."""
-    return _listing(_engine(call).provider_names())
+    return listing(_engine(call).provider_names())
 
 
 async def delete_provider(call: Call) -> Response:
@@ -149,7 +139,7 @@ async def read_distribution(call: Call) -> Response:
 
 async def list_distributed(call: Call) -> Response:
     """``LIST kms/:name/key``: the keys in the provider."""
-    return _listing(_engine(call).provider_keys(call.params["name"]))
+    return listing(_engine(call).provider_keys(call.params["name"]))
 
 
 async def remove_distribution(call: Call) -> Response:
@@ -166,48 +156,23 @@ def _provider_exists(call: Call) -> bool:
     return call.params["name"] in _engine(call).providers
 
 
-def _resource(
-    path: str, handlers: dict[str, Handler], exists: Callable[[Call], bool] | None = None
-) -> EngineRoute:
-    """One route for all the methods of ``path`` (the dispatcher matches paths, not methods).
-
-    A write (``POST``/``PUT``) needs ``create`` or ``update`` as ``exists`` says,
-    when given; every other method its usual capability.
-    """
-    table = {method: handler for method, handler in handlers.items()}
-    if "POST" in table:
-        table["PUT"] = table["POST"]
-    chooser = create_or_update(exists) if exists else None
-
-    async def handle(call: Call) -> Response:
-        return await table[call.request.method.upper()](call)
-
-    def capability(call: Call) -> str:
-        method = call.request.method.upper()
-        if method in ("POST", "PUT"):
-            return chooser(call) if chooser else "update"
-        return "delete" if method == "DELETE" else "read"
-
-    return engine_route(path, handle, list(table), capability=capability)
-
-
 def routes() -> list[EngineRoute]:
     return [
         engine_route("key", list_keys, ["LIST"]),
-        _resource("key/{name}/rotate", {"POST": rotate_key}),
+        resource("key/{name}/rotate", {"POST": rotate_key}),
         engine_route("key/{name}/kms", list_key_providers, ["LIST"]),
-        _resource(
+        resource(
             "key/{name}",
             {"GET": read_key, "POST": write_key, "DELETE": delete_key},
             _key_exists,
         ),
         engine_route("kms", list_providers, ["LIST"]),
         engine_route("kms/{name}/key", list_distributed, ["LIST"]),
-        _resource(
+        resource(
             "kms/{name}/key/{key_name}",
             {"GET": read_distribution, "POST": distribute, "DELETE": remove_distribution},
         ),
-        _resource(
+        resource(
             "kms/{name}",
             {"GET": read_provider, "POST": write_provider, "DELETE": delete_provider},
             _provider_exists,
