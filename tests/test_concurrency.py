@@ -201,3 +201,24 @@ def test_threads_reuse_their_connections(demo_sandbox: Sandbox):
     # At most one connection a pool thread (and none for the caller, which only
     # waits), however many rounds: connections are kept, not opened per call.
     assert max(opened) <= 4
+
+
+def test_a_layer_nobody_closed_takes_its_threads_with_it_when_collected(demo_sandbox: Sandbox):
+    import gc
+
+    before = threading.active_count()
+    for _ in range(3):
+        http = HTTPLayer(
+            demo_sandbox.address,
+            "/api/v2",
+            headers={"Authorization": f"Bearer {demo_sandbox.token}"},
+            max_concurrency=4,
+        )
+        list(http.map(lambda n, h=http: h.json("GET", f"/organizations/{n}"), ["acme"] * 20))
+        assert threading.active_count() > before
+        del http
+    gc.collect()  # (layers other tests left behind may go too: hence <= below)
+    deadline = time.monotonic() + 5
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() <= before

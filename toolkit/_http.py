@@ -25,6 +25,7 @@ import ssl
 import threading
 import time
 import urllib.request
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -382,7 +383,7 @@ class HTTPLayer:
         """
         items = list(items)
         n = min(workers or self.max_concurrency, self.max_concurrency, len(items))
-        if n <= 1 or getattr(_worker, "layer", None) is self:
+        if n <= 1 or _worker_layer() is self:
             for item in items:
                 yield fn(item)
             return
@@ -399,13 +400,20 @@ class HTTPLayer:
                     max_workers=self.max_concurrency,
                     thread_name_prefix="toolkit-http",
                     initializer=_mark_worker,
-                    initargs=(self,),
+                    initargs=(weakref.ref(self),),
                 )
             return self._pool
 
 
-def _mark_worker(layer: HTTPLayer) -> None:
+def _mark_worker(layer: weakref.ref[HTTPLayer]) -> None:
+    # A weak reference: a layer nobody closed can still be collected, and its
+    # pool with it (whose threads then end).
     _worker.layer = layer
+
+
+def _worker_layer() -> HTTPLayer | None:
+    ref = getattr(_worker, "layer", None)
+    return ref() if ref is not None else None
 
 
 class _FanOut(Iterator[Any]):
