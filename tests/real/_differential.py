@@ -21,6 +21,8 @@ import httpx
 DIFFERENCES_DOC = Path(__file__).resolve().parents[2] / "docs" / "differences.md"
 # The section of that document that holds the table.
 SECTION = "## The sandbox against OpenBao"
+# The section listing differences that are the sandbox's mistakes, not yet fixed.
+PENDING = "## Not yet fixed in the sandbox"
 # Nested objects whose keys are compared as well as the top level's.
 NESTED = ("data", "auth")
 
@@ -134,12 +136,13 @@ class Difference:
     reason: str
 
 
-def read_differences(doc: Path = DIFFERENCES_DOC) -> list[Difference]:
-    """The rows of the table in ``docs/differences.md`` (the one source of the intended ones)."""
+def read_differences(doc: Path = DIFFERENCES_DOC, section: str = SECTION) -> list[Difference]:
+    """The rows of a table in ``docs/differences.md``: by default the intended differences;
+    with ``section=PENDING`` the known ones the sandbox still has to fix."""
     rows: list[Difference] = []
     text = doc.read_text()
-    start = text.index(SECTION)
-    end = text.find("\n## ", start + len(SECTION))
+    start = text.index(section)
+    end = text.find("\n## ", start + len(section))
     for line in text[start : end if end != -1 else len(text)].splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if (

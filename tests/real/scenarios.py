@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ._differential import Target
+from ._seed import CREATE_ROLE, DROP_ROLE
 
 PASSWORD_POLICY = """length = 20
 rule "charset" {
@@ -523,6 +525,291 @@ def rekey_rotate_root(t: Target) -> None:
     t.context["new_shares"] = done["data"]["keys"]
 
 
+# -- database engine ----------------------------------------------------------------------
+def database(t: Target) -> None:
+    """Needs ``context["postgres"]``: ``url`` (templated), ``username``, ``password``, and a
+    login role ``diff_static`` existing on the real database."""
+    pg = t.context["postgres"]
+    t.call("mount", "POST", "sys/mounts/db-diff", json={"type": "database"})
+    connection = {
+        "plugin_name": "postgresql-database-plugin",
+        "connection_url": pg["url"],
+        "username": pg["username"],
+        "password": pg["password"],
+        "allowed_roles": ["dyn", "static"],
+    }
+    t.call("config write", "POST", "db-diff/config/main", json=connection)
+    t.call(
+        "config read",
+        "GET",
+        "db-diff/config/main",
+        checks={
+            "plugin_name": lambda b: b["data"]["plugin_name"],
+            "allowed_roles": lambda b: b["data"]["allowed_roles"],
+            "details": lambda b: sorted(b["data"]["connection_details"]),
+        },
+    )
+    t.call("config list", "LIST", "db-diff/config", checks={"keys": keys_of})
+    t.call(
+        "config unknown plugin",
+        "POST",
+        "db-diff/config/other",
+        json={**connection, "plugin_name": "no-such-plugin"},
+    )
+    t.call("config without plugin", "POST", "db-diff/config/other", json={"connection_url": "x"})
+    role = {
+        "db_name": "main",
+        "creation_statements": [CREATE_ROLE],
+        "revocation_statements": [DROP_ROLE],
+        "default_ttl": "1h",
+        "max_ttl": "24h",
+    }
+    t.call("role write", "POST", "db-diff/roles/dyn", json=role)
+    t.call(
+        "role read",
+        "GET",
+        "db-diff/roles/dyn",
+        checks={
+            k: (lambda b, k=k: b["data"][k])
+            for k in ("db_name", "default_ttl", "max_ttl", "creation_statements")
+        },
+    )
+    t.call("role list", "LIST", "db-diff/roles", checks={"keys": keys_of})
+    t.call("role without statements", "POST", "db-diff/roles/bad", json={"db_name": "main"})
+    t.call("role write not allowed", "POST", "db-diff/roles/other", json=role)
+    creds = t.call(
+        "creds",
+        "GET",
+        "db-diff/creds/dyn",
+        checks={
+            "lease_duration": lambda b: b["lease_duration"],
+            "renewable": lambda b: b["renewable"],
+            "lease prefix": lambda b: b["lease_id"].rsplit("/", 1)[0],
+        },
+    )
+    lease_id = creds["lease_id"]
+    t.call("creds not allowed", "GET", "db-diff/creds/other")
+    t.call("creds missing role", "GET", "db-diff/creds/nope", errors=True)
+    t.call(
+        "lease lookup",
+        "PUT",
+        "sys/leases/lookup",
+        json={"lease_id": lease_id},
+        checks={"renewable": lambda b: b["data"]["renewable"]},
+    )
+    t.call(
+        "lease renew",
+        "PUT",
+        "sys/leases/renew",
+        json={"lease_id": lease_id, "increment": 600},
+        checks={"lease_duration": lambda b: b["lease_duration"]},
+    )
+    t.call("lease revoke", "PUT", "sys/leases/revoke", json={"lease_id": lease_id, "sync": True})
+    static = {"db_name": "main", "username": "diff_static", "rotation_period": "1h"}
+    t.call("static write", "POST", "db-diff/static-roles/static", json=static)
+    t.call(
+        "static read",
+        "GET",
+        "db-diff/static-roles/static",
+        checks={k: (lambda b, k=k: b["data"][k]) for k in ("username", "rotation_period")},
+    )
+    t.call("static list", "LIST", "db-diff/static-roles", checks={"keys": keys_of})
+    first = t.call(
+        "static creds",
+        "GET",
+        "db-diff/static-creds/static",
+        checks={"username": lambda b: b["data"]["username"]},
+    )
+    t.call("static rotate", "POST", "db-diff/rotate-role/static")
+    t.call(
+        "static creds after rotate",
+        "GET",
+        "db-diff/static-creds/static",
+        checks={"changed": lambda b: b["data"]["password"] != first["data"]["password"]},
+    )
+    t.call(
+        "static too short",
+        "POST",
+        "db-diff/static-roles/short",
+        json={**static, "rotation_period": "2s"},
+    )
+    t.call("static delete", "DELETE", "db-diff/static-roles/static")
+    t.call("role delete", "DELETE", "db-diff/roles/dyn")
+    t.call("config delete", "DELETE", "db-diff/config/main")
+    t.call("unmount", "DELETE", "sys/mounts/db-diff")
+
+
+# -- broker engine ---------------------------------------------------------------------------
+def broker(t: Target) -> None:
+    """Needs ``context["rabbitmq"]``: ``uri`` (management API), ``username``, ``password``."""
+    mq = t.context["rabbitmq"]
+    t.call("mount", "POST", "sys/mounts/mq-diff", json={"type": "rabbitmq"})
+    t.call(
+        "connection",
+        "POST",
+        "mq-diff/config/connection",
+        json={"connection_uri": mq["uri"], "username": mq["username"], "password": mq["password"]},
+    )
+    t.call("connection without uri", "POST", "mq-diff/config/connection", json={"username": "x"})
+    t.call("lease write", "POST", "mq-diff/config/lease", json={"ttl": 1800, "max_ttl": 7200})
+    t.call(
+        "lease read",
+        "GET",
+        "mq-diff/config/lease",
+        checks={"ttl": lambda b: b["data"]["ttl"], "max_ttl": lambda b: b["data"]["max_ttl"]},
+    )
+    vhosts = '{"/": {"configure": ".*", "write": ".*", "read": ".*"}}'
+    t.call("role write", "POST", "mq-diff/roles/app", json={"tags": "management", "vhosts": vhosts})
+    t.call(
+        "role read",
+        "GET",
+        "mq-diff/roles/app",
+        checks={
+            "tags": lambda b: b["data"]["tags"],
+            "vhosts": lambda b: json.dumps(b["data"]["vhosts"], sort_keys=True),
+        },
+    )
+    t.call("role list", "LIST", "mq-diff/roles", checks={"keys": keys_of})
+    t.call("role bad vhosts", "POST", "mq-diff/roles/bad", json={"vhosts": "not json"})
+    creds = t.call(
+        "creds",
+        "GET",
+        "mq-diff/creds/app",
+        checks={
+            "lease_duration": lambda b: b["lease_duration"],
+            "renewable": lambda b: b["renewable"],
+            "lease prefix": lambda b: b["lease_id"].rsplit("/", 1)[0],
+        },
+    )
+    t.call("creds missing role", "GET", "mq-diff/creds/nope", errors=True)
+    t.call(
+        "lease renew",
+        "PUT",
+        "sys/leases/renew",
+        json={"lease_id": creds["lease_id"], "increment": 600},
+        checks={"lease_duration": lambda b: b["lease_duration"]},
+    )
+    t.call(
+        "lease revoke",
+        "PUT",
+        "sys/leases/revoke",
+        json={"lease_id": creds["lease_id"], "sync": True},
+    )
+    t.call("role delete", "DELETE", "mq-diff/roles/app")
+    t.call("role read deleted", "GET", "mq-diff/roles/app")
+    t.call("unmount", "DELETE", "sys/mounts/mq-diff")
+
+
+# -- certificate engine -------------------------------------------------------------------------
+def _csr(common_name: str) -> str:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    csr = (
+        x509.CertificateSigningRequestBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .sign(key, hashes.SHA256())
+    )
+    return csr.public_bytes(serialization.Encoding.PEM).decode()
+
+
+def pki(t: Target) -> None:
+    t.call(
+        "mount",
+        "POST",
+        "sys/mounts/pki-diff",
+        json={"type": "pki", "config": {"max_lease_ttl": "87600h"}},
+    )
+    t.call(
+        "generate root",
+        "POST",
+        "pki-diff/root/generate/internal",
+        json={"common_name": "Diff Root", "key_type": "ec", "issuer_name": "root", "ttl": "8760h"},
+        checks={"issuer_name": lambda b: b["data"]["issuer_name"]},
+    )
+    t.call(
+        "issuers", "LIST", "pki-diff/issuers", checks={"count": lambda b: len(b["data"]["keys"])}
+    )
+    t.call(
+        "issuer read",
+        "GET",
+        "pki-diff/issuer/root",
+        checks={"issuer_name": lambda b: b["data"]["issuer_name"]},
+    )
+    role = {
+        "allowed_domains": ["example.test"],
+        "allow_subdomains": True,
+        "max_ttl": "72h",
+        "key_type": "ec",
+    }
+    t.call("role write", "POST", "pki-diff/roles/web", json=role)
+    t.call(
+        "role read",
+        "GET",
+        "pki-diff/roles/web",
+        checks={
+            k: (lambda b, k=k: b["data"][k])
+            for k in ("allowed_domains", "allow_subdomains", "max_ttl", "key_type")
+        },
+    )
+    t.call("role list", "LIST", "pki-diff/roles", checks={"keys": keys_of})
+    issued = t.call(
+        "issue",
+        "POST",
+        "pki-diff/issue/web",
+        json={"common_name": "www.example.test", "alt_names": "api.example.test", "ttl": "1h"},
+        checks={
+            "private_key_type": lambda b: b["data"]["private_key_type"],
+            "chain": lambda b: len(b["data"]["ca_chain"]),
+        },
+    )
+    t.call(
+        "issue refused name",
+        "POST",
+        "pki-diff/issue/web",
+        json={"common_name": "www.evil.org"},
+        errors=True,
+    )
+    t.call(
+        "issue refused san",
+        "POST",
+        "pki-diff/issue/web",
+        json={"common_name": "a.example.test", "alt_names": "evil.org"},
+        errors=True,
+    )
+    t.call(
+        "issue ttl too long",
+        "POST",
+        "pki-diff/issue/web",
+        json={"common_name": "a.example.test", "ttl": "100h"},
+    )
+    t.call(
+        "issue missing role", "POST", "pki-diff/issue/nope", json={"common_name": "a.example.test"}
+    )
+    t.call("sign", "POST", "pki-diff/sign/web", json={"csr": _csr("app.example.test"), "ttl": "1h"})
+    t.call("sign bad csr", "POST", "pki-diff/sign/web", json={"csr": "not a csr"})
+    serial = issued["data"]["serial_number"]
+    t.call(
+        "certs",
+        "LIST",
+        "pki-diff/certs",
+        checks={"lists the issued serial": lambda b: serial in b["data"]["keys"]},
+    )
+    t.call(
+        "cert read",
+        "GET",
+        f"pki-diff/cert/{serial}",
+        checks={
+            "same certificate": lambda b: b["data"]["certificate"] == issued["data"]["certificate"]
+        },
+    )
+    t.call("role delete", "DELETE", "pki-diff/roles/web")
+    t.call("unmount", "DELETE", "sys/mounts/pki-diff")
+
+
 @dataclass(frozen=True)
 class Scenario:
     run: Callable[[Target], None]
@@ -536,4 +823,7 @@ SCENARIOS: dict[str, Scenario] = {
     "plugins": Scenario(plugins, "dev"),
     "rekey-legacy": Scenario(rekey_legacy_with_verification, "legacy-rekey"),
     "rekey-rotate-root": Scenario(rekey_rotate_root, "rotate-root"),
+    "database": Scenario(database, "postgres"),
+    "broker": Scenario(broker, "rabbitmq"),
+    "pki": Scenario(pki, "dev"),
 }

@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.servers.openbao import OpenBao
+from tests.servers.postgres import Postgres
+from tests.servers.rabbitmq import RabbitMQ
 from toolkit.sandbox import Sandbox
 
 from . import _differential as diff
@@ -28,7 +31,36 @@ def dev_bao() -> Iterator[OpenBao]:
         yield server
 
 
-def run_on_sandbox(name: str, scenario: Scenario, tmp_path: Path) -> diff.Target:
+def backends(scenario: Scenario, request: pytest.FixtureRequest) -> dict[str, Any]:
+    """What an engine scenario connects to: the real PostgreSQL or RabbitMQ (the sandbox is
+    given the same settings, which it keeps without connecting)."""
+    if scenario.server == "postgres":
+        postgres: Postgres = request.getfixturevalue("postgres")
+        with postgres.connect() as conn:
+            conn.execute("DROP ROLE IF EXISTS diff_static")
+            conn.execute("CREATE ROLE diff_static LOGIN PASSWORD 'diff-initial'")
+        return {
+            "postgres": {
+                "url": postgres.template_url,
+                "username": postgres.user,
+                "password": postgres.password,
+            }
+        }
+    if scenario.server == "rabbitmq":
+        rabbitmq: RabbitMQ = request.getfixturevalue("rabbitmq")
+        return {
+            "rabbitmq": {
+                "uri": rabbitmq.management_url,
+                "username": rabbitmq.user,
+                "password": rabbitmq.password,
+            }
+        }
+    return {}
+
+
+def run_on_sandbox(
+    name: str, scenario: Scenario, tmp_path: Path, context: dict[str, Any]
+) -> diff.Target:
     with Sandbox(demo=False) as sandbox:
         shares: list[str] = []
         if scenario.server in ("legacy-rekey", "rotate-root"):
@@ -37,6 +69,7 @@ def run_on_sandbox(name: str, scenario: Scenario, tmp_path: Path) -> diff.Target
             shares = list(json.loads(init.read_text())["keys"])
             sandbox.secrets.legacy_rekey = scenario.server == "legacy-rekey"
         target = diff.Target("sandbox", sandbox.address, sandbox.token, shares)
+        target.context.update(context)
         try:
             scenario.run(target)
         finally:
@@ -44,8 +77,9 @@ def run_on_sandbox(name: str, scenario: Scenario, tmp_path: Path) -> diff.Target
     return target
 
 
-def run_on_openbao(scenario: Scenario, server: OpenBao) -> diff.Target:
+def run_on_openbao(scenario: Scenario, server: OpenBao, context: dict[str, Any]) -> diff.Target:
     target = diff.Target("openbao", server.address, server.token, list(server.shares))
+    target.context.update(context)
     target.context["plugin_directory"] = server.plugin_directory
     try:
         scenario.run(target)
@@ -68,11 +102,12 @@ def test_the_sandbox_answers_as_openbao_does(
     name: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     scenario = SCENARIOS[name]
-    sandbox = run_on_sandbox(name, scenario, tmp_path)
+    context = backends(scenario, request)
+    sandbox = run_on_sandbox(name, scenario, tmp_path, context)
     for server in real_server(scenario, request):
-        openbao = run_on_openbao(scenario, server)
+        openbao = run_on_openbao(scenario, server, context)
     found = list(diff.differences(name, sandbox.observations, openbao.observations))
-    table = diff.read_differences()
+    table = diff.read_differences() + diff.read_differences(section=diff.PENDING)
     unexplained = diff.unexplained(found, table)
     assert not unexplained, "differences the table does not list:\n" + "\n".join(
         row(d) for d in unexplained
@@ -90,8 +125,8 @@ def row(d: diff.Difference) -> str:
 
 
 def test_the_table_parses_and_names_known_scenarios_with_a_reason_each() -> None:
-    table = diff.read_differences()
-    assert table, "docs/differences.md has no table rows"
+    table = diff.read_differences() + diff.read_differences(section=diff.PENDING)
+    assert diff.read_differences(), "docs/differences.md has no table rows"
     for d in table:
         assert d.scenario in (*SCENARIOS, "*"), d
         assert d.reason.strip(), f"no reason given for {d}"
