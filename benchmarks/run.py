@@ -56,10 +56,35 @@ PYTHON = sys.executable
 class Timing:
     name: str
     seconds: list[float] = field(default_factory=list)
+    # CPU seconds of this process and of the servers during each run: unlike
+    # wall time, they hardly move when other work shares the machine.
+    client_cpu: list[float] = field(default_factory=list)
+    server_cpu: list[float] = field(default_factory=list)
 
     @property
     def median(self) -> float:
         return statistics.median(self.seconds)
+
+    @property
+    def best(self) -> float:
+        return min(self.seconds)
+
+    @property
+    def cpu(self) -> float:
+        """Median CPU seconds of client and servers together."""
+        return statistics.median(
+            c + s for c, s in zip(self.client_cpu, self.server_cpu, strict=True)
+        )
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used, from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -81,13 +106,15 @@ def alternate(
     check: Callable[[str, Any], None] | None = None,
     rounds_of: dict[str, int] | None = None,
     cold: frozenset[str] = frozenset(),
+    servers: Sequence[int] = (),
 ) -> dict[str, Timing]:
     """Run each contender once a round, rotating the order.
 
     Each contender runs once untimed first (connections, caches, imports), and
     ``check`` sees that result; a contender in ``cold`` (a slow one) skips the
     warm-up and ``check`` sees its first timed result instead. ``rounds_of``
-    gives some contenders fewer rounds.
+    gives some contenders fewer rounds. ``servers`` are the process ids whose
+    CPU time is counted with this process's.
     """
     names = list(contenders)
     timings = {n: Timing(n) for n in names}
@@ -101,9 +128,14 @@ def alternate(
         if rounds_of:
             order = [n for n in order if r < rounds_of.get(n, rounds)]
         for name in order:
+            cpu0 = time.process_time()
+            server0 = sum(process_cpu(p) for p in servers)
             started = time.perf_counter()
             result = contenders[name]()
-            timings[name].seconds.append(time.perf_counter() - started)
+            timing = timings[name]
+            timing.seconds.append(time.perf_counter() - started)
+            timing.client_cpu.append(time.process_time() - cpu0)
+            timing.server_cpu.append(sum(process_cpu(p) for p in servers) - server0)
             if check is not None and name in cold and r == 0:
                 check(name, result)
         line = "  ".join(f"{n} {timings[n].seconds[-1]:.3f}s" for n in order)
@@ -111,10 +143,13 @@ def alternate(
     return timings
 
 
-def show(scenario: str, timings: dict[str, Timing], unit: str = "s") -> None:
-    print(f"  {scenario}: medians")
+def show(scenario: str, timings: dict[str, Timing]) -> None:
+    print(f"  {scenario}: median wall time, best, and median CPU time (client + servers)")
     for t in timings.values():
-        print(f"    {t.name:28s} {t.median:9.3f} {unit}  (n={len(t.seconds)})")
+        print(
+            f"    {t.name:28s} {t.median:9.3f} s  best {t.best:7.3f} s  "
+            f"cpu {t.cpu:7.3f} s  (n={len(t.seconds)})"
+        )
 
 
 # -- servers -----------------------------------------------------------------------------
@@ -132,7 +167,7 @@ def sandbox_process(agents: int, rate_limit: float | None = None) -> Iterator[di
         line = process.stdout.readline()
         if not line:
             raise RuntimeError("the benchmark sandbox did not start")
-        yield json.loads(line)
+        yield {**json.loads(line), "pid": process.pid}
     finally:
         assert process.stdin is not None
         process.stdin.close()
@@ -229,8 +264,14 @@ def lease_audit(args: argparse.Namespace, goals: list[Goal]) -> None:
             check,
             rounds_of={"hvac": max(2, rounds // 2), aio.name: max(2, rounds // 2)},
             cold=frozenset({"hvac"}),
+            servers=[bao._process.pid] if bao._process else [],
         )
     show("lease audit", timings)
+    raw_cpu = min(timings[raw.name].cpu, timings[aio.name].cpu)
+    print(
+        f"  CPU ratios: toolkit / best raw {timings['toolkit'].cpu / raw_cpu:.2f}, "
+        f"hvac / toolkit {timings['hvac'].cpu / timings['toolkit'].cpu:.2f}"
+    )
     best_raw = min(timings[raw.name].median, timings[aio.name].median)
     tk = timings["toolkit"].median
     goals.append(Goal("lease-audit", "toolkit / best raw client", tk / best_raw, 1.25, False))
@@ -290,8 +331,9 @@ def agent_inventory(args: argparse.Namespace, goals: list[Goal]) -> None:
             if total != count:
                 raise AssertionError(f"agent-inventory: {name} counted {total} of {count} agents")
 
-        timings = alternate(contenders, args.rounds, check)
+        timings = alternate(contenders, args.rounds, check, servers=[sb["pid"]])
     show("agent inventory", timings)
+    print(f"  CPU ratio: pytfe / toolkit {timings['pytfe'].cpu / timings['toolkit'].cpu:.2f}")
     tk = timings["toolkit"].median
     goals.append(
         Goal("agent-inventory", "pytfe / toolkit", timings["pytfe"].median / tk, 4.0, True)
@@ -404,6 +446,7 @@ def sandbox(args: argparse.Namespace, goals: list[Goal]) -> None:
                 "toolkit map, 8 threads": toolkit_reads,
             },
             args.rounds,
+            servers=[small["pid"]],
         )
         probe.close()
         print("  sandbox reads a second (medians):")
