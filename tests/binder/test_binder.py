@@ -177,3 +177,16 @@ def test_a_fresh_environment_that_follows_the_binder_steps_runs_every_runbook(
         if failure:
             failures.append(failure)
     assert not failures, "\n\n".join(failures)
+
+
+def test_the_readme_has_a_binder_badge_and_a_launch_link_opening_jupyterlab_on_the_runbooks() -> (
+    None
+):
+    readme = (ROOT / "README.md").read_text()
+    links = re.findall(r"\((https://mybinder\.org/v2/gh/[^)\s]+)\)", readme)
+    assert len(links) >= 2, "a badge and a launch link"
+    assert "https://mybinder.org/badge_logo.svg" in readme
+    for link in links:
+        target = re.search(r"[?&]urlpath=([^&]+)", link)
+        assert target and target.group(1) == "lab/tree/notebooks", link
+    assert (ROOT / "notebooks").is_dir()
