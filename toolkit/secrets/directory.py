@@ -239,10 +239,13 @@ class Directory(EngineArea):
     def check_in(
         self, name: str, service_account_names: str | Iterable[str] | None = None
     ) -> list[str]:
-        """Return accounts; the ones this call checked in (already-in accounts are left out).
+        """Bring borrowed accounts back; the ones this call checked in.
 
-        Without ``service_account_names`` the caller's one borrowed account is
-        returned. ``POST /<mount>/library/:name/check-in``.
+        Only the borrower may, unless the set disables enforcement. Without
+        ``service_account_names`` the caller's one borrowed account is meant;
+        an account already in is no error and is left out of the answer. The
+        server gives each account a new password.
+        ``POST /<mount>/library/:name/check-in``.
         """
         return self._check_in(("library", name, "check-in"), name, service_account_names)
 
