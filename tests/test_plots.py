@@ -34,6 +34,7 @@ def frames() -> Iterator[dict[str, pd.DataFrame]]:
             }
         with SecretsClient(sb.address, sb.token) as secrets:
             found["leases"] = secrets.leases.leases_by_mount()
+            found["distributions"] = secrets.keymgmt.distributions()
     yield found
 
 
@@ -181,3 +182,31 @@ def test_a_lease_expiry_horizon_draws_the_leases_within_it_and_counts_the_rest(
     assert min(bar.get_x() for bar in axes.containers[0]) >= mdates.date2num(
         read_at.tz_localize(None)
     )
+
+
+def test_key_versions_stack_each_providers_versions_by_key_labelled_with_the_newest(
+    distributions: pd.DataFrame,
+) -> None:
+    chart = plots.key_versions(distributions)
+    axes = chart.figure.axes[0]
+    providers = sorted(distributions["kms"].unique())
+    labels = [t.get_text() for t in axes.get_yticklabels()]
+    assert [label.split(" (")[0] for label in labels] == providers
+    held = {
+        kms: sum(bar.get_width() for container in axes.containers for bar in container[r : r + 1])
+        for r, kms in enumerate(providers)
+    }
+    assert held == {k: int(v) for k, v in distributions.groupby("kms")["versions"].sum().items()}
+    newest = sorted(t.get_text() for t in axes.texts)
+    assert newest == sorted(f"v{v}" for v in distributions["latest_version"])
+    legend = [t.get_text() for t in axes.get_legend().get_texts()]
+    assert legend == sorted(distributions.index.unique())
+    assert_readable_on_its_own_background(chart)
+    assert plots.key_versions(distributions.iloc[0:0]).figure.axes[0].texts[0].get_text() == (
+        "no keys distributed"
+    )
+
+
+@pytest.fixture
+def distributions(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    return frames["distributions"]

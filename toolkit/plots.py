@@ -4,6 +4,7 @@
     plots.agents_by_status(platform.agent_pools.agents_by_status("acme"))
     plots.lease_expiry(secrets.leases.leases_by_mount())
     plots.permissions_matrix(platform.team_access.permissions_matrix("acme"))
+    plots.key_versions(secrets.keymgmt.distributions())
 
 Each function takes the frame a client view returns and gives a :class:`Chart`,
 which Jupyter shows as a PNG. A chart draws its own opaque light background and
@@ -32,6 +33,7 @@ __all__ = [
     "STATUS_COLOURS",
     "agents_by_status",
     "contrast_ratio",
+    "key_versions",
     "lease_expiry",
     "permissions_matrix",
 ]
@@ -270,6 +272,61 @@ def _span(span: timedelta) -> str:
     if hours >= 48 and hours % 24 == 0:
         return f"{int(hours // 24)} days"
     return f"{hours:g} hours"
+
+
+# -- key management ----------------------------------------------------------------------
+def key_versions(distributions: pd.DataFrame) -> Chart:
+    """How many key versions each KMS provider holds, stacked by key.
+
+    ``distributions`` is ``KeyManagement.distributions`` (index ``key``, columns
+    ``kms``, ``provider``, ``versions``, ``latest_version``). Each segment is
+    one key, labelled with the newest version the provider holds.
+    """
+    _require(distributions, ["kms", "provider", "versions", "latest_version"], "key_versions")
+    title = "Key versions by provider"
+    providers = sorted(str(k) for k in distributions["kms"].astype(str).unique())
+    figure, axes = _canvas(9, 1.4 + 0.6 * max(len(providers), 1))
+    axes.set_title(title)
+    if not len(distributions):
+        _nothing(axes, "no keys distributed")
+        return Chart(figure, title)
+    frame = distributions.reset_index()
+    keys = sorted(str(k) for k in frame["key"].astype(str).unique())
+    colour_of = {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(keys)}
+    kinds = frame.groupby(frame["kms"].astype(str))["provider"].first()
+    labels = [f"{kms} ({kinds[kms]})" for kms in providers]
+    left = dict.fromkeys(providers, 0)
+    for key in keys:
+        rows = frame[frame["key"].astype(str) == key]
+        row_of = {str(r["kms"]): r for _, r in rows.iterrows()}
+        widths = [int(row_of[k]["versions"]) if k in row_of else 0 for k in providers]
+        bars = axes.barh(
+            labels,
+            widths,
+            left=[left[k] for k in providers],
+            color=colour_of[key],
+            label=key,
+            edgecolor=BACKGROUND,
+        )
+        for bar, kms, width in zip(bars, providers, widths, strict=True):
+            if width:
+                axes.text(
+                    bar.get_x() + width / 2,
+                    bar.get_y() + bar.get_height() / 2,
+                    f"v{int(row_of[kms]['latest_version'])}",
+                    ha="center",
+                    va="center",
+                    color=_ink_on(colour_of[key]),
+                )
+        for kms, width in zip(providers, widths, strict=True):
+            left[kms] += width
+    axes.invert_yaxis()
+    axes.set_xlabel("key versions held")
+    axes.xaxis.set_major_locator(_whole_numbers())
+    axes.grid(axis="x", color=GRID)
+    axes.set_axisbelow(True)
+    _legend(axes, title="key", loc="upper left", bbox_to_anchor=(1.01, 1))
+    return Chart(figure, title)
 
 
 # -- colour --------------------------------------------------------------------------------
