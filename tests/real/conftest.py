@@ -70,6 +70,7 @@ def postgres() -> Iterator[Postgres]:
 @pytest.fixture(scope="session")
 def rabbitmq() -> Iterator[RabbitMQ]:
     """A real RabbitMQ node with the management plugin for the whole session."""
+    require_module("pika")
     with launch(RabbitMQ) as server:
         yield server
 

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 
+from tests.servers import ServerMissing
 from tests.servers.openbao import KEY_SHARES, KEY_THRESHOLD, OpenBao
 from tests.servers.postgres import Postgres
 from tests.servers.rabbitmq import RabbitMQ
+
+from .conftest import launch, require_module
 
 
 def test_the_dev_openbao_is_unsealed_and_takes_the_known_root_token(bao: OpenBao) -> None:
@@ -42,3 +46,19 @@ def test_rabbitmq_management_api_answers_the_administrator_only(rabbitmq: Rabbit
         httpx.get(f"{rabbitmq.management_url}/api/whoami", auth=("guest", "guest")).status_code
         == 401
     )
+
+
+def test_a_missing_server_fails_in_ci_and_skips_elsewhere_saying_how_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def absent() -> OpenBao:
+        raise ServerMissing("the OpenBao binary `bao` is not installed: run `make setup`")
+
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="make setup"):
+        launch(absent)
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="make setup"):
+        launch(absent)
+    with pytest.raises(pytest.skip.Exception, match="make setup"):
+        require_module("no_such_module_here")
