@@ -136,3 +136,44 @@ def test_the_widget_runs_the_ceremony_by_clicks_on_the_real_server(
     assert leaks(form, old + new) == []
     old_shares_no_longer_unseal(raft_bao, client, old)
     raft_bao.unseal(new[1:])
+
+
+def test_a_pgp_ceremony_with_backup_hands_out_encrypted_shares_that_unseal(
+    raft_bao: OpenBao, client: SecretsClient
+) -> None:
+    import base64
+
+    from tests.secrets.test_rekey import decrypt_share, keypair
+
+    holders = [keypair(f"holder{i}") for i in range(3)]
+    pgp_keys = [base64.b64encode(bytes(cert)).decode() for cert in holders]
+    ceremony = RekeyCeremony(client)
+    started = ceremony.start(3, 2, pgp_keys=pgp_keys, backup=True, verify=True)
+    assert started["pgp_fingerprints"] == [c.fingerprint.lower() for c in holders]
+    assert started["backup"] is True
+    for share in raft_bao.shares[:3]:
+        ceremony.submit_share(share)
+    assert ceremony.phase == "verifying"
+    encrypted = ceremony.new_shares
+    backup = client.rekey.backup()
+    assert set(backup["keys"]) == {c.fingerprint.lower() for c in holders}
+    assert all(isinstance(v, list) for v in backup["keys"].values())
+    new = [decrypt_share(s, cert) for s, cert in zip(encrypted, holders, strict=True)]
+
+    # A wrong share spoils verification at the threshold and the server issues a new
+    # verification nonce; the right shares then complete.
+    before = client.rekey.verify_status()["nonce"]
+    assert ceremony.verify_share(raft_bao.shares[4])["progress"] == 1
+    with pytest.raises(APIError):
+        ceremony.verify_share(new[1])
+    assert client.rekey.verify_status()["nonce"] != before
+    assert ceremony.status()["progress"] == 0
+    ceremony.verify_share(new[0])
+    assert ceremony.verify_share(new[2])["phase"] == "complete"
+
+    client.rekey.delete_backup()
+    with pytest.raises(APIError) as gone:
+        client.rekey.backup()
+    assert gone.value.status == 400
+    assert ceremony.prove_unseal(new[:2])["sealed"] is False
+    raft_bao.wait_active()
