@@ -131,3 +131,25 @@ def test_sign_self_issued_resigns_a_root_under_the_real_root(cas: CAs) -> None:
     resigned = cas.root.sign_self_issued(old["certificate"])
     cert = x509.load_pem_x509_certificate(resigned["certificate"].encode())
     cert.verify_directly_issued_by(x509.load_pem_x509_certificate(cas.root_pem.encode()))
+
+
+def test_the_certificate_form_checks_names_and_issues_on_the_real_server(
+    bao: OpenBao, cas: CAs
+) -> None:
+    from widgets import CertificateRequestForm
+
+    with SecretsClient(bao.address, bao.token) as client:
+        form = CertificateRequestForm(client, mount="pki-int")
+        assert "web" in form.role.options
+        form.role.value = "web"
+        form.common_name.value = "www.example.test"
+        form.alt_names.value = "api.example.test, evil.org"
+        assert form.request() is None
+        assert "evil.org" in form.status_text  # named by the client, nothing sent
+        form.alt_names.value = "api.example.test"
+        form.ttl.value = "2h"
+        form.request_button.click()
+        issued = form.issued
+        assert issued is not None, form.status_text
+        assert issued.verify_chain() and issued.sans == ["www.example.test", "api.example.test"]
+        assert "PRIVATE KEY" not in form.result.value
