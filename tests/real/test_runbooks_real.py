@@ -1,5 +1,5 @@
-"""The secrets runbooks run headless against a real OpenBao, pointed at it as the README
-says: ``target = "live"``, ``VAULT_ADDR`` and the token in ``VAULT_TOKEN``."""
+"""The secrets runbooks run headless against a real OpenBao (and PostgreSQL), pointed at it
+as the README says: ``target = "live"``, ``VAULT_ADDR`` and the token in ``VAULT_TOKEN``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from tests.real import _seed
 from tests.servers.openbao import OpenBao
+from tests.servers.postgres import Postgres
 from toolkit.leakcheck import scan_notebook
 from toolkit.secrets import SecretsClient
 
@@ -55,12 +56,13 @@ def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
         yield patch
 
 
-def run(name: str, tmp_path: Path, secrets: list[str]) -> dict[str, object]:
+def run_with(name: str, tmp_path: Path, secrets: list[str], **parameters: str) -> dict[str, object]:
+    """Execute a runbook with ``target = "live"`` (and ``parameters``); no error, no secret."""
     output = tmp_path / name
     papermill.execute_notebook(
         str(NOTEBOOKS / name),
         str(output),
-        parameters={"target": "live"},
+        parameters={"target": "live", **parameters},
         kernel_name="python3",
         cwd=str(NOTEBOOKS),
         progress_bar=False,
@@ -78,11 +80,43 @@ def run(name: str, tmp_path: Path, secrets: list[str]) -> dict[str, object]:
 
 
 def test_the_lease_audit_runs_against_the_real_server(live: OpenBao, tmp_path: Path) -> None:
-    notebook = run("05_lease_audit.ipynb", tmp_path, [live.token])
+    notebook = run_with("05_lease_audit.ipynb", tmp_path, [live.token])
     text = json.dumps(notebook)
     assert "auth/token/" in text  # the real token leases show per mount
 
 
 def test_the_policy_review_runs_against_the_real_server(live: OpenBao, tmp_path: Path) -> None:
-    notebook = run("06_policy_review.ipynb", tmp_path, [live.token])
+    notebook = run_with("06_policy_review.ipynb", tmp_path, [live.token])
     assert "operators" in json.dumps(notebook)
+
+
+def test_the_database_runbook_runs_against_the_real_server_and_postgres(
+    live: OpenBao, postgres: Postgres, tmp_path: Path
+) -> None:
+    with postgres.connect() as conn:
+        for statement in (
+            "DROP ROLE IF EXISTS runbook_admin",
+            "CREATE ROLE runbook_admin LOGIN CREATEROLE PASSWORD 'runbook-admin'",
+            "DROP ROLE IF EXISTS orders_batch",
+            "CREATE ROLE orders_batch LOGIN PASSWORD 'orders-initial'",
+        ):
+            conn.execute(statement)
+    with SecretsClient(live.address, live.token) as client:
+        client.enable_engine("database", "database")
+        db = client.database
+        db.configure_connection(
+            "main",
+            "postgresql-database-plugin",
+            connection_url=postgres.template_url,
+            username="runbook_admin",
+            password="runbook-admin",
+            allowed_roles="*",
+        )
+        db.write_role(
+            "readonly", "main", [_seed.CREATE_ROLE], revocation_statements=[_seed.DROP_ROLE]
+        )
+        db.write_static_role("orders-batch", "main", "orders_batch", "1h")
+    notebook = run_with(
+        "09_database_credentials.ipynb", tmp_path, [live.token], rotate_root_of="main"
+    )
+    assert "Verified: credential revoked" in json.dumps(notebook)
