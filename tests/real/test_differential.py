@@ -131,3 +131,26 @@ def test_the_table_parses_and_names_known_scenarios_with_a_reason_each() -> None
         assert d.scenario in (*SCENARIOS, "*"), d
         assert d.reason.strip(), f"no reason given for {d}"
     assert len(set(table)) == len(table), "a row appears twice"
+
+
+def test_the_comparison_finds_a_changed_status_key_or_value_and_honours_wildcards() -> None:
+    def seen(status: int, keys: tuple[str, ...], value: object) -> diff.Observation:
+        return diff.Observation("read", status, {"": keys}, {"policy": value})
+
+    same = list(diff.differences("s", [seen(200, ("a",), 1)], [seen(200, ("a",), 1)]))
+    assert same == []
+    found = list(diff.differences("s", [seen(200, ("a", "b"), 1)], [seen(404, ("a", "c"), 2)]))
+    assert {(d.aspect, d.sandbox, d.openbao) for d in found} == {
+        ("status", "200", "404"),
+        ("keys", "b", "c"),
+        ("value:policy", "1", "2"),
+    }
+    any_step = diff.Difference("*", "*", "status", "200", "404", "why")
+    other_value = diff.Difference("s", "read", "status", "200", "500", "why")
+    assert [d.aspect for d in diff.unexplained(found, [any_step, other_value])] == [
+        "keys",
+        "value:policy",
+    ]
+    assert diff.normalise_error("1 error occurred:\n\t* permission denied\n\n") == (
+        "permission denied"
+    )
