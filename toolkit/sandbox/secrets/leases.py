@@ -140,6 +140,14 @@ class LeaseManager:
         self._expire_due()
         return len(self._leases)
 
+    # Stored state: ``examined`` is a measure of work done, not state; it restarts at 0.
+    def __getstate__(self) -> dict[str, object]:
+        return {k: v for k, v in self.__dict__.items() if k != "examined"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.examined = 0
+
     def __repr__(self) -> str:
         return f"<LeaseManager {len(self._leases)} leases, {len(self._irrevocable)} irrevocable>"
 
