@@ -196,7 +196,7 @@ def type_into(page: Any, box: Any, value: str) -> None:
     """
     box.fill(value)
     box.press("Tab")
-    page.wait_for_timeout(600)
+    page.wait_for_timeout(1000)
 
 
 def button(scope: Any, name: str) -> Any:

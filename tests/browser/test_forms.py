@@ -51,18 +51,21 @@ def test_the_team_access_editor_opens_the_permission_fields_for_custom_only(
         "Team access to a workspace",
     )
     access = field(editor, "Access", "select")
+    runs = field(editor, "runs", "select")
 
-    for level in ("read", "plan", "write", "admin"):
+    def set_level(level: str, *, open_fields: bool) -> dict[str, bool]:
+        """Pick ``level``, wait for the kernel's redraw, and say which fields are open."""
         choose(page, access, level)
-        disabled = {api: box.is_disabled() for api, box in permission_fields(editor).items()}
-        assert all(disabled.values()), (level, disabled)
+        wanted = "!el.disabled" if open_fields else "el.disabled"
+        page.wait_for_function(f"(el) => {wanted}", arg=runs.element_handle())
+        return {api: box.is_enabled() for api, box in permission_fields(editor).items()}
 
-    choose(page, access, "custom")
-    page.wait_for_function(
-        "(el) => !el.disabled", arg=field(editor, "runs", "select").element_handle()
-    )
-    enabled = {api: box.is_enabled() for api, box in permission_fields(editor).items()}
-    assert all(enabled.values()), enabled
+    # Custom first, so that each fixed level below has fields to close.
+    assert all(set_level("custom", open_fields=True).values())
+    for level in ("read", "plan", "write", "admin"):
+        opened = set_level(level, open_fields=False)
+        assert not any(opened.values()), (level, opened)
+        assert all(set_level("custom", open_fields=True).values())
 
     choose(page, field(editor, "runs", "select"), "apply")
     editor.locator("button.mod-primary").click()  # "Add", or "Update" for an existing record
