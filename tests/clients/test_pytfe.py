@@ -343,11 +343,16 @@ def _permissions(access: Any) -> tuple[object, ...]:
     )
 
 
+def _intranet_and_payroll_admins(sandbox: Sandbox) -> tuple[str, str]:
+    """A workspace and a team of the demo's initech with no access record between them."""
+    workspace = _ids(sandbox, "organizations/initech/workspaces")["intranet"]
+    return workspace, _ids(sandbox, "organizations/initech/teams")["payroll-admins"]
+
+
 def test_team_access_reports_the_implied_permissions_of_each_level(
     tfe: TFEClient, sandbox: Sandbox
 ) -> None:
-    workspace = _ids(sandbox, "organizations/initech/workspaces")["intranet"]
-    team = _ids(sandbox, "organizations/initech/teams")["payroll-admins"]
+    workspace, team = _intranet_and_payroll_admins(sandbox)
     access = tfe.team_workspace_accesses.add(
         TeamWorkspaceAccessAddOptions(
             team_id=team, workspace_id=workspace, access=TeamWorkspaceAccessType.READ
@@ -380,8 +385,7 @@ def test_team_access_reports_the_implied_permissions_of_each_level(
 
 
 def test_custom_team_access_and_the_custom_only_rule(tfe: TFEClient, sandbox: Sandbox) -> None:
-    workspace = _ids(sandbox, "organizations/initech/workspaces")["intranet"]
-    team = _ids(sandbox, "organizations/initech/teams")["payroll-admins"]
+    workspace, team = _intranet_and_payroll_admins(sandbox)
     custom = tfe.team_workspace_accesses.add(
         TeamWorkspaceAccessAddOptions(
             team_id=team,
@@ -413,8 +417,7 @@ def test_custom_team_access_and_the_custom_only_rule(tfe: TFEClient, sandbox: Sa
 def test_pytfe_names_the_policy_mocks_permission_sentinel_mocks(
     tfe: TFEClient, sandbox: Sandbox
 ) -> None:
-    workspace = _ids(sandbox, "organizations/initech/workspaces")["intranet"]
-    team = _ids(sandbox, "organizations/initech/teams")["payroll-admins"]
+    workspace, team = _intranet_and_payroll_admins(sandbox)
     access = tfe.team_workspace_accesses.add(
         TeamWorkspaceAccessAddOptions(
             team_id=team,
