@@ -207,3 +207,14 @@ def test_revoking_one_lease_a_prefix_and_by_force_through_hvac(
         vault.sys.list_leases("database/creds/app")
     counts_after = vault.adapter.get("/v1/sys/leases/count", params={"type": "irrevocable"})
     assert counts_after["data"]["counts"]["database/"] == 1
+
+
+def test_capabilities_of_a_token_on_several_paths(vault: hvac.Client, sandbox: Sandbox) -> None:
+    reader = hvac.Client(url=sandbox.address, token="demo-db-reader-token", timeout=10)
+    both = reader.sys.get_capabilities(["database/creds/readonly", "sys/seal"])["data"]
+    # One list per path; the single-path "capabilities" key only when one path is asked.
+    assert both == {"database/creds/readonly": ["read"], "sys/seal": ["deny"]}
+    one = reader.sys.get_capabilities(["database/roles"])["data"]
+    assert one == {"database/roles": ["list"], "capabilities": ["list"]}
+    other = vault.sys.get_capabilities(["database/roles"], token="demo-db-reader-token")["data"]
+    assert other == one
