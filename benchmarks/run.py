@@ -403,19 +403,28 @@ def frames(args: argparse.Namespace, goals: list[Goal]) -> None:
 # -- scenario: the sandbox itself --------------------------------------------------------
 
 
-def page_latency(address: str, token: str, pool_id: str, pages: int, samples: int) -> list[float]:
-    """Seconds per request for ``samples`` page reads (size 100) spread over ``pages`` pages."""
+def page_latencies(servers: Sequence[dict[str, Any]], samples: int) -> list[list[float]]:
+    """Seconds per page read (size 100) from each server, the servers taking turns
+    request by request so that a slow spell of the machine hits them alike."""
     import httpx
 
-    out = []
-    with httpx.Client(
-        base_url=f"{address}/api/v2", headers={"Authorization": f"Bearer {token}"}
-    ) as c:
-        for i in range(samples):
-            params = {"page[number]": 1 + (i * 7) % pages, "page[size]": 100}
+    clients = [
+        httpx.Client(
+            base_url=f"{sb['address']}/api/v2",
+            headers={"Authorization": f"Bearer {sb['token']}"},
+        )
+        for sb in servers
+    ]
+    pages = [max(1, sb["agents"] // 100) for sb in servers]
+    out: list[list[float]] = [[] for _ in servers]
+    for i in range(samples):
+        for k, (client, sb) in enumerate(zip(clients, servers, strict=True)):
+            params = {"page[number]": 1 + (i * 7) % pages[k], "page[size]": 100}
             started = time.perf_counter()
-            c.get(f"/agent-pools/{pool_id}/agents", params=params).raise_for_status()
-            out.append(time.perf_counter() - started)
+            client.get(f"/agent-pools/{sb['pool_id']}/agents", params=params).raise_for_status()
+            out[k].append(time.perf_counter() - started)
+    for client in clients:
+        client.close()
     return out
 
 
@@ -454,14 +463,10 @@ def sandbox(args: argparse.Namespace, goals: list[Goal]) -> None:
         for t in timings.values():
             rates[t.name] = reads / t.median
             print(f"    {t.name:28s} {rates[t.name]:9.0f} reads/s")
-        per_page: dict[str, list[float]] = {"100 agents": [], f"{big:,} agents": []}
-        for _ in range(args.rounds):
-            per_page["100 agents"] += page_latency(
-                small["address"], small["token"], small["pool_id"], 1, 40
-            )
-            per_page[f"{big:,} agents"] += page_latency(
-                large["address"], large["token"], large["pool_id"], max(1, big // 100), 40
-            )
+        small_times, large_times = page_latencies(
+            [{**small, "agents": 100}, {**large, "agents": big}], 40 * args.rounds
+        )
+        per_page = {"100 agents": small_times, f"{big:,} agents": large_times}
     print("  sandbox cost of one page of 100 agents (median):")
     medians = {k: statistics.median(v) for k, v in per_page.items()}
     for k, v in medians.items():
