@@ -8,6 +8,9 @@ import pytest
 
 from toolkit.sandbox import Sandbox
 
+# The leak tests' fixtures: ``leaks`` and ``debug_logs``.
+pytest_plugins = ["tests._leaks"]
+
 
 @pytest.fixture(scope="session")
 def demo_sandbox() -> Iterator[Sandbox]:
@@ -28,3 +31,17 @@ def empty_sandbox() -> Iterator[Sandbox]:
     """A fresh sandbox with no demo data."""
     with Sandbox(demo=False) as sandbox:
         yield sandbox
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say how many known secrets the leak tests fed and in how many places they grepped."""
+    fed = paths = 0
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "teardown":
+                continue
+            props = dict(getattr(report, "user_properties", ()))
+            fed += int(props.get("secrets_fed", 0))
+            paths += int(props.get("secret_paths", 0))
+    if paths:
+        terminalreporter.write_line(f"secret leak tests: fed {fed} secrets through {paths} paths")
