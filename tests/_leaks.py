@@ -11,6 +11,7 @@ with the place it was found.
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import secrets
@@ -87,6 +88,11 @@ def all_widget_state() -> str:
     return json.dumps({w.model_id: w.get_state() for w in live}, default=repr)
 
 
+def _written_forms(value: str) -> set[str]:
+    """The value as written raw, HTML-escaped and JSON-escaped (how a widget state holds it)."""
+    return {value, html.escape(value), html.escape(value, quote=False), json.dumps(value)[1:-1]}
+
+
 class Leaks:
     """The secrets fed so far and the number of places searched for them."""
 
@@ -110,7 +116,8 @@ class Leaks:
             for text in texts_of(thing):
                 self.paths += 1
                 for value, what in self.secrets.items():
-                    assert value not in text, f"{what} leaked through {where}"
+                    for shown in _written_forms(value):
+                        assert shown not in text, f"{what} leaked through {where}"
 
     def summary(self) -> str:
         return f"fed {len(self.secrets)} secrets through {self.paths} paths"

@@ -28,10 +28,12 @@ from toolkit import (
     PermissionDenied,
     PlatformClient,
     Sensitive,
+    TimeoutError,
     TLSError,
     ToolkitError,
     Unauthorized,
 )
+from toolkit._http import RetryPolicy
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 
@@ -145,6 +147,14 @@ def test_transport_errors_carry_no_token(sandbox: Sandbox, connect: Connect, lea
         with pytest.raises(error) as caught:
             platform.organizations.list()
         leaks.check(f"platform {error.__name__} from {address}", caught.value)
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        address = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        client = connect(SecretsClient, address, token, timeout=0.5, retry=RetryPolicy(attempts=1))
+        with pytest.raises(TimeoutError) as timed_out:
+            client.rekey.update(share, "nonce")
+        leaks.check("a timeout", timed_out.value)
     stranger = connect(SecretsClient, sandbox.address, token)
     with pytest.raises(PermissionDenied) as denied:
         stranger.ad.configure("cn=admin", share)
@@ -207,6 +217,17 @@ def test_database_credentials_show_nowhere(root: SecretsClient, leaks: Leaks) ->
         username="admin",
         password=leaks.new("database admin password"),
         allowed_roles="*",
+    )
+    in_url = leaks.new("a password written into the URL")
+    warned = db.configure_connection(
+        "leak-probe-url",
+        "postgresql-database-plugin",
+        connection_url=f"postgresql://admin:{in_url}@db.example:5432/app",
+        allowed_roles="*",
+    )
+    assert warned["warnings"], "the server warns of a password in the URL"
+    leaks.check(
+        "a connection with a password in its URL", warned, db.read_connection("leak-probe-url")
     )
     for role in db.list_roles():
         creds = db.generate_credentials(role)
@@ -282,6 +303,13 @@ def test_private_keys_show_nowhere(root: SecretsClient, leaks: Leaks, tmp_path: 
     )
     saved = issued.save_key(tmp_path / "leak.key")
     assert saved.read_text().strip() == key.strip(), "the key itself is still handed over"
+    with pytest.raises(APIError) as bad_bundle:
+        pki.import_bundle(
+            "-----BEGIN PRIVATE KEY-----\n"
+            + leaks.new("a broken key")
+            + "\n-----END PRIVATE KEY-----\n"
+        )
+    leaks.check("a refused key bundle", bad_bundle.value)
     for ref in pki.list_keys():
         leaks.check("a PKI key record", pki.read_key(ref))
     leaks.check("PKI views", pki.issuers_frame(), pki.roles_frame())

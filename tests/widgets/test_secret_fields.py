@@ -1,0 +1,152 @@
+"""Every form with a secret field, driven with known secrets against a fresh sandbox.
+
+A typed secret must be gone from its password field right after the form reads
+it; no secret (typed, or handed back by the server) may show in the form's
+``repr``, its children's, the saved state of every live widget (Output
+contents included), DEBUG logs or stdout/stderr, except in the one transient
+place a form reveals it on request, and there only until it is hidden.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import secrets
+from pathlib import Path
+
+import pytest
+
+from tests._leaks import Leaks, all_widget_state
+from toolkit import PlatformClient
+from toolkit.sandbox import Sandbox
+from toolkit.secrets import SecretsClient
+from widgets import (
+    CertificateRequestForm,
+    KeyDistributionForm,
+    LibraryCheckoutForm,
+    PolicySetParameterEditor,
+    RekeyCeremonyWidget,
+)
+from widgets._common import output_text
+
+pytestmark = pytest.mark.usefixtures("debug_logs")
+
+
+def grep_form(leaks: Leaks, where: str, form: object) -> None:
+    """The form (its repr and widget tree) and every live widget's saved state."""
+    leaks.check(where, form, all_widget_state())
+
+
+def test_rekey_share_fields_are_emptied_and_no_share_is_left(
+    sandbox: Sandbox, secrets_client: SecretsClient, leaks: Leaks, tmp_path: Path
+) -> None:
+    init = tmp_path / "init.json"
+    sandbox.secrets.write_init_file(str(init))
+    current = json.loads(init.read_text())["keys"]
+    for i, share in enumerate(current):
+        leaks.feed(share, f"current share {i + 1}")
+    form = RekeyCeremonyWidget(secrets_client)
+    form.shares.value, form.threshold.value, form.verify.value = 3, 2, False
+    form.start_button.click()
+    made_up = leaks.feed(secrets.token_hex(32), "a made-up share")
+    # The made-up share spoils the first round at the threshold; the real ones complete it.
+    t = int(secrets_client.seal.status()["t"])
+    for typed in [made_up, *current[: t - 1], *current[:t]]:
+        form.share.value = typed
+        form.submit_button.click()
+        assert form.share.value == "", "the share field keeps what was typed"
+        grep_form(leaks, "the rekey form after a share", form)
+    assert form.ceremony.phase == "complete", form.status_text
+    new = [leaks.feed(s, "a new share") for s in form.ceremony.new_shares]
+    grep_form(leaks, "the rekey form before the hand-out", form)
+    for _ in new:
+        form.reveal_button.click()
+        assert any(s in form.share_view.value for s in new), "the reveal shows the share"
+        form.recorded_button.click()
+        grep_form(leaks, "the rekey form after a share was recorded", form)
+
+
+def test_a_sensitive_parameter_field_is_emptied_and_the_value_shows_nowhere(
+    sandbox: Sandbox, leaks: Leaks
+) -> None:
+    with PlatformClient(sandbox.address, sandbox.token) as client:
+        polset = str(client.organizations.policy_sets("acme").index[0])
+        form = PolicySetParameterEditor(client, polset)
+        for attempt in ("created", "refused as a duplicate"):
+            form.parameter.value = ""
+            form.key.value = "LEAK_PROBE"
+            form.sensitive.value = True
+            form.value_secret.value = leaks.new(f"sensitive value {attempt}")
+            form.save_button.click()
+            assert form.value_secret.value == "" and form.value_text.value == ""
+            grep_form(leaks, f"the parameter editor, value {attempt}", form)
+        assert "LEAK_PROBE" in set(form.parameters["key"]) if form.parameters is not None else False
+        assert form.status_text.startswith("✘"), "the duplicate is refused"
+        form.parameter.value = str(form.parameters.index[form.parameters["key"] == "LEAK_PROBE"][0])
+        form.value_secret.value = leaks.new("updated sensitive value")
+        form.save_button.click()
+        assert form.value_secret.value == "" and form.status_text.startswith("✔")
+        grep_form(leaks, "the parameter editor after an update", form)
+
+
+def test_a_checked_out_password_shows_only_while_revealed(
+    secrets_client: SecretsClient, leaks: Leaks
+) -> None:
+    form = LibraryCheckoutForm(secrets_client)
+    for name in list(form.set_name.options):
+        form.set_name.value = name
+        lent = form.check_out()
+        assert lent is not None, form.status_text
+        password = leaks.feed(lent["password"], f"password checked out of {name}")
+        grep_form(leaks, "the library form after a check-out", form)
+        form.reveal_button.click()
+        assert html.escape(password) in output_text(form.password_output), "Reveal shows it"
+        form.hide_button.click()
+        grep_form(leaks, "the library form after Hide", form)
+        form.reveal_button.click()
+        form.check_in_button.click()
+        grep_form(leaks, "the library form after a check-in", form)
+
+
+def test_a_private_key_shows_only_as_the_download_link_until_forgotten(
+    secrets_client: SecretsClient, leaks: Leaks
+) -> None:
+    form = CertificateRequestForm(secrets_client)
+    form.role.value = "web-server"
+    form.common_name.value = "leak.example.com"
+    form.request_button.click()
+    assert form.issued is not None and form.issued.private_key is not None, form.status_text
+    pem = form.issued.private_key_pem()
+    leaks.feed("".join(pem.strip().splitlines()[1:-1])[:64], "the issued private key")
+    grep_form(leaks, "the certificate form after a request", form)
+    form.download_button.click()
+    assert form.key_link.value, "Download key makes the link"
+    form.forget_button.click()
+    assert form.key_link.value == ""
+    grep_form(leaks, "the certificate form after Forget link", form)
+    form.download_button.click()
+    form.request_button.click()  # a new request forgets the old link first
+    grep_form(leaks, "the certificate form after a second request", form)
+    form.clear_key_link()
+
+
+def test_kms_provider_credentials_show_nowhere_in_the_distribution_form(
+    secrets_client: SecretsClient, leaks: Leaks
+) -> None:
+    secrets_client.keymgmt.write_provider(
+        "leak-probe",
+        "awskms",
+        "leak-collection",
+        {"access_key": leaks.new("KMS access key"), "secret_key": leaks.new("KMS secret key")},
+    )
+    secrets_client.keymgmt.create_key("leak-probe-key")
+    form = KeyDistributionForm(secrets_client)
+    form.key.value, form.provider.value = "leak-probe-key", "leak-probe"
+    form.distribute_button.click()
+    assert form.result is not None, form.status_text
+    grep_form(leaks, "the key distribution form", form)
+    form.remove_button.click()
+    form.confirm.value = "leak-probe-key"
+    form.delete_button.click()
+    assert form.confirm.value == ""
+    grep_form(leaks, "the key distribution form after a delete", form)
