@@ -18,12 +18,14 @@ import secrets
 import traceback
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
 from toolkit import Sensitive
+from toolkit.sandbox import Sandbox
 
 
 def random_secret(prefix: str = "s3cr3t") -> str:
@@ -109,6 +111,23 @@ class Leaks:
 
     def new(self, what: str, prefix: str = "s3cr3t") -> str:
         return self.feed(random_secret(prefix), what)
+
+    def feed_private_key(self, pem: str, what: str) -> None:
+        """Every line of a PEM key's body, so that any part of it shown is found."""
+        body = [line for line in pem.strip().splitlines() if line and "-----" not in line]
+        assert body, f"{what}: no PEM body"
+        for i, line in enumerate(body):
+            if len(line) >= 8:
+                self.feed(line, f"{what}, line {i + 1}")
+
+    def feed_unseal_shares(self, sandbox: Sandbox, folder: Path) -> list[str]:
+        """The sandbox's current unseal shares (hex, as ``sys/init`` handed them out)."""
+        init = folder / "init.json"
+        sandbox.secrets.write_init_file(str(init))
+        shares = [str(s) for s in json.loads(init.read_text())["keys"]]
+        for i, share in enumerate(shares):
+            self.feed(share, f"current unseal share {i + 1}")
+        return shares
 
     def check(self, where: str, *things: Any) -> None:
         """Fail if any fed secret shows in any text of ``things``."""

@@ -11,7 +11,6 @@ stderr. The module reports how many secrets went through how many places.
 
 from __future__ import annotations
 
-import json
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -172,11 +171,7 @@ def test_transport_errors_carry_no_token(sandbox: Sandbox, connect: Connect, lea
 def test_rekey_shares_sent_and_received_show_nowhere(
     sandbox: Sandbox, root: SecretsClient, leaks: Leaks, tmp_path: Path
 ) -> None:
-    init = tmp_path / "init.json"
-    sandbox.secrets.write_init_file(str(init))
-    shares = json.loads(init.read_text())["keys"]
-    for i, share in enumerate(shares):
-        leaks.feed(share, f"current unseal share {i + 1}")
+    shares = leaks.feed_unseal_shares(sandbox, tmp_path)
     status = root.rekey.init(3, 2)
     nonce = str(status["nonce"])
     bad = leaks.new("a made-up share")
@@ -292,8 +287,7 @@ def test_private_keys_show_nowhere(root: SecretsClient, leaks: Leaks, tmp_path: 
     issued = pki.issue("web-server", "leak.example.com")
     assert issued.private_key is not None
     key = issued.private_key_pem()
-    body = "".join(key.strip().splitlines()[1:-1])
-    leaks.feed(body[:64], "issued private key")
+    leaks.feed_private_key(key, "issued private key")
     leaks.check(
         "an issued certificate",
         issued,

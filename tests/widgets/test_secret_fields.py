@@ -10,7 +10,6 @@ place a form reveals it on request, and there only until it is hidden.
 from __future__ import annotations
 
 import html
-import json
 import secrets
 from pathlib import Path
 
@@ -40,11 +39,7 @@ def grep_form(leaks: Leaks, where: str, form: object) -> None:
 def test_rekey_share_fields_are_emptied_and_no_share_is_left(
     sandbox: Sandbox, secrets_client: SecretsClient, leaks: Leaks, tmp_path: Path
 ) -> None:
-    init = tmp_path / "init.json"
-    sandbox.secrets.write_init_file(str(init))
-    current = json.loads(init.read_text())["keys"]
-    for i, share in enumerate(current):
-        leaks.feed(share, f"current share {i + 1}")
+    current = leaks.feed_unseal_shares(sandbox, tmp_path)
     form = RekeyCeremonyWidget(secrets_client)
     form.shares.value, form.threshold.value, form.verify.value = 3, 2, False
     form.start_button.click()
@@ -116,8 +111,7 @@ def test_a_private_key_shows_only_as_the_download_link_until_forgotten(
     form.common_name.value = "leak.example.com"
     form.request_button.click()
     assert form.issued is not None and form.issued.private_key is not None, form.status_text
-    pem = form.issued.private_key_pem()
-    leaks.feed("".join(pem.strip().splitlines()[1:-1])[:64], "the issued private key")
+    leaks.feed_private_key(form.issued.private_key_pem(), "the issued private key")
     grep_form(leaks, "the certificate form after a request", form)
     form.download_button.click()
     assert form.key_link.value, "Download key makes the link"
