@@ -41,6 +41,7 @@ def _exception_texts(exc: BaseException) -> Iterator[str]:
         yield str(link)
         yield repr(link)
         yield repr(link.args)
+        yield repr(vars(link))  # attributes: url, messages, errors, headers, a request
         link = link.__cause__ or link.__context__
     yield "".join(traceback.format_exception(exc))
 
@@ -77,6 +78,7 @@ def texts_of(thing: Any) -> Iterator[str]:
             yield str(show())
     widget = getattr(thing, "widget", None)
     if isinstance(widget, ipywidgets.Widget):
+        yield repr(vars(thing))  # a form's attributes: nothing typed is kept in plain
         yield from _widget_texts(widget)
 
 

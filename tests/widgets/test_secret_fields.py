@@ -36,22 +36,28 @@ def grep_form(leaks: Leaks, where: str, form: object) -> None:
     leaks.check(where, form, all_widget_state())
 
 
-def test_rekey_share_fields_are_emptied_and_no_share_is_left(
-    sandbox: Sandbox, secrets_client: SecretsClient, leaks: Leaks, tmp_path: Path
-) -> None:
-    current = leaks.feed_unseal_shares(sandbox, tmp_path)
-    form = RekeyCeremonyWidget(secrets_client)
-    form.shares.value, form.threshold.value, form.verify.value = 3, 2, False
-    form.start_button.click()
-    made_up = leaks.feed(secrets.token_hex(32), "a made-up share")
-    # The made-up share spoils the first round at the threshold; the real ones complete it.
-    t = int(secrets_client.seal.status()["t"])
-    for typed in [made_up, *current[: t - 1], *current[:t]]:
+def enter_shares(form: RekeyCeremonyWidget, leaks: Leaks, shares: list[str]) -> None:
+    """Type each share and submit it: the field is empty at once and nothing is left."""
+    for typed in shares:
         form.share.value = typed
         form.submit_button.click()
         assert form.share.value == "", "the share field keeps what was typed"
-        grep_form(leaks, "the rekey form after a share", form)
-    assert form.ceremony.phase == "complete", form.status_text
+        grep_form(leaks, f"the rekey form in phase {form.ceremony.phase}", form)
+
+
+@pytest.mark.parametrize("verify", [False, True], ids=["no verification", "verification"])
+def test_rekey_share_fields_are_emptied_and_no_share_is_left(
+    sandbox: Sandbox, secrets_client: SecretsClient, leaks: Leaks, tmp_path: Path, verify: bool
+) -> None:
+    current = leaks.feed_unseal_shares(sandbox, tmp_path)
+    form = RekeyCeremonyWidget(secrets_client)
+    form.shares.value, form.threshold.value, form.verify.value = 3, 2, verify
+    form.start_button.click()
+    # A made-up share spoils the first round at the threshold; the real ones go through.
+    t = int(secrets_client.seal.status()["t"])
+    made_up = leaks.feed(secrets.token_hex(32), "a made-up share")
+    enter_shares(form, leaks, [made_up, *current[: t - 1], *current[:t]])
+    assert form.ceremony.phase == ("verifying" if verify else "complete"), form.status_text
     new = [leaks.feed(s, "a new share") for s in form.ceremony.new_shares]
     grep_form(leaks, "the rekey form before the hand-out", form)
     for _ in new:
@@ -59,6 +65,10 @@ def test_rekey_share_fields_are_emptied_and_no_share_is_left(
         assert any(s in form.share_view.value for s in new), "the reveal shows the share"
         form.recorded_button.click()
         grep_form(leaks, "the rekey form after a share was recorded", form)
+    if verify:
+        wrong = leaks.feed(secrets.token_hex(32), "a made-up new share")
+        enter_shares(form, leaks, [wrong, new[0], new[0], new[1]])
+        assert form.ceremony.phase == "complete", form.status_text
 
 
 def test_a_sensitive_parameter_field_is_emptied_and_the_value_shows_nowhere(
