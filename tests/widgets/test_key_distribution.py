@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from toolkit.sandbox import Sandbox
@@ -147,3 +150,9 @@ def test_the_form_works_on_an_engine_mounted_elsewhere(secrets_client: SecretsCl
     form.distribute_button.click()
     assert eu.key_providers("eu-data") == ["gcp"]
     assert "payments-dek" not in output_text(form.table)
+
+
+def test_importing_the_form_module_does_not_load_ipywidgets() -> None:
+    check = "import sys, widgets.key_distribution; print('ipywidgets' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
