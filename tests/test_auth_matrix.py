@@ -31,14 +31,18 @@ from toolkit.sandbox.secrets.routes import routes as secrets_routes
 
 # -- what the spec says ---------------------------------------------------------------
 # Answer without a token (the real server's unauthenticated system endpoints).
-UNAUTHENTICATED = re.compile(r"^sys/(seal-status|health|init|unseal|rekey/(init|update|verify))$")
+UNAUTHENTICATED = re.compile(
+    r"^sys/(seal-status|health|init|unseal|leader|rekey/(init|update|verify))$"
+    # The certificate engine's public reads: CA certificates, chains, issued certificates.
+    r"|^pki/(ca(/pem)?|ca_chain|cert/[^/]+|issuers|issuer/[^/]+/(pem|der|json))$"
+)
 # Spec 001 part 5.3, plus sealing and reading the rekey backup (sudo on the real server).
 SUDO = [
     ("LIST", re.compile(r"^sys/leases/lookup(/.*)?$")),
     ("GET", re.compile(r"^sys/leases/lookup(/.*)?$")),  # a GET there is a list
     ("*", re.compile(r"^sys/(leases/)?revoke-(force|prefix)/.+$")),
     ("*", re.compile(r"^sys/plugins/catalog/[^/]+/[^/]+$")),  # register, read, remove
-    ("POST", re.compile(r"^pki/root/sign-self-issued$")),
+    ("*", re.compile(r"^pki/root/sign-self-issued$")),
     ("*", re.compile(r"^sys/seal$")),
     ("*", re.compile(r"^sys/(rekey|rotate/root)/backup$")),
 ]
@@ -57,6 +61,9 @@ DEFAULT_GRANTS = [
 
 # One client for the whole module: making an httpx client costs more than a request.
 HTTP = httpx.Client(timeout=30)
+
+# Unauthenticated on the real server, but it filters what it shows by the caller's token.
+SELF_CHECKING = "/sys/internal/ui/mounts"
 
 FULL_NO_SUDO = 'path "*" { capabilities = ["create", "read", "update", "delete", "list", "patch"] }'
 FULL = 'path "*" { capabilities = ["create", "read", "update", "delete", "list", "patch", "sudo"] }'
@@ -81,6 +88,8 @@ def _secrets_endpoints() -> list[tuple[str, str]]:
     found: set[tuple[str, str]] = set()
     for entry in secrets_routes(sandbox.secrets)[:-1]:  # the last is the engine dispatcher
         assert isinstance(entry, Route) and entry.methods
+        if entry.path.startswith(SELF_CHECKING):
+            continue  # answers per token itself: see its own test below
         for method in entry.methods - {"HEAD"}:
             found.add((method, _concrete(entry.path)))
     mount_of = {kind: path for path, (kind, _) in DEFAULT_ENGINE_MOUNTS.items()}
@@ -165,6 +174,22 @@ def test_secrets_endpoint_answers_each_caller_as_the_spec_says(
     permitted = _call(sandbox, share, method, path, _token(sandbox, "full"))
     assert not _denied(permitted), permitted.text
     assert permitted.status_code < 500, permitted.text
+
+
+def test_the_ui_mounts_listing_shows_each_token_only_what_it_can_reach(
+    secrets_sandbox: tuple[Sandbox, str],
+) -> None:
+    sandbox, share = secrets_sandbox
+    path = SELF_CHECKING.lstrip("/")
+    assert _denied(_call(sandbox, share, "GET", path, None))
+    nothing = _call(sandbox, share, "GET", path, _token(sandbox, "nothing")).json()["data"]
+    assert nothing == {"secret": {}, "auth": {}}
+    full = _call(sandbox, share, "GET", path, _token(sandbox, "full")).json()["data"]
+    assert {"database/", "pki/"} <= set(full["secret"])
+    # One mount: refused when the token cannot reach it, shown when it can.
+    assert _denied(_call(sandbox, share, "GET", path + "/database", _token(sandbox, "nothing")))
+    one = _call(sandbox, share, "GET", path + "/database", _token(sandbox, "full"))
+    assert one.status_code == 200
 
 
 def test_the_secrets_matrix_covers_every_area() -> None:
