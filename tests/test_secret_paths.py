@@ -353,3 +353,6 @@ def test_sensitive_parameters_show_nowhere(
     with pytest.raises(APIError) as duplicate:
         params.create(polset, "LEAK_PROBE", leaks.new("duplicate value"), sensitive=True)
     leaks.check("a refused duplicate parameter", duplicate.value)
+    with pytest.raises(ToolkitError) as refused:  # no key: refused before sending
+        params.create(polset, "", Sensitive(leaks.new("value without a key")), sensitive=True)
+    leaks.check("a refused parameter without a key", refused.value)

@@ -56,7 +56,8 @@ def test_rekey_share_fields_are_emptied_and_no_share_is_left(
     # A made-up share spoils the first round at the threshold; the real ones go through.
     t = int(secrets_client.seal.status()["t"])
     made_up = leaks.feed(secrets.token_hex(32), "a made-up share")
-    enter_shares(form, leaks, [made_up, *current[: t - 1], *current[:t]])
+    malformed = leaks.new("a malformed share")  # refused before anything is sent
+    enter_shares(form, leaks, [malformed, made_up, *current[: t - 1], *current[:t]])
     assert form.ceremony.phase == ("verifying" if verify else "complete"), form.status_text
     new = [leaks.feed(s, "a new share") for s in form.ceremony.new_shares]
     grep_form(leaks, "the rekey form before the hand-out", form)
