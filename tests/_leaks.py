@@ -25,6 +25,7 @@ import pandas as pd
 import pytest
 
 from toolkit import Sensitive
+from toolkit.display import scrolling
 from toolkit.sandbox import Sandbox
 
 
@@ -71,6 +72,7 @@ def texts_of(thing: Any) -> Iterator[str]:
     if isinstance(thing, pd.DataFrame):
         yield thing.to_string()
         yield thing.to_html()
+        yield scrolling(thing)._repr_html_()  # the runbooks' scrolling view
         yield repr(thing.attrs)
     for method in ("_repr_html_", "_repr_markdown_"):
         show = getattr(thing, method, None)
