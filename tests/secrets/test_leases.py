@@ -7,24 +7,44 @@ from collections.abc import Iterator
 import pandas as pd
 import pytest
 
+from tests._demo_leases import demo_lease_folders, demo_roles
 from toolkit import BadRequest, InputError
 from toolkit.sandbox import Sandbox
+from toolkit.sandbox.secrets.leases import Lease
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.leases import _lease_fields, lease_summary, split_lease_id
 
 
 @pytest.fixture(scope="module")
-def lease_frame(demo_sandbox: Sandbox) -> Iterator[pd.DataFrame]:
-    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
-        yield client.leases.leases_by_mount()
+def lease_snapshot() -> Iterator[tuple[pd.DataFrame, dict[str, Lease]]]:
+    """The walked lease frame and the server's leases at the same instant.
+
+    A sandbox of its own, read right after it starts: demo leases expire on a
+    two-minute grid from the clock's start, so none is gone before the walk ends
+    (checked, not assumed); the session-wide demo sandbox loses leases as it runs.
+    """
+    with Sandbox() as sandbox, SecretsClient(sandbox.address, sandbox.token) as client:
+        with sandbox.secrets.lock:
+            before = {le.lease_id: le for le in sandbox.secrets.leases.leases_under("")}
+        frame = client.leases.leases_by_mount()
+        with sandbox.secrets.lock:
+            first_expiry = min(
+                le.expire_time for le in before.values() if le.expire_time and not le.irrevocable
+            )
+            assert sandbox.secrets.clock.now() < first_expiry, "a lease expired during the walk"
+        yield frame, before
+
+
+@pytest.fixture(scope="module")
+def lease_frame(lease_snapshot: tuple[pd.DataFrame, dict[str, Lease]]) -> pd.DataFrame:
+    return lease_snapshot[0]
 
 
 def test_leases_by_mount_holds_every_lease_the_server_holds(
-    demo_sandbox: Sandbox, lease_frame: pd.DataFrame
+    lease_snapshot: tuple[pd.DataFrame, dict[str, Lease]],
 ) -> None:
-    with demo_sandbox.secrets.lock:
-        leases = {lease.lease_id: lease for lease in demo_sandbox.secrets.leases.leases_under("")}
-    assert len(leases) > 3000
+    lease_frame, leases = lease_snapshot
+    assert len(leases) == sum(demo_lease_folders().values())
     assert set(lease_frame.index) == set(leases)
     for lease_id, row in lease_frame.iterrows():
         lease = leases[str(lease_id)]
@@ -53,8 +73,8 @@ def test_the_lease_frame_has_stable_columns_and_real_dtypes(lease_frame: pd.Data
     assert str(lease_frame["ttl"].dtype) == "Int64"
     assert str(lease_frame["renewable"].dtype) == "boolean"
     roles = set(lease_frame.loc[lease_frame["mount"] == "database/", "role"])
-    assert roles == {"readonly", "app", "reporting"}
-    assert {"accounting-team", "helpdesk"} <= set(lease_frame["role"])
+    assert roles == demo_roles("database/")
+    assert set(lease_frame.loc[lease_frame["mount"] == "ad/", "role"]) == demo_roles("ad/")
 
 
 def test_a_prefix_or_mounts_limit_the_walk(demo_client: SecretsClient) -> None:

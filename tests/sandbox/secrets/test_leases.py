@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 import httpx
 import pytest
 
+from tests._demo_leases import (
+    demo_lease_folders,
+    engine_lease_ids,
+    folder_of,
+    irrevocable_folders,
+)
 from tests.sandbox.secrets._access_api import issue, put_acl, v1
 from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._clock import Clock
-from toolkit.sandbox.secrets.demo_leases import DEMO_LEASE_COUNT
+from toolkit.sandbox.secrets.demo_leases import _ROLES, DEMO_LEASE_COUNT
 from toolkit.sandbox.secrets.errors import SecretsError
 from toolkit.sandbox.secrets.leases import Lease, LeaseManager, mount_of
 
@@ -240,22 +247,26 @@ def test_renewals_do_not_grow_the_expiry_heap_without_bound(manager: LeaseManage
 # -- the demo data --------------------------------------------------------------------
 
 
-def test_the_demo_set_has_three_thousand_live_leases_and_a_few_irrevocable(
-    demo_sandbox: Sandbox,
-) -> None:
-    leases = demo_sandbox.secrets.leases
+def test_the_demo_set_has_three_thousand_live_leases_and_a_few_irrevocable() -> None:
+    # A fresh load: the session-wide demo sandbox's clock runs, and its leases expire.
+    leases = Sandbox().secrets.leases
     counts, total = leases.count_irrevocable()
-    assert total == 6
+    assert total == sum(irrevocable_folders().values()) == 6
+    assert counts == dict(Counter(mount_of(f) for f in irrevocable_folders().elements()))
     assert set(counts) == {"database/", "broker/", "ad/"}
-    secrets = [le for m in ("ad/", "broker/", "database/", "pki/") for le in leases.leases_under(m)]
-    assert len(secrets) - total == DEMO_LEASE_COUNT
+    assert Counter(folder_of(le) for le in leases.leases_under("")) == demo_lease_folders()
+    engines = engine_lease_ids()
+    assert all(leases.get(lease_id) is not None for lease_id in engines)
+    bulk = [le for prefix, *_ in _ROLES for le in leases.leases_under(prefix + "/")]
+    live = [le for le in bulk if not le.irrevocable and le.lease_id not in engines]
+    assert len(live) == DEMO_LEASE_COUNT
     assert leases.lookup_prefix("") == ["ad/", "auth/", "broker/", "database/", "pki/"]
 
 
 def test_the_demo_lease_ids_are_the_same_on_every_load() -> None:
     first = Sandbox().secrets.leases.lookup_prefix("database/creds/app/")
     second = Sandbox().secrets.leases.lookup_prefix("database/creds/app/")
-    assert first == second and len(first) == 702  # 700 live and two irrevocable
+    assert first == second and len(first) == demo_lease_folders()["database/creds/app"]
 
 
 def test_demo_certificate_leases_are_not_renewable_and_some_leases_are_renewed(
@@ -276,6 +287,17 @@ def issue_lease(
 ) -> Lease:
     with sandbox.secrets.lock:
         return sandbox.secrets.leases.create(prefix, **{"ttl": 3600, **kwargs})  # type: ignore[arg-type]
+
+
+def folder_names(prefix: str) -> list[str]:
+    """The sorted folders right under ``prefix`` that the demo loaders issue leases in."""
+    return sorted(
+        {
+            f.removeprefix(prefix).split("/")[0] + "/"
+            for f in demo_lease_folders()
+            if f.startswith(prefix)
+        }
+    )
 
 
 def first_lease(client: httpx.Client, folder: str) -> str:
@@ -337,16 +359,16 @@ def test_listing_a_prefix_answers_direct_children_with_folders(
     params = {"list": "true"} if method == "GET" else None
     response = demo_api.request(method, "sys/leases/lookup/database/creds/", params=params)
     assert response.status_code == 200
-    assert response.json()["data"]["keys"] == ["app/", "readonly/", "reporting/"]
+    assert response.json()["data"]["keys"] == folder_names("database/creds/")
     top = demo_api.request("LIST", "sys/leases/lookup/").json()["data"]["keys"]
     assert top == ["ad/", "auth/", "broker/", "database/", "pki/"]
 
 
-def test_listing_a_prefix_without_a_trailing_slash_lists_the_folder(
-    demo_api: httpx.Client,
-) -> None:
-    keys = demo_api.request("LIST", "sys/leases/lookup/database/creds/app").json()["data"]["keys"]
-    assert len(keys) == 702  # 700 live and two irrevocable
+def test_listing_a_prefix_without_a_trailing_slash_lists_the_folder(api: httpx.Client) -> None:
+    # A fresh sandbox: no demo lease expires in its first two minutes.
+    keys = api.request("LIST", "sys/leases/lookup/database/creds/app").json()["data"]["keys"]
+    assert len(keys) == demo_lease_folders()["database/creds/app"]
+    assert not any(key.endswith("/") for key in keys)
 
 
 def test_listing_an_unknown_prefix_is_404_with_no_errors(demo_api: httpx.Client) -> None:
@@ -445,17 +467,16 @@ def test_revoke_prefix_revokes_every_lease_under_it(sandbox: Sandbox, api: httpx
     assert response.status_code == 204
     listing = api.request("LIST", "sys/leases/lookup/database/creds/reporting/")
     assert listing.status_code == 404
-    assert api.request("LIST", "sys/leases/lookup/database/creds/").json()["data"]["keys"] == [
-        "app/",
-        "readonly/",
-    ]
+    remaining = api.request("LIST", "sys/leases/lookup/database/creds/").json()["data"]["keys"]
+    assert remaining == [f for f in folder_names("database/creds/") if f != "reporting/"]
 
 
 def test_revoke_prefix_ending_in_a_slash_is_400(sandbox: Sandbox, api: httpx.Client) -> None:
     response = api.put("sys/leases/revoke-prefix/database/creds/reporting/")
     assert response.status_code == 400
     assert "/" in response.json()["errors"][0]
-    assert len(sandbox.secrets.leases.leases_under("database/creds/reporting")) == 250
+    reporting = sandbox.secrets.leases.leases_under("database/creds/reporting")
+    assert len(reporting) == demo_lease_folders()["database/creds/reporting"]
 
 
 def test_revoke_prefix_stops_with_400_on_an_irrevocable_lease(api: httpx.Client) -> None:
