@@ -114,3 +114,10 @@ def test_the_client_enables_tunes_and_disables_engines(sandbox):
     assert client.pki.at("certs/internal").mount == "certs/internal"
     client.disable_engine("certs/internal")
     assert "certs/internal/" not in client.mounts()
+
+
+def test_a_list_with_a_trailing_slash_is_the_same_list(demo_api):
+    plain = demo_api.request("LIST", "/keymgmt/key")
+    slashed = demo_api.request("LIST", "/keymgmt/key/")
+    assert plain.status_code == slashed.status_code == 200
+    assert plain.json()["data"] == slashed.json()["data"]

@@ -43,7 +43,9 @@ __all__ = [
     "engine_route",
     "envelope",
     "error",
+    "listing",
     "no_content",
+    "resource",
     "route",
     "serve",
 ]
@@ -321,6 +323,37 @@ def create_or_update(exists: Callable[[Call], bool]) -> Callable[[Call], str]:
         return "update" if exists(call) else "create"
 
     return choose
+
+
+def resource(
+    path: str, handlers: dict[str, Handler], exists: Callable[[Call], bool] | None = None
+) -> EngineRoute:
+    """One route answering each method of ``path`` with its handler.
+
+    The engine dispatcher matches paths only, so the methods of one path share
+    a route. ``POST`` also answers ``PUT``; with ``exists``, a write needs
+    ``create`` or ``update`` (spec part 1, convention 6), else ``update``.
+    """
+    table = dict(handlers)
+    if "POST" in table:
+        table["PUT"] = table["POST"]
+    chooser = create_or_update(exists) if exists else None
+
+    async def handle(call: Call) -> Response:
+        return await table[call.request.method.upper()](call)
+
+    def capability(call: Call) -> str:
+        method = call.request.method.upper()
+        if method in ("POST", "PUT"):
+            return chooser(call) if chooser else "update"
+        return "delete" if method == "DELETE" else "read"
+
+    return engine_route(path, handle, list(table), capability=capability)
+
+
+def listing(names: list[str]) -> Response:
+    """``data.keys`` sorted, or 404 with no message when there are none (the real server's)."""
+    return envelope({"keys": sorted(names)}) if names else error(404)
 
 
 def _capability_for(method: str, is_list: bool) -> str:

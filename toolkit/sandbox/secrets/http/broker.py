@@ -10,8 +10,17 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from ..broker import Broker
-from ._base import Call, EngineRoute, engine_route, envelope, error, no_content
-from ._credentials import caller, listing, resource, secret_answer
+from ._base import (
+    Call,
+    EngineRoute,
+    engine_route,
+    envelope,
+    error,
+    listing,
+    no_content,
+    resource,
+)
+from ._credentials import caller, secret_answer
 
 __all__ = ["routes"]
 

@@ -13,8 +13,18 @@ from typing import Any
 from starlette.responses import Response
 
 from ..database import Database
-from ._base import Call, EngineRoute, Handler, engine_route, envelope, error, no_content
-from ._credentials import caller, listing, resource, secret_answer
+from ._base import (
+    Call,
+    EngineRoute,
+    Handler,
+    engine_route,
+    envelope,
+    error,
+    listing,
+    no_content,
+    resource,
+)
+from ._credentials import caller, secret_answer
 
 __all__ = ["routes"]
 

@@ -10,7 +10,15 @@ from starlette.responses import Response
 
 from ..directory import Directory
 from ..tokens import Token
-from ._base import Call, EngineRoute, Handler, engine_route, envelope, error, no_content
+from ._base import (
+    Call,
+    EngineRoute,
+    engine_route,
+    envelope,
+    listing,
+    no_content,
+    resource,
+)
 
 __all__ = ["routes"]
 
@@ -24,10 +32,6 @@ def _backend(call: Call) -> Directory:
 def _token(call: Call) -> Token:
     assert call.token is not None  # every engine route is authenticated
     return call.token
-
-
-def _keys(names: list[str]) -> Response:
-    return envelope({"keys": names}) if names else error(404)
 
 
 async def write_config(call: Call) -> Response:
@@ -45,7 +49,7 @@ async def delete_config(call: Call) -> Response:
 
 
 async def list_roles(call: Call) -> Response:
-    return _keys(_backend(call).role_names())
+    return listing(_backend(call).role_names())
 
 
 async def creds(call: Call) -> Response:
@@ -53,7 +57,7 @@ async def creds(call: Call) -> Response:
 
 
 async def list_sets(call: Call) -> Response:
-    return _keys(_backend(call).set_names())
+    return listing(_backend(call).set_names())
 
 
 async def check_out(call: Call) -> Response:
@@ -85,15 +89,6 @@ async def rotate_root(call: Call) -> Response:
     return envelope(None, warnings=warnings) if warnings else no_content()
 
 
-def _by_method(path: str, handlers: dict[str, Handler]) -> EngineRoute:
-    """One route at ``path`` answering each method with its own handler."""
-
-    async def dispatch(call: Call) -> Response:
-        return await handlers[call.request.method.upper()](call)
-
-    return engine_route(path, dispatch, list(handlers))
-
-
 def _named(path: str, read: str, write: str, delete: str) -> EngineRoute:
     """``GET``/``POST``/``PUT``/``DELETE`` of one named item (a role, a set) by its state methods."""
 
@@ -108,15 +103,13 @@ def _named(path: str, read: str, write: str, delete: str) -> EngineRoute:
         getattr(_backend(call), delete)(call.params["name"])
         return no_content()
 
-    return _by_method(
-        path, {"GET": do_read, "POST": do_write, "PUT": do_write, "DELETE": do_delete}
-    )
+    return resource(path, {"GET": do_read, "POST": do_write, "DELETE": do_delete})
 
 
 def routes() -> list[EngineRoute]:
     config = {"GET": read_config, "POST": write_config, "PUT": write_config}
     return [
-        _by_method("config", {**config, "DELETE": delete_config}),
+        resource("config", {**config, "DELETE": delete_config}),
         engine_route("roles", list_roles, ["GET", "LIST"]),
         _named("roles/{name}", "read_role", "write_role", "delete_role"),
         engine_route("creds/{name}", creds, ["GET"]),

@@ -61,6 +61,9 @@ def dispatcher(service: SecretsService, system_routes: Sequence[BaseRoute]) -> R
         if mount is not None and mount.backend is not None:
             rest = api_path[len(mount.path) :] if len(api_path) >= len(mount.path) else ""
             found = table(mount.type).match(rest)
+            if found is None and rest.endswith("/"):
+                # ``LIST keymgmt/key/`` is ``LIST keymgmt/key``, as on the real server.
+                found = table(mount.type).match(rest.rstrip("/"))
             if found is not None:
                 entry, params = found
                 request.scope["path_params"] = params

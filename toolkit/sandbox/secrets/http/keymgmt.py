@@ -17,11 +17,10 @@ from starlette.responses import Response
 from .. import fields
 from ..errors import SecretsError
 from ..keymgmt import DEFAULT_PROTECTION, KeyManagement
-from ._base import Call, EngineRoute, engine_route, envelope, no_content
+from ._base import Call, EngineRoute, engine_route, envelope, listing, no_content, resource
 
 # One route per path for all its methods, and lists that are 404 when empty:
 # the helpers the credential engines use too.
-from ._credentials import listing, resource
 
 __all__ = ["routes"]
 
