@@ -17,7 +17,7 @@ SYSTEM_PACKAGES := postgresql rabbitmq-server chromium
 SLOW_SUITES := tests/real tests/browser tests/binder
 
 .PHONY: setup system-deps lab sandbox check test test-fast test-notebooks test-real \
-	test-browser test-binder bench lint typecheck clean ceremony
+	test-browser test-binder bench bench-report lint typecheck clean ceremony
 
 setup: $(STAMP)
 
@@ -62,7 +62,9 @@ system-deps:
 
 check: setup lint typecheck test-fast test-notebooks
 
-test: check test-real test-browser test-binder bench
+# The whole suite, as CI runs it. The benchmark reports its goals here without
+# failing the run (timings on a shared machine vary); `make bench` fails on a miss.
+test: check test-real test-browser test-binder bench-report
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
@@ -90,3 +92,6 @@ test-binder: setup
 # Side by side with hvac, pytfe and raw clients on real servers; fails when a goal ratio is missed.
 bench: setup system-deps
 	$(BIN)/python -m benchmarks.run
+
+bench-report: setup system-deps
+	$(BIN)/python -m benchmarks.run --report-only

@@ -579,6 +579,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--quick", action="store_true", help="fewer records and rounds (a smoke run)"
     )
     parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="print the goals met and missed but exit 0 (for runs on a shared machine, as in CI)",
+    )
     args = parser.parse_args(argv)
     quick = args.quick
     args.rounds = args.rounds or (2 if quick else 5)
@@ -608,6 +613,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         verdict = "met" if g.met else "MISSED"
         print(f"  {g.scenario:16s} {g.text:44s} {g.value:9.2f}  goal {sign} {g.limit:g}  {verdict}")
     missed = [g for g in goals if not g.met]
+    if missed and args.report_only:
+        print(f"  {len(missed)} goal(s) missed; not failing the run (--report-only)")
+        return 0
     return 1 if missed else 0
 
 
