@@ -71,13 +71,19 @@ class RekeyCeremonyWidget(Form):
         self.reveal_button = w.Button(description="Reveal share", icon="eye", disabled=True)
         self.share_view = w.HTML(value="")
         self.recorded_button = w.Button(
-            description="I have recorded it", icon="check", disabled=True
+            description="I have recorded it",
+            icon="check",
+            disabled=True,
+            layout=w.Layout(width="auto"),  # the whole label, not "I have recorde..."
         )
         self.handout_note = w.HTML(value="")
 
         # -- after completion
         self.prove_button = w.Button(
-            description="Prove the new shares unseal", icon="unlock", disabled=True
+            description="Prove the new shares unseal",
+            icon="unlock",
+            disabled=True,
+            layout=w.Layout(width="auto"),
         )
 
         self.upload.observe(lambda _: self.read_keys(), names="value")
