@@ -250,13 +250,14 @@ def test_a_bad_role_is_refused_naming_the_field_and_not_saved(api, body, fragmen
     assert api.get("database/roles/reader").status_code == 404
 
 
-def test_a_role_the_connection_does_not_allow_is_refused(api):
+def test_a_role_the_connection_does_not_allow_is_stored_but_gets_no_creds(api):
     connect(api)
     body = {"db_name": "pg", "creation_statements": [CREATE]}
-    assert_error(
-        api.post("database/roles/intruder", json=body), 400, '"intruder" is not an allowed'
-    )
+    # As on the real server: the role is written; its creds are refused.
+    assert api.post("database/roles/intruder", json=body).status_code == 204
+    assert_error(api.get("database/creds/intruder"), 400, '"intruder" is not an allowed')
     assert api.post("database/roles/app-billing", json=body).status_code == 204  # glob app-*
+    assert api.get("database/creds/app-billing").status_code == 200
 
 
 def test_the_role_max_ttl_follows_the_mount_tuning(api):

@@ -14,8 +14,9 @@ Rules, as the real server applies them (OpenBao's ``database`` engine):
   (default true) checks the plugin's connection parameters are well formed,
   as connecting would; the password is never returned and a password written
   into ``connection_url`` is shown redacted;
-- a role's ``db_name`` must name a connection whose ``allowed_roles`` holds the
-  role (or ``*``), checked when the role is written and when creds are issued;
+- a role's ``db_name`` must name a connection; its ``allowed_roles`` must hold
+  the role (or ``*``) when creds are issued, not when the role is written (a
+  role can be written before the connection allows it, as on the real server);
 - dynamic creds are leases whose revocation runs the role's revocation
   statements (the plugin's default when it has none); when the connection is
   gone the revocation fails and the lease becomes irrevocable;
@@ -420,7 +421,7 @@ class Database:
         default_ttl = fields.duration(body, "default_ttl", old.default_ttl if old else 0)
         max_ttl = fields.duration(body, "max_ttl", old.max_ttl if old else 0)
         self._check_ttls(default_ttl, max_ttl)
-        self._allowed_connection(db_name, name)
+        self.connection(db_name)  # allowed_roles is checked when creds are issued
         self.roles[name] = Role(
             name=name,
             db_name=db_name,
