@@ -19,7 +19,17 @@ from starlette.responses import Response
 from ..errors import SecretsError
 from ..pki import PKI
 from ..pki.x509 import load_cert
-from ._base import Call, EngineRoute, Handler, Rule, engine_route, envelope, no_content
+from ._base import (
+    Call,
+    EngineRoute,
+    Handler,
+    Rule,
+    engine_route,
+    envelope,
+    listing,
+    no_content,
+    resource,
+)
 
 __all__ = ["routes"]
 
@@ -32,35 +42,15 @@ def _engine(call: Call) -> PKI:
     return backend
 
 
-def _listing(keys: list[str], key_info: Mapping[str, object] | None = None) -> Response:
+def _listing_with_info(keys: list[str], key_info: Mapping[str, object]) -> Response:
+    """A list with ``key_info`` beside ``keys`` (issuers, keys); 404 when empty."""
     if not keys:
         raise SecretsError(404)
-    data: dict[str, object] = {"keys": keys}
-    if key_info is not None:
-        data["key_info"] = key_info
-    return envelope(data)
+    return envelope({"keys": keys, "key_info": dict(key_info)})
 
 
-def _by_method(path: str, table: dict[str, Handler], writes: str | None = None) -> EngineRoute:
-    """One route for several methods of ``path`` (the dispatcher matches paths, not methods).
-
-    ``writes`` is the parameter naming the record a write creates or updates (roles
-    distinguish the ``create`` and ``update`` capabilities, as on the real server).
-    """
-    if "POST" in table:
-        table["PUT"] = table["POST"]
-
-    async def handle(call: Call) -> Response:
-        return await table[call.request.method.upper()](call)
-
-    def capability(call: Call) -> str:
-        method = call.request.method.upper()
-        if method in ("POST", "PUT"):
-            exists = writes is None or call.params[writes] in _engine(call).roles
-            return "update" if exists else "create"
-        return "delete" if method == "DELETE" else "read"
-
-    return engine_route(path, handle, list(table), capability=capability)
+def _role_exists(call: Call) -> bool:
+    return call.params["name"] in _engine(call).roles
 
 
 def _public(path: str, handler: Handler, methods: list[str]) -> EngineRoute:
@@ -70,7 +60,7 @@ def _public(path: str, handler: Handler, methods: list[str]) -> EngineRoute:
 
 # -- roles --------------------------------------------------------------------------------
 async def list_roles(call: Call) -> Response:
-    return _listing(sorted(_engine(call).roles))
+    return listing(list(_engine(call).roles))
 
 
 async def read_role(call: Call) -> Response:
@@ -136,7 +126,7 @@ async def import_bundle(call: Call) -> Response:
 
 async def list_issuers(call: Call) -> Response:
     keys, info = _engine(call).list_issuers()
-    return _listing(keys, info)
+    return _listing_with_info(keys, info)
 
 
 async def read_issuer(call: Call) -> Response:
@@ -180,7 +170,7 @@ async def write_config_issuers(call: Call) -> Response:
 async def list_keys(call: Call) -> Response:
     engine = _engine(call)
     info = {k.id: {"key_name": k.name} for k in engine.keys.values()}
-    return _listing(list(info), info)
+    return _listing_with_info(list(info), info)
 
 
 async def read_key(call: Call) -> Response:
@@ -190,7 +180,7 @@ async def read_key(call: Call) -> Response:
 
 # -- certificates ------------------------------------------------------------------------
 async def list_certs(call: Call) -> Response:
-    return _listing(_engine(call).cert_serials())
+    return listing(_engine(call).cert_serials())
 
 
 async def read_cert(call: Call) -> Response:
@@ -226,10 +216,10 @@ async def ca_chain(call: Call) -> Response:
 def routes() -> list[EngineRoute]:
     return [
         engine_route("roles", list_roles, ["LIST"]),
-        _by_method(
+        resource(
             "roles/{name}",
             {"GET": read_role, "POST": write_role, "DELETE": delete_role},
-            writes="name",
+            _role_exists,
         ),
         engine_route("issue/{role}", issue, ["POST", "PUT"]),
         engine_route("sign/{role}", sign, ["POST", "PUT"]),
@@ -252,8 +242,8 @@ def routes() -> list[EngineRoute]:
         _public("issuer/{ref}/json", issuer_json, ["GET"]),
         _public("issuer/{ref}/pem", issuer_pem, ["GET"]),
         _public("issuer/{ref}/der", issuer_der, ["GET"]),
-        _by_method("issuer/{ref}", {"GET": read_issuer, "POST": update_issuer}),
-        _by_method("config/issuers", {"GET": read_config_issuers, "POST": write_config_issuers}),
+        resource("issuer/{ref}", {"GET": read_issuer, "POST": update_issuer}),
+        resource("config/issuers", {"GET": read_config_issuers, "POST": write_config_issuers}),
         engine_route("keys", list_keys, ["LIST"]),
         engine_route("key/{ref}", read_key, ["GET"]),
         engine_route("certs", list_certs, ["LIST"]),
