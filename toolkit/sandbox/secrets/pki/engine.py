@@ -376,6 +376,18 @@ class PKI:
             raise SecretsError(400, f"not_after: {_rfc3339(not_after)} is not after NotBefore")
         return not_before, not_after, warnings
 
+    def _leaf_validity(
+        self, body: Mapping[str, Any], signer: Issuer, role: Mapping[str, Any]
+    ) -> tuple[datetime, datetime, list[str]]:
+        """The validity of an issued or signed leaf: the role's ttls, the issuer's behaviour."""
+        return self._validity(
+            body,
+            signer.cert,
+            behavior=signer.leaf_not_after_behavior,
+            role=role,
+            not_before_duration=role["not_before_duration"],
+        )
+
     # -- names --------------------------------------------------------------------------
     def _role_names(
         self, role: Mapping[str, Any], names: Names, csr: x509.CertificateSigningRequest | None
@@ -534,13 +546,7 @@ class PKI:
         output = parse_output(body)
         signer, signer_key = self._signer(issuer_ref or role["issuer_ref"])
         template = self._role_names(role, names, None)
-        not_before, not_after, more = self._validity(
-            body,
-            signer.cert,
-            behavior=signer.leaf_not_after_behavior,
-            role=role,
-            not_before_duration=role["not_before_duration"],
-        )
+        not_before, not_after, more = self._leaf_validity(body, signer, role)
         warnings += more
         key = certs.generate_key(key_type, bits)
         cert = self._sign_leaf(
@@ -565,13 +571,7 @@ class PKI:
         signer, signer_key = self._signer(issuer_ref or role["issuer_ref"])
         _check_csr_key(role, csr.public_key())
         template = self._role_names(role, names, csr)
-        not_before, not_after, warnings = self._validity(
-            body,
-            signer.cert,
-            behavior=signer.leaf_not_after_behavior,
-            role=role,
-            not_before_duration=role["not_before_duration"],
-        )
+        not_before, not_after, warnings = self._leaf_validity(body, signer, role)
         cert = self._sign_leaf(
             role, template, csr.public_key(), not_before, not_after, signer, signer_key
         )
