@@ -9,7 +9,7 @@ import pytest
 from toolkit.sandbox import Sandbox
 
 # The leak tests' fixtures: ``leaks`` and ``debug_logs``.
-pytest_plugins = ["tests._leaks"]
+pytest_plugins = ["tests._leaks", "tests._tally"]
 
 
 @pytest.fixture(scope="session")

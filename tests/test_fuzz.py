@@ -19,7 +19,7 @@ import json
 import os
 import pickle
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -186,6 +186,7 @@ def _error_shape_ok(api: str, answer: httpx.Response) -> bool:
 )
 @given(method=methods, value=odd_text, body=raw_body, known_method=st.booleans())
 def test_bad_input_is_a_4xx_that_changes_nothing(
+    record_property: Callable[[str, object], None],
     target: tuple[Sandbox, httpx.Client],
     api: str,
     template: str,
@@ -202,6 +203,7 @@ def test_bad_input_is_a_4xx_that_changes_nothing(
     before = fingerprint(sandbox)
     answer = http.request(method, url, headers=_headers(sandbox, api), content=body)
     TRIED["requests"] += 1
+    record_property("tried:fuzzing requests", 1)
     assert answer.status_code < 500, f"{method} {url}: {answer.status_code} {answer.text[:300]}"
     if answer.status_code >= 400:
         assert _error_shape_ok(api, answer), f"{method} {url}: {answer.text[:300]}"

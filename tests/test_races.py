@@ -21,8 +21,13 @@ from toolkit.sandbox import Sandbox
 JSONAPI = "application/vnd.api+json"
 
 
-def race(n: int, request: Callable[[httpx.Client, int], httpx.Response]) -> list[httpx.Response]:
+def race(
+    record: Callable[[str, object], None],
+    n: int,
+    request: Callable[[httpx.Client, int], httpx.Response],
+) -> list[httpx.Response]:
     """Run ``request(client, i)`` for i in 0..n-1 from n threads released at once."""
+    record("tried:concurrent race requests", n)
     barrier = threading.Barrier(n)
     limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
     with httpx.Client(timeout=60, limits=limits) as client:
@@ -41,7 +46,9 @@ def _v1(sandbox: Sandbox, token: str | None = None) -> dict[str, str]:
     return {"X-Vault-Token": token or sandbox.token}
 
 
-def test_100_parallel_check_outs_of_10_accounts_lend_each_account_once(sandbox: Sandbox) -> None:
+def test_100_parallel_check_outs_of_10_accounts_lend_each_account_once(
+    record_property: Callable[[str, object], None], sandbox: Sandbox
+) -> None:
     directory = sandbox.secrets.mounts.engines["ad/"].backend
     accounts = [f"race-{i:02d}@corp.example" for i in range(10)]
     with sandbox.secrets.lock:
@@ -65,6 +72,7 @@ def test_100_parallel_check_outs_of_10_accounts_lend_each_account_once(sandbox: 
             for _ in range(100)
         ]
     answers = race(
+        record_property,
         100,
         lambda client, i: client.post(
             f"{sandbox.address}/v1/ad/library/race/check-out", headers=_v1(sandbox, tokens[i])
@@ -79,7 +87,9 @@ def test_100_parallel_check_outs_of_10_accounts_lend_each_account_once(sandbox: 
     assert not any(entry["available"] for entry in status["data"].values())
 
 
-def test_parallel_rekey_updates_count_each_share_once_and_complete_once(tmp_path: Path) -> None:
+def test_parallel_rekey_updates_count_each_share_once_and_complete_once(
+    record_property: Callable[[str, object], None], tmp_path: Path
+) -> None:
     init_file = tmp_path / "init.json"
     with Sandbox(key_shares=5, key_threshold=3, init_file=str(init_file)) as sb:
         shares = json.loads(init_file.read_text())["keys"]
@@ -89,6 +99,7 @@ def test_parallel_rekey_updates_count_each_share_once_and_complete_once(tmp_path
         nonce = started["nonce"]
         # 30 keyholder submissions at once: each of 5 shares sent 6 times.
         answers = race(
+            record_property,
             30,
             lambda client, i: client.put(
                 f"{sb.address}/v1/sys/rekey/update", json={"key": shares[i % 5], "nonce": nonce}
@@ -112,6 +123,7 @@ def _platform(sandbox: Sandbox) -> dict[str, str]:
 
 
 def test_parallel_creates_of_one_pool_name_create_one_pool_within_the_limit(
+    record_property: Callable[[str, object], None],
     sandbox: Sandbox,
 ) -> None:
     # initech has no pool yet in the demo data; the limit is one pool per organization.
@@ -123,14 +135,16 @@ def test_parallel_creates_of_one_pool_name_create_one_pool_within_the_limit(
         body = {"data": {"type": "agent-pools", "attributes": {"name": name}}}
         return client.post(url, headers=_platform(sandbox), json=body)
 
-    answers = race(40, create)
+    answers = race(record_property, 40, create)
     assert sum(a.status_code == 201 for a in answers) == (0 if before else 1)
     after = httpx.get(url, headers=_platform(sandbox)).json()["data"]
     assert len(after) == max(len(before), 1)  # the 1-pool-per-organization limit held
     assert all(a.status_code in (201, 422) for a in answers)
 
 
-def test_parallel_creates_of_the_same_parameter_create_one(sandbox: Sandbox) -> None:
+def test_parallel_creates_of_the_same_parameter_create_one(
+    record_property: Callable[[str, object], None], sandbox: Sandbox
+) -> None:
     headers = _platform(sandbox)
     policy_set = httpx.get(
         f"{sandbox.address}/api/v2/organizations/acme/policy-sets", headers=headers
@@ -142,14 +156,18 @@ def test_parallel_creates_of_the_same_parameter_create_one(sandbox: Sandbox) -> 
             "attributes": {"key": "race_key", "value": "v", "category": "policy-set"},
         }
     }
-    answers = race(30, lambda client, i: client.post(url, headers=headers, json=body))
+    answers = race(
+        record_property, 30, lambda client, i: client.post(url, headers=headers, json=body)
+    )
     assert sum(a.status_code == 201 for a in answers) == 1
     assert all(a.status_code in (201, 422) for a in answers)
     listed = httpx.get(url, headers=headers, params={"page[size]": 100}).json()["data"]
     assert [p["attributes"]["key"] for p in listed].count("race_key") == 1
 
 
-def test_parallel_creates_of_the_same_team_access_create_one(sandbox: Sandbox) -> None:
+def test_parallel_creates_of_the_same_team_access_create_one(
+    record_property: Callable[[str, object], None], sandbox: Sandbox
+) -> None:
     headers = _platform(sandbox)
     base = f"{sandbox.address}/api/v2"
     workspaces = httpx.get(f"{base}/organizations/acme/workspaces", headers=headers).json()["data"]
@@ -168,7 +186,9 @@ def test_parallel_creates_of_the_same_team_access_create_one(sandbox: Sandbox) -
         }
     }
     answers = race(
-        30, lambda client, i: client.post(f"{base}/team-workspaces", headers=headers, json=body)
+        record_property,
+        30,
+        lambda client, i: client.post(f"{base}/team-workspaces", headers=headers, json=body),
     )
     assert sum(a.status_code == 200 for a in answers) == 1  # the spec's status for a create
     assert all(a.status_code in (200, 422) for a in answers)
@@ -194,7 +214,9 @@ def _free_pair(
     return None
 
 
-def test_parallel_renew_and_revoke_of_one_lease_leave_it_revoked(sandbox: Sandbox) -> None:
+def test_parallel_renew_and_revoke_of_one_lease_leave_it_revoked(
+    record_property: Callable[[str, object], None], sandbox: Sandbox
+) -> None:
     lease_id = _a_renewable_engine_lease(sandbox)
 
     def call(client: httpx.Client, i: int) -> httpx.Response:
@@ -210,7 +232,7 @@ def test_parallel_renew_and_revoke_of_one_lease_leave_it_revoked(sandbox: Sandbo
             json={"lease_id": lease_id},
         )
 
-    answers = race(40, call)
+    answers = race(record_property, 40, call)
     # 202: revoked (asynchronously, as sync is false); 204: nothing left to revoke.
     assert sum(a.status_code == 202 for a in answers) == 1
     assert all(a.status_code in (200, 202, 204, 400) for a in answers)
