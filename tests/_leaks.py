@@ -15,6 +15,8 @@ import html
 import json
 import logging
 import secrets
+import threading
+import time
 import traceback
 import warnings
 from collections.abc import Iterator
@@ -168,7 +170,13 @@ def debug_logs(
     caplog.set_level(logging.DEBUG)
     for name in ("httpx", "httpcore"):
         caplog.set_level(logging.DEBUG, logger=name)
+    threads = threading.active_count()
     yield
+    # Closed clients' pool threads end on their own; let them, so that a test
+    # counting threads after this one starts from a settled count.
+    deadline = time.monotonic() + 5
+    while threading.active_count() > threads and time.monotonic() < deadline:
+        time.sleep(0.05)
     callspec = getattr(request.node, "callspec", None)
     if callspec is not None and "httpx" in callspec.id:
         assert any(r.name.startswith("httpcore") for r in caplog.records), "no HTTP log to grep"
