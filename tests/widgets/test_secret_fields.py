@@ -10,6 +10,7 @@ place a form reveals it on request, and there only until it is hidden.
 from __future__ import annotations
 
 import html
+import re
 import secrets
 from pathlib import Path
 
@@ -155,3 +156,28 @@ def test_kms_provider_credentials_show_nowhere_in_the_distribution_form(
     form.delete_button.click()
     assert form.confirm.value == ""
     grep_form(leaks, "the key distribution form after a delete", form)
+
+
+# Every form module that touches a secret, and the test above that drives it.
+COVERED = {
+    "rekey_ceremony": test_rekey_share_fields_are_emptied_and_no_share_is_left,
+    "policy_set_parameter": test_a_sensitive_parameter_field_is_emptied_and_the_value_shows_nowhere,
+    "library_checkout": test_a_checked_out_password_shows_only_while_revealed,
+    "certificate_request": test_a_private_key_shows_only_as_the_download_link_until_forgotten,
+    "key_distribution": test_kms_provider_credentials_show_nowhere_in_the_distribution_form,
+}
+
+
+def test_every_form_with_a_secret_field_is_driven_here() -> None:
+    """A new password field, reveal or secret in ``widgets/`` must get a test above."""
+    marks = re.compile(r"Password\(|Sensitive|reveal|private_key|password|credentials|token")
+    folder = Path(__file__).resolve().parents[2] / "widgets"
+    touching = {
+        path.stem
+        for path in folder.glob("*.py")
+        if not path.stem.startswith("_") and marks.search(path.read_text())
+    }
+    assert touching, "the scan finds the forms"
+    assert touching <= set(COVERED), (
+        f"forms with a secret and no leak test: {touching - set(COVERED)}"
+    )
