@@ -8,7 +8,7 @@ import pytest
 
 from toolkit.sandbox import Sandbox
 
-# The leak tests' fixtures: ``leaks`` and ``debug_logs``.
+# Plugins: the leak tests' fixtures (``leaks``, ``debug_logs``) and the suites' tallies.
 pytest_plugins = ["tests._leaks", "tests._tally"]
 
 
