@@ -206,8 +206,10 @@ def test_threads_reuse_their_connections(demo_sandbox: Sandbox):
 def test_a_layer_nobody_closed_takes_its_threads_with_it_when_collected(demo_sandbox: Sandbox):
     import gc
 
-    before = threading.active_count()
+    # Follow this test's own threads: threads other tests left behind may end meanwhile.
+    started: set[threading.Thread] = set()
     for _ in range(3):
+        before = set(threading.enumerate())
         http = HTTPLayer(
             demo_sandbox.address,
             "/api/v2",
@@ -215,10 +217,12 @@ def test_a_layer_nobody_closed_takes_its_threads_with_it_when_collected(demo_san
             max_concurrency=4,
         )
         list(http.map(lambda n, h=http: h.json("GET", f"/organizations/{n}"), ["acme"] * 20))
-        assert threading.active_count() > before
+        new = set(threading.enumerate()) - before
+        assert new, "the layer's map ran on threads of its own"
+        started |= new
         del http
-    gc.collect()  # (layers other tests left behind may go too: hence <= below)
-    deadline = time.monotonic() + 5
-    while threading.active_count() > before and time.monotonic() < deadline:
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while any(t.is_alive() for t in started) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert threading.active_count() <= before
+    assert not [t.name for t in started if t.is_alive()]
