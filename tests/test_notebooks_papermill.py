@@ -7,14 +7,12 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
-import papermill
 import pytest
 
+from tests._runbooks import NOTEBOOKS, run_runbook
 from toolkit import PlatformClient
-from toolkit.leakcheck import scan_notebook
 from toolkit.sandbox import ENV_ADDRESS, ENV_TOKEN, Sandbox
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 RUNBOOKS = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 # Sensitive values of the demo data set: stored by the sandbox, never shown.
 DEMO_SECRETS = ["https://hooks.example.invalid/demo", "demo-cost-api-key"]
@@ -30,26 +28,8 @@ def private_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
 
 
 def _run(name: str, tmp_path: Path) -> str:
-    output = tmp_path / name
-    papermill.execute_notebook(
-        str(NOTEBOOKS / name),
-        str(output),
-        parameters={"organization": "acme"},
-        kernel_name="python3",
-        cwd=str(NOTEBOOKS),
-        progress_bar=False,
-    )
-    notebook = json.loads(output.read_text())
-    errors = [
-        out
-        for cell in notebook["cells"]
-        for out in cell.get("outputs", [])
-        if out.get("output_type") == "error"
-    ]
-    assert errors == []
-    # Nothing a secret scan finds, in outputs or saved widget state.
-    assert scan_notebook(output, extra=DEMO_SECRETS) == []
-    return output.read_text()
+    notebook = run_runbook(name, tmp_path, {"organization": "acme"}, DEMO_SECRETS)
+    return json.dumps(notebook)
 
 
 def _stored_parameter(sandbox: Sandbox, key: str) -> str:

@@ -7,18 +7,16 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import papermill
 import pytest
 
+from tests._runbooks import run_runbook
 from tests.real import _seed
 from tests.servers.openbao import OpenBao
 from tests.servers.postgres import Postgres
-from toolkit.leakcheck import scan_notebook
 from toolkit.secrets import SecretsClient
 
 from .conftest import launch
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 PASSWORD_POLICY = (
     'length = 32\nrule "charset" {\n  charset = "abcdefghijklmnopqrstuvwxyz0123456789"\n}\n'
 )
@@ -58,25 +56,7 @@ def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
 
 def run_with(name: str, tmp_path: Path, secrets: list[str], **parameters: str) -> dict[str, object]:
     """Execute a runbook with ``target = "live"`` (and ``parameters``); no error, no secret."""
-    output = tmp_path / name
-    papermill.execute_notebook(
-        str(NOTEBOOKS / name),
-        str(output),
-        parameters={"target": "live", **parameters},
-        kernel_name="python3",
-        cwd=str(NOTEBOOKS),
-        progress_bar=False,
-    )
-    notebook = json.loads(output.read_text())
-    errors = [
-        out
-        for cell in notebook["cells"]
-        for out in cell.get("outputs", [])
-        if out.get("output_type") == "error"
-    ]
-    assert errors == []
-    assert scan_notebook(output, extra=secrets) == []
-    return dict(notebook)
+    return run_runbook(name, tmp_path, {"target": "live", **parameters}, secrets)
 
 
 def test_the_lease_audit_runs_against_the_real_server(live: OpenBao, tmp_path: Path) -> None:
