@@ -40,6 +40,11 @@ def keys_of(body: Any) -> list[str]:
     return sorted(body["data"]["keys"])
 
 
+def data_fields(*names: str) -> dict[str, Callable[[Any], Any]]:
+    """Checks comparing the values of these fields of ``data`` on both sides."""
+    return {name: (lambda body, name=name: body["data"][name]) for name in names}
+
+
 # -- password policies --------------------------------------------------------------------
 def password_policies(t: Target) -> None:
     encoded = base64.b64encode(PASSWORD_POLICY.encode()).decode()
@@ -282,10 +287,7 @@ def plugins(t: Target) -> None:
         "GET",
         "sys/plugins/catalog/secret/diff-plugin",
         params={"version": "v1.0.0"},
-        checks={
-            k: (lambda b, k=k: b["data"][k])
-            for k in ("sha256", "command", "args", "builtin", "version", "name")
-        },
+        checks=data_fields("sha256", "command", "args", "builtin", "version", "name"),
     )
     t.call(
         "read unversioned",
@@ -569,10 +571,7 @@ def database(t: Target) -> None:
         "role read",
         "GET",
         "db-diff/roles/dyn",
-        checks={
-            k: (lambda b, k=k: b["data"][k])
-            for k in ("db_name", "default_ttl", "max_ttl", "creation_statements")
-        },
+        checks=data_fields("db_name", "default_ttl", "max_ttl", "creation_statements"),
     )
     t.call("role list", "LIST", "db-diff/roles", checks={"keys": keys_of})
     t.call("role without statements", "POST", "db-diff/roles/bad", json={"db_name": "main"})
@@ -750,10 +749,7 @@ def pki(t: Target) -> None:
         "role read",
         "GET",
         "pki-diff/roles/web",
-        checks={
-            k: (lambda b, k=k: b["data"][k])
-            for k in ("allowed_domains", "allow_subdomains", "max_ttl", "key_type")
-        },
+        checks=data_fields("allowed_domains", "allow_subdomains", "max_ttl", "key_type"),
     )
     t.call("role list", "LIST", "pki-diff/roles", checks={"keys": keys_of})
     issued = t.call(
