@@ -54,8 +54,6 @@ class SecretsService:
         for mount in list(self.mounts.engines.values()):
             attach_backend(self, mount)
 
-    # -- engine mounts --------------------------------------------------------------
-
     # Stored state (``--state``): everything but the lock.
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "lock"}
@@ -64,6 +62,7 @@ class SecretsService:
         self.__dict__.update(state)
         self.lock = threading.RLock()
 
+    # -- engine mounts --------------------------------------------------------------
     def enable_engine(self, path: str, kind: str, **settings: Any) -> Mount:
         """Mount a fresh engine of type ``kind`` at ``path`` (``POST sys/mounts/:path``)."""
         engine_kind(kind)
