@@ -21,6 +21,7 @@ class ServiceClient:
         *,
         timeout: float,
         max_concurrency: int,
+        pipeline: int,
         retry: RetryPolicy | None,
         transport: Any,
     ) -> None:
@@ -34,6 +35,7 @@ class ServiceClient:
             ca_file=settings.ca_file,
             retry=retry,
             max_concurrency=max_concurrency,
+            pipeline=pipeline,
             transport=transport,
         )
 

@@ -6,14 +6,23 @@ idempotent calls (429 / 502 / 503 / 504 and dropped connections, honouring
 ``Retry-After`` and ``X-RateLimit-Reset``), the server's clock (its ``Date``
 header), and bounded concurrency for fan-out calls.
 
-Fan-out (:meth:`HTTPLayer.map`) runs on a pool of at most ``max_concurrency``
-threads kept for the layer's lifetime, each thread holding one keep-alive
-connection of :class:`~toolkit._transport.ThreadConnectionTransport`. Requests
-are built as ``httpx.Request`` objects and sent straight to that transport:
-httpx's ``Client.send`` machinery (cookies, redirects, auth flows) costs more
-CPU than the exchange itself and none of it is used here. A transport passed
-in, or a proxy named in the environment, goes through ``httpx.Client`` as usual.
-See docs/decisions.md (performance) for the measurements behind this.
+Requests are built as ``httpx.Request`` objects and sent straight to
+:class:`~toolkit._transport.ThreadConnectionTransport`: httpx's ``Client.send``
+machinery (cookies, redirects, auth flows) costs more CPU than the exchange
+itself and none of it is used here. Two kinds of fan-out:
+
+- :meth:`HTTPLayer.many` sends many requests described as data (:class:`Call`)
+  over at most ``max_concurrency`` non-blocking connections from the calling
+  thread, pipelined when every call is safe to repeat. The views that read
+  thousands of records (pages, lease lookups) use it.
+- :meth:`HTTPLayer.map` runs any function over items on a pool of at most
+  ``max_concurrency`` threads kept for the layer's lifetime, each thread with
+  its own keep-alive connection: for fan-outs of client calls that are more
+  than one request each.
+
+A transport passed in, or a proxy named in the environment, goes through
+``httpx.Client`` as usual (and ``many`` through ``map``). See docs/decisions.md
+(performance) for the measurements behind this.
 
 Nothing here knows either API's paths; the service packages build on it.
 """
@@ -42,16 +51,19 @@ from ._errors import (
     DecodeError,
     TimeoutError,
     TLSError,
+    ToolkitError,
     TransportError,
     error_for_status,
 )
-from ._transport import ThreadConnectionTransport
+from ._transport import FanOut, ThreadConnectionTransport
 
-__all__ = ["HTTPLayer", "RetryPolicy", "segment"]
+__all__ = ["Call", "HTTPLayer", "RetryPolicy", "segment"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
+# Methods httpx sends a Content-Length with even when the body is empty.
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "LIST", "OPTIONS"})
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 # Parsed request addresses kept per layer (paths without a query repeat a lot:
@@ -60,6 +72,11 @@ _URL_CACHE_SIZE = 512
 # Marks the threads of a layer's fan-out pool, so that a map() inside a map()
 # on the same layer runs inline instead of waiting for a thread of its own pool.
 _worker = threading.local()
+
+
+def _repeatable(method: str, idempotent: bool | None) -> bool:
+    """Whether a call may be sent again (``idempotent`` overrides the method's default)."""
+    return idempotent if idempotent is not None else method in IDEMPOTENT_METHODS
 
 
 def segment(value: str) -> str:
@@ -87,6 +104,19 @@ class RetryPolicy:
             if hinted is not None:
                 return min(max(hinted, 0.0), self.max_pause)
         return min(self.backoff * (2 ** (attempt - 1)), self.max_pause)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request of a fan-out (:meth:`HTTPLayer.many`), with :meth:`HTTPLayer.request`'s
+    meaning for each field."""
+
+    method: str
+    path: str
+    params: Mapping[str, Any] | None = None
+    json: Any = None
+    idempotent: bool | None = None
+    ok_statuses: frozenset[int] = frozenset()
 
 
 def _server_pause(response: httpx.Response) -> float | None:
@@ -132,6 +162,7 @@ class HTTPLayer:
         ca_file: str | None = None,
         retry: RetryPolicy | None = None,
         max_concurrency: int = 8,
+        pipeline: int = 8,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         if not address:
@@ -142,10 +173,13 @@ class HTTPLayer:
             )
         if max_concurrency < 1:
             raise ConfigurationError("max_concurrency must be at least 1")
+        if pipeline < 1:
+            raise ConfigurationError("pipeline must be at least 1")
         self.address = address.rstrip("/")
         self.api_prefix = api_prefix
         self.retry = retry or RetryPolicy()
         self.max_concurrency = max_concurrency
+        self.pipeline = pipeline
         self._server_time: tuple[datetime, float] | None = None
         self._last_date: str | None = None
         self._lock = threading.Lock()
@@ -173,6 +207,7 @@ class HTTPLayer:
         )
         self._timeout_ext = self._client.timeout.as_dict()
         self._urls: dict[str, httpx.URL] = {}
+        self._host = httpx.URL(self.address).netloc
         self._merged_headers: dict[tuple[Any, ...], httpx.Headers] = {}
         self._pool: ThreadPoolExecutor | None = None
 
@@ -244,10 +279,9 @@ class HTTPLayer:
         caller wants back as a response instead of an exception.
         """
         method = method.upper()
-        retryable = idempotent if idempotent is not None else method in IDEMPOTENT_METHODS
-        attempts = self.retry.attempts if retryable else 1
+        attempts = self._attempts(method, idempotent)
         url = self.address + self.api_prefix + path
-        ok = set(ok_statuses)
+        ok = frozenset(ok_statuses)
         body = None if json is None else jsonlib.dumps(json).encode()
         send_headers = dict(headers or {})
         if body is not None:
@@ -255,62 +289,87 @@ class HTTPLayer:
         attempt = 0
         while True:
             attempt += 1
+            response: httpx.Response | None = None
+            failure: httpx.HTTPError | None = None
             try:
                 response = self._send(method, path, params, body, send_headers)
-            except httpx.TimeoutException:
+            except httpx.HTTPError as exc:
+                failure = exc
+            pause = self._verdict(method, url, attempt, attempts, ok, response, failure)
+            if pause is None:
+                assert response is not None
+                return response
+            time.sleep(pause)
+
+    def _attempts(self, method: str, idempotent: bool | None) -> int:
+        return self.retry.attempts if _repeatable(method, idempotent) else 1
+
+    def _verdict(
+        self,
+        method: str,
+        url: str,
+        attempt: int,
+        attempts: int,
+        ok: frozenset[int],
+        response: httpx.Response | None,
+        failure: httpx.HTTPError | None,
+    ) -> float | None:
+        """What to do after one try: None (the response stands), a pause before the
+        next try, or raise the ToolkitError that says what went wrong."""
+        if failure is not None:
+            if isinstance(failure, httpx.TimeoutException):
                 if attempt < attempts and method in IDEMPOTENT_METHODS:
-                    time.sleep(self.retry.pause(attempt, None))
-                    continue
+                    return self.retry.pause(attempt, None)
                 raise TimeoutError(
                     f"{method} {url}: no answer within the timeout", method=method, url=url
                 ) from None
-            except httpx.ConnectError as exc:
-                if _is_tls_failure(exc):
+            if isinstance(failure, httpx.ConnectError):
+                if _is_tls_failure(failure):
                     raise TLSError(
-                        f"{method} {url}: TLS failure: {_reason(exc)}", method=method, url=url
+                        f"{method} {url}: TLS failure: {_reason(failure)}", method=method, url=url
                     ) from None
                 if attempt < attempts:
-                    time.sleep(self.retry.pause(attempt, None))
-                    continue
+                    return self.retry.pause(attempt, None)
                 raise ConnectError(
-                    f"{method} {url}: cannot connect to {self.address}: {_reason(exc)}",
+                    f"{method} {url}: cannot connect to {self.address}: {_reason(failure)}",
                     method=method,
                     url=url,
                 ) from None
-            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            if isinstance(failure, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
                 # The connection dropped: the server may have applied the request,
                 # so only idempotent calls are sent again.
                 if attempt < attempts:
-                    time.sleep(self.retry.pause(attempt, None))
-                    continue
+                    return self.retry.pause(attempt, None)
                 raise TransportError(
-                    f"{method} {url}: the connection to {self.address} broke: {_reason(exc)}",
+                    f"{method} {url}: the connection to {self.address} broke: {_reason(failure)}",
                     method=method,
                     url=url,
                 ) from None
-            except httpx.HTTPError as exc:
-                raise TransportError(
-                    f"{method} {url}: {type(exc).__name__}: {_reason(exc)}",
-                    method=method,
-                    url=url,
-                ) from None
-            self._note_date(response)
-            status = response.status_code
-            if status in self.retry.statuses and attempt < attempts and status not in ok:
-                time.sleep(self.retry.pause(attempt, response))
-                continue
-            if status >= 400 and status not in ok:
-                raise _api_error(response, method, url)
-            return response
+            raise TransportError(
+                f"{method} {url}: {type(failure).__name__}: {_reason(failure)}",
+                method=method,
+                url=url,
+            ) from None
+        assert response is not None
+        self._note_date(response)
+        status = response.status_code
+        if status in self.retry.statuses and attempt < attempts and status not in ok:
+            return self.retry.pause(attempt, response)
+        if status >= 400 and status not in ok:
+            raise _api_error(response, method, url)
+        return None
 
-    def _headers(self, extra: Mapping[str, str]) -> httpx.Headers:
-        # A request copies an httpx.Headers cheaply but parses a list afresh, and
-        # nearly every request carries the same headers: keep the merged object.
+    def _headers(self, extra: Mapping[str, str], length: int | None) -> httpx.Headers:
+        # Nearly every request carries the same headers: the merged object, with
+        # the Host and Content-Length httpx would add, is kept and copied.
         base = tuple(self._client.headers.raw)
-        key = (base, tuple(extra.items()))
+        key = (base, tuple(extra.items()), length)
         merged = self._merged_headers.get(key)
         if merged is None:
-            pairs = [(k.encode(), v.encode()) for k, v in extra.items()]
+            pairs = [(b"Host", self._host)]
+            pairs += [(k.encode(), v.encode()) for k, v in extra.items()]
+            if length is not None:
+                pairs.append((b"Content-Length", str(length).encode()))
             names = {k.lower() for k, _ in pairs}
             merged = httpx.Headers([kv for kv in base if kv[0].lower() not in names] + pairs)
             if len(self._merged_headers) >= 64:
@@ -326,6 +385,35 @@ class HTTPLayer:
                 self._urls[path] = url
         return url
 
+    def _build(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None,
+        body: bytes | None,
+        headers: Mapping[str, str],
+    ) -> httpx.Request:
+        # The body as a ready stream and the headers complete: httpx has nothing
+        # left to encode or add (what it would add is in ``_headers``).
+        empty = body is None and method not in _BODY_METHODS
+        length = None if empty else len(body or b"")
+        url = self._url(path)
+        request = httpx.Request(
+            method,
+            url if not params else url.copy_merge_params(params),
+            headers=self._headers(headers, length),
+            stream=httpx.ByteStream(body or b""),
+            extensions={"timeout": self._timeout_ext},
+        )
+        for hook in self._client.event_hooks["request"]:
+            hook(request)
+        return request
+
+    def _answered(self, response: httpx.Response) -> httpx.Response:
+        for hook in self._client.event_hooks["response"]:
+            hook(response)
+        return response
+
     def _send(
         self,
         method: str,
@@ -336,23 +424,8 @@ class HTTPLayer:
     ) -> httpx.Response:
         if self._direct is None:
             return self._client.request(method, path, params=params, content=body, headers=headers)
-        request = httpx.Request(
-            method,
-            self._url(path),
-            params=params or None,
-            headers=self._headers(headers),
-            content=body,
-            extensions={"timeout": self._timeout_ext},
-        )
-        hooks = self._client.event_hooks
-        for hook in hooks["request"]:
-            hook(request)
-        response = self._direct.handle_request(request)
-        response.request = request
-        response.read()
-        for hook in hooks["response"]:
-            hook(response)
-        return response
+        request = self._build(method, path, params, body, headers)
+        return self._answered(self._direct.handle_request(request))
 
     def json(
         self,
@@ -392,6 +465,49 @@ class HTTPLayer:
             yield from fan
         finally:
             fan.stop()
+
+    def many(
+        self, calls: Iterable[Call], *, workers: int | None = None
+    ) -> Iterator[httpx.Response]:
+        """Send every call with bounded concurrency; the responses in call order.
+
+        Each call is retried, and its errors raised, as :meth:`request` does
+        (``Call.ok_statuses`` come back as responses). The calls go over at most
+        ``max_concurrency`` keep-alive connections (fewer when ``workers`` is
+        smaller), all driven from this thread without blocking. When every call
+        is safe to repeat, each connection carries up to ``pipeline`` requests
+        at once (HTTP/1.1 pipelining: the server still answers them one at a
+        time and in order, so its concurrency stays bounded by the connections,
+        while the client and server spend far less per request). A response is
+        yielded as soon as it and all before it are in. The first failure stops
+        the fan-out (no new call is sent) and is raised where its response would
+        have been yielded.
+        """
+        todo = list(calls)
+        n = min(workers or self.max_concurrency, self.max_concurrency, len(todo))
+        if self._direct is None or n <= 1:
+            # httpx's own transport (a proxy, or one passed in): one thread a request.
+            yield from self.map(self._call, todo, workers=n)
+            return
+        # Only calls safe to repeat are pipelined: when a connection breaks, the
+        # calls behind the first on it may or may not have been applied.
+        safe = all(_repeatable(c.method.upper(), c.idempotent) for c in todo)
+        depth = self.pipeline if safe else 1
+        fan = self._direct.fan_out(n, depth=depth)
+        try:
+            yield from _Many(self, fan, todo, n * depth)
+        finally:
+            fan.close()
+
+    def _call(self, call: Call) -> httpx.Response:
+        return self.request(
+            call.method,
+            call.path,
+            params=call.params,
+            json=call.json,
+            idempotent=call.idempotent,
+            ok_statuses=call.ok_statuses,
+        )
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -483,6 +599,89 @@ class _FanOut(Iterator[Any]):
         """Start no new item (the consumer stopped early, or is done)."""
         with self.cond:
             self.stopped = True
+
+
+class _Many(Iterator[httpx.Response]):
+    """The responses of one :meth:`HTTPLayer.many` in call order, driving its fan-out."""
+
+    def __init__(self, layer: HTTPLayer, fan: FanOut, calls: list[Call], n: int) -> None:
+        # n: how many calls are kept queued or in flight at once
+        self.layer = layer
+        self.fan = fan
+        self.calls = calls
+        self.n = n
+        self.results: dict[int, httpx.Response | ToolkitError] = {}
+        self.attempts: dict[int, int] = {}
+        self.cursor = 0
+        self.next_out = 0
+        self.stopped = False
+
+    def _feed(self) -> None:
+        layer, calls = self.layer, self.calls
+        while not self.stopped and self.cursor < len(calls) and self.fan.pending < self.n:
+            k = self.cursor
+            self.cursor += 1
+            call = calls[k]
+            body = None if call.json is None else jsonlib.dumps(call.json).encode()
+            headers = _JSON_CONTENT if body is not None else _NO_HEADERS
+            method = call.method.upper()
+            self.fan.submit(k, layer._build(method, call.path, call.params, body, headers))
+
+    def _judge(
+        self,
+        k: int,
+        request: httpx.Request,
+        response: httpx.Response | None,
+        failure: httpx.HTTPError | None,
+    ) -> None:
+        layer, call = self.layer, self.calls[k]
+        attempt = self.attempts.get(k, 0) + 1
+        self.attempts[k] = attempt
+        method = request.method
+        if response is not None:
+            layer._answered(response)
+        try:
+            pause = layer._verdict(
+                method,
+                layer.address + layer.api_prefix + call.path,
+                attempt,
+                layer._attempts(method, call.idempotent),
+                call.ok_statuses,
+                response,
+                failure,
+            )
+        except ToolkitError as exc:
+            self.results[k] = exc
+            self.stopped = True
+            return
+        if pause is None:
+            assert response is not None
+            self.results[k] = response
+        else:
+            self.fan.submit(k, request, time.monotonic() + pause)
+
+    def __next__(self) -> httpx.Response:
+        k = self.next_out
+        if k >= len(self.calls):
+            raise StopIteration
+        while k not in self.results:
+            # Calls are sent in order and the first failure is raised in its
+            # place, so call k is in flight whenever its result is not in.
+            self._feed()
+            if not self.fan.pending:
+                raise RuntimeError(f"the fan-out lost call {k}")  # a bug, not a server's doing
+            for key, request, response, failure in self.fan.step():
+                self._judge(key, request, response, failure)
+        result = self.results.pop(k)
+        if isinstance(result, ToolkitError):
+            self.next_out = len(self.calls)
+            raise result
+        self.next_out = k + 1
+        return result
+
+
+_JSON_CONTENT = {"Content-Type": "application/json"}
+_NO_HEADERS: dict[str, str] = {}
 
 
 def decode_json(response: httpx.Response, method: str = "GET") -> Any:

@@ -1,25 +1,30 @@
 """JSON:API for the platform client: flattening resources, and following pages.
 
 Pagination lives here and nowhere else: the first page tells the page count,
-the remaining pages are fetched concurrently (bounded by the HTTP layer), and
-records come back in server order.
+the remaining pages are fetched concurrently (:meth:`HTTPLayer.many`, bounded
+and pipelined), and records come back in server order. Several lists are read
+together: first pages of all, then the rest of all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from .._frames import Schema, frame_from_columns
-from .._http import HTTPLayer
+from .._http import Call, HTTPLayer, decode_json
+from .._progress import progress
 
 __all__ = [
     "MAX_PAGE_SIZE",
+    "Listing",
     "flatten",
     "get_document",
     "iter_resources",
+    "read_lists",
     "resources_frame",
     "snake",
 ]
@@ -131,6 +136,56 @@ def _page_params(params: Mapping[str, Any] | None, number: int, size: int) -> di
     return merged
 
 
+@dataclass
+class Listing:
+    """All pages of one list: its resources in server order, the documents'
+    ``included`` resources, and the first page's ``meta``."""
+
+    data: list[dict[str, Any]] = field(default_factory=list)
+    included: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, document: Any) -> None:
+        document = document or {}
+        self.data.extend(document.get("data") or [])
+        self.included.extend(document.get("included") or [])
+
+
+def read_lists(
+    http: HTTPLayer,
+    lists: Sequence[tuple[str, Mapping[str, Any] | None]],
+    *,
+    page_size: int = MAX_PAGE_SIZE,
+    show_progress: bool = False,
+    desc: str = "reading pages",
+) -> list[Listing]:
+    """Every page of each ``(path, params)`` list, in two concurrent waves.
+
+    The first pages of all lists go out together; they tell each list's page
+    count, and then all remaining pages of all lists go out together.
+    ``show_progress`` shows a bar over the second wave.
+    """
+    firsts = http.many(
+        Call("GET", path, params=_page_params(params, 1, page_size)) for path, params in lists
+    )
+    listings: list[Listing] = []
+    rest: list[Call] = []
+    owners: list[Listing] = []
+    for (path, params), response in zip(lists, firsts, strict=True):
+        document = decode_json(response) or {}
+        listing = Listing(meta=dict(document.get("meta") or {}))
+        listing.add(document)
+        listings.append(listing)
+        pagination = listing.meta.get("pagination") or {}
+        for number in range(2, int(pagination.get("total-pages") or 1) + 1):
+            rest.append(Call("GET", path, params=_page_params(params, number, page_size)))
+            owners.append(listing)
+    pages = progress(http.many(rest), desc=desc, total=len(rest), enabled=show_progress)
+    for listing, response in zip(owners, pages, strict=True):
+        listing.add(decode_json(response))
+    return listings
+
+
 def iter_resources(
     http: HTTPLayer,
     path: str,
@@ -145,21 +200,9 @@ def iter_resources(
     ``included`` and ``meta``, when given, collect the documents' ``included``
     resources and the first page's ``meta``.
     """
-    first = http.json("GET", path, params=_page_params(params, 1, page_size))
-    pages = [first]
-    pagination = ((first or {}).get("meta") or {}).get("pagination") or {}
-    total_pages = int(pagination.get("total-pages") or 1)
+    (listing,) = read_lists(http, [(path, params)], page_size=page_size)
+    if included is not None:
+        included.extend(listing.included)
     if meta is not None:
-        meta.update((first or {}).get("meta") or {})
-    if total_pages > 1:
-        numbers = range(2, total_pages + 1)
-        pages.extend(
-            http.map(
-                lambda n: http.json("GET", path, params=_page_params(params, n, page_size)),
-                numbers,
-            )
-        )
-    for doc in pages:
-        if included is not None:
-            included.extend((doc or {}).get("included") or [])
-        yield from (doc or {}).get("data") or []
+        meta.update(listing.meta)
+    yield from listing.data

@@ -16,7 +16,7 @@ from .._progress import progress
 from .._records import Record
 from .._time import format_iso_ms
 from ._base import Area
-from ._jsonapi import flatten, iter_resources, resources_frame
+from ._jsonapi import flatten, iter_resources, read_lists, resources_frame
 from .permissions import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 
 __all__ = ["AgentPools", "POOLS", "AGENTS", "agents_frame"]
@@ -193,21 +193,29 @@ class AgentPools(Area):
         self._send("DELETE", f"/agents/{segment(agent_id)}")
 
     # -- views ---------------------------------------------------------------------
-    def all_agents(self, organization: str, *, show_progress: bool = False) -> pd.DataFrame:
+    def all_agents(
+        self,
+        organization: str,
+        *,
+        show_progress: bool = False,
+        pools: pd.DataFrame | None = None,
+    ) -> pd.DataFrame:
         """Every agent of every pool of the organization, with its ``pool_id``.
 
-        The pools' agent lists (all pages each) are read concurrently;
-        ``show_progress`` shows a bar over the pools.
+        The pools' agent lists (all pages each) are read concurrently: the first
+        pages of all pools, then every other page. ``show_progress`` shows a bar
+        over the pages; ``pools`` (the frame of :meth:`list`) saves listing them.
         """
-        pools = self.list(organization)
-        frames = list(
-            progress(
-                self._http.map(self.agents, list(pools.index)),
-                desc="reading agents",
-                total=len(pools),
-                enabled=show_progress,
-            )
+        pool_ids = list((self.list(organization) if pools is None else pools).index)
+        listings = read_lists(
+            self._http,
+            [(f"/agent-pools/{segment(pid)}/agents", None) for pid in pool_ids],
+            show_progress=show_progress,
+            desc="reading agents",
         )
+        frames = [
+            agents_frame(listing.data, pid) for pid, listing in zip(pool_ids, listings, strict=True)
+        ]
         if not frames:
             return build_frame([], AGENTS)
         return pd.concat(frames) if len(frames) > 1 else frames[0]
@@ -215,11 +223,7 @@ class AgentPools(Area):
     def agents_by_status(self, organization: str, *, show_progress: bool = False) -> pd.DataFrame:
         """Per pool, how many agents are in each status (one column per status, and ``total``)."""
         pools = self.list(organization)
-        agents = (
-            self.all_agents(organization, show_progress=show_progress)
-            if len(pools)
-            else build_frame([], AGENTS)
-        )
+        agents = self.all_agents(organization, show_progress=show_progress, pools=pools)
         return count_by_status(pools, agents)
 
     def stale_agents(

@@ -34,6 +34,7 @@ class PlatformClient(ServiceClient):
         verify: bool | None = None,
         ca_file: str | None = None,
         max_concurrency: int = 8,
+        pipeline: int = 8,
         retry: RetryPolicy | None = None,
         transport: Any = None,
     ) -> None:
@@ -44,6 +45,7 @@ class PlatformClient(ServiceClient):
             {"Authorization": f"Bearer {settings.token}", "Accept": MEDIA_TYPE},
             timeout=timeout,
             max_concurrency=max_concurrency,
+            pipeline=pipeline,
             retry=retry,
             transport=transport,
         )

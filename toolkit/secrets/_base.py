@@ -9,11 +9,11 @@ a server (or proxy) that refuses it gets ``GET ?list=true`` instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
-from .._errors import MethodNotAllowed, NotFound
-from .._http import HTTPLayer
+from .._errors import NotFound
+from .._http import Call, HTTPLayer, decode_json
 from .._masking import Sensitive
 from .._records import Record
 
@@ -23,6 +23,7 @@ __all__ = [
     "EngineArea",
     "is_envelope",
     "list_keys",
+    "list_keys_of",
     "unwrap",
     "warnings_of",
 ]
@@ -66,12 +67,33 @@ def list_keys(http: HTTPLayer, path: str) -> list[str]:
     Keys come from ``data.keys`` or, for the policy endpoints, top-level ``keys``.
     An empty folder answers 404 on the real server: that is an empty list here.
     """
-    try:
-        try:
-            payload = http.json("LIST", path)
-        except MethodNotAllowed:
-            payload = http.json("GET", path, params={"list": "true"})
-    except NotFound:
+    return list_keys_of(http, [path])[0]
+
+
+def list_keys_of(http: HTTPLayer, paths: Sequence[str]) -> list[list[str]]:
+    """:func:`list_keys` of each path, the paths listed concurrently."""
+    calls = [Call("LIST", p, ok_statuses=_LIST_REFUSED) for p in paths]
+    found: list[list[str]] = []
+    for path, response in zip(paths, http.many(calls), strict=True):
+        if response.status_code == 405:
+            try:
+                payload = http.json("GET", path, params={"list": "true"})
+            except NotFound:
+                payload = None
+        elif response.status_code == 404:
+            payload = None
+        else:
+            payload = decode_json(response, "LIST")
+        found.append(_keys(payload))
+    return found
+
+
+# Answers to LIST that are not errors: 404 (an empty folder), 405 (LIST refused).
+_LIST_REFUSED = frozenset({404, 405})
+
+
+def _keys(payload: Any) -> list[str]:
+    if payload is None:
         return []
     data = unwrap(payload)
     keys = data.get("keys")

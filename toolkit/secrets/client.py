@@ -49,6 +49,7 @@ class SecretsClient(ServiceClient):
         verify: bool | None = None,
         ca_file: str | None = None,
         max_concurrency: int = 8,
+        pipeline: int = 8,
         retry: RetryPolicy | None = None,
         transport: Any = None,
     ) -> None:
@@ -65,6 +66,7 @@ class SecretsClient(ServiceClient):
             headers,
             timeout=timeout,
             max_concurrency=max_concurrency,
+            pipeline=pipeline,
             retry=retry,
             transport=transport,
         )

@@ -18,11 +18,11 @@ import pandas as pd
 
 from .._errors import APIError, InputError, ToolkitError
 from .._frames import Col, Schema, build_frame
-from .._http import segment
+from .._http import Call, decode_json, segment
 from .._progress import progress
 from .._records import Record
 from .._time import parse_time
-from ._base import Area, unwrap, warnings_of
+from ._base import Area, list_keys_of, unwrap, warnings_of
 
 __all__ = ["LEASES", "LEASE_ACTIONS", "LEASE_SUMMARY", "Leases", "lease_summary", "split_lease_id"]
 
@@ -225,9 +225,9 @@ class Leases(Area):
         level = [_folder(prefix)]
         found: list[str] = []
         while level:
-            listed = list(self._http.map(lambda p: (p, self.list(p)), level))
-            level = []
-            for folder, keys in listed:
+            listed = list_keys_of(self._http, [_lookup_path(p) for p in level])
+            folders, level = level, []
+            for folder, keys in zip(folders, listed, strict=True):
                 for key in keys:
                     (level if key.endswith("/") else found).append(folder + key)
         return found
@@ -274,27 +274,23 @@ class Leases(Area):
         todo = list(dict.fromkeys(ids))
         mount_paths = list(mounts) if mounts is not None else self._known_mounts()
 
-        def one(lease_id: str) -> dict[str, Any] | None:
-            try:
-                data = unwrap(
-                    self._http.json("PUT", "/sys/leases/lookup", json={"lease_id": lease_id})
-                )
-            except APIError as exc:
-                if exc.status in (400, 404):  # expired or revoked since the listing
-                    return None
-                raise
-            mount, role = split_lease_id(lease_id, mount_paths)
-            # Times stay text here: the frame parses each column at once.
-            fields = _lease_fields(data, lease_id, times=_text)
-            return {**fields, "mount": mount, "role": role}
-
-        looked_up = progress(
-            self._http.map(one, todo),
+        calls = [
+            Call("PUT", "/sys/leases/lookup", json={"lease_id": i}, ok_statuses=_GONE) for i in todo
+        ]
+        answers = progress(
+            self._http.many(calls),
             desc="looking up leases",
             total=len(todo),
             enabled=show_progress,
         )
-        rows = [r for r in looked_up if r is not None]
+        rows = []
+        for lease_id, response in zip(todo, answers, strict=True):
+            if response.status_code in _GONE:  # expired or revoked since the listing
+                continue
+            mount, role = split_lease_id(lease_id, mount_paths)
+            # Times stay text here: the frame parses each column at once.
+            fields = _lease_fields(unwrap(decode_json(response, "PUT")), lease_id, times=_text)
+            rows.append({**fields, "mount": mount, "role": role})
         frame = build_frame(rows, LEASES)
         return frame.sort_values(["mount", "expire_time"], kind="stable")
 
@@ -412,6 +408,10 @@ def _text(value: Any) -> Any:
 
 def _time(value: Any) -> datetime | None:
     return parse_time(value) if isinstance(value, str | datetime) and value else None
+
+
+# Lookups answering these leave the lease out: it expired or was revoked since the listing.
+_GONE = frozenset({400, 404})
 
 
 def _folder(prefix: str) -> str:
