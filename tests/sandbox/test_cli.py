@@ -78,3 +78,20 @@ def test_a_threshold_above_the_share_count_is_refused_with_a_message():
     )
     assert done.returncode == 2
     assert "--key-threshold" in done.stderr
+
+
+def test_a_tls_handshake_to_the_plain_port_is_refused_at_once():
+    """A client speaking TLS to the plain-HTTP port gets a 400 and a close, not a hang."""
+    import socket
+    import time
+
+    from toolkit.sandbox import Sandbox
+
+    with Sandbox(demo=False) as sandbox:
+        host, port = sandbox.address.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            started = time.monotonic()
+            sock.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 64)
+            answer = sock.recv(4096)
+            assert time.monotonic() - started < 2
+    assert answer.startswith(b"HTTP/1.1 400")

@@ -142,3 +142,36 @@ def test_the_sandbox_paths_validate_and_need_an_owner(api):
     )
     assert_error(_add(api("demo-member-alice"), pool, {"status": "idle"}), 404)
     assert len(client.get(f"/agent-pools/{pool}/agents").json()["data"]) == 7
+
+
+# -- pages shown again after a change (rendered pages are kept) ---------------------------
+
+
+def _page_statuses(client: httpx.Client, pool: str) -> dict[str, str]:
+    page = client.get(f"/agent-pools/{pool}/agents", params={"page[size]": 100}).json()["data"]
+    return {a["attributes"]["name"]: a["attributes"]["status"] for a in page}
+
+
+def test_a_page_read_again_shows_an_unknown_agent_aged_into_errored(sandbox, api):
+    client = api()
+    pool = pool_id(client, "acme")
+    assert _page_statuses(client, pool)["runner-06"] == "unknown"
+    sandbox.clock.advance(95 * 60)
+    assert _page_statuses(client, pool)["runner-06"] == "errored"
+
+
+def test_a_page_read_again_shows_agents_reported_added_and_deleted_since(api):
+    client = api()
+    pool = pool_id(client, "acme")
+    assert _page_statuses(client, pool)["runner-01"] == "idle"
+    runner = agent_named(client, pool, "runner-01")
+    client.patch(
+        f"/_sandbox/agents/{runner['id']}",
+        json={"data": {"type": "agents", "attributes": {"status": "exited"}}},
+    ).raise_for_status()
+    assert _page_statuses(client, pool)["runner-01"] == "exited"
+    _add(client, pool, {"name": "late", "status": "busy", "ip-address": "10.1.1.2"})
+    assert _page_statuses(client, pool)["late"] == "busy"
+    gone = agent_named(client, pool, "runner-05")
+    assert client.delete(f"/agents/{gone['id']}").status_code == 204
+    assert "runner-05" not in _page_statuses(client, pool)

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qsl, urlencode
 
 from ..._time import format_iso_ms
 from .errors import invalid
@@ -43,6 +44,7 @@ __all__ = [
     "MAX_PAGE_SIZE",
     "PageRequest",
     "agent_json",
+    "agents_json",
     "agent_resource",
     "encode",
     "attributes",
@@ -151,6 +153,19 @@ def page_request(query: QueryParams, *, always: bool = True) -> PageRequest | No
     return PageRequest(_positive(number, 1), min(_positive(size, DEFAULT_PAGE_SIZE), MAX_PAGE_SIZE))
 
 
+_PAGE_KEYS = frozenset({"page[number]", "page[size]"})
+
+
+def _link_base(url: URL) -> str:
+    """The request's address without its page parameters, ending where they go
+    (as ``include_query_params`` would put them: after the others)."""
+    query = url.query
+    if query:
+        kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in _PAGE_KEYS]
+        query = urlencode(kept)
+    return f"{url.scheme}://{url.netloc}{url.path}?" + (f"{query}&" if query else "")
+
+
 def page(
     items: Sequence[T], request: PageRequest | None, url: URL
 ) -> tuple[Sequence[T], dict[str, Any]]:
@@ -167,10 +182,11 @@ def page(
     prev_page = number - 1 if number > 1 else None
     next_page = number + 1 if number < pages else None
 
+    base = _link_base(url)
+    tail = f"&page%5Bsize%5D={request.size}"
+
     def link(n: int | None) -> str | None:
-        if n is None:
-            return None
-        return str(url.include_query_params(**{"page[number]": n, "page[size]": request.size}))
+        return None if n is None else f"{base}page%5Bnumber%5D={n}{tail}"
 
     extra = {
         "links": {
@@ -331,6 +347,12 @@ def agent_resource(
 # entry is never stale; the table is emptied when it grows past the limit.
 _AGENT_JSON: dict[tuple[Any, ...], str] = {}
 _AGENT_JSON_LIMIT = 200_000
+# Whole pages of a pool's agents as JSON text, by (pool id, start, stop). A
+# pool's roster (``PlatformService.agents``) is a new tuple whenever what its
+# agents show changes, so an entry is used only for the very roster it was
+# rendered from, and only while the clock has not aged an agent's status.
+_PAGES: dict[tuple[str, int, int], tuple[Sequence[Any], datetime, datetime | None, str]] = {}
+_PAGES_LIMIT = 4096
 
 
 def encode(document: Any) -> str:
@@ -348,6 +370,33 @@ def agent_json(service: PlatformService, agent: Agent, now: datetime) -> str:
             _AGENT_JSON.clear()
         text = encode(agent_resource(service, agent, now))
         _AGENT_JSON[key] = text
+    return text
+
+
+def agents_json(
+    service: PlatformService,
+    roster: Sequence[Agent],
+    start: int,
+    stop: int,
+    now: datetime,
+    pool_id: str | None = None,
+) -> str:
+    """The agents ``roster[start:stop]`` as comma-separated JSON texts; with
+    ``pool_id`` (``roster`` is then that pool's whole roster) the text is kept."""
+    if pool_id is None:
+        return ",".join(agent_json(service, a, now) for a in roster[start:stop])
+    key = (pool_id, start, stop)
+    kept = _PAGES.get(key)
+    if kept is not None:
+        rendered_from, rendered_at, until, text = kept
+        if rendered_from is roster and rendered_at <= now and (until is None or now < until):
+            return text
+    agents = roster[start:stop]
+    text = ",".join(agent_json(service, a, now) for a in agents)
+    changes = [t for a in agents if (t := a.status_settled_until(now)) is not None]
+    if len(_PAGES) >= _PAGES_LIMIT:
+        _PAGES.clear()
+    _PAGES[key] = (roster, now, min(changes, default=None), text)
     return text
 
 

@@ -120,13 +120,15 @@ def _list(
 
 
 def _list_encoded(
-    call: Call, resources: Sequence[Any], encode_one: Callable[[Any], str]
+    call: Call, resources: Sequence[Any], encode_page: Callable[[Sequence[Any], int, int], str]
 ) -> Response:
-    """A paginated list answer from records already encoded as JSON text (see ``_list``)."""
+    """A paginated list answer whose page is encoded as JSON text by
+    ``encode_page(resources, start, stop)`` (see ``_list``)."""
     request = doc.page_request(call.request.query_params)
     items, extra = doc.page(resources, request, call.request.url)
+    start = (request.number - 1) * request.size if request is not None else 0
     rest = doc.encode(extra)[1:-1]
-    body = '{"data":[' + ",".join(encode_one(r) for r in items) + "]"
+    body = '{"data":[' + encode_page(resources, start, start + len(items)) + "]"
     body += ("," + rest if rest else "") + "}"
     return Response(body.encode(), media_type=MEDIA_TYPE)
 
@@ -288,9 +290,15 @@ async def list_agents(call: Call) -> Response:
                 f"filter[last-ping-since] {raw!r} is not an ISO 8601 timestamp",
                 "filter[last-ping-since]",
             ) from None
-    agents = call.service.agents(call.caller, call.param("id"), last_ping_since=since)
+    pool_id = call.param("id")
+    agents = call.service.agents(call.caller, pool_id, last_ping_since=since)
     now = call.service.now()
-    return _list_encoded(call, agents, lambda a: doc.agent_json(call.service, a, now))
+    whole = pool_id if since is None else None  # a whole roster's pages are kept
+
+    def encode_page(roster: Sequence[Any], start: int, stop: int) -> str:
+        return doc.agents_json(call.service, roster, start, stop, now, whole)
+
+    return _list_encoded(call, agents, encode_page)
 
 
 async def show_agent(call: Call) -> Response:

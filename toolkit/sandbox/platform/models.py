@@ -173,6 +173,13 @@ class Agent:
             return "errored"
         return self.reported_status
 
+    def status_settled_until(self, now: datetime) -> datetime | None:
+        """When :meth:`status_at` next changes after ``now`` by the clock alone
+        (None: not until the agent reports again)."""
+        if self.reported_status == "unknown" and now - self.last_ping_at < UNKNOWN_AGENT_TIMEOUT:
+            return self.last_ping_at + UNKNOWN_AGENT_TIMEOUT
+        return None
+
 
 @dataclass
 class TeamAccess:
@@ -219,6 +226,9 @@ class PlatformService:
         self._policy_sets: dict[str, PolicySet] = {}
         self._pools: dict[str, AgentPool] = {}
         self._agents: dict[str, Agent] = {}
+        # Each pool's agents as a tuple, until its membership or an agent's
+        # report changes (see ``agents``; rendered pages are kept per tuple).
+        self._rosters: dict[str, tuple[Agent, ...]] = {}
         self._accesses: dict[str, TeamAccess] = {}
         self._access_pairs: set[tuple[str, str]] = set()  # (team id, workspace id)
         self._ids: set[str] = set()
@@ -226,11 +236,12 @@ class PlatformService:
 
     # Stored state (``--state``): everything but the lock.
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "lock"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("lock", "_rosters")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.lock = threading.RLock()
+        self._rosters = {}
 
     def __repr__(self) -> str:
         return (
@@ -739,6 +750,7 @@ class PlatformService:
                 )
             for agent_id in pool.agents:
                 self._agents.pop(agent_id, None)
+            self._rosters.pop(pool.id, None)
             del self._pools[pool.id]
             self._organizations[pool.organization].pools.pop(pool.id, None)
 
@@ -793,13 +805,18 @@ class PlatformService:
     # -- agents (spec 4.1, part 3) ---------------------------------------------------
     def agents(
         self, caller: Caller, pool_id: str, *, last_ping_since: datetime | None = None
-    ) -> list[Agent]:
+    ) -> tuple[Agent, ...]:
         """``GET /agent-pools/:id/agents``, optionally those that pinged at or after a time."""
         with self.lock:
             pool = self.pool(caller, pool_id)
-            agents = list(pool.agents.values())
+            # The pool's agents in order, kept until the pool's membership or an
+            # agent's report changes: a page of a big pool then costs what a
+            # page of a small one does.
+            agents = self._rosters.get(pool.id)
+            if agents is None:
+                agents = self._rosters[pool.id] = tuple(pool.agents.values())
             if last_ping_since is not None:
-                agents = [a for a in agents if a.last_ping_at >= last_ping_since]
+                agents = tuple(a for a in agents if a.last_ping_at >= last_ping_since)
             return agents
 
     def agent(self, caller: Caller, agent_id: str, *, owner: bool = False) -> Agent:
@@ -829,6 +846,7 @@ class PlatformService:
                 )
             del self._agents[agent.id]
             del self._pools[agent.pool_id].agents[agent.id]
+            self._rosters.pop(agent.pool_id, None)
 
     def sandbox_add_agent(
         self, caller: Caller, pool_id: str, attributes: Mapping[str, Any]
@@ -896,6 +914,7 @@ class PlatformService:
         )
         self._agents[agent.id] = agent
         pool.agents[agent.id] = agent
+        self._rosters.pop(pool.id, None)
         return agent
 
     def _report_agent(
@@ -904,6 +923,7 @@ class PlatformService:
         status = self._agent_status_value(attributes, agent.reported_status)
         agent.reported_status = status
         agent.last_ping_at = last_ping_at or self.clock.now()
+        self._rosters.pop(agent.pool_id, None)  # what its pool's pages show changed
 
     # -- policy set parameters (spec 4.2) --------------------------------------------
     def parameters(self, caller: Caller, policy_set_id: str) -> list[Parameter]:
