@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from tests._sockets import read_request
 from toolkit import RetryPolicy, TransportError
 from toolkit._http import HTTPLayer
 from toolkit._transport import ThreadConnectionTransport
@@ -47,23 +48,11 @@ class Scripted:
             with conn:
                 buffer = b""
                 while self.script:
-                    while b"\r\n\r\n" not in buffer:
-                        chunk = conn.recv(65536)
-                        if not chunk:
-                            break
-                        buffer += chunk
-                    if b"\r\n\r\n" not in buffer:
+                    request = read_request(conn, buffer)
+                    if request is None:
                         break
-                    head, _, buffer = buffer.partition(b"\r\n\r\n")
-                    length = 0
-                    for line in head.split(b"\r\n")[1:]:
-                        name, _, value = line.partition(b":")
-                        if name.strip().lower() == b"content-length":
-                            length = int(value)
-                    while len(buffer) < length:
-                        buffer += conn.recv(65536)
+                    head, buffer = request
                     self.requests.append(head)
-                    buffer = buffer[length:]
                     answer, close = self.script.pop(0)
                     conn.sendall(answer)
                     if close:

@@ -44,6 +44,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
+import orjson
 
 from ._errors import (
     ConfigurationError,
@@ -686,8 +687,13 @@ _NO_HEADERS: dict[str, str] = {}
 
 def decode_json(response: httpx.Response, method: str = "GET") -> Any:
     """Decode a response body, raising :class:`DecodeError` naming the address."""
-    if response.status_code == 204 or not response.content:
+    content = response.content
+    if response.status_code == 204 or not content:
         return None
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        pass  # what orjson refuses and the standard decoder takes (integers past 64 bits)
     try:
         return response.json()
     except (ValueError, UnicodeDecodeError):

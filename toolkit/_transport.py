@@ -66,7 +66,7 @@ class _Connection:
     ``used``: it has carried a request (a thread's connection). In a fan-out it
     also holds the requests sent and not yet answered (``inflight``), the bytes
     not yet written (``out``), its state (``connecting``, ``handshake``,
-    ``open``), and ``kept``: taken from the idle list with no answer read since.
+    ``open``, ``closed``), and ``kept``: taken from the idle list with no answer read since.
     """
 
     __slots__ = (
@@ -372,6 +372,8 @@ class ThreadConnectionTransport(httpx.BaseTransport):
                 raise
             except OSError as exc:
                 self._drop(conn)
+                if reused and isinstance(exc, ConnectionResetError) and not conn.buffer:
+                    continue  # reset while idle: the close reached us as a reset
                 raise httpx.ReadError(str(exc) or type(exc).__name__) from exc
 
     def _answer(self, conn: _Connection, request: httpx.Request) -> httpx.Response:
@@ -408,6 +410,7 @@ class ThreadConnectionTransport(httpx.BaseTransport):
         conn.close()
 
     def _forget(self, conn: _Connection) -> None:
+        conn.state = "closed"
         conn.close()
         with self._lock:
             self._all.discard(conn)
@@ -459,8 +462,9 @@ class FanOut:
         while not self._done and self.pending:
             now = time.monotonic()
             while self._later and self._later[0][0] <= now:
+                # A request sent again goes before those not sent yet.
                 _, _, key, request = heapq.heappop(self._later)
-                self._queue.append((key, request))
+                self._queue.appendleft((key, request))
             self._dispatch()
             if self._done:
                 break
@@ -612,7 +616,7 @@ class FanOut:
             conn.out += payload
         else:
             conn.out = payload
-            self._write(conn)
+            self._write(conn)  # may find the connection broken, and close it
         if conn.state == "open":
             self._watch(conn, selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.out else 0))
 
@@ -644,9 +648,9 @@ class FanOut:
             return
         if mask & selectors.EVENT_WRITE and conn.out:
             self._write(conn)
-            if conn.state == "open" and conn in self._conns:
+            if conn.state == "open":
                 self._watch(conn, selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.out else 0))
-        if mask & selectors.EVENT_READ:
+        if mask & selectors.EVENT_READ and conn.state == "open":
             self._read(conn)
 
     def _read(self, conn: _Connection) -> None:
@@ -736,10 +740,12 @@ class FanOut:
             error = exc
         else:
             error = httpx.ReadError(str(exc) or type(exc).__name__)
-        # On a pipelined connection the requests behind the first were not
-        # answered either: they fail the same way (the caller decides what to repeat).
-        for key, request in inflight:
-            self._done.append((key, request, None, type(error)(str(error))))
+        # The first request in flight takes the failure (the caller decides
+        # whether to repeat it). Those pipelined behind it are safe to repeat
+        # (only such requests are pipelined) and go again at the front.
+        key, request = inflight[0]
+        self._done.append((key, request, None, error))
+        self._queue.extendleft(reversed(inflight[1:]))
 
     def _fail_connect(self, conn: _Connection, error: httpx.HTTPError) -> None:
         with contextlib.suppress(KeyError, ValueError):
@@ -758,9 +764,5 @@ class FanOut:
                 if conn.state != "open":
                     self._fail_connect(conn, httpx.ConnectTimeout("connecting timed out"))
                 else:
-                    inflight = self._grounded(conn)
-                    self._broken(conn, None)
-                    for key, request in inflight:
-                        self._done.append(
-                            (key, request, None, httpx.ReadTimeout("reading the answer timed out"))
-                        )
+                    conn.kept = False  # a silent server, not a stale connection
+                    self._broken(conn, httpx.ReadTimeout("reading the answer timed out"))

@@ -15,11 +15,13 @@ from typing import Any
 import pandas as pd
 
 from .._frames import Schema, frame_from_columns
+from .._gc import collector_paused
 from .._http import Call, HTTPLayer, decode_json
 from .._progress import progress
 
 __all__ = [
     "MAX_PAGE_SIZE",
+    "FrameBuilder",
     "Listing",
     "flatten",
     "get_document",
@@ -80,49 +82,68 @@ def _related(resource: Mapping[str, Any], name: str, many: bool) -> Any:
 _SAMPLE = 64
 
 
+class FrameBuilder:
+    """A schema's frame of JSON:API resources, filled a page at a time.
+
+    Each column is taken straight from the resources (one list each), without
+    a flat dict a record, so a page's decoded documents can be let go as soon
+    as it is added; ``constants`` fill columns the resources do not carry
+    (``pool_id`` of a pool's agents). A column whose name :func:`flatten` would
+    not give from the page's first resources falls back to :func:`flatten`
+    record by record.
+    """
+
+    def __init__(self, schema: Schema, constants: Mapping[str, Any] | None = None) -> None:
+        self.schema = schema
+        self.constants = dict(constants or {})
+        self.columns: dict[str, list[Any]] = {c.name: [] for c in schema.columns}
+
+    def add(self, resources: Sequence[Mapping[str, Any]]) -> None:
+        docs = resources
+        attrs = [r.get("attributes") or {} for r in docs]
+        attribute_names: dict[str, str] = {}
+        related_names: dict[str, tuple[str, bool]] = {}
+        for r, a in zip(docs[:_SAMPLE], attrs[:_SAMPLE], strict=True):
+            for key in a:
+                attribute_names.setdefault(snake(key), key)
+            for key, rel in (r.get("relationships") or {}).items():
+                if isinstance(rel, Mapping) and "data" in rel:
+                    name = snake(key)
+                    if isinstance(rel["data"], list):
+                        base = name[:-1] if name.endswith("s") else name
+                        related_names.setdefault(f"{base}_ids", (key, True))
+                    else:
+                        related_names.setdefault(f"{name}_id", (key, False))
+        for col in self.schema.columns:
+            key = col.key
+            column = self.columns[col.name]
+            if key in self.constants:
+                column.extend([self.constants[key]] * len(docs))
+            elif key == "id":
+                column.extend([r.get("id") for r in docs])
+            elif key in attribute_names:
+                original = attribute_names[key]
+                column.extend([a.get(original) for a in attrs])
+            elif key in related_names:
+                original, many = related_names[key]
+                column.extend([_related(r, original, many) for r in docs])
+            else:
+                column.extend([flatten(r).get(key) for r in docs])
+
+    def frame(self) -> pd.DataFrame:
+        return frame_from_columns(self.columns, self.schema)
+
+
 def resources_frame(
     resources: Iterable[Mapping[str, Any]],
     schema: Schema,
     constants: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """The schema's frame of JSON:API resources: the columns :func:`flatten` names.
-
-    Each column is taken straight from the resources (one list each), without a
-    flat dict a record; ``constants`` fill columns the resources do not carry
-    (``pool_id`` of a pool's agents). A column not seen in the first resources
-    falls back to :func:`flatten` record by record.
-    """
-    docs = resources if isinstance(resources, list) else list(resources)
-    attrs = [r.get("attributes") or {} for r in docs]
-    attribute_names: dict[str, str] = {}
-    related_names: dict[str, tuple[str, bool]] = {}
-    for r, a in zip(docs[:_SAMPLE], attrs[:_SAMPLE], strict=True):
-        for key in a:
-            attribute_names.setdefault(snake(key), key)
-        for key, rel in (r.get("relationships") or {}).items():
-            if isinstance(rel, Mapping) and "data" in rel:
-                name = snake(key)
-                if isinstance(rel["data"], list):
-                    base = name[:-1] if name.endswith("s") else name
-                    related_names.setdefault(f"{base}_ids", (key, True))
-                else:
-                    related_names.setdefault(f"{name}_id", (key, False))
-    columns: dict[str, list[Any]] = {}
-    for col in schema.columns:
-        key = col.key
-        if constants is not None and key in constants:
-            columns[col.name] = [constants[key]] * len(docs)
-        elif key == "id":
-            columns[col.name] = [r.get("id") for r in docs]
-        elif key in attribute_names:
-            original = attribute_names[key]
-            columns[col.name] = [a.get(original) for a in attrs]
-        elif key in related_names:
-            original, many = related_names[key]
-            columns[col.name] = [_related(r, original, many) for r in docs]
-        else:
-            columns[col.name] = [flatten(r).get(key) for r in docs]
-    return frame_from_columns(columns, schema)
+    """The schema's frame of JSON:API resources: the columns :func:`flatten` names
+    (see :class:`FrameBuilder`)."""
+    builder = FrameBuilder(schema, constants)
+    builder.add(resources if isinstance(resources, list) else list(resources))
+    return builder.frame()
 
 
 def get_document(http: HTTPLayer, path: str, params: Mapping[str, Any] | None = None) -> Any:
@@ -144,10 +165,16 @@ class Listing:
     data: list[dict[str, Any]] = field(default_factory=list)
     included: list[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    # When set, each page's resources go into it instead of ``data``.
+    builder: FrameBuilder | None = None
 
     def add(self, document: Any) -> None:
         document = document or {}
-        self.data.extend(document.get("data") or [])
+        data = document.get("data") or []
+        if self.builder is not None:
+            self.builder.add(data)
+        else:
+            self.data.extend(data)
         self.included.extend(document.get("included") or [])
 
 
@@ -158,32 +185,57 @@ def read_lists(
     page_size: int = MAX_PAGE_SIZE,
     show_progress: bool = False,
     desc: str = "reading pages",
+    builders: Sequence[FrameBuilder] | None = None,
 ) -> list[Listing]:
     """Every page of each ``(path, params)`` list, in two concurrent waves.
 
     The first pages of all lists go out together; they tell each list's page
     count, and then all remaining pages of all lists go out together.
-    ``show_progress`` shows a bar over the second wave.
+    ``show_progress`` shows a bar over the lists, each counted once complete.
+    With ``builders`` (one per list), each page's resources go into its list's
+    builder as the page arrives, while later pages are still on their way.
     """
-    firsts = http.many(
-        Call("GET", path, params=_page_params(params, 1, page_size)) for path, params in lists
-    )
-    listings: list[Listing] = []
-    rest: list[Call] = []
-    owners: list[Listing] = []
-    for (path, params), response in zip(lists, firsts, strict=True):
-        document = decode_json(response) or {}
-        listing = Listing(meta=dict(document.get("meta") or {}))
-        listing.add(document)
-        listings.append(listing)
-        pagination = listing.meta.get("pagination") or {}
-        for number in range(2, int(pagination.get("total-pages") or 1) + 1):
-            rest.append(Call("GET", path, params=_page_params(params, number, page_size)))
-            owners.append(listing)
-    pages = progress(http.many(rest), desc=desc, total=len(rest), enabled=show_progress)
-    for listing, response in zip(owners, pages, strict=True):
-        listing.add(decode_json(response))
+    with collector_paused():
+        firsts = http.many(
+            Call("GET", path, params=_page_params(params, 1, page_size)) for path, params in lists
+        )
+        listings: list[Listing] = []
+        rest: list[Call] = []
+        owners: list[Listing] = []
+        for k, ((path, params), response) in enumerate(zip(lists, firsts, strict=True)):
+            document = decode_json(response) or {}
+            listing = Listing(meta=dict(document.get("meta") or {}))
+            listing.builder = builders[k] if builders is not None else None
+            listing.add(document)
+            listings.append(listing)
+            pagination = listing.meta.get("pagination") or {}
+            for number in range(2, int(pagination.get("total-pages") or 1) + 1):
+                rest.append(Call("GET", path, params=_page_params(params, number, page_size)))
+                owners.append(listing)
+        done = progress(
+            _completed(http.many(rest), owners, listings),
+            desc=desc,
+            total=len(listings),
+            enabled=show_progress,
+        )
+        for _ in done:
+            pass
     return listings
+
+
+def _completed(
+    pages: Iterable[Any], owners: list[Listing], listings: list[Listing]
+) -> Iterator[Listing]:
+    """Add each page to its list; yield each list once all its pages are in
+    (the pages come in order, a list's pages one after another)."""
+    last = {id(owner): k for k, owner in enumerate(owners)}
+    for listing in listings:
+        if id(listing) not in last:
+            yield listing  # one page: complete with the first wave
+    for k, (owner, response) in enumerate(zip(owners, pages, strict=True)):
+        owner.add(decode_json(response))
+        if last[id(owner)] == k:
+            yield owner
 
 
 def iter_resources(

@@ -11,12 +11,13 @@ import pandas as pd
 
 from .._errors import APIError, InputError
 from .._frames import Col, Schema, build_frame
+from .._gc import collector_paused
 from .._http import segment
 from .._progress import progress
 from .._records import Record
 from .._time import format_iso_ms
 from ._base import Area
-from ._jsonapi import flatten, iter_resources, read_lists, resources_frame
+from ._jsonapi import FrameBuilder, flatten, iter_resources, read_lists, resources_frame
 from .permissions import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 
 __all__ = ["AgentPools", "POOLS", "AGENTS", "agents_frame"]
@@ -207,15 +208,16 @@ class AgentPools(Area):
         over the pages; ``pools`` (the frame of :meth:`list`) saves listing them.
         """
         pool_ids = list((self.list(organization) if pools is None else pools).index)
-        listings = read_lists(
-            self._http,
-            [(f"/agent-pools/{segment(pid)}/agents", None) for pid in pool_ids],
-            show_progress=show_progress,
-            desc="reading agents",
-        )
-        frames = [
-            agents_frame(listing.data, pid) for pid, listing in zip(pool_ids, listings, strict=True)
-        ]
+        with collector_paused():
+            builders = [FrameBuilder(AGENTS, {"pool_id": pid}) for pid in pool_ids]
+            read_lists(
+                self._http,
+                [(f"/agent-pools/{segment(pid)}/agents", None) for pid in pool_ids],
+                show_progress=show_progress,
+                desc="reading agents",
+                builders=builders,
+            )
+            frames = [builder.frame() for builder in builders]
         if not frames:
             return build_frame([], AGENTS)
         return pd.concat(frames) if len(frames) > 1 else frames[0]
@@ -223,8 +225,9 @@ class AgentPools(Area):
     def agents_by_status(self, organization: str, *, show_progress: bool = False) -> pd.DataFrame:
         """Per pool, how many agents are in each status (one column per status, and ``total``)."""
         pools = self.list(organization)
-        agents = self.all_agents(organization, show_progress=show_progress, pools=pools)
-        return count_by_status(pools, agents)
+        with collector_paused():
+            agents = self.all_agents(organization, show_progress=show_progress, pools=pools)
+            return count_by_status(pools, agents)
 
     def stale_agents(
         self,

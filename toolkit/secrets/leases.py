@@ -18,6 +18,7 @@ import pandas as pd
 
 from .._errors import APIError, InputError, ToolkitError
 from .._frames import Col, Schema, build_frame
+from .._gc import collector_paused
 from .._http import Call, decode_json, segment
 from .._progress import progress
 from .._records import Record
@@ -277,21 +278,22 @@ class Leases(Area):
         calls = [
             Call("PUT", "/sys/leases/lookup", json={"lease_id": i}, ok_statuses=_GONE) for i in todo
         ]
-        answers = progress(
-            self._http.many(calls),
-            desc="looking up leases",
-            total=len(todo),
-            enabled=show_progress,
-        )
-        rows = []
-        for lease_id, response in zip(todo, answers, strict=True):
-            if response.status_code in _GONE:  # expired or revoked since the listing
-                continue
-            mount, role = split_lease_id(lease_id, mount_paths)
-            # Times stay text here: the frame parses each column at once.
-            fields = _lease_fields(unwrap(decode_json(response, "PUT")), lease_id, times=_text)
-            rows.append({**fields, "mount": mount, "role": role})
-        frame = build_frame(rows, LEASES)
+        with collector_paused():
+            answers = progress(
+                self._http.many(calls),
+                desc="looking up leases",
+                total=len(todo),
+                enabled=show_progress,
+            )
+            rows = []
+            for lease_id, response in zip(todo, answers, strict=True):
+                if response.status_code in _GONE:  # expired or revoked since the listing
+                    continue
+                mount, role = split_lease_id(lease_id, mount_paths)
+                # Times stay text here: the frame parses each column at once.
+                fields = _lease_fields(unwrap(decode_json(response, "PUT")), lease_id, times=_text)
+                rows.append({**fields, "mount": mount, "role": role})
+            frame = build_frame(rows, LEASES)
         return frame.sort_values(["mount", "expire_time"], kind="stable")
 
     def _known_mounts(self) -> Names:

@@ -1,0 +1,357 @@
+"""``HTTPLayer.many``: many requests from one thread over non-blocking, pipelined connections.
+
+Two kinds of server: a real sandbox (order, completeness, failures part-way,
+429s, leaving early), and a socket server answering as each test scripts, one
+thread a connection, to produce what a sandbox does not on demand: pipelined
+requests seen arriving, connections closed mid-pipeline or while idle,
+answers that never come.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+
+from tests._sockets import read_request
+from toolkit import ConnectError, NotFound, RetryPolicy, SecretsClient, TimeoutError
+from toolkit._http import Call, HTTPLayer
+from toolkit.sandbox import Sandbox
+
+# -- against the sandbox ---------------------------------------------------------------------
+
+
+def platform_layer(sandbox: Sandbox, **options) -> HTTPLayer:
+    return HTTPLayer(
+        sandbox.address,
+        "/api/v2",
+        headers={"Authorization": f"Bearer {sandbox.token}"},
+        **options,
+    )
+
+
+def statuses_seen(http: HTTPLayer) -> list[int]:
+    seen: list[int] = []
+    http._client.event_hooks["response"] = [lambda r: seen.append(r.status_code)]
+    return seen
+
+
+def org_calls(names: list[str]) -> list[Call]:
+    return [Call("GET", f"/organizations/{n}") for n in names]
+
+
+def test_many_keeps_call_order_and_misses_nothing(demo_sandbox: Sandbox):
+    names = ["acme", "globex", "initech"] * 100
+    with_pipes = platform_layer(demo_sandbox, max_concurrency=6, pipeline=4)
+    without = platform_layer(demo_sandbox, max_concurrency=6, pipeline=1)
+    for http in (with_pipes, without):
+        got = [r.json()["data"]["id"] for r in http.many(org_calls(names))]
+        http.close()
+        assert got == names
+
+
+def test_a_failure_part_way_raises_after_the_responses_before_it_and_stops_the_rest(
+    demo_sandbox: Sandbox,
+):
+    http = platform_layer(demo_sandbox, max_concurrency=4, retry=RetryPolicy(attempts=1))
+    seen = statuses_seen(http)
+    names = ["acme"] * 5 + ["no-such-org"] + ["globex"] * 300
+    yielded: list[str] = []
+    with pytest.raises(NotFound) as err:
+        for response in http.many(org_calls(names)):
+            yielded.append(response.json()["data"]["id"])
+    http.close()
+    assert yielded == ["acme"] * 5
+    assert "no-such-org" in str(err.value)
+    # Nothing new is sent after the failure: far fewer than all 306.
+    assert len(seen) < 100
+
+
+def test_statuses_the_caller_expects_come_back_as_responses(demo_sandbox: Sandbox):
+    http = platform_layer(demo_sandbox, max_concurrency=4)
+    calls = [
+        Call("GET", f"/organizations/{n}", ok_statuses=frozenset({404})) for n in ("acme", "nope")
+    ]
+    assert [r.status_code for r in http.many(calls * 10)] == [200, 404] * 10
+    http.close()
+
+
+def test_leaving_the_iteration_early_sends_no_more(demo_sandbox: Sandbox):
+    http = platform_layer(demo_sandbox, max_concurrency=4, pipeline=2)
+    seen = statuses_seen(http)
+    responses = http.many(org_calls(["acme"] * 400))
+    assert next(responses).status_code == 200
+    responses.close()
+    count = len(seen)
+    list(http.many(org_calls(["acme"])))  # the layer still works after an abandoned fan-out
+    http.close()
+    assert count < 100
+    assert len(seen) == count + 1
+
+
+def test_a_429_in_the_middle_is_waited_out_and_every_call_answered():
+    with Sandbox(demo=True, rate_limit=30) as sandbox:
+        http = platform_layer(
+            sandbox, max_concurrency=8, retry=RetryPolicy(attempts=6, backoff=0.05, max_pause=5.0)
+        )
+        seen = statuses_seen(http)
+        time.sleep(1.05)  # start on a fresh window
+        started = time.monotonic()
+        got = [r.json()["data"]["id"] for r in http.many(org_calls(["acme"] * 75))]
+        elapsed = time.monotonic() - started
+        http.close()
+    assert got == ["acme"] * 75
+    assert 429 in seen
+    assert seen.count(200) == 75
+    # 75 calls at 30 a second take at least two windows, waited out as told.
+    assert elapsed >= 1.5
+
+
+def test_fan_out_connections_are_kept_for_the_next_fan_out(demo_sandbox: Sandbox):
+    http = platform_layer(demo_sandbox, max_concurrency=4)
+    assert http._direct is not None
+    opened = []
+    for _ in range(3):
+        list(http.many(org_calls(["acme"] * 50)))
+        opened.append(len(http._direct._all))
+    http.close()
+    assert max(opened) <= 4
+
+
+def test_bulk_views_pause_the_collector_and_leave_it_as_they_found_it(sandbox: Sandbox):
+    paused: list[bool] = []
+    with SecretsClient(sandbox.address, sandbox.token) as client:
+        client.http._client.event_hooks["response"] = [lambda r: paused.append(gc.isenabled())]
+        frame = client.leases.leases_by_mount()
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            client.leases.leases_by_mount()
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    assert len(frame) > 0
+    # The lookups ran with the collector off; the listing before them with it on.
+    assert paused.count(False) >= len(frame)
+
+
+# -- against a scripted server ----------------------------------------------------------------
+
+Answer = Callable[[bytes, int], tuple[bytes, bool]]
+
+
+class Threaded:
+    """A socket server, one thread a connection, answering each request with
+    ``answer(request_head, n)`` (n counts requests on that connection):
+    (bytes to send, close the connection after them).
+
+    ``ahead`` records, for each request, whether the next request had already
+    arrived when its answer was sent: that is pipelining, seen from the server.
+    """
+
+    def __init__(self, answer: Answer) -> None:
+        self.answer = answer
+        self.heads: list[bytes] = []
+        self.ahead: list[bool] = []
+        self.connections = 0
+        self.lock = threading.Lock()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.open: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def address(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.connections += 1
+                self.open.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        buffer = b""
+        n = 0
+        with conn:
+            while True:
+                request = read_request(conn, buffer)
+                if request is None:
+                    return
+                head, buffer = request
+                n += 1
+                answer, close = self.answer(head, n)
+                with self.lock:
+                    self.heads.append(head)
+                    self.ahead.append(b"\r\n\r\n" in buffer)
+                if answer:
+                    try:
+                        conn.sendall(answer)
+                    except OSError:
+                        return
+                if close:
+                    return
+
+    def close_idle(self) -> None:
+        """Close every connection from the server's side (as an idle timeout does)."""
+        with self.lock:
+            conns, self.open = self.open, []
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+    def stop(self) -> None:
+        self.sock.close()
+        self.close_idle()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Answer], Threaded]]:
+    servers: list[Threaded] = []
+
+    def start(answer: Answer) -> Threaded:
+        server = Threaded(answer)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def echo_path(head: bytes, extra: str = "") -> bytes:
+    path = head.split(b" ", 2)[1]
+    body = b'{"path": "' + path + b'"}'
+    return (
+        f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{extra}"
+        f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+
+
+def paths(n: int) -> list[str]:
+    return [f"/p{i}" for i in range(n)]
+
+
+def answered_paths(http: HTTPLayer, calls: list[Call]) -> list[str]:
+    return [r.json()["path"].removeprefix("/v1") for r in http.many(calls)]
+
+
+def test_reads_are_pipelined_and_answered_in_order(serve):
+    server = serve(lambda head, n: (echo_path(head), False))
+    http = HTTPLayer(server.address, "/v1", max_concurrency=2, pipeline=8)
+    assert answered_paths(http, [Call("GET", p) for p in paths(200)]) == paths(200)
+    http.close()
+    assert server.connections <= 2
+    assert any(server.ahead), "no request arrived before the answer to the one before it"
+
+
+def test_writes_are_never_pipelined(serve):
+    server = serve(lambda head, n: (echo_path(head), False))
+    http = HTTPLayer(server.address, "/v1", max_concurrency=2, pipeline=8)
+    calls = [Call("POST", p, json={"n": i}) for i, p in enumerate(paths(60))]
+    assert answered_paths(http, calls) == paths(60)
+    http.close()
+    assert not any(server.ahead)
+
+
+def test_a_connection_closed_mid_pipeline_has_its_unanswered_reads_sent_again(serve):
+    # Every connection is dropped after its third answer, without a word.
+    server = serve(lambda head, n: (echo_path(head), n == 3))
+    http = HTTPLayer(
+        server.address, "/v1", max_concurrency=2, pipeline=6, retry=RetryPolicy(backoff=0.01)
+    )
+    assert answered_paths(http, [Call("GET", p) for p in paths(40)]) == paths(40)
+    http.close()
+    assert server.connections > 2
+
+
+def test_connection_close_mid_pipeline_moves_the_rest_to_a_new_connection(serve):
+    def answer(head: bytes, n: int) -> tuple[bytes, bool]:
+        if n == 2:
+            return echo_path(head, "Connection: close\r\n"), True
+        return echo_path(head), False
+
+    server = serve(answer)
+    http = HTTPLayer(server.address, "/v1", max_concurrency=2, pipeline=4)
+    assert answered_paths(http, [Call("GET", p) for p in paths(30)]) == paths(30)
+    http.close()
+
+
+def test_a_kept_connection_the_server_closed_while_idle_is_replaced_without_an_error(serve):
+    server = serve(lambda head, n: (echo_path(head), False))
+    http = HTTPLayer(server.address, "/v1", max_concurrency=3, retry=RetryPolicy(attempts=1))
+    assert answered_paths(http, [Call("GET", p) for p in paths(9)]) == paths(9)
+    server.close_idle()
+    time.sleep(0.05)
+    # Even a write goes again: nothing of it reached a server that had closed.
+    calls = [Call("POST", p, json={}) for p in paths(9)]
+    assert answered_paths(http, calls) == paths(9)
+    http.close()
+
+
+def test_chunked_head_and_no_content_answers_in_a_fan_out(serve):
+    def answer(head: bytes, n: int) -> tuple[bytes, bool]:
+        method = head.split(b" ", 1)[0]
+        if method == b"HEAD":
+            return b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n", False
+        if method == b"DELETE":
+            return b"HTTP/1.1 204 No Content\r\n\r\n", False
+        return (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b'3\r\n{"a\r\n6;x=1\r\n": [1]\r\n1\r\n}\r\n0\r\n\r\n'
+        ), False
+
+    server = serve(answer)
+    http = HTTPLayer(server.address, "/v1", max_concurrency=2, pipeline=4)
+    calls = [Call(m, "/x") for m in ("GET", "HEAD", "DELETE") * 10]
+    got = [(r.status_code, r.content) for r in http.many(calls)]
+    http.close()
+    assert got == [(200, b'{"a": [1]}'), (200, b""), (204, b"")] * 10
+
+
+def test_an_answer_that_never_comes_is_a_timeout_naming_the_address(serve):
+    server = serve(lambda head, n: (b"", False))
+    http = HTTPLayer(
+        server.address, "/v1", max_concurrency=2, timeout=0.3, retry=RetryPolicy(attempts=1)
+    )
+    started = time.monotonic()
+    with pytest.raises(TimeoutError) as err:
+        list(http.many([Call("GET", p) for p in paths(4)]))
+    http.close()
+    assert time.monotonic() - started < 5
+    assert server.address in str(err.value)
+
+
+def test_a_server_that_is_not_there_is_a_connect_error():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    http = HTTPLayer(
+        f"http://127.0.0.1:{port}", "/v1", max_concurrency=4, retry=RetryPolicy(backoff=0.01)
+    )
+    with pytest.raises(ConnectError) as err:
+        list(http.many([Call("GET", p) for p in paths(6)]))
+    http.close()
+    assert f"127.0.0.1:{port}" in str(err.value)
+
+
+def test_a_transport_passed_in_gets_the_same_answers_one_thread_a_call(serve):
+    server = serve(lambda head, n: (echo_path(head), False))
+    http = HTTPLayer(server.address, "/v1", max_concurrency=3, transport=httpx.HTTPTransport())
+    assert http._direct is None
+    assert answered_paths(http, [Call("GET", p) for p in paths(30)]) == paths(30)
+    http.close()
