@@ -67,12 +67,16 @@ class Schema:
         return [c.name for c in self.columns]
 
 
+# Value types that need no masking in a text column (checked per column, not per value).
+_PLAIN = frozenset({str, type(None)})
+
+
 def _series(values: list[Any], dtype: str, name: str) -> pd.Series:
     if dtype == "datetime":
-        cleaned: Any = [None if v in ("", None) else v for v in values]
+        cleaned: Any = [None if v == "" else v for v in values] if "" in values else values
         parsed: Any = pd.to_datetime(cleaned, utc=True, format="ISO8601")
         return pd.Series(parsed, name=name, dtype=DTYPES["datetime"])
-    if dtype in ("str", "category"):
+    if dtype in ("str", "category") and not set(map(type, values)) <= _PLAIN:
         values = [HIDDEN if isinstance(v, Sensitive) else v for v in values]
     if dtype == "object":
         series = pd.Series(values, name=name, dtype=object)

@@ -88,8 +88,9 @@ class FrameBuilder:
     Each column is taken straight from the resources (one list each), without
     a flat dict a record, so a page's decoded documents can be let go as soon
     as it is added; ``constants`` fill columns the resources do not carry
-    (``pool_id`` of a pool's agents). A column whose name :func:`flatten` would
-    not give from the page's first resources falls back to :func:`flatten`
+    (``pool_id`` of a pool's agents). Where each column comes from (the id, an
+    attribute, a relationship) is learnt from the first resources that show
+    it; a column no resource has shown yet falls back to :func:`flatten`
     record by record.
     """
 
@@ -97,35 +98,55 @@ class FrameBuilder:
         self.schema = schema
         self.constants = dict(constants or {})
         self.columns: dict[str, list[Any]] = {c.name: [] for c in schema.columns}
+        # column name -> ("attribute", original name) or ("related", original name, many)
+        self._sources: dict[str, tuple[Any, ...]] = {}
+        self._unknown = {
+            c.name for c in schema.columns if c.key not in self.constants and c.key != "id"
+        }
+
+    def _learn(self, docs: Sequence[Mapping[str, Any]]) -> None:
+        wanted = {c.key: c.name for c in self.schema.columns if c.name in self._unknown}
+        for r in docs[:_SAMPLE]:
+            for key in r.get("attributes") or {}:
+                name = wanted.pop(snake(key), None)
+                if name is not None:
+                    self._sources[name] = ("attribute", key)
+            for key, rel in (r.get("relationships") or {}).items():
+                if isinstance(rel, Mapping) and "data" in rel:
+                    flat = snake(key)
+                    if isinstance(rel["data"], list):
+                        base = flat[:-1] if flat.endswith("s") else flat
+                        name = wanted.pop(f"{base}_ids", None)
+                        many = True
+                    else:
+                        name = wanted.pop(f"{flat}_id", None)
+                        many = False
+                    if name is not None:
+                        self._sources[name] = ("related", key, many)
+            if not wanted:
+                break
+        self._unknown = set(wanted.values())
 
     def add(self, resources: Sequence[Mapping[str, Any]]) -> None:
         docs = resources
-        attrs = [r.get("attributes") or {} for r in docs]
-        attribute_names: dict[str, str] = {}
-        related_names: dict[str, tuple[str, bool]] = {}
-        for r, a in zip(docs[:_SAMPLE], attrs[:_SAMPLE], strict=True):
-            for key in a:
-                attribute_names.setdefault(snake(key), key)
-            for key, rel in (r.get("relationships") or {}).items():
-                if isinstance(rel, Mapping) and "data" in rel:
-                    name = snake(key)
-                    if isinstance(rel["data"], list):
-                        base = name[:-1] if name.endswith("s") else name
-                        related_names.setdefault(f"{base}_ids", (key, True))
-                    else:
-                        related_names.setdefault(f"{name}_id", (key, False))
+        if self._unknown and docs:
+            self._learn(docs)
+        attrs: list[Mapping[str, Any]] | None = None
         for col in self.schema.columns:
             key = col.key
             column = self.columns[col.name]
+            source = self._sources.get(col.name)
             if key in self.constants:
                 column.extend([self.constants[key]] * len(docs))
             elif key == "id":
                 column.extend([r.get("id") for r in docs])
-            elif key in attribute_names:
-                original = attribute_names[key]
+            elif source is not None and source[0] == "attribute":
+                if attrs is None:
+                    attrs = [r.get("attributes") or {} for r in docs]
+                original = source[1]
                 column.extend([a.get(original) for a in attrs])
-            elif key in related_names:
-                original, many = related_names[key]
+            elif source is not None:
+                _, original, many = source
                 column.extend([_related(r, original, many) for r in docs])
             else:
                 column.extend([flatten(r).get(key) for r in docs])
