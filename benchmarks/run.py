@@ -594,7 +594,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     quick = args.quick
-    args.rounds = args.rounds or (2 if quick else 5)
+    args.rounds = args.rounds or (2 if quick else 7)
     args.leases = 500 if quick else 10_000
     args.agents = 1_000 if quick else 10_000
     args.records = 10_000 if quick else 100_000
