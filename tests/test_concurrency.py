@@ -1,8 +1,10 @@
 """The concurrent paths against real sandboxes: order, completeness, failures part-way, 429s.
 
-Fan-out runs on the HTTP layer's thread pool and the per-thread connection
-transport; these tests hold it to giving exactly what a one-at-a-time walk
-gives, and to stopping and backing off as it should.
+The views fan out with ``HTTPLayer.many`` (pages, lease lookups) and
+``HTTPLayer.map`` (the thread pool, for client calls); these tests hold both to
+giving exactly what a one-at-a-time walk gives, and to stopping and backing off
+as they should. ``tests/test_fan_out.py`` holds ``many`` to the cases a
+scripted server produces.
 """
 
 from __future__ import annotations

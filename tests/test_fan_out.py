@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,8 +20,8 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from tests._sockets import read_request
-from toolkit import ConnectError, NotFound, RetryPolicy, SecretsClient, TimeoutError
+from tests._sockets import certificate_files, read_request
+from toolkit import ConnectError, NotFound, RetryPolicy, SecretsClient, TimeoutError, TLSError
 from toolkit._http import Call, HTTPLayer
 from toolkit.sandbox import Sandbox
 
@@ -155,8 +156,9 @@ class Threaded:
     arrived when its answer was sent: that is pipelining, seen from the server.
     """
 
-    def __init__(self, answer: Answer) -> None:
+    def __init__(self, answer: Answer, tls: ssl.SSLContext | None = None) -> None:
         self.answer = answer
+        self.tls = tls
         self.heads: list[bytes] = []
         self.ahead: list[bool] = []
         self.connections = 0
@@ -170,7 +172,7 @@ class Threaded:
 
     @property
     def address(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def _accept(self) -> None:
         while True:
@@ -186,6 +188,12 @@ class Threaded:
     def _serve(self, conn: socket.socket) -> None:
         buffer = b""
         n = 0
+        if self.tls is not None:
+            try:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            except (ssl.SSLError, OSError):
+                conn.close()
+                return
         with conn:
             while True:
                 request = read_request(conn, buffer)
@@ -219,11 +227,11 @@ class Threaded:
 
 
 @pytest.fixture
-def serve() -> Iterator[Callable[[Answer], Threaded]]:
+def serve() -> Iterator[Callable[..., Threaded]]:
     servers: list[Threaded] = []
 
-    def start(answer: Answer) -> Threaded:
-        server = Threaded(answer)
+    def start(answer: Answer, tls: ssl.SSLContext | None = None) -> Threaded:
+        server = Threaded(answer, tls)
         servers.append(server)
         return server
 
@@ -354,4 +362,35 @@ def test_a_transport_passed_in_gets_the_same_answers_one_thread_a_call(serve):
     http = HTTPLayer(server.address, "/v1", max_concurrency=3, transport=httpx.HTTPTransport())
     assert http._direct is None
     assert answered_paths(http, [Call("GET", p) for p in paths(30)]) == paths(30)
+    http.close()
+
+
+@pytest.fixture
+def tls_files(tmp_path) -> tuple[str, ssl.SSLContext]:
+    """(the CA file a client trusts, the server's TLS context)."""
+    ca, cert, key = certificate_files(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return str(ca), context
+
+
+def test_a_fan_out_over_tls_is_answered_in_order(serve, tls_files):
+    ca_file, context = tls_files
+    server = serve(lambda head, n: (echo_path(head), False), context)
+    http = HTTPLayer(server.address, "/v1", max_concurrency=3, pipeline=4, ca_file=ca_file)
+    assert answered_paths(http, [Call("GET", p) for p in paths(120)]) == paths(120)
+    assert http.json("GET", "/one") == {"path": "/v1/one"}  # one request, the blocking way
+    http.close()
+    assert server.connections <= 4
+
+
+def test_a_certificate_the_client_does_not_trust_is_a_tls_error(serve, tls_files):
+    _, context = tls_files
+    server = serve(lambda head, n: (echo_path(head), False), context)
+    http = HTTPLayer(server.address, "/v1", max_concurrency=3, retry=RetryPolicy(attempts=1))
+    with pytest.raises(TLSError) as err:
+        list(http.many([Call("GET", p) for p in paths(6)]))
+    assert server.address in str(err.value)
+    with pytest.raises(TLSError):
+        http.json("GET", "/one")
     http.close()
