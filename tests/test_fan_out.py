@@ -114,6 +114,21 @@ def test_a_429_in_the_middle_is_waited_out_and_every_call_answered():
     assert elapsed >= 1.5
 
 
+def test_a_long_fan_out_against_the_rate_limit_gets_every_answer_with_default_retries():
+    """Far more calls than the limit allows a second, 64 in flight at first: the
+    fan-out narrows after a 429 instead of exhausting any call's retries."""
+    with Sandbox(demo=True, rate_limit=30) as sandbox:
+        http = platform_layer(sandbox)
+        seen = statuses_seen(http)
+        time.sleep(1.05)
+        got = [r.json()["data"]["id"] for r in http.many(org_calls(["acme"] * 150))]
+        http.close()
+    assert got == ["acme"] * 150
+    # After the first burst (64 in flight, 34 or so refused) a handful a window:
+    # fewer refusals than calls, where retrying every refusal at once gives more.
+    assert seen.count(429) < 150
+
+
 def test_fan_out_connections_are_kept_for_the_next_fan_out(demo_sandbox: Sandbox):
     http = platform_layer(demo_sandbox, max_concurrency=4)
     assert http._direct is not None

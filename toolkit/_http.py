@@ -29,6 +29,7 @@ Nothing here knows either API's paths; the service packages build on it.
 
 from __future__ import annotations
 
+import heapq
 import json as jsonlib
 import ssl
 import threading
@@ -603,14 +604,24 @@ class _FanOut(Iterator[Any]):
 
 
 class _Many(Iterator[httpx.Response]):
-    """The responses of one :meth:`HTTPLayer.many` in call order, driving its fan-out."""
+    """The responses of one :meth:`HTTPLayer.many` in call order, driving its fan-out.
+
+    At most ``window`` calls are in flight at once: ``n`` at first, halved on
+    each refusal to go faster (429, 503), grown back by one for each window's
+    worth of answers (as TCP does). Calls to try again wait in ``later`` for
+    their pause and go out before new ones, within the window; after a
+    refusal nothing goes out until its pause is over.
+    """
 
     def __init__(self, layer: HTTPLayer, fan: FanOut, calls: list[Call], n: int) -> None:
-        # n: how many calls are kept queued or in flight at once
         self.layer = layer
         self.fan = fan
         self.calls = calls
         self.n = n
+        self.window = n
+        self.answered = 0
+        self.hold_until = 0.0
+        self.later: list[tuple[float, int, httpx.Request]] = []
         self.results: dict[int, httpx.Response | ToolkitError] = {}
         self.attempts: dict[int, int] = {}
         self.cursor = 0
@@ -618,15 +629,22 @@ class _Many(Iterator[httpx.Response]):
         self.stopped = False
 
     def _feed(self) -> None:
+        now = time.monotonic()
+        if now < self.hold_until:
+            return
+        fan = self.fan
+        while self.later and self.later[0][0] <= now and fan.pending < self.window:
+            _, k, request = heapq.heappop(self.later)
+            fan.submit(k, request)
         layer, calls = self.layer, self.calls
-        while not self.stopped and self.cursor < len(calls) and self.fan.pending < self.n:
+        while not self.stopped and self.cursor < len(calls) and fan.pending < self.window:
             k = self.cursor
             self.cursor += 1
             call = calls[k]
             body = None if call.json is None else jsonlib.dumps(call.json).encode()
             headers = _JSON_CONTENT if body is not None else _NO_HEADERS
             method = call.method.upper()
-            self.fan.submit(k, layer._build(method, call.path, call.params, body, headers))
+            fan.submit(k, layer._build(method, call.path, call.params, body, headers))
 
     def _judge(
         self,
@@ -658,8 +676,16 @@ class _Many(Iterator[httpx.Response]):
         if pause is None:
             assert response is not None
             self.results[k] = response
-        else:
-            self.fan.submit(k, request, time.monotonic() + pause)
+            if self.window < self.n:
+                self.answered += 1
+                if self.answered >= self.window:
+                    self.window, self.answered = self.window + 1, 0
+            return
+        at = time.monotonic() + pause
+        if response is not None and response.status_code in _SLOW_DOWN:
+            self.window, self.answered = max(1, self.window // 2), 0
+            self.hold_until = max(self.hold_until, at)
+        heapq.heappush(self.later, (at, k, request))
 
     def __next__(self) -> httpx.Response:
         k = self.next_out
@@ -667,10 +693,14 @@ class _Many(Iterator[httpx.Response]):
             raise StopIteration
         while k not in self.results:
             # Calls are sent in order and the first failure is raised in its
-            # place, so call k is in flight whenever its result is not in.
+            # place, so call k is in flight or waiting to go again whenever
+            # its result is not in.
             self._feed()
             if not self.fan.pending:
-                raise RuntimeError(f"the fan-out lost call {k}")  # a bug, not a server's doing
+                if not self.later:
+                    raise RuntimeError(f"the fan-out lost call {k}")  # a bug, not a server's
+                time.sleep(max(0.0, max(self.later[0][0], self.hold_until) - time.monotonic()))
+                continue
             for key, request, response, failure in self.fan.step():
                 self._judge(key, request, response, failure)
         result = self.results.pop(k)
@@ -681,6 +711,8 @@ class _Many(Iterator[httpx.Response]):
         return result
 
 
+# Answers that ask the client to send less: the fan-out narrows on them.
+_SLOW_DOWN = frozenset({429, 503})
 _JSON_CONTENT = {"Content-Type": "application/json"}
 _NO_HEADERS: dict[str, str] = {}
 
