@@ -140,6 +140,22 @@ def test_fan_out_connections_are_kept_for_the_next_fan_out(demo_sandbox: Sandbox
     assert max(opened) <= 4
 
 
+def test_many_inside_a_map_of_the_same_layer_stays_within_its_connections(
+    demo_sandbox: Sandbox,
+):
+    http = platform_layer(demo_sandbox, max_concurrency=4)
+    assert http._direct is not None
+
+    def read(_: int) -> list[int]:
+        return [r.status_code for r in http.many(org_calls(["acme"] * 20))]
+
+    results = list(http.map(read, range(8)))
+    opened = len(http._direct._all)
+    http.close()
+    assert results == [[200] * 20] * 8
+    assert opened <= 4
+
+
 def test_bulk_views_pause_the_collector_and_leave_it_as_they_found_it(sandbox: Sandbox):
     paused: list[bool] = []
     with SecretsClient(sandbox.address, sandbox.token) as client:

@@ -487,6 +487,8 @@ class HTTPLayer:
         """
         todo = list(calls)
         n = min(workers or self.max_concurrency, self.max_concurrency, len(todo))
+        if _worker_layer() is self:
+            n = 1  # inside a map() of this layer, whose threads hold the connections allowed
         if self._direct is None or n <= 1:
             # httpx's own transport (a proxy, or one passed in): one thread a request.
             yield from self.map(self._call, todo, workers=n)

@@ -11,7 +11,7 @@ from .._frames import Col, Schema, build_frame
 from .._http import segment
 from .._records import Record
 from ._base import Area
-from ._jsonapi import flatten, iter_resources
+from ._jsonapi import flatten, iter_resources, read_lists
 from .organizations import Organizations
 from .permissions import (
     ACCESS_LEVELS,
@@ -164,8 +164,13 @@ class TeamAccess(Area):
         orgs = Organizations(self._http)
         workspaces = orgs.workspaces(organization)
         teams = orgs.teams(organization)
-        frames = list(self._http.map(self.list, list(workspaces.index)))
-        records = pd.concat(frames) if frames else build_frame([], TEAM_ACCESS)
+        listings = read_lists(
+            self._http,
+            [("/team-workspaces", {"filter[workspace][id]": w}) for w in workspaces.index],
+        )
+        records = build_frame(
+            [flatten(r) for listing in listings for r in listing.data], TEAM_ACCESS
+        )
         records = records.copy()
         records["workspace_name"] = records["workspace_id"].map(workspaces["name"]).astype("string")
         records["team_name"] = records["team_id"].map(teams["name"]).astype("string")
