@@ -284,10 +284,7 @@ class HTTPLayer:
         attempts = self._attempts(method, idempotent)
         url = self.address + self.api_prefix + path
         ok = frozenset(ok_statuses)
-        body = None if json is None else jsonlib.dumps(json).encode()
-        send_headers = dict(headers or {})
-        if body is not None:
-            send_headers.setdefault("Content-Type", "application/json")
+        body, send_headers = _payload(json, headers)
         attempt = 0
         while True:
             attempt += 1
@@ -643,8 +640,7 @@ class _Many(Iterator[httpx.Response]):
             k = self.cursor
             self.cursor += 1
             call = calls[k]
-            body = None if call.json is None else jsonlib.dumps(call.json).encode()
-            headers = _JSON_CONTENT if body is not None else _NO_HEADERS
+            body, headers = _payload(call.json)
             method = call.method.upper()
             fan.submit(k, layer._build(method, call.path, call.params, body, headers))
 
@@ -717,6 +713,19 @@ class _Many(Iterator[httpx.Response]):
 _SLOW_DOWN = frozenset({429, 503})
 _JSON_CONTENT = {"Content-Type": "application/json"}
 _NO_HEADERS: dict[str, str] = {}
+
+
+def _payload(
+    json: Any, headers: Mapping[str, str] | None = None
+) -> tuple[bytes | None, Mapping[str, str]]:
+    """A JSON body (None without one) and the headers to send it with."""
+    body = None if json is None else jsonlib.dumps(json).encode()
+    if headers:
+        merged = dict(headers)
+        if body is not None:
+            merged.setdefault("Content-Type", "application/json")
+        return body, merged
+    return body, _JSON_CONTENT if body is not None else _NO_HEADERS
 
 
 def decode_json(response: httpx.Response, method: str = "GET") -> Any:
