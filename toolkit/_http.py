@@ -634,7 +634,7 @@ class _Many(Iterator[httpx.Response]):
         fan = self.fan
         while self.later and self.later[0][0] <= now and fan.pending < self.window:
             _, k, request = heapq.heappop(self.later)
-            fan.submit(k, request)
+            fan.submit(k, request, alone=True)
         layer, calls = self.layer, self.calls
         while not self.stopped and self.cursor < len(calls) and fan.pending < self.window:
             k = self.cursor

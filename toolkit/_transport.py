@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import heapq
 import selectors
 import socket
 import ssl
@@ -416,16 +415,19 @@ class ThreadConnectionTransport(httpx.BaseTransport):
             self._all.discard(conn)
 
 
+# How many clean closes between answers a pipelined request may meet before
+# the next one counts as its failure.
+_FREE_CLOSES = 2
+
 Outcome = tuple[Any, httpx.Request, httpx.Response | None, httpx.HTTPError | None]
 
 
 class FanOut:
     """Many requests over up to ``n`` non-blocking connections, from one thread.
 
-    :meth:`submit` queues a request under a key (``at``: not before that
-    ``time.monotonic()``); :meth:`step` sends what it can and waits until some
-    answers (or failures) are in, returning them as ``(key, request, response,
-    error)``. Failures are httpx's exceptions: ``ConnectError``,
+    :meth:`submit` queues a request under a key; :meth:`step` sends what it
+    can and waits until some answers (or failures) are in, returning them as
+    ``(key, request, response, error)``. Failures are httpx's exceptions: ``ConnectError``,
     ``ConnectTimeout``, ``ReadTimeout``, ``RemoteProtocolError``, ``ReadError``,
     ``WriteError``. A request whose kept-alive connection was found closed before
     any of its answer arrived is sent again on a fresh one. :meth:`close` keeps
@@ -437,8 +439,8 @@ class FanOut:
         self._n = max(1, n)
         self._depth = max(1, depth)
         self._queue: deque[tuple[Any, httpx.Request]] = deque()
-        self._later: list[tuple[float, int, Any, httpx.Request]] = []
-        self._seq = 0
+        self._alone: set[int] = set()  # ids of queued requests that go alone
+        self._closes: dict[int, int] = {}  # clean closes each request has met
         self._conns: list[_Connection] = []
         self._selector = selectors.DefaultSelector()
         self._done: list[Outcome] = []
@@ -447,24 +449,21 @@ class FanOut:
 
     @property
     def pending(self) -> int:
-        """Requests queued, waiting for their time, or in flight."""
-        return len(self._queue) + len(self._later) + self._flying
+        """Requests queued or in flight."""
+        return len(self._queue) + self._flying
 
-    def submit(self, key: Any, request: httpx.Request, at: float | None = None) -> None:
-        if at is not None and at > time.monotonic():
-            self._seq += 1
-            heapq.heappush(self._later, (at, self._seq, key, request))
-        else:
-            self._queue.append((key, request))
+    def submit(self, key: Any, request: httpx.Request, *, alone: bool = False) -> None:
+        """Queue a request; ``alone``: send it only on a connection with nothing
+        in flight (a request tried again, so that a server closing after a few
+        answers does not close on it again behind others)."""
+        if alone:
+            self._alone.add(id(request))
+        self._queue.append((key, request))
 
     def step(self) -> list[Outcome]:
         """Send what can be sent; wait for at least one outcome (unless nothing is pending)."""
         while not self._done and self.pending:
             now = time.monotonic()
-            while self._later and self._later[0][0] <= now:
-                # A request sent again goes before those not sent yet.
-                _, _, key, request = heapq.heappop(self._later)
-                self._queue.appendleft((key, request))
             self._dispatch()
             if self._done:
                 break
@@ -494,8 +493,6 @@ class FanOut:
     # -- internals --------------------------------------------------------------
     def _wait(self, now: float) -> float | None:
         deadlines = [c.deadline for c in self._conns if c.inflight or c.state != "open"]
-        if self._later:
-            deadlines.append(self._later[0][0])
         if not deadlines:
             return None
         return max(min(deadlines) - now, 0.0)
@@ -503,19 +500,23 @@ class FanOut:
     def _dispatch(self) -> None:
         """Put queued requests on connections with room, opening connections as needed."""
         while self._queue:
-            conn = self._room()
+            alone = id(self._queue[0][1]) in self._alone
+            conn = self._room(alone)
             if conn is None:
                 return
             key, request = self._queue.popleft()
+            self._alone.discard(id(request))
             self._send(conn, key, request)
 
-    def _room(self) -> _Connection | None:
+    def _room(self, alone: bool = False) -> _Connection | None:
+        """An open connection with room (an empty one for a request that goes
+        alone), or a new one while fewer than ``n`` are open."""
         best = None
         for conn in self._conns:
             if conn.state == "open" and len(conn.inflight) < self._depth:
                 if not conn.inflight:
                     return conn
-                if best is None or len(conn.inflight) < len(best.inflight):
+                if not alone and (best is None or len(conn.inflight) < len(best.inflight)):
                     best = conn
         if len(self._conns) < self._n:
             origin = _origin(self._queue[0][1].url)
@@ -740,12 +741,29 @@ class FanOut:
             error = exc
         else:
             error = httpx.ReadError(str(exc) or type(exc).__name__)
-        # The first request in flight takes the failure (the caller decides
-        # whether to repeat it). Those pipelined behind it are safe to repeat
-        # (only such requests are pipelined) and go again at the front.
-        key, request = inflight[0]
-        self._done.append((key, request, None, error))
-        self._queue.extendleft(reversed(inflight[1:]))
+        first = 0
+        if exc is None and not conn.head and not conn.buffer and self._depth > 1:
+            # A clean close between answers, with pipelined (so repeatable)
+            # requests unanswered: a server ending the connection after so many
+            # requests. Each goes again, alone on a connection, a few times
+            # before its failure counts.
+            first = len(inflight)
+            for k, (_, request) in enumerate(inflight):
+                seen = self._closes.get(id(request), 0)
+                if seen >= _FREE_CLOSES:
+                    first = k
+                    break
+                self._closes[id(request)] = seen + 1
+        # The first request in flight otherwise takes the failure (the caller
+        # decides whether to repeat it). Those pipelined behind it are safe to
+        # repeat (only such requests are pipelined) and go again at the front.
+        again = inflight[:first] + inflight[first + 1 :]
+        if first < len(inflight):
+            key, request = inflight[first]
+            self._done.append((key, request, None, error))
+        for _, request in again:
+            self._alone.add(id(request))
+        self._queue.extendleft(reversed(again))
 
     def _fail_connect(self, conn: _Connection, error: httpx.HTTPError) -> None:
         with contextlib.suppress(KeyError, ValueError):
