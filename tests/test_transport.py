@@ -187,3 +187,11 @@ def test_the_transport_serves_httpx_clients_too(serve):
     server = scripted(serve, (ok(b'{"via": "httpx"}'), False))
     with httpx.Client(transport=ThreadConnectionTransport()) as client:
         assert client.get(f"{server.address}/x").json() == {"via": "httpx"}
+
+
+def test_an_answer_only_the_standard_decoder_takes_is_still_decoded(serve):
+    # orjson refuses the NaN a lenient server may write; the standard decoder takes it.
+    server = scripted(serve, (ok(b'{"ratio": NaN, "n": 1}'), False))
+    http = HTTPLayer(server.address, "/v1")
+    answer = http.json("GET", "/q")
+    assert answer["n"] == 1 and answer["ratio"] != answer["ratio"]

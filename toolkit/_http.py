@@ -736,7 +736,7 @@ def decode_json(response: httpx.Response, method: str = "GET") -> Any:
     try:
         return orjson.loads(content)
     except orjson.JSONDecodeError:
-        pass  # what orjson refuses and the standard decoder takes (integers past 64 bits)
+        pass  # what orjson refuses and the standard decoder takes (NaN, Infinity)
     try:
         return response.json()
     except (ValueError, UnicodeDecodeError):
