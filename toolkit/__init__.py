@@ -70,6 +70,7 @@ __all__ = [
     "Unprocessable",
     "connect_platform",
     "connect_secrets",
+    "diff",
 ]
 
 __version__ = "0.1.0"
@@ -81,6 +82,14 @@ def __getattr__(name: str) -> Any:
         from .secrets import SecretsClient
 
         return SecretsClient
+    if name == "diff":
+        from .drift import diff
+
+        return diff
+    if name in ("report", "drift"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'toolkit' has no attribute {name!r}")
 
 
