@@ -1,0 +1,127 @@
+"""ACL policies as (policy, path, capabilities) rows, and the rules an auditor must see."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import toolkit
+from toolkit.findings import Finding, combine, findings_frame
+from toolkit.sandbox import Sandbox
+from toolkit.secrets.acl import covers, rule_findings, rules_frame, rules_of
+
+HCL = """\
+# comment
+path "secret/data/app/*" {
+  capabilities = ["read", "list"]
+}
+
+path "sys/leases/revoke-prefix/+" {
+  capabilities = ["update", "sudo"]
+}
+"""
+
+
+def test_hcl_policies_become_one_row_per_path() -> None:
+    assert rules_of("app", HCL) == [
+        {"policy": "app", "path": "secret/data/app/*", "capabilities": ["list", "read"]},
+        {"policy": "app", "path": "sys/leases/revoke-prefix/+", "capabilities": ["sudo", "update"]},
+    ]
+
+
+def test_json_policies_read_the_same_as_hcl() -> None:
+    text = '{"path": {"secret/data/app/*": {"capabilities": ["read", "list"]}}}'
+    assert rules_of("app", text) == rules_of("app", HCL)[:1]
+
+
+def test_a_policy_that_does_not_parse_is_named_in_the_error() -> None:
+    with pytest.raises(toolkit.InputError, match="policy 'broken' is not valid HCL"):
+        rules_of("broken", 'path "x" { capabilities = [')
+
+
+@pytest.mark.parametrize(
+    ("glob", "path", "expected"),
+    [
+        ("sys/*", "sys/policies/acl/x", True),
+        ("sys/policies/acl/*", "sys/policies/acl/x", True),
+        ("sys/policies/+/x", "sys/policies/acl/x", True),
+        ("sys/policies/+/y", "sys/policies/acl/x", False),
+        ("sys/policies/acl", "sys/policies/acl/x", False),
+        ("*", "anything/at/all", True),
+        ("auth/token/create*", "auth/token/create-orphan", True),
+        ("auth/token/create", "auth/token/create-orphan", False),
+    ],
+)
+def test_globs_match_as_the_server_matches_them(glob: str, path: str, expected: bool) -> None:
+    assert covers(glob, path) is expected
+
+
+def _findings(text: str) -> list[tuple[str, str]]:
+    frame = rule_findings(rules_frame({"p": text}))
+    return list(zip(frame["severity"].astype(str), frame["reason"], strict=True))
+
+
+def _policy(path: str, *caps: str) -> str:
+    quoted = ", ".join(f'"{c}"' for c in caps)
+    return f'path "{path}" {{\n  capabilities = [{quoted}]\n}}\n'
+
+
+def test_a_policy_that_can_write_acl_policies_is_root_equivalent() -> None:
+    found = _findings(_policy("sys/policies/*", "create", "update"))
+    assert found[0][0] == "critical" and "root-equivalent" in found[0][1]
+    assert not any(s == "critical" for s, _ in _findings(_policy("sys/policies/*", "read")))
+
+
+def test_sudo_and_writes_on_every_path_are_root_equivalent() -> None:
+    severities = [s for s, _ in _findings(_policy("*", "create", "update", "sudo"))]
+    assert severities[0] == "critical" and "high" in severities
+    assert [s for s, _ in _findings(_policy("*", "read", "list"))] == []
+
+
+def test_sudo_is_flagged_and_its_absence_is_not() -> None:
+    assert _findings(_policy("sys/leases/lookup", "update", "sudo")) == [
+        ("high", "grants sudo (root-protected endpoints)")
+    ]
+    assert _findings(_policy("sys/leases/lookup", "update")) == []
+
+
+def test_orphan_token_creation_is_flagged_through_globs_too() -> None:
+    assert _findings(_policy("auth/token/create-orphan", "update"))[0][0] == "high"
+    assert _findings(_policy("auth/token/*", "update"))[0][0] == "high"
+    assert _findings(_policy("auth/token/create", "update")) == []
+    assert _findings(_policy("auth/token/create-orphan", "deny")) == []
+
+
+def test_globs_under_sys_are_flagged_unless_they_deny() -> None:
+    assert _findings(_policy("sys/mounts/+", "read")) == [("medium", "glob under sys/ grants read")]
+    assert _findings(_policy("sys/mounts/+", "deny")) == []
+    assert _findings(_policy("secret/+", "read")) == []
+
+
+def test_the_demo_policies_served_by_the_sandbox_give_rules_and_findings(
+    demo_sandbox: Sandbox,
+) -> None:
+    with toolkit.SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        texts = {n: client.policies.read("acl", n)["policy"] for n in client.policies.list("acl")}
+    rules = rules_frame(texts)
+    operators = rules[rules["policy"] == "operators"]
+    assert set(operators["path"]) >= {"sys/policies/*", "sys/leases/*", "auth/token/create"}
+    assert all(isinstance(c, list) and c for c in rules["capabilities"])
+    found = rule_findings(rules)
+    critical = found[found["severity"] == "critical"]
+    assert list(critical["object"]) == ["operators: sys/policies/*"]
+    assert "auditors: sys/policies/*" not in set(found[found["severity"] == "critical"]["object"])
+
+
+def test_findings_frames_are_ordered_worst_first_and_combine() -> None:
+    a = findings_frame([Finding("low", "b", "x", "r"), Finding("critical", "b", "y", "r")])
+    b = findings_frame([Finding("high", "a", "z", "r")])
+    both = combine(a, b)
+    assert list(both["severity"].astype(str)) == ["critical", "high", "low"]
+    assert list(both.columns) == ["severity", "area", "object", "reason"]
+    assert both["severity"].cat.ordered
+    empty = findings_frame([])
+    assert empty.empty and list(empty.columns) == list(both.columns)
+    assert isinstance(empty["reason"].dtype, pd.StringDtype)
+    with pytest.raises(ValueError, match="severity must be one of"):
+        Finding("urgent", "a", "b", "c")

@@ -1,0 +1,160 @@
+"""ACL policies as rules, and what is dangerous in them.
+
+An ACL policy is HCL (or the same structure in JSON): ``path "<glob>" {
+capabilities = [...] }`` blocks. :func:`rules_of` turns a policy's text into
+rows ``(policy, path, capabilities)``; :func:`rule_findings` flags the rules an
+auditor must look at:
+
+- **critical**, root-equivalent: a rule that can write ACL policies
+  (``sys/policies/acl/...`` or ``sys/policy/...``; the holder can grant itself
+  anything), or that grants ``sudo`` together with a write on every path;
+- **high**: ``sudo`` anywhere; ``create`` or ``update`` on
+  ``auth/token/create-orphan`` (a token that outlives its parent and escapes
+  revocation of the tree);
+- **medium**: a glob (``*`` or ``+``) under ``sys/`` that grants anything.
+
+Globs follow the server's rules: a trailing ``*`` matches any rest of the path,
+``+`` one whole segment.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from .._errors import InputError
+from .._frames import Col, Schema, build_frame
+from ..findings import Finding, findings_frame
+
+__all__ = ["RULES", "covers", "rule_findings", "rules_frame", "rules_of"]
+
+RULES = Schema.of(Col("policy"), Col("path"), Col("capabilities", "object"))
+
+WRITES = frozenset({"create", "update", "delete", "patch"})
+_POLICY_WRITE_PROBES = ("sys/policies/acl/any-policy", "sys/policy/any-policy")
+_ORPHAN = "auth/token/create-orphan"
+
+
+def rules_of(name: str, text: str) -> list[dict[str, Any]]:
+    """The rules of the ACL policy ``name``: a dict per path block, in the text's order.
+
+    Raises :class:`InputError` naming the policy when the text is neither HCL
+    nor JSON of the policy's shape.
+    """
+    document = _parse(name, text)
+    blocks = document.get("path") or []
+    if isinstance(blocks, Mapping):  # JSON: {"path": {"glob": {...}}}
+        blocks = [blocks]
+    rules = []
+    for block in blocks:
+        if not isinstance(block, Mapping):
+            raise InputError(f"policy {name!r}: a path block is not a mapping")
+        for raw_path, body in block.items():
+            capabilities = (body or {}).get("capabilities") or []
+            if isinstance(capabilities, str):
+                capabilities = [capabilities]
+            rules.append(
+                {
+                    "policy": name,
+                    "path": _unquote(raw_path),
+                    "capabilities": sorted({_unquote(c).lower() for c in capabilities}),
+                }
+            )
+    return rules
+
+
+def rules_frame(policies: Mapping[str, str]) -> pd.DataFrame:
+    """Every rule of every policy (name → text) as a frame: ``policy``, ``path``, ``capabilities``."""
+    rows = [rule for name, text in policies.items() for rule in rules_of(name, text)]
+    return build_frame(rows, RULES)
+
+
+def covers(glob: str, path: str) -> bool:
+    """Whether the rule path ``glob`` matches the request path ``path``."""
+    pattern = ""
+    rest = glob
+    prefix = rest.endswith("*")
+    if prefix:
+        rest = rest[:-1]
+    for piece in re.split(r"(\+)", rest):
+        pattern += "[^/]+" if piece == "+" else re.escape(piece)
+    pattern += ".*" if prefix else ""
+    return re.fullmatch(pattern, path) is not None
+
+
+def rule_findings(rules: pd.DataFrame | Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """The findings in ``rules`` (a :func:`rules_frame`, or its rows); see the module doc."""
+    rows = rules.to_dict("records") if isinstance(rules, pd.DataFrame) else list(rules)
+    found: list[Finding] = []
+    for rule in rows:
+        path, caps = str(rule["path"]), set(rule["capabilities"] or [])
+        where = f"{rule['policy']}: {path}"
+        if not caps or caps == {"deny"}:
+            continue
+        if caps & WRITES and any(covers(path, p) for p in _POLICY_WRITE_PROBES):
+            found.append(
+                Finding(
+                    "critical",
+                    "policies",
+                    where,
+                    "root-equivalent: can write ACL policies, so can grant itself anything",
+                )
+            )
+        elif "sudo" in caps and caps & WRITES and path in ("*", "+*", "+/*"):
+            found.append(
+                Finding(
+                    "critical", "policies", where, "root-equivalent: sudo and writes on every path"
+                )
+            )
+        if "sudo" in caps:
+            found.append(
+                Finding("high", "policies", where, "grants sudo (root-protected endpoints)")
+            )
+        if caps & {"create", "update"} and covers(path, _ORPHAN):
+            found.append(
+                Finding(
+                    "high",
+                    "policies",
+                    where,
+                    "can create orphan tokens, which survive revocation of their parent",
+                )
+            )
+        if path.startswith("sys/") and ("*" in path or "+" in path):
+            found.append(
+                Finding(
+                    "medium", "policies", where, f"glob under sys/ grants {', '.join(sorted(caps))}"
+                )
+            )
+    return findings_frame(found)
+
+
+def _parse(name: str, text: str) -> dict[str, Any]:
+    stripped = text.strip()
+    if not stripped:
+        return {}
+    if stripped.startswith("{"):
+        try:
+            document = json.loads(stripped)
+        except ValueError as exc:
+            raise InputError(f"policy {name!r} is not valid JSON: {exc}") from None
+    else:
+        import hcl2
+
+        try:
+            document = hcl2.loads(text)
+        except Exception as exc:  # noqa: BLE001 - the parser's own errors vary by version
+            raise InputError(f"policy {name!r} is not valid HCL: {exc}") from None
+    if not isinstance(document, dict):
+        raise InputError(f"policy {name!r}: expected path blocks")
+    return document
+
+
+def _unquote(value: Any) -> str:
+    text = str(value)
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1]
+    return text
