@@ -112,11 +112,61 @@ def sandbox_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _fleet_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="toolkit fleet",
+        description="Run one runbook against every target of a targets file with papermill, "
+        "and write each executed notebook, its evidence and an HTML index into --out.",
+    )
+    p.add_argument("runbook", help="the runbook notebook (a path)")
+    p.add_argument("--targets", required=True, metavar="FILE", help="the targets file (TOML)")
+    p.add_argument(
+        "--parallel", type=int, default=1, metavar="N", help="runs at a time (default 1)"
+    )
+    p.add_argument("--out", default="fleet-run", metavar="DIR", help="where results go")
+    p.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="hand the runs to an existing Dask cluster (a tls:// scheduler is recommended)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def fleet_main(argv: Sequence[str] | None = None) -> int:
+    args = _fleet_parser().parse_args(argv)
+    from ._errors import ToolkitError
+    from .fleet import load_targets, run_fleet
+
+    try:
+        targets = load_targets(args.targets)
+        run = run_fleet(
+            args.runbook,
+            targets,
+            args.out,
+            parallel=args.parallel,
+            dask=args.dask,
+            show_progress=not args.no_progress,
+        )
+    except ToolkitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for result in run.results:
+        line = f"{result['status']:6}  {result['name']}  ({result['seconds']:.1f} s)"
+        if result.get("error"):
+            line += f"  {result['error']}"
+        print(line)
+    print(f"{len(run.results) - len(run.failed)} passed, {len(run.failed)} failed")
+    print(f"index: {run.out / 'index.html'}")
+    return 0 if run.ok else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: python -m toolkit sandbox [options]   (see 'sandbox --help')")
         print("       python -m toolkit check-notebooks PATH...   (find secrets in notebooks)")
+        print("       python -m toolkit fleet RUNBOOK --targets FILE   (see 'fleet --help')")
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "sandbox":
@@ -125,8 +175,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .leakcheck import main as check_main
 
         return check_main(rest)
+    if command == "fleet":
+        return fleet_main(rest)
     print(
-        f"unknown command {command!r}; the commands are 'sandbox' and 'check-notebooks'",
+        f"unknown command {command!r}; the commands are 'sandbox', 'check-notebooks' and 'fleet'",
         file=sys.stderr,
     )
     return 2

@@ -1,0 +1,282 @@
+"""Fleet runs: one runbook, several real targets, each reported, none stopping the others."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import toolkit
+from toolkit.__main__ import main
+from toolkit.fleet import Target, parse_targets, resolve_token, run_fleet
+from toolkit.sandbox import Sandbox
+
+PROBE = Path(__file__).with_name("probe.ipynb")
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """An address that accepts connections and never answers (a hung gateway)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def hold() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            held.append(conn)
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    thread.join(5)
+    for conn in held:
+        conn.close()
+    listener.close()
+
+
+def _refused_address() -> str:
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def _targets(sandbox: Sandbox, slow: str, down: str) -> str:
+    return f"""
+[defaults]
+timeout = 60
+
+[[target]]
+name = "good-env"
+kind = "secrets"
+address = "{sandbox.address}"
+token_env = "FLEET_TEST_GOOD"
+
+[[target]]
+name = "good-file"
+kind = "secrets"
+address = "{sandbox.address}"
+token_file = "{{token_file}}"
+
+[[target]]
+name = "bad-token"
+kind = "secrets"
+address = "{sandbox.address}"
+token_env = "FLEET_TEST_BAD"
+
+[[target]]
+name = "down"
+kind = "secrets"
+address = "{down}"
+token_env = "FLEET_TEST_GOOD"
+
+[[target]]
+name = "slow"
+kind = "secrets"
+address = "{slow}"
+token_env = "FLEET_TEST_GOOD"
+timeout = 4
+"""
+
+
+@pytest.mark.parametrize("parallel", [3])
+def test_a_fleet_reports_every_target_and_loses_none(
+    demo_sandbox: Sandbox,
+    silent_server: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    parallel: int,
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(demo_sandbox.token + "\n")
+    token_file.chmod(0o600)
+    monkeypatch.setenv("FLEET_TEST_GOOD", demo_sandbox.token)
+    monkeypatch.setenv("FLEET_TEST_BAD", "not-a-token-of-this-server")
+    text = _targets(demo_sandbox, silent_server, _refused_address()).replace(
+        "{token_file}", str(token_file)
+    )
+    targets = parse_targets(text)
+    out = tmp_path / "run"
+    run = run_fleet(PROBE, targets, out, parallel=parallel, show_progress=False)
+
+    by_name = {r["name"]: r for r in run.results}
+    assert [r["name"] for r in run.results] == [
+        "good-env",
+        "good-file",
+        "bad-token",
+        "down",
+        "slow",
+    ]
+    assert by_name["good-env"]["status"] == by_name["good-file"]["status"] == "passed"
+    assert by_name["good-env"]["summary"] == {"sealed": False, "policies": 1}
+    assert by_name["bad-token"]["status"] == "failed"
+    assert "PermissionDenied" in by_name["bad-token"]["error"]
+    assert "ConnectError" in by_name["down"]["error"]
+    assert "timed out" in by_name["slow"]["error"].lower() or "Timeout" in by_name["slow"]["error"]
+    assert run.failed == ["bad-token", "down", "slow"] and not run.ok
+
+    for name in ("good-env", "good-file"):
+        assert (out / name / "probe.ipynb").is_file()
+        assert (out / name / "evidence" / "evidence-policies.csv").read_text().splitlines() == [
+            "policy",
+            "root",
+        ]
+    index = (out / "index.html").read_text()
+    assert index.count("class='failed'") == 3 and index.count("class='passed'") == 2
+    assert "good-env/probe.ipynb" in index and "evidence-policies.csv" in index
+    saved = json.loads((out / "results.json").read_text())
+    assert [r["status"] for r in saved["results"]] == [r["status"] for r in run.results]
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert demo_sandbox.token.encode() not in path.read_bytes(), path
+
+
+def test_the_command_exits_non_zero_when_a_target_failed(
+    demo_sandbox: Sandbox,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("FLEET_TEST_GOOD", demo_sandbox.token)
+    targets = tmp_path / "targets.toml"
+    targets.write_text(
+        f"""
+[[target]]
+name = "ok"
+kind = "secrets"
+address = "{demo_sandbox.address}"
+token_env = "FLEET_TEST_GOOD"
+
+[[target]]
+name = "down"
+kind = "secrets"
+address = "{_refused_address()}"
+token_env = "FLEET_TEST_GOOD"
+"""
+    )
+    code = main(
+        [
+            "fleet",
+            str(PROBE),
+            "--targets",
+            str(targets),
+            "--out",
+            str(tmp_path / "o"),
+            "--no-progress",
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert code == 1
+    assert "passed  ok" in printed and "failed  down" in printed and "1 passed, 1 failed" in printed
+    only_ok = tmp_path / "ok.toml"
+    only_ok.write_text(targets.read_text().split('[[target]]\nname = "down"')[0])
+    assert (
+        main(
+            [
+                "fleet",
+                str(PROBE),
+                "--targets",
+                str(only_ok),
+                "--out",
+                str(tmp_path / "p"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+
+
+def test_a_second_run_into_the_same_folder_is_refused(
+    demo_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    (tmp_path / "a").mkdir()
+    target = Target("a", "secrets", demo_sandbox.address, token_env="X")
+    with pytest.raises(toolkit.InputError, match="exists already"):
+        run_fleet(PROBE, [target], tmp_path, show_progress=False)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('name="a"\nkind="secrets"\naddress="http://x"\ntoken="s.abc"', "looks like a secret"),
+        (
+            'name="a"\nkind="secrets"\naddress="http://x"\ntoken_env="T"\nparameters={password="x"}',
+            "the parameter 'password' looks like a secret",
+        ),
+        ('name="a"\nkind="secrets"\naddress="http://x"', "exactly one of token_env or token_file"),
+        ('name="a"\nkind="vault"\naddress="http://x"\ntoken_env="T"', "kind must be one of"),
+        (
+            'name="a"\nkind="secrets"\naddress="x.example.com"\ntoken_env="T"',
+            "must start with http",
+        ),
+        ('name="a b"\nkind="secrets"\naddress="http://x"\ntoken_env="T"', "letters, digits"),
+        (
+            'name="a"\nkind="secrets"\naddress="http://x"\ntoken_env="T"\nparameters={target="sandbox"}',
+            "sets the parameter 'target' itself",
+        ),
+        (
+            'name="a"\nkind="secrets"\naddress="http://x"\ntoken_env="T"\ncolour="red"',
+            "unknown key 'colour'",
+        ),
+    ],
+)
+def test_a_bad_targets_file_is_refused_with_what_is_wrong(body: str, message: str) -> None:
+    with pytest.raises(toolkit.InputError, match=message):
+        parse_targets("[[target]]\n" + body)
+
+
+def test_two_targets_of_one_name_are_refused() -> None:
+    one = 'name="a"\nkind="secrets"\naddress="http://x"\ntoken_env="T"\n'
+    with pytest.raises(toolkit.InputError, match="the name 'a' is used twice"):
+        parse_targets(f"[[target]]\n{one}[[target]]\n{one}")
+
+
+def test_defaults_apply_to_every_target_and_a_target_wins() -> None:
+    text = """
+[defaults]
+timeout = 30
+parameters = { soon_seconds = 60, organization_env = "ORG" }
+
+[[target]]
+name = "a"
+kind = "platform"
+address = "https://tfe.example.com/"
+token_env = "TFE_A"
+organization = "acme"
+parameters = { soon_seconds = 120 }
+"""
+    (target,) = parse_targets(text)
+    assert target.address == "https://tfe.example.com"
+    assert target.timeout == 30.0
+    assert target.parameters == {"soon_seconds": 120, "organization_env": "ORG"}
+
+
+def test_a_token_file_open_to_others_is_refused_and_names_no_value(tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    path.write_text("s.very-secret-value")
+    path.chmod(0o644)
+    target = Target("a", "secrets", "http://x", token_file=str(path))
+    with pytest.raises(toolkit.ConfigurationError, match="open to group or others") as err:
+        resolve_token(target)
+    assert "very-secret" not in str(err.value)
+    path.chmod(0o600)
+    assert resolve_token(target).reveal() == "s.very-secret-value"
+
+
+def test_a_missing_variable_is_named_not_guessed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FLEET_NOWHERE", raising=False)
+    with pytest.raises(toolkit.ConfigurationError, match="FLEET_NOWHERE is not set here"):
+        resolve_token(Target("a", "secrets", "http://x", token_env="FLEET_NOWHERE"))
+    assert os.environ.get("FLEET_NOWHERE") is None

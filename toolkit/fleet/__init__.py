@@ -1,0 +1,200 @@
+"""Fleet runs: one runbook against many targets, unattended.
+
+``python -m toolkit fleet RUNBOOK --targets targets.toml [--parallel N] [--out DIR]
+[--dask ADDRESS]`` runs the runbook once per target with papermill, N at a time
+in local processes or on an existing Dask cluster, and writes into ``DIR``:
+
+- ``<target>/<runbook>.ipynb``: the executed notebook (also for a failed run, as
+  far as it got);
+- ``<target>/evidence/...``: what the runbook filed (its ``evidence_dir``);
+- ``index.html``: pass or fail per target, the key numbers each run reported
+  (:func:`summary`), links to each notebook and its evidence;
+- ``results.json``: the same, for machines.
+
+A target that is down, refuses the token or times out is reported and never
+stops the others; the exit status is 1 when any target failed. The targets file
+names where each target's credentials are, never the credentials
+(:mod:`toolkit.fleet.targets`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from .._errors import InputError
+from .execute import SUMMARY_MIME, TOKEN_VARIABLE, execute_target, summary
+from .index import write_index
+from .targets import Target, load_targets, parse_targets, resolve_token
+
+__all__ = [
+    "FleetRun",
+    "SUMMARY_MIME",
+    "TOKEN_VARIABLE",
+    "Target",
+    "execute_target",
+    "load_targets",
+    "parse_targets",
+    "resolve_token",
+    "run_fleet",
+    "summary",
+]
+
+
+@dataclass(frozen=True)
+class FleetRun:
+    """What a fleet run did: a result per target (in the targets file's order), and where."""
+
+    runbook: str
+    out: Path
+    results: list[dict[str, Any]]
+
+    @property
+    def failed(self) -> list[str]:
+        return [r["name"] for r in self.results if r["status"] != "passed"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def __repr__(self) -> str:
+        passed = len(self.results) - len(self.failed)
+        return (
+            f"<FleetRun {self.runbook}: {passed} passed, {len(self.failed)} failed, in {self.out}>"
+        )
+
+
+def run_fleet(
+    runbook: str | Path,
+    targets: Sequence[Target],
+    out: str | Path,
+    *,
+    parallel: int = 1,
+    dask: str | Any | None = None,
+    show_progress: bool = True,
+    options: dict[str, Any] | None = None,
+) -> FleetRun:
+    """Run ``runbook`` against every target and write what each run left into ``out``.
+
+    ``parallel`` runs at a time in local processes (1: in this process, one
+    after another); ``dask`` an address of (or a ``distributed.Client`` to) an
+    existing Dask cluster, whose workers then run them, resolving credentials
+    from their own environment and files.
+    """
+    source = Path(runbook)
+    if not source.is_file():
+        raise InputError(f"no runbook at {source}")
+    if parallel < 1:
+        raise InputError("--parallel must be at least 1")
+    if not targets:
+        raise InputError("no targets to run")
+    folder = Path(out)
+    clashes = [t.name for t in targets if (folder / t.name).exists()]
+    if clashes:
+        raise InputError(f"{folder / clashes[0]} exists already: give each run its own --out")
+    text = source.read_text(encoding="utf-8")
+    jobs = [(text, source.name, t.as_dict(), dict(options or {})) for t in targets]
+    if dask is not None:
+        finished = _on_dask(dask, jobs)
+    elif parallel == 1:
+        finished = ((k, execute_target(*job)) for k, job in enumerate(jobs))
+    else:
+        finished = _on_processes(jobs, parallel)
+    results: list[dict[str, Any] | None] = [None] * len(jobs)
+    for k, result in _progress(finished, len(jobs), show_progress):
+        results[k] = _file(folder, source.name, result)
+    done = [r for r in results if r is not None]
+    write_index(folder, source.name, done)
+    return FleetRun(source.name, folder, done)
+
+
+def _on_processes(
+    jobs: list[tuple[Any, ...]], parallel: int
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    # spawn: a forked copy of a process with threads (Jupyter, tqdm) can deadlock.
+    with ProcessPoolExecutor(max_workers=parallel, mp_context=get_context("spawn")) as pool:
+        futures: dict[Future[dict[str, Any]], int] = {
+            pool.submit(execute_target, *job): k for k, job in enumerate(jobs)
+        }
+        for future in as_completed(futures):
+            yield futures[future], _outcome(future.result, jobs[futures[future]])
+
+
+def _on_dask(dask: str | Any, jobs: list[tuple[Any, ...]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+    except ImportError:
+        raise InputError(
+            "--dask needs the distributed package: pip install 'operator-toolkit[fleet]'"
+        ) from None
+    client = Client(dask) if isinstance(dask, str) else dask
+    try:
+        futures = {
+            client.submit(execute_target, *job, pure=False, key=f"fleet-{k}-{job[2]['name']}"): k
+            for k, job in enumerate(jobs)
+        }
+        for future in dask_completed(list(futures)):
+            k = futures[future]
+            yield k, _outcome(future.result, jobs[k])
+    finally:
+        if isinstance(dask, str):
+            client.close()
+
+
+def _outcome(get: Callable[[], dict[str, Any]], job: tuple[Any, ...]) -> dict[str, Any]:
+    """The job's result, or a failed result when the worker itself broke."""
+    try:
+        return get()
+    except Exception as exc:  # noqa: BLE001 - a lost worker is that target's failure
+        target = job[2]
+        return {
+            "name": target["name"],
+            "kind": target["kind"],
+            "address": target["address"],
+            "status": "failed",
+            "error": f"the worker failed: {type(exc).__name__}: {str(exc)[:200]}",
+            "seconds": 0.0,
+            "summary": {},
+            "notebook": None,
+            "evidence": {},
+        }
+
+
+def _progress(
+    items: Iterable[tuple[int, dict[str, Any]]], total: int, enabled: bool
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    from .._progress import progress
+
+    yield from progress(items, desc="targets", total=total, enabled=enabled)
+
+
+def _file(folder: Path, runbook: str, result: dict[str, Any]) -> dict[str, Any]:
+    """Write the run's notebook and evidence under ``folder/<target>``; the result's summary."""
+    home = folder / result["name"]
+    home.mkdir(parents=True, exist_ok=False)
+    record = {k: v for k, v in result.items() if k not in ("notebook", "evidence")}
+    record["notebook_path"] = None
+    record["evidence_paths"] = []
+    if result.get("notebook") is not None:
+        path = home / runbook
+        path.write_text(result["notebook"], encoding="utf-8")
+        record["notebook_path"] = str(path.relative_to(folder))
+    for name, blob in sorted((result.get("evidence") or {}).items()):
+        path = (home / "evidence" / name).resolve()
+        if home.resolve() not in path.parents:
+            continue  # a file name that climbs out of the target's folder is not written
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(blob)
+        record["evidence_paths"].append(str(path.relative_to(folder.resolve())))
+    return record
+
+
+def results_json(run: FleetRun) -> str:
+    """The run's results as JSON text (what ``results.json`` holds)."""
+    return json.dumps({"runbook": run.runbook, "results": run.results}, indent=2, default=str)
