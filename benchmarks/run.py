@@ -28,6 +28,9 @@ Scenarios and goals:
   each worker is refused at most about once a window (it waits as told).
 - ``import``: ``import toolkit`` within 0.5 s of pandas' own import, with no
   widget or plotting library loaded.
+- ``fleet``: a runbook over 20 sandboxes, a real OpenBao and three broken
+  targets with 1, 2 and 4 runs at a time and on a 2-worker Dask cluster; every
+  target reported right each time, and a run's fixed cost under 3 s.
 """
 
 from __future__ import annotations
@@ -566,6 +569,12 @@ def import_time(args: argparse.Namespace, goals: list[Goal]) -> None:
     goals.append(Goal("import", "widget / plotting modules loaded", len(loaded), 0, False))
 
 
+def fleet(args: argparse.Namespace, goals: list[Goal]) -> None:
+    from benchmarks.fleet import fleet as run
+
+    run(args, goals)
+
+
 SCENARIOS: dict[str, Callable[[argparse.Namespace, list[Goal]], None]] = {
     "import": import_time,
     "frames": frames,
@@ -573,6 +582,7 @@ SCENARIOS: dict[str, Callable[[argparse.Namespace, list[Goal]], None]] = {
     "rate-limit": rate_limit,
     "agent-inventory": agent_inventory,
     "lease-audit": lease_audit,
+    "fleet": fleet,
 }
 
 
