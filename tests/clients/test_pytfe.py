@@ -479,6 +479,24 @@ def test_a_member_sees_only_its_own_teams_access_and_changes_nothing(sandbox: Sa
         assert owner.team_workspace_accesses.read(records[0].id).access == records[0].access
 
 
+def test_a_workspace_admin_changes_its_workspaces_team_access_with_pytfe(sandbox: Sandbox) -> None:
+    workspace = _ids(sandbox, "organizations/acme/workspaces")["networking"]
+    readers = _ids(sandbox, "organizations/acme/teams")["readers"]
+    admin_config = TFEConfig(address=sandbox.address, token="demo-member-alice", max_retries=0)
+    with TFEClient(admin_config) as alice:  # platform-admins has admin on networking
+        added = alice.team_workspace_accesses.add(
+            TeamWorkspaceAccessAddOptions(
+                access=TeamWorkspaceAccessType.READ, team_id=readers, workspace_id=workspace
+            )
+        )
+        changed = alice.team_workspace_accesses.update(
+            added.id, TeamWorkspaceAccessUpdateOptions(access=TeamWorkspaceAccessType.PLAN)
+        )
+        assert changed.access == TeamWorkspaceAccessType.PLAN
+    with _client(sandbox) as owner:
+        assert owner.team_workspace_accesses.read(added.id).access == TeamWorkspaceAccessType.PLAN
+
+
 def test_pytfes_status_filter_is_not_the_specs_and_lists_every_agent(
     tfe: TFEClient, sandbox: Sandbox
 ) -> None:

@@ -131,6 +131,25 @@ def test_pool_get_can_include_the_workspaces_that_use_it(reader):
     assert sorted(w["name"] for w in pool.workspaces) == ["billing-api", "web-backend"]
 
 
+def test_pool_list_can_include_the_workspaces_each_pool_serves(reader):
+    pools = reader.agent_pools.list("acme", include="workspaces")
+    assert list(pools.columns) == [*reader.agent_pools.list("acme").columns, "workspaces"]
+    (row,) = pools.itertuples()
+    assert sorted(row.workspaces) == ["billing-api", "web-backend"]
+    # names in the order of the ids they stand for
+    names = reader.organizations.workspaces("acme")["name"]
+    assert row.workspaces == [names[w] for w in row.workspace_ids]
+    globex = reader.agent_pools.list("globex", include=["workspaces"])
+    assert [list(w) for w in globex["workspaces"]] == [["etl-jobs"]]
+    empty = reader.agent_pools.list("initech", include="workspaces")
+    assert empty.empty and list(empty.columns) == list(pools.columns)
+
+
+def test_an_include_the_pool_list_does_not_offer_is_refused_before_sending(reader):
+    with pytest.raises(InputError, match="'agents' is not allowed"):
+        reader.agent_pools.list("acme", include=["workspaces", "agents"])
+
+
 def test_status_counts_report_total_and_matching(reader):
     counts = reader.agent_pools.status_counts("acme", q="nothing-like-this")
     assert counts == {"total": 1, "matching": 0}
@@ -252,6 +271,18 @@ def test_parameters_hide_sensitive_values(client):
     assert updated.value == "eu-central-1"
     client.policy_set_parameters.delete(ps, plain.id)
     assert plain.id not in client.policy_set_parameters.list(ps).index
+
+
+def test_a_parameters_category_can_be_sent_and_only_policy_set_is_accepted(client):
+    sets = client.organizations.policy_sets("acme")
+    ps = sets.index[sets["name"] == "security-baseline"][0]
+    plain = client.policy_set_parameters.create(ps, "zone", "a")
+    kept = client.policy_set_parameters.update(ps, plain.id, value="b", category="policy-set")
+    assert (kept.value, kept.category) == ("b", "policy-set")
+    with pytest.raises(Unprocessable, match="category 'terraform' is not allowed"):
+        client.policy_set_parameters.update(ps, plain.id, value="c", category="terraform")
+    after = client.policy_set_parameters.list(ps).loc[plain.id]
+    assert (after["value"], after["category"]) == ("b", "policy-set")
 
 
 def test_a_member_sees_only_its_own_teams_access(demo_sandbox):

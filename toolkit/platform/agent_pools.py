@@ -20,7 +20,7 @@ from ._base import Area
 from ._jsonapi import FrameBuilder, flatten, iter_resources, read_lists, resources_frame
 from .permissions import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 
-__all__ = ["AgentPools", "POOLS", "AGENTS", "agents_frame"]
+__all__ = ["AgentPools", "POOLS", "POOLS_WITH_WORKSPACES", "AGENTS", "agents_frame"]
 
 POOLS = Schema.of(
     "id",
@@ -32,6 +32,10 @@ POOLS = Schema.of(
     Col("allowed_workspace_ids", "object"),
     index="id",
 )
+# The pool list with ``include="workspaces"``: the attached workspaces' names too.
+POOLS_WITH_WORKSPACES = Schema.of(*POOLS.columns, Col("workspaces", "object"), index="id")
+# What ``include`` may name on the pool endpoints (spec 000, convention 5).
+POOL_INCLUDES = ("workspaces",)
 AGENTS = Schema.of(
     "id",
     Col("name"),
@@ -67,6 +71,20 @@ def _check_name(name: str) -> None:
         raise InputError(f"agent pool name {name!r} may hold only letters, numbers, '-' and '_'")
 
 
+def _include_names(include: str | Sequence[str] | None) -> list[str]:
+    """The related resources asked for, checked against :data:`POOL_INCLUDES`."""
+    if include is None:
+        return []
+    names = [include] if isinstance(include, str) else list(include)
+    unknown = [n for n in names if n not in POOL_INCLUDES]
+    if unknown:
+        raise InputError(
+            f"include {', '.join(map(repr, unknown))} is not allowed on agent pools; "
+            f"allowed: {', '.join(POOL_INCLUDES)}"
+        )
+    return list(dict.fromkeys(names))
+
+
 def _pool_body(
     name: str | None,
     organization_scoped: bool,
@@ -100,13 +118,17 @@ class AgentPools(Area):
         q: str | None = None,
         sort: str | None = None,
         allowed_workspace: str | None = None,
+        include: str | Sequence[str] | None = None,
     ) -> pd.DataFrame:
         """The organization's pools, all pages.
 
         ``GET /organizations/:organization_name/agent-pools`` with ``q``, ``sort``
-        (``name``, ``created-at``, ``-`` to reverse) and
-        ``filter[allowed_workspaces][name]``.
+        (``name``, ``created-at``, ``-`` to reverse),
+        ``filter[allowed_workspaces][name]`` and ``include``. ``include="workspaces"``
+        adds a ``workspaces`` column: the names of the workspaces attached to each
+        pool, from the answer's ``included`` member, in ``workspace_ids`` order.
         """
+        includes = _include_names(include)
         params: dict[str, Any] = {}
         if q:
             params["q"] = q
@@ -114,7 +136,20 @@ class AgentPools(Area):
             params["sort"] = sort
         if allowed_workspace:
             params["filter[allowed_workspaces][name]"] = allowed_workspace
-        return self._frame(f"/organizations/{segment(organization)}/agent-pools", POOLS, params)
+        path = f"/organizations/{segment(organization)}/agent-pools"
+        if not includes:
+            return self._frame(path, POOLS, params)
+        params["include"] = ",".join(includes)
+        included: list[dict[str, Any]] = []
+        pools = [flatten(r) for r in iter_resources(self._http, path, params, included=included)]
+        names = {
+            r.get("id"): (r.get("attributes") or {}).get("name")
+            for r in included
+            if r.get("type") == "workspaces"
+        }
+        for pool in pools:
+            pool["workspaces"] = [names.get(w) for w in pool.get("workspace_ids") or []]
+        return build_frame(pools, POOLS_WITH_WORKSPACES)
 
     def status_counts(self, organization: str, **filters: Any) -> dict[str, int]:
         """``meta.status-counts`` of the pool list: ``total`` and ``matching``."""

@@ -88,10 +88,14 @@ class PolicySetParameters(Area):
         key: str | None = None,
         value: str | Sensitive | None = None,
         sensitive: bool | None = None,
+        category: str | None = None,
     ) -> Record:
         """Update a parameter; what is not given stays as it is.
 
         ``PATCH /policy-sets/:policy_set_id/parameters/:parameter_id``.
+        ``category`` is sent as given: the service accepts only ``policy-set``
+        (spec 000, 4.2) and refuses anything else with 422
+        (:class:`~toolkit.Unprocessable`), changing nothing.
         """
         attributes: dict[str, Any] = {}
         if key is not None:
@@ -100,6 +104,8 @@ class PolicySetParameters(Area):
             attributes["value"] = value.reveal() if isinstance(value, Sensitive) else value
         if sensitive is not None:
             attributes["sensitive"] = sensitive
+        if category is not None:
+            attributes["category"] = category
         body = {"data": {"type": "vars", "id": parameter_id, "attributes": attributes}}
         doc = self._send("PATCH", self._path(policy_set_id, parameter_id), body)
         return _parameter(doc["data"], policy_set_id)

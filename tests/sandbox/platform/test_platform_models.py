@@ -9,8 +9,9 @@ import pytest
 from toolkit.sandbox import DEMO_EPOCH
 from toolkit.sandbox._clock import Clock
 from toolkit.sandbox.platform.demo import load_demo
-from toolkit.sandbox.platform.errors import PlatformError
+from toolkit.sandbox.platform.errors import Invalid, LimitReached, PlatformError, Unauthorized
 from toolkit.sandbox.platform.models import PlatformService
+from toolkit.sandbox.platform.team_access import PermissionSettings
 
 
 def _service(**options) -> PlatformService:
@@ -83,9 +84,9 @@ def test_set_agent_status_validates_and_moves_the_ping():
     service.set_agent_status(agent_id, "busy", later)
     agent = service.agent(service.authenticate("root"), agent_id)
     assert (agent.reported_status, agent.last_ping_at) == ("busy", later)
-    with pytest.raises(PlatformError) as refused:
+    with pytest.raises(Invalid) as refused:
         service.set_agent_status(agent_id, "asleep")
-    assert refused.value.status == 422
+    assert refused.value.field == "status"
     assert agent.reported_status == "busy"
 
 
@@ -94,7 +95,7 @@ def test_the_pool_limit_is_enforced_by_the_python_api_too():
     service.add_organization("o")
     service.add_pool("o", "a")
     service.add_pool("o", "b")
-    with pytest.raises(PlatformError) as refused:
+    with pytest.raises(LimitReached) as refused:
         service.add_pool("o", "c")
     assert "limit is 2" in str(refused.value)
 
@@ -102,9 +103,8 @@ def test_the_pool_limit_is_enforced_by_the_python_api_too():
 def test_unknown_tokens_are_refused_with_401():
     service = _demo()
     for token in (None, "", "nope"):
-        with pytest.raises(PlatformError) as refused:
+        with pytest.raises(Unauthorized):
             service.authenticate(token)
-        assert refused.value.status == 401
 
 
 def test_tokens_and_sensitive_values_never_show_in_reprs():
@@ -126,7 +126,9 @@ def test_a_refused_team_access_update_changes_nothing():
     record = next(r for r in service.team_accesses(root, ws.id) if r.access == "custom")
     before = dict(record.permissions)
     with pytest.raises(PlatformError):
-        service.update_team_access(root, record.id, {"runs": "apply", "variables": "nope"})
+        service.access_store.update(
+            root, record.id, permissions=PermissionSettings(runs="apply", variables="nope")
+        )
     assert record.permissions == before
 
 

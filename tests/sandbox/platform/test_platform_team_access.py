@@ -294,3 +294,71 @@ def test_records_of_other_organizations_are_invisible(api, ids):
         client = api(token)
         assert_error(_records(client, ids["web-frontend"]), 404)
         assert_error(_create(client, ids["networking"], ids["planners"], {"access": "plan"}), 404)
+
+
+# -- workspace admins (part 2 rule 4) --------------------------------------------------
+# alice's platform-admins team has admin on networking; bob's teams are admin nowhere.
+
+
+def test_a_workspace_admin_adds_changes_and_removes_team_access_there(api, ids):
+    alice = api("demo-member-alice")
+    created = _create(alice, ids["networking"], ids["readers"], {"access": "read"})
+    assert created.status_code == 200, created.text
+    record = created.json()["data"]
+    changed = _patch(alice, record["id"], {"access": "custom", "runs": "plan"})
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["data"]["attributes"]["runs"] == "plan"
+    owner = api()
+    shown = owner.get(f"/team-workspaces/{record['id']}").json()["data"]["attributes"]
+    assert (shown["access"], shown["runs"]) == ("custom", "plan")
+    assert alice.delete(f"/team-workspaces/{record['id']}").status_code == 204
+    assert_error(owner.get(f"/team-workspaces/{record['id']}"), 404)
+
+
+def test_a_workspace_admin_sees_every_record_there_including_secret_teams(sandbox, api, ids):
+    # a secret team alice is not on
+    red_team = sandbox.platform.add_team("acme", "red-team", members=["erin-token"], secret=True)
+    owner = api()
+    secret = _create(owner, ids["networking"], red_team, {"access": "read"}).json()["data"]
+    planners = _create(owner, ids["networking"], ids["planners"], {"access": "plan"})
+    alice = api("demo-member-alice")
+    assert_error(alice.get(f"/teams/{red_team}"), 404)  # the team itself stays hidden
+    seen = {r["id"] for r in _records(alice, ids["networking"]).json()["data"]}
+    assert seen == {r["id"] for r in _records(owner, ids["networking"]).json()["data"]}
+    assert secret["id"] in seen and len(seen) == 3
+    assert alice.get(f"/team-workspaces/{secret['id']}").status_code == 200
+    # bob is on planners, not an admin of networking: he sees only his team's record
+    bob = api("demo-member-bob")
+    assert [r["id"] for r in _records(bob, ids["networking"]).json()["data"]] == [
+        planners.json()["data"]["id"]
+    ]
+    assert_error(bob.get(f"/team-workspaces/{secret['id']}"), 404)
+
+
+def test_a_workspace_admin_changes_nothing_on_workspaces_it_does_not_administer(api, ids):
+    alice = api("demo-member-alice")  # write on web-frontend (developers), custom on billing-api
+    owner = api()
+    readers = _record_of(owner, ids["web-frontend"], ids["readers"])
+    assert_error(_patch(alice, readers["id"], {"access": "admin"}), 404)
+    assert_error(alice.delete(f"/team-workspaces/{readers['id']}"), 404)
+    assert_error(_create(alice, ids["web-frontend"], ids["planners"], {"access": "read"}), 404)
+    security = _record_of(owner, ids["billing-api"], ids["security"])
+    assert_error(_patch(alice, security["id"], {"access": "admin"}), 404)
+    assert_error(_records(alice, ids["payroll"]), 404)  # another organization
+    after = {r["id"]: r for r in _records(owner, ids["web-frontend"]).json()["data"]}
+    assert after[readers["id"]] == readers
+    assert _record_of(owner, ids["billing-api"], ids["security"]) == security
+
+
+def test_a_team_of_another_organization_is_404_for_a_workspace_admin_too(api, ids):
+    alice = api("demo-member-alice")
+    dave_team = team_id(api(), "initech", "payroll-admins")
+    assert_error(_create(alice, ids["networking"], dave_team, {"access": "read"}), 404)
+
+
+def test_a_workspace_admin_who_gives_up_admin_loses_the_right_to_change(api, ids):
+    alice = api("demo-member-alice")
+    own = _record_of(api(), ids["networking"], team_id(api(), "acme", "platform-admins"))
+    assert _patch(alice, own["id"], {"access": "write"}).status_code == 200
+    assert_error(_patch(alice, own["id"], {"access": "admin"}), 404)
+    assert_error(_create(alice, ids["networking"], ids["readers"], {"access": "read"}), 404)

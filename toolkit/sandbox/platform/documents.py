@@ -1,7 +1,10 @@
 """JSON:API documents of the platform sandbox, in one place (spec 000, conventions 2-4).
 
 Reading: :func:`primary_data` checks a request document's ``data`` member and
-type; :func:`attributes` and :func:`relationship_data` take its parts.
+type; :func:`attributes` and :func:`relationship_data` take its parts;
+:func:`string_attribute` and :func:`bool_attribute` check an attribute's JSON
+type, so that the handlers hand the state typed values (422 with the
+attribute's pointer otherwise).
 Writing: one ``*_resource`` function per resource type, and :func:`page` for
 convention 4 (``page[number]`` / ``page[size]``, ``links``, ``meta.pagination``).
 
@@ -22,22 +25,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, urlencode
 
 from ..._time import format_iso_ms
-from .errors import invalid
+from .error_documents import invalid
 
 if TYPE_CHECKING:
     from starlette.datastructures import URL, QueryParams
 
-    from .models import (
-        Agent,
-        AgentPool,
-        Organization,
-        Parameter,
-        PlatformService,
-        PolicySet,
-        Team,
-        TeamAccess,
-        Workspace,
-    )
+    from .agents import Agent
+    from .models import PlatformService
+    from .organizations import Organization, PolicySet, Team, Workspace
+    from .parameters import Parameter
+    from .pools import AgentPool
+    from .team_access import TeamAccess
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -48,6 +46,8 @@ __all__ = [
     "agent_resource",
     "encode",
     "attributes",
+    "attribute_pointer",
+    "bool_attribute",
     "organization_resource",
     "page",
     "page_request",
@@ -56,6 +56,7 @@ __all__ = [
     "policy_set_resource",
     "primary_data",
     "relationship_data",
+    "string_attribute",
     "team_access_resource",
     "team_resource",
     "workspace_resource",
@@ -92,6 +93,35 @@ def attributes(data: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(attrs, dict):
         raise invalid("attributes must be an object", "/data/attributes")
     return attrs
+
+
+def attribute_pointer(name: str) -> str:
+    """The JSON pointer of attribute ``name`` of a request document."""
+    return f"/data/attributes/{name}"
+
+
+def string_attribute(
+    attrs: Mapping[str, Any], name: str, message: str, *, nullable: bool = False
+) -> str | None:
+    """``attrs[name]`` when it is a string; None when absent (or null, with ``nullable``).
+
+    Anything else is a 422 with ``message`` (``{value!r}`` in it shows what was sent).
+    """
+    if name not in attrs:
+        return None
+    value = attrs[name]
+    if isinstance(value, str) or (value is None and nullable):
+        return value
+    raise invalid(message.format(value=value), attribute_pointer(name))
+
+
+def bool_attribute(attrs: Mapping[str, Any], name: str, message: str) -> bool | None:
+    """``attrs[name]`` when it is a boolean; None when absent or null; a 422 with ``message``
+    otherwise."""
+    value = attrs.get(name)
+    if value is None or isinstance(value, bool):
+        return value
+    raise invalid(message.format(value=value), attribute_pointer(name))
 
 
 def relationship_data(data: Mapping[str, Any], name: str) -> Any:

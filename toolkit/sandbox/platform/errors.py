@@ -1,68 +1,64 @@
-"""The one error type of the platform sandbox's logic.
+"""The refusals of the platform sandbox's rules, as typed errors with no HTTP in them.
 
-:class:`PlatformError` carries the HTTP status and the JSON:API error objects
-(``status``, ``title``, ``detail``, ``source.pointer`` or ``source.parameter``)
-that the HTTP layer renders as ``{"errors": [...]}``. The logic raises it; the
-handlers never build error bodies themselves.
+The state raises these; the HTTP side (:mod:`.error_documents`) turns each into
+a JSON:API error document, choosing the status, the title and the JSON
+pointer. ``field`` names the argument that broke a rule, in the state's own
+words (``name``, ``organization_scoped``, ``allowed_workspaces``, ``team``...),
+and ``index`` the entry of a list argument.
+
+- :class:`Unauthorized`: no token, or one the service does not know.
+- :class:`NotFound`: a missing record, or one the caller may not see or change
+  (spec part 5: the two are answered alike).
+- :class:`Invalid`: a value that breaks a rule (a name's characters, a taken key).
+- :class:`LimitReached`: the organization holds as many agent pools as allowed.
+- :class:`InUse`: an agent pool that workspaces still use.
+- :class:`NotRemovable`: an agent whose status does not allow its removal.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = [
+    "InUse",
+    "Invalid",
+    "LimitReached",
+    "NotFound",
+    "NotRemovable",
     "PlatformError",
-    "bad_parameter",
-    "invalid",
-    "not_found",
-    "unauthorized",
+    "Unauthorized",
 ]
 
 
 class PlatformError(Exception):
-    """A refusal: ``status`` and the JSON:API error objects to answer with."""
-
-    def __init__(self, status: int, errors: list[dict[str, Any]]) -> None:
-        self.status = status
-        self.errors = errors
-        super().__init__("; ".join(str(e.get("detail") or e.get("title")) for e in errors))
-
-    @classmethod
-    def one(
-        cls,
-        status: int,
-        title: str,
-        detail: str | None = None,
-        *,
-        pointer: str | None = None,
-        parameter: str | None = None,
-    ) -> PlatformError:
-        """An error with a single error object."""
-        obj: dict[str, Any] = {"status": str(status), "title": title}
-        if detail is not None:
-            obj["detail"] = detail
-        if pointer is not None:
-            obj["source"] = {"pointer": pointer}
-        elif parameter is not None:
-            obj["source"] = {"parameter": parameter}
-        return cls(status, [obj])
+    """A refusal by the platform's rules; the message says what is wrong."""
 
 
-def not_found() -> PlatformError:
-    """404, the same for a missing record and one the caller may not see (spec part 5)."""
-    return PlatformError.one(404, "not found")
+class Unauthorized(PlatformError):
+    """The request has no token, or one the service does not know."""
 
 
-def unauthorized(detail: str) -> PlatformError:
-    """401 for a missing or unknown token."""
-    return PlatformError.one(401, "unauthorized", detail)
+class NotFound(PlatformError):
+    """The record does not exist, or the caller may not see or change it."""
+
+    def __init__(self, message: str = "not found") -> None:
+        super().__init__(message)
 
 
-def invalid(detail: str, pointer: str | None = None) -> PlatformError:
-    """422 for a body that is malformed or breaks a rule; ``pointer`` names the member."""
-    return PlatformError.one(422, "invalid attribute", detail, pointer=pointer)
+class Invalid(PlatformError):
+    """A value breaks a rule: ``field`` names the argument, ``index`` its entry in a list."""
+
+    def __init__(self, message: str, field: str | None = None, index: int | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.index = index
 
 
-def bad_parameter(title: str, detail: str, parameter: str) -> PlatformError:
-    """400 for a query parameter the service cannot use (an unknown ``include``, ``sort``)."""
-    return PlatformError.one(400, title, detail, parameter=parameter)
+class LimitReached(PlatformError):
+    """The organization already holds as many agent pools as the service allows."""
+
+
+class InUse(PlatformError):
+    """The agent pool is still used by workspaces."""
+
+
+class NotRemovable(PlatformError):
+    """The agent's status does not allow removing it (only unknown, errored, exited)."""

@@ -1,0 +1,138 @@
+"""Policy set parameters (spec 4.2): key/value pairs a Sentinel policy set passes to its runtime."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .errors import Invalid, NotFound
+
+if TYPE_CHECKING:
+    from .ids import IdSource
+    from .organizations import Caller, OrganizationStore, PolicySet
+
+__all__ = ["CATEGORY", "PARAMETER_KIND", "Parameter", "ParameterStore"]
+
+# Parameters are passed to the Sentinel runtime only (spec part 1).
+PARAMETER_KIND = "sentinel"
+# The one category a parameter may have (spec part 2).
+CATEGORY = "policy-set"
+
+
+@dataclass
+class Parameter:
+    id: str
+    policy_set_id: str
+    key: str
+    value: str = field(repr=False)
+    sensitive: bool = False
+    category: str = CATEGORY
+
+
+class ParameterStore:
+    """Every policy set's parameters, by policy set id and then parameter id."""
+
+    def __init__(self, *, ids: IdSource, orgs: OrganizationStore) -> None:
+        self.ids = ids
+        self.orgs = orgs
+        self.by_policy_set: dict[str, dict[str, Parameter]] = {}
+
+    def __repr__(self) -> str:
+        count = sum(len(p) for p in self.by_policy_set.values())
+        return f"<ParameterStore parameters={count}>"
+
+    def list_parameters(self, caller: Caller, policy_set_id: str) -> list[Parameter]:
+        """``GET /policy-sets/:id/parameters``."""
+        ps = self.orgs.policy_set(caller, policy_set_id)
+        return list(self.by_policy_set.get(ps.id, {}).values())
+
+    def get(
+        self, caller: Caller, policy_set_id: str, parameter_id: str, *, owner: bool = False
+    ) -> Parameter:
+        """``GET /policy-sets/:id/parameters/:parameter_id``; ``owner``: the right to change it."""
+        ps = self.orgs.policy_set(caller, policy_set_id, owner=owner)
+        param = self.by_policy_set.get(ps.id, {}).get(parameter_id)
+        if param is None:
+            raise NotFound()
+        return param
+
+    def create(
+        self,
+        caller: Caller,
+        policy_set_id: str,
+        *,
+        key: str,
+        value: str = "",
+        category: str = CATEGORY,
+        sensitive: bool = False,
+    ) -> Parameter:
+        """``POST /policy-sets/:id/parameters`` (owners)."""
+        ps = self.orgs.policy_set(caller, policy_set_id, owner=True)
+        return self.add(ps, key, value, category=category, sensitive=sensitive)
+
+    def add(
+        self, ps: PolicySet, key: str, value: str, *, category: str, sensitive: bool
+    ) -> Parameter:
+        """A new parameter of ``ps``, every rule checked before anything changes."""
+        if ps.kind != PARAMETER_KIND:
+            raise Invalid(
+                f"policy set {ps.name} is of kind {ps.kind!r}; parameters exist only for "
+                f"{PARAMETER_KIND} policy sets",
+                "policy_set",
+            )
+        params = self.by_policy_set.setdefault(ps.id, {})
+        self._check(params, None, key=key, category=category, sensitive=sensitive)
+        param = Parameter(self.ids.new("var-", ps.id, key), ps.id, key, value, sensitive)
+        params[param.id] = param
+        return param
+
+    def update(
+        self,
+        caller: Caller,
+        policy_set_id: str,
+        parameter_id: str,
+        *,
+        key: str | None = None,
+        value: str | None = None,
+        category: str | None = None,
+        sensitive: bool | None = None,
+    ) -> Parameter:
+        """``PATCH /policy-sets/:id/parameters/:parameter_id``: what is None stays unchanged."""
+        param = self.get(caller, policy_set_id, parameter_id, owner=True)
+        params = self.by_policy_set[param.policy_set_id]
+        self._check(params, param, key=key, category=category, sensitive=sensitive)
+        if key is not None:
+            param.key = key
+        if value is not None:
+            param.value = value
+        if sensitive is not None:
+            param.sensitive = sensitive
+        return param
+
+    def delete(self, caller: Caller, policy_set_id: str, parameter_id: str) -> None:
+        """``DELETE /policy-sets/:id/parameters/:parameter_id`` (owners)."""
+        param = self.get(caller, policy_set_id, parameter_id, owner=True)
+        del self.by_policy_set[param.policy_set_id][param.id]
+
+    @staticmethod
+    def _check(
+        params: dict[str, Parameter],
+        current: Parameter | None,
+        *,
+        key: str | None,
+        category: str | None,
+        sensitive: bool | None,
+    ) -> None:
+        """Refuse a blank or taken key, another category, or un-hiding a sensitive value."""
+        if key is not None:
+            if not key.strip():
+                raise Invalid("key must be a non-empty string", "key")
+            for other in params.values():
+                if other is not current and other.key == key:
+                    raise Invalid(f"key {key!r} has already been taken", "key")
+        if category is not None and category != CATEGORY:
+            raise Invalid(
+                f"category {category!r} is not allowed; it must be {CATEGORY!r}", "category"
+            )
+        if current is not None and current.sensitive and sensitive is False:
+            raise Invalid("a sensitive parameter cannot be made non-sensitive", "sensitive")
