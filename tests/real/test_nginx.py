@@ -35,7 +35,7 @@ import toolkit
 from tests.real import _seed
 from tests.servers.forwarder import Forwarder
 from tests.servers.nginx import Nginx
-from tests.servers.openbao import OpenBao
+from tests.servers.openbao import AuditRecord, OpenBao
 from toolkit import ToolkitError
 from toolkit.secrets import RekeyCeremony, SecretsClient
 from toolkit.secrets.leases import lease_summary
@@ -126,12 +126,25 @@ def marked(test: str, count: int) -> list[str]:
     return [f"{test}-{run}-{i}" for i in range(count)]
 
 
+def settled_audit(bao: OpenBao) -> list[AuditRecord]:
+    """The audit log once it has stopped growing for a moment: a request a killed proxy
+    had already handed over may still reach OpenBao's log after the caller gave up."""
+    size, deadline = -1, time.monotonic() + 10
+    while time.monotonic() < deadline:
+        current = bao.audit_log.stat().st_size
+        if current == size:
+            break
+        size = current
+        time.sleep(0.3)
+    return bao.audit_records()
+
+
 def arrivals(bao: OpenBao, path: str, names: Sequence[str]) -> Counter[str]:
     """How many times OpenBao's audit log saw a write to ``path`` for each display name."""
     wanted = set(names)
     return Counter(
         str(r.body.get("display_name"))
-        for r in bao.audit_records()
+        for r in settled_audit(bao)
         if r.is_write and r.path == path and r.body.get("display_name") in wanted
     )
 

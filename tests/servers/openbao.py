@@ -169,9 +169,9 @@ class OpenBao(Launcher):
 
     @property
     def audit_log(self) -> Path:
-        assert self.folder is not None, "not started"
         if not self.audit:
             raise ValueError("this OpenBao was started without audit=True")
+        assert self.folder is not None, "not started"
         return self.folder / "audit.log"
 
     def audit_records(self) -> list[AuditRecord]:
