@@ -244,14 +244,15 @@ def test_nginx_terminates_tls_with_the_test_ca_and_keeps_upstream_connections_al
 
 
 def test_the_launchers_free_their_ports_and_folders_on_stop(audited_bao: OpenBao) -> None:
-    hop = Forwarder(("127.0.0.1", audited_bao.port)).start()
-    nginx = Nginx([hop.address]).start()
-    folder, ports = nginx.folder, (nginx.port, hop.port)
-    assert folder is not None and folder.is_dir()
-    with httpx.Client(verify=trusting(nginx), timeout=5) as http:
-        assert http.get(f"{nginx.address}/v1/sys/health").status_code == 200
-    nginx.stop()
-    hop.stop()
+    with Forwarder(("127.0.0.1", audited_bao.port)) as hop:
+        nginx = launch(lambda: Nginx([hop.address])).start()
+        try:
+            folder, ports = nginx.folder, (nginx.port, hop.port)
+            assert folder is not None and folder.is_dir()
+            with httpx.Client(verify=trusting(nginx), timeout=5) as http:
+                assert http.get(f"{nginx.address}/v1/sys/health").status_code == 200
+        finally:
+            nginx.stop()
     assert not folder.exists()
     for port in ports:
         with socket.socket() as sock:
