@@ -13,7 +13,7 @@ SANDBOX_PORT ?= 8200
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 # Debian packages the slow suites need: real servers for the engines, a browser.
-SYSTEM_PACKAGES := postgresql rabbitmq-server chromium
+SYSTEM_PACKAGES := postgresql rabbitmq-server chromium nginx-light tinyproxy
 SLOW_SUITES := tests/real tests/browser tests/binder
 
 .PHONY: setup system-deps lab sandbox check test test-fast test-notebooks test-real \
@@ -70,7 +70,7 @@ clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
 # Slow suites (each owned by its issue's work; see README).
-# Starts OpenBao, PostgreSQL and RabbitMQ itself (tests/servers); in CI a missing one fails.
+# Starts OpenBao, PostgreSQL, RabbitMQ and nginx itself (tests/servers); in CI a missing one fails.
 test-real: setup system-deps
 	$(BIN)/python -m pytest -q -p no:randomly tests/real
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import stat
+
 import httpx
 import pytest
 
 from tests.servers import ServerMissing
-from tests.servers.openbao import KEY_SHARES, KEY_THRESHOLD, OpenBao
+from tests.servers.openbao import AUDIT_DEVICE, KEY_SHARES, KEY_THRESHOLD, OpenBao
 from tests.servers.postgres import Postgres
 from tests.servers.rabbitmq import RabbitMQ
 
@@ -31,6 +33,27 @@ def test_the_raft_openbao_is_initialised_with_five_shares_threshold_three(
         legacy = http.get("sys/rekey/init")
     # Without the listener option the legacy rekey endpoints are disabled.
     assert legacy.status_code == (200 if raft_bao.legacy_rekey else 405)
+
+
+def test_an_audited_openbao_logs_each_request_with_its_body_readable_by_its_owner_only() -> None:
+    with launch(lambda: OpenBao(audit=True)) as server, server.http() as http:
+        devices = http.get("sys/audit").json()["data"]
+        assert devices[f"{AUDIT_DEVICE}/"]["type"] == "file"
+        assert http.post("auth/token/create", json={"display_name": "audited"}).status_code == 200
+        assert http.request("LIST", "auth/token/accessors").status_code == 200
+        records = server.audit_records()
+        assert stat.S_IMODE(server.audit_log.stat().st_mode) == 0o600
+    create = [r for r in records if r.body.get("display_name") == "audited"]
+    assert len(create) == 1 and create[0].is_write
+    assert (create[0].operation, create[0].path) == ("update", "auth/token/create")
+    assert create[0].request_id and create[0].key() == (
+        "auth/token/create",
+        '{"display_name": "audited"}',
+    )
+    listing = [r for r in records if r.path.startswith("auth/token/accessors")]
+    assert [(r.operation, r.is_write) for r in listing] == [("list", False)]
+    with pytest.raises(ValueError, match="audit=True"):
+        _ = OpenBao().audit_log
 
 
 def test_postgres_takes_the_superuser_password(postgres: Postgres) -> None:

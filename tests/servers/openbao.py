@@ -4,6 +4,13 @@
         SecretsClient(bao.address, bao.token)
     with OpenBao(dev=False, legacy_rekey=True) as bao:
         bao.shares                              # 5 unseal shares (hex), threshold 3
+    with OpenBao(audit=True) as bao:
+        bao.audit_records()                     # every request OpenBao received, in order
+
+``audit=True`` declares a file audit device (``log_raw``) in the server's
+configuration file: OpenBao 2.7 refuses to enable audit devices through the API.
+The log lives in the temporary folder, readable by its owner only (it holds
+tokens in clear).
 
 Both kinds have a ``plugin_directory`` in the temporary folder, so registering a
 plugin in the catalog works (``bao.plugin_directory``).
@@ -11,10 +18,12 @@ plugin in the catalog works (``bao.plugin_directory``).
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +42,60 @@ from ._common import (
 
 KEY_SHARES = 5
 KEY_THRESHOLD = 3
+AUDIT_DEVICE = "tests-file"
+# Audit operations that change nothing; every other one is a write.
+READ_OPERATIONS = frozenset({"read", "list", "help"})
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """One request as OpenBao's audit device logged it, before OpenBao acted on it.
+
+    ``operation`` is OpenBao's (``read``, ``list``, ``update``, ``create``,
+    ``delete``): PUT and POST both log as ``update`` (or ``create``), since
+    OpenBao treats them alike. ``body`` is the request's JSON body (``log_raw``).
+    """
+
+    operation: str
+    path: str
+    request_id: str
+    body: dict[str, Any]
+    remote_port: int | None
+
+    @property
+    def is_write(self) -> bool:
+        return self.operation not in READ_OPERATIONS
+
+    def key(self) -> tuple[str, str]:
+        """(path, body in canonical JSON): two records with one key are the same request."""
+        return self.path, json.dumps(self.body, sort_keys=True)
+
+
+def read_audit_log(path: Path) -> list[AuditRecord]:
+    """The request entries of a file audit device's log, oldest first.
+
+    Response entries are left out; a last line cut short (the server still
+    writing) is skipped.
+    """
+    records = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if entry.get("type") != "request":
+            continue
+        request = entry.get("request") or {}
+        records.append(
+            AuditRecord(
+                operation=str(request.get("operation", "")),
+                path=str(request.get("path", "")),
+                request_id=str(request.get("id", "")),
+                body=dict(request.get("data") or {}),
+                remote_port=request.get("remote_port"),
+            )
+        )
+    return records
 
 
 def bao_binary() -> str:
@@ -66,15 +129,20 @@ class OpenBao(Launcher):
     threshold :data:`KEY_THRESHOLD`, unsealed; ``shares`` holds the hex shares and
     ``token`` the root token. ``legacy_rekey=True`` sets the listener option
     ``disable_unauthed_rekey_endpoints = false``, which re-enables ``sys/rekey/*``.
+    ``audit=True``: a file audit device :data:`AUDIT_DEVICE`, declared in the
+    configuration file, writing to :attr:`audit_log`.
     """
 
     folder_prefix = "openbao-"
 
-    def __init__(self, *, dev: bool = True, legacy_rekey: bool = False) -> None:
+    def __init__(
+        self, *, dev: bool = True, legacy_rekey: bool = False, audit: bool = False
+    ) -> None:
         if dev and legacy_rekey:
             raise ValueError("the legacy rekey listener option needs dev=False")
         self.dev = dev
         self.legacy_rekey = legacy_rekey
+        self.audit = audit
         super().__init__()
         self.binary = bao_binary()
         self.port = 0
@@ -98,6 +166,17 @@ class OpenBao(Launcher):
     def log(self) -> Path:
         assert self.folder is not None, "not started"
         return self.folder / "server.log"
+
+    @property
+    def audit_log(self) -> Path:
+        if not self.audit:
+            raise ValueError("this OpenBao was started without audit=True")
+        assert self.folder is not None, "not started"
+        return self.folder / "audit.log"
+
+    def audit_records(self) -> list[AuditRecord]:
+        """The requests OpenBao has received so far (see :func:`read_audit_log`)."""
+        return read_audit_log(self.audit_log)
 
     def http(self, token: str | None = None) -> httpx.Client:
         """A plain HTTP client on ``/v1`` with the root token (or ``token``)."""
@@ -125,6 +204,11 @@ class OpenBao(Launcher):
                 f"-dev-plugin-dir={self.plugin_directory}",
                 "-dev-no-store-token",
             ]
+            if self.audit:
+                # A dev server reads a configuration file beside its own settings.
+                config = self.folder / "config.hcl"
+                config.write_text(self._audit_stanza())
+                args.append(f"-config={config}")
         else:
             self.port = free_port()
             config = self.folder / "config.hcl"
@@ -168,7 +252,19 @@ class OpenBao(Launcher):
             "disable_mlock = true",
             'log_level = "info"',
         ]
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines) + "\n" + (self._audit_stanza() if self.audit else "")
+
+    def _audit_stanza(self) -> str:
+        # log_raw: the bodies in clear, so that a test can tell two requests apart.
+        return (
+            f'audit "file" {_hcl(AUDIT_DEVICE)} {{\n'
+            "  options {\n"
+            f"    file_path = {_hcl(self.folder / 'audit.log' if self.folder else '')}\n"
+            '    log_raw = "true"\n'
+            '    mode = "0600"\n'
+            "  }\n"
+            "}\n"
+        )
 
     def _answers(self) -> bool:
         # Any answer from sys/health counts: 501 not initialised, 503 sealed, 200 active.
@@ -225,4 +321,5 @@ class OpenBao(Launcher):
 
     def __repr__(self) -> str:
         kind = "dev" if self.dev else ("raft, legacy rekey" if self.legacy_rekey else "raft")
+        kind += ", audited" if self.audit else ""
         return f"<OpenBao {kind} {self.address if self._process else 'stopped'}>"
