@@ -54,7 +54,14 @@ def _sandbox_parser(prog: str = "toolkit sandbox") -> argparse.ArgumentParser:
 
 
 def sandbox_main(argv: Sequence[str] | None = None) -> int:
-    args = _sandbox_parser().parse_args(argv)
+    from ._extras import MissingExtra
+
+    try:
+        parser = _sandbox_parser()
+    except MissingExtra as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     if args.key_threshold > args.key_shares or args.key_threshold < 1:
         print("error: --key-threshold must be between 1 and --key-shares", file=sys.stderr)
         return 2

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from toolkit._extras import require
 from toolkit._reprs import module_dir
+
+require("notebook", "The forms (widgets)", "ipywidgets")
 
 if TYPE_CHECKING:
     from .agent_cleanup import AgentCleanupForm
