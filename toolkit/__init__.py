@@ -38,10 +38,13 @@ from ._errors import (
 from ._http import RetryPolicy
 from ._masking import Sensitive
 from ._records import Record
+from ._reprs import module_dir
 from .platform import PlatformClient
 
 if TYPE_CHECKING:
+    from .display import scrolling
     from .secrets import SecretsClient
+    from .secrets.leases import lease_summary
 
 __all__ = [
     "APIError",
@@ -71,26 +74,42 @@ __all__ = [
     "connect_platform",
     "connect_secrets",
     "diff",
+    "lease_summary",
+    "scrolling",
 ]
 
 __version__ = "0.1.0"
 
 
+# Served on first use, to keep `import toolkit` light: name -> (module, attribute);
+# an attribute of None is the module itself (``toolkit.plots``, ``toolkit.sandbox``).
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "SecretsClient": (".secrets", "SecretsClient"),
+    "lease_summary": (".secrets.leases", "lease_summary"),
+    "scrolling": (".display", "scrolling"),
+    "display": (".display", None),
+    "plots": (".plots", None),
+    "sandbox": (".sandbox", None),
+    "diff": (".drift", "diff"),
+    "drift": (".drift", None),
+    "report": (".report", None),
+    "findings": (".findings", None),
+    "fleet": (".fleet", None),
+}
+
+
 def __getattr__(name: str) -> Any:
-    # The secrets client is imported on first use, to keep `import toolkit` light.
-    if name == "SecretsClient":
-        from .secrets import SecretsClient
+    if name in _LAZY:
+        from importlib import import_module
 
-        return SecretsClient
-    if name == "diff":
-        from .drift import diff
-
-        return diff
-    if name in ("report", "drift"):
-        import importlib
-
-        return importlib.import_module(f".{name}", __name__)
+        module_name, attribute = _LAZY[name]
+        module = import_module(module_name, __name__)
+        return module if attribute is None else getattr(module, attribute)
     raise AttributeError(f"module 'toolkit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return module_dir(globals(), _LAZY)
 
 
 def connect_platform(

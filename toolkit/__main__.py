@@ -1,4 +1,5 @@
-"""Command line: ``python -m toolkit sandbox [options]`` (also ``toolkit-sandbox``)."""
+"""Command line: ``python -m toolkit sandbox [options]`` (also ``toolkit-sandbox``),
+``python -m toolkit runbooks DIR``, ``python -m toolkit check-notebooks PATH...``."""
 
 from __future__ import annotations
 
@@ -54,7 +55,14 @@ def _sandbox_parser(prog: str = "toolkit sandbox") -> argparse.ArgumentParser:
 
 
 def sandbox_main(argv: Sequence[str] | None = None) -> int:
-    args = _sandbox_parser().parse_args(argv)
+    from ._extras import MissingExtra
+
+    try:
+        parser = _sandbox_parser()
+    except MissingExtra as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     if args.key_threshold > args.key_shares or args.key_threshold < 1:
         print("error: --key-threshold must be between 1 and --key-shares", file=sys.stderr)
         return 2
@@ -165,6 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: python -m toolkit sandbox [options]   (see 'sandbox --help')")
+        print("       python -m toolkit runbooks DIR [--force]     (copy the runbooks into DIR)")
         print("       python -m toolkit check-notebooks PATH...   (find secrets in notebooks)")
         print("       python -m toolkit fleet RUNBOOK --targets FILE   (see 'fleet --help')")
         return 0 if argv else 2
@@ -177,11 +186,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         return check_main(rest)
     if command == "fleet":
         return fleet_main(rest)
+    if command == "runbooks":
+        return runbooks_main(rest)
     print(
-        f"unknown command {command!r}; the commands are 'sandbox', 'check-notebooks' and 'fleet'",
+        f"unknown command {command!r}; the commands are 'sandbox', 'runbooks', "
+        "'check-notebooks' and 'fleet'",
         file=sys.stderr,
     )
     return 2
+
+
+def runbooks_main(argv: Sequence[str]) -> int:
+    """``python -m toolkit runbooks DIR [--force]``: copy the shipped runbooks into DIR."""
+    from pathlib import Path
+
+    from ._runbooks import copy_runbooks
+
+    p = argparse.ArgumentParser(
+        prog="toolkit runbooks",
+        description="Copy the runbooks that ship with the toolkit into DIR (created if missing).",
+    )
+    p.add_argument("directory", metavar="DIR", help="the folder to copy them into")
+    p.add_argument("--force", action="store_true", help="overwrite runbooks already in DIR")
+    args = p.parse_args(argv)
+    try:
+        written = copy_runbooks(Path(args.directory), force=args.force)
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"Copied {len(written)} runbooks to {args.directory}:")
+    for path in written:
+        print(f"  {path.name}")
+    print(f"Open them with: jupyter lab {args.directory}")
+    return 0
 
 
 if __name__ == "__main__":

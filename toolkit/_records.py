@@ -31,6 +31,11 @@ class Record(dict[str, Any]):
         except KeyError:
             raise AttributeError(name) from None
 
+    def __dir__(self) -> list[str]:
+        # The keys read as attributes (``record.name``), so tab completion offers them.
+        keys = {k for k in self if isinstance(k, str) and k.isidentifier()}
+        return sorted(set(super().__dir__()) | keys)
+
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}={v!r}" for k, v in self.items())
         return f"{self.kind}({inner})"

@@ -23,6 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ._extras import require
+
+require("notebook", "Charts (toolkit.plots)", "matplotlib")
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure

@@ -12,6 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from toolkit._extras import require
+from toolkit._reprs import module_dir
+
+require("notebook", "The forms (widgets)", "ipywidgets")
+
 if TYPE_CHECKING:
     from .agent_cleanup import AgentCleanupForm
     from .certificate_request import CertificateRequestForm
@@ -51,3 +56,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(import_module(f".{_MODULES[name]}", __name__), name)
     raise AttributeError(f"module 'widgets' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return module_dir(globals(), _MODULES)

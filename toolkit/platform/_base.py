@@ -10,6 +10,7 @@ import pandas as pd
 from .._frames import Schema, build_frame
 from .._http import HTTPLayer
 from .._records import Record
+from .._reprs import area_repr
 from ._jsonapi import MEDIA_TYPE, flatten, iter_resources
 
 __all__ = ["Area"]
@@ -20,6 +21,9 @@ class Area:
 
     def __init__(self, http: HTTPLayer) -> None:
         self._http = http
+
+    def __repr__(self) -> str:
+        return area_repr(self, "platform", self._http.address)
 
     def _get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         return self._http.json("GET", path, params=params)

@@ -110,6 +110,10 @@ def _pool_body(
 class AgentPools(Area):
     """Agent pools and their agents."""
 
+    # The agent statuses, and those an agent may be removed in, at hand from the client.
+    AGENT_STATUSES = AGENT_STATUSES
+    REMOVABLE_AGENT_STATUSES = REMOVABLE_AGENT_STATUSES
+
     # -- pools ---------------------------------------------------------------------
     def list(
         self,

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._card import render_card
 from .._client import ServiceClient
 from .._config import platform_settings
-from .._http import RetryPolicy
-from ._jsonapi import MEDIA_TYPE
+from .._errors import ToolkitError, Unauthorized
+from .._http import RetryPolicy, decode_json
+from .._records import Record
+from ._jsonapi import MEDIA_TYPE, flatten
 from .agent_pools import AgentPools
 from .organizations import Organizations
 from .policy_set_parameters import PolicySetParameters
@@ -58,3 +61,90 @@ class PlatformClient(ServiceClient):
         """True when the API answers ``GET /ping``."""
         self.http.request("GET", "/ping")
         return True
+
+    # -- who and where: health, authentication, the connection card -------------------
+    def health(self) -> Record:
+        """What the service says of itself. ``GET /ping`` (no token needed).
+
+        ``status`` (the HTTP status), and from the answer's headers ``api_version``
+        (``TFP-API-Version``), ``app`` (``TFP-AppName``) and ``version``
+        (``X-TFE-Version``, on self-hosted installations); a header the service
+        does not send is None. Raises :class:`~toolkit.ConnectError` when nothing
+        answers.
+        """
+        response = self.http.request("GET", "/ping")
+        headers = response.headers
+        return Record(
+            {
+                "status": response.status_code,
+                "api_version": headers.get("TFP-API-Version"),
+                "app": headers.get("TFP-AppName"),
+                "version": headers.get("X-TFE-Version"),
+            },
+            kind="health",
+        )
+
+    def is_authenticated(self) -> bool:
+        """True when the service accepts the token. ``GET /organizations`` (its first page).
+
+        ``/ping`` needs no token, so an authenticated read is what proves one. False
+        on 401; anything else (no answer) raises, since it says nothing about the token.
+        """
+        try:
+            self.http.request("GET", "/organizations", params={"page[size]": 1})
+        except Unauthorized:
+            return False
+        return True
+
+    def connection(self) -> Record:
+        """Where this client points and what the service says of it and of the token.
+
+        ``address``, ``state``, ``api_version``, ``app``, ``version``,
+        ``authenticated``, the ``organizations`` the token sees, and the
+        ``token_owner``: the user of a user token, from ``GET /account/details``
+        (an organization or team token has none). From ``GET /ping``,
+        ``GET /organizations`` and ``GET /account/details``. Never raises: what
+        could not be read is said in ``problem``.
+        """
+        facts: dict[str, Any] = {"address": self.address}
+        try:
+            health = self.health()
+        except ToolkitError as exc:
+            return Record({**facts, "state": "unreachable", "problem": str(exc)}, kind="connection")
+        facts["state"] = "answering"
+        facts.update({k: v for k, v in health.items() if k != "status" and v is not None})
+        try:
+            names = self.organizations.list()["name"]
+        except Unauthorized:
+            facts["authenticated"] = False
+            return Record(facts, kind="connection")
+        except ToolkitError as exc:
+            facts["authenticated"] = "unknown"
+            facts["problem"] = f"organizations not read: {exc}"
+            return Record(facts, kind="connection")
+        facts["authenticated"] = True
+        facts["organizations"] = [str(n) for n in names]
+        facts["token_owner"] = self._token_owner()
+        return Record(facts, kind="connection")
+
+    def _token_owner(self) -> str:
+        try:
+            response = self.http.request("GET", "/account/details", ok_statuses={403, 404})
+        except ToolkitError as exc:
+            return f"not read: {exc}"
+        if response.status_code in (403, 404):
+            return "no user account (an organization or team token)"
+        user = flatten((decode_json(response) or {}).get("data") or {})
+        name, email = user.get("username"), user.get("email")
+        return f"{name} <{email}>" if email else str(name)
+
+    def _repr_html_(self) -> str:
+        try:
+            facts: dict[str, Any] = dict(self.connection())
+        except Exception as exc:  # noqa: BLE001 - a card in a notebook must never raise
+            facts = {"address": self.address, "problem": f"{type(exc).__name__}: {exc}"}
+        ok = facts.get("state") == "answering" and facts.get("authenticated") is True
+        down = facts.get("state") in (None, "unreachable")
+        return render_card(
+            f"Workspace platform {self.address}", facts, "down" if down else "ok" if ok else "warn"
+        )

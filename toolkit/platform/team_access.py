@@ -101,6 +101,13 @@ def _attributes(access: str | None, permissions: dict[str, Any]) -> dict[str, An
 class TeamAccess(Area):
     """Which team has which access to which workspace."""
 
+    # The permission tables, at hand from the client (``platform.team_access.ACCESS_LEVELS``).
+    ACCESS_LEVELS = ACCESS_LEVELS
+    IMPLIED_PERMISSIONS = IMPLIED_PERMISSIONS
+    PERMISSION_ATTRIBUTES = PERMISSION_ATTRIBUTES
+    PERMISSION_VALUES = PERMISSION_VALUES
+    CUSTOM_DEFAULTS = CUSTOM_DEFAULTS
+
     def list(self, workspace_id: str) -> pd.DataFrame:
         """Team access records of one workspace. ``GET /team-workspaces?filter[workspace][id]=``."""
         records = [

@@ -16,9 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .._extras import require
 from ._clock import DEMO_EPOCH, Clock
 from ._faults import Faults
 from ._state import StateFile, stored
+
+# The server stack comes with the [sandbox] extra; say so before a bare ImportError would.
+require("sandbox", "The sandbox", "starlette", "uvicorn", "zttp")
 
 __all__ = ["DEFAULT_TOKEN", "Sandbox", "SandboxOptions", "ensure_sandbox", "DEMO_EPOCH"]
 

@@ -4,23 +4,122 @@ Starts ``python -m toolkit sandbox --port PORT`` as a child process (or reuses a
 sandbox already answering on that port), waits until ``GET /api/v2/ping``
 answers, runs ``CMD`` with ``TOOLKIT_SANDBOX_ADDRESS`` and
 ``TOOLKIT_SANDBOX_TOKEN`` set, and stops the sandbox it started when ``CMD``
-exits. ``make lab`` uses it to open the runbooks in JupyterLab.
+exits. ``make lab`` uses it to open the runbooks in JupyterLab, ``make ceremony``
+to serve the rekey ceremony with Voila.
+
+Run as root (as in many containers), a Jupyter server refuses to start unless
+given ``--allow-root``: the launcher adds it to such a command and says so.
+Ctrl-C or SIGTERM stops the command (a Jupyter server gets SIGTERM, so it stops
+without asking for a confirmation), then the sandbox.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
 
 import httpx
 
 from . import DEFAULT_TOKEN, ENV_ADDRESS, ENV_TOKEN
 
-__all__ = ["main", "sandbox_answers", "start_sandbox", "stop_sandbox", "wait_for_sandbox"]
+__all__ = [
+    "main",
+    "needs_allow_root",
+    "run_command",
+    "sandbox_answers",
+    "start_sandbox",
+    "stop_sandbox",
+    "wait_for_sandbox",
+]
+
+# Jupyter's server applications, which refuse to run as root without --allow-root
+# (Voila has no such check, and would refuse the unknown flag's value silently).
+_JUPYTER_SERVER_SUBCOMMANDS = frozenset({"lab", "notebook", "server", "nbclassic"})
+_JUPYTER_SERVER_SCRIPTS = frozenset({f"jupyter-{name}" for name in _JUPYTER_SERVER_SUBCOMMANDS})
+_JUPYTER_SERVER_MODULES = frozenset({"jupyterlab", "notebook", "jupyter_server", "nbclassic"})
+# Seconds a stopped command has to exit before it is killed.
+_GRACE = 15.0
+
+
+def needs_allow_root(command: Sequence[str], *, root: bool) -> bool:
+    """True when ``command`` starts a Jupyter server as root without ``--allow-root``.
+
+    Recognised: ``jupyter lab|notebook|server``, ``jupyter-lab`` and the like, and
+    ``python -m jupyterlab`` (or ``-m jupyter lab``).
+    """
+    args = [*command, "", "", ""]
+    if not root or not command or "--allow-root" in command:
+        return False
+    name = Path(args[0]).name
+    if name in _JUPYTER_SERVER_SCRIPTS:
+        return True
+    if name == "jupyter":
+        return args[1] in _JUPYTER_SERVER_SUBCOMMANDS
+    if name.startswith("python") and args[1] == "-m":
+        module, subcommand = args[2], args[3]
+        return module in _JUPYTER_SERVER_MODULES or (
+            module == "jupyter" and subcommand in _JUPYTER_SERVER_SUBCOMMANDS
+        )
+    return False
+    name = Path(command[0]).name
+    if name in _JUPYTER_SERVER_SCRIPTS:
+        return True
+    if name == "jupyter":
+        return len(command) > 1 and command[1] in _JUPYTER_SERVER_SUBCOMMANDS
+    if name.startswith("python") and command[1:2] == ["-m"]:
+        module = command[2:3]
+        if module and module[0] in _JUPYTER_SERVER_MODULES:
+            return True
+        return (
+            module == ["jupyter"]
+            and command[3:4] != []
+            and command[3] in (_JUPYTER_SERVER_SUBCOMMANDS)
+        )
+    return False
+
+
+def _running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def run_command(command: Sequence[str], env: dict[str, str]) -> int:
+    """Run ``command`` to its end and return its exit status.
+
+    Ctrl-C (KeyboardInterrupt here) and SIGTERM stop it with SIGTERM, killing it
+    after a grace period, so that the caller can stop the sandbox afterwards.
+    """
+    child = subprocess.Popen(list(command), env=env)
+
+    def stop_child(signum: int, frame: FrameType | None) -> None:
+        if child.poll() is None:
+            child.terminate()
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, stop_child)
+    try:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            # JupyterLab answers a lone Ctrl-C with a question; SIGTERM stops it at once.
+            stop_child(signal.SIGTERM, None)
+            try:
+                child.wait(_GRACE)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+            return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def sandbox_answers(address: str, token: str, timeout: float = 1.0) -> bool:
@@ -109,8 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         env = {**os.environ, ENV_ADDRESS: address, ENV_TOKEN: args.token}
+        if needs_allow_root(command, root=_running_as_root()):
+            command.append("--allow-root")
+            print("Running as root: passing --allow-root to the Jupyter server.", flush=True)
         try:
-            return subprocess.call(command, env=env)
+            return run_command(command, env)
         except KeyboardInterrupt:
             return 130
         except FileNotFoundError:

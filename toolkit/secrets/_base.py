@@ -16,6 +16,7 @@ from .._errors import NotFound
 from .._http import Call, HTTPLayer, decode_json
 from .._masking import Sensitive
 from .._records import Record
+from .._reprs import area_repr
 
 __all__ = [
     "Area",
@@ -122,7 +123,7 @@ class Area:
         self._http = http
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self._http.address}>"
+        return area_repr(self, "secrets server", self._http.address)
 
     def _read(self, path: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return unwrap(self._http.json("GET", path, params=params))
@@ -155,7 +156,7 @@ class EngineArea(Area):
             raise ValueError(f"{type(self).__name__}: a mount path is required")
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self._http.address} mount={self.mount!r}>"
+        return area_repr(self, "secrets engine", self._http.address, self.mount)
 
     def at(self, mount: str) -> Self:
         """The same engine's calls against the mount at ``mount``."""

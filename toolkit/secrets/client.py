@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._card import format_seconds, render_card
 from .._client import ServiceClient
 from .._config import secrets_settings
-from .._http import RetryPolicy
+from .._errors import PermissionDenied, ToolkitError, Unauthorized
+from .._http import RetryPolicy, decode_json
+from .._records import Record
 from ._base import unwrap
 from .broker import Broker
 from .database import Database
@@ -127,3 +130,101 @@ class SecretsClient(ServiceClient):
             if v is not None
         }
         self.http.json("POST", "/sys/mounts/" + path.strip("/") + "/tune", json=body)
+
+    # -- who and where: health, authentication, the connection card -------------------
+    def health(self) -> Record:
+        """The server's health. ``GET /sys/health`` (no token needed).
+
+        Fields as the server gives them: ``initialized``, ``sealed``, ``standby``,
+        ``version``, ``cluster_name``, ``server_time_utc``, ... A sealed, standby or
+        uninitialised server answers with a status that says so, and that answer is
+        returned, not raised; a server that does not answer raises
+        :class:`~toolkit.ConnectError`.
+        """
+        response = self.http.request("GET", "/sys/health", ok_statuses=_HEALTH_STATUSES)
+        return Record(unwrap(decode_json(response)), kind="health")
+
+    def is_authenticated(self) -> bool:
+        """True when the server accepts the token. ``GET /auth/token/lookup-self``.
+
+        False when it is refused (401 or 403); anything else (no answer, a sealed
+        server) raises, since it says nothing about the token.
+        """
+        try:
+            self.http.request("GET", "/auth/token/lookup-self")
+        except (Unauthorized, PermissionDenied):
+            return False
+        return True
+
+    def connection(self) -> Record:
+        """Where this client points and what the server says of it and of the token.
+
+        ``address``, ``namespace``, ``state``, ``version``, ``cluster``, ``seal``,
+        ``authenticated``, and the token's ``display_name``, ``policies``, ``ttl``
+        and ``expire_time`` (never the token). From ``GET /sys/health``,
+        ``GET /sys/seal-status`` and ``GET /auth/token/lookup-self``. Never raises:
+        what could not be read is said in ``problem``.
+        """
+        facts: dict[str, Any] = {
+            "address": self.address,
+            "namespace": self.namespace or "root (none set)",
+        }
+        try:
+            health = self.health()
+        except ToolkitError as exc:
+            return Record({**facts, "state": "unreachable", "problem": str(exc)}, kind="connection")
+        sealed = bool(health.get("sealed"))
+        facts["state"] = "sealed" if sealed else "standby" if health.get("standby") else "active"
+        facts["version"] = health.get("version")
+        facts["cluster"] = health.get("cluster_name")
+        try:
+            facts["seal"] = _describe_seal(self.seal.status())
+        except ToolkitError as exc:
+            facts["seal"] = f"sealed: {sealed} (seal status not read: {exc})"
+        if sealed:
+            # A sealed server refuses every authenticated call: nothing to learn of the token.
+            facts["authenticated"] = "unknown while sealed"
+            return Record(facts, kind="connection")
+        try:
+            token = unwrap(self.http.json("GET", "/auth/token/lookup-self"))
+        except (Unauthorized, PermissionDenied):
+            facts["authenticated"] = False
+        except ToolkitError as exc:
+            facts["authenticated"] = "unknown"
+            facts["problem"] = f"token not looked up: {exc}"
+        else:
+            facts["authenticated"] = True
+            facts["display_name"] = token.get("display_name")
+            facts["policies"] = list(token.get("policies") or [])
+            facts["ttl"] = format_seconds(token.get("ttl"))
+            facts["expire_time"] = token.get("expire_time")
+        return Record(facts, kind="connection")
+
+    def _repr_html_(self) -> str:
+        try:
+            facts: dict[str, Any] = dict(self.connection())
+        except Exception as exc:  # noqa: BLE001 - a card in a notebook must never raise
+            facts = {"address": self.address, "problem": f"{type(exc).__name__}: {exc}"}
+        ok = facts.get("state") == "active" and facts.get("authenticated") is True
+        down = facts.get("state") in (None, "unreachable")
+        return render_card(
+            f"Secrets server {self.address}", facts, "down" if down else "ok" if ok else "warn"
+        )
+
+    def __repr__(self) -> str:
+        where = f" namespace={self.namespace!r}" if self.namespace else ""
+        return f"<SecretsClient {self.address}{where}>"
+
+
+# sys/health's answers for a server that is up but not active: standby (429),
+# disaster-recovery and performance standby (472, 473), uninitialised (501), sealed (503).
+_HEALTH_STATUSES = frozenset({429, 472, 473, 501, 503})
+
+
+def _describe_seal(status: Record) -> str:
+    """``unsealed (shamir, 3 of 5)`` or ``sealed: 1 of 3 shares given``."""
+    kind = status.get("type") or "shamir"
+    threshold, shares = status.get("t"), status.get("n")
+    if status.get("sealed"):
+        return f"sealed: {status.get('progress', 0)} of {threshold} shares given ({kind})"
+    return f"unsealed ({kind}, {threshold} of {shares})"

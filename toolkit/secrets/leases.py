@@ -88,6 +88,12 @@ def split_lease_id(lease_id: str, mounts: Sequence[str] = ()) -> tuple[str, str]
 class Leases(Area):
     """``sys/leases/*``: one lease at a time, and in bulk."""
 
+    @staticmethod
+    def summary(frame: pd.DataFrame) -> pd.DataFrame:
+        """Per mount of a :meth:`leases_by_mount` frame: counts, expiring within 1 hour
+        and 24 hours, shortest and median ttl (:func:`lease_summary`; no request)."""
+        return lease_summary(frame)
+
     # -- one lease -------------------------------------------------------------
     def lookup(self, lease_id: str) -> Record:
         """A lease's times. ``PUT /sys/leases/lookup`` with ``lease_id``.

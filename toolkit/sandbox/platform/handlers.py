@@ -151,9 +151,14 @@ def _list_encoded(
 # -- ping and read-only records ----------------------------------------------------------
 
 
+# What the real service's ping says of itself; official clients read the API version.
+PING_HEADERS = {"TFP-API-Version": "2.6", "TFP-AppName": "Operator toolkit sandbox"}
+
+
 async def ping(request: Request) -> Response:
-    """``GET /ping``: 204 with no body, as the real service; no token needed."""
-    return no_content()
+    """``GET /ping``: 204 with no body and the API version headers, as the real service;
+    no token needed."""
+    return Response(status_code=204, headers=PING_HEADERS)
 
 
 async def list_organizations(req: PlatformRequest) -> Response:

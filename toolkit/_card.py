@@ -1,0 +1,86 @@
+"""The connection card a client shows in Jupyter: where it points, what answers, who it is.
+
+Both clients gather a :class:`~toolkit.Record` of facts (``connection()``) and
+render it here. Rendering never raises and never shows a token: the facts come
+from the server's answers (a token's display name, policies and ttl), never
+from the client's headers, and every value is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ._masking import Sensitive
+
+__all__ = ["format_seconds", "render_card"]
+
+# Shown in this order when present; other fields follow as they come.
+_LABELS: dict[str, str] = {
+    "address": "address",
+    "state": "state",
+    "problem": "problem",
+    "version": "server version",
+    "api_version": "API version",
+    "app": "application",
+    "cluster": "cluster",
+    "namespace": "namespace",
+    "organizations": "organizations",
+    "seal": "seal",
+    "authenticated": "token accepted",
+    "token_owner": "token owner",
+    "display_name": "token name",
+    "policies": "policies",
+    "ttl": "token ttl",
+    "expire_time": "token expires",
+}
+_COLOURS = {"ok": "#1a7f37", "warn": "#9a6700", "down": "#cf222e"}
+
+
+def format_seconds(seconds: Any) -> str:
+    """``3d 4h``, ``2h 30m``, ``45s``; ``0`` or nothing reads as "never expires"."""
+    try:
+        total = int(seconds)
+    except (TypeError, ValueError):
+        return "unknown"
+    if total <= 0:
+        return "never expires"
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [
+        f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")) if n
+    ]
+    # The two largest units are precise enough to judge a token's remaining life.
+    return " ".join(parts[:2])
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, Sensitive):
+        return value._repr_html_()
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "—"
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return html.escape(", ".join(str(v) for v in value) or "none")
+    return html.escape(str(value))
+
+
+def render_card(title: str, facts: Mapping[str, Any], health: str) -> str:
+    """An HTML table of ``facts`` under ``title``, with a dot coloured by ``health``
+    (``ok``, ``warn`` or ``down``)."""
+    colour = _COLOURS.get(health, _COLOURS["warn"])
+    ordered = [k for k in _LABELS if k in facts] + [k for k in facts if k not in _LABELS]
+    rows = "".join(
+        "<tr><th style='text-align:left;padding-right:1em'>"
+        f"{html.escape(_LABELS.get(k, k.replace('_', ' ')))}</th>"
+        f"<td style='text-align:left'>{_text(facts[k])}</td></tr>"
+        for k in ordered
+    )
+    return (
+        "<div class='toolkit-connection'>"
+        f"<div><span style='color:{colour}'>&#9679;</span> <b>{html.escape(title)}</b></div>"
+        f"<table>{rows}</table></div>"
+    )
