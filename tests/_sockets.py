@@ -1,10 +1,15 @@
 """For the test servers that script their answers: reading HTTP/1.1 requests off a
-raw socket, and certificates for serving them over TLS."""
+raw socket, a threaded server answering as a test scripts, and certificates for
+serving them over TLS."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
+import ssl
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -27,7 +32,13 @@ def read_request(conn: socket.socket, buffer: bytes) -> tuple[bytes, bytes] | No
         if name.strip().lower() == b"content-length":
             length = int(value)
     while len(buffer) < length:
-        buffer += conn.recv(65536)
+        try:
+            chunk = conn.recv(65536)
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        buffer += chunk
     return head, buffer[length:]
 
 
@@ -98,3 +109,85 @@ def certificate_files(directory: Path) -> tuple[Path, Path, Path]:
         )
     )
     return paths
+
+
+Answer = Callable[[bytes, int], tuple[bytes, bool]]
+
+
+class Threaded:
+    """A socket server, one thread a connection, answering each request with
+    ``answer(request_head, n)`` (n counts requests on that connection):
+    (bytes to send, close the connection after them).
+
+    ``ahead`` records, for each request, whether the next request had already
+    arrived when its answer was sent: that is pipelining, seen from the server.
+    """
+
+    def __init__(self, answer: Answer, tls: ssl.SSLContext | None = None) -> None:
+        self.answer = answer
+        self.tls = tls
+        self.heads: list[bytes] = []
+        self.ahead: list[bool] = []
+        self.connections = 0
+        self.lock = threading.Lock()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.open: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def address(self) -> str:
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.connections += 1
+                self.open.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        buffer = b""
+        n = 0
+        if self.tls is not None:
+            try:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            except (ssl.SSLError, OSError):
+                conn.close()
+                return
+        with conn:
+            while True:
+                request = read_request(conn, buffer)
+                if request is None:
+                    return
+                head, buffer = request
+                n += 1
+                answer, close = self.answer(head, n)
+                with self.lock:
+                    self.heads.append(head)
+                    self.ahead.append(b"\r\n\r\n" in buffer)
+                if answer:
+                    try:
+                        conn.sendall(answer)
+                    except OSError:
+                        return
+                if close:
+                    return
+
+    def close_idle(self) -> None:
+        """Close every connection from the server's side (as an idle timeout does)."""
+        with self.lock:
+            conns, self.open = self.open, []
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+    def stop(self) -> None:
+        self.sock.close()
+        self.close_idle()

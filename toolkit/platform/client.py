@@ -7,6 +7,8 @@ from typing import Any
 from .._client import ServiceClient
 from .._config import platform_settings
 from .._http import RetryPolicy
+from .._http.layer import FAN_OUT_TIMEOUT
+from .._masking import Sensitive
 from ._jsonapi import MEDIA_TYPE
 from .agent_pools import AgentPools
 from .organizations import Organizations
@@ -33,21 +35,21 @@ class PlatformClient(ServiceClient):
         timeout: float = 30.0,
         verify: bool | None = None,
         ca_file: str | None = None,
+        fan_out_timeout: float = FAN_OUT_TIMEOUT,
         max_concurrency: int = 8,
-        pipeline: int = 8,
         retry: RetryPolicy | None = None,
-        transport: Any = None,
+        connector: Any = None,
     ) -> None:
         settings = platform_settings(address, token, ca_file=ca_file, verify=verify)
         super().__init__(
             settings,
             "/api/v2",
-            {"Authorization": f"Bearer {settings.token}", "Accept": MEDIA_TYPE},
+            {"Authorization": Sensitive(f"Bearer {settings.token}", "token"), "Accept": MEDIA_TYPE},
             timeout=timeout,
+            fan_out_timeout=fan_out_timeout,
             max_concurrency=max_concurrency,
-            pipeline=pipeline,
             retry=retry,
-            transport=transport,
+            connector=connector,
         )
         self.organizations = Organizations(self.http)
         self.agent_pools = AgentPools(self.http)
