@@ -189,7 +189,7 @@ def judge(
         raise TransportError(f"{method} {url}: {address} {what}: {reason}", method=method, url=url)
     assert response is not None
     status = response.status_code
-    if status < 400 or status in ok:
+    if status < 300 or status == 304 or status in ok:
         return None
     if status in policy.statuses and more and (status == 429 or may_repeat):
         return policy.pause(attempt, response)
