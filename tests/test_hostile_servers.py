@@ -560,3 +560,20 @@ def test_calls_work_from_a_thread_whose_own_event_loop_is_running(serve):
     thread.join(10)
     http.close()
     assert found == [{"ok": True}, 200, 200, 200]
+
+
+def test_a_fan_out_has_a_deadline_of_its_own(serve):
+    def slow(peer: Peer) -> None:
+        while peer.request() is not None:
+            time.sleep(0.3)
+            peer.send(answer(200, b'{"ok": true}'))
+
+    server = serve(slow)
+    http = layer(server.address, max_concurrency=2, fan_out_timeout=1.0)
+    started = time.monotonic()
+    got: list[int] = []
+    with pytest.raises(TimeoutError, match="fan-out"):
+        got.extend(r.status_code for r in http.many([Request("GET", "/slow")] * 20))
+    http.close()
+    assert time.monotonic() - started < 2.5
+    assert 2 <= len(got) < 20  # the answers in before the deadline came out first

@@ -257,21 +257,22 @@ class HTTPLayer:
         from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt
 
         await asyncio.sleep(pause)
-        state = {"try": 1, "pause": 0.0}
+        tries = [1]
+        pauses = [0.0]
 
         async def once() -> Response | None:
-            state["try"] += 1
+            tries[0] += 1
             result = await self._attempt(call, headers)
-            wait = self._verdict(call, state["try"], result)  # raises when it should
+            wait = self._verdict(call, tries[0], result)  # raises when it should
             if wait is None:
                 assert isinstance(result, Response)
                 return result
-            state["pause"] = wait
+            pauses[0] = wait
             return None
 
         retrying = AsyncRetrying(
             retry=retry_if_result(lambda r: r is None),
-            wait=lambda _: state["pause"],
+            wait=lambda _: pauses[0],
             stop=stop_after_attempt(max(1, self.retry.attempts - 1)),
             sleep=asyncio.sleep,
             reraise=True,
@@ -363,7 +364,7 @@ class HTTPLayer:
             except orjson.JSONDecodeError:
                 found = None
             if isinstance(found, dict):
-                data = found.get("data") if isinstance(found.get("data"), dict) else found
+                data = found["data"] if isinstance(found.get("data"), dict) else found
                 leader = str(data.get("leader_address") or "")
         refusal = standby_refusal(location, leader, self.address)
         if refusal:

@@ -59,8 +59,11 @@ class SecretsClient(ServiceClient):
             address, token, namespace=namespace, ca_file=ca_file, verify=verify
         )
         self.namespace = settings.namespace
-        token = Sensitive(settings.token, "token")
-        headers: dict[str, str | Sensitive] = {"X-Service-Token": token, "X-Vault-Token": token}
+        hidden_token = Sensitive(settings.token, "token")
+        headers: dict[str, str | Sensitive] = {
+            "X-Service-Token": hidden_token,
+            "X-Vault-Token": hidden_token,
+        }
         if settings.namespace:
             headers["X-Vault-Namespace"] = settings.namespace
         super().__init__(
