@@ -76,6 +76,10 @@ class OrderedResponses:
                 self.final_error = error
             self.cond.notify_all()
 
+    def wait_finished(self, timeout: float) -> None:
+        with self.cond:
+            self.cond.wait_for(lambda: self.finished, timeout)
+
     # -- the reader's side
     def take(self, k: int) -> Response:
         with self.cond:

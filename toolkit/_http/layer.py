@@ -419,7 +419,10 @@ class HTTPLayer:
                 yield response
         finally:
             if not future.done():
-                future.cancel()
+                # The reader left early: stop the fan-out and wait until it has
+                # stopped, so that nothing more is sent once this returns.
+                loop.call_soon_threadsafe(future.cancel)
+                out.wait_finished(5.0)
 
     def map(
         self, fn: Callable[[T], R], items: Iterable[T], *, workers: int | None = None
