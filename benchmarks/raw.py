@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-Call = tuple[str, str, Any]
+RawRequest = tuple[str, str, Any]
 
 
 class RawHTTP:
@@ -35,10 +35,10 @@ class RawHTTP:
         fixed = [f"Host: {self.host}:{self.port}"] + [f"{k}: {v}" for k, v in headers.items()]
         self.fixed = ("\r\n".join(fixed) + "\r\n").encode()
 
-    def run(self, calls: Sequence[Call]) -> list[Any]:
+    def run(self, calls: Sequence[RawRequest]) -> list[Any]:
         return asyncio.run(self._run(calls))
 
-    async def _run(self, calls: Sequence[Call]) -> list[Any]:
+    async def _run(self, calls: Sequence[RawRequest]) -> list[Any]:
         out: list[Any] = [None] * len(calls)
         todo = iter(enumerate(calls))
 
@@ -94,10 +94,10 @@ class AioHTTP:
         self.headers = headers
         self.n = n
 
-    def run(self, calls: Sequence[Call]) -> list[Any]:
+    def run(self, calls: Sequence[RawRequest]) -> list[Any]:
         return asyncio.run(self._run(calls))
 
-    async def _run(self, calls: Sequence[Call]) -> list[Any]:
+    async def _run(self, calls: Sequence[RawRequest]) -> list[Any]:
         import aiohttp
 
         out: list[Any] = [None] * len(calls)

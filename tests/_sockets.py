@@ -1,10 +1,15 @@
 """For the test servers that script their answers: reading HTTP/1.1 requests off a
-raw socket, and certificates for serving them over TLS."""
+raw socket, a threaded server answering as a test scripts, and certificates for
+serving them over TLS."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
+import ssl
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -27,7 +32,13 @@ def read_request(conn: socket.socket, buffer: bytes) -> tuple[bytes, bytes] | No
         if name.strip().lower() == b"content-length":
             length = int(value)
     while len(buffer) < length:
-        buffer += conn.recv(65536)
+        try:
+            chunk = conn.recv(65536)
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        buffer += chunk
     return head, buffer[length:]
 
 
@@ -98,3 +109,253 @@ def certificate_files(directory: Path) -> tuple[Path, Path, Path]:
         )
     )
     return paths
+
+
+Answer = Callable[[bytes, int], tuple[bytes, bool]]
+
+
+class Threaded:
+    """A socket server, one thread a connection, answering each request with
+    ``answer(request_head, n)`` (n counts requests on that connection):
+    (bytes to send, close the connection after them).
+
+    ``ahead`` records, for each request, whether the next request had already
+    arrived when its answer was sent: that is pipelining, seen from the server.
+    """
+
+    def __init__(self, answer: Answer, tls: ssl.SSLContext | None = None) -> None:
+        self.answer = answer
+        self.tls = tls
+        self.heads: list[bytes] = []
+        self.ahead: list[bool] = []
+        self.connections = 0
+        self.lock = threading.Lock()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.open: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def address(self) -> str:
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.connections += 1
+                self.open.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        buffer = b""
+        n = 0
+        if self.tls is not None:
+            try:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            except (ssl.SSLError, OSError):
+                conn.close()
+                return
+        with conn:
+            while True:
+                request = read_request(conn, buffer)
+                if request is None:
+                    return
+                head, buffer = request
+                n += 1
+                answer, close = self.answer(head, n)
+                with self.lock:
+                    self.heads.append(head)
+                    self.ahead.append(b"\r\n\r\n" in buffer)
+                if answer:
+                    try:
+                        conn.sendall(answer)
+                    except OSError:
+                        return
+                if close:
+                    return
+
+    def close_idle(self) -> None:
+        """Close every connection from the server's side (as an idle timeout does)."""
+        with self.lock:
+            conns, self.open = self.open, []
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+    def stop(self) -> None:
+        self.sock.close()
+        self.close_idle()
+
+
+class Peer:
+    """One accepted connection, as a :class:`Scripted` server's handler sees it."""
+
+    def __init__(self, server: Scripted, sock: socket.socket, number: int) -> None:
+        self.server = server
+        self.sock = sock
+        self.number = number
+        self.buffer = b""
+
+    def request(self, *, body: bool = True) -> Seen | None:
+        """The next request (None when the client closed); its body read too unless
+        ``body`` is false. Recorded in ``server.seen``."""
+        while b"\r\n\r\n" not in self.buffer:
+            chunk = self._recv()
+            if not chunk:
+                return None
+            self.buffer += chunk
+        head, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        method, target, _ = lines[0].split(" ", 2)
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length") or 0)
+        content = b""
+        if body:
+            while len(self.buffer) < length:
+                chunk = self._recv()
+                if not chunk:
+                    return None
+                self.buffer += chunk
+            content, self.buffer = self.buffer[:length], self.buffer[length:]
+        seen = Seen(method, target, headers, content, self.number, ahead=b"\r\n\r\n" in self.buffer)
+        with self.server.lock:
+            self.server.seen.append(seen)
+        return seen
+
+    def read_rest(self, length: int) -> None:
+        """Read and drop ``length`` bytes of a body not read yet."""
+        while len(self.buffer) < length:
+            chunk = self._recv()
+            if not chunk:
+                return
+            self.buffer += chunk
+        self.buffer = self.buffer[length:]
+
+    def _recv(self) -> bytes:
+        try:
+            return self.sock.recv(65536)
+        except OSError:
+            return b""
+
+    def send(self, data: bytes) -> bool:
+        try:
+            self.sock.sendall(data)
+        except OSError:
+            return False
+        return True
+
+    def reset(self) -> None:
+        """Close with a TCP reset (RST), not a clean close."""
+        import struct
+
+        with contextlib.suppress(OSError):
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.sock.close()
+
+
+class Seen:
+    """A request a scripted server received."""
+
+    def __init__(
+        self,
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        body: bytes,
+        connection: int,
+        *,
+        ahead: bool,
+    ) -> None:
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.body = body
+        self.connection = connection
+        self.ahead = ahead  # the next request had arrived before this one was answered
+
+    def __repr__(self) -> str:
+        return f"<Seen {self.method} {self.target} on connection {self.connection}>"
+
+
+class Scripted:
+    """A socket server running ``handler(peer)`` on each connection, in a thread of
+    its own. Records every request (``seen``) and counts ``connections``. Every
+    socket has a timeout, so that a test cannot hang on a server."""
+
+    def __init__(self, handler: Callable[[Peer], None], tls: ssl.SSLContext | None = None) -> None:
+        self.handler = handler
+        self.tls = tls
+        self.seen: list[Seen] = []
+        self.connections = 0
+        self.lock = threading.Lock()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self._open: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def address(self) -> str:
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+
+    def requests(self, method: str | None = None) -> list[Seen]:
+        with self.lock:
+            return [s for s in self.seen if method is None or s.method == method]
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            conn.settimeout(10)
+            with self.lock:
+                self.connections += 1
+                number = self.connections
+                self._open.append(conn)
+            threading.Thread(target=self._serve, args=(conn, number), daemon=True).start()
+
+    def _serve(self, conn: socket.socket, number: int) -> None:
+        if self.tls is not None:
+            try:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            except (ssl.SSLError, OSError):
+                conn.close()
+                return
+        try:
+            self.handler(Peer(self, conn, number))
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                conn.close()
+
+    def stop(self) -> None:
+        self.sock.close()
+        with self.lock:
+            conns, self._open = self._open, []
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                conn.close()
+
+
+def answer(status: int = 200, body: bytes = b"{}", *headers: str) -> bytes:
+    """A complete HTTP/1.1 answer with a Content-Length."""
+    reason = {200: "OK", 204: "No Content", 307: "Temporary Redirect"}.get(status, "Status")
+    extra = "".join(f"{h}\r\n" for h in headers)
+    return (
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n{extra}"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body

@@ -12,13 +12,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
-import httpx
 import pytest
 
+from tests._sockets import Threaded
 from toolkit import NotFound, PlatformClient, RetryPolicy, SecretsClient
-from toolkit._http import HTTPLayer
+from toolkit._http import HTTPLayer, Response
 from toolkit.sandbox import Sandbox
 
 STATUSES = ("idle", "busy", "exited", "errored", "unknown")
@@ -50,11 +49,11 @@ def statuses_seen(http: HTTPLayer) -> list[int]:
     seen: list[int] = []
     lock = threading.Lock()
 
-    def note(response: httpx.Response) -> None:
+    def note(response: Response) -> None:
         with lock:
             seen.append(response.status_code)
 
-    http._client.event_hooks["response"] = [note]
+    http.response_hooks.append(note)
     return seen
 
 
@@ -186,23 +185,25 @@ def test_a_lease_gone_between_listing_and_lookup_is_left_out(sandbox: Sandbox):
     assert len(frame) == len(ids) - 1
 
 
-def test_threads_reuse_their_connections(demo_sandbox: Sandbox):
-    opened: list[Any] = []
-    http = HTTPLayer(
-        demo_sandbox.address,
-        "/api/v2",
-        headers={"Authorization": f"Bearer {demo_sandbox.token}"},
-        max_concurrency=4,
-    )
-    assert http._direct is not None
-    transport = http._direct
-    for _ in range(3):
-        list(http.map(lambda n: http.json("GET", f"/organizations/{n}"), ["acme"] * 50))
-        opened.append(len(transport._all))
-    http.close()
-    # At most one connection a pool thread (and none for the caller, which only
-    # waits), however many rounds: connections are kept, not opened per call.
-    assert max(opened) <= 4
+def test_threads_reuse_their_connections() -> None:
+    def answer(head: bytes, n: int) -> tuple[bytes, bool]:
+        return (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+            False,
+        )
+
+    server = Threaded(answer)
+    http = HTTPLayer(server.address, "/v1", max_concurrency=4)
+    try:
+        for _ in range(3):
+            list(http.map(lambda n: http.json("GET", f"/organizations/{n}"), ["acme"] * 50))
+    finally:
+        http.close()
+        server.stop()
+    # At most one connection a pool thread, however many rounds: connections
+    # are kept, not opened per call.
+    assert server.connections <= 4
+    assert len(server.heads) == 150
 
 
 def test_a_layer_nobody_closed_takes_its_threads_with_it_when_collected(demo_sandbox: Sandbox):

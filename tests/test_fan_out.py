@@ -1,28 +1,25 @@
-"""``HTTPLayer.many``: many requests from one thread over non-blocking, pipelined connections.
+"""``HTTPLayer.many``: many requests described as data, at most ``max_concurrency`` in flight.
 
 Two kinds of server: a real sandbox (order, completeness, failures part-way,
 429s, leaving early), and a socket server answering as each test scripts, one
-thread a connection, to produce what a sandbox does not on demand: pipelined
-requests seen arriving, connections closed mid-pipeline or while idle,
-answers that never come.
+thread a connection, to produce what a sandbox does not on demand: how many
+requests arrive on a connection at once, connections closed between answers
+or while idle, answers that never come.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Callable, Iterator
 
-import httpx
 import pytest
 
-from tests._sockets import certificate_files, read_request
+from tests._sockets import Answer, Threaded, certificate_files
 from toolkit import ConnectError, NotFound, RetryPolicy, SecretsClient, TimeoutError, TLSError
-from toolkit._http import Call, HTTPLayer
+from toolkit._http import HTTPLayer, Request
 from toolkit.sandbox import Sandbox
 
 # -- against the sandbox ---------------------------------------------------------------------
@@ -39,19 +36,19 @@ def platform_layer(sandbox: Sandbox, **options) -> HTTPLayer:
 
 def statuses_seen(http: HTTPLayer) -> list[int]:
     seen: list[int] = []
-    http._client.event_hooks["response"] = [lambda r: seen.append(r.status_code)]
+    http.response_hooks.append(lambda r: seen.append(r.status_code))
     return seen
 
 
-def org_calls(names: list[str]) -> list[Call]:
-    return [Call("GET", f"/organizations/{n}") for n in names]
+def org_calls(names: list[str]) -> list[Request]:
+    return [Request("GET", f"/organizations/{n}") for n in names]
 
 
 def test_many_keeps_call_order_and_misses_nothing(demo_sandbox: Sandbox):
     names = ["acme", "globex", "initech"] * 100
-    with_pipes = platform_layer(demo_sandbox, max_concurrency=6, pipeline=4)
-    without = platform_layer(demo_sandbox, max_concurrency=6, pipeline=1)
-    for http in (with_pipes, without):
+    wide = platform_layer(demo_sandbox, max_concurrency=6)
+    narrow = platform_layer(demo_sandbox, max_concurrency=1)
+    for http in (wide, narrow):
         got = [r.json()["data"]["id"] for r in http.many(org_calls(names))]
         http.close()
         assert got == names
@@ -77,14 +74,15 @@ def test_a_failure_part_way_raises_after_the_responses_before_it_and_stops_the_r
 def test_statuses_the_caller_expects_come_back_as_responses(demo_sandbox: Sandbox):
     http = platform_layer(demo_sandbox, max_concurrency=4)
     calls = [
-        Call("GET", f"/organizations/{n}", ok_statuses=frozenset({404})) for n in ("acme", "nope")
+        Request("GET", f"/organizations/{n}", ok_statuses=frozenset({404}))
+        for n in ("acme", "nope")
     ]
     assert [r.status_code for r in http.many(calls * 10)] == [200, 404] * 10
     http.close()
 
 
 def test_leaving_the_iteration_early_sends_no_more(demo_sandbox: Sandbox):
-    http = platform_layer(demo_sandbox, max_concurrency=4, pipeline=2)
+    http = platform_layer(demo_sandbox, max_concurrency=4)
     seen = statuses_seen(http)
     responses = http.many(org_calls(["acme"] * 400))
     assert next(responses).status_code == 200
@@ -115,7 +113,7 @@ def test_a_429_in_the_middle_is_waited_out_and_every_call_answered():
 
 
 def test_a_long_fan_out_against_the_rate_limit_gets_every_answer_with_default_retries():
-    """Far more calls than the limit allows a second, 64 in flight at first: the
+    """Far more calls than the limit allows a second, eight in flight at first: the
     fan-out narrows after a 429 instead of exhausting any call's retries."""
     with Sandbox(demo=True, rate_limit=30) as sandbox:
         http = platform_layer(sandbox)
@@ -124,42 +122,15 @@ def test_a_long_fan_out_against_the_rate_limit_gets_every_answer_with_default_re
         got = [r.json()["data"]["id"] for r in http.many(org_calls(["acme"] * 150))]
         http.close()
     assert got == ["acme"] * 150
-    # After the first burst (64 in flight, 34 or so refused) a handful a window:
-    # fewer refusals than calls, where retrying every refusal at once gives more.
+    # After the first burst a handful a window: fewer refusals than calls, where
+    # retrying every refusal at once gives more.
     assert seen.count(429) < 150
-
-
-def test_fan_out_connections_are_kept_for_the_next_fan_out(demo_sandbox: Sandbox):
-    http = platform_layer(demo_sandbox, max_concurrency=4)
-    assert http._direct is not None
-    opened = []
-    for _ in range(3):
-        list(http.many(org_calls(["acme"] * 50)))
-        opened.append(len(http._direct._all))
-    http.close()
-    assert max(opened) <= 4
-
-
-def test_many_inside_a_map_of_the_same_layer_stays_within_its_connections(
-    demo_sandbox: Sandbox,
-):
-    http = platform_layer(demo_sandbox, max_concurrency=4)
-    assert http._direct is not None
-
-    def read(_: int) -> list[int]:
-        return [r.status_code for r in http.many(org_calls(["acme"] * 20))]
-
-    results = list(http.map(read, range(8)))
-    opened = len(http._direct._all)
-    http.close()
-    assert results == [[200] * 20] * 8
-    assert opened <= 4
 
 
 def test_bulk_views_pause_the_collector_and_leave_it_as_they_found_it(sandbox: Sandbox):
     paused: list[bool] = []
     with SecretsClient(sandbox.address, sandbox.token) as client:
-        client.http._client.event_hooks["response"] = [lambda r: paused.append(gc.isenabled())]
+        client.http.response_hooks.append(lambda r: paused.append(gc.isenabled()))
         frame = client.leases.leases_by_mount()
         assert gc.isenabled()
         gc.disable()
@@ -174,87 +145,6 @@ def test_bulk_views_pause_the_collector_and_leave_it_as_they_found_it(sandbox: S
 
 
 # -- against a scripted server ----------------------------------------------------------------
-
-Answer = Callable[[bytes, int], tuple[bytes, bool]]
-
-
-class Threaded:
-    """A socket server, one thread a connection, answering each request with
-    ``answer(request_head, n)`` (n counts requests on that connection):
-    (bytes to send, close the connection after them).
-
-    ``ahead`` records, for each request, whether the next request had already
-    arrived when its answer was sent: that is pipelining, seen from the server.
-    """
-
-    def __init__(self, answer: Answer, tls: ssl.SSLContext | None = None) -> None:
-        self.answer = answer
-        self.tls = tls
-        self.heads: list[bytes] = []
-        self.ahead: list[bool] = []
-        self.connections = 0
-        self.lock = threading.Lock()
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.open: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    @property
-    def address(self) -> str:
-        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with self.lock:
-                self.connections += 1
-                self.open.append(conn)
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        buffer = b""
-        n = 0
-        if self.tls is not None:
-            try:
-                conn = self.tls.wrap_socket(conn, server_side=True)
-            except (ssl.SSLError, OSError):
-                conn.close()
-                return
-        with conn:
-            while True:
-                request = read_request(conn, buffer)
-                if request is None:
-                    return
-                head, buffer = request
-                n += 1
-                answer, close = self.answer(head, n)
-                with self.lock:
-                    self.heads.append(head)
-                    self.ahead.append(b"\r\n\r\n" in buffer)
-                if answer:
-                    try:
-                        conn.sendall(answer)
-                    except OSError:
-                        return
-                if close:
-                    return
-
-    def close_idle(self) -> None:
-        """Close every connection from the server's side (as an idle timeout does)."""
-        with self.lock:
-            conns, self.open = self.open, []
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-
-    def stop(self) -> None:
-        self.sock.close()
-        self.close_idle()
 
 
 @pytest.fixture
@@ -285,61 +175,83 @@ def paths(n: int) -> list[str]:
     return [f"/p{i}" for i in range(n)]
 
 
-def answered_paths(http: HTTPLayer, calls: list[Call]) -> list[str]:
+def answered_paths(http: HTTPLayer, calls: list[Request]) -> list[str]:
     return [r.json()["path"].removeprefix("/v1") for r in http.many(calls)]
 
 
-def test_reads_are_pipelined_and_answered_in_order(serve):
+def test_reads_go_one_at_a_time_on_each_connection_and_are_answered_in_order(serve):
     server = serve(lambda head, n: (echo_path(head), False))
-    http = HTTPLayer(server.address, "/v1", max_concurrency=2, pipeline=8)
-    assert answered_paths(http, [Call("GET", p) for p in paths(200)]) == paths(200)
+    http = HTTPLayer(server.address, "/v1", max_concurrency=2)
+    assert answered_paths(http, [Request("GET", p) for p in paths(200)]) == paths(200)
     http.close()
     assert server.connections <= 2
-    assert any(server.ahead), "no request arrived before the answer to the one before it"
+    # No pipelining: no request ever arrived before the answer to the one before it.
+    assert len(server.ahead) == 200 and not any(server.ahead)
 
 
-def test_writes_are_never_pipelined(serve):
+def test_writes_are_answered_in_order_one_at_a_time(serve):
     server = serve(lambda head, n: (echo_path(head), False))
-    http = HTTPLayer(server.address, "/v1", max_concurrency=2, pipeline=8)
-    calls = [Call("POST", p, json={"n": i}) for i, p in enumerate(paths(60))]
+    http = HTTPLayer(server.address, "/v1", max_concurrency=2)
+    calls = [Request("POST", p, json={"n": i}) for i, p in enumerate(paths(60))]
     assert answered_paths(http, calls) == paths(60)
     http.close()
     assert not any(server.ahead)
 
 
-def test_a_connection_closed_mid_pipeline_has_its_unanswered_reads_sent_again(serve):
+def test_connections_dropped_between_answers_are_replaced(serve):
     # Every connection is dropped after its third answer, without a word.
     server = serve(lambda head, n: (echo_path(head), n == 3))
-    http = HTTPLayer(
-        server.address, "/v1", max_concurrency=2, pipeline=6, retry=RetryPolicy(backoff=0.01)
-    )
-    assert answered_paths(http, [Call("GET", p) for p in paths(40)]) == paths(40)
+    http = HTTPLayer(server.address, "/v1", max_concurrency=2, retry=RetryPolicy(backoff=0.01))
+    assert answered_paths(http, [Request("GET", p) for p in paths(40)]) == paths(40)
     http.close()
     assert server.connections > 2
 
 
-def test_connection_close_mid_pipeline_moves_the_rest_to_a_new_connection(serve):
+def test_connection_close_moves_the_rest_to_a_new_connection(serve):
     def answer(head: bytes, n: int) -> tuple[bytes, bool]:
         if n == 2:
             return echo_path(head, "Connection: close\r\n"), True
         return echo_path(head), False
 
     server = serve(answer)
-    http = HTTPLayer(server.address, "/v1", max_concurrency=2, pipeline=4)
-    assert answered_paths(http, [Call("GET", p) for p in paths(30)]) == paths(30)
+    http = HTTPLayer(server.address, "/v1", max_concurrency=2)
+    assert answered_paths(http, [Request("GET", p) for p in paths(30)]) == paths(30)
     http.close()
 
 
 def test_a_kept_connection_the_server_closed_while_idle_is_replaced_without_an_error(serve):
     server = serve(lambda head, n: (echo_path(head), False))
     http = HTTPLayer(server.address, "/v1", max_concurrency=3, retry=RetryPolicy(attempts=1))
-    assert answered_paths(http, [Call("GET", p) for p in paths(9)]) == paths(9)
+    assert answered_paths(http, [Request("GET", p) for p in paths(9)]) == paths(9)
     server.close_idle()
     time.sleep(0.05)
-    # Even a write goes again: nothing of it reached a server that had closed.
-    calls = [Call("POST", p, json={}) for p in paths(9)]
+    # A write too: the closed connections are noticed before anything is sent on them.
+    calls = [Request("POST", p, json={}) for p in paths(9)]
     assert answered_paths(http, calls) == paths(9)
     http.close()
+    assert len(server.heads) == 18
+
+
+def test_fan_out_connections_are_kept_for_the_next_fan_out(serve):
+    server = serve(lambda head, n: (echo_path(head), False))
+    http = HTTPLayer(server.address, "/v1", max_concurrency=4)
+    for _ in range(3):
+        assert answered_paths(http, [Request("GET", p) for p in paths(50)]) == paths(50)
+    http.close()
+    assert server.connections <= 4
+
+
+def test_many_inside_a_map_of_the_same_layer_stays_within_its_connections(serve):
+    server = serve(lambda head, n: (echo_path(head), False))
+    http = HTTPLayer(server.address, "/v1", max_concurrency=4)
+
+    def read(_: int) -> list[str]:
+        return answered_paths(http, [Request("GET", p) for p in paths(20)])
+
+    results = list(http.map(read, range(8)))
+    http.close()
+    assert results == [paths(20)] * 8
+    assert server.connections <= 4
 
 
 def test_chunked_head_and_no_content_answers_in_a_fan_out(serve):
@@ -355,8 +267,8 @@ def test_chunked_head_and_no_content_answers_in_a_fan_out(serve):
         ), False
 
     server = serve(answer)
-    http = HTTPLayer(server.address, "/v1", max_concurrency=2, pipeline=4)
-    calls = [Call(m, "/x") for m in ("GET", "HEAD", "DELETE") * 10]
+    http = HTTPLayer(server.address, "/v1", max_concurrency=2)
+    calls = [Request(m, "/x") for m in ("GET", "HEAD", "DELETE") * 10]
     got = [(r.status_code, r.content) for r in http.many(calls)]
     http.close()
     assert got == [(200, b'{"a": [1]}'), (200, b""), (204, b"")] * 10
@@ -369,7 +281,7 @@ def test_an_answer_that_never_comes_is_a_timeout_naming_the_address(serve):
     )
     started = time.monotonic()
     with pytest.raises(TimeoutError) as err:
-        list(http.many([Call("GET", p) for p in paths(4)]))
+        list(http.many([Request("GET", p) for p in paths(4)]))
     http.close()
     assert time.monotonic() - started < 5
     assert server.address in str(err.value)
@@ -383,17 +295,26 @@ def test_a_server_that_is_not_there_is_a_connect_error():
         f"http://127.0.0.1:{port}", "/v1", max_concurrency=4, retry=RetryPolicy(backoff=0.01)
     )
     with pytest.raises(ConnectError) as err:
-        list(http.many([Call("GET", p) for p in paths(6)]))
+        list(http.many([Request("GET", p) for p in paths(6)]))
     http.close()
     assert f"127.0.0.1:{port}" in str(err.value)
 
 
-def test_a_transport_passed_in_gets_the_same_answers_one_thread_a_call(serve):
-    server = serve(lambda head, n: (echo_path(head), False))
-    http = HTTPLayer(server.address, "/v1", max_concurrency=3, transport=httpx.HTTPTransport())
-    assert http._direct is None
-    assert answered_paths(http, [Call("GET", p) for p in paths(30)]) == paths(30)
+def test_a_connector_passed_in_carries_the_same_calls_through_the_same_rules(serve):
+    import aiohttp
+
+    made: list[aiohttp.TCPConnector] = []
+
+    def connector() -> aiohttp.TCPConnector:
+        made.append(aiohttp.TCPConnector(limit=2))
+        return made[-1]
+
+    server = serve(lambda head, n: (echo_path(head), n == 2))
+    http = HTTPLayer(server.address, "/v1", max_concurrency=3, connector=connector)
+    assert answered_paths(http, [Request("GET", p) for p in paths(30)]) == paths(30)
     http.close()
+    assert len(made) == 1
+    assert server.connections >= 15  # the connector's, dropped after two answers each
 
 
 @pytest.fixture
@@ -408,11 +329,11 @@ def tls_files(tmp_path) -> tuple[str, ssl.SSLContext]:
 def test_a_fan_out_over_tls_is_answered_in_order(serve, tls_files):
     ca_file, context = tls_files
     server = serve(lambda head, n: (echo_path(head), False), context)
-    http = HTTPLayer(server.address, "/v1", max_concurrency=3, pipeline=4, ca_file=ca_file)
-    assert answered_paths(http, [Call("GET", p) for p in paths(120)]) == paths(120)
+    http = HTTPLayer(server.address, "/v1", max_concurrency=3, ca_file=ca_file)
+    assert answered_paths(http, [Request("GET", p) for p in paths(120)]) == paths(120)
     assert http.json("GET", "/one") == {"path": "/v1/one"}  # one request, the blocking way
     http.close()
-    assert server.connections <= 4
+    assert server.connections <= 3
 
 
 def test_a_certificate_the_client_does_not_trust_is_a_tls_error(serve, tls_files):
@@ -420,7 +341,7 @@ def test_a_certificate_the_client_does_not_trust_is_a_tls_error(serve, tls_files
     server = serve(lambda head, n: (echo_path(head), False), context)
     http = HTTPLayer(server.address, "/v1", max_concurrency=3, retry=RetryPolicy(attempts=1))
     with pytest.raises(TLSError) as err:
-        list(http.many([Call("GET", p) for p in paths(6)]))
+        list(http.many([Request("GET", p) for p in paths(6)]))
     assert server.address in str(err.value)
     with pytest.raises(TLSError):
         http.json("GET", "/one")

@@ -21,6 +21,7 @@ from toolkit import (
     ConnectError,
     DecodeError,
     NotFound,
+    OutcomeUnknown,
     PermissionDenied,
     PreconditionFailed,
     RateLimited,
@@ -111,10 +112,21 @@ def test_x_ratelimit_reset_is_honoured_when_there_is_no_retry_after(flaky):
     assert time.monotonic() - started >= 0.14
 
 
-def test_502_503_504_are_retried_for_idempotent_methods(flaky):
+def test_502_503_504_are_retried_for_reads_and_calls_marked_repeatable(flaky):
     state, address = flaky
     state.script["/v1/b"] = [(502, {}), (503, {}), (504, {})]
-    assert layer(address).json("PUT", "/b", json={"x": 1})["hits"] == 4
+    assert layer(address).json("GET", "/b")["hits"] == 4
+    state.script["/v1/b2"] = [(502, {}), (503, {}), (504, {})]
+    assert layer(address).json("POST", "/b2", json={"x": 1}, idempotent=True)["hits"] == 4
+
+
+def test_a_put_counts_as_a_write_and_a_502_leaves_its_outcome_unknown(flaky):
+    state, address = flaky
+    state.script["/v1/b3"] = [(502, {})]
+    with pytest.raises(OutcomeUnknown, match="outcome|may or may not") as err:
+        layer(address).json("PUT", "/b3", json={"x": 1}, check="read it back")
+    assert state.hits["/v1/b3"] == 1
+    assert "read it back" in str(err.value)
 
 
 def test_a_post_is_never_retried(flaky):

@@ -6,6 +6,8 @@ from typing import Any, Self
 
 from ._config import Settings
 from ._http import HTTPLayer, RetryPolicy
+from ._http.redirects import NO_REDIRECTS, RedirectRule
+from ._masking import Sensitive
 
 __all__ = ["ServiceClient"]
 
@@ -17,13 +19,14 @@ class ServiceClient:
         self,
         settings: Settings,
         api_prefix: str,
-        headers: dict[str, str],
+        headers: dict[str, str | Sensitive],
         *,
         timeout: float,
+        fan_out_timeout: float,
         max_concurrency: int,
-        pipeline: int,
         retry: RetryPolicy | None,
-        transport: Any,
+        connector: Any,
+        redirects: RedirectRule = NO_REDIRECTS,
     ) -> None:
         self.address = settings.address.rstrip("/")
         self.http = HTTPLayer(
@@ -31,12 +34,13 @@ class ServiceClient:
             api_prefix,
             headers=headers,
             timeout=timeout,
+            fan_out_timeout=fan_out_timeout,
             verify=settings.verify,
             ca_file=settings.ca_file,
             retry=retry,
             max_concurrency=max_concurrency,
-            pipeline=pipeline,
-            transport=transport,
+            redirects=redirects,
+            connector=connector,
         )
 
     def close(self) -> None:

@@ -5,9 +5,17 @@
     ├── TransportError          the server could not be reached or did not answer usefully
     │   ├── ConnectError        connection refused, DNS failure
     │   ├── TLSError            certificate or handshake failure
-    │   ├── TimeoutError        no answer within the timeout
-    │   └── DecodeError         the answer was not the JSON the API promises
+    │   ├── TimeoutError        no answer within the timeout (or the deadline of a fan-out)
+    │   ├── DecodeError         the answer was not the JSON the API promises
+    │   └── OutcomeUnknown      a write that is not safe to repeat was sent, and no
+    │                           usable answer came back (the connection broke after
+    │                           the request was written, a gateway answered 502/504,
+    │                           or the deadline passed): the server may or may not
+    │                           have acted. It is never sent again by the toolkit;
+    │                           the message says how to check. A write that timed
+    │                           out is both an OutcomeUnknown and a TimeoutError.
     ├── APIError                the server answered with an error status
+    │   ├── Redirected          3xx the toolkit would not follow (see the client's redirect rule)
     │   ├── BadRequest          400
     │   ├── Unauthorized        401
     │   ├── PermissionDenied    403
@@ -38,9 +46,11 @@ __all__ = [
     "InputError",
     "MethodNotAllowed",
     "NotFound",
+    "OutcomeUnknown",
     "PermissionDenied",
     "PreconditionFailed",
     "RateLimited",
+    "Redirected",
     "ServerError",
     "TLSError",
     "TimeoutError",
@@ -48,6 +58,7 @@ __all__ = [
     "TransportError",
     "Unauthorized",
     "Unprocessable",
+    "WriteTimedOut",
     "error_for_status",
 ]
 
@@ -89,6 +100,21 @@ class DecodeError(TransportError):
     """The answer was not valid JSON, or was cut short."""
 
 
+class OutcomeUnknown(TransportError):
+    """A write was sent and no usable answer came back: it may or may not have been applied.
+
+    ``check`` says how to find out (for example: read the key's ``latest_version``).
+    """
+
+    def __init__(self, message: str, *, method: str = "", url: str = "", check: str = "") -> None:
+        super().__init__(message, method=method, url=url)
+        self.check = check
+
+
+class WriteTimedOut(OutcomeUnknown, TimeoutError):
+    """A write got no answer within the deadline: unknown outcome, and a timeout."""
+
+
 class APIError(ToolkitError):
     """The server answered with an error status.
 
@@ -120,6 +146,10 @@ class APIError(ToolkitError):
     def message(self) -> str:
         """The server's messages joined into one line."""
         return "; ".join(self.messages)
+
+
+class Redirected(APIError):
+    """3xx: the server sent the request elsewhere, and the toolkit did not follow."""
 
 
 class BadRequest(APIError):
@@ -181,4 +211,6 @@ def error_for_status(status: int) -> type[APIError]:
         return _BY_STATUS[status]
     if status >= 500:
         return ServerError
+    if 300 <= status < 400:
+        return Redirected
     return APIError

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["HIDDEN", "Sensitive", "reveal"]
+__all__ = ["HIDDEN", "Sensitive", "hidden", "reveal"]
 
 HIDDEN = "<hidden>"
 
@@ -57,3 +57,9 @@ class Sensitive:
 def reveal(value: Any) -> Any:
     """The plain value of a Sensitive, or the value itself."""
     return value.reveal() if isinstance(value, Sensitive) else value
+
+
+def hidden(value: str | Sensitive, label: str = "secret") -> Sensitive:
+    """``value`` as a Sensitive (a Sensitive stays as it is): what client entry points
+    do at once with a share, password or token they are given."""
+    return value if isinstance(value, Sensitive) else Sensitive(value, label)

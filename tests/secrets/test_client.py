@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
+from tests._sockets import Threaded
 from toolkit import ConfigurationError, PermissionDenied
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
@@ -31,21 +31,22 @@ def test_a_client_without_address_says_which_variable_to_set(
         SecretsClient(token="x")
 
 
-def test_the_token_goes_in_both_the_spec_header_and_the_openbao_header(
-    demo_sandbox: Sandbox,
-) -> None:
-    seen: list[httpx.Headers] = []
+def test_the_token_goes_in_both_the_spec_header_and_the_openbao_header() -> None:
+    def answer(head: bytes, n: int) -> tuple[bytes, bool]:
+        body = b'{"sealed": false}'
+        return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body), False
 
-    def record(request: httpx.Request) -> None:
-        seen.append(request.headers)
-
-    with SecretsClient(demo_sandbox.address, demo_sandbox.token, namespace="team-a") as client:
-        client.http._client.event_hooks["request"] = [record]
-        client.seal.status()
-    headers = seen[0]
-    assert headers["X-Service-Token"] == demo_sandbox.token
-    assert headers["X-Vault-Token"] == demo_sandbox.token
-    assert headers["X-Vault-Namespace"] == "team-a"
+    server = Threaded(answer)
+    try:
+        with SecretsClient(server.address, "s.the-token", namespace="team-a") as client:
+            client.seal.status()
+            assert "s.the-token" not in repr(client.http.headers)
+    finally:
+        server.stop()
+    head = server.heads[0].decode().lower()
+    assert "x-service-token: s.the-token" in head
+    assert "x-vault-token: s.the-token" in head
+    assert "x-vault-namespace: team-a" in head
 
 
 def test_a_wrong_token_is_permission_denied(demo_sandbox: Sandbox) -> None:

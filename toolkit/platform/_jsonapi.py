@@ -1,8 +1,7 @@
 """JSON:API for the platform client: flattening resources, and following pages.
 
 Pagination lives here and nowhere else: the first page tells the page count,
-the remaining pages are fetched concurrently (:meth:`HTTPLayer.many`, bounded
-and pipelined), and records come back in server order. Several lists are read
+the remaining pages are fetched concurrently (:meth:`HTTPLayer.many`, bounded), and records come back in server order. Several lists are read
 together: first pages of all, then the rest of all.
 """
 
@@ -16,7 +15,7 @@ import pandas as pd
 
 from .._frames import Schema, frame_from_columns
 from .._gc import collector_paused
-from .._http import Call, HTTPLayer, decode_json
+from .._http import HTTPLayer, Request, decode_json
 from .._progress import progress
 
 __all__ = [
@@ -218,10 +217,11 @@ def read_lists(
     """
     with collector_paused():
         firsts = http.many(
-            Call("GET", path, params=_page_params(params, 1, page_size)) for path, params in lists
+            Request("GET", path, params=_page_params(params, 1, page_size))
+            for path, params in lists
         )
         listings: list[Listing] = []
-        rest: list[Call] = []
+        rest: list[Request] = []
         owners: list[Listing] = []
         for k, ((path, params), response) in enumerate(zip(lists, firsts, strict=True)):
             document = decode_json(response) or {}
@@ -231,7 +231,7 @@ def read_lists(
             listings.append(listing)
             pagination = listing.meta.get("pagination") or {}
             for number in range(2, int(pagination.get("total-pages") or 1) + 1):
-                rest.append(Call("GET", path, params=_page_params(params, number, page_size)))
+                rest.append(Request("GET", path, params=_page_params(params, number, page_size)))
                 owners.append(listing)
         done = progress(
             _completed(http.many(rest), owners, listings),

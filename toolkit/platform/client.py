@@ -9,6 +9,8 @@ from .._client import ServiceClient
 from .._config import platform_settings
 from .._errors import ToolkitError, Unauthorized
 from .._http import RetryPolicy, decode_json
+from .._http.layer import FAN_OUT_TIMEOUT
+from .._masking import Sensitive
 from .._records import Record
 from ._jsonapi import MEDIA_TYPE, flatten
 from .agent_pools import AgentPools
@@ -36,21 +38,21 @@ class PlatformClient(ServiceClient):
         timeout: float = 30.0,
         verify: bool | None = None,
         ca_file: str | None = None,
+        fan_out_timeout: float = FAN_OUT_TIMEOUT,
         max_concurrency: int = 8,
-        pipeline: int = 8,
         retry: RetryPolicy | None = None,
-        transport: Any = None,
+        connector: Any = None,
     ) -> None:
         settings = platform_settings(address, token, ca_file=ca_file, verify=verify)
         super().__init__(
             settings,
             "/api/v2",
-            {"Authorization": f"Bearer {settings.token}", "Accept": MEDIA_TYPE},
+            {"Authorization": Sensitive(f"Bearer {settings.token}", "token"), "Accept": MEDIA_TYPE},
             timeout=timeout,
+            fan_out_timeout=fan_out_timeout,
             max_concurrency=max_concurrency,
-            pipeline=pipeline,
             retry=retry,
-            transport=transport,
+            connector=connector,
         )
         self.organizations = Organizations(self.http)
         self.agent_pools = AgentPools(self.http)

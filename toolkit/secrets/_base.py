@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
 from .._errors import NotFound
-from .._http import Call, HTTPLayer, decode_json
+from .._http import HTTPLayer, Request, decode_json
 from .._masking import Sensitive
 from .._records import Record
 from .._reprs import area_repr
@@ -73,7 +73,7 @@ def list_keys(http: HTTPLayer, path: str) -> list[str]:
 
 def list_keys_of(http: HTTPLayer, paths: Sequence[str]) -> list[list[str]]:
     """:func:`list_keys` of each path, the paths listed concurrently."""
-    calls = [Call("LIST", p, ok_statuses=_LIST_REFUSED) for p in paths]
+    calls = [Request("LIST", p, ok_statuses=_LIST_REFUSED) for p in paths]
     found: list[list[str]] = []
     for path, response in zip(paths, http.many(calls), strict=True):
         if response.status_code == 405:
@@ -128,8 +128,16 @@ class Area:
     def _read(self, path: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return unwrap(self._http.json("GET", path, params=params))
 
-    def _send(self, method: str, path: str, body: Any = None) -> Any:
-        return self._http.json(method, path, json=body)
+    def _send(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        idempotent: bool | None = None,
+        check: str = "",
+    ) -> Any:
+        return self._http.json(method, path, json=body, idempotent=idempotent, check=check)
 
     def _list(self, path: str) -> list[str]:
         return list_keys(self._http, path)

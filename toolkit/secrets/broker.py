@@ -26,7 +26,7 @@ import pandas as pd
 
 from .._errors import InputError, NotFound
 from .._frames import Col, Schema, build_frame
-from .._masking import Sensitive, reveal
+from .._masking import Sensitive, hidden, reveal
 from .._records import Record
 from ._base import EngineArea
 from ._credentials import issue_credentials, required
@@ -126,7 +126,7 @@ class Broker(EngineArea):
         body: dict[str, Any] = {
             "connection_uri": connection_uri,
             "username": username,
-            "password": reveal(password),
+            "password": hidden(password, "password"),
             "verify_connection": verify_connection,
         }
         if password_policy is not None:

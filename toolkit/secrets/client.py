@@ -8,7 +8,9 @@ from .._card import format_seconds, render_card
 from .._client import ServiceClient
 from .._config import secrets_settings
 from .._errors import PermissionDenied, ToolkitError, Unauthorized
-from .._http import RetryPolicy, decode_json
+from .._http import FollowStandby, RetryPolicy, decode_json
+from .._http.layer import FAN_OUT_TIMEOUT
+from .._masking import Sensitive
 from .._records import Record
 from ._base import unwrap
 from .broker import Broker
@@ -51,16 +53,20 @@ class SecretsClient(ServiceClient):
         timeout: float = 30.0,
         verify: bool | None = None,
         ca_file: str | None = None,
+        fan_out_timeout: float = FAN_OUT_TIMEOUT,
         max_concurrency: int = 8,
-        pipeline: int = 8,
         retry: RetryPolicy | None = None,
-        transport: Any = None,
+        connector: Any = None,
     ) -> None:
         settings = secrets_settings(
             address, token, namespace=namespace, ca_file=ca_file, verify=verify
         )
         self.namespace = settings.namespace
-        headers = {"X-Service-Token": settings.token, "X-Vault-Token": settings.token}
+        hidden_token = Sensitive(settings.token, "token")
+        headers: dict[str, str | Sensitive] = {
+            "X-Service-Token": hidden_token,
+            "X-Vault-Token": hidden_token,
+        }
         if settings.namespace:
             headers["X-Vault-Namespace"] = settings.namespace
         super().__init__(
@@ -68,10 +74,11 @@ class SecretsClient(ServiceClient):
             "/v1",
             headers,
             timeout=timeout,
+            fan_out_timeout=fan_out_timeout,
             max_concurrency=max_concurrency,
-            pipeline=pipeline,
             retry=retry,
-            transport=transport,
+            connector=connector,
+            redirects=FollowStandby(),
         )
         self.password_policies = PasswordPolicies(self.http)
         self.policies = Policies(self.http)

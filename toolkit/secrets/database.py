@@ -28,7 +28,7 @@ import pandas as pd
 
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
-from .._masking import Sensitive, reveal
+from .._masking import Sensitive, hidden
 from .._records import Record
 from .._time import parse_time
 from ._base import EngineArea, hide, warnings_of
@@ -148,7 +148,8 @@ class Database(EngineArea):
             if value is not None:
                 body[key] = value
         if password is not None:
-            body["password"] = reveal(password)
+            body["password"] = hidden(password, "password")
+            del password
         if allowed_roles is not None:
             body["allowed_roles"] = (
                 [allowed_roles] if isinstance(allowed_roles, str) else list(allowed_roles)

@@ -25,7 +25,7 @@ import pandas as pd
 from .._errors import APIError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._http import HTTPLayer
-from .._masking import Sensitive, reveal
+from .._masking import Sensitive, hidden, reveal
 from .._records import Record
 from .._time import parse_duration, parse_time
 from ._base import EngineArea, hide, lease_of, unwrap, warnings_of
@@ -104,7 +104,8 @@ class Directory(EngineArea):
             options.get("length") is not None or options.get("formatter")
         ):
             raise InputError("password_policy is exclusive with length and formatter")
-        body = {"binddn": binddn, "bindpass": reveal(bindpass), **options}
+        body = {"binddn": binddn, "bindpass": hidden(bindpass, "password"), **options}
+        del bindpass
         self._send("POST", self._path("config"), body)
 
     def read_config(self) -> Record:

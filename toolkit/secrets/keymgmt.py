@@ -25,7 +25,7 @@ import pandas as pd
 
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
-from .._masking import Sensitive, reveal
+from .._masking import Sensitive, hidden
 from .._records import Record
 from .._time import parse_time
 from ._base import EngineArea
@@ -190,16 +190,20 @@ class KeyManagement(EngineArea):
             body["deletion_allowed"] = deletion_allowed
         if not body:
             raise InputError("nothing to update: give min_enabled_version or deletion_allowed")
-        self._send("PUT", self._path("key", name), body)
+        self._send("POST", self._path("key", name), body, check="read the key (keymgmt.read_key)")
         return self.read_key(name)
 
     def rotate_key(self, name: str) -> Record:
-        """Add a new version (sent to the key's provider too). ``PUT /keymgmt/key/:name/rotate``.
+        """Add a new version (sent to the key's provider too). ``POST /keymgmt/key/:name/rotate``.
 
         Returns the key after the rotation.
         """
         _required(key_name=name)
-        self._send("PUT", self._path("key", name, "rotate"))
+        self._send(
+            "POST",
+            self._path("key", name, "rotate"),
+            check=f"read the key's latest_version (keymgmt.read_key({name!r}))",
+        )
         return self.read_key(name)
 
     def delete_key(self, name: str) -> None:
@@ -239,8 +243,8 @@ class KeyManagement(EngineArea):
         _required(provider_name=name, provider=provider, key_collection=key_collection)
         body: dict[str, Any] = {"provider": provider, "key_collection": key_collection}
         if credentials:
-            body["credentials"] = {str(k): reveal(v) for k, v in credentials.items()}
-        self._send("PUT", self._path("kms", name), body)
+            body["credentials"] = {str(k): hidden(v, "credential") for k, v in credentials.items()}
+        self._send("POST", self._path("kms", name), body)
         return self.read_provider(name)
 
     def read_provider(self, name: str) -> Record:
@@ -281,7 +285,12 @@ class KeyManagement(EngineArea):
         if not purposes:
             raise InputError("at least one purpose is required (for example encrypt, decrypt)")
         body = {"purpose": purposes, "protection": protection or "hsm"}
-        self._send("PUT", self._path("kms", provider, "key", key), body)
+        self._send(
+            "POST",
+            self._path("kms", provider, "key", key),
+            body,
+            check="read the distribution (keymgmt.read_distribution)",
+        )
         return self.read_distribution(provider, key)
 
     def read_distribution(self, provider: str, key: str) -> Record:

@@ -19,7 +19,7 @@ import pandas as pd
 from .._errors import APIError, InputError, ToolkitError
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
-from .._http import Call, decode_json, segment
+from .._http import Request, decode_json, segment
 from .._progress import progress
 from .._records import Record
 from .._time import parse_time
@@ -96,7 +96,7 @@ class Leases(Area):
 
     # -- one lease -------------------------------------------------------------
     def lookup(self, lease_id: str) -> Record:
-        """A lease's times. ``PUT /sys/leases/lookup`` with ``lease_id``.
+        """A lease's times. ``POST /sys/leases/lookup`` with ``lease_id`` (a read: repeatable).
 
         Fields ``id``, ``issue_time``, ``expire_time``, ``last_renewal_time``
         (the real server's ``last_renewal`` is read as this), ``renewable``,
@@ -104,7 +104,11 @@ class Leases(Area):
         """
         if not lease_id:
             raise InputError("lease_id is required")
-        data = unwrap(self._http.json("PUT", "/sys/leases/lookup", json={"lease_id": lease_id}))
+        data = unwrap(
+            self._http.json(
+                "POST", "/sys/leases/lookup", json={"lease_id": lease_id}, idempotent=True
+            )
+        )
         return Record(_lease_fields(data, lease_id), kind="lease")
 
     def list(self, prefix: str) -> list[str]:
@@ -115,7 +119,7 @@ class Leases(Area):
         return self._list(_lookup_path(prefix))
 
     def renew(self, lease_id: str, increment: int = 0) -> Record:
-        """Extend a lease by ``increment`` seconds. ``PUT /sys/leases/renew``.
+        """Extend a lease by ``increment`` seconds. ``POST /sys/leases/renew``.
 
         Returns ``lease_id``, ``renewable``, ``lease_duration``.
         """
@@ -124,7 +128,10 @@ class Leases(Area):
         if increment < 0:
             raise InputError(f"increment must not be negative, not {increment}")
         payload = self._http.json(
-            "PUT", "/sys/leases/renew", json={"lease_id": lease_id, "increment": increment}
+            "POST",
+            "/sys/leases/renew",
+            json={"lease_id": lease_id, "increment": increment},
+            check="look the lease up (leases.lookup) to see its expire_time",
         )
         data = payload if isinstance(payload, Mapping) else {}
         return Record(
@@ -137,23 +144,41 @@ class Leases(Area):
         )
 
     def revoke(self, lease_id: str, *, sync: bool = True) -> None:
-        """Revoke a lease (``sync=False`` queues it). ``PUT /sys/leases/revoke``."""
+        """Revoke a lease (``sync=False`` queues it). ``POST /sys/leases/revoke``.
+
+        Sent again when its outcome is unknown: revoking a lease already gone
+        answers 204, so a repetition changes nothing.
+        """
         if not lease_id:
             raise InputError("lease_id is required")
-        self._http.json("PUT", "/sys/leases/revoke", json={"lease_id": lease_id, "sync": sync})
+        self._http.json(
+            "POST",
+            "/sys/leases/revoke",
+            json={"lease_id": lease_id, "sync": sync},
+            idempotent=True,
+        )
 
     def revoke_prefix(self, prefix: str, *, sync: bool = True) -> None:
-        """Revoke every lease under ``prefix``. ``PUT /sys/leases/revoke-prefix/:prefix`` (sudo)."""
+        """Revoke every lease under ``prefix``. ``POST /sys/leases/revoke-prefix/:prefix`` (sudo)."""
         path = _prefix(prefix)
-        self._http.json("PUT", f"/sys/leases/revoke-prefix/{path}", json={"sync": sync})
+        self._http.json(
+            "POST",
+            f"/sys/leases/revoke-prefix/{path}",
+            json={"sync": sync},
+            check="list the leases under the prefix (leases.list)",
+        )
 
     def revoke_force(self, prefix: str) -> None:
         """Revoke everything under ``prefix``, ignoring backend errors.
 
-        ``PUT /sys/leases/revoke-force/:prefix`` (sudo). Use only when the
+        ``POST /sys/leases/revoke-force/:prefix`` (sudo). Use only when the
         backend can no longer revoke: secrets may stay valid on it.
         """
-        self._http.json("PUT", f"/sys/leases/revoke-force/{_prefix(prefix)}")
+        self._http.json(
+            "POST",
+            f"/sys/leases/revoke-force/{_prefix(prefix)}",
+            check="list the leases under the prefix (leases.list)",
+        )
 
     def tidy(self) -> Names:
         """Remove dangling lease entries. ``POST /sys/leases/tidy``; returns the warnings."""
@@ -274,7 +299,7 @@ class Leases(Area):
     ) -> pd.DataFrame:
         """The leases ``ids`` (a list, or a frame's index), looked up concurrently.
 
-        ``PUT /sys/leases/lookup`` for each. The frame of :meth:`leases_by_mount`;
+        ``POST /sys/leases/lookup`` for each (a read: repeatable). The frame of :meth:`leases_by_mount`;
         an id the server does not know (expired, revoked, mistyped) is left out.
         ``mounts`` are the mount paths to split ids by (default: the server's).
         """
@@ -282,7 +307,14 @@ class Leases(Area):
         mount_paths = list(mounts) if mounts is not None else self._known_mounts()
 
         calls = [
-            Call("PUT", "/sys/leases/lookup", json={"lease_id": i}, ok_statuses=_GONE) for i in todo
+            Request(
+                "POST",
+                "/sys/leases/lookup",
+                json={"lease_id": i},
+                idempotent=True,
+                ok_statuses=_GONE,
+            )
+            for i in todo
         ]
         with collector_paused():
             answers = progress(
@@ -297,7 +329,7 @@ class Leases(Area):
                     continue
                 mount, role = split_lease_id(lease_id, mount_paths)
                 # Times stay text here: the frame parses each column at once.
-                fields = _lease_fields(unwrap(decode_json(response, "PUT")), lease_id, times=_text)
+                fields = _lease_fields(unwrap(decode_json(response, "POST")), lease_id, times=_text)
                 rows.append({**fields, "mount": mount, "role": role})
             frame = build_frame(rows, LEASES)
         return frame.sort_values(["mount", "expire_time"], kind="stable")

@@ -18,7 +18,7 @@ from typing import Any
 
 from .._errors import InputError, MethodNotAllowed
 from .._http import HTTPLayer
-from .._masking import Sensitive, reveal
+from .._masking import Sensitive, hidden, reveal
 from .._records import Record
 from ._base import Area, hide, unwrap
 
@@ -61,7 +61,12 @@ class Rekey(Area):
         self._flavour = value
 
     def _call(self, method: str, op: str, body: Any = None) -> Record:
-        payload = self._http.json(method, f"{_PREFIX[self.api_flavour]}/{op}", json=body)
+        payload = self._http.json(
+            method,
+            f"{_PREFIX[self.api_flavour]}/{op}",
+            json=body,
+            check="read the attempt's progress (rekey.status)",
+        )
         data = unwrap(payload)
         return Record(hide(data, *SHARE_FIELDS, label="key share"), kind=f"rekey-{op}")
 
@@ -127,7 +132,9 @@ class Rekey(Area):
         ``keys`` and ``keys_base64`` (Sensitive), ``verification_nonce`` when
         verification was asked for.
         """
-        return self._call("POST", "update", {"key": reveal(key), "nonce": nonce})
+        share = hidden(key, "key share")
+        del key  # only the Sensitive is kept from here on
+        return self._call("POST", "update", {"key": share, "nonce": nonce})
 
     # -- verification ------------------------------------------------------------
     def verify_status(self) -> Record:
@@ -139,7 +146,9 @@ class Rekey(Area):
 
         At the threshold the root key is rotated: ``complete`` true.
         """
-        return self._call("POST", "verify", {"key": reveal(key), "nonce": nonce})
+        share = hidden(key, "key share")
+        del key
+        return self._call("POST", "verify", {"key": share, "nonce": nonce})
 
     def verify_cancel(self) -> Record:
         """Reset verification progress and get a new nonce. ``DELETE /sys/rekey/verify``."""

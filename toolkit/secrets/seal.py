@@ -7,7 +7,7 @@ only in request bodies, never shown.
 from __future__ import annotations
 
 from .._errors import InputError
-from .._masking import Sensitive, reveal
+from .._masking import Sensitive, hidden, reveal
 from .._records import Record
 from ._base import Area, unwrap
 
@@ -22,13 +22,13 @@ class Seal(Area):
         return Record(unwrap(self._http.json("GET", "/sys/seal-status")), kind="seal-status")
 
     def seal(self) -> None:
-        """Seal the server: every client is refused until it is unsealed. ``PUT /sys/seal``."""
-        self._send("PUT", "/sys/seal")
+        """Seal the server: every client is refused until it is unsealed. ``POST /sys/seal``."""
+        self._send("POST", "/sys/seal", check="read the seal status (seal.status)")
 
     def unseal(self, key: str | Sensitive | None = None, *, reset: bool = False) -> Record:
         """Provide one unseal share (or ``reset=True`` to drop the progress).
 
-        ``PUT /sys/unseal``; returns the seal status after the share.
+        ``POST /sys/unseal``; returns the seal status after the share.
         """
         body: dict[str, object] = {}
         if reset:
@@ -36,5 +36,7 @@ class Seal(Area):
         elif key is None or not reveal(key):
             raise InputError("unseal needs a key share (or reset=True)")
         else:
-            body["key"] = reveal(key)
-        return Record(unwrap(self._send("PUT", "/sys/unseal", body)), kind="seal-status")
+            body["key"] = hidden(key, "key share")
+        del key  # only the Sensitive is kept from here on
+        answer = self._send("POST", "/sys/unseal", body, check="read the seal status (seal.status)")
+        return Record(unwrap(answer), kind="seal-status")

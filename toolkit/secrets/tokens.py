@@ -51,7 +51,12 @@ class Tokens(Area):
         ):
             if value is not None:
                 body[key] = value
-        payload = self._http.json("POST", "/auth/token/create", json=body)
+        payload = self._http.json(
+            "POST",
+            "/auth/token/create",
+            json=body,
+            check="list the token accessors (auth/token/accessors) and look them up by accessor",
+        )
         auth = dict((payload or {}).get("auth") or {})
         return Record(hide(auth, "client_token", label="token"), kind="token")
 

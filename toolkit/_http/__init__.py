@@ -1,0 +1,43 @@
+"""The one HTTP layer both service clients stand on, split by job.
+
+- :mod:`.layer`: :class:`HTTPLayer`, the facade: base address, auth headers,
+  deadlines, the server's clock, one call (:meth:`~HTTPLayer.request`,
+  :meth:`~HTTPLayer.json`) and fan-outs (:meth:`~HTTPLayer.many`,
+  :meth:`~HTTPLayer.map`).
+- :mod:`.policy`: which calls may go again, the pauses, which error an answer
+  or a failure becomes (:class:`RetryPolicy`, :func:`~.policy.judge`).
+- :mod:`.redirects`: which redirects a client follows.
+- :mod:`.fanout`: the fan-outs' machinery (:class:`Request` describes one request).
+- :mod:`.engine`: how bytes move (aiohttp on a private event loop).
+- :mod:`.response`: the toolkit's :class:`Response` and masked :class:`Headers`.
+
+Nothing here knows either API's paths; the service packages build on it.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from .fanout import Request
+from .layer import HTTPLayer, decode_json
+from .policy import RetryPolicy
+from .redirects import NO_REDIRECTS, FollowStandby, RedirectRule
+from .response import Headers, Response
+
+__all__ = [
+    "NO_REDIRECTS",
+    "FollowStandby",
+    "HTTPLayer",
+    "Headers",
+    "RedirectRule",
+    "Request",
+    "Response",
+    "RetryPolicy",
+    "decode_json",
+    "segment",
+]
+
+
+def segment(value: str) -> str:
+    """Percent-encode one path segment (ids and names may hold ``/`` or spaces)."""
+    return quote(str(value), safe="")

@@ -1,0 +1,252 @@
+"""How bytes move: one aiohttp session on a private event loop in a daemon thread.
+
+Single calls and fan-outs take the same path. Callers in any thread (a
+notebook's, whose own event loop may be running, or a pool's) hand coroutines
+to the loop with ``run_coroutine_threadsafe`` and wait for the result, so the
+layer works the same inside Jupyter and outside.
+
+aiohttp (with its llhttp C parser) does the framing, connection reuse, TLS
+and proxies (``HTTP_PROXY``, ``HTTPS_PROXY``, ``NO_PROXY``); it is imported on
+the first request, so that ``import toolkit`` stays light. Its own quiet
+re-send of a PUT or DELETE on a kept connection that closed is turned off:
+only the layer's policy decides what goes twice. No pipelining: aiohttp sends
+one request at a time on a connection.
+
+Every exchange runs under one deadline covering connect, write, the head
+(1xx answers included) and the whole body. What went wrong comes back as a
+:class:`~toolkit._http.policy.Failure` naming its kind; the library's
+exception is not kept (its frames hold the request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import ssl
+import threading
+from collections.abc import Callable, Coroutine, Mapping
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from .._errors import ConfigurationError
+from .policy import Failure
+from .response import Response
+
+__all__ = ["ConnectorFactory", "Engine"]
+
+T = TypeVar("T")
+
+# Builds the connector inside the engine's loop (connectors bind to a running loop).
+ConnectorFactory = Callable[[], Any]
+
+
+def tls_context(verify: bool, ca_file: str | None) -> ssl.SSLContext | bool:
+    """What aiohttp takes as ``ssl=``: False without verification, else a context."""
+    if not verify:
+        return False
+    try:
+        return (
+            ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
+        )
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigurationError(f"cannot load CA file {ca_file!r}: {exc}") from None
+
+
+class Engine:
+    """A private event loop with one aiohttp session, started on first use.
+
+    ``limit`` bounds the connections kept and opened at once; ``connector``
+    replaces the TCP connector aiohttp would build (tests, custom sockets),
+    and everything else stays the same.
+    """
+
+    def __init__(
+        self,
+        *,
+        tls: ssl.SSLContext | bool,
+        limit: int,
+        connector: ConnectorFactory | None = None,
+    ) -> None:
+        self._tls = tls
+        self._limit = limit
+        self._connector = connector
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._session: Any = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._proxies: dict[tuple[str, str, int | None], tuple[Any, Any]] = {}
+
+    # -- the loop --------------------------------------------------------------------------
+    def loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is not None:
+            return loop
+        with self._lock:
+            if self._closed:
+                raise ConfigurationError("this client was closed")
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=_serve, args=(loop,), name="toolkit-http-loop", daemon=True
+                )
+                thread.start()
+                self._thread = thread
+                self._loop = loop
+            return self._loop
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the engine's loop and wait for its result (from any other thread)."""
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop())
+        return future.result(timeout)
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop())
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            loop, self._loop = self._loop, None
+            thread, self._thread = self._thread, None
+        if loop is None or loop.is_closed():
+            return
+        if thread is threading.current_thread():
+            loop.call_soon(loop.stop)
+            return
+        with contextlib.suppress(Exception):  # closing is best effort
+            asyncio.run_coroutine_threadsafe(self._close_session(), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(5)
+
+    async def _close_session(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    # -- the session ------------------------------------------------------------------------
+    def _open_session(self) -> Any:
+        import aiohttp  # first use: keeps `import toolkit` light
+
+        connector = (
+            self._connector()
+            if self._connector is not None
+            else aiohttp.TCPConnector(limit=self._limit, limit_per_host=0, ssl=self._tls)
+        )
+        session = aiohttp.ClientSession(
+            connector=connector,
+            # The layer's own deadline governs each exchange (asyncio.timeout).
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=None, sock_read=None),
+            # Proxies come from the environment as aiohttp reads them
+            # (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), looked up once per server in
+            # _proxy(): aiohttp's trust_env=True looks them up on every request,
+            # some 160 µs each, as much as the exchange itself.
+            trust_env=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            auto_decompress=True,
+            raise_for_status=False,
+        )
+        # aiohttp re-sends PUT and DELETE once when a kept connection turns out
+        # closed (ClientSession._retry_connection, a private attribute; a test
+        # in tests/test_hostile_servers.py fails if it stops taking effect).
+        # Whether a call goes twice is the layer's decision alone.
+        session._retry_connection = False
+        return session
+
+    def _proxy(self, url: Any) -> tuple[Any, Any]:
+        """(proxy address, proxy credentials) the environment names for ``url``'s server."""
+        key = (url.scheme, url.raw_host, url.port)
+        found = self._proxies.get(key)
+        if found is None:
+            from aiohttp.helpers import get_env_proxy_for_url
+
+            try:
+                found = get_env_proxy_for_url(url)
+            except LookupError:  # none, or NO_PROXY names the host
+                found = (None, None)
+            self._proxies[key] = found
+        return found
+
+    async def exchange(
+        self,
+        method: str,
+        url: Any,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        deadline: float,
+    ) -> Response | Failure:
+        """One request and its whole answer within ``deadline`` seconds, or what went wrong."""
+        session = self._session
+        if session is None:
+            session = self._session = self._open_session()
+        try:
+            async with asyncio.timeout(deadline):
+                proxy, proxy_auth = self._proxy(url)
+                answer = await session.request(
+                    method,
+                    url,
+                    data=body,
+                    headers=headers,
+                    allow_redirects=False,
+                    proxy=proxy,
+                    proxy_auth=proxy_auth,
+                )
+                try:
+                    content = await answer.read()
+                finally:
+                    answer.release()
+        except builtins.TimeoutError:
+            return Failure("timeout", f"no answer within {deadline:g} s")
+        except Exception as exc:  # noqa: BLE001 - every library failure becomes a Failure
+            return _failure(exc)
+        return Response(answer.status, answer.headers, content, method, str(url))
+
+
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_forever()
+    finally:
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+
+
+def _failure(exc: BaseException) -> Failure:
+    """The kind of a library failure, and a reason worth showing (no request content)."""
+    import aiohttp
+
+    reason = _reason(exc)
+    if isinstance(exc, (aiohttp.ClientSSLError, ssl.SSLError)) or _has_ssl_cause(exc):
+        return Failure("tls", reason)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        # Includes a proxy refusing the connection: nothing of the request was sent.
+        return Failure("connect", reason)
+    if isinstance(exc, aiohttp.ClientResponseError):
+        # The parser refused the answer's head or framing (or a proxy's CONNECT).
+        return Failure("malformed", reason)
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return Failure("malformed" if "length" not in reason.lower() else "dropped", reason)
+    if isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError, OSError)):
+        return Failure("dropped", reason)
+    if isinstance(exc, aiohttp.InvalidURL):
+        return Failure("connect", reason)
+    return Failure("dropped", f"{type(exc).__name__}: {reason}")
+
+
+def _has_ssl_cause(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, ssl.SSLError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text or type(exc).__name__

@@ -1,0 +1,314 @@
+"""Fan-outs: many requests described as data (:class:`Request`, run by
+:class:`RequestFanOut` on the engine's event loop and read back in order
+through :class:`OrderedResponses`), and any function over many items on a
+thread pool (:class:`ThreadedMap`).
+
+``RequestFanOut`` keeps at most ``window`` requests in flight: ``n`` at first,
+halved on each refusal to go faster (429, 503), grown back by one for each
+window's worth of answers (as TCP does). Requests to try again wait for their
+pause and go out before new ones; after a refusal nothing goes out until its
+pause is over. The first failure stops new requests and is raised in its
+place; the whole fan-out has a deadline of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import heapq
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from .._errors import TimeoutError, ToolkitError
+from .policy import SLOW_DOWN, Failure
+from .response import Response
+
+__all__ = ["OrderedResponses", "Request", "RequestFanOut", "ThreadedMap"]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request of a fan-out (:meth:`HTTPLayer.many`), each field with
+    :meth:`HTTPLayer.request`'s meaning."""
+
+    method: str
+    path: str
+    params: Mapping[str, Any] | None = None
+    json: Any = None
+    idempotent: bool | None = None
+    ok_statuses: frozenset[int] = frozenset()
+    check: str = ""
+
+
+# One try of request k: the answer, or what went wrong instead.
+Attempt = Callable[[int], Awaitable[Response | Failure]]
+# After try ``attempt`` of request k: None (the answer stands) or a pause; raises the error.
+Verdict = Callable[[int, int, "Response | None", "Failure | None"], "float | None"]
+
+
+class OrderedResponses:
+    """The meeting point of a fan-out (on the event loop) and its reader (any thread):
+    results by index, handed over in order."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.results: dict[int, Response | BaseException] = {}
+        self.cond = threading.Condition()
+        self.waiting_for = -1
+        self.finished = False
+        self.final_error: BaseException | None = None
+        self.consumed = 0
+
+    # -- the loop's side
+    def put(self, k: int, result: Response | BaseException) -> None:
+        with self.cond:
+            self.results[k] = result
+            if k == self.waiting_for:
+                self.cond.notify_all()
+
+    def finish(self, error: BaseException | None) -> None:
+        with self.cond:
+            self.finished = True
+            if error is not None and self.final_error is None:
+                self.final_error = error
+            self.cond.notify_all()
+
+    def wait_finished(self, timeout: float) -> None:
+        with self.cond:
+            self.cond.wait_for(lambda: self.finished, timeout)
+
+    # -- the reader's side
+    def take(self, k: int) -> Response:
+        with self.cond:
+            while k not in self.results and not self.finished:
+                self.waiting_for = k
+                self.cond.wait()
+            self.waiting_for = -1
+            result = self.results.pop(k, None)
+            if result is None:
+                # The fan-out ended without this request: it stopped at an earlier
+                # failure whose error was already raised, or at its deadline.
+                errors = [e for e in self.results.values() if isinstance(e, BaseException)]
+                raise self.final_error or (errors[0] if errors else _lost(k))
+        self.consumed = k + 1
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+
+def _lost(k: int) -> RuntimeError:
+    return RuntimeError(f"the fan-out lost request {k}")  # a bug, not a server's
+
+
+class RequestFanOut:
+    """Runs on the event loop: ``n`` workers send the requests, within the window.
+
+    Worker ``i`` sends only while ``i < window``. Workers with nothing to do
+    wait on one shared signal, kicked whenever something changes (an answer, a
+    retry queued, the window grown, the reader taking a result).
+    """
+
+    def __init__(
+        self,
+        count: int,
+        n: int,
+        attempt: Attempt,
+        verdict: Verdict,
+        out: OrderedResponses,
+        *,
+        ahead: int,
+    ) -> None:
+        self.count = count
+        self.n = n
+        self.window = n
+        self.answered = 0
+        self.attempt = attempt
+        self.verdict = verdict
+        self.out = out
+        self.ahead = ahead  # how far sending may run ahead of the reader
+        self.cursor = 0
+        self.busy = 0
+        self.tries: dict[int, int] = {}
+        self.later: list[tuple[float, int]] = []
+        self.hold_until = 0.0
+        self.stopped = False
+        self.blocked = False  # waiting for the reader (``ahead``)
+        self._signal: asyncio.Future[None] | None = None
+
+    async def run(self, deadline: float) -> None:
+        try:
+            async with asyncio.timeout(deadline):
+                await asyncio.gather(*(self._worker(i) for i in range(self.n)))
+        except builtins.TimeoutError:
+            self.out.finish(
+                TimeoutError(f"the fan-out did not finish within its deadline of {deadline:g} s")
+            )
+            return
+        except BaseException as exc:
+            self.out.finish(exc if isinstance(exc, Exception) else None)
+            raise
+        self.out.finish(None)
+
+    def kick(self) -> None:
+        """Wake every waiting worker (something changed)."""
+        signal, self._signal = self._signal, None
+        if signal is not None and not signal.done():
+            signal.set_result(None)
+
+    async def _wait(self, seconds: float | None) -> None:
+        if self._signal is None:
+            self._signal = asyncio.get_running_loop().create_future()
+        # wait() leaves the shared signal alone when this worker is cancelled.
+        await asyncio.wait([self._signal], timeout=seconds)
+
+    def _next(self, now: float) -> int | float | None:
+        """The next request to send, or seconds to wait, or None: nothing left to send."""
+        if self.later and self.later[0][0] <= now:
+            return heapq.heappop(self.later)[1]
+        if not self.stopped and self.cursor < self.count:
+            if self.cursor - self.out.consumed >= self.ahead:
+                self.blocked = True
+                return 60.0
+            k = self.cursor
+            self.cursor += 1
+            return k
+        if self.later:
+            return float(self.later[0][0] - now)
+        return None
+
+    def _idle(self) -> bool:
+        done = self.stopped or self.cursor >= self.count
+        return done and not self.later and not self.busy
+
+    async def _worker(self, i: int) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if i >= self.window:
+                step: int | float | None = None
+            else:
+                now = loop.time()
+                if self.hold_until > now:
+                    await asyncio.sleep(self.hold_until - now)
+                    continue
+                step = self._next(now)
+            if step is None:
+                if self._idle():
+                    self.kick()
+                    return
+                await self._wait(None)
+            elif isinstance(step, float):
+                await self._wait(step)
+            else:
+                await self._one(step, loop)
+
+    async def _one(self, k: int, loop: asyncio.AbstractEventLoop) -> None:
+        self.busy += 1
+        try:
+            result = await self.attempt(k)
+        finally:
+            self.busy -= 1
+        tries = self.tries.get(k, 0) + 1
+        self.tries[k] = tries
+        response = result if isinstance(result, Response) else None
+        failure = result if isinstance(result, Failure) else None
+        try:
+            pause = self.verdict(k, tries, response, failure)
+        except ToolkitError as exc:
+            self.stopped = True
+            self.out.put(k, exc)
+            self.kick()
+            return
+        if pause is None:
+            assert response is not None
+            self.out.put(k, response)
+            if self.window < self.n:
+                self.answered += 1
+                if self.answered >= self.window:
+                    self.window, self.answered = self.window + 1, 0
+            self.kick()
+            return
+        at = loop.time() + pause
+        if response is not None and response.status_code in SLOW_DOWN:
+            self.window, self.answered = max(1, self.window // 2), 0
+            self.hold_until = max(self.hold_until, at)
+        heapq.heappush(self.later, (at, k))
+        self.kick()
+
+
+# -- map(): a function over items, on threads ------------------------------------------------
+
+# Marks the threads of a layer's pool, so that a map() inside a map() on the
+# same layer runs inline instead of waiting for a thread of its own pool.
+worker_mark = threading.local()
+
+
+class ThreadedMap(Iterator[Any]):
+    """``n`` pool jobs pulling items from one shared cursor; results yielded in order."""
+
+    def __init__(
+        self, fn: Callable[[Any], Any], items: list[Any], n: int, pool: ThreadPoolExecutor
+    ) -> None:
+        self.fn = fn
+        self.items = items
+        self.results: list[Any] = [None] * len(items)
+        self.done = [False] * len(items)
+        self.errors: dict[int, BaseException] = {}
+        self.cursor = 0
+        self.next_out = 0
+        self.stopped = False
+        self.cond = threading.Condition()
+        self.jobs = [pool.submit(self._drain) for _ in range(n)]
+
+    def _take(self) -> int | None:
+        with self.cond:
+            if self.stopped or self.cursor >= len(self.items):
+                return None
+            k = self.cursor
+            self.cursor += 1
+            return k
+
+    def _drain(self) -> None:
+        while (k := self._take()) is not None:
+            try:
+                value = self.fn(self.items[k])
+            except BaseException as exc:  # handed to the consumer, in order
+                with self.cond:
+                    self.errors[k] = exc
+                    self.stopped = True
+                    self.done[k] = True
+                    self.cond.notify_all()
+                return
+            with self.cond:
+                self.results[k] = value
+                self.done[k] = True
+                self.cond.notify_all()
+
+    def __next__(self) -> Any:
+        k = self.next_out
+        if k >= len(self.items):
+            raise StopIteration
+        with self.cond:
+            while not self.done[k]:
+                if self.stopped and k >= self.cursor:
+                    break
+                self.cond.wait()
+            if k in self.errors:
+                self.next_out = len(self.items)
+                raise self.errors.pop(k)
+            if not self.done[k]:
+                # Stopped before this item was started: raise the failure now.
+                first = min(self.errors)
+                self.next_out = len(self.items)
+                raise self.errors.pop(first)
+            value = self.results[k]
+            self.results[k] = None
+        self.next_out = k + 1
+        return value
+
+    def stop(self) -> None:
+        """Start no new item (the consumer stopped early, or is done)."""
+        with self.cond:
+            self.stopped = True

@@ -1,0 +1,492 @@
+"""The layer facade both service clients stand on: :class:`HTTPLayer`.
+
+It owns the base address, the auth headers (kept as :class:`Sensitive` and
+revealed only when a request is sent), the deadlines, the server's clock (its
+``Date`` header) and the redirect rule, and it puts together the engine (how
+bytes move), the policy (what goes again, which error an answer becomes) and
+the fan-outs. Nothing here knows either API's paths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
+from urllib.parse import urlencode
+
+import orjson
+
+from .._errors import ConfigurationError, DecodeError
+from .._masking import Sensitive
+from .engine import ConnectorFactory, Engine, tls_context
+from .fanout import OrderedResponses, Request, RequestFanOut, ThreadedMap, worker_mark
+from .policy import Failure, RetryPolicy, judge, repeatable
+from .redirects import NO_REDIRECTS, RedirectRule, origin, standby_refusal
+from .response import Headers, Response, masked
+
+__all__ = ["HTTPLayer", "decode_json"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# The deadline of a whole fan-out: ten thousand lease lookups take seconds on
+# a healthy server; a quarter of an hour means something is wrong.
+FAN_OUT_TIMEOUT = 900.0
+# Parsed addresses kept per layer (ten thousand lease lookups share one path).
+_URL_CACHE_SIZE = 512
+_JSON = "application/json"
+
+
+def _reveal(value: Any) -> Any:
+    """orjson's hook for what it cannot encode: a Sensitive is revealed only here."""
+    if isinstance(value, Sensitive):
+        return value.reveal()
+    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+
+def _query(params: Mapping[str, Any]) -> str:
+    pairs = []
+    for key, value in params.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            pairs.append((key, str(v).lower() if isinstance(v, bool) else str(v)))
+    return urlencode(pairs)
+
+
+class HTTPLayer:
+    """A configured connection to one service.
+
+    ``address`` is the server's base address (scheme, host, port, optional path
+    prefix); ``api_prefix`` (``/api/v2`` or ``/v1``) is added to every path.
+    ``headers`` carry authentication: give secrets as :class:`Sensitive`; they
+    are never shown in an error or a repr. ``timeout`` is the deadline of each
+    exchange (connect, write, every read); ``fan_out_timeout`` that of a whole
+    :meth:`many`. ``connector`` builds the aiohttp connector to use instead of
+    the TCP one (it is called on the layer's event loop).
+    """
+
+    def __init__(
+        self,
+        address: str,
+        api_prefix: str,
+        *,
+        headers: Mapping[str, str | Sensitive] | None = None,
+        timeout: float = 30.0,
+        fan_out_timeout: float = FAN_OUT_TIMEOUT,
+        verify: bool = True,
+        ca_file: str | None = None,
+        retry: RetryPolicy | None = None,
+        max_concurrency: int = 8,
+        redirects: RedirectRule = NO_REDIRECTS,
+        connector: ConnectorFactory | None = None,
+    ) -> None:
+        if not address:
+            raise ConfigurationError("no server address given")
+        if not address.startswith(("http://", "https://")):
+            raise ConfigurationError(
+                f"server address {address!r} must start with http:// or https://"
+            )
+        if max_concurrency < 1:
+            raise ConfigurationError("max_concurrency must be at least 1")
+        if timeout <= 0 or fan_out_timeout <= 0:
+            raise ConfigurationError("timeouts must be positive")
+        self.address = address.rstrip("/")
+        self.api_prefix = api_prefix
+        self.timeout = timeout
+        self.fan_out_timeout = fan_out_timeout
+        self.retry = retry or RetryPolicy()
+        self.max_concurrency = max_concurrency
+        self.redirects = redirects
+        self._plain: dict[str, str] = {}
+        self._secret: dict[str, Sensitive] = {}
+        for name, value in (headers or {}).items():
+            self.set_header(name, value)
+        self._server_time: tuple[datetime, float] | None = None
+        self._last_date: str | None = None
+        self._lock = threading.Lock()
+        self._urls: dict[str, Any] = {}
+        # Called with every answer, retried ones included (on the layer's event
+        # loop thread: keep them short). For metrics, logs and tests.
+        self.response_hooks: list[Callable[[Response], None]] = []
+        self._pool: ThreadPoolExecutor | None = None
+        tls = tls_context(verify, ca_file) if self.address.startswith("https") else False
+        self._engine = Engine(tls=tls, limit=max_concurrency, connector=connector)
+        # A layer nobody closed still stops its loop thread when collected.
+        weakref.finalize(self, self._engine.close)
+
+    def __repr__(self) -> str:
+        return f"<HTTPLayer {self.address}{self.api_prefix}>"
+
+    @property
+    def headers(self) -> Headers:
+        """The default headers, credentials masked in their repr."""
+        return Headers({**self._plain, **{k: str(v) for k, v in self._secret.items()}})
+
+    def masked_headers(self) -> dict[str, str]:
+        return masked({**self._plain, **self._secret})
+
+    # -- lifecycle -----------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        self._engine.close()
+
+    def set_header(self, name: str, value: str | Sensitive | None) -> None:
+        """Set or remove a default header (namespaces, token changes). A credential
+        header (or any Sensitive value) is kept hidden until a request is sent."""
+        self._plain.pop(name, None)
+        self._secret.pop(name, None)
+        if value is None:
+            return
+        if isinstance(value, Sensitive):
+            self._secret[name] = value
+        elif name.lower() in {"x-vault-token", "x-service-token", "authorization"}:
+            self._secret[name] = Sensitive(value, "credential")
+        else:
+            self._plain[name] = value
+
+    # -- the server's clock ----------------------------------------------------
+    def server_now(self) -> datetime:
+        """The server's current time, from the ``Date`` header of the latest answer.
+
+        Falls back to this machine's clock before any answer was seen. Views that
+        judge staleness use it so that a skewed laptop clock (or the sandbox's
+        fixed demo clock) does not change their verdict.
+        """
+        with self._lock:
+            seen = self._server_time
+        if seen is None:
+            return datetime.now(UTC)
+        when, at = seen
+        return when + timedelta(seconds=time.monotonic() - at)
+
+    def _note_date(self, response: Response) -> None:
+        date = response.headers.get("Date")
+        # The header has a one-second grain: the first answer carrying a given
+        # value places the server's clock best, and parsing it again costs time.
+        if not date or date == self._last_date:
+            return
+        self._last_date = date
+        try:
+            when = parsedate_to_datetime(date)
+        except (TypeError, ValueError):
+            return
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        with self._lock:
+            self._server_time = (when, time.monotonic())
+
+    # -- one call ----------------------------------------------------------------
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool | None = None,
+        ok_statuses: Iterable[int] = (),
+        check: str = "",
+    ) -> Response:
+        """Send one request and return the response, or raise a ToolkitError.
+
+        Only GET, HEAD and LIST are sent again by default; ``idempotent=True``
+        marks a call whose repetition changes nothing. ``ok_statuses`` are error
+        statuses the caller wants back as a response instead of an exception.
+        ``check`` tells, for a write whose outcome could be unknown, how to find
+        out (it goes into :class:`OutcomeUnknown`'s message).
+        """
+        call = Request(
+            method.upper(), path, params, json, idempotent, frozenset(ok_statuses), check
+        )
+        future = self._engine.submit(self._call(call, headers))
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # an interrupt in the notebook stops the call too
+            raise
+
+    def json(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool | None = None,
+        check: str = "",
+    ) -> Any:
+        """Send a request and decode its JSON body (``None`` for an empty answer)."""
+        response = self.request(
+            method,
+            path,
+            params=params,
+            json=json,
+            headers=headers,
+            idempotent=idempotent,
+            check=check,
+        )
+        return decode_json(response, method)
+
+    async def _call(self, call: Request, headers: Mapping[str, str] | None) -> Response:
+        result = await self._attempt(call, headers)
+        pause = self._verdict(call, 1, result)
+        if pause is None:
+            assert isinstance(result, Response)
+            return result
+        return await self._again(call, headers, pause)
+
+    async def _again(
+        self, call: Request, headers: Mapping[str, str] | None, pause: float
+    ) -> Response:
+        """The tries after the first, with tenacity's loop (our predicate, our pauses).
+
+        Only calls that need a second try pay for it: tenacity costs some 40 µs
+        a call, a fifth of an exchange (docs/decisions.md).
+        """
+        from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt
+
+        await asyncio.sleep(pause)
+        tries = [1]
+        pauses = [0.0]
+
+        async def once() -> Response | None:
+            tries[0] += 1
+            result = await self._attempt(call, headers)
+            wait = self._verdict(call, tries[0], result)  # raises when it should
+            if wait is None:
+                assert isinstance(result, Response)
+                return result
+            pauses[0] = wait
+            return None
+
+        retrying = AsyncRetrying(
+            retry=retry_if_result(lambda r: r is None),
+            wait=lambda _: pauses[0],
+            stop=stop_after_attempt(max(1, self.retry.attempts - 1)),
+            sleep=asyncio.sleep,
+            reraise=True,
+        )
+        answer: Response | None = await retrying(once)
+        assert answer is not None
+        return answer
+
+    def _verdict(self, call: Request, attempt: int, result: Response | Failure) -> float | None:
+        if isinstance(result, Response):
+            self._note_date(result)
+            for hook in self.response_hooks:
+                hook(result)
+            response, failure = result, None
+        else:
+            response, failure = None, result
+        return judge(
+            self.retry,
+            call.method,
+            self.address + self.api_prefix + call.path,
+            self.address,
+            may_repeat=repeatable(call.method, call.idempotent),
+            attempt=attempt,
+            ok=call.ok_statuses,
+            check=call.check,
+            response=response,
+            failure=failure,
+        )
+
+    # -- one exchange, on the loop ----------------------------------------------------
+    def _url(self, path: str, params: Mapping[str, Any] | None) -> Any:
+        from yarl import URL  # aiohttp's, loaded with it on first use
+
+        full = self.address + self.api_prefix + path
+        if params:
+            return URL(full + "?" + _query(params))
+        url = self._urls.get(full)
+        if url is None:
+            url = URL(full)
+            if len(self._urls) < _URL_CACHE_SIZE:
+                self._urls[full] = url
+        return url
+
+    def _send_headers(self, extra: Mapping[str, str] | None, body: bool) -> dict[str, str]:
+        # Credentials are revealed here, in the coroutine that sends them.
+        headers = dict(self._plain)
+        for name, value in self._secret.items():
+            headers[name] = value.reveal()
+        if body:
+            headers["Content-Type"] = _JSON
+        if extra:
+            headers.update(extra)
+        return headers
+
+    async def _attempt(
+        self, call: Request, extra: Mapping[str, str] | None = None
+    ) -> Response | Failure:
+        url = self._url(call.path, call.params)
+        body = None if call.json is None else orjson.dumps(call.json, default=_reveal)
+        headers = self._send_headers(extra, body is not None)
+        result = await self._engine.exchange(call.method, url, headers, body, self.timeout)
+        if (
+            isinstance(result, Response)
+            and 300 <= result.status_code < 400
+            and result.status_code != 304
+        ):
+            result = await self._redirected(call, result, url, headers, body)
+        return result
+
+    async def _redirected(
+        self, call: Request, answer: Response, url: Any, headers: dict[str, str], body: Any
+    ) -> Response | Failure:
+        """A 3xx: followed once when the rule allows it, else marked for the error."""
+        location = answer.headers.get("Location", "")
+        if not self.redirects.follows_standby() or answer.status_code != 307:
+            answer.note = (
+                f"the server redirected to {location or '(no Location)'}; "
+                "this client follows no such redirect"
+            )
+            return answer
+        leader_path = getattr(self.redirects, "leader_path", "/sys/leader")
+        asked = await self._engine.exchange(
+            "GET", self._url(leader_path, None), {"Accept": _JSON}, None, self.timeout
+        )
+        leader = ""
+        if isinstance(asked, Response) and asked.status_code == 200:
+            try:
+                found = orjson.loads(asked.content)
+            except orjson.JSONDecodeError:
+                found = None
+            if isinstance(found, dict):
+                data = found["data"] if isinstance(found.get("data"), dict) else found
+                leader = str(data.get("leader_address") or "")
+        refusal = standby_refusal(location, leader, self.address)
+        if refusal:
+            answer.note = f"a standby node redirected to {location}; not followed: {refusal}"
+            return answer
+        scheme, host, port = origin(leader)
+        target = url.with_scheme(scheme).with_host(host).with_port(port)
+        second = await self._engine.exchange(call.method, target, headers, body, self.timeout)
+        if isinstance(second, Response) and 300 <= second.status_code < 400:
+            second.note = (
+                f"the active node redirected again, to {second.headers.get('Location', '')}; "
+                "only one redirect is followed"
+            )
+        return second
+
+    # -- fan-outs ----------------------------------------------------------------------
+    def many(
+        self, requests: Iterable[Request], *, workers: int | None = None
+    ) -> Iterator[Response]:
+        """Send every request with bounded concurrency; the responses in request order.
+
+        Each request is retried, and its errors raised, as :meth:`request` does
+        (``Request.ok_statuses`` come back as responses). At most
+        ``max_concurrency`` requests are in flight (fewer when ``workers`` is
+        smaller), each on its own connection: the window halves on 429 and 503
+        and grows back. A response is yielded as soon as it and all before it
+        are in. The first failure stops the fan-out (nothing new is sent) and is
+        raised where its response would have been yielded. The whole fan-out
+        has ``fan_out_timeout`` seconds.
+        """
+        todo = list(requests)
+        if not todo:
+            return
+        n = min(workers or self.max_concurrency, self.max_concurrency, len(todo))
+        out = OrderedResponses(len(todo))
+
+        async def attempt(k: int) -> Response | Failure:
+            return await self._attempt(todo[k])
+
+        def verdict(k: int, tries: int, response: Any, failure: Any) -> float | None:
+            return self._verdict(todo[k], tries, response if response is not None else failure)
+
+        fan = RequestFanOut(len(todo), n, attempt, verdict, out, ahead=max(64, 8 * n))
+        loop = self._engine.loop()
+        future = self._engine.submit(fan.run(self.fan_out_timeout))
+        try:
+            for k in range(len(todo)):
+                response = out.take(k)
+                if fan.blocked:
+                    fan.blocked = False
+                    loop.call_soon_threadsafe(fan.kick)
+                yield response
+        finally:
+            if not future.done():
+                # The reader left early: stop the fan-out and wait until it has
+                # stopped, so that nothing more is sent once this returns.
+                loop.call_soon_threadsafe(future.cancel)
+                out.wait_finished(5.0)
+
+    def map(
+        self, fn: Callable[[T], R], items: Iterable[T], *, workers: int | None = None
+    ) -> Iterator[R]:
+        """Apply ``fn`` to every item with bounded concurrency, results in input order.
+
+        For fan-outs of client calls that are more than one request each. At most
+        ``max_concurrency`` calls run at once (fewer when ``workers`` is smaller),
+        on the layer's thread pool; results are yielded as soon as they and all
+        before them are done. The first exception stops the iteration (no new
+        item is started) and is raised where its item would have been yielded.
+        Called from inside a ``map`` of the same layer, it runs inline.
+        """
+        items = list(items)
+        n = min(workers or self.max_concurrency, self.max_concurrency, len(items))
+        if n <= 1 or _worker_layer() is self:
+            for item in items:
+                yield fn(item)
+            return
+        fan = ThreadedMap(fn, items, n, self._executor())
+        try:
+            yield from fan
+        finally:
+            fan.stop()
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    max_workers=self.max_concurrency,
+                    thread_name_prefix="toolkit-http",
+                    initializer=_mark_worker,
+                    initargs=(weakref.ref(self),),
+                )
+            return self._pool
+
+
+def _mark_worker(layer: weakref.ref[HTTPLayer]) -> None:
+    # A weak reference: a layer nobody closed can still be collected, and its
+    # pool with it (whose threads then end).
+    worker_mark.layer = layer
+
+
+def _worker_layer() -> HTTPLayer | None:
+    ref = getattr(worker_mark, "layer", None)
+    return ref() if ref is not None else None
+
+
+def decode_json(response: Response, method: str = "GET") -> Any:
+    """Decode a response body, raising :class:`DecodeError` naming the address."""
+    content = response.content
+    if response.status_code == 204 or not content:
+        return None
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        pass  # what orjson refuses and the standard decoder takes (NaN, Infinity)
+    try:
+        return response.json()
+    except (ValueError, UnicodeDecodeError):
+        raise DecodeError(
+            f"{method} {response.url}: the answer ({response.status_code}, "
+            f"{len(content)} bytes, {response.headers.get('Content-Type', 'no type')})"
+            " is not valid JSON",
+            method=method,
+            url=response.url,
+        ) from None

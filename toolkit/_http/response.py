@@ -1,0 +1,105 @@
+"""The toolkit's own answer object, and header maps that never show a secret.
+
+:class:`Response` keeps the attribute names callers know from httpx
+(``status_code``, ``headers``, ``content``, ``text``, ``json()``) so that
+client code does not depend on which library carried the bytes.
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .._masking import HIDDEN, Sensitive
+
+__all__ = ["SECRET_HEADERS", "Headers", "Response"]
+
+# Headers that carry a credential: never shown by a repr.
+SECRET_HEADERS = frozenset({"x-vault-token", "x-service-token", "authorization", "cookie"})
+
+
+class Headers(Mapping[str, str]):
+    """Case-insensitive, read-only headers whose repr masks credentials.
+
+    Wraps what the library handed over (any mapping with case-insensitive
+    ``get``, such as aiohttp's ``CIMultiDictProxy``) without copying it.
+    """
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw: Mapping[str, str]) -> None:
+        self._raw = raw
+
+    def __getitem__(self, name: str) -> str:
+        return self._raw[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._raw.get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def items(self) -> Any:
+        return self._raw.items()
+
+    def __repr__(self) -> str:
+        return f"Headers({masked(self._raw)!r})"
+
+    __str__ = __repr__
+
+
+def masked(headers: Mapping[str, Any]) -> dict[str, str]:
+    """``headers`` as a plain dict with every credential replaced by a placeholder."""
+    return {
+        k: HIDDEN if k.lower() in SECRET_HEADERS or isinstance(v, Sensitive) else str(v)
+        for k, v in headers.items()
+    }
+
+
+class Response:
+    """One answer: ``status_code``, ``headers``, ``content`` (the whole body, read),
+    ``text``, ``json()``, and the ``method`` and ``url`` of the request."""
+
+    __slots__ = ("_headers", "content", "method", "note", "status_code", "url")
+
+    def __init__(
+        self,
+        status_code: int,
+        headers: Mapping[str, str],
+        content: bytes,
+        method: str,
+        url: str,
+    ) -> None:
+        self.status_code = status_code
+        self._headers = headers
+        self.content = content
+        self.method = method
+        self.url = url
+        self.note = ""  # the layer's word on an answer it would not act on (a redirect)
+
+    @property
+    def headers(self) -> Headers:
+        raw = self._headers
+        return raw if isinstance(raw, Headers) else Headers(raw)
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """The body decoded as JSON (the standard decoder: it takes ``NaN`` too)."""
+        return jsonlib.loads(self.content)
+
+    @property
+    def is_success(self) -> bool:
+        return 200 <= self.status_code < 300
+
+    def __repr__(self) -> str:
+        return f"<Response {self.status_code} {self.method} {self.url}>"
