@@ -54,6 +54,7 @@ class Forwarder:
         self._server: asyncio.Server | None = None
         self._open: set[asyncio.StreamWriter] = set()
         self._die_after: int | None = None  # answers still let through before dying
+        self._die_marker: bytes | None = None  # only answers holding these bytes count
 
     @property
     def address(self) -> str:
@@ -77,6 +78,7 @@ class Forwarder:
     def revive(self) -> None:
         """Listen again on the same port (after :meth:`kill`), with no die_on_answer armed."""
         self._die_after = None
+        self._die_marker = None
         if self._server is None:
             self._run(self._listen(), timeout=10)
 
@@ -85,10 +87,15 @@ class Forwarder:
         if self._loop is not None and self._server is not None:
             self._run(self._die(), timeout=10)
 
-    def die_on_answer(self, after: int = 0) -> None:
+    def die_on_answer(self, after: int = 0, *, marker: bytes | None = None) -> None:
         """Let ``after`` reads of answer bytes through (about one answer each, for the small
-        answers of the tests), then die when the next bytes come back from the target."""
+        answers of the tests), then die when the next bytes come back from the target.
+
+        With ``marker``, only reads holding those bytes count and the death comes on
+        one of them: the answer to a chosen kind of request is the one cut, whatever
+        else is in flight (a token create's answer holds ``client_token``)."""
         self._die_after = after
+        self._die_marker = marker
 
     def stop(self) -> None:
         if self._loop is None:
@@ -167,11 +174,12 @@ class Forwarder:
             if not data:
                 # One side closed: close the other too, as a plain TCP proxy does.
                 raise ConnectionResetError("closed")
-            if answers and self._die_after == 0:
+            counts = answers and (self._die_marker is None or self._die_marker in data)
+            if counts and self._die_after == 0:
                 self._die_after = None
                 self.answers_cut += 1
                 await self._die()
-            elif answers and self._die_after is not None:
+            elif counts and self._die_after is not None:
                 self._die_after -= 1
             if self._server is None:
                 # Dead: bytes read just before the reset go nowhere.
