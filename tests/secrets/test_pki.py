@@ -206,7 +206,7 @@ def test_roles_issuers_keys_and_stored_certificates(client: SecretsClient) -> No
     keys = pki.list_keys()
     assert len(keys) == 2 and pki.read_key(renamed["key_id"])["key_type"] == "ec"
     issued = pki.issue("web-server", "a.example.com")
-    assert issued.serial_number.replace(":", "-") in pki.list_certs()
+    assert issued.serial_number in pki.list_certs()
     assert pki.read_cert(issued.serial_number)["certificate"] == issued.certificate
     request = pki.generate_intermediate("Team CA", key_type="ec", legacy_path=True)
     signed = pki.sign_intermediate(request["csr"], "Team CA", issuer_ref="root-main")

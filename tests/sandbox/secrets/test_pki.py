@@ -945,7 +945,7 @@ def test_serial_numbers_are_unique_across_issuers_and_every_certificate_is_kept(
     listed = set(serials(shared))
     issuers = {ref: issuer_cert(shared, ref) for ref in ("root-2026", "intermediate-2026")}
     for serial, ref in made.items():
-        assert serial.replace(":", "-") in listed
+        assert serial in listed  # the colon form issue answers, as OpenBao lists them
         for form in (serial, serial.replace(":", "-")):
             kept = ok(shared.get(f"pki/cert/{form}"))["data"]
             assert kept["revocation_time"] == 0 and "issuer_id" not in kept
