@@ -112,6 +112,7 @@ class IssuerAdmin(PKIState):
         self.issuers[issuer.id] = issuer
         if key_id and (not self.default_issuer or self.default_follows_latest_issuer):
             self.default_issuer = issuer.id
+        self._on_issuer_added(issuer)
         return issuer
 
     def delete_issuer(self, ref: str) -> list[str]:

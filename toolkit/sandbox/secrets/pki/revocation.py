@@ -112,6 +112,10 @@ class Revocation(PKIState):
         """``LIST certs/revoked``: the revoked certificates' serials, colon form."""
         return [c.serial for c in self.certs.values() if c.revocation_time]
 
+    def _on_issuer_added(self, issuer: Issuer) -> None:
+        if issuer.key_id in self.keys:
+            self._build(issuer)
+
     def _on_revoked(self) -> None:
         self.unpublished_revocations += 1
         if not self.crl_config.auto_rebuild:

@@ -333,6 +333,9 @@ class PKIState:
     def _on_revoked(self) -> None:
         """Called after a certificate is revoked (by ``revoke`` or by its lease)."""
 
+    def _on_issuer_added(self, issuer: Issuer) -> None:
+        """Called when an issuer joins the mount (its CRLs are built then, as on the real server)."""
+
 
 def parse_role_time(text: str, name: str) -> datetime | None:
     return parse_not_after(text, name) if text else None
