@@ -856,14 +856,16 @@ class PKI(EngineArea):
         """Every certificate the mount keeps (:data:`MOUNT_CERTIFICATES`), read concurrently.
 
         ``LIST /pki/certs``, then ``GET /pki/cert/:serial`` for each: subject,
-        SANs, issuer, validity, whether it has expired and whether it is revoked
-        (with when). A certificate gone between the list and its read is left out.
+        SANs, issuer, validity, whether it has expired (by the server's clock) and
+        whether it is revoked (with when). A certificate gone between the list and its read is left out.
         """
         serials = self.list_certs()
         calls = [Call("GET", self._path("cert", s), ok_statuses=frozenset({404})) for s in serials]
-        now = datetime.now(UTC)
         rows = []
-        for serial, response in zip(serials, self._http.many(calls), strict=True):
+        answers = list(self._http.many(calls))
+        # Expired by the server's clock (a sandbox's runs from its own epoch), not this machine's.
+        now = self._http.server_now()
+        for serial, response in zip(serials, answers, strict=True):
             if response.status_code == 404:
                 continue
             data = unwrap(decode_json(response, "GET"))
