@@ -33,8 +33,9 @@ from toolkit.sandbox.secrets.routes import routes as secrets_routes
 # Answer without a token (the real server's unauthenticated system endpoints).
 UNAUTHENTICATED = re.compile(
     r"^sys/(seal-status|health|init|unseal|leader|rekey/(init|update|verify))$"
-    # The certificate engine's public reads: CA certificates, chains, issued certificates.
-    r"|^pki/(ca(/pem)?|ca_chain|cert/[^/]+|issuers|issuer/[^/]+/(pem|der|json))$"
+    # The certificate engine's public reads: CA certificates, chains, issued certificates, CRLs.
+    r"|^pki/(ca(/pem)?|ca_chain|cert/[^/]+|issuers|issuer/[^/]+/(pem|der|json|crl|crl/delta))$"
+    r"|^pki/crl(/pem|/delta|/delta/pem)?$"
 )
 # Spec 001 part 5.3, plus sealing and reading the rekey backup (sudo on the real server).
 SUDO = [

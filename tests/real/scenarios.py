@@ -806,6 +806,351 @@ def pki(t: Target) -> None:
     t.call("unmount", "DELETE", "sys/mounts/pki-diff")
 
 
+def _crl_serials(pem: str) -> list[str]:
+    from cryptography import x509
+
+    return sorted(f"{r.serial_number:x}" for r in x509.load_pem_x509_crl(pem.encode()))
+
+
+def _crl_facts(pem: str, issuer_pem: str) -> dict[str, Any]:
+    """What both servers' CRLs must agree on: signed by the issuer, its lifetime, a delta or not."""
+    from cryptography import x509
+
+    crl = x509.load_pem_x509_crl(pem.encode())
+    issuer = x509.load_pem_x509_certificate(issuer_pem.encode())
+    assert crl.next_update_utc is not None
+    try:
+        crl.extensions.get_extension_for_class(x509.DeltaCRLIndicator)
+        delta = True
+    except x509.ExtensionNotFound:
+        delta = False
+    return {
+        "signed by the issuer": crl.is_signature_valid(issuer.public_key()),  # type: ignore[arg-type]
+        "lifetime": str(crl.next_update_utc - crl.last_update_utc),
+        "delta": delta,
+        "entries": len(list(crl)),
+    }
+
+
+def _extensions(pem: str) -> list[str]:
+    from cryptography import x509
+
+    cert = x509.load_pem_x509_certificate(pem.encode())
+    return sorted(e.oid.dotted_string for e in cert.extensions)
+
+
+def pki_revocation(t: Target) -> None:
+    """Revocation, CRLs, tidy, URLs, sign-verbatim and key and issuer management."""
+    mount = "pki-rev"
+    t.call(
+        "mount",
+        "POST",
+        f"sys/mounts/{mount}",
+        json={"type": "pki", "config": {"max_lease_ttl": "87600h"}},
+    )
+    t.call("crl before any issuer", "GET", f"{mount}/crl")
+    t.call(
+        "crl config defaults",
+        "GET",
+        f"{mount}/config/crl",
+        checks={"config": lambda b: sorted(b["data"].items())},
+    )
+    t.call(
+        "urls defaults",
+        "GET",
+        f"{mount}/config/urls",
+        checks={"urls": lambda b: sorted(b["data"].items())},
+    )
+    t.call(
+        "urls write",
+        "POST",
+        f"{mount}/config/urls",
+        json={
+            "issuing_certificates": ["http://ca.example.test/v1/pki-rev/ca"],
+            "crl_distribution_points": "http://ca.example.test/v1/pki-rev/crl",
+        },
+        checks={"urls": lambda b: sorted(b["data"].items())},
+    )
+    t.call(
+        "urls bad",
+        "POST",
+        f"{mount}/config/urls",
+        json={"ocsp_servers": ["not a url"]},
+        errors=True,
+    )
+    root = t.call(
+        "generate root",
+        "POST",
+        f"{mount}/root/generate/internal",
+        json={"common_name": "Rev Root", "key_type": "ec", "issuer_name": "root", "ttl": "8760h"},
+        checks={"warnings": lambda b: b["warnings"]},
+    )
+    root_pem = root["data"]["certificate"]
+    t.call(
+        "role write",
+        "POST",
+        f"{mount}/roles/web",
+        json={"allowed_domains": ["example.test"], "allow_subdomains": True, "key_type": "ec"},
+    )
+    issued = t.call(
+        "issue",
+        "POST",
+        f"{mount}/issue/web",
+        json={"common_name": "www.example.test", "ttl": "1h"},
+        checks={"extensions": lambda b: _extensions(b["data"]["certificate"])},
+    )
+    serial = issued["data"]["serial_number"]
+    t.call(
+        "certs list colon serials",
+        "LIST",
+        f"{mount}/certs",
+        checks={"lists the issued serial": lambda b: serial in b["data"]["keys"]},
+    )
+    t.call("revoked list empty", "LIST", f"{mount}/certs/revoked")
+    t.call(
+        "crl empty",
+        "GET",
+        f"{mount}/cert/crl",
+        checks={"crl": lambda b: _crl_facts(b["data"]["certificate"], root_pem)},
+    )
+    t.call(
+        "revoke",
+        "POST",
+        f"{mount}/revoke",
+        json={"serial_number": serial},
+        checks={"state": lambda b: b["data"]["state"]},
+    )
+    t.call(
+        "revoke again hyphenated",
+        "POST",
+        f"{mount}/revoke",
+        json={"serial_number": serial.replace(":", "-")},
+        checks={"state": lambda b: b["data"]["state"]},
+    )
+    t.call(
+        "revoke unknown", "POST", f"{mount}/revoke", json={"serial_number": "aa:bb"}, errors=True
+    )
+    t.call("revoke nothing", "POST", f"{mount}/revoke", json={}, errors=True)
+    t.call(
+        "revoke both",
+        "POST",
+        f"{mount}/revoke",
+        json={"serial_number": serial, "certificate": issued["data"]["certificate"]},
+        errors=True,
+    )
+    t.call(
+        "revoke the root",
+        "POST",
+        f"{mount}/revoke",
+        json={"serial_number": root["data"]["serial_number"]},
+    )
+    t.call(
+        "revoked list",
+        "LIST",
+        f"{mount}/certs/revoked",
+        checks={"keys": lambda b: b["data"]["keys"] == [serial]},
+    )
+    t.call(
+        "cert read revoked",
+        "GET",
+        f"{mount}/cert/{serial}",
+        checks={"has issuer": lambda b: bool(b["data"]["issuer_id"])},
+    )
+    t.call(
+        "crl lists the revoked serial",
+        "GET",
+        f"{mount}/issuer/root/crl",
+        checks={
+            "crl": lambda b: _crl_facts(b["data"]["crl"], root_pem),
+            "serials": lambda b: (
+                _crl_serials(b["data"]["crl"]) == [serial.replace(":", "").lstrip("0")]
+            ),
+        },
+    )
+    t.call("crl rotate", "GET", f"{mount}/crl/rotate", checks={"data": lambda b: b["data"]})
+    t.call(
+        "crl rotate delta disabled",
+        "GET",
+        f"{mount}/crl/rotate-delta",
+        checks={"warnings": lambda b: b["warnings"]},
+    )
+    t.call(
+        "crl config delta without auto rebuild",
+        "POST",
+        f"{mount}/config/crl",
+        json={"enable_delta": True},
+        errors=True,
+    )
+    t.call("crl config bad expiry", "POST", f"{mount}/config/crl", json={"expiry": "bogus"})
+    t.call(
+        "crl config auto rebuild",
+        "POST",
+        f"{mount}/config/crl",
+        json={"auto_rebuild": True, "enable_delta": True, "expiry": "48h"},
+        checks={"config": lambda b: sorted(b["data"].items())},
+    )
+    second = t.call(
+        "issue second",
+        "POST",
+        f"{mount}/issue/web",
+        json={"common_name": "b.example.test", "ttl": "1h"},
+    )
+    second_serial = second["data"]["serial_number"]
+    t.call("revoke second", "POST", f"{mount}/revoke", json={"serial_number": second_serial})
+    t.call(
+        "crl waits for rotate",
+        "GET",
+        f"{mount}/issuer/root/crl",
+        checks={"entries": lambda b: len(_crl_serials(b["data"]["crl"]))},
+    )
+    t.call(
+        "crl rotate delta", "GET", f"{mount}/crl/rotate-delta", checks={"data": lambda b: b["data"]}
+    )
+    t.call(
+        "delta crl carries it",
+        "GET",
+        f"{mount}/issuer/root/crl/delta",
+        checks={"crl": lambda b: _crl_facts(b["data"]["crl"], root_pem)},
+    )
+    t.call("crl rotate after", "GET", f"{mount}/crl/rotate")
+    t.call(
+        "crl has both",
+        "GET",
+        f"{mount}/cert/crl",
+        checks={"entries": lambda b: len(_crl_serials(b["data"]["certificate"]))},
+    )
+    t.call(
+        "sign revocation list",
+        "POST",
+        f"{mount}/issuer/root/sign-revocation-list",
+        json={
+            "crl_number": 7,
+            "next_update": "1h",
+            "revoked_certs": [
+                {"serial_number": "11:22", "revocation_time": "2024-01-01T00:00:00Z"}
+            ],
+        },
+        checks={
+            "crl": lambda b: _crl_facts(b["data"]["crl"], root_pem),
+            "serials": lambda b: _crl_serials(b["data"]["crl"]),
+        },
+    )
+    t.call(
+        "sign revocation list bad next update",
+        "POST",
+        f"{mount}/issuer/root/sign-revocation-list",
+        json={"next_update": "bogus"},
+    )
+    t.call(
+        "sign revocation list unknown issuer",
+        "POST",
+        f"{mount}/issuer/nope/sign-revocation-list",
+        json={},
+        errors=True,
+    )
+    t.call(
+        "tidy status before",
+        "GET",
+        f"{mount}/tidy-status",
+        checks={"state": lambda b: b["data"]["state"]},
+    )
+    t.call(
+        "tidy nothing",
+        "POST",
+        f"{mount}/tidy",
+        json={},
+        checks={"warnings": lambda b: b["warnings"]},
+    )
+    t.call(
+        "tidy",
+        "POST",
+        f"{mount}/tidy",
+        json={"tidy_cert_store": True, "tidy_revoked_certs": True},
+        checks={"warnings": lambda b: b["warnings"]},
+    )
+    t.call(
+        "tidy status",
+        "GET",
+        f"{mount}/tidy-status",
+        checks={
+            name: (lambda b, name=name: b["data"][name])
+            for name in ("state", "tidy_cert_store", "tidy_revoked_certs", "safety_buffer")
+        },
+    )
+    t.call(
+        "tidy cancel", "POST", f"{mount}/tidy-cancel", checks={"warnings": lambda b: b["warnings"]}
+    )
+    t.call("tidy bad", "POST", f"{mount}/tidy", json={"tidy_cert_store": "x"})
+    t.call(
+        "sign verbatim",
+        "POST",
+        f"{mount}/sign-verbatim",
+        json={"csr": _csr("any.name.org"), "ttl": "1h"},
+        checks={"extensions": lambda b: _extensions(b["data"]["certificate"])},
+    )
+    t.call(
+        "sign verbatim role",
+        "POST",
+        f"{mount}/sign-verbatim/web",
+        json={"csr": _csr("any.name.org"), "ttl": "1h"},
+    )
+    t.call(
+        "sign verbatim unknown role",
+        "POST",
+        f"{mount}/sign-verbatim/nope",
+        json={"csr": _csr("x")},
+        errors=True,
+    )
+    t.call(
+        "sign verbatim bad csr", "POST", f"{mount}/sign-verbatim", json={"csr": "junk"}, errors=True
+    )
+    t.call(
+        "key generate internal",
+        "POST",
+        f"{mount}/keys/generate/internal",
+        json={"key_type": "ec", "key_name": "spare"},
+        checks={"key_type": lambda b: b["data"]["key_type"]},
+    )
+    t.call(
+        "key generate exported",
+        "POST",
+        f"{mount}/keys/generate/exported",
+        json={"key_type": "ec", "key_bits": 384},
+        checks={"is a key": lambda b: "PRIVATE KEY" in b["data"]["private_key"]},
+    )
+    t.call(
+        "key generate name taken",
+        "POST",
+        f"{mount}/keys/generate/internal",
+        json={"key_name": "spare"},
+        errors=True,
+    )
+    t.call("key delete", "DELETE", f"{mount}/key/spare")
+    t.call("key delete again", "DELETE", f"{mount}/key/spare")
+    t.call(
+        "key delete in use",
+        "DELETE",
+        f"{mount}/key/{root['data']['key_id']}",
+        checks={"error": lambda b: b["errors"][0].split(": ")[0]},
+    )
+    t.call("issuer delete unknown", "DELETE", f"{mount}/issuer/nope")
+    t.call(
+        "issuer delete default",
+        "DELETE",
+        f"{mount}/issuer/root",
+        checks={"warnings": lambda b: len(b["warnings"])},
+    )
+    t.call(
+        "config issuers after",
+        "GET",
+        f"{mount}/config/issuers",
+        checks={"default": lambda b: b["data"]["default"]},
+    )
+    t.call("crl without issuers", "GET", f"{mount}/crl")
+    t.call("crl json without issuers", "GET", f"{mount}/cert/crl", errors=True)
+    t.call("unmount", "DELETE", f"sys/mounts/{mount}")
+
+
 @dataclass(frozen=True)
 class Scenario:
     run: Callable[[Target], None]
@@ -822,4 +1167,5 @@ SCENARIOS: dict[str, Scenario] = {
     "database": Scenario(database, "postgres"),
     "broker": Scenario(broker, "rabbitmq"),
     "pki": Scenario(pki, "dev"),
+    "pki-revocation": Scenario(pki_revocation, "dev"),
 }

@@ -79,9 +79,8 @@ def test_issued_certificates_verify_up_to_the_real_root(cas: CAs) -> None:
     assert isinstance(issued.private_key, Sensitive) and "PRIVATE KEY" not in repr(issued)
     key = serialization.load_pem_private_key(issued.private_key_pem().encode(), None)
     assert key.public_key() == issued.cert.public_key()
-    # OpenBao lists serials with colons (the sandbox with hyphens): either form reads.
-    listed = {serial.replace("-", ":") for serial in cas.intermediate.list_certs()}
-    assert issued.serial_number in listed
+    # OpenBao lists serials with colons, as issue answers them (so does the sandbox).
+    assert issued.serial_number in cas.intermediate.list_certs()
     assert cas.intermediate.read_cert(issued.serial_number)["certificate"] == issued.certificate
 
 

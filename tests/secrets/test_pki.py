@@ -10,13 +10,19 @@ import pandas as pd
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
 from toolkit import APIError, InputError
 from toolkit._masking import Sensitive
 from toolkit.secrets import SecretsClient
-from toolkit.secrets.pki import ISSUED_CERTIFICATES, PKI_ISSUERS, PKI_ROLES, IssuedCertificate
+from toolkit.secrets.pki import (
+    ISSUED_CERTIFICATES,
+    MOUNT_CERTIFICATES,
+    PKI_ISSUERS,
+    PKI_ROLES,
+    IssuedCertificate,
+)
 
 
 def make_csr(common_name: str) -> tuple[str, ec.EllipticCurvePrivateKey]:
@@ -206,7 +212,7 @@ def test_roles_issuers_keys_and_stored_certificates(client: SecretsClient) -> No
     keys = pki.list_keys()
     assert len(keys) == 2 and pki.read_key(renamed["key_id"])["key_type"] == "ec"
     issued = pki.issue("web-server", "a.example.com")
-    assert issued.serial_number.replace(":", "-") in pki.list_certs()
+    assert issued.serial_number in pki.list_certs()
     assert pki.read_cert(issued.serial_number)["certificate"] == issued.certificate
     request = pki.generate_intermediate("Team CA", key_type="ec", legacy_path=True)
     signed = pki.sign_intermediate(request["csr"], "Team CA", issuer_ref="root-main")
@@ -238,3 +244,133 @@ def test_session_certificates_list_what_this_client_made_on_every_mount(
     assert str(frame["not_after"].dtype) == "datetime64[ns, UTC]"
     assert "PRIVATE KEY" not in frame.to_string() + frame.to_html()
     assert eu.session_certificates().equals(frame)
+
+
+# -- revocation, CRLs, tidy, URLs, keys -------------------------------------------------------
+def test_a_revoked_certificate_shows_in_the_inventory_and_the_parsed_crl(
+    client: SecretsClient,
+) -> None:
+    pki = client.pki
+    issued = pki.issue("web-server", "rev.example.com", ttl="2h")
+    kept = pki.issue("web-server", "kept.example.com")
+    revoked = pki.revoke(issued.serial_number)
+    assert revoked["state"] == "revoked"
+    assert isinstance(revoked["revocation_time"], datetime)
+    assert revoked["revocation_time"].tzinfo is not None
+    assert pki.list_revoked() == [issued.serial_number]
+    crl = pki.crl()
+    assert issued.serial_number in crl["revoked"] and kept.serial_number not in crl["revoked"]
+    assert crl["issuer"] == issued.issuer and crl["delta_of"] is None
+    assert crl["next_update"] - crl["this_update"] == timedelta(hours=72)
+    entries = pki.crl_entries()
+    assert list(entries.columns) == ["revocation_time"] and entries.index.name == "serial_number"
+    assert str(entries["revocation_time"].dtype) == "datetime64[ns, UTC]"
+    assert entries.loc[issued.serial_number, "revocation_time"] == revoked["revocation_time"]
+    frame = pki.certificates_frame()
+    assert list(frame.columns) == MOUNT_CERTIFICATES.names[1:]
+    assert str(frame["not_after"].dtype) == "datetime64[ns, UTC]"
+    assert str(frame["revoked"].dtype) == "boolean"
+    assert bool(frame.loc[issued.serial_number, "revoked"])
+    assert not bool(frame.loc[kept.serial_number, "revoked"])
+    assert pd.isna(frame.loc[kept.serial_number, "revocation_time"])
+    assert frame.loc[issued.serial_number, "not_after"] == issued.not_after
+    assert bool(frame["is_ca"].any())  # the intermediate the root signed is kept too
+    with pytest.raises(InputError, match="serial"):
+        pki.revoke(" ")
+    with pytest.raises(APIError, match="not found"):
+        pki.revoke("aa:bb")
+
+
+def test_the_inventory_is_right_on_an_empty_mount(client: SecretsClient) -> None:
+    client.enable_engine("bare-pki", "pki")
+    frame = client.pki.at("bare-pki").certificates_frame()
+    assert frame.empty and list(frame.columns) == MOUNT_CERTIFICATES.names[1:]
+    assert str(frame["revocation_time"].dtype) == "datetime64[ns, UTC]"
+
+
+def test_crl_config_rotation_and_the_delta_crl(client: SecretsClient) -> None:
+    pki = client.pki
+    assert pki.crl_config()["auto_rebuild"] is False
+    with pytest.raises(APIError, match="Delta CRLs"):
+        pki.update_crl_config(enable_delta=True)
+    config = pki.update_crl_config(auto_rebuild=True, enable_delta=True, expiry="48h")
+    assert config["expiry"] == "48h" and config["enable_delta"] is True
+    issued = pki.issue("web-server", "delta.example.com")
+    pki.revoke(issued.serial_number)
+    assert issued.serial_number not in pki.crl()["revoked"]
+    assert pki.rotate_delta_crl().warnings == []  # type: ignore[attr-defined]
+    delta = pki.crl(delta=True)
+    assert issued.serial_number in delta["revoked"] and delta["delta_of"] is not None
+    assert pki.rotate_crl()["success"] is True
+    assert issued.serial_number in pki.crl()["revoked"]
+    assert pki.crl("root-2026")["revoked"] == []
+
+
+def test_sign_revocation_list_returns_the_parsed_signed_crl(client: SecretsClient) -> None:
+    when = datetime(2024, 5, 1, tzinfo=UTC)
+    crl = client.pki.sign_revocation_list(
+        "root-2026", {"0a:0b": when}, crl_number=42, next_update="2h"
+    )
+    assert crl["crl_number"] == 42 and crl["revoked"] == ["0a:0b"]
+    assert crl["next_update"] - crl["this_update"] == timedelta(hours=2)
+    with pytest.raises(InputError, match="timezone"):
+        client.pki.sign_revocation_list("root-2026", {"0a": datetime(2024, 5, 1)})
+
+
+def test_tidy_status_and_cancel(client: SecretsClient) -> None:
+    pki = client.pki
+    assert pki.tidy_status()["state"] == "Inactive"
+    started = pki.tidy(tidy_cert_store=True, safety_buffer="1h")
+    assert "started" in started.warnings[0]  # type: ignore[attr-defined]
+    status = pki.tidy_status()
+    assert status["state"] == "Finished" and status["tidy_cert_store"] is True
+    assert "none is currently running" in pki.tidy_cancel().warnings[0]  # type: ignore[attr-defined]
+
+
+def test_urls_go_into_certificates_issued_after_them(client: SecretsClient) -> None:
+    pki = client.pki
+    assert pki.urls()["issuing_certificates"] == []
+    written = pki.update_urls(crl_distribution_points=["http://ca.example.test/crl"])
+    assert written["crl_distribution_points"] == ["http://ca.example.test/crl"]
+    cert = pki.issue("web-server", "urls.example.com").cert
+    points = cert.extensions.get_extension_for_class(x509.CRLDistributionPoints).value
+    assert points[0].full_name[0].value == "http://ca.example.test/crl"  # type: ignore[index]
+
+
+def test_sign_verbatim_and_sign_with_user_ids(client: SecretsClient) -> None:
+    pki = client.pki
+    csr, key = make_csr("whatever.example.org")
+    verbatim = pki.sign_verbatim(csr, ttl="1h", ext_key_usage=["ServerAuth"])
+    assert verbatim.common_name == "whatever.example.org"
+    assert verbatim.cert.public_key() == key.public_key()
+    assert verbatim.operation == "sign-verbatim" and verbatim.private_key is None
+    assert verbatim.verify_chain()
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    other = (
+        x509.CertificateSigningRequestBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "alice.example.com")]))
+        .sign(rsa_key, hashes.SHA256())
+        .public_bytes(serialization.Encoding.PEM)
+        .decode()
+    )
+    signed = pki.sign("client-auth", other, user_ids=["ops-alice"])
+    uid = x509.ObjectIdentifier("0.9.2342.19200300.100.1.1")
+    assert [a.value for a in signed.cert.subject.get_attributes_for_oid(uid)] == ["ops-alice"]
+    with pytest.raises(APIError, match="user"):
+        pki.sign("client-auth", other, user_ids=["mallory"])
+
+
+def test_keys_generate_export_once_and_issuers_and_keys_delete(client: SecretsClient) -> None:
+    pki = client.pki
+    internal = pki.generate_key(key_type="ec", key_name="spare")
+    assert "private_key" not in internal and internal["key_type"] == "ec"
+    exported = pki.generate_key(exported=True, key_type="ec")
+    assert isinstance(exported["private_key"], Sensitive)
+    assert "PRIVATE KEY" not in repr(exported)
+    key = serialization.load_pem_private_key(exported["private_key"].reveal().encode(), None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey)
+    pki.delete_key("spare")
+    assert "spare" not in {pki.read_key(k)["key_name"] for k in pki.list_keys()}
+    warnings = pki.delete_issuer("intermediate-2026")
+    assert any("default issuer" in w for w in warnings)
+    assert pki.default_issuer()["default"] == ""

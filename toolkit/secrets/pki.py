@@ -13,9 +13,19 @@ held as :class:`~toolkit._masking.Sensitive`, handed out only by
 :meth:`~IssuedCertificate.private_key_pem` or written by
 :meth:`~IssuedCertificate.save_key` to a file only its owner can read.
 
-Views: :meth:`PKI.roles_frame`, :meth:`PKI.issuers_frame`, and
-:meth:`PKI.session_certificates`, the certificates this client issued or
-signed in the session (on every mount it reached through ``.at``).
+Revocation: :meth:`PKI.revoke` by serial, the CRL parsed by :meth:`PKI.crl`
+(its number, this and next update, the revoked serials) and
+:meth:`PKI.crl_entries` as a frame, :meth:`PKI.rotate_crl`, the CRL and URL
+configuration, :meth:`PKI.sign_revocation_list`, and :meth:`PKI.tidy` with its
+status. Keys are generated alone with :meth:`PKI.generate_key` (an exported
+key is :class:`~toolkit._masking.Sensitive`); issuers and keys are deleted
+with :meth:`PKI.delete_issuer` and :meth:`PKI.delete_key`.
+
+Views: :meth:`PKI.roles_frame`, :meth:`PKI.issuers_frame`,
+:meth:`PKI.certificates_frame` (every kept certificate of the mount, with its
+expiry and whether it is revoked), and :meth:`PKI.session_certificates`, the
+certificates this client issued or signed in the session (on every mount it
+reached through ``.at``).
 """
 
 from __future__ import annotations
@@ -38,14 +48,16 @@ from cryptography.hazmat.primitives import serialization
 from .. import _certificate_policy as policy
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
-from .._http import HTTPLayer
+from .._http import Call, HTTPLayer, decode_json
 from .._masking import Sensitive
 from .._records import Record
 from ._base import EngineArea, hide, lease_of, unwrap, warnings_of
 
 __all__ = [
+    "CRL_ENTRIES",
     "FORMATS",
     "ISSUED_CERTIFICATES",
+    "MOUNT_CERTIFICATES",
     "PKI",
     "PKI_ISSUERS",
     "PKI_ROLES",
@@ -104,6 +116,24 @@ ISSUED_CERTIFICATES = Schema.of(
     Col("mount"),
     Col("role"),
     Col("operation"),
+    index="serial_number",
+)
+MOUNT_CERTIFICATES = Schema.of(
+    "serial_number",
+    Col("subject"),
+    Col("sans"),
+    Col("issuer"),
+    Col("not_before", "datetime"),
+    Col("not_after", "datetime"),
+    Col("expired", "bool"),
+    Col("revoked", "bool"),
+    Col("revocation_time", "datetime"),
+    Col("is_ca", "bool"),
+    index="serial_number",
+)
+CRL_ENTRIES = Schema.of(
+    "serial_number",
+    Col("revocation_time", "datetime"),
     index="serial_number",
 )
 # Role fields shown as one comma-separated text in the roles frame.
@@ -556,6 +586,35 @@ class PKI(EngineArea):
         """A key's id, name and type (never its material). ``GET /pki/key/:ref``."""
         return self._record(self._read(self._path("key", ref)), "pki_key")
 
+    def generate_key(
+        self,
+        *,
+        exported: bool = False,
+        key_type: str | None = None,
+        key_bits: int | None = None,
+        key_name: str | None = None,
+    ) -> Record:
+        """A key with no issuer. ``POST /pki/keys/generate/internal`` (``exported``: ``.../exported``).
+
+        Returns ``key_id``, ``key_name``, ``key_type``; an exported key's
+        ``private_key`` is :class:`Sensitive`, answered this once.
+        """
+        kind = "exported" if exported else "internal"
+        body = _body(key_type=key_type, key_bits=key_bits, key_name=key_name)
+        data = unwrap(self._send("POST", self._path("keys", "generate", kind), body))
+        return Record(hide(data, "private_key", label="private key"), kind="pki_key")
+
+    def delete_key(self, ref: str) -> None:
+        """Delete a key no issuer uses (an unknown key is no error). ``DELETE /pki/key/:ref``."""
+        self._send("DELETE", self._path("key", ref))
+
+    def delete_issuer(self, ref: str) -> list[str]:
+        """Delete an issuer; its certificates and key stay. ``DELETE /pki/issuer/:ref``.
+
+        Returns the server's warnings (for example that it was the default issuer).
+        """
+        return warnings_of(self._send("DELETE", self._path("issuer", ref)))
+
     # -- issue and sign ---------------------------------------------------------------------
     def _keep(self, payload: Any, **context: Any) -> IssuedCertificate:
         data = hide(unwrap(payload), "private_key", label="private key")
@@ -621,6 +680,7 @@ class PKI(EngineArea):
         ip_sans: Sequence[str] | str | None = None,
         uri_sans: Sequence[str] | str | None = None,
         other_sans: Sequence[str] | str | None = None,
+        user_ids: Sequence[str] | str | None = None,
         ttl: str | int | None = None,
         not_after: str | datetime | None = None,
         format: str = "pem",
@@ -631,6 +691,8 @@ class PKI(EngineArea):
         """A certificate for the key of ``csr`` (PEM) from ``role``. ``POST /pki/sign/:role``.
 
         With ``issuer_ref``: ``POST /pki/issuer/:issuer_ref/sign/:role``.
+        ``user_ids`` go into the subject as UID attributes (the role's
+        ``allowed_user_ids`` decide which).
         """
         return self._request(
             "sign",
@@ -642,12 +704,49 @@ class PKI(EngineArea):
             ip_sans=ip_sans,
             uri_sans=uri_sans,
             other_sans=other_sans,
+            user_ids=user_ids,
             ttl=ttl,
             not_after=not_after,
             format=format,
             exclude_cn_from_sans=exclude_cn_from_sans,
             remove_roots_from_chain=remove_roots_from_chain,
         )
+
+    def sign_verbatim(
+        self,
+        csr: str,
+        *,
+        role: str | None = None,
+        issuer_ref: str | None = None,
+        ttl: str | int | None = None,
+        not_after: str | datetime | None = None,
+        key_usage: Sequence[str] | str | None = None,
+        ext_key_usage: Sequence[str] | str | None = None,
+        format: str = "pem",
+    ) -> IssuedCertificate:
+        """A certificate with the CSR's subject and names as they are. ``POST /pki/sign-verbatim``.
+
+        No role name policy applies; with ``role`` (``sign-verbatim/:role``) its
+        TTLs and storage do. With ``issuer_ref``:
+        ``POST /pki/issuer/:issuer_ref/sign-verbatim[/:role]``. ``key_usage``
+        and ``ext_key_usage`` replace the defaults (DigitalSignature,
+        KeyAgreement, KeyEncipherment; none).
+        """
+        _check_format(format)
+        if ttl is not None and not_after is not None:
+            raise InputError("give ttl or not_after, not both")
+        parts = ["issuer", issuer_ref] if issuer_ref else []
+        parts += ["sign-verbatim", *([role] if role else [])]
+        body = _body(
+            csr=csr,
+            ttl=ttl,
+            not_after=_stamp(not_after),
+            key_usage=_listed(key_usage),
+            ext_key_usage=_listed(ext_key_usage),
+            format=format,
+        )
+        payload = self._send("POST", self._path(*parts), body)
+        return self._keep(payload, role=role or "", operation="sign-verbatim", format=format)
 
     def _request(
         self, verb: str, role: str, issuer_ref: str | None, **fields: Any
@@ -730,7 +829,7 @@ class PKI(EngineArea):
 
     # -- stored certificates and CA reads -------------------------------------------------
     def list_certs(self) -> list[str]:
-        """Serials of the certificates the mount keeps (hyphenated). ``LIST /pki/certs``."""
+        """Serials of the certificates the mount keeps (colon form). ``LIST /pki/certs``."""
         return self._list(self._path("certs"))
 
     def read_cert(self, serial: str) -> Record:
@@ -749,6 +848,218 @@ class PKI(EngineArea):
         """An issuer's certificate as PEM. ``GET /pki/issuer/:ref/pem``."""
         return self._http.request("GET", self._path("issuer", ref, "pem")).text.strip()
 
+    def list_revoked(self) -> list[str]:
+        """Serials of the revoked certificates (colon form). ``LIST /pki/certs/revoked``."""
+        return self._list(self._path("certs", "revoked"))
+
+    def certificates_frame(self) -> pd.DataFrame:
+        """Every certificate the mount keeps (:data:`MOUNT_CERTIFICATES`), read concurrently.
+
+        ``LIST /pki/certs``, then ``GET /pki/cert/:serial`` for each: subject,
+        SANs, issuer, validity, whether it has expired (by the server's clock) and
+        whether it is revoked (with when). A certificate gone between the list and its read is left out.
+        """
+        serials = self.list_certs()
+        calls = [Call("GET", self._path("cert", s), ok_statuses=frozenset({404})) for s in serials]
+        rows = []
+        answers = list(self._http.many(calls))
+        # Expired by the server's clock (a sandbox's runs from its own epoch), not this machine's.
+        now = self._http.server_now()
+        for serial, response in zip(serials, answers, strict=True):
+            if response.status_code == 404:
+                continue
+            data = unwrap(decode_json(response, "GET"))
+            cert = _load_certificate(str(data.get("certificate") or ""))
+            revoked_at = int(data.get("revocation_time") or 0)
+            try:
+                is_ca = cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+            except x509.ExtensionNotFound:
+                is_ca = False
+            rows.append(
+                {
+                    "serial_number": serial,
+                    "subject": cert.subject.rfc4514_string(),
+                    "sans": ", ".join(certificate_names(cert)),
+                    "issuer": cert.issuer.rfc4514_string(),
+                    "not_before": cert.not_valid_before_utc,
+                    "not_after": cert.not_valid_after_utc,
+                    "expired": cert.not_valid_after_utc <= now,
+                    "revoked": bool(revoked_at),
+                    "revocation_time": datetime.fromtimestamp(revoked_at, UTC)
+                    if revoked_at
+                    else None,
+                    "is_ca": is_ca,
+                }
+            )
+        return build_frame(rows, MOUNT_CERTIFICATES)
+
+    # -- revocation ------------------------------------------------------------------------
+    def revoke(self, serial: str) -> Record:
+        """Revoke a certificate by serial (colons or hyphens). ``POST /pki/revoke``.
+
+        Returns ``revocation_time`` (a UTC datetime), ``revocation_time_rfc3339``
+        and ``state``. Revoking again answers the first revocation's time.
+        """
+        if not serial or not serial.strip():
+            raise InputError("serial: give the serial number of the certificate to revoke")
+        data = unwrap(self._send("POST", self._path("revoke"), {"serial_number": serial.strip()}))
+        if data.get("revocation_time"):
+            data["revocation_time"] = datetime.fromtimestamp(int(data["revocation_time"]), UTC)
+        return self._record(data, "pki_revocation")
+
+    def crl(self, issuer_ref: str = "default", *, delta: bool = False) -> Record:
+        """The issuer's CRL, parsed. ``GET /pki/issuer/:ref/crl`` (``delta``: ``.../crl/delta``).
+
+        Returns ``issuer``, ``crl_number``, ``delta_of`` (the complete CRL's
+        number, for a delta CRL), ``this_update`` and ``next_update`` (UTC
+        datetimes), ``revoked`` (the serials, colon form) and ``pem``. The
+        signature is checked against the issuer's certificate.
+        """
+        parts = ("issuer", issuer_ref, "crl", *(("delta",) if delta else ()))
+        pem = str(self._read(self._path(*parts)).get("crl") or "")
+        return _crl_record(pem, self._issuer_certificate(issuer_ref))
+
+    def crl_entries(self, issuer_ref: str = "default", *, delta: bool = False) -> pd.DataFrame:
+        """The CRL's revoked certificates (:data:`CRL_ENTRIES`): serial and revocation time."""
+        crl = x509.load_pem_x509_crl(self.crl(issuer_ref, delta=delta)["pem"].encode())
+        rows = [
+            {
+                "serial_number": _serial_text(r.serial_number),
+                "revocation_time": r.revocation_date_utc,
+            }
+            for r in crl
+        ]
+        return build_frame(rows, CRL_ENTRIES)
+
+    def rotate_crl(self) -> Record:
+        """Rebuild every issuer's CRL now. ``GET /pki/crl/rotate``; ``success`` and ``warnings``."""
+        return self._result(self._http.json("GET", self._path("crl", "rotate")), "pki_crl_rotate")
+
+    def rotate_delta_crl(self) -> Record:
+        """Rebuild the delta CRLs now. ``GET /pki/crl/rotate-delta`` (a warned no-op unless enabled)."""
+        payload = self._http.json("GET", self._path("crl", "rotate-delta"))
+        return self._result(payload, "pki_crl_rotate")
+
+    def crl_config(self) -> Record:
+        """``expiry``, ``disable``, ``auto_rebuild``, ``enable_delta``, ... ``GET /pki/config/crl``."""
+        return self._record(self._read(self._path("config", "crl")), "pki_crl_config")
+
+    def update_crl_config(
+        self,
+        *,
+        expiry: str | int | None = None,
+        disable: bool | None = None,
+        auto_rebuild: bool | None = None,
+        auto_rebuild_grace_period: str | int | None = None,
+        enable_delta: bool | None = None,
+        delta_rebuild_interval: str | int | None = None,
+        allow_expired_cert_revocation: bool | None = None,
+    ) -> Record:
+        """Change the CRL configuration (what is not given stays). ``POST /pki/config/crl``."""
+        body = _body(
+            expiry=expiry,
+            disable=disable,
+            auto_rebuild=auto_rebuild,
+            auto_rebuild_grace_period=auto_rebuild_grace_period,
+            enable_delta=enable_delta,
+            delta_rebuild_interval=delta_rebuild_interval,
+            allow_expired_cert_revocation=allow_expired_cert_revocation,
+        )
+        data = unwrap(self._send("POST", self._path("config", "crl"), body))
+        return self._record(data, "pki_crl_config")
+
+    def sign_revocation_list(
+        self,
+        issuer_ref: str,
+        revoked: Mapping[str, datetime] | None = None,
+        *,
+        crl_number: int = 0,
+        next_update: str | int | None = None,
+    ) -> Record:
+        """A CRL of your own entries, signed by the issuer. ``POST /pki/issuer/:ref/sign-revocation-list``.
+
+        ``revoked`` maps serial numbers to their (timezone-aware) revocation
+        times. Nothing is stored on the server. Returns the parsed CRL as :meth:`crl` does.
+        """
+        entries = []
+        for serial, when in (revoked or {}).items():
+            if when.tzinfo is None:
+                raise InputError(f"revoked[{serial!r}]: the time must be timezone-aware")
+            entries.append({"serial_number": serial, "revocation_time": int(when.timestamp())})
+        body = _body(crl_number=crl_number, next_update=next_update)
+        body["revoked_certs"] = entries
+        path = self._path("issuer", issuer_ref, "sign-revocation-list")
+        pem = str(unwrap(self._send("POST", path, body)).get("crl") or "")
+        return _crl_record(pem, self._issuer_certificate(issuer_ref))
+
+    def urls(self) -> Record:
+        """Where issued certificates point (AIA, CRL, OCSP). ``GET /pki/config/urls``."""
+        return self._record(self._read(self._path("config", "urls")), "pki_urls")
+
+    def update_urls(
+        self,
+        *,
+        issuing_certificates: Sequence[str] | None = None,
+        crl_distribution_points: Sequence[str] | None = None,
+        delta_crl_distribution_points: Sequence[str] | None = None,
+        ocsp_servers: Sequence[str] | None = None,
+        enable_templating: bool | None = None,
+    ) -> Record:
+        """Set the URLs certificates issued from now on carry. ``POST /pki/config/urls``."""
+        body: dict[str, Any] = {
+            name: list(value)
+            for name, value in (
+                ("issuing_certificates", issuing_certificates),
+                ("crl_distribution_points", crl_distribution_points),
+                ("delta_crl_distribution_points", delta_crl_distribution_points),
+                ("ocsp_servers", ocsp_servers),
+            )
+            if value is not None
+        }
+        if enable_templating is not None:
+            body["enable_templating"] = enable_templating
+        return self._record(
+            unwrap(self._send("POST", self._path("config", "urls"), body)), "pki_urls"
+        )
+
+    # -- tidy ------------------------------------------------------------------------------
+    def tidy(
+        self,
+        *,
+        tidy_cert_store: bool = False,
+        tidy_revoked_certs: bool = False,
+        tidy_expired_issuers: bool = False,
+        safety_buffer: str | int | None = None,
+    ) -> Record:
+        """Start a tidy of the mount. ``POST /pki/tidy`` (answered 202); ``warnings`` say what it did.
+
+        Follow it with :meth:`tidy_status`.
+        """
+        body = _body(
+            tidy_cert_store=tidy_cert_store,
+            tidy_revoked_certs=tidy_revoked_certs,
+            tidy_expired_issuers=tidy_expired_issuers,
+            safety_buffer=safety_buffer,
+        )
+        return self._result(self._send("POST", self._path("tidy"), body), "pki_tidy")
+
+    def tidy_status(self) -> Record:
+        """The last tidy: ``state``, the counts deleted, when. ``GET /pki/tidy-status``."""
+        return self._record(self._read(self._path("tidy-status")), "pki_tidy_status")
+
+    def tidy_cancel(self) -> Record:
+        """Stop a running tidy. ``POST /pki/tidy-cancel``; ``warnings`` say when none runs."""
+        return self._result(self._send("POST", self._path("tidy-cancel")), "pki_tidy")
+
+    def _issuer_certificate(self, ref: str) -> x509.Certificate:
+        """``GET /pki/issuer/:ref/json``: the issuer's certificate, to check what it signed."""
+        return _load_certificate(str(self._read(self._path("issuer", ref, "json"))["certificate"]))
+
+    def _result(self, payload: Any, kind: str) -> Record:
+        record = Record(unwrap(payload), kind=kind)
+        record.warnings = warnings_of(payload)  # type: ignore[attr-defined]
+        return record
+
     # -- the session's certificates -----------------------------------------------------
     @property
     def issued(self) -> list[IssuedCertificate]:
@@ -758,6 +1069,41 @@ class PKI(EngineArea):
     def session_certificates(self) -> pd.DataFrame:
         """The session's certificates (:data:`ISSUED_CERTIFICATES`): subject, SANs, serial, issuer, not after."""
         return build_frame([c.record() for c in self._issued], ISSUED_CERTIFICATES)
+
+
+def _listed(value: Sequence[str] | str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _crl_record(pem: str, issuer: x509.Certificate) -> Record:
+    """A CRL's facts as a record; its signature must verify against ``issuer``."""
+    try:
+        crl = x509.load_pem_x509_crl(pem.encode())
+    except ValueError as exc:
+        raise InputError(f"the server answered no CRL: {exc}") from None
+    if not crl.is_signature_valid(issuer.public_key()):  # type: ignore[arg-type]
+        raise InputError(f"the CRL is not signed by {issuer.subject.rfc4514_string()}")
+    number = crl.extensions.get_extension_for_class(x509.CRLNumber).value.crl_number
+    try:
+        delta_of: int | None = crl.extensions.get_extension_for_class(
+            x509.DeltaCRLIndicator
+        ).value.crl_number
+    except x509.ExtensionNotFound:
+        delta_of = None
+    return Record(
+        {
+            "issuer": crl.issuer.rfc4514_string(),
+            "crl_number": number,
+            "delta_of": delta_of,
+            "this_update": crl.last_update_utc,
+            "next_update": crl.next_update_utc,
+            "revoked": [_serial_text(r.serial_number) for r in crl],
+            "pem": pem.strip(),
+        },
+        kind="pki_crl",
+    )
 
 
 def _stamp(value: str | datetime | None) -> str | None:

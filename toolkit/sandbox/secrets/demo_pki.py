@@ -10,26 +10,30 @@ EC P-256 keys keep loading fast.
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import TYPE_CHECKING
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from .pki import PKI
+from .pki.requests import CAOptions, KeyRequest, Names, Output, Validity
+from .pki.x509 import read_csr
 
 if TYPE_CHECKING:
     from .models import SecretsService
 
 __all__ = ["DEMO_PKI_ROLES", "load_demo_pki"]
 
+_HOUR = 3600
 ROOT_NAME = "root-2026"
 INTERMEDIATE_NAME = "intermediate-2026"
-DEMO_PKI_ROLES: dict[str, dict[str, object]] = {
+# Role fields as typed values (durations in seconds), as the HTTP side would read them.
+DEMO_PKI_ROLES: dict[str, dict[str, Any]] = {
     "web-server": {
         "allowed_domains": ["example.com"],
         "allow_subdomains": True,
         "allow_bare_domains": True,
         "key_type": "ec",
-        "ttl": "24h",
-        "max_ttl": "72h",
+        "ttl": 24 * _HOUR,
+        "max_ttl": 72 * _HOUR,
         "organization": ["Example Corp"],
         "client_flag": False,
     },
@@ -40,8 +44,8 @@ DEMO_PKI_ROLES: dict[str, dict[str, object]] = {
         "allowed_uri_sans": ["spiffe://cluster.local/*"],
         "allowed_other_sans": ["1.3.6.1.4.1.311.20.2.3;UTF8:*@example.com"],
         "key_type": "ec",
-        "ttl": "1h",
-        "max_ttl": "24h",
+        "ttl": _HOUR,
+        "max_ttl": 24 * _HOUR,
     },
     "client-auth": {
         "allowed_domains": ["example.com"],
@@ -52,22 +56,22 @@ DEMO_PKI_ROLES: dict[str, dict[str, object]] = {
         "server_flag": False,
         "key_type": "rsa",
         "key_bits": 2048,
-        "ttl": "8h",
-        "max_ttl": "24h",
+        "ttl": 8 * _HOUR,
+        "max_ttl": 24 * _HOUR,
     },
     "root-ops": {
         "issuer_ref": ROOT_NAME,
         "allowed_domains": ["ops.example.com"],
         "allow_bare_domains": True,
         "key_type": "ec",
-        "ttl": "1h",
-        "max_ttl": "4h",
+        "ttl": _HOUR,
+        "max_ttl": 4 * _HOUR,
     },
 }
 
 
-def _stamp(service: SecretsService, days: int) -> str:
-    return (service.clock.start + timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _at(service: SecretsService, days: int) -> datetime:
+    return (service.clock.start + timedelta(days=days)).replace(microsecond=0)
 
 
 def load_demo_pki(service: SecretsService) -> None:
@@ -76,40 +80,31 @@ def load_demo_pki(service: SecretsService) -> None:
     if mount is None or not isinstance(mount.backend, PKI):
         return
     pki: PKI = mount.backend
+    organization = {"organization": ["Example Corp"]}
     root, _ = pki.generate_root(
-        "internal",
-        {
-            "common_name": "Example Corp Root CA 2026",
-            "issuer_name": ROOT_NAME,
-            "key_name": ROOT_NAME,
-            "key_type": "ec",
-            "key_bits": 384,
-            "organization": "Example Corp",
-            "not_after": _stamp(service, 3650),
-        },
+        KeyRequest("internal", "ec", 384, key_name=ROOT_NAME),
+        Names(common_name="Example Corp Root CA 2026", subject=organization),
+        options=CAOptions(),
+        validity=Validity(not_after=_at(service, 3650)),
+        output=Output(),
+        issuer_name=ROOT_NAME,
     )
     request = pki.generate_intermediate(
-        "internal",
-        {
-            "common_name": "Example Corp Issuing CA 2026",
-            "key_name": INTERMEDIATE_NAME,
-            "key_type": "ec",
-            "organization": "Example Corp",
-        },
+        KeyRequest("internal", "ec", key_name=INTERMEDIATE_NAME),
+        Names(common_name="Example Corp Issuing CA 2026", subject=organization),
+        output=Output(),
     )
     signed, _ = pki.sign_intermediate(
-        {
-            "csr": request["csr"],
-            "common_name": "Example Corp Issuing CA 2026",
-            "organization": "Example Corp",
-            "not_after": _stamp(service, 1825),
-            "max_path_length": 0,
-        },
-        root["issuer_id"],
+        read_csr(request["csr"]),
+        Names(common_name="Example Corp Issuing CA 2026", subject=organization),
+        options=CAOptions(max_path_length=0),
+        validity=Validity(not_after=_at(service, 1825)),
+        output=Output(),
+        issuer_ref=root["issuer_id"],
     )
     imported = pki.import_bundle(signed["certificate"], "certificate", need_key=True)
     intermediate = imported["imported_issuers"][0]
-    pki.update_issuer(intermediate, {"issuer_name": INTERMEDIATE_NAME})
-    pki.set_config_issuers({"default": INTERMEDIATE_NAME})
+    pki.update_issuer(intermediate, name=INTERMEDIATE_NAME)
+    pki.set_config_issuers(INTERMEDIATE_NAME)
     for name, role in DEMO_PKI_ROLES.items():
         pki.write_role(name, role)

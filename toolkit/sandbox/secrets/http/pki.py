@@ -4,21 +4,25 @@ Paths and answers follow the real server: role writes answer the role,
 issue/sign answer ``data`` with no lease unless the role has
 ``generate_lease``; an unknown role or issuer is 400; a missing role or
 certificate read is 404 with no errors; an empty list is 404. The
-certificate reads (``ca``, ``ca/pem``, ``ca_chain``, ``cert/:serial``,
-``issuer/:ref/{json,pem,der}``, ``LIST issuers``) need no token, as on the
-real server. ``root/sign-self-issued`` needs ``sudo``; its per-issuer form does not.
+certificate and CRL reads (``ca``, ``ca/pem``, ``ca_chain``, ``cert/:serial``,
+``issuer/:ref/{json,pem,der,crl}``, ``crl``, ``crl/pem``, ``LIST issuers``) need
+no token, as on the real server. Bodies are read into typed requests by
+:mod:`.pki_bodies`; the state never sees one. ``root/sign-self-issued`` needs ``sudo``; its per-issuer form does not.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 from starlette.responses import Response
 
+from .. import fields
 from ..errors import SecretsError
 from ..pki import PKI
 from ..pki.x509 import load_cert
+from . import pki_bodies as bodies
 from ._base import (
     Call,
     EngineRoute,
@@ -35,6 +39,8 @@ __all__ = ["routes"]
 
 PEM_CHAIN = "application/pem-certificate-chain"
 DER_CERT = "application/pkix-cert"
+CRL_DER = "application/pkix-crl"
+CRL_PEM = "application/x-pem-file"
 
 
 def _engine(call: Call) -> PKI:
@@ -71,7 +77,7 @@ async def read_role(call: Call) -> Response:
 
 
 async def write_role(call: Call) -> Response:
-    data, warnings = _engine(call).write_role(call.params["name"], call.body)
+    data, warnings = _engine(call).write_role(call.params["name"], bodies.role_values(call.body))
     return envelope(data, warnings=warnings)
 
 
@@ -82,45 +88,103 @@ async def delete_role(call: Call) -> Response:
 
 # -- issue and sign -------------------------------------------------------------------------
 async def issue(call: Call) -> Response:
+    body = call.body
     data, warnings, lease = _engine(call).issue(
-        call.params["role"], call.body, call.params.get("ref")
+        call.params["role"],
+        bodies.names(body),
+        validity=bodies.validity(body),
+        output=bodies.output(body),
+        key=bodies.key_request("internal", body),
+        issuer_ref=call.params.get("ref"),
     )
     return envelope(data, warnings=warnings, **lease)
 
 
 async def sign(call: Call) -> Response:
+    body = call.body
     data, warnings, lease = _engine(call).sign(
-        call.params["role"], call.body, call.params.get("ref")
+        call.params["role"],
+        bodies.csr(body),
+        bodies.names(body),
+        validity=bodies.validity(body),
+        output=bodies.output(body, with_key=False),
+        issuer_ref=call.params.get("ref"),
+    )
+    return envelope(data, warnings=warnings, **lease)
+
+
+async def sign_verbatim(call: Call) -> Response:
+    body = call.body
+    data, warnings, lease = _engine(call).sign_verbatim(
+        bodies.csr(body),
+        bodies.verbatim_options(body),
+        validity=bodies.validity(body),
+        output=bodies.output(body, with_key=False),
+        role_name=call.params.get("role"),
+        issuer_ref=call.params.get("ref"),
     )
     return envelope(data, warnings=warnings, **lease)
 
 
 async def sign_intermediate(call: Call) -> Response:
-    data, warnings = _engine(call).sign_intermediate(call.body, call.params.get("ref", "default"))
+    body = call.body
+    data, warnings = _engine(call).sign_intermediate(
+        bodies.csr(body),
+        bodies.names(body),
+        options=bodies.ca_options(body),
+        validity=bodies.validity(body),
+        output=bodies.output(body, with_key=False),
+        issuer_ref=call.params.get("ref", "default"),
+    )
     return envelope(data, warnings=warnings)
 
 
 async def sign_self_issued(call: Call) -> Response:
-    return envelope(_engine(call).sign_self_issued(call.body, call.params.get("ref", "default")))
+    body = call.body
+    submitted = bodies.certificate(body)
+    return envelope(
+        _engine(call).sign_self_issued(
+            submitted,
+            require_matching_certificate_algorithms=fields.boolean(
+                body, "require_matching_certificate_algorithms"
+            ),
+            issuer_ref=call.params.get("ref", "default"),
+        )
+    )
 
 
 # -- issuers and keys ---------------------------------------------------------------------
 async def generate_root(call: Call) -> Response:
-    data, warnings = _engine(call).generate_root(call.params["kind"], call.body)
+    body = call.body
+    data, warnings = _engine(call).generate_root(
+        bodies.key_request(call.params["kind"], body),
+        bodies.names(body),
+        options=bodies.ca_options(body),
+        validity=bodies.validity(body),
+        output=bodies.output(body),
+        issuer_name=fields.string(body, "issuer_name"),
+    )
     return envelope(data, warnings=warnings)
 
 
 async def generate_intermediate(call: Call) -> Response:
-    return envelope(_engine(call).generate_intermediate(call.params["kind"], call.body))
+    body = call.body
+    return envelope(
+        _engine(call).generate_intermediate(
+            bodies.key_request(call.params["kind"], body),
+            bodies.names(body),
+            output=bodies.output(body),
+        )
+    )
 
 
 async def set_signed(call: Call) -> Response:
-    text = str(call.body.get("certificate") or "")
+    text = fields.string(call.body, "certificate")
     return envelope(_engine(call).import_bundle(text, "certificate", need_key=True))
 
 
 async def import_bundle(call: Call) -> Response:
-    text = str(call.body.get("pem_bundle") or "")
+    text = fields.string(call.body, "pem_bundle")
     return envelope(_engine(call).import_bundle(text, "pem_bundle", need_key=False))
 
 
@@ -135,7 +199,15 @@ async def read_issuer(call: Call) -> Response:
 
 
 async def update_issuer(call: Call) -> Response:
-    return envelope(_engine(call).update_issuer(call.params["ref"], call.body))
+    return envelope(
+        _engine(call).update_issuer(call.params["ref"], **bodies.issuer_update(call.body))
+    )
+
+
+async def delete_issuer(call: Call) -> Response:
+    """``DELETE issuer/:ref``: 200 with no data (warnings when it was the default)."""
+    warnings = _engine(call).delete_issuer(call.params["ref"])
+    return envelope(None, warnings=warnings or None)
 
 
 async def issuer_json(call: Call) -> Response:
@@ -164,12 +236,17 @@ async def read_config_issuers(call: Call) -> Response:
 
 
 async def write_config_issuers(call: Call) -> Response:
-    return envelope(_engine(call).set_config_issuers(call.body))
+    body = call.body
+    follows = (
+        fields.boolean(body, "default_follows_latest_issuer")
+        if "default_follows_latest_issuer" in body
+        else None
+    )
+    return envelope(_engine(call).set_config_issuers(fields.string(body, "default"), follows))
 
 
 async def list_keys(call: Call) -> Response:
-    engine = _engine(call)
-    info = {k.id: {"key_name": k.name} for k in engine.keys.values()}
+    info = _engine(call).keys_info()
     return _listing_with_info(list(info), info)
 
 
@@ -178,13 +255,35 @@ async def read_key(call: Call) -> Response:
     return envelope(engine.key_data(engine.resolve_key(call.params["ref"])))
 
 
+async def delete_key(call: Call) -> Response:
+    _engine(call).delete_key(call.params["ref"])
+    return no_content()
+
+
+async def generate_key(call: Call) -> Response:
+    """``POST keys/generate/internal|exported``; ``kms`` needs a KMS the sandbox does not have."""
+    kind = call.params["kind"]
+    if kind == "kms":
+        raise SecretsError(400, '"external_key_ref" is required for kms typed key generation')
+    if kind not in ("internal", "exported"):
+        raise SecretsError(404, "unsupported path")
+    return envelope(_engine(call).generate_key(bodies.key_request(kind, call.body)))
+
+
 # -- certificates ------------------------------------------------------------------------
 async def list_certs(call: Call) -> Response:
     return listing(_engine(call).cert_serials())
 
 
+async def list_revoked(call: Call) -> Response:
+    return listing(_engine(call).revoked_serials())
+
+
 async def read_cert(call: Call) -> Response:
-    data = _engine(call).read_cert(call.params["serial"])
+    serial = call.params["serial"]
+    if serial in ("crl", "delta-crl"):
+        return _crl_json(call, None, delta=serial == "delta-crl", key="certificate")
+    data = _engine(call).read_cert(serial)
     if data is None:
         raise SecretsError(404)
     return envelope(data)
@@ -211,6 +310,116 @@ async def ca_pem(call: Call) -> Response:
 
 async def ca_chain(call: Call) -> Response:
     return _raw("\n".join(_engine(call).default_chain()), "pem")
+
+
+# -- revocation ----------------------------------------------------------------------------
+async def revoke(call: Call) -> Response:
+    body = call.body
+    serial = fields.string(body, "serial_number")
+    certificate = bodies.certificate(body) if body.get("certificate") else None
+    return envelope(_engine(call).revoke(serial or None, certificate))
+
+
+async def read_crl_config(call: Call) -> Response:
+    return envelope(_engine(call).crl_config_data())
+
+
+async def write_crl_config(call: Call) -> Response:
+    engine = _engine(call)
+    return envelope(engine.set_crl_config(bodies.crl_config(call.body, engine.crl_config)))
+
+
+async def read_urls(call: Call) -> Response:
+    return envelope(_engine(call).urls_data())
+
+
+async def write_urls(call: Call) -> Response:
+    engine = _engine(call)
+    return envelope(engine.set_urls(bodies.url_config(call.body, engine.urls)))
+
+
+def _crl_raw(call: Call, *, delta: bool, form: str) -> Response:
+    """The default issuer's CRL as DER or PEM; 204 when the mount has no default issuer."""
+    pem = _engine(call).crl_pem(None, delta=delta)
+    if not pem:
+        return Response(status_code=204, media_type=CRL_DER if form == "der" else CRL_PEM)
+    if form == "der":
+        der = x509.load_pem_x509_crl(pem.encode()).public_bytes(Encoding.DER)
+        return Response(der, media_type=CRL_DER)
+    return Response(pem + "\n", media_type=CRL_PEM)
+
+
+async def crl_der(call: Call) -> Response:
+    return _crl_raw(call, delta=False, form="der")
+
+
+async def crl_pem(call: Call) -> Response:
+    return _crl_raw(call, delta=False, form="pem")
+
+
+async def delta_crl_der(call: Call) -> Response:
+    return _crl_raw(call, delta=True, form="der")
+
+
+async def delta_crl_pem(call: Call) -> Response:
+    return _crl_raw(call, delta=True, form="pem")
+
+
+def _crl_json(call: Call, ref: str | None, *, delta: bool, key: str) -> Response:
+    engine = _engine(call)
+    if ref is not None:
+        engine.resolve(ref)
+    pem = engine.crl_pem(ref, delta=delta)
+    if not pem:
+        # The real server answers 500 here; a missing default issuer is the caller's to fix.
+        raise SecretsError(400, "no default issuer currently configured")
+    if key == "certificate":
+        return envelope({key: pem, "revocation_time": 0, "revocation_time_rfc3339": ""})
+    return envelope({key: pem + "\n"})
+
+
+async def issuer_crl(call: Call) -> Response:
+    return _crl_json(call, call.params["ref"], delta=False, key="crl")
+
+
+async def issuer_delta_crl(call: Call) -> Response:
+    return _crl_json(call, call.params["ref"], delta=True, key="crl")
+
+
+async def rotate_crl(call: Call) -> Response:
+    return envelope({"success": True}, warnings=_engine(call).rotate() or None)
+
+
+async def rotate_delta_crl(call: Call) -> Response:
+    return envelope({"success": True}, warnings=_engine(call).rotate_delta() or None)
+
+
+async def sign_revocation_list(call: Call) -> Response:
+    body = call.body
+    data = _engine(call).sign_revocation_list(
+        call.params["ref"],
+        crl_number=fields.integer(body, "crl_number", 0),
+        delta_crl_base_number=fields.integer(body, "delta_crl_base_number", -1),
+        next_update=fields.duration(body, "next_update", 72 * 3600),
+        revoked=bodies.revoked_entries(body),
+        format=fields.string(body, "format", "pem") or "pem",
+    )
+    return envelope(data)
+
+
+# -- tidy ------------------------------------------------------------------------------------
+async def tidy(call: Call) -> Response:
+    """``POST tidy``: 202 with the real server's warning; the tidy has run by then."""
+    warnings = _engine(call).tidy(bodies.tidy_request(call.body))
+    return envelope(None, status=202, warnings=warnings)
+
+
+async def tidy_status(call: Call) -> Response:
+    return envelope(_engine(call).tidy_status())
+
+
+async def tidy_cancel(call: Call) -> Response:
+    return envelope(None, warnings=_engine(call).tidy_cancel())
 
 
 def routes() -> list[EngineRoute]:
@@ -242,11 +451,34 @@ def routes() -> list[EngineRoute]:
         _public("issuer/{ref}/json", issuer_json, ["GET"]),
         _public("issuer/{ref}/pem", issuer_pem, ["GET"]),
         _public("issuer/{ref}/der", issuer_der, ["GET"]),
-        resource("issuer/{ref}", {"GET": read_issuer, "POST": update_issuer}),
+        resource(
+            "issuer/{ref}", {"GET": read_issuer, "POST": update_issuer, "DELETE": delete_issuer}
+        ),
         resource("config/issuers", {"GET": read_config_issuers, "POST": write_config_issuers}),
         engine_route("keys", list_keys, ["LIST"]),
-        engine_route("key/{ref}", read_key, ["GET"]),
+        resource("key/{ref}", {"GET": read_key, "DELETE": delete_key}),
+        engine_route("keys/generate/{kind}", generate_key, ["POST", "PUT"]),
         engine_route("certs", list_certs, ["LIST"]),
+        engine_route("certs/revoked", list_revoked, ["LIST"]),
+        engine_route("sign-verbatim", sign_verbatim, ["POST", "PUT"]),
+        engine_route("sign-verbatim/{role}", sign_verbatim, ["POST", "PUT"]),
+        engine_route("issuer/{ref}/sign-verbatim", sign_verbatim, ["POST", "PUT"]),
+        engine_route("issuer/{ref}/sign-verbatim/{role}", sign_verbatim, ["POST", "PUT"]),
+        engine_route("revoke", revoke, ["POST", "PUT"]),
+        resource("config/crl", {"GET": read_crl_config, "POST": write_crl_config}),
+        resource("config/urls", {"GET": read_urls, "POST": write_urls}),
+        _public("crl", crl_der, ["GET"]),
+        _public("crl/pem", crl_pem, ["GET"]),
+        _public("crl/delta", delta_crl_der, ["GET"]),
+        _public("crl/delta/pem", delta_crl_pem, ["GET"]),
+        _public("issuer/{ref}/crl", issuer_crl, ["GET"]),
+        _public("issuer/{ref}/crl/delta", issuer_delta_crl, ["GET"]),
+        engine_route("crl/rotate", rotate_crl, ["GET"]),
+        engine_route("crl/rotate-delta", rotate_delta_crl, ["GET"]),
+        engine_route("issuer/{ref}/sign-revocation-list", sign_revocation_list, ["POST", "PUT"]),
+        engine_route("tidy", tidy, ["POST", "PUT"]),
+        engine_route("tidy-status", tidy_status, ["GET"]),
+        engine_route("tidy-cancel", tidy_cancel, ["POST", "PUT"]),
         _public("cert/{serial}", read_cert, ["GET"]),
         _public("ca", ca_der, ["GET"]),
         _public("ca/pem", ca_pem, ["GET"]),

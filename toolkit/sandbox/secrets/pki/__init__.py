@@ -1,9 +1,12 @@
 """The certificate engine (spec 4.10): state and rules, no HTTP.
 
-- :mod:`.engine`: :class:`PKI`, one mount's issuers, keys, roles and certificates;
-- :mod:`.roles`: role fields, defaults and the name policy;
-- :mod:`.requests`: the request parameters of 4.10, read and checked;
-- :mod:`.x509`: keys, encodings and certificate building with ``cryptography``.
+- :mod:`.engine`: :class:`PKI`, one mount's engine, made of the concerns below;
+- :mod:`.state`: what a mount holds, and the rules every concern shares;
+- :mod:`.issuers`, :mod:`.authority`, :mod:`.issuance`, :mod:`.revocation`,
+  :mod:`.tidy`: one concern each;
+- :mod:`.roles`: role fields, defaults and rules;
+- :mod:`.requests`: the typed requests the state methods take;
+- :mod:`.x509`: keys, encodings, certificate and CRL building with ``cryptography``.
 """
 
 from __future__ import annotations

@@ -1,41 +1,45 @@
-"""The parameters of a certificate request (spec 4.10), read and checked before anything is made.
+"""The typed requests of the certificate engine (spec 4.10): what the state methods take.
 
-Issue, sign, sign-intermediate and root generation share these: the names
-(``common_name``, ``alt_names``, ``ip_sans``, ``uri_sans``, ``other_sans``,
-``user_ids``), the validity (``ttl`` or ``not_after``), the output
-(``format``, ``private_key_format``, ``remove_roots_from_chain``) and the
-CA options (``max_path_length``, ``permitted_dns_domains``, subject fields,
-``signature_bits``, ``use_pss``, ``skid``, ``not_before_duration``). Every
-reader raises a 400 naming the field.
+The HTTP side (:mod:`toolkit.sandbox.secrets.http.pki_bodies`) reads request
+bodies into these; the state never sees a wire document. Issue, sign,
+sign-verbatim, sign-intermediate and root generation share :class:`Names`,
+:class:`Validity` and :class:`Output`; the CA requests add :class:`CAOptions`;
+key generation takes a :class:`KeyRequest`. The revocation side has
+:class:`CRLConfig`, :class:`URLConfig`, :class:`RevokedEntry` and
+:class:`TidyRequest`. The small parsers here take one value, not a body.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 from urllib.parse import urlsplit
 
 from .... import _certificate_policy as policy
-from .. import fields
 from ..errors import SecretsError
 
 __all__ = [
     "FORMATS",
+    "PRIVATE_KEY_FORMATS",
+    "SIGNATURE_BITS",
     "SUBJECT_FIELDS",
+    "CAOptions",
+    "CRLConfig",
+    "KeyRequest",
     "Names",
     "Output",
+    "RevokedEntry",
+    "TidyRequest",
+    "URLConfig",
+    "Validity",
+    "VerbatimOptions",
     "go_duration",
-    "parse_ca_options",
-    "parse_names",
+    "parse_ip",
     "parse_not_after",
     "parse_other_san",
-    "parse_output",
-    "subject_fields",
+    "parse_uri",
 ]
 
 FORMATS = ("pem", "der", "pem_bundle")
@@ -56,7 +60,11 @@ _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}
 
 @dataclass
 class Names:
-    """The names asked for in one request, before any policy is applied."""
+    """The names asked for in one request, before any policy is applied.
+
+    ``subject`` holds the subject fields of a CA request (``ou``, ``organization``, ...);
+    a leaf takes them from its role instead.
+    """
 
     common_name: str = ""
     alt_names: list[str] = field(default_factory=list)
@@ -66,6 +74,7 @@ class Names:
     user_ids: list[str] = field(default_factory=list)
     exclude_cn_from_sans: bool = False
     subject_serial: str = ""
+    subject: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -75,34 +84,116 @@ class Output:
     remove_roots_from_chain: bool = False
 
 
-def _list(body: Mapping[str, Any], name: str) -> list[str]:
-    """A comma-separated string, a JSON array, or a JSON array written as a string."""
-    value = body.get(name)
-    if isinstance(value, str) and value.strip().startswith("["):
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise SecretsError(400, f"{name}: not a valid JSON array: {exc}") from None
-        return fields.string_list({name: value}, name)
-    return fields.string_list(body, name)
+@dataclass
+class Validity:
+    """``ttl`` in seconds (0: not given) or a fixed ``not_after``; never both."""
+
+    ttl: int = 0
+    not_after: datetime | None = None
 
 
-def parse_names(body: Mapping[str, Any]) -> Names:
-    names = Names(
-        common_name=fields.string(body, "common_name").strip(),
-        alt_names=_list(body, "alt_names"),
-        ip_sans=_list(body, "ip_sans"),
-        uri_sans=_list(body, "uri_sans"),
-        other_sans=[parse_other_san(o) for o in _list(body, "other_sans")],
-        user_ids=_list(body, "user_ids"),
-        exclude_cn_from_sans=fields.boolean(body, "exclude_cn_from_sans"),
-        subject_serial=fields.string(body, "serial_number"),
+@dataclass
+class CAOptions:
+    """What sign-intermediate and root generation take beyond the names."""
+
+    max_path_length: int = -1
+    permitted_dns_domains: list[str] = field(default_factory=list)
+    not_before_duration: int = 30
+    signature_bits: int = 0
+    use_pss: bool = False
+    skid: bytes | None = None
+    use_csr_values: bool = False
+
+
+@dataclass
+class KeyRequest:
+    """A key to make (``internal``/``exported``) or reuse (``existing``, by ``key_ref``).
+
+    ``key_type``/``key_bits`` None: not given in the request (issue uses the role's then).
+    """
+
+    kind: str = "internal"
+    key_type: str | None = None
+    key_bits: int | None = None
+    key_name: str = ""
+    key_ref: str = ""
+
+
+@dataclass
+class VerbatimOptions:
+    """What sign-verbatim sets itself: the CSR gives the names, the request the usages."""
+
+    key_usage: list[str] = field(
+        default_factory=lambda: ["DigitalSignature", "KeyAgreement", "KeyEncipherment"]
     )
-    for value in names.ip_sans:
-        parse_ip(value)
-    for value in names.uri_sans:
-        parse_uri(value)
-    return names
+    ext_key_usage: list[str] = field(default_factory=list)
+    ext_key_usage_oids: list[str] = field(default_factory=list)
+    signature_bits: int = 0
+    use_pss: bool = False
+
+
+@dataclass
+class CRLConfig:
+    """``config/crl``: durations in seconds."""
+
+    expiry: int = 72 * 3600
+    disable: bool = False
+    ocsp_disable: bool = False
+    ocsp_expiry: int = 12 * 3600
+    auto_rebuild: bool = False
+    auto_rebuild_grace_period: int = 12 * 3600
+    enable_delta: bool = False
+    delta_rebuild_interval: int = 15 * 60
+    allow_expired_cert_revocation: bool = False
+
+
+@dataclass
+class URLConfig:
+    """``config/urls``: where issued certificates point for their issuer and revocation."""
+
+    issuing_certificates: list[str] = field(default_factory=list)
+    crl_distribution_points: list[str] = field(default_factory=list)
+    delta_crl_distribution_points: list[str] = field(default_factory=list)
+    ocsp_servers: list[str] = field(default_factory=list)
+    enable_templating: bool = False
+
+
+@dataclass
+class RevokedEntry:
+    """One entry of ``sign-revocation-list``: a serial and when it was revoked."""
+
+    serial: int
+    revoked_at: datetime
+
+
+@dataclass
+class TidyRequest:
+    """``tidy``: which stores to clean, and how long past expiry a certificate is kept."""
+
+    tidy_cert_store: bool = False
+    tidy_revoked_certs: bool = False
+    tidy_revoked_cert_issuer_associations: bool = False
+    tidy_expired_issuers: bool = False
+    tidy_invalid_certs: bool = False
+    tidy_move_legacy_ca_bundle: bool = False
+    tidy_acme: bool = False
+    safety_buffer: int = 72 * 3600
+    issuer_safety_buffer: int = 365 * 24 * 3600
+    pause_duration: str = "0s"
+
+    @property
+    def anything(self) -> bool:
+        return any(
+            (
+                self.tidy_cert_store,
+                self.tidy_revoked_certs,
+                self.tidy_revoked_cert_issuer_associations,
+                self.tidy_expired_issuers,
+                self.tidy_invalid_certs,
+                self.tidy_move_legacy_ca_bundle,
+                self.tidy_acme,
+            )
+        )
 
 
 def parse_ip(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
@@ -121,20 +212,6 @@ def parse_uri(value: str) -> str:
     return value
 
 
-def parse_output(body: Mapping[str, Any], *, with_key: bool = True) -> Output:
-    fmt = fields.string(body, "format", "pem") or "pem"
-    if fmt not in FORMATS:
-        raise SecretsError(400, 'the "format" path parameter must be "pem", "der", or "pem_bundle"')
-    key_format = "der"
-    if with_key:
-        key_format = fields.string(body, "private_key_format", "der") or "der"
-        if key_format not in PRIVATE_KEY_FORMATS:
-            raise SecretsError(
-                400, f"private_key_format: must be der, pem or pkcs8, got {key_format!r}"
-            )
-    return Output(fmt, key_format, fields.boolean(body, "remove_roots_from_chain"))
-
-
 def parse_not_after(text: str, name: str = "not_after") -> datetime:
     """``YYYY-MM-ddTHH:MM:SSZ`` (RFC 3339) as an aware UTC datetime; 9999-12-31T23:59:59Z works."""
     if not _RFC3339.match(text):
@@ -148,51 +225,6 @@ def parse_not_after(text: str, name: str = "not_after") -> datetime:
     return parsed.astimezone(UTC)
 
 
-def subject_fields(body: Mapping[str, Any]) -> dict[str, list[str]]:
-    """The subject values of a CA request (``ou``, ``organization``, ... as lists)."""
-    return {name: _list(body, name) for name in SUBJECT_FIELDS}
-
-
-@dataclass
-class CAOptions:
-    """What sign-intermediate and root generation take beyond the names."""
-
-    max_path_length: int = -1
-    permitted_dns_domains: list[str] = field(default_factory=list)
-    not_before_duration: int = 30
-    signature_bits: int = 0
-    use_pss: bool = False
-    skid: bytes | None = None
-    use_csr_values: bool = False
-
-
-def parse_ca_options(body: Mapping[str, Any]) -> CAOptions:
-    options = CAOptions(
-        max_path_length=fields.integer(body, "max_path_length", -1, minimum=-1),
-        permitted_dns_domains=_list(body, "permitted_dns_domains"),
-        not_before_duration=fields.duration(body, "not_before_duration", 30),
-        signature_bits=fields.integer(body, "signature_bits", 0),
-        use_pss=fields.boolean(body, "use_pss"),
-        use_csr_values=fields.boolean(body, "use_csr_values"),
-    )
-    if options.signature_bits not in SIGNATURE_BITS:
-        raise SecretsError(
-            400, f"signature_bits: must be 0, 256, 384 or 512, got {options.signature_bits}"
-        )
-    for domain in options.permitted_dns_domains:
-        if not re.fullmatch(r"\.?[A-Za-z0-9*]([A-Za-z0-9.-]*[A-Za-z0-9])?", domain):
-            raise SecretsError(400, f"permitted_dns_domains: {domain!r} is not a DNS domain")
-    skid = fields.string(body, "skid").replace(":", "").strip()
-    if skid:
-        try:
-            options.skid = bytes.fromhex(skid)
-        except ValueError:
-            raise SecretsError(
-                400, f"skid: could not parse requested SKID value as hex: {skid!r}"
-            ) from None
-    return options
-
-
 def go_duration(seconds: int) -> str:
     """``720h0m0s``: how the server writes a duration in its messages."""
     hours, rest = divmod(int(seconds), 3600)
@@ -202,6 +234,15 @@ def go_duration(seconds: int) -> str:
     if minutes:
         return f"{minutes}m{secs}s"
     return f"{secs}s"
+
+
+def short_duration(seconds: int) -> str:
+    """``72h``, ``15m``, ``90s``: how ``config/crl`` reads its durations back."""
+    if seconds and seconds % 3600 == 0:
+        return f"{seconds // 3600}h"
+    if seconds and seconds % 60 == 0:
+        return f"{seconds // 60}m"
+    return f"{seconds}s"
 
 
 def parse_other_san(text: str, name: str = "other_sans") -> tuple[str, str]:

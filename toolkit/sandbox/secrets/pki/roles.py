@@ -2,8 +2,10 @@
 
 A role is written whole (``POST roles/:name`` replaces every field; one not
 given takes its default, as on the real server) and read back with every
-field. Its name policy lives in :mod:`toolkit._certificate_policy`, shared
-with the client's check before sending.
+field. The HTTP side reads a body into typed values (seconds, booleans,
+lists); :func:`build_role` fills in the defaults and checks the rules. Its name
+policy lives in :mod:`toolkit._certificate_policy`, shared with the client's
+check before sending.
 """
 
 from __future__ import annotations
@@ -12,12 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from .... import _certificate_policy as policy
-from .. import fields
 from ..errors import SecretsError
 from .requests import OID, SIGNATURE_BITS, parse_not_after
 from .x509 import EC_CURVES, EXT_KEY_USAGES, KEY_USAGES, RSA_BITS
 
-__all__ = ["ROLE_DEFAULTS", "key_bits", "parse_role", "role_ext_key_usage"]
+__all__ = ["DURATIONS", "INTEGERS", "ROLE_DEFAULTS", "build_role", "key_bits", "role_ext_key_usage"]
 
 # Every role field and its default, as the real server reads them back.
 ROLE_DEFAULTS: dict[str, Any] = {
@@ -75,28 +76,26 @@ _GENERATE_LEASE_WARNING = (
     "possible; this option can cause instance-wide issues with large numbers of issued "
     "certificates"
 )
-_DURATIONS = ("ttl", "max_ttl", "not_before_duration")
-_INTEGERS = ("key_bits", "signature_bits")
+DURATIONS = ("ttl", "max_ttl", "not_before_duration")  # seconds
+INTEGERS = ("key_bits", "signature_bits")
 KEY_TYPES = ("rsa", "ec", "ed25519", "any")
 
 
-def parse_role(body: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The role written by ``body`` with every default filled in, and the server's warnings.
+def build_role(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The role ``values`` (typed, as the HTTP side read them) make, defaults filled in, and warnings.
 
     400 naming a bad field, with the real server's wording where it has one.
     """
+    unknown = [name for name in values if name not in ROLE_DEFAULTS]
+    if unknown:
+        raise SecretsError(400, f"{unknown[0]}: not a field of a certificate role")
     role: dict[str, Any] = {}
     for name, default in ROLE_DEFAULTS.items():
-        if name in _DURATIONS:
-            role[name] = fields.duration(body, name, default)
-        elif name in _INTEGERS:
-            role[name] = fields.integer(body, name, default)
-        elif isinstance(default, bool):
-            role[name] = fields.boolean(body, name, default)
-        elif isinstance(default, list):
-            role[name] = fields.string_list(body, name) if name in body else list(default)
-        else:
-            role[name] = fields.string(body, name, default) or default
+        value = values.get(name, default)
+        role[name] = list(value) if isinstance(default, list) else value
+    for name, default in ROLE_DEFAULTS.items():
+        if isinstance(default, str) and not role[name]:
+            role[name] = default  # an empty text takes the default, as on the real server
     role["key_bits"] = key_bits(role["key_type"], role["key_bits"])
     if role["signature_bits"] not in SIGNATURE_BITS:
         raise SecretsError(

@@ -19,13 +19,16 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import AuthorityInformationAccessOID, ExtendedKeyUsageOID, NameOID
 
 from ..errors import SecretsError
 
 __all__ = [
     "KEY_USAGES",
     "CertTemplate",
+    "Links",
+    "PEM_CRL",
+    "build_crl",
     "PrivateKey",
     "build_csr",
     "cert_pem",
@@ -151,10 +154,6 @@ def private_key_output(key: PrivateKey, fmt: str, key_format: str) -> str:
     return base64.b64encode(raw).decode() if fmt == "der" else raw.decode().strip()
 
 
-def key_type_name(key: Any) -> str:
-    return key_description(key.public_key() if hasattr(key, "public_key") else key)[0]
-
-
 # -- certificates --------------------------------------------------------------------------
 @lru_cache(maxsize=2048)
 def load_cert(pem: str) -> x509.Certificate:
@@ -237,6 +236,16 @@ def _utf8_der(value: str) -> bytes:
 
 
 @dataclass
+class Links:
+    """Where a certificate points (``config/urls``): its issuer (AIA), OCSP, CRLs."""
+
+    issuing_certificates: list[str] = field(default_factory=list)
+    ocsp_servers: list[str] = field(default_factory=list)
+    crl_distribution_points: list[str] = field(default_factory=list)
+    delta_crl_distribution_points: list[str] = field(default_factory=list)
+
+
+@dataclass
 class CertTemplate:
     """What goes into one certificate; :func:`sign` turns it into one."""
 
@@ -257,6 +266,7 @@ class CertTemplate:
     ext_key_usage: list[x509.ObjectIdentifier] = field(default_factory=list)
     basic_constraints_for_leaf: bool = False
     skid: bytes | None = None
+    links: Links = field(default_factory=Links)
     # Extensions copied from a CSR (use_csr_values), after the ones made here.
     copied: list[x509.Extension[Any]] = field(default_factory=list)
 
@@ -366,12 +376,89 @@ def sign(
             critical=True,
         )
         made.add(x509.NameConstraints.oid)
+    builder = _add_links(builder, template.links, made)
     for extension in template.copied:
         if extension.oid not in made:
             builder = builder.add_extension(extension.value, extension.critical)
             made.add(extension.oid)
     digest, rsa_padding = _algorithm(issuer_key, signature_bits, use_pss)
     return builder.sign(issuer_key, digest, rsa_padding=rsa_padding)
+
+
+def _add_links(
+    builder: x509.CertificateBuilder, links: Links, made: set[x509.ObjectIdentifier]
+) -> x509.CertificateBuilder:
+    """The Authority Information Access, CRL distribution points and freshest CRL extensions."""
+    access = [
+        x509.AccessDescription(AuthorityInformationAccessOID.CA_ISSUERS, _uri(u))
+        for u in links.issuing_certificates
+    ] + [
+        x509.AccessDescription(AuthorityInformationAccessOID.OCSP, _uri(u))
+        for u in links.ocsp_servers
+    ]
+    if access:
+        builder = builder.add_extension(x509.AuthorityInformationAccess(access), critical=False)
+        made.add(x509.AuthorityInformationAccess.oid)
+    if links.crl_distribution_points:
+        points = [_point(u) for u in links.crl_distribution_points]
+        builder = builder.add_extension(x509.CRLDistributionPoints(points), critical=False)
+        made.add(x509.CRLDistributionPoints.oid)
+    if links.delta_crl_distribution_points:
+        points = [_point(u) for u in links.delta_crl_distribution_points]
+        builder = builder.add_extension(x509.FreshestCRL(points), critical=False)
+        made.add(x509.FreshestCRL.oid)
+    return builder
+
+
+def _uri(value: str) -> x509.UniformResourceIdentifier:
+    return x509.UniformResourceIdentifier(value)
+
+
+def _point(value: str) -> x509.DistributionPoint:
+    return x509.DistributionPoint([_uri(value)], None, None, None)
+
+
+# -- revocation lists ---------------------------------------------------------------------
+PEM_CRL = "-----BEGIN X509 CRL-----"
+
+
+def build_crl(
+    issuer: x509.Certificate,
+    key: PrivateKey,
+    revoked: list[tuple[int, datetime]],
+    *,
+    number: int,
+    this_update: datetime,
+    next_update: datetime,
+    delta_of: int | None = None,
+) -> str:
+    """A CRL signed by ``issuer`` listing ``revoked`` (serial, revocation time), as PEM.
+
+    ``delta_of`` makes it a delta CRL on the complete CRL of that number.
+    """
+    builder = (
+        x509.CertificateRevocationListBuilder()
+        .issuer_name(issuer.subject)
+        .last_update(this_update)
+        .next_update(next_update)
+    )
+    try:
+        ski = issuer.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+        builder = builder.add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski), critical=False
+        )
+    except x509.ExtensionNotFound:
+        pass
+    builder = builder.add_extension(x509.CRLNumber(number), critical=False)
+    if delta_of is not None:
+        builder = builder.add_extension(x509.DeltaCRLIndicator(delta_of), critical=True)
+    for serial, when in revoked:
+        builder = builder.add_revoked_certificate(
+            x509.RevokedCertificateBuilder().serial_number(serial).revocation_date(when).build()
+        )
+    digest, _ = _algorithm(key, 0, False)
+    crl = builder.sign(key, digest)
+    return crl.public_bytes(serialization.Encoding.PEM).decode().strip()
 
 
 def build_csr(subject: x509.Name, key: PrivateKey, names: list[x509.GeneralName]) -> str:
@@ -412,10 +499,6 @@ def _attribute(oid: x509.ObjectIdentifier, value: str, name: str) -> x509.NameAt
         return x509.NameAttribute(oid, value)
     except ValueError as exc:
         raise SecretsError(400, f"{name}: {exc}") from None
-
-
-def public_key_of(cert_or_csr: Any) -> Any:
-    return cert_or_csr.public_key()
 
 
 def signature_algorithm_name(cert: x509.Certificate) -> str:
