@@ -48,7 +48,7 @@ from cryptography.hazmat.primitives import serialization
 from .. import _certificate_policy as policy
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
-from .._http import Call, HTTPLayer, decode_json
+from .._http import HTTPLayer, Request, decode_json
 from .._masking import Sensitive
 from .._records import Record
 from ._base import EngineArea, hide, lease_of, unwrap, warnings_of
@@ -860,7 +860,9 @@ class PKI(EngineArea):
         whether it is revoked (with when). A certificate gone between the list and its read is left out.
         """
         serials = self.list_certs()
-        calls = [Call("GET", self._path("cert", s), ok_statuses=frozenset({404})) for s in serials]
+        calls = [
+            Request("GET", self._path("cert", s), ok_statuses=frozenset({404})) for s in serials
+        ]
         rows = []
         answers = list(self._http.many(calls))
         # Expired by the server's clock (a sandbox's runs from its own epoch), not this machine's.
