@@ -57,6 +57,7 @@ from ._errors import (
     TransportError,
     error_for_status,
 )
+from ._masking import Sensitive, reveal
 from ._transport import FanOut, ThreadConnectionTransport
 
 __all__ = ["Call", "HTTPLayer", "RetryPolicy", "segment"]
@@ -223,6 +224,13 @@ class HTTPLayer:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
         self._client.close()
+
+    def set_token(self, token: Sensitive | str | None) -> None:
+        """Send ``token`` from now on (None: send none), in both token headers the
+        secrets server reads (``X-Vault-Token``, ``X-Service-Token``)."""
+        value = reveal(token) if token else None
+        for name in ("X-Vault-Token", "X-Service-Token"):
+            self.set_header(name, value)
 
     def set_header(self, name: str, value: str | None) -> None:
         """Set or remove a default header (used for namespaces and token changes)."""
