@@ -58,6 +58,7 @@ from ._errors import (
     error_for_status,
 )
 from ._masking import Sensitive, reveal
+from ._tls import client_context
 from ._transport import FanOut, ThreadConnectionTransport
 
 __all__ = ["Call", "HTTPLayer", "RetryPolicy", "segment"]
@@ -163,6 +164,9 @@ class HTTPLayer:
         timeout: float = 30.0,
         verify: bool = True,
         ca_file: str | None = None,
+        client_cert: str | None = None,
+        client_key: str | None = None,
+        server_name: str | None = None,
         retry: RetryPolicy | None = None,
         max_concurrency: int = 8,
         pipeline: int = 8,
@@ -192,6 +196,15 @@ class HTTPLayer:
                 verify_opt = ssl.create_default_context(cafile=ca_file)
             except (OSError, ssl.SSLError) as exc:
                 raise ConfigurationError(f"cannot load CA file {ca_file!r}: {exc}") from None
+        if client_cert or client_key or server_name:
+            # A client certificate or a server name other than the address's host.
+            verify_opt = client_context(
+                verify=verify,
+                ca_file=ca_file,
+                client_cert=client_cert,
+                client_key=client_key,
+                server_name=server_name,
+            )
         limits = httpx.Limits(
             max_connections=max_concurrency, max_keepalive_connections=max_concurrency
         )
