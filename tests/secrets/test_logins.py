@@ -111,9 +111,11 @@ def test_a_wrong_secret_id_is_refused_and_spends_nothing(sandbox, client):
 
 
 def test_approle_management_needs_a_permitted_token(sandbox):
-    with SecretsClient(sandbox.address, "demo-auditor-token") as auditor:
-        with pytest.raises(PermissionDenied):
-            auditor.http.json("POST", "/auth/approle/role/mine", json={})
+    with (
+        SecretsClient(sandbox.address, "demo-auditor-token") as auditor,
+        pytest.raises(PermissionDenied),
+    ):
+        auditor.http.json("POST", "/auth/approle/role/mine", json={})
 
 
 @pytest.mark.parametrize(
