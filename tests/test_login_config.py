@@ -105,15 +105,18 @@ def tls_server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     import socket
 
     listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(10)
+    listener.settimeout(0.1)  # so that the loop sees `stop`
     stop = threading.Event()
 
     def serve() -> None:
         while not stop.is_set():
             try:
                 conn, _ = listener.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
+            conn.settimeout(10)
             try:
                 with context.wrap_socket(conn, server_side=True) as tls:
                     tls.recv(65536)
