@@ -393,6 +393,15 @@ class TokenRenewal:
             except ToolkitError as exc:
                 if self._stop.is_set():
                     return
+                if isinstance(exc, APIError) and "max ttl" in str(exc).lower():
+                    # OpenBao refuses (500 "past the max TTL, cannot renew") once the
+                    # rounded remainder of the maximum is spent.
+                    self._give_up(
+                        "max_ttl_reached",
+                        "the token reached its maximum TTL and cannot be renewed; "
+                        f"it expires at {self._when()}",
+                    )
+                    return
                 self._give_up("failed", f"renewing the token failed ({type(exc).__name__}: {exc})")
                 return
             granted = int(((payload or {}).get("auth") or {}).get("lease_duration") or 0)
