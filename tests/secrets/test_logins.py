@@ -168,12 +168,12 @@ def _short_role(client: SecretsClient, name: str, ttl: str, max_ttl: str) -> tup
 
 
 def test_a_kept_renewed_token_outlives_its_ttl_and_renewal_stops_on_close(sandbox, client):
-    role_id, secret = _short_role(client, "renewed", "2s", "1h")
+    role_id, secret = _short_role(client, "renewed", "3s", "1h")
     machine = _login_client(sandbox)
     machine.auth.approle(role_id, secret)
     renewal = machine.auth.keep_renewed()
     assert renewal.state == "renewing"
-    time.sleep(4.5)  # more than twice the token's ttl
+    time.sleep(6.5)  # more than twice the token's ttl
     assert renewal.renewals >= 2 and renewal.state == "renewing"
     assert machine.tokens.lookup_self()["ttl"] > 0
     machine.close()

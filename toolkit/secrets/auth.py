@@ -233,7 +233,8 @@ class Auth(Area):
         """Renew the client's token in a background thread until the client closes.
 
         Renews with ``POST auth/token/renew-self`` once ``fraction`` of each grant
-        has passed (``increment``: the time asked for, default the token's own).
+        has passed (earlier for grants under 30 s: half of it, up to 10 s, is kept
+        in hand) (``increment``: the time asked for, default the token's own).
         Returns the :class:`TokenRenewal` (also :attr:`renewal`), whose ``state``
         says what it is doing; a token that cannot be renewed (not renewable, or
         its maximum TTL reached) is said so with a :class:`TokenExpiryWarning`.
@@ -380,8 +381,11 @@ class TokenRenewal:
         assert self.expires_at is not None
         while True:
             left = (self.expires_at - datetime.now(UTC)).total_seconds()
-            # Renew once `fraction` of the grant has passed, counted from its start.
-            pause = max(left - (1 - self.fraction) * max(self._ttl, 1), 0.0)
+            # Renew once `fraction` of the grant has passed; a short grant keeps half of
+            # itself (up to 10 s) in hand, for a busy machine or a slow server.
+            grant = max(self._ttl, 1)
+            slack = max((1 - self.fraction) * grant, min(grant / 2, 10.0))
+            pause = max(left - slack, 0.0)
             if self._stop.wait(pause):
                 return
             wanted = self.increment or self._ttl
