@@ -36,6 +36,8 @@ UNAUTHENTICATED = re.compile(
     # The certificate engine's public reads: CA certificates, chains, issued certificates, CRLs.
     r"|^pki/(ca(/pem)?|ca_chain|cert/[^/]+|issuers|issuer/[^/]+/(pem|der|json|crl|crl/delta))$"
     r"|^pki/crl(/pem|/delta|/delta/pem)?$"
+    # Logging in: how a caller gets a token.
+    r"|^auth/(userpass|ldap)/login/[^/]+$|^auth/approle/login$"
 )
 # Spec 001 part 5.3, plus sealing and reading the rekey backup (sudo on the real server).
 SUDO = [
@@ -215,6 +217,9 @@ def test_the_secrets_matrix_covers_every_area() -> None:
         "sys/plugins",
         "sys/mounts",
         "auth/token",
+        "auth/userpass",
+        "auth/ldap",
+        "auth/approle",
     } <= prefixes
     print(f"secrets auth matrix: {len(SECRETS_ENDPOINTS)} endpoints x 7 callers")
 

@@ -107,6 +107,8 @@ FIELD_NAMES = sorted(
         "csr", "format", "not_after", "service_account_names", "provider", "key_collection",
         "purpose", "protection", "min_enabled_version", "deletion_allowed", "binddn", "bindpass",
         "length", "formatter", "password_policy", "config", "enforcement_level", "paths", "limit",
+        "role_id", "secret_id", "token_policies", "token_ttl", "token_max_ttl", "bind_secret_id",
+        "secret_id_ttl", "secret_id_num_uses", "metadata",
     }
 )  # fmt: skip
 json_body = st.one_of(

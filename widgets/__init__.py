@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .key_distribution import KeyDistributionForm
     from .lease_revoke import LeaseRevokeForm
     from .library_checkout import LibraryCheckoutForm
+    from .login import LoginForm
     from .policy_set_parameter import PolicySetParameterEditor
     from .rekey_ceremony import RekeyCeremonyWidget
     from .team_access import TeamAccessEditor
@@ -33,6 +34,7 @@ __all__ = [
     "KeyDistributionForm",
     "LeaseRevokeForm",
     "LibraryCheckoutForm",
+    "LoginForm",
     "PolicySetParameterEditor",
     "RekeyCeremonyWidget",
     "TeamAccessEditor",
@@ -44,6 +46,7 @@ _MODULES = {
     "KeyDistributionForm": "key_distribution",
     "LeaseRevokeForm": "lease_revoke",
     "LibraryCheckoutForm": "library_checkout",
+    "LoginForm": "login",
     "PolicySetParameterEditor": "policy_set_parameter",
     "RekeyCeremonyWidget": "rekey_ceremony",
     "TeamAccessEditor": "team_access",

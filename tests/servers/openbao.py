@@ -136,13 +136,24 @@ class OpenBao(Launcher):
     folder_prefix = "openbao-"
 
     def __init__(
-        self, *, dev: bool = True, legacy_rekey: bool = False, audit: bool = False
+        self,
+        *,
+        dev: bool = True,
+        legacy_rekey: bool = False,
+        audit: bool = False,
+        tls_files: tuple[Path, Path] | None = None,
     ) -> None:
         if dev and legacy_rekey:
             raise ValueError("the legacy rekey listener option needs dev=False")
+        if tls_files and not dev:
+            raise ValueError("the extra TLS listener is a dev server option")
         self.dev = dev
         self.legacy_rekey = legacy_rekey
         self.audit = audit
+        # (certificate, key) for a second listener, over TLS, at ``tls_address``; it asks
+        # clients for a certificate (without requiring one), as the cert auth method needs.
+        self.tls_files = tls_files
+        self.tls_port = 0
         super().__init__()
         self.binary = bao_binary()
         self.port = 0
@@ -156,6 +167,11 @@ class OpenBao(Launcher):
     @property
     def address(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def tls_address(self) -> str:
+        assert self.tls_files, "started without tls_files"
+        return f"https://127.0.0.1:{self.tls_port}"
 
     @property
     def plugin_directory(self) -> Path:
@@ -209,6 +225,19 @@ class OpenBao(Launcher):
                 config = self.folder / "config.hcl"
                 config.write_text(self._audit_stanza())
                 args.append(f"-config={config}")
+            if self.tls_files:
+                # Its cluster listener too takes the port after it.
+                self.tls_port = free_port_pair()
+                cert, key = self.tls_files
+                extra = self.folder / "tls-listener.hcl"
+                extra.write_text(
+                    'listener "tcp" {\n'
+                    f"  address = {_hcl(f'127.0.0.1:{self.tls_port}')}\n"
+                    f"  tls_cert_file = {_hcl(cert)}\n"
+                    f"  tls_key_file = {_hcl(key)}\n"
+                    "}\n"
+                )
+                args.append(f"-config={extra}")
         else:
             self.port = free_port()
             config = self.folder / "config.hcl"

@@ -7,7 +7,7 @@ import sys
 
 CHECK = (
     "import sys, toolkit, widgets, widgets.team_access, widgets.agent_cleanup, "
-    "widgets.policy_set_parameter, widgets.rekey_ceremony, widgets.lease_revoke; "
+    "widgets.policy_set_parameter, widgets.rekey_ceremony, widgets.lease_revoke, widgets.login; "
     "print('ipywidgets' in sys.modules)"
 )
 

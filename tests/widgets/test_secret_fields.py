@@ -159,7 +159,37 @@ def test_kms_provider_credentials_show_nowhere_in_the_distribution_form(
 
 
 # Every form module that touches a secret, and the test above that drives it.
+def test_login_secrets_are_emptied_and_neither_they_nor_the_token_show(
+    sandbox: Sandbox, leaks: Leaks
+) -> None:
+    from toolkit.sandbox.secrets.demo_logins import DEMO_USERPASS_USERS
+    from widgets import LoginForm
+
+    with SecretsClient(sandbox.address, sandbox.token) as root:
+        issued = root.http.json("POST", "/auth/approle/role/nightly-audit/secret-id")["data"]
+    with SecretsClient.for_login(sandbox.address) as client:
+        form = LoginForm(client, method="jwt")
+        form.jwt.value = leaks.new("a JWT")  # refused: the sandbox has no JWT method
+        form.login_button.click()
+        assert form.jwt.value == "" and form.login is None
+        grep_form(leaks, "the login form after a refused JWT", form)
+        form.method.value = "approle"
+        form.role_id.value = "demo-role-nightly-audit"
+        form.secret_id.value = leaks.feed(issued["secret_id"], "a secret id")
+        form.login_button.click()
+        assert form.secret_id.value == "" and form.login is not None
+        leaks.feed(form.login.client_token, "a login token")
+        form.method.value = "userpass"
+        form.username.value = "olivia"
+        form.password.value = leaks.feed(DEMO_USERPASS_USERS["olivia"][0], "a demo password")
+        form.login_button.click()
+        assert form.password.value == "" and form.login is not None
+        leaks.feed(form.login.client_token, "a login token")
+        grep_form(leaks, "the login form after two logins", form)
+
+
 COVERED = {
+    "login": test_login_secrets_are_emptied_and_neither_they_nor_the_token_show,
     "rekey_ceremony": test_rekey_share_fields_are_emptied_and_no_share_is_left,
     "policy_set_parameter": test_a_sensitive_parameter_field_is_emptied_and_the_value_shows_nowhere,
     "library_checkout": test_a_checked_out_password_shows_only_while_revealed,

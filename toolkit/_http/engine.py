@@ -30,6 +30,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from .._errors import ConfigurationError
+from .._tls import client_context
 from .policy import Failure
 from .response import Response
 
@@ -41,16 +42,25 @@ T = TypeVar("T")
 ConnectorFactory = Callable[[], Any]
 
 
-def tls_context(verify: bool, ca_file: str | None) -> ssl.SSLContext | bool:
-    """What aiohttp takes as ``ssl=``: False without verification, else a context."""
-    if not verify:
+def tls_context(
+    verify: bool,
+    ca_file: str | None,
+    *,
+    client_cert: str | None = None,
+    client_key: str | None = None,
+    server_name: str | None = None,
+) -> ssl.SSLContext | bool:
+    """What aiohttp takes as ``ssl=``: False for no verification and no client
+    certificate, else a context from :func:`toolkit._tls.client_context`."""
+    if not verify and not (client_cert or client_key):
         return False
-    try:
-        return (
-            ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
-        )
-    except (OSError, ssl.SSLError) as exc:
-        raise ConfigurationError(f"cannot load CA file {ca_file!r}: {exc}") from None
+    return client_context(
+        verify=verify,
+        ca_file=ca_file,
+        client_cert=client_cert,
+        client_key=client_key,
+        server_name=server_name,
+    )
 
 
 class Engine:

@@ -81,6 +81,9 @@ class HTTPLayer:
         fan_out_timeout: float = FAN_OUT_TIMEOUT,
         verify: bool = True,
         ca_file: str | None = None,
+        client_cert: str | None = None,
+        client_key: str | None = None,
+        server_name: str | None = None,
         retry: RetryPolicy | None = None,
         max_concurrency: int = 8,
         redirects: RedirectRule = NO_REDIRECTS,
@@ -115,7 +118,17 @@ class HTTPLayer:
         # loop thread: keep them short). For metrics, logs and tests.
         self.response_hooks: list[Callable[[Response], None]] = []
         self._pool: ThreadPoolExecutor | None = None
-        tls = tls_context(verify, ca_file) if self.address.startswith("https") else False
+        tls = (
+            tls_context(
+                verify,
+                ca_file,
+                client_cert=client_cert,
+                client_key=client_key,
+                server_name=server_name,
+            )
+            if self.address.startswith("https")
+            else False
+        )
         self._engine = Engine(tls=tls, limit=max_concurrency, connector=connector)
         # A layer nobody closed still stops its loop thread when collected.
         weakref.finalize(self, self._engine.close)
@@ -138,6 +151,19 @@ class HTTPLayer:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
         self._engine.close()
+
+    def set_token(self, token: Sensitive | str | None) -> None:
+        """Send ``token`` from now on (None: send none), in both token headers the
+        secrets server reads (``X-Vault-Token``, ``X-Service-Token``)."""
+        value = (
+            None
+            if not token
+            else token
+            if isinstance(token, Sensitive)
+            else Sensitive(token, "token")
+        )
+        for name in ("X-Vault-Token", "X-Service-Token"):
+            self.set_header(name, value)
 
     def set_header(self, name: str, value: str | Sensitive | None) -> None:
         """Set or remove a default header (namespaces, token changes). A credential

@@ -7,12 +7,13 @@ from typing import Any
 from .._card import format_seconds, render_card
 from .._client import ServiceClient
 from .._config import secrets_settings
-from .._errors import PermissionDenied, ToolkitError, Unauthorized
+from .._errors import InputError, PermissionDenied, ToolkitError, Unauthorized
 from .._http import FollowStandby, RetryPolicy, decode_json
 from .._http.layer import FAN_OUT_TIMEOUT
 from .._masking import Sensitive
 from .._records import Record
 from ._base import unwrap
+from .auth import Auth
 from .broker import Broker
 from .database import Database
 from .directory import Directory
@@ -26,7 +27,24 @@ from .rekey import Rekey
 from .seal import Seal
 from .tokens import Tokens
 
-__all__ = ["SecretsClient"]
+__all__ = ["LOGIN_METHODS", "SecretsClient"]
+
+LOGIN_METHODS = ("approle", "userpass", "ldap", "jwt", "kubernetes", "oidc", "cert")
+_CLIENT_OPTIONS = frozenset(
+    {
+        "namespace",
+        "timeout",
+        "verify",
+        "ca_file",
+        "client_cert",
+        "client_key",
+        "server_name",
+        "max_concurrency",
+        "fan_out_timeout",
+        "retry",
+        "connector",
+    }
+)
 
 
 class SecretsClient(ServiceClient):
@@ -37,7 +55,15 @@ class SecretsClient(ServiceClient):
     ``X-Service-Token`` (the spec's header) and ``X-Vault-Token`` (what
     OpenBao and Vault read); the namespace as ``X-Vault-Namespace``.
 
-    Areas: :attr:`password_policies`, :attr:`policies`, :attr:`rekey`,
+    Without a token argument it comes from ``VAULT_TOKEN`` / ``BAO_TOKEN``, else
+    the CLI's ``~/.vault-token``; :meth:`for_login` makes a client with none, to
+    log in with :attr:`auth` (AppRole, userpass, LDAP, JWT, Kubernetes, OIDC,
+    certificates), and :meth:`login` does both. Client certificates come from
+    ``client_cert`` / ``client_key`` (``VAULT_CLIENT_CERT`` / ``VAULT_CLIENT_KEY``)
+    and the name checked on the server's certificate from ``server_name``
+    (``VAULT_TLS_SERVER_NAME``).
+
+    Areas: :attr:`auth`, :attr:`password_policies`, :attr:`policies`, :attr:`rekey`,
     :attr:`seal`, :attr:`leases`, :attr:`plugins`, :attr:`tokens`; the
     engines at their default mounts: :attr:`keymgmt`, :attr:`ad`,
     :attr:`database`, :attr:`broker`, :attr:`pki` (each has ``.at(mount)``
@@ -54,19 +80,31 @@ class SecretsClient(ServiceClient):
         verify: bool | None = None,
         ca_file: str | None = None,
         fan_out_timeout: float = FAN_OUT_TIMEOUT,
+        client_cert: str | None = None,
+        client_key: str | None = None,
+        server_name: str | None = None,
         max_concurrency: int = 8,
         retry: RetryPolicy | None = None,
         connector: Any = None,
+        require_token: bool = True,
     ) -> None:
         settings = secrets_settings(
-            address, token, namespace=namespace, ca_file=ca_file, verify=verify
+            address,
+            token,
+            namespace=namespace,
+            ca_file=ca_file,
+            verify=verify,
+            client_cert=client_cert,
+            client_key=client_key,
+            server_name=server_name,
+            require_token=require_token,
         )
         self.namespace = settings.namespace
-        hidden_token = Sensitive(settings.token, "token")
-        headers: dict[str, str | Sensitive] = {
-            "X-Service-Token": hidden_token,
-            "X-Vault-Token": hidden_token,
-        }
+        self.token_source = settings.token_source
+        headers: dict[str, str | Sensitive] = {}
+        if settings.token:
+            hidden_token = Sensitive(settings.token, "token")
+            headers = {"X-Service-Token": hidden_token, "X-Vault-Token": hidden_token}
         if settings.namespace:
             headers["X-Vault-Namespace"] = settings.namespace
         super().__init__(
@@ -80,6 +118,8 @@ class SecretsClient(ServiceClient):
             connector=connector,
             redirects=FollowStandby(),
         )
+        self.auth = Auth(self.http, client_certificate=settings.client_cert)
+        self.last_login: Record | None = None
         self.password_policies = PasswordPolicies(self.http)
         self.policies = Policies(self.http)
         self.rekey = Rekey(self.http)
@@ -92,6 +132,38 @@ class SecretsClient(ServiceClient):
         self.database = Database(self.http)
         self.broker = Broker(self.http)
         self.pki = PKI(self.http)
+
+    @classmethod
+    def for_login(cls, address: str | None = None, **options: Any) -> SecretsClient:
+        """A client that holds no token yet, to log in with :attr:`auth`
+        (``client.auth.approle(...)``, ``client.auth.userpass(...)``, ...).
+
+        ``options`` are the constructor's (TLS files, namespace, timeout, ...).
+        """
+        return cls(address, None, require_token=False, **options)
+
+    @classmethod
+    def login(cls, method: str, address: str | None = None, /, **fields: Any) -> SecretsClient:
+        """A client logged in with ``method`` (``"approle"``, ``"userpass"``, ``"ldap"``,
+        ``"jwt"``, ``"kubernetes"``, ``"oidc"``, ``"cert"``) and that method's
+        ``fields``; client options (``namespace``, ``ca_file``, ``client_cert``,
+        ...) may be given among them. The login record is ``client.last_login``."""
+        login = getattr(Auth, method, None) if method in LOGIN_METHODS else None
+        if login is None:
+            raise InputError(f"unknown login method {method!r}: one of {', '.join(LOGIN_METHODS)}")
+        client_options = {k: fields.pop(k) for k in list(fields) if k in _CLIENT_OPTIONS}
+        client = cls.for_login(address, **client_options)
+        try:
+            client.last_login = login(client.auth, **fields)
+        except BaseException:
+            client.close()
+            raise
+        return client
+
+    def close(self) -> None:
+        """Stop the token's background renewal (if any), then the connections."""
+        self.auth.stop_renewing()
+        super().close()
 
     def mounts(self) -> dict[str, dict[str, Any]]:
         """The mounted secrets engines, by path (``secret/``, ...). ``GET /sys/mounts``."""

@@ -9,6 +9,7 @@ from .demo_database import load_demo_database
 from .demo_directory import load_demo_directory
 from .demo_keymgmt import load_demo_keymgmt
 from .demo_leases import load_demo_leases
+from .demo_logins import load_demo_logins
 from .demo_pki import load_demo_pki
 
 if TYPE_CHECKING:
@@ -167,3 +168,4 @@ def load_demo(service: SecretsService) -> None:
     load_demo_pki(service)
     load_demo_directory(service)
     load_demo_keymgmt(service)
+    load_demo_logins(service)

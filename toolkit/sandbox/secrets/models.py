@@ -10,6 +10,7 @@ from .acl import ACL
 from .engines import attach_backend, engine_kind
 from .errors import permission_denied
 from .leases import LeaseManager
+from .logins import LoginService
 from .mounts import Mount, MountTable
 from .password_policies import PasswordPolicyStore
 from .plugins import PluginCatalog
@@ -50,6 +51,7 @@ class SecretsService:
         self.leases = LeaseManager(clock)
         self.plugins = PluginCatalog()
         self.tokens = TokenStore(clock, root_token, lease_manager=self._lease_manager)
+        self.logins = LoginService(self.tokens)
         self.mounts = MountTable()
         for mount in list(self.mounts.engines.values()):
             attach_backend(self, mount)

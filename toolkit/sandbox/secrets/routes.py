@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 def routes(service: SecretsService) -> list[Route]:
     from .http import (
+        auth_logins,
         auth_token,
         sys_capabilities,
         sys_mounts,
@@ -26,6 +27,7 @@ def routes(service: SecretsService) -> list[Route]:
 
     table: list[Route] = []
     table += auth_token.routes(service)
+    table += auth_logins.routes(service)
     table += sys_policies.routes(service)
     table += sys_password_policies.routes(service)
     table += sys_seal.routes(service)

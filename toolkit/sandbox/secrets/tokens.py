@@ -185,13 +185,14 @@ class TokenStore:
         self._lease_manager = lease_manager
         self.root = self.add(root_token, ["root"], ttl=0, display_name="root")
 
-    def _store(self, token: Token) -> Token:
+    def _store(self, token: Token, max_ttl: int | None = None) -> Token:
         self._tokens[token.id] = token
         leases = self._lease_manager()
         if token.ttl and leases is not None:
             token.lease = leases.create(
                 LEASE_PREFIX.rstrip("/"),
                 ttl=token.ttl,
+                max_ttl=max_ttl,
                 renewable=token.renewable,
                 suffix=token.lease_key,
                 issue_time=token.creation_time,
@@ -211,8 +212,14 @@ class TokenStore:
         parent: Token | None = None,
         entity_id: str = "",
         meta: dict[str, str] | None = None,
+        max_ttl: int | None = None,
+        path: str = "auth/token/create",
     ) -> Token:
-        """Store a token with a known id (the root token, demo tokens); no checks."""
+        """Store a token with a known id (the root token, demo tokens, logins); no checks.
+
+        ``max_ttl`` caps its renewals (the server's maximum when None); ``path`` is
+        where it was issued (``auth/userpass/login/alice``).
+        """
         token = Token(
             id=token_id,
             accessor=_random_id(),
@@ -224,8 +231,9 @@ class TokenStore:
             entity_id=entity_id,
             meta=dict(meta or {}),
             parent_accessor=parent.accessor if parent else "",
+            path=path,
         )
-        return self._store(token)
+        return self._store(token, max_ttl)
 
     # -- lookup ---------------------------------------------------------------------
     def get(self, token_id: str | None) -> Token | None:
@@ -321,6 +329,31 @@ class TokenStore:
             display_name=display_name,
             parent=None if no_parent else parent,
             meta=meta,
+        )
+
+    def issue(
+        self,
+        policies: list[str],
+        *,
+        ttl: int,
+        max_ttl: int,
+        path: str,
+        display_name: str,
+        meta: dict[str, str] | None = None,
+    ) -> Token:
+        """An orphan token for a login: a fresh id, ``default`` added to ``policies``;
+        ``ttl``/``max_ttl`` 0 mean the server's defaults."""
+        ttl = min(ttl or DEFAULT_TTL, MAX_TTL)
+        cap = min(max_ttl or MAX_TTL, MAX_TTL)
+        return self.add(
+            "s." + _random_id(),
+            [*policies, "default"],
+            ttl=min(ttl, cap),
+            renewable=True,
+            display_name=display_name,
+            meta=meta,
+            max_ttl=cap,
+            path=path,
         )
 
     # -- renewing and revoking ----------------------------------------------------------

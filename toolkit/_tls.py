@@ -1,0 +1,77 @@
+"""TLS options of a client connection: trusted CAs, a client certificate, and the
+name the server's certificate is checked against.
+
+One place builds the :class:`ssl.SSLContext` that the HTTP layer hands to its
+connections, whatever library makes them: the context itself carries every
+option, including ``VAULT_TLS_SERVER_NAME`` (a context subclass that sends that
+name in SNI and checks the certificate against it, for a server reached by an
+address its certificate does not name).
+"""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+from ._errors import ConfigurationError
+
+__all__ = ["client_context"]
+
+
+class _NamedServerContext(ssl.SSLContext):
+    """A client context that always speaks to (and checks) one server name."""
+
+    server_name: str = ""
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:  # type: ignore[override]
+        kwargs["server_hostname"] = self.server_name
+        return super().wrap_socket(*args, **kwargs)
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:  # type: ignore[override]
+        kwargs["server_hostname"] = self.server_name
+        return super().wrap_bio(*args, **kwargs)
+
+
+def client_context(
+    *,
+    verify: bool = True,
+    ca_file: str | None = None,
+    client_cert: str | None = None,
+    client_key: str | None = None,
+    server_name: str | None = None,
+) -> ssl.SSLContext:
+    """A client TLS context with these options; a clear ConfigurationError for a file
+    that cannot be read (the message names the file, never its content)."""
+    context: ssl.SSLContext
+    if server_name:
+        context = _NamedServerContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.server_name = server_name
+    else:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if verify:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.check_hostname = True
+        try:
+            if ca_file:
+                context.load_verify_locations(cafile=ca_file)
+            else:
+                context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigurationError(f"cannot load CA file {ca_file!r}: {exc}") from None
+    else:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if client_cert or client_key:
+        if not client_cert:
+            raise ConfigurationError(
+                "a client key was given without a client certificate (VAULT_CLIENT_CERT)"
+            )
+        try:
+            context.load_cert_chain(client_cert, client_key)
+        except (OSError, ssl.SSLError) as exc:
+            # ssl's message says what is wrong with the files, never what they hold.
+            raise ConfigurationError(
+                f"cannot load client certificate {client_cert!r} / key {client_key!r}: {exc}"
+            ) from None
+    return context

@@ -1,0 +1,173 @@
+"""HTTP for the login methods: ``auth/userpass/*``, ``auth/ldap/*``, ``auth/approle/*``.
+
+Thin over :mod:`..logins`. The login endpoints take no token (they are how one
+gets a token) and answer the issued token in the envelope's ``auth`` block, as
+``auth/token/create`` does. Managing users, groups and roles needs a token
+whose policies allow the path, as on the real server. A credential in a body
+is never echoed in an error.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from starlette.responses import Response
+from starlette.routing import Route
+
+from .. import fields
+from ..errors import SecretsError
+from ..logins import TokenSettings
+from ._base import Call, envelope, listing, no_content, route
+
+if TYPE_CHECKING:
+    from ..models import SecretsService
+    from ..tokens import Token
+
+__all__ = ["routes"]
+
+
+def _credential(call: Call, name: str) -> str:
+    value = call.body.get(name)
+    if value is None or value == "":
+        raise SecretsError(400, f"missing {name}")
+    if not isinstance(value, str):
+        raise SecretsError(400, f"{name}: expected a string")
+    return value
+
+
+def _issued(call: Call, token: Token) -> Response:
+    return envelope(None, auth=token.auth_data(call.service.clock.now()))
+
+
+def _token_settings(call: Call) -> TokenSettings:
+    body = call.body
+    policies = fields.string_list(body, "token_policies") or fields.string_list(body, "policies")
+    return TokenSettings(
+        [p.lower() for p in policies],
+        fields.duration(body, "token_ttl"),
+        fields.duration(body, "token_max_ttl"),
+    )
+
+
+# -- userpass -------------------------------------------------------------------------
+async def userpass_login(call: Call) -> Response:
+    """``POST auth/userpass/login/:username`` with ``password``."""
+    token = call.service.logins.userpass_login(
+        call.params["username"], _credential(call, "password")
+    )
+    return _issued(call, token)
+
+
+async def userpass_user(call: Call) -> Response:
+    """``POST auth/userpass/users/:username``: create or replace a user."""
+    call.service.logins.put_user(
+        call.params["username"], _credential(call, "password"), _token_settings(call)
+    )
+    return no_content()
+
+
+async def userpass_users(call: Call) -> Response:
+    """``LIST auth/userpass/users``."""
+    return listing(list(call.service.logins.users))
+
+
+# -- LDAP -----------------------------------------------------------------------------
+async def ldap_login(call: Call) -> Response:
+    """``POST auth/ldap/login/:username`` with ``password``."""
+    token = call.service.logins.ldap_login(call.params["username"], _credential(call, "password"))
+    return _issued(call, token)
+
+
+async def ldap_group(call: Call) -> Response:
+    """``POST auth/ldap/groups/:name`` (``policies``) or ``GET`` it."""
+    logins = call.service.logins
+    name = call.params["name"]
+    if call.request.method.upper() == "GET":
+        policies = logins.ldap_groups.get(name.lower())
+        if policies is None:
+            raise SecretsError(404)
+        return envelope({"policies": list(policies)})
+    logins.put_ldap_group(name, [p.lower() for p in fields.string_list(call.body, "policies")])
+    return no_content()
+
+
+async def ldap_groups(call: Call) -> Response:
+    """``LIST auth/ldap/groups``."""
+    return listing(list(call.service.logins.ldap_groups))
+
+
+# -- AppRole --------------------------------------------------------------------------
+async def approle_login(call: Call) -> Response:
+    """``POST auth/approle/login`` with ``role_id`` and ``secret_id``."""
+    role_id = _credential(call, "role_id")
+    secret_id: Any = call.body.get("secret_id")
+    if secret_id is not None and not isinstance(secret_id, str):
+        raise SecretsError(400, "secret_id: expected a string")
+    return _issued(call, call.service.logins.approle_login(role_id, secret_id or None))
+
+
+async def approle_role(call: Call) -> Response:
+    """``POST``/``GET``/``DELETE auth/approle/role/:name``."""
+    logins = call.service.logins
+    name = call.params["name"]
+    method = call.request.method.upper()
+    if method == "GET":
+        return envelope(logins.role(name).read())
+    if method == "DELETE":
+        logins.delete_role(name)
+        return no_content()
+    body = call.body
+    logins.put_role(
+        name,
+        _token_settings(call),
+        bind_secret_id=fields.boolean(body, "bind_secret_id", True),
+        secret_id_ttl=fields.duration(body, "secret_id_ttl"),
+        secret_id_num_uses=fields.integer(body, "secret_id_num_uses", minimum=0),
+    )
+    return no_content()
+
+
+async def approle_roles(call: Call) -> Response:
+    """``LIST auth/approle/role``."""
+    return listing(list(call.service.logins.roles))
+
+
+async def approle_role_id(call: Call) -> Response:
+    """``GET auth/approle/role/:name/role-id``."""
+    return envelope({"role_id": call.service.logins.role(call.params["name"]).role_id})
+
+
+async def approle_secret_id(call: Call) -> Response:
+    """``POST auth/approle/role/:name/secret-id``: a new secret id, shown this once."""
+    metadata = fields.json_object(call.body, "metadata") if call.body.get("metadata") else {}
+    if not all(isinstance(v, str) for v in metadata.values()):
+        raise SecretsError(400, "metadata: expected a map of strings to strings")
+    value, issued = call.service.logins.generate_secret_id(call.params["name"], metadata)
+    return envelope(
+        {
+            "secret_id": value,
+            "secret_id_accessor": issued.accessor,
+            "secret_id_ttl": issued.ttl,
+            "secret_id_num_uses": issued.uses_left,
+        }
+    )
+
+
+def routes(service: SecretsService) -> list[Route]:
+    """The login routes (unauthenticated) and the management routes (ACL-checked)."""
+    write = ["POST", "PUT"]
+    return [
+        route(
+            service, "auth/userpass/login/{username}", userpass_login, write, authenticated=False
+        ),
+        route(service, "auth/userpass/users", userpass_users, ["LIST"]),
+        route(service, "auth/userpass/users/{username}", userpass_user, write),
+        route(service, "auth/ldap/login/{username}", ldap_login, write, authenticated=False),
+        route(service, "auth/ldap/groups", ldap_groups, ["LIST"]),
+        route(service, "auth/ldap/groups/{name}", ldap_group, ["GET", *write]),
+        route(service, "auth/approle/login", approle_login, write, authenticated=False),
+        route(service, "auth/approle/role", approle_roles, ["LIST"]),
+        route(service, "auth/approle/role/{name}/role-id", approle_role_id, ["GET"]),
+        route(service, "auth/approle/role/{name}/secret-id", approle_secret_id, write),
+        route(service, "auth/approle/role/{name}", approle_role, ["GET", "DELETE", *write]),
+    ]

@@ -1,0 +1,274 @@
+"""Logins: the userpass, LDAP and AppRole auth methods (spec part 5's tokens, issued
+to people and machines who prove who they are).
+
+Plain state, no HTTP. Each method checks its credentials and asks the
+:class:`~.tokens.TokenStore` for an orphan token with the policies it grants:
+
+- **userpass**: users with a password and policies;
+- **LDAP**: a list of directory users with a password and groups, groups
+  mapping to policies. These are people logging in to the server, kept apart
+  from the directory engine's service accounts (:mod:`.directory`);
+- **AppRole**: roles with a public ``role_id`` and secret ids issued on demand
+  (optionally limited in uses and time), for machines.
+
+Passwords and secret ids are kept as salted hashes, compared in constant time.
+A failed login changes nothing (a secret id's use is spent only by a login
+that succeeds). Mount paths are fixed at each method's type.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from .errors import bad_request, not_found
+from .tokens import Token, TokenStore
+
+__all__ = ["AppRole", "LoginService", "SecretId", "TokenSettings"]
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_INVALID_CREDENTIALS = "invalid username or password"
+
+
+def _digest(secret: str, salt: bytes) -> bytes:
+    return hashlib.pbkdf2_hmac("sha256", secret.encode(), salt, 10_000)
+
+
+@dataclass
+class _Password:
+    """A salted hash of a password or secret id; never the value."""
+
+    salt: bytes = field(repr=False)
+    digest: bytes = field(repr=False)
+
+    @classmethod
+    def of(cls, secret: str) -> _Password:
+        salt = secrets.token_bytes(16)
+        return cls(salt, _digest(secret, salt))
+
+    def matches(self, secret: str) -> bool:
+        return hmac.compare_digest(self.digest, _digest(secret, self.salt))
+
+
+@dataclass
+class TokenSettings:
+    """What the tokens a login issues carry: policies and times to live (seconds, 0: default)."""
+
+    policies: list[str] = field(default_factory=list)
+    ttl: int = 0
+    max_ttl: int = 0
+
+
+@dataclass
+class _User:
+    name: str
+    password: _Password
+    settings: TokenSettings
+    groups: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SecretId:
+    """One issued secret id: known by its hash and its public accessor."""
+
+    accessor: str
+    secret: _Password = field(repr=False)
+    creation_time: datetime
+    ttl: int = 0  # seconds; 0 never expires
+    uses_left: int = 0  # 0 unlimited
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def expired(self, now: datetime) -> bool:
+        return bool(self.ttl) and now >= self.creation_time + timedelta(seconds=self.ttl)
+
+
+@dataclass
+class AppRole:
+    """An AppRole: its ``role_id``, token settings and secret-id rules."""
+
+    name: str
+    role_id: str
+    settings: TokenSettings
+    bind_secret_id: bool = True
+    secret_id_ttl: int = 0
+    secret_id_num_uses: int = 0
+    secret_ids: dict[str, SecretId] = field(default_factory=dict)  # by accessor
+
+    def read(self) -> dict[str, Any]:
+        """The role as ``GET auth/approle/role/:name`` shows it."""
+        return {
+            "bind_secret_id": self.bind_secret_id,
+            "secret_id_num_uses": self.secret_id_num_uses,
+            "secret_id_ttl": self.secret_id_ttl,
+            "token_policies": list(self.settings.policies),
+            "policies": list(self.settings.policies),
+            "token_ttl": self.settings.ttl,
+            "token_max_ttl": self.settings.max_ttl,
+        }
+
+
+def _check_name(kind: str, name: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise bad_request(f"invalid {kind} name {name!r}")
+    return name
+
+
+class LoginService:
+    """The three login methods' users, directory users and roles, and their logins."""
+
+    def __init__(self, tokens: TokenStore) -> None:
+        self._tokens = tokens
+        self.users: dict[str, _User] = {}
+        self.ldap_users: dict[str, _User] = {}
+        self.ldap_groups: dict[str, list[str]] = {}
+        self.roles: dict[str, AppRole] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"<LoginService {len(self.users)} userpass users, {len(self.ldap_users)} "
+            f"LDAP users, {len(self.roles)} AppRoles>"
+        )
+
+    # -- userpass ---------------------------------------------------------------------
+    def put_user(self, name: str, password: str, settings: TokenSettings) -> None:
+        """Create or replace a userpass user (``auth/userpass/users/:name``)."""
+        name = _check_name("user", name).lower()
+        if not password:
+            raise bad_request("missing password")
+        self.users[name] = _User(name, _Password.of(password), settings)
+
+    def userpass_login(self, username: str, password: str) -> Token:
+        """``auth/userpass/login/:username``: 400 on a wrong name or password."""
+        user = self.users.get(username.lower())
+        if user is None or not user.password.matches(password):
+            raise bad_request(_INVALID_CREDENTIALS)
+        return self._issue(
+            user.settings, "userpass", f"login/{user.name}", user.name, {"username": user.name}
+        )
+
+    # -- LDAP -------------------------------------------------------------------------
+    def put_ldap_user(self, name: str, password: str, groups: list[str]) -> None:
+        """A directory user who may log in (demo data: the sandbox has no directory server)."""
+        name = _check_name("user", name).lower()
+        self.ldap_users[name] = _User(name, _Password.of(password), TokenSettings(), list(groups))
+
+    def put_ldap_group(self, name: str, policies: list[str]) -> None:
+        """``auth/ldap/groups/:name``: the policies a directory group's members get."""
+        self.ldap_groups[_check_name("group", name).lower()] = list(policies)
+
+    def ldap_login(self, username: str, password: str) -> Token:
+        """``auth/ldap/login/:username``: bound as the user, policies from the groups."""
+        user = self.ldap_users.get(username.lower())
+        if user is None or not password or not user.password.matches(password):
+            raise bad_request("ldap operation failed: failed to bind as user")
+        policies = sorted(
+            {p for group in user.groups for p in self.ldap_groups.get(group.lower(), [])}
+        )
+        return self._issue(
+            TokenSettings(policies),
+            "ldap",
+            f"login/{user.name}",
+            user.name,
+            {"username": user.name},
+        )
+
+    # -- AppRole ----------------------------------------------------------------------
+    def put_role(
+        self,
+        name: str,
+        settings: TokenSettings,
+        *,
+        bind_secret_id: bool = True,
+        secret_id_ttl: int = 0,
+        secret_id_num_uses: int = 0,
+        role_id: str | None = None,
+    ) -> AppRole:
+        """Create or update a role (``auth/approle/role/:name``); its role id stays."""
+        key = _check_name("role", name).lower()
+        if secret_id_ttl < 0 or secret_id_num_uses < 0:
+            raise bad_request("secret_id_ttl and secret_id_num_uses cannot be negative")
+        existing = self.roles.get(key)
+        role = AppRole(
+            key,
+            role_id or (existing.role_id if existing else str(uuid.uuid4())),
+            settings,
+            bind_secret_id,
+            secret_id_ttl,
+            secret_id_num_uses,
+            existing.secret_ids if existing else {},
+        )
+        self.roles[key] = role
+        return role
+
+    def role(self, name: str) -> AppRole:
+        role = self.roles.get(name.lower())
+        if role is None:
+            raise not_found(f"role {name!r} does not exist")
+        return role
+
+    def delete_role(self, name: str) -> None:
+        self.roles.pop(name.lower(), None)
+
+    def generate_secret_id(
+        self, name: str, metadata: dict[str, str] | None = None, secret: str | None = None
+    ) -> tuple[str, SecretId]:
+        """A new secret id for role ``name`` (``POST auth/approle/role/:name/secret-id``):
+        the value, shown once, and its record."""
+        role = self.role(name)
+        value = secret or str(uuid.uuid4())
+        issued = SecretId(
+            accessor=str(uuid.uuid4()),
+            secret=_Password.of(value),
+            creation_time=self._tokens.clock.now(),
+            ttl=role.secret_id_ttl,
+            uses_left=role.secret_id_num_uses,
+            metadata=dict(metadata or {}),
+        )
+        role.secret_ids[issued.accessor] = issued
+        return value, issued
+
+    def approle_login(self, role_id: str, secret_id: str | None) -> Token:
+        """``auth/approle/login``: 400 ``invalid role or secret ID`` on any mismatch."""
+        role = next(
+            (r for r in self.roles.values() if hmac.compare_digest(r.role_id, role_id)), None
+        )
+        if role is None:
+            raise bad_request("invalid role or secret ID")
+        meta = {"role_name": role.name}
+        if role.bind_secret_id:
+            if not secret_id:
+                raise bad_request("missing secret_id")
+            now = self._tokens.clock.now()
+            for accessor, issued in list(role.secret_ids.items()):
+                if issued.expired(now):
+                    del role.secret_ids[accessor]
+            found = next((s for s in role.secret_ids.values() if s.secret.matches(secret_id)), None)
+            if found is None:
+                raise bad_request("invalid role or secret ID")
+            token = self._issue(role.settings, "approle", "login", "approle", meta)
+            if found.uses_left:
+                found.uses_left -= 1
+                if not found.uses_left:
+                    del role.secret_ids[found.accessor]
+            return token
+        return self._issue(role.settings, "approle", "login", "approle", meta)
+
+    # -- issuing ----------------------------------------------------------------------
+    def _issue(
+        self, settings: TokenSettings, method: str, tail: str, who: str, meta: dict[str, str]
+    ) -> Token:
+        display = method if method == who else f"{method}-{who}"
+        return self._tokens.issue(
+            list(settings.policies),
+            ttl=settings.ttl,
+            max_ttl=settings.max_ttl,
+            path=f"auth/{method}/{tail}",
+            display_name=display,
+            meta=meta,
+        )
