@@ -137,46 +137,65 @@ def _class_name(cls: type) -> str:
 
 
 def _sandbox_class(cls: type | types.FunctionType) -> bool:
-    return cls.__module__.startswith(_PACKAGE + ".") or cls.__module__ == _PACKAGE
+    module = cls.__module__
+    return module == _PACKAGE or module.startswith(_PACKAGE + ".")
 
 
 Path = list[list[Any]]
 
 
+# A path from the root, built as a linked list while walking (cheap to extend):
+# (parent, kind, key), kind "." for an attribute, "[" for an item, "x" for no way back.
+_Link = tuple[Any, str, Any]
+
+
+def _path_of(link: _Link | None) -> Path:
+    steps: Path = []
+    while link is not None:
+        link, kind, key = link
+        steps.append([kind, key])
+    return steps[::-1]
+
+
 class Encoder:
     """Encodes the state's root areas, then records whose references point back into them.
 
-    ``encode_root`` walks the areas with one numbering of objects, and notes
-    the path of every object it meets (``anchors``) and every table; records
-    are encoded afterwards, each on its own, naming objects of the areas by
-    their path.
+    Each area is numbered on its own; an object met in an earlier area (the
+    clock, which both services share) is named by its path (``$a``), so an area
+    that did not change encodes the same whether or not the others are encoded.
+    ``encode_root`` notes the path of every object it meets and every table;
+    records are encoded afterwards, each on its own, naming objects of the
+    areas by their path.
     """
 
     def __init__(self) -> None:
         self._memo: dict[int, int] = {}
         self._keep: list[object] = []  # keeps ids stable while encoding
-        self.anchors: dict[int, Path] = {}
+        self._anchors: dict[int, tuple[str, _Link]] = {}
         self.tables: dict[str, RecordTable[Any]] = {}
-        self._path: Path = []
+        self._link: _Link | None = None
+        self._blind = 0  # how many steps with no way back ("x") we are under
+        self._area = ""
         self._in_record: object = None
 
     # -- entry points --------------------------------------------------------------
     def encode_root(self, areas: dict[str, object]) -> dict[str, Any]:
-        """Each area's plain form, in order; a shared object is numbered once across them."""
+        """Each area's plain form, in order."""
         out: dict[str, Any] = {}
         for name, value in areas.items():
-            self._path = [[".", name]]
+            self._memo, self._area, self._link = {}, name, (None, ".", name)
             out[name] = self._value(value)
+        self._link = None
         return out
 
     def encode_record(self, value: object) -> Any:
         """One record's plain form; other records and area objects by reference."""
-        saved = self._memo, self._path, self._in_record
-        self._memo, self._path, self._in_record = {}, [], value
+        saved = self._memo, self._area, self._in_record
+        self._memo, self._area, self._in_record = {}, "", value
         try:
             return self._value(value)
         finally:
-            self._memo, self._path, self._in_record = saved
+            self._memo, self._area, self._in_record = saved
 
     # -- the walk ------------------------------------------------------------------
     def _value(self, value: Any) -> Any:
@@ -228,11 +247,15 @@ class Encoder:
     def _step(self, kind: str, key: Any, value: Any) -> Any:
         if isinstance(value, _SCALARS):
             return value
-        self._path.append([kind, key])
+        saved = self._link
+        self._link = (saved, kind, key)
+        blind = kind == "x"
+        self._blind += blind
         try:
             return self._value(value)
         finally:
-            self._path.pop()
+            self._link = saved
+            self._blind -= blind
 
     def _object(self, value: Any) -> Any:
         cls = type(value)
@@ -243,17 +266,18 @@ class Encoder:
             if home is not None and home[0].holds(value) is not None:
                 table = self._value(home[0])["$table"]
                 return {"$rec": [table, home[1]]}
-            if self._in_record is not None and id(value) in self.anchors:
-                return {"$a": self.anchors[id(value)]}
+            anchor = self._anchors.get(id(value))
+            if anchor is not None and anchor[0] != self._area:
+                return {"$a": _path_of(anchor[1])}
         number = self._memo.get(id(value))
         if number is not None:
             return {"$r": number}
         number = len(self._memo)
         self._memo[id(value)] = number
         self._keep.append(value)
-        if self._in_record is None and all(step[0] != "x" for step in self._path):
-            # Reached through a set, a dict key or a callback: no path leads back to it.
-            self.anchors[id(value)] = [list(step) for step in self._path]
+        if self._in_record is None and not self._blind:
+            # (Reached through a set, a dict key or a callback, no path leads back to it.)
+            self._anchors[id(value)] = (self._area, self._link)
         getstate = _custom(cls, "__getstate__")
         if getstate is not None:
             state = getstate(value)
@@ -321,8 +345,11 @@ class Decoder:
             object.__setattr__(obj, "_home", (records, key))
 
     def decode_root(self, doc: dict[str, Any]) -> dict[str, Any]:
-        self._memo = {}
-        self.root = {name: self.value(value) for name, value in doc.items()}
+        """Decode the areas in order (each numbered on its own; later ones name earlier ones)."""
+        self.root = {}
+        for name, value in doc.items():
+            self._memo = {}
+            self.root[name] = self.value(value)
         return self.root
 
     def fill(self, table: str, key: str, doc: dict[str, Any]) -> None:

@@ -35,7 +35,7 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -187,15 +187,22 @@ class StateFile:
         self._digests = {name: hashlib.sha256(doc).digest() for name, doc in areas}
         return StoredState(root["clock"], root["platform"], root["secrets"])
 
-    def save(self, state: StoredState) -> None:
-        """Store what changed in ``state`` now, consistently; returns once it is on disk."""
+    def save(self, state: StoredState, services: Collection[str] = ("platform", "secrets")) -> None:
+        """Store what changed in ``state`` now, consistently; returns once it is on disk.
+
+        ``services`` narrows the areas looked at to those a request may have
+        changed (a write to one API does not touch the other service, which
+        shares only the clock with it); the clock is always stored.
+        """
         with self._write_lock:
             if self._closed:
                 return
             with self._consistent(state):
                 encoder = Encoder()
+                everything = {"clock": state.clock, "platform": state.platform}
+                everything["secrets"] = state.secrets
                 roots = encoder.encode_root(
-                    {"clock": state.clock, "platform": state.platform, "secrets": state.secrets}
+                    {k: v for k, v in everything.items() if k == "clock" or k in services}
                 )
                 taken = {name: table.dirty for name, table in encoder.tables.items()}
                 for table in encoder.tables.values():
@@ -207,7 +214,7 @@ class StateFile:
                         value = dict.get(table, key)
                         doc = None if value is None else orjson.dumps(encoder.encode_record(value))
                         records.append((name, key, doc))
-            areas = [(name, orjson.dumps(roots[name])) for name in _AREAS]
+            areas = [(name, orjson.dumps(roots[name])) for name in _AREAS if name in roots]
             changed = [
                 (name, doc)
                 for name, doc in areas

@@ -116,10 +116,19 @@ class _Persist:
             await self.app(scope, receive, send)
             return
         is_read = scope["method"].upper() in self.READS
+        path = scope["path"]
+        # The two APIs' states share only the clock: a write to one leaves the other be.
+        service = (
+            "platform"
+            if path.startswith("/api/v2")
+            else "secrets"
+            if path.startswith("/v1")
+            else None
+        )
 
         async def send_after_store(message: Any) -> None:
             if message["type"] == "http.response.start":
-                self.sandbox.persist(now=not is_read)
+                self.sandbox.persist(now=not is_read, service=service)
             await send(message)
 
         await self.app(scope, receive, send_after_store)
