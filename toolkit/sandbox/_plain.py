@@ -171,7 +171,7 @@ class Encoder:
     def __init__(self) -> None:
         self._memo: dict[int, int] = {}
         self._keep: list[object] = []  # keeps ids stable while encoding
-        self._anchors: dict[int, tuple[str, _Link]] = {}
+        self._anchors: dict[int, tuple[str, _Link | None]] = {}
         self.tables: dict[str, RecordTable[Any]] = {}
         self._link: _Link | None = None
         self._blind = 0  # how many steps with no way back ("x") we are under
