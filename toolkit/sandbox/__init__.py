@@ -12,7 +12,7 @@ thin over them.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -46,6 +46,8 @@ class SandboxOptions:
     start_time: datetime | None = None
     # A SQLite file to keep the state in across restarts (see ``_state``).
     state: str | None = None
+    # Host names accepted besides localhost, 127.0.0.1 and [::1] (``--allow-host``).
+    allow_hosts: list[str] = field(default_factory=list)
 
 
 class Sandbox:
