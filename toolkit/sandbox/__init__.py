@@ -77,6 +77,8 @@ class Sandbox:
                 self.state_file.save(stored(self))
         # Faults to inject for client tests (none armed unless a test arms one).
         self.faults = Faults()
+        # How many requests ``rate_limit`` refused with 429 (so tests see the limit bite).
+        self.rate_limited = 0
         self._server: Any = None
         self._app: Any = None
 

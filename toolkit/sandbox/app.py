@@ -136,9 +136,10 @@ class _RateLimit:
     ``X-RateLimit-Reset``, as the real service answers.
     """
 
-    def __init__(self, app: Any, per_second: float) -> None:
+    def __init__(self, app: Any, per_second: float, sandbox: Sandbox) -> None:
         self.app = app
         self.per_second = per_second
+        self.sandbox = sandbox
         self.windows: dict[bytes, tuple[float, int]] = {}
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -155,6 +156,7 @@ class _RateLimit:
         if now - start >= 1.0:
             start, count = now, 0
         if count >= self.per_second:
+            self.sandbox.rate_limited += 1
             reset = max(1.0 - (now - start), 0.001)
             response = JSONResponse(
                 {"errors": [{"status": "429", "title": "Too many requests"}]},
@@ -250,7 +252,7 @@ def build_app(sandbox: Sandbox) -> Any:
     if sandbox.options.state:
         served = _Persist(served, sandbox)
     if sandbox.options.rate_limit:
-        served = _RateLimit(served, sandbox.options.rate_limit)
+        served = _RateLimit(served, sandbox.options.rate_limit, sandbox)
     return HostCheck(
         InjectFaults(_DateHeader(served, sandbox), sandbox.faults), sandbox.options.allow_hosts
     )
