@@ -123,7 +123,9 @@ class RecordTable(dict[str, V]):
         return None
 
     def __reduce__(self) -> Any:
-        raise TypeError("a RecordTable is stored by _state, row by row")
+        raise TypeError(
+            "the sandbox's state is not pickled: copy it with toolkit.sandbox._plain.round_trip"
+        )
 
 
 def _custom(cls: type, name: str) -> Any:
