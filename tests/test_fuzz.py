@@ -14,13 +14,10 @@ the state can be compared whole after each request.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
-import pickle
 import re
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import httpx
 import pytest
@@ -29,7 +26,7 @@ from hypothesis import strategies as st
 from starlette.routing import Route
 
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox._clock import Clock
+from toolkit.sandbox._plain import dump
 from toolkit.sandbox.platform.routes import routes as platform_routes
 from toolkit.sandbox.secrets.engines import ENGINE_KINDS
 from toolkit.sandbox.secrets.mounts import DEFAULT_ENGINE_MOUNTS
@@ -40,20 +37,14 @@ EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "6"))
 TRIED: dict[str, int] = {"requests": 0}
 
 
-class _StatePickler(pickle.Pickler):
-    """Pickles the services with the clock left out: time passing is not a change."""
-
-    def persistent_id(self, obj: Any) -> Any:
-        return "clock" if isinstance(obj, Clock) else None
-
-
 def fingerprint(sandbox: Sandbox) -> str:
-    buffer = io.BytesIO()
+    """The services as ``--state`` stores them, with the clock left out: time passing is not a change."""
     with sandbox.platform.lock, sandbox.secrets.lock:
-        _StatePickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(
-            (sandbox.platform, sandbox.secrets)
+        stored = json.loads(
+            dump({"clock": sandbox.clock, "platform": sandbox.platform, "secrets": sandbox.secrets})
         )
-    return hashlib.sha256(buffer.getvalue()).hexdigest()
+    del stored["areas"]["clock"]
+    return hashlib.sha256(json.dumps(stored, sort_keys=True).encode()).hexdigest()
 
 
 def _endpoints() -> list[tuple[str, str, frozenset[str]]]:

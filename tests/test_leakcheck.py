@@ -55,6 +55,16 @@ def _private_key() -> str:
     ).decode()
 
 
+def _pgp_private_key() -> str:
+    # The armour of a secret key block (RFC 4880, 6.2), around bytes that are not a real key.
+    body = base64.b64encode(os.urandom(96)).decode()
+    return (
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n"
+        + "\n".join(body[i : i + 64] for i in range(0, len(body), 64))
+        + "\n-----END PGP PRIVATE KEY BLOCK-----\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("kind", "secret"),
     [
@@ -66,10 +76,19 @@ def _private_key() -> str:
         ("key share (base64)", base64.b64encode(bytes(range(100, 133))).decode()),
         ("value of a 'password' field", '{"password": "Zq9-correct-horse"}'),
         ("value of a 'client_token' field", "client_token = 'tok-1234567890'"),
+        ("platform token", "Xq3LmN8pR2tVwZ.atlasv1." + "Kd9fJ2mQ7xB4nR8sT1vW5yZ3cE6gH0jL"),
+        ("batch token", "b.AAAAAQKd9fJ2mQ7xB4nR8sT1vW5yZ3cE6gH0jL"),
+        ("PGP private key", _pgp_private_key()),
+        ("key share (hex)", os.urandom(33).hex().upper()),
+        ("password in a URL", "postgresql://app:Zq9-correct-horse@db.internal:5432/orders"),
+        ("password in a URL", "amqp://broker-admin:s3cr3t%21@mq.internal/"),
     ],
     ids=lambda value: (
         None
-        if str(value).startswith(("value of", "key share", "private", "service", "sandbox"))
+        if str(value).startswith(
+            ("value of", "key share", "private", "service", "sandbox", "platform", "batch")
+        )
+        or str(value) in ("PGP private key", "password in a URL")
         else "secret"
     ),
 )
@@ -100,9 +119,41 @@ def test_placeholders_hashes_and_ordinary_text_are_not_findings(tmp_path: Path) 
             "sha256 " + "ab" * 32,  # a plugin's sum: 64 hex digits, not a 33-byte share
             "lease_id database/creds/readonly/AbCdEfGhIjKlMnOpQrStUvWx",
             "s.short",
+            "url = 'postgresql://{{username}}:{{password}}@db.internal:5432/orders'",
+            "amqp://guest:<password>@mq.internal/ and https://user:***@example.invalid/",
+            "postgresql://app:${DB_PASSWORD}@db/x, https://example.invalid/a@b, mailto:a@b.c",
+            "b.short, release 1.2.3.atlasv1.x",
         ]
     )
     assert scan_notebook(_notebook(tmp_path, output=ordinary)) == []
+
+
+def _printed_tokens() -> list[str]:
+    """What ``python -m toolkit sandbox`` prints under "Tokens accepted", from the sandbox."""
+    from toolkit.sandbox import Sandbox
+
+    demo = Sandbox()
+    return [demo.token, *(token for token, _ in demo.describe_tokens())]
+
+
+@pytest.mark.parametrize("place", ["output", "source", "widgets"])
+def test_every_token_the_sandbox_prints_at_start_is_found(tmp_path: Path, place: str) -> None:
+    tokens = _printed_tokens()
+    assert len(tokens) > 10
+    missed = []
+    for token in tokens:
+        if place == "output":
+            path = _notebook(tmp_path, output=f"export TOKEN={token}\n")
+        elif place == "source":
+            path = _notebook(tmp_path, source=f"client = connect(token={token!r})\n")
+        else:
+            state = {"m": {"state": {"value": token, "_view_name": "TextView"}}}
+            path = _notebook(
+                tmp_path, widgets={"application/vnd.jupyter.widget-state+json": {"state": state}}
+            )
+        if not any(f.kind == "sandbox token" for f in scan_notebook(path)):
+            missed.append(token)
+    assert not missed, f"{len(missed)} printed tokens not found, e.g. {missed[0][:6]}..."
 
 
 def test_known_secret_values_can_be_added(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import signal
 import sys
 import threading
@@ -51,6 +50,19 @@ def _sandbox_parser(prog: str = "toolkit sandbox") -> argparse.ArgumentParser:
         help="keep the state in this SQLite file: every acknowledged write survives a "
         "restart, and an existing file is resumed instead of loading the demo data",
     )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="accept requests whose Host is NAME (or NAME:PORT) besides localhost, 127.0.0.1 "
+        "and [::1]; repeatable (for a proxy in front of the sandbox)",
+    )
+    p.add_argument(
+        "--hide-tokens",
+        action="store_true",
+        help="do not list the accepted tokens at start (for output that goes to a log)",
+    )
     return p
 
 
@@ -84,6 +96,7 @@ def sandbox_main(argv: Sequence[str] | None = None) -> int:
                 init_file=args.init_file,
                 rate_limit=args.rate_limit,
                 state=args.state,
+                allow_hosts=list(args.allow_host),
             )
         )
     except (sqlite3.Error, ValueError, OSError) as exc:
@@ -98,11 +111,14 @@ def sandbox_main(argv: Sequence[str] | None = None) -> int:
     print(f"Sandbox serving on {address}")
     print(f"  platform API:       {address}/api/v2   (TFE_ADDRESS={address})")
     print(f"  secrets server API: {address}/v1       (VAULT_ADDR={address})")
-    print("Tokens accepted:")
-    print(f"  {sandbox.token}  owner of every organization; secrets root token")
-    for token, what in sandbox.describe_tokens():
-        if token != sandbox.token:
-            print(f"  {token}  {what}")
+    if args.hide_tokens:
+        print("Tokens accepted: not shown (--hide-tokens)")
+    else:
+        print("Tokens accepted:")
+        print(f"  {sandbox.token}  owner of every organization; secrets root token")
+        for token, what in sandbox.describe_tokens():
+            if token != sandbox.token:
+                print(f"  {token}  {what}")
     if args.state:
         how = "resumed from" if sandbox.resumed else "new, kept in"
         print(f"State: {how} {args.state}")
@@ -110,12 +126,13 @@ def sandbox_main(argv: Sequence[str] | None = None) -> int:
             print("  (--token is ignored: the stored state keeps its own root token)")
     if args.init_file and not sandbox.resumed:
         print(f"Initial unseal shares and root token written to {args.init_file}")
-    print("Press Ctrl-C to stop.", flush=True)
+    # Both signals stop it cleanly, from the moment the banner says they may be sent.
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with contextlib.suppress(KeyboardInterrupt):
-        while not stop.wait(0.5):
-            pass
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    print("Press Ctrl-C to stop.", flush=True)
+    while not stop.wait(0.5):
+        pass
     sandbox.stop()
     return 0
 

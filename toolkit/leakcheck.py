@@ -6,9 +6,13 @@ in an output stays in the file. :func:`scan_notebook` looks at everything a
 notebook file holds (cell sources, outputs, attachments and metadata such as
 ``metadata.widgets``) for:
 
-- PEM private keys;
-- service tokens (``s.…``, ``hvs.…``, ``hvb.…``, ``hvr.…``) and the sandbox's fixed tokens;
-- unseal and recovery key shares (33 bytes as hex or base64);
+- PEM private keys and PGP private key blocks;
+- service and batch tokens (``s.…``, ``b.…``, ``hvs.…``, ``hvb.…``, ``hvr.…``),
+  platform tokens (``<14 characters>.atlasv1.…``), and every token the sandbox
+  prints when it starts (asked of the sandbox's demo data, not copied here);
+- unseal and recovery key shares (33 bytes as hex, either case, or base64);
+- passwords inside URLs (``scheme://user:password@host``) that are not a
+  placeholder (``{{password}}``, ``<password>``, ``***``, ``$PASSWORD``);
 - fields named like secrets (``password``, ``client_token``, ``bindpass``,
   ``private_key``, ``secret_id``, ``current_password``, ...) holding a value
   that is not the toolkit's placeholder;
@@ -21,6 +25,7 @@ finding names the file, where in it, and the kind of secret, never the value.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -30,16 +35,19 @@ from typing import Any
 
 __all__ = ["Finding", "scan_notebook", "scan_paths", "scan_text"]
 
-# The sandbox's documented tokens: they are secrets to a notebook all the same.
-_FIXED_TOKENS = re.compile(
-    r"\b(?:sandbox-root-token|demo-(?:operator|auditor|db-reader)-token"
-    r"|demo-(?:org|owner)-[a-z]+|demo-member-[a-z]+)\b"
-)
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")),
+    ("PGP private key", re.compile(r"-----BEGIN PGP PRIVATE KEY BLOCK-----")),
     ("service token", re.compile(r"(?<![\w.])(?:s|hvs|hvb|hvr)\.[A-Za-z0-9_-]{20,}")),
-    ("sandbox token", _FIXED_TOKENS),
-    ("key share (hex)", re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{66}(?![0-9a-fA-F])")),
+    ("batch token", re.compile(r"(?<![\w.])b\.[A-Za-z0-9_-]{20,}")),
+    (
+        "platform token",
+        re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{16,}"),
+    ),
+    (
+        "key share (hex)",
+        re.compile(r"(?<![0-9a-fA-F])(?:[0-9a-f]{66}|[0-9A-F]{66})(?![0-9a-fA-F])"),
+    ),
     (
         "key share (base64)",
         re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{43}[A-Za-z0-9+/=](?![A-Za-z0-9+/=])"),
@@ -51,6 +59,28 @@ _SECRET_FIELDS = re.compile(
 )
 # What the toolkit shows in place of a secret: never a finding.
 _PLACEHOLDERS = re.compile(r"^(?:\*+|<[^>]*>|…|hidden|redacted|REDACTED)$")
+# ``scheme://user:password@``; the password group stops at the first ``@`` or ``/``.
+_URL_PASSWORD = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@'\"]*:([^\s/@'\"]+)@")
+# Template and environment placeholders written where a URL's password goes.
+_URL_PLACEHOLDERS = re.compile(
+    r"^(?:\{\{[^}]*\}\}|\{[A-Za-z_]*\}|\$\{?[A-Za-z_]+\}?|%s|%\([a-z_]+\)s|<[^>]*>|\*+|x+|…)$",
+    re.IGNORECASE,
+)
+
+
+@functools.cache
+def _sandbox_tokens() -> re.Pattern[str]:
+    """Every token the sandbox prints when it starts with its demo data, as one pattern.
+
+    Asked of the sandbox itself (its demo state, built without serving), so a
+    token added to the demo data is found without a change here.
+    """
+    from .sandbox import DEFAULT_TOKEN, Sandbox
+
+    demo = Sandbox()
+    tokens = {DEFAULT_TOKEN, demo.token, *(token for token, _ in demo.describe_tokens())}
+    alternatives = "|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?:{alternatives})(?![\w-])")
 
 
 @dataclass(frozen=True)
@@ -74,6 +104,12 @@ def scan_text(text: str, extra: Sequence[str] = ()) -> list[str]:
                 kinds.append(kind)
         elif pattern.search(text):
             kinds.append(kind)
+    if _sandbox_tokens().search(text):
+        kinds.append("sandbox token")
+    for match in _URL_PASSWORD.finditer(text):
+        if not _URL_PLACEHOLDERS.match(match.group(1)):
+            kinds.append("password in a URL")
+            break
     for match in _SECRET_FIELDS.finditer(text):
         if not _PLACEHOLDERS.match(match.group(2)):
             kinds.append(f"value of a {match.group(1)!r} field")

@@ -5,13 +5,29 @@ ipywidgets is imported here, on first use of a form, and never by ``toolkit``.
 
 from __future__ import annotations
 
+import atexit
 import html
 import re
+import threading
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 from toolkit import APIError, ToolkitError
 
-__all__ = ["Form", "error_text", "output_text", "show_frame"]
+__all__ = [
+    "REVEAL_SECONDS",
+    "Form",
+    "RevealTimeout",
+    "error_text",
+    "output_text",
+    "show_frame",
+]
+
+# How long a revealed share or password stays on screen when nobody hides it:
+# long enough to copy it down, short enough not to outlast the key holder.
+# Each form that reveals takes ``reveal_seconds`` to change it.
+REVEAL_SECONDS = 60.0
 
 
 def error_text(exc: ToolkitError) -> str:
@@ -19,6 +35,61 @@ def error_text(exc: ToolkitError) -> str:
     if isinstance(exc, APIError):
         return f"{exc.status}: {exc.message or 'no message'}"
     return str(exc)
+
+
+class RevealTimeout:
+    """Clears a revealed secret ``seconds`` after :meth:`start`, or when the kernel exits.
+
+    ``clear`` empties wherever the secret is shown. ``start`` (re)arms the
+    timer; ``cancel`` disarms it when the secret was hidden another way. At
+    interpreter exit (a kernel shut down or restarted) every armed timeout
+    clears at once, so a saved notebook or a reconnecting front end does not
+    find the secret in the widget state.
+    """
+
+    def __init__(self, clear: Callable[[], None], seconds: float = REVEAL_SECONDS) -> None:
+        if seconds <= 0:
+            raise ValueError("reveal_seconds must be positive")
+        self.clear = clear
+        self.seconds = seconds
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def armed(self) -> bool:
+        return self._timer is not None
+
+    def start(self) -> None:
+        timer = threading.Timer(self.seconds, self.fire)
+        timer.daemon = True
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = timer
+        _ARMED.add(self)
+        timer.start()
+
+    def cancel(self) -> None:
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        _ARMED.discard(self)
+
+    def fire(self) -> None:
+        """Clear now (the timer ran out, or the kernel is exiting)."""
+        self.cancel()
+        self.clear()
+
+
+_ARMED: weakref.WeakSet[RevealTimeout] = weakref.WeakSet()
+
+
+@atexit.register
+def clear_revealed_secrets() -> None:
+    """Clear every secret still revealed: run when the kernel's process exits."""
+    for timeout in list(_ARMED):
+        timeout.fire()
 
 
 class Form:

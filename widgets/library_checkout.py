@@ -6,7 +6,8 @@
 The form shows the set's accounts (``Directory.library_status``), the account
 and lease of its check-out, and never the password, unless the operator
 presses Reveal: the password then sits in a transient output that Hide, and
-every other step of the form, empties.
+every other step of the form, empties; so do ``reveal_seconds`` passing (60 s
+by default) and the kernel shutting down.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pandas as pd
 from toolkit import InputError, Record, ToolkitError
 from toolkit.secrets import SecretsClient
 
-from ._common import Form, show_frame
+from ._common import REVEAL_SECONDS, Form, RevealTimeout, show_frame
 
 __all__ = ["LibraryCheckoutForm"]
 
@@ -30,10 +31,17 @@ class LibraryCheckoutForm(Form):
 
     title = "Service account library"
 
-    def __init__(self, client: SecretsClient, mount: str | None = None) -> None:
+    def __init__(
+        self,
+        client: SecretsClient,
+        mount: str | None = None,
+        *,
+        reveal_seconds: float = REVEAL_SECONDS,
+    ) -> None:
         super().__init__()
         import ipywidgets as w
 
+        self.reveal_timeout = RevealTimeout(self.hide, reveal_seconds)
         self.directory = client.ad.at(mount) if mount else client.ad
         self.checkout: Record | None = None
         self.checkout_set = ""
@@ -132,9 +140,11 @@ class LibraryCheckoutForm(Form):
             },
         )
         self.hide_button.disabled = False
+        self.reveal_timeout.start()
 
     def hide(self) -> None:
         """Empty the transient output holding a revealed password."""
+        self.reveal_timeout.cancel()
         self.password_output.outputs = ()
         self.hide_button.disabled = True
 

@@ -43,7 +43,8 @@ class PolicySetParameterEditor(Form):
         self.key = w.Text(description="Key", placeholder="parameter name")
         self.sensitive = w.Checkbox(description="Sensitive (write-only)", indent=False)
         self.value_text = w.Text(description="Value")
-        self.value_secret = w.Password(description="Value")
+        # continuous_update=False: the value reaches the kernel once, not a keystroke at a time.
+        self.value_secret = w.Password(description="Value", continuous_update=False)
         self.value_row = w.HBox([self.value_text])
         self.save_button = w.Button(description="Save", button_style="primary", icon="check")
         self.table = w.Output()

@@ -9,7 +9,8 @@ holders can work from different kernels and a nonce is never taken from a
 stale screen. Shares are typed into a password field that is emptied the
 moment the form reads it, before anything is sent. The new shares stay in the
 ceremony object's memory; the form shows one at a time, to the key holder
-whose turn it is, and blanks it when they say they have recorded it.
+whose turn it is, and blanks it when they say they have recorded it, when
+``reveal_seconds`` pass (60 s by default), or when the kernel shuts down.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from toolkit import InputError, Record, Sensitive, ToolkitError
 from toolkit.secrets import RekeyCeremony, SecretsClient
 from toolkit.secrets.pgp import PGPPublicKey, read_public_key
 
-from ._common import Form
+from ._common import REVEAL_SECONDS, Form, RevealTimeout
 
 __all__ = ["RekeyCeremonyWidget"]
 
@@ -31,10 +32,17 @@ class RekeyCeremonyWidget(Form):
 
     title = "Rekey ceremony"
 
-    def __init__(self, client: SecretsClient, ceremony: RekeyCeremony | None = None) -> None:
+    def __init__(
+        self,
+        client: SecretsClient,
+        ceremony: RekeyCeremony | None = None,
+        *,
+        reveal_seconds: float = REVEAL_SECONDS,
+    ) -> None:
         super().__init__()
         import ipywidgets as w
 
+        self.reveal_timeout = RevealTimeout(self.hide_share, reveal_seconds)
         self.client = client
         self.ceremony = ceremony or RekeyCeremony(client)
         self.last_status: Record | None = None
@@ -64,7 +72,12 @@ class RekeyCeremonyWidget(Form):
         self.restart_button = w.Button(description="Restart", button_style="warning", icon="redo")
 
         # -- share entry (current shares, then new ones while verifying)
-        self.share = w.Password(description="Key share", placeholder="one key share, hex or base64")
+        # continuous_update=False: the share reaches the kernel once, not a keystroke at a time.
+        self.share = w.Password(
+            description="Key share",
+            placeholder="one key share, hex or base64",
+            continuous_update=False,
+        )
         self.submit_button = w.Button(description="Submit share", icon="key")
 
         # -- handing out the new shares
@@ -301,9 +314,17 @@ class RekeyCeremonyWidget(Form):
             f"<pre style='white-space:pre-wrap;word-break:break-all'>{html.escape(text)}</pre>"
         )
         self._draw_handout()
+        self.reveal_timeout.start()
+
+    def hide_share(self) -> None:
+        """Blank the revealed share without passing the turn (its time ran out)."""
+        self.reveal_timeout.cancel()
+        self.share_view.value = ""
+        self._draw_handout()
 
     def recorded(self) -> None:
         """Hide the revealed share and pass to the next key holder."""
+        self.reveal_timeout.cancel()
         self.share_view.value = ""
         shares = self._new_shares()
         if shares is not None and self._turn < len(shares):
@@ -325,6 +346,7 @@ class RekeyCeremonyWidget(Form):
     # -- one way to act ------------------------------------------------------------
     def _act(self, step: Any, done: str, new_attempt: bool = False) -> Record | None:
         if new_attempt:
+            self.reveal_timeout.cancel()
             self.share_view.value = ""
             self._turn = 0
         try:

@@ -190,3 +190,42 @@ def test_the_readme_has_a_binder_badge_and_a_launch_link_opening_jupyterlab_on_t
         target = re.search(r"[?&]urlpath=([^&]+)", link)
         assert target and target.group(1) == "lab/tree/notebooks", link
     assert (ROOT / "notebooks").is_dir()
+
+
+def test_start_logs_the_sandbox_to_a_private_file_that_holds_no_token(tmp_path: Path) -> None:
+    from toolkit.sandbox import Sandbox
+
+    log = tmp_path / "sandbox.log"
+    log.write_text("planted before start\n")
+    log.chmod(0o644)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(ROOT),
+        "TOOLKIT_SANDBOX_PORT": str(_free_port()),
+        "TOOLKIT_SANDBOX_LOG": str(log),
+    }
+    env.pop("TOOLKIT_SANDBOX_ADDRESS", None)
+    process = subprocess.Popen(
+        ["bash", str(BINDER / "start"), "python", "-c", "print('the command ran')"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # the sandbox start leaves behind is stopped with the group
+    )
+    try:
+        out, _ = process.communicate(timeout=120)
+        assert process.returncode == 0, out
+        assert "the command ran" in out
+        text = log.read_text()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+    assert oct(log.stat().st_mode & 0o777) == oct(0o600)
+    assert "Sandbox serving on" in text and "planted before start" not in text
+    demo = Sandbox()
+    tokens = [demo.token, *(token for token, _ in demo.describe_tokens())]
+    assert len(tokens) > 5
+    leaked = [token for token in tokens if token in text]
+    assert not leaked, f"the log holds {len(leaked)} tokens"

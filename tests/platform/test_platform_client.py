@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pandas as pd
@@ -302,9 +303,25 @@ def test_the_client_backs_off_when_the_sandbox_rate_limits_it():
         client = PlatformClient(
             limited.address, limited.token, retry=RetryPolicy(attempts=10, backoff=0.05)
         )
+        started = time.monotonic()
         for _ in range(12):
-            client.organizations.get("acme")
+            assert client.organizations.get("acme")["name"] == "acme"
+        elapsed = time.monotonic() - started
+    # The limit bit (the sandbox answered 429s), and every one was waited out: 12
+    # requests at 5 a second take at least two fresh windows, whatever the retries.
+    assert limited.rate_limited >= 2, "the sandbox never refused a request"
+    assert elapsed >= 1.9, (
+        f"12 requests at 5/s done in {elapsed:.2f}s: the 429s were not waited out"
+    )
 
 
 def test_ping_answers(reader):
     assert reader.ping() is True
+
+
+def test_ping_checks_the_token_with_an_authenticated_read(demo_sandbox):
+    with pytest.raises(Unauthorized) as refused:
+        PlatformClient(demo_sandbox.address, "not-a-token").ping()
+    assert refused.value.status == 401 and "/organizations" in str(refused.value)
+    assert "not-a-token" not in str(refused.value)
+    assert PlatformClient(demo_sandbox.address, "demo-member-bob").ping() is True

@@ -95,3 +95,66 @@ def test_a_tls_handshake_to_the_plain_port_is_refused_at_once():
             answer = sock.recv(4096)
             assert time.monotonic() - started < 2
     assert answer.startswith(b"HTTP/1.1 400")
+
+
+# -- DNS rebinding: only the names the sandbox is served under -------------------------------
+
+
+def _answer(address: str, path: str, host: str | None) -> httpx.Response:
+    headers = {"X-Vault-Token": "cli-root", "Authorization": "Bearer cli-root"}
+    if host is not None:
+        headers["Host"] = host
+    return httpx.get(f"{address}{path}", headers=headers)
+
+
+def test_a_request_for_another_host_name_is_refused_with_400_on_both_apis(running):
+    address, _, _ = running
+    port = address.rsplit(":", 1)[1]
+    for path in ("/v1/sys/health", "/api/v2/organizations"):
+        for host in ("localhost", f"localhost:{port}", "127.0.0.1", f"127.0.0.1:{port}"):
+            assert _answer(address, path, host).status_code == 200, (path, host)
+        for host in ("attacker.example", f"attacker.example:{port}", f"localhost:{int(port) + 1}"):
+            refused = _answer(address, path, host)
+            assert refused.status_code == 400, (path, host)
+            assert "--allow-host" in refused.text and host in refused.text
+    # Refused before anything runs: a write under a foreign Host changes nothing.
+    forged = httpx.put(
+        f"{address}/v1/sys/policies/acl/rebound",
+        headers={"X-Vault-Token": "cli-root", "Host": "attacker.example"},
+        json={"policy": 'path "a/*" {}'},
+    )
+    assert forged.status_code == 400
+    assert _answer(address, "/v1/sys/policies/acl/rebound", None).status_code == 404
+
+
+def test_allow_host_adds_a_name_on_any_port_or_on_the_port_it_names() -> None:
+    proc, lines = start("--token", "cli-root", "--allow-host", "lab.proxy", "--allow-host", "X:81")
+    address = lines[0].split()[-1]
+    try:
+        assert _answer(address, "/v1/sys/health", "lab.proxy").status_code == 200
+        assert _answer(address, "/v1/sys/health", "LAB.proxy:8443").status_code == 200
+        assert _answer(address, "/v1/sys/health", "x:81").status_code == 200
+        assert _answer(address, "/v1/sys/health", "x:82").status_code == 400
+        assert _answer(address, "/v1/sys/health", "other.proxy").status_code == 400
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
+
+
+def test_the_sandbox_object_takes_allowed_hosts_too() -> None:
+    from toolkit.sandbox import Sandbox
+
+    with Sandbox(demo=False, allow_hosts=["notebook.internal"]) as sb:
+        assert _answer(sb.address, "/v1/sys/health", "notebook.internal").status_code == 200
+        assert _answer(sb.address, "/v1/sys/health", "evil.internal").status_code == 400
+
+
+def test_hide_tokens_keeps_every_token_out_of_the_banner() -> None:
+    proc, lines = start("--token", "cli-root", "--hide-tokens")
+    try:
+        text = "\n".join(lines)
+        assert "cli-root" not in text and "demo-" not in text
+        assert "not shown (--hide-tokens)" in text
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0

@@ -236,3 +236,166 @@ def test_the_whole_demo_state_is_stored_and_resumed_in_process(tmp_path: Path) -
                 assert (mount.backend is None) == (
                     mount.type in ("system", "cubbyhole", "identity")
                 )
+
+
+# -- the file is private, and read as data ---------------------------------------------------
+
+
+def _refusal(state: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolkit", "sandbox", "--port", "0", "--state", str(state)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_state_file_and_its_wal_and_shm_files_are_created_0600(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from toolkit.sandbox import Sandbox
+
+    old = os.umask(0o022)  # the usual umask: it would make 0644 files
+    try:
+        path = tmp_path / "private.db"
+        with Sandbox(state=str(path), demo=False) as sb:
+            with _secrets(sb.address, sb.token) as api:
+                assert (
+                    api.put("/sys/policies/acl/p", json={"policy": 'path "a/*" {}'}).status_code
+                    == 204
+                )
+            made = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    finally:
+        os.umask(old)
+    assert set(made) >= {"private.db", "private.db-wal", "private.db-shm"}, made
+    assert all(mode == 0o600 for mode in made.values()), {k: oct(v) for k, v in made.items()}
+
+
+def test_a_state_file_others_may_write_is_refused_naming_the_file_and_the_mode(
+    tmp_path: Path,
+) -> None:
+    from toolkit.sandbox import Sandbox
+
+    path = tmp_path / "shared.db"
+    Sandbox(state=str(path), demo=False).stop()
+    path.chmod(0o666)
+    done = _refusal(path)
+    assert done.returncode == 2
+    assert f"cannot use --state {path}" in done.stderr
+    assert "mode 0666" in done.stderr and "group and others may write" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_state_file_owned_by_another_user_is_refused(tmp_path: Path) -> None:
+    import os
+
+    import pytest
+
+    from toolkit.sandbox import Sandbox
+
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a file to another user")
+    path = tmp_path / "theirs.db"
+    Sandbox(state=str(path), demo=False).stop()
+    os.chown(path, 12345, 12345)
+    done = _refusal(path)
+    assert done.returncode == 2
+    assert "owned by uid 12345, not by this user" in done.stderr
+    assert str(path) in done.stderr
+
+
+_PLANTED = """
+import os, pickle, sqlite3, sys
+
+class Planted:
+    def __reduce__(self):
+        return (os.system, ("touch " + sys.argv[2],))
+
+db = sqlite3.connect(sys.argv[1])
+db.execute(sys.argv[3])
+db.execute(sys.argv[4], (pickle.dumps(Planted()),))
+db.commit()
+"""
+
+
+def test_a_planted_pickle_in_the_old_state_table_runs_nothing_and_is_refused(
+    tmp_path: Path,
+) -> None:
+    state, marker = tmp_path / "planted.db", tmp_path / "ran"
+    subprocess.run(
+        [
+            sys.executable, "-c", _PLANTED, str(state), str(marker),
+            "CREATE TABLE sandbox_state (id INTEGER PRIMARY KEY, format INTEGER,"
+            " saved_at REAL, state BLOB)",
+            "INSERT INTO sandbox_state VALUES (1, 1, 0, ?)",
+        ],
+        check=True,
+    )  # fmt: skip
+    state.chmod(0o600)
+    done = _refusal(state)
+    assert not marker.exists(), "loading the state file ran the planted code"
+    assert done.returncode == 2
+    assert "older sandbox as a pickle" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_planted_pickle_in_a_state_row_runs_nothing_and_is_refused(tmp_path: Path) -> None:
+    from toolkit.sandbox import Sandbox
+
+    state, marker = tmp_path / "planted.db", tmp_path / "ran"
+    Sandbox(state=str(state), demo=False).stop()
+    subprocess.run(
+        [
+            sys.executable, "-c", _PLANTED, str(state), str(marker),
+            "SELECT 1", "UPDATE sandbox_areas SET doc = ? WHERE name = 'secrets'",
+        ],
+        check=True,
+    )  # fmt: skip
+    done = _refusal(state)
+    assert not marker.exists(), "loading the state file ran the planted code"
+    assert done.returncode == 2
+    assert "the stored state cannot be read" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_stored_object_naming_code_outside_the_sandbox_is_refused(tmp_path: Path) -> None:
+    import sqlite3
+
+    from toolkit.sandbox import Sandbox
+
+    state, marker = tmp_path / "forged.db", tmp_path / "ran"
+    Sandbox(state=str(state), demo=False).stop()
+    forged = {"$p": [{"$f": "os:system"}, [f"touch {marker}"], {}]}
+    with sqlite3.connect(state) as db:
+        db.execute(
+            "UPDATE sandbox_areas SET doc = ? WHERE name = 'clock'",
+            (json.dumps({"$o": "subprocess:Popen", "#": 0, "a": {"args": forged}}),),
+        )
+    done = _refusal(state)
+    assert not marker.exists()
+    assert done.returncode == 2
+    assert "refusing 'subprocess:Popen'" in done.stderr and "Traceback" not in done.stderr
+
+
+# -- a write stores what it changed ----------------------------------------------------------
+
+
+def test_a_token_create_stores_a_few_rows_whatever_the_number_of_leases(tmp_path: Path) -> None:
+    from toolkit.sandbox import Sandbox
+
+    with Sandbox(state=str(tmp_path / "many.db")) as sb:
+        assert sb.state_file is not None
+        with sb.secrets.lock:
+            for n in range(20_000):
+                sb.secrets.leases.create("database/creds/bulk", ttl=86_400, suffix=f"l{n:05d}")
+        sb.persist()
+        assert sb.state_file.last_rows >= 20_000  # the new leases, each its own row
+        with _secrets(sb.address, sb.token) as api:
+            made = api.post("/auth/token/create", json={"policies": ["default"], "ttl": "1h"})
+            assert made.status_code == 200, made.text
+            # The token, its lease and the clock: not the 23,000 leases held.
+            assert sb.state_file.last_rows <= 4
+            child = made.json()["auth"]["client_token"]
+    with Sandbox(state=str(tmp_path / "many.db")) as again:
+        assert len(again.secrets.leases) >= 20_000
+        with _secrets(again.address, child) as as_child:
+            assert as_child.get("/auth/token/lookup-self").status_code == 200

@@ -2,36 +2,30 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 
-CHECK = (
-    "import sys, toolkit, widgets, widgets.team_access, widgets.agent_cleanup, "
-    "widgets.policy_set_parameter, widgets.rekey_ceremony, widgets.lease_revoke, widgets.login; "
-    "print('ipywidgets' in sys.modules)"
-)
+import widgets
+
+# Every module of a form that ``widgets.__all__`` exports, by the package's own table.
+FORM_MODULES = sorted({f"widgets.{widgets._MODULES[name]}" for name in widgets.__all__})
 
 
-def test_importing_the_toolkit_and_the_form_modules_does_not_load_ipywidgets() -> None:
-    done = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, check=True)
+def test_every_form_in_all_has_a_module() -> None:
+    assert set(widgets.__all__) == set(widgets._MODULES)
+    assert len(FORM_MODULES) == len(widgets.__all__)
+
+
+def test_importing_the_toolkit_and_every_form_module_does_not_load_ipywidgets() -> None:
+    check = f"import sys, toolkit, {', '.join(FORM_MODULES)}; print('ipywidgets' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
 
 
-def test_the_forms_are_exported_by_the_widgets_package() -> None:
-    import widgets
-    from widgets.agent_cleanup import AgentCleanupForm
-    from widgets.policy_set_parameter import PolicySetParameterEditor
-    from widgets.team_access import TeamAccessEditor
-
-    assert widgets.AgentCleanupForm is AgentCleanupForm
-    assert widgets.PolicySetParameterEditor is PolicySetParameterEditor
-    assert widgets.TeamAccessEditor is TeamAccessEditor
-
-
-def test_the_secrets_forms_are_exported_by_the_widgets_package() -> None:
-    import widgets
-    from widgets.lease_revoke import LeaseRevokeForm
-    from widgets.rekey_ceremony import RekeyCeremonyWidget
-
-    assert widgets.LeaseRevokeForm is LeaseRevokeForm
-    assert widgets.RekeyCeremonyWidget is RekeyCeremonyWidget
+def test_every_form_is_exported_by_the_widgets_package_as_the_class_of_its_module() -> None:
+    for name in widgets.__all__:
+        module = importlib.import_module(f"widgets.{widgets._MODULES[name]}")
+        form = getattr(widgets, name)
+        assert form is getattr(module, name), name
+        assert isinstance(form, type) and form.__module__ == module.__name__

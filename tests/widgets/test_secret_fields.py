@@ -158,6 +158,140 @@ def test_kms_provider_credentials_show_nowhere_in_the_distribution_form(
     grep_form(leaks, "the key distribution form after a delete", form)
 
 
+# -- password fields sync once; revealed secrets do not stay ----------------------------------
+
+
+def _build_every_form(sandbox: Sandbox) -> dict[str, object]:
+    """One of each form in ``widgets.__all__``, on the demo sandbox."""
+    import widgets
+
+    platform = PlatformClient(sandbox.address, sandbox.token)
+    vault = SecretsClient(sandbox.address, sandbox.token)
+    polset = str(platform.organizations.policy_sets("acme").index[0])
+    builders = {
+        "AgentCleanupForm": lambda: widgets.AgentCleanupForm(platform, "acme"),
+        "CertificateRequestForm": lambda: CertificateRequestForm(vault),
+        "KeyDistributionForm": lambda: KeyDistributionForm(vault),
+        "LeaseRevokeForm": lambda: widgets.LeaseRevokeForm(vault),
+        "LoginForm": lambda: widgets.LoginForm(SecretsClient.for_login(sandbox.address)),
+        "LibraryCheckoutForm": lambda: LibraryCheckoutForm(vault),
+        "PolicySetParameterEditor": lambda: PolicySetParameterEditor(platform, polset),
+        "RekeyCeremonyWidget": lambda: RekeyCeremonyWidget(vault),
+        "TeamAccessEditor": lambda: widgets.TeamAccessEditor(platform, "acme"),
+    }
+    assert set(builders) == set(widgets.__all__), "a form in widgets.__all__ is not built here"
+    return {name: build() for name, build in builders.items()}
+
+
+def _descendants(widget: object) -> list[object]:
+    found = [widget]
+    for child in getattr(widget, "children", ()):
+        found.extend(_descendants(child))
+    return found
+
+
+def test_every_password_field_of_every_form_syncs_only_when_typing_is_done(
+    sandbox: Sandbox,
+) -> None:
+    import ipywidgets
+
+    passwords: dict[str, list[object]] = {}
+    for name, form in _build_every_form(sandbox).items():
+        # The displayed tree, and fields a form swaps in later (held as attributes).
+        roots = [form.widget, *vars(form).values()]  # type: ignore[attr-defined]
+        for widget in {id(w): w for r in roots for w in _descendants(r)}.values():
+            if isinstance(widget, ipywidgets.Password):
+                passwords.setdefault(name, []).append(widget)
+    assert set(passwords) >= {"RekeyCeremonyWidget", "PolicySetParameterEditor"}
+    syncing = [
+        f"{name}: {field.description}"  # type: ignore[attr-defined]
+        for name, fields in passwords.items()
+        for field in fields
+        if field.continuous_update  # type: ignore[attr-defined]
+    ]
+    assert not syncing, f"password fields that sync every keystroke: {syncing}"
+
+
+def _wait_until(condition: object, seconds: float = 10.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_revealed_password_is_cleared_when_its_time_runs_out(
+    secrets_client: SecretsClient, leaks: Leaks
+) -> None:
+    form = LibraryCheckoutForm(secrets_client, reveal_seconds=0.3)
+    lent = form.check_out()
+    assert lent is not None, form.status_text
+    password = leaks.feed(lent["password"], "the checked-out password")
+    form.reveal_button.click()
+    assert html.escape(password) in output_text(form.password_output)
+    assert _wait_until(lambda: not form.password_output.outputs), "still shown after its time"
+    assert form.hide_button.disabled
+    grep_form(leaks, "the library form after the reveal timed out", form)
+    form.check_in()
+
+
+def test_a_revealed_share_is_cleared_when_its_time_runs_out_and_the_turn_stays(
+    sandbox: Sandbox, secrets_client: SecretsClient, leaks: Leaks, tmp_path: Path
+) -> None:
+    current = leaks.feed_unseal_shares(sandbox, tmp_path)
+    form = RekeyCeremonyWidget(secrets_client, reveal_seconds=0.3)
+    form.shares.value, form.threshold.value, form.verify.value = 2, 2, False
+    form.start_button.click()
+    t = int(secrets_client.seal.status()["t"])
+    enter_shares(form, leaks, current[:t])
+    assert form.ceremony.phase == "complete", form.status_text
+    new = [leaks.feed(s, "a new share") for s in form.ceremony.new_shares]
+    form.reveal_button.click()
+    assert new[0] in form.share_view.value
+    assert _wait_until(lambda: form.share_view.value == ""), "the share is still shown"
+    grep_form(leaks, "the rekey form after the reveal timed out", form)
+    # The key holder did not confirm: the same share is offered again.
+    assert not form.reveal_button.disabled and "keyholder 1" in form.reveal_button.description
+    form.reveal_button.click()
+    assert new[0] in form.share_view.value
+    form.recorded_button.click()
+
+
+def test_revealed_secrets_are_cleared_when_the_kernel_shuts_down(
+    secrets_client: SecretsClient, leaks: Leaks
+) -> None:
+    from widgets._common import clear_revealed_secrets
+
+    form = LibraryCheckoutForm(secrets_client)  # the default timeout: a minute
+    lent = form.check_out()
+    assert lent is not None, form.status_text
+    leaks.feed(lent["password"], "the checked-out password")
+    form.reveal_button.click()
+    assert form.password_output.outputs and form.reveal_timeout.armed
+    clear_revealed_secrets()  # what the kernel's exit runs
+    assert not form.password_output.outputs and not form.reveal_timeout.armed
+    grep_form(leaks, "the library form after the kernel's exit handler", form)
+    form.check_in()
+
+
+def test_the_exit_handler_is_registered_so_a_process_exit_clears_what_is_revealed() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "from widgets._common import RevealTimeout\n"
+        "RevealTimeout(lambda: print('cleared at exit', flush=True), 3600).start()\n"
+        "print('exiting', flush=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == ["exiting", "cleared", "at", "exit"]
+
+
 # Every form module that touches a secret, and the test above that drives it.
 def test_login_secrets_are_emptied_and_neither_they_nor_the_token_show(
     sandbox: Sandbox, leaks: Leaks

@@ -60,8 +60,14 @@ class PlatformClient(ServiceClient):
         self.team_access = TeamAccess(self.http)
 
     def ping(self) -> bool:
-        """True when the API answers ``GET /ping``."""
+        """True when the API answers and accepts the token; raises otherwise.
+
+        ``GET /ping`` needs no token, so it only shows the service is up; an
+        authenticated read (``GET /organizations``, one record) then checks the
+        token: a token the service refuses raises :class:`~toolkit.Unauthorized`.
+        """
         self.http.request("GET", "/ping")
+        self.http.request("GET", "/organizations", params={"page[size]": 1})
         return True
 
     # -- who and where: health, authentication, the connection card -------------------

@@ -12,7 +12,7 @@ thin over them.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -50,6 +50,8 @@ class SandboxOptions:
     start_time: datetime | None = None
     # A SQLite file to keep the state in across restarts (see ``_state``).
     state: str | None = None
+    # Host names accepted besides localhost, 127.0.0.1 and [::1] (``--allow-host``).
+    allow_hosts: list[str] = field(default_factory=list)
 
 
 class Sandbox:
@@ -79,6 +81,8 @@ class Sandbox:
                 self.state_file.save(stored(self))
         # Faults to inject for client tests (none armed unless a test arms one).
         self.faults = Faults()
+        # How many requests ``rate_limit`` refused with 429 (so tests see the limit bite).
+        self.rate_limited = 0
         self._server: Any = None
         self._app: Any = None
 
@@ -106,12 +110,16 @@ class Sandbox:
         if opts.init_file:
             self.secrets.write_init_file(opts.init_file)
 
-    def persist(self, *, now: bool = True) -> None:
-        """Store the state in ``options.state`` (no-op without one); ``now=False`` batches."""
+    def persist(self, *, now: bool = True, service: str | None = None) -> None:
+        """Store the state in ``options.state`` (no-op without one); ``now=False`` batches.
+
+        ``service`` ("platform" or "secrets") names the only service a write
+        may have changed, so the other is not looked at.
+        """
         if self.state_file is None:
             return
         if now:
-            self.state_file.save(stored(self))
+            self.state_file.save(stored(self), *([(service,)] if service else []))
         else:
             self.state_file.save_soon(stored(self))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Sequence
 from email.utils import format_datetime
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,79 @@ if TYPE_CHECKING:
 log = logging.getLogger("toolkit.sandbox")
 
 __all__ = ["build_app"]
+
+
+# The names a sandbox is served under on this machine; any other Host is refused,
+# so a page from elsewhere cannot reach it by pointing its own name at 127.0.0.1
+# (DNS rebinding). ``--allow-host`` adds names (a proxy's, say).
+LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
+
+def _error_response(path: str, status: int, text: str) -> JSONResponse:
+    """An error in the shape of the API that ``path`` belongs to."""
+    if path.startswith("/v1"):
+        return JSONResponse({"errors": [text]}, status_code=status)
+    return JSONResponse(
+        {"errors": [{"status": str(status), "title": text}]},
+        status_code=status,
+        media_type="application/vnd.api+json",
+    )
+
+
+def _split_host(value: str) -> tuple[str, str | None]:
+    """``name:port`` or ``[v6]:port`` into the name (lower case) and the port, if any."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        name, _, rest = value.partition("]")
+        port = rest[1:] if rest.startswith(":") else None
+        return name + "]", port
+    name, colon, port = value.partition(":")
+    return name, (port if colon else None)
+
+
+class HostCheck:
+    """Pure ASGI middleware: only the Host values the sandbox is served under get through.
+
+    Those are ``localhost``, ``127.0.0.1`` and ``[::1]`` (and the address it
+    listens on, when that is not a wildcard), each with or without the port it
+    serves on, plus each ``--allow-host`` name (any port, unless it names one).
+    Anything else gets 400 naming the Host and the option that would accept it.
+    """
+
+    def __init__(self, app: Any, allowed: Sequence[str] = ()) -> None:
+        self.app = app
+        self.allowed = [_split_host(name) for name in allowed]
+
+    def accepts(self, host: str, server: tuple[str, int] | None) -> bool:
+        name, port = _split_host(host)
+        if not name:
+            return False
+        served = set(LOCAL_NAMES)
+        if server is not None and server[0] not in ("0.0.0.0", "::", ""):
+            served.add(f"[{server[0]}]" if ":" in server[0] else server[0])
+        if name in served:
+            return port is None or server is None or port == str(server[1])
+        return any(name == n and (p is None or p == port) for n, p in self.allowed)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = ""
+        for name, value in scope.get("headers", []):
+            if name == b"host":
+                host = value.decode("latin-1")
+                break
+        server = scope.get("server")
+        if self.accepts(host, tuple(server) if server else None):
+            await self.app(scope, receive, send)
+            return
+        shown = host or "(none)"
+        text = (
+            f"Host header {shown!r} is not a name this sandbox is served under "
+            f"({', '.join(LOCAL_NAMES)}); start it with --allow-host NAME to accept another"
+        )
+        await _error_response(scope["path"], 400, text)(scope, receive, send)
 
 
 class _DateHeader:
@@ -62,9 +136,10 @@ class _RateLimit:
     ``X-RateLimit-Reset``, as the real service answers.
     """
 
-    def __init__(self, app: Any, per_second: float) -> None:
+    def __init__(self, app: Any, per_second: float, sandbox: Sandbox) -> None:
         self.app = app
         self.per_second = per_second
+        self.sandbox = sandbox
         self.windows: dict[bytes, tuple[float, int]] = {}
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -81,6 +156,7 @@ class _RateLimit:
         if now - start >= 1.0:
             start, count = now, 0
         if count >= self.per_second:
+            self.sandbox.rate_limited += 1
             reset = max(1.0 - (now - start), 0.001)
             response = JSONResponse(
                 {"errors": [{"status": "429", "title": "Too many requests"}]},
@@ -116,10 +192,19 @@ class _Persist:
             await self.app(scope, receive, send)
             return
         is_read = scope["method"].upper() in self.READS
+        path = scope["path"]
+        # The two APIs' states share only the clock: a write to one leaves the other be.
+        service = (
+            "platform"
+            if path.startswith("/api/v2")
+            else "secrets"
+            if path.startswith("/v1")
+            else None
+        )
 
         async def send_after_store(message: Any) -> None:
             if message["type"] == "http.response.start":
-                self.sandbox.persist(now=not is_read)
+                self.sandbox.persist(now=not is_read, service=service)
             await send(message)
 
         await self.app(scope, receive, send_after_store)
@@ -167,5 +252,7 @@ def build_app(sandbox: Sandbox) -> Any:
     if sandbox.options.state:
         served = _Persist(served, sandbox)
     if sandbox.options.rate_limit:
-        served = _RateLimit(served, sandbox.options.rate_limit)
-    return InjectFaults(_DateHeader(served, sandbox), sandbox.faults)
+        served = _RateLimit(served, sandbox.options.rate_limit, sandbox)
+    return HostCheck(
+        InjectFaults(_DateHeader(served, sandbox), sandbox.faults), sandbox.options.allow_hosts
+    )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 from datetime import datetime, timedelta
 
 import httpx
@@ -11,6 +10,7 @@ import pytest
 from tests.sandbox.secrets._access_api import assert_error, issue, put_acl, v1
 from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
+from toolkit.sandbox._plain import round_trip
 from toolkit.sandbox.secrets.database import Database
 
 URL = "postgresql://{{username}}:{{password}}@db.internal:5432/orders"
@@ -564,9 +564,9 @@ def test_no_answer_or_error_carries_a_password(api, sandbox):
     assert creds_password not in repr(engine(sandbox).statements("pg"))
 
 
-def test_the_engine_state_is_plain_data_that_survives_pickling(sandbox):
+def test_the_engine_state_is_plain_data_that_survives_being_stored(sandbox):
     with sandbox.secrets.lock:
-        copy = pickle.loads(pickle.dumps(sandbox.secrets))
+        copy = round_trip({"secrets": sandbox.secrets})["secrets"]
     db = copy.mounts.engine("database").backend
     assert isinstance(db, Database) and db.service is copy
     lease_id = "database/creds/readonly/demoLiveReadonly0000001"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 import string
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 from tests.sandbox.secrets._access_api import assert_error, issue, v1
 from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
+from toolkit.sandbox._plain import round_trip
 from toolkit.sandbox.secrets.demo_directory import BIND_DN
 from toolkit.sandbox.secrets.directory import Directory, borrower_token
 
@@ -551,7 +551,7 @@ def test_the_engine_state_survives_a_copy_and_its_leases_still_check_in(
 ) -> None:
     lent = check_out(api, ttl="10m")["data"]["service_account_name"]
     with sandbox.secrets.lock:
-        copy = pickle.loads(pickle.dumps(sandbox.secrets))
+        copy = round_trip({"secrets": sandbox.secrets})["secrets"]
     backend = copy.mounts.engine("ad").backend
     assert lent in backend.library["dba-oncall"].check_outs
     copy.clock.advance(601)

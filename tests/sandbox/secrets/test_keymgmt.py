@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import pickle
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from tests.sandbox.secrets._access_api import assert_error, issue, put_acl, v1
 from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
+from toolkit.sandbox._plain import dump, round_trip
 from toolkit.sandbox.secrets.demo_keymgmt import DEMO_KEYS, DEMO_PROVIDERS
 from toolkit.sandbox.secrets.keymgmt import KeyManagement
 
@@ -251,7 +251,7 @@ def test_a_provider_answers_its_type_and_collection_and_never_its_credentials(
     assert secret not in response.text and "AKIAEXAMPLE" not in response.text
     # Not kept either: the stored state of the whole server does not hold them.
     with empty_sandbox.secrets.lock:
-        stored = pickle.dumps(empty_sandbox.secrets)
+        stored = dump({"secrets": empty_sandbox.secrets})
     assert secret.encode() not in stored and b"AKIAEXAMPLE" not in stored
     assert listing(km, "keymgmt/kms") == ["aws"]
 
@@ -574,7 +574,7 @@ def test_the_engine_state_survives_being_stored_and_loaded(
     ok(km.put("keymgmt/kms/azure/key/signer", json={"purpose": ["sign", "verify"]}))
     before = snapshot(km)  # also makes the RSA material, which must be kept
     with empty_sandbox.secrets.lock:
-        restored = pickle.loads(pickle.dumps(empty_sandbox.secrets))
+        restored = round_trip({"secrets": empty_sandbox.secrets})["secrets"]
     mount = restored.mounts.engine("keymgmt")
     assert mount is not None and mount.backend.service is restored
     state: KeyManagement = mount.backend

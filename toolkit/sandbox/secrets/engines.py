@@ -7,9 +7,10 @@ with no HTTP in it, constructed as ``Class(service, mount)``; the handlers are
 declared relative to the mount by a ``routes()`` function in the engine's
 module under ``http/`` and dispatched by ``http/engines.py``.
 
-State classes hold plain data only (no locks, open files or closures), and
-the lease callbacks they register are bound methods, so the whole service
-state can be copied and stored.
+State classes hold plain data only (no locks, open files or closures, and no
+container held in two places), and the lease callbacks they register are bound
+methods (or partials of them), so ``--state`` stores the whole service as data
+(``.._plain``) and names each callback by its object and method.
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .._clock import Clock
+from .._plain import Record, RecordTable
 from .errors import SecretsError
 
 __all__ = ["SYSTEM_MAX_TTL", "Lease", "LeaseManager", "mount_of"]
@@ -80,8 +81,11 @@ def mount_of(lease_id: str) -> str:
 
 
 @dataclass(eq=False)
-class Lease:
-    """One lease. Times are aware UTC datetimes from the sandbox clock."""
+class Lease(Record):
+    """One lease. Times are aware UTC datetimes from the sandbox clock.
+
+    A :class:`Record`: assigning a field marks the lease changed for ``--state``.
+    """
 
     lease_id: str
     issue_time: datetime
@@ -127,7 +131,8 @@ class LeaseManager:
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
-        self._leases: dict[str, Lease] = {}
+        # One stored row per lease (``--state``); the indexes below are rebuilt on load.
+        self._leases: RecordTable[Lease] = RecordTable("leases")
         self._heap: list[tuple[datetime, int, str]] = []
         self._seq = 0
         self._tree = _Node()
@@ -140,13 +145,26 @@ class LeaseManager:
         self._expire_due()
         return len(self._leases)
 
-    # Stored state: ``examined`` is a measure of work done, not state; it restarts at 0.
+    # Stored state (``--state``): the clock and the leases; the heap, the id tree and
+    # the by-token and irrevocable indexes follow from the leases and are rebuilt
+    # (``after_load``), so storing a new lease writes that lease and nothing else.
     def __getstate__(self) -> dict[str, object]:
-        return {k: v for k, v in self.__dict__.items() if k != "examined"}
+        return {"_clock": self._clock, "_leases": self._leases}
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-        self.examined = 0
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["_clock"])  # type: ignore[misc]
+        self._leases = state["_leases"]
+
+    def after_load(self) -> None:
+        """Rebuild the indexes from the stored leases."""
+        for lease in sorted(self._leases.values(), key=lambda le: le._heap_seq):
+            self._tree_add(lease.lease_id)
+            if lease.token:
+                self._by_token.setdefault(lease.token, set()).add(lease.lease_id)
+            if lease.irrevocable:
+                self._irrevocable[lease.lease_id] = lease
+            else:
+                self._schedule(lease)
 
     def __repr__(self) -> str:
         return f"<LeaseManager {len(self._leases)} leases, {len(self._irrevocable)} irrevocable>"

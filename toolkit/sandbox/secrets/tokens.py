@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._time import format_rfc3339, parse_duration
 from .._clock import Clock
+from .._plain import Record, RecordTable
 from .errors import SecretsError, bad_request, permission_denied
 
 if TYPE_CHECKING:
@@ -52,8 +53,11 @@ def _random_id(length: int = 24) -> str:
 
 
 @dataclass
-class Token:
-    """One token. Its ``id`` is the secret and never appears in ``repr``."""
+class Token(Record):
+    """One token. Its ``id`` is the secret and never appears in ``repr``.
+
+    A :class:`Record`: assigning a field marks the token changed for ``--state``.
+    """
 
     id: str = field(repr=False)
     accessor: str
@@ -181,7 +185,8 @@ class TokenStore:
         lease_manager: Callable[[], LeaseManager | None] = lambda: None,
     ) -> None:
         self.clock = clock
-        self._tokens: dict[str, Token] = {}
+        # One stored row per token (``--state``).
+        self._tokens: RecordTable[Token] = RecordTable("tokens")
         self._lease_manager = lease_manager
         self.root = self.add(root_token, ["root"], ttl=0, display_name="root")
 
@@ -196,7 +201,7 @@ class TokenStore:
                 renewable=token.renewable,
                 suffix=token.lease_key,
                 issue_time=token.creation_time,
-                # A partial of a bound method, not a closure: the state can be pickled.
+                # A partial of a bound method, not a closure: the state is stored as data.
                 on_revoke=functools.partial(self._lease_ended_for, token.id),
             )
         return token
