@@ -32,7 +32,7 @@ from toolkit.sandbox.secrets.routes import routes as secrets_routes
 # -- what the spec says ---------------------------------------------------------------
 # Answer without a token (the real server's unauthenticated system endpoints).
 UNAUTHENTICATED = re.compile(
-    r"^sys/(seal-status|health|init|unseal|leader|rekey/(init|update|verify))$"
+    r"^sys/(seal-status|health|init|unseal|leader|rekey(-recovery-key)?/(init|update|verify))$"
     # The certificate engine's public reads: CA certificates, chains, issued certificates.
     r"|^pki/(ca(/pem)?|ca_chain|cert/[^/]+|issuers|issuer/[^/]+/(pem|der|json))$"
 )
@@ -44,7 +44,7 @@ SUDO = [
     ("*", re.compile(r"^sys/plugins/catalog/[^/]+/[^/]+$")),  # register, read, remove
     ("*", re.compile(r"^pki/root/sign-self-issued$")),
     ("*", re.compile(r"^sys/seal$")),
-    ("*", re.compile(r"^sys/(rekey|rotate/root)/backup$")),
+    ("*", re.compile(r"^sys/(rekey|rotate/root|rotate/recovery)/backup$")),
 ]
 # Spec 001 sections 4.1, 4.2, 4.4 and 4.5 are marked restricted.
 RESTRICTED = re.compile(
