@@ -35,7 +35,7 @@ def _sandbox_parser(prog: str = "toolkit sandbox") -> argparse.ArgumentParser:
     p.add_argument(
         "--recovery-seal",
         action="store_true",
-        help="an auto-unseal seal that stores the root key (as OpenBao's seal \"static\"): "
+        help='an auto-unseal seal that stores the root key (as OpenBao\'s seal "static"): '
         "the --key-shares are recovery shares, and rekeying the root key hands out none",
     )
     p.add_argument(
