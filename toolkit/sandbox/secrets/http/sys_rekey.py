@@ -92,7 +92,11 @@ def _init_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any
             )
         else:
             status = ceremony.status()
-        return answer(_rotate_shape(status) if rotate else status)
+        if rotate:
+            return answer(_rotate_shape(status))
+        if ceremony_of is _root:
+            status = _legacy_stored_shape(call, status)
+        return answer(status)
 
     return handler
 
@@ -106,6 +110,8 @@ def _update_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> A
                 result = {"verification_nonce": "", **result}
             else:
                 result = _rotate_shape(result)
+        elif ceremony_of is _root:
+            result = _legacy_stored_shape(call, result)
         return answer(result)
 
     return handler
@@ -139,15 +145,26 @@ def _backup_handler(ceremony_of: Ceremony) -> Any:
     return handler
 
 
-def _legacy(handler: Any) -> Any:
-    """A legacy handler that answers 405, as OpenBao 2.5+ does, while ``legacy_rekey`` is off."""
+def _legacy(handler: Any, *, recovery: bool = False) -> Any:
+    """A legacy handler that answers as OpenBao 2.5+ does while ``legacy_rekey`` is off:
+    405 for ``sys/rekey/*``, 404 ``unsupported path`` for ``sys/rekey-recovery-key/*``."""
 
     async def gated(call: Call) -> Response:
         if not call.service.legacy_rekey:
+            if recovery:
+                return error(404, "unsupported path")
             return error(405, "unsupported operation")
         return await handler(call)
 
     return gated
+
+
+def _legacy_stored_shape(call: Call, status: dict[str, Any]) -> dict[str, Any]:
+    """The legacy root status on a seal with stored shares shows ``t`` and ``n`` as 0
+    (observed on OpenBao 2.7); ``sys/rotate/root/*`` shows the 1 of 1 kept."""
+    if call.service.seal.recovery and "t" in status and not status.get("complete"):
+        return {**status, "t": 0, "n": 0}
+    return status
 
 
 def routes(service: SecretsService) -> list[Route]:
@@ -159,7 +176,11 @@ def routes(service: SecretsService) -> list[Route]:
         ("sys/rotate/recovery", True, _recovery),
     )
     for prefix, rotate, ceremony_of in families:
-        gate = (lambda h: h) if rotate else _legacy
+        recovery = ceremony_of is _recovery
+
+        def gate(handler: Any, rotate: bool = rotate, recovery: bool = recovery) -> Any:
+            return handler if rotate else _legacy(handler, recovery=recovery)
+
         answer: Answer = envelope if rotate else bare
         endpoints = (
             (
