@@ -25,9 +25,9 @@ from starlette.routing import Route
 
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.platform.routes import routes as platform_routes
-from toolkit.sandbox.secrets.engines import ENGINE_KINDS
+from toolkit.sandbox.secrets.http.engines import ENGINE_ROUTES
+from toolkit.sandbox.secrets.http.routes import routes as secrets_routes
 from toolkit.sandbox.secrets.mounts import DEFAULT_ENGINE_MOUNTS
-from toolkit.sandbox.secrets.routes import routes as secrets_routes
 
 # -- what the spec says ---------------------------------------------------------------
 # Answer without a token (the real server's unauthenticated system endpoints).
@@ -95,8 +95,8 @@ def _secrets_endpoints() -> list[tuple[str, str]]:
         for method in entry.methods - {"HEAD"}:
             found.add((method, _concrete(entry.path)))
     mount_of = {kind: path for path, (kind, _) in DEFAULT_ENGINE_MOUNTS.items()}
-    for kind, engine in ENGINE_KINDS.items():
-        for route in engine.routes():
+    for kind, engine_routes in ENGINE_ROUTES.items():
+        for route in engine_routes():
             for method in route.rule.methods:
                 found.add((method, mount_of[kind] + _concrete(route.path)))
     return sorted(found)

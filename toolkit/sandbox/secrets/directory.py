@@ -215,9 +215,6 @@ class Directory:
         entry.password = _random(24)
         entry.password_last_set = self.now
 
-    def account_names(self) -> list[str]:
-        return sorted(entry.name for entry in self.entries.values())
-
     def _matches(self, name: str) -> list[DirectoryEntry]:
         if not name:
             return []
@@ -353,9 +350,6 @@ class Directory:
     # -- roles -------------------------------------------------------------------------
     def role_names(self) -> list[str]:
         return sorted(self.roles)
-
-    def has_role(self, name: str) -> bool:
-        return self._key(name) in self.roles
 
     def write_role(self, name: str, body: Mapping[str, Any]) -> None:
         """``POST roles/:name``: the account must exist and serve no other role or set."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from .._clock import Clock
 from .acl import ACL
-from .engines import attach_backend, engine_kind
+from .backends import attach_backend, engine_type
 from .errors import permission_denied
 from .leases import LeaseManager
 from .mounts import Mount, MountTable
@@ -69,7 +69,7 @@ class SecretsService:
     # -- engine mounts --------------------------------------------------------------
     def enable_engine(self, path: str, kind: str, **settings: Any) -> Mount:
         """Mount a fresh engine of type ``kind`` at ``path`` (``POST sys/mounts/:path``)."""
-        engine_kind(kind)
+        engine_type(kind)
         mount = self.mounts.enable(path, kind, **settings)
         attach_backend(self, mount)
         return mount
