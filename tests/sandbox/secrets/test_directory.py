@@ -573,10 +573,10 @@ def test_the_engine_state_survives_a_copy_and_its_leases_still_check_in(
     with sandbox.secrets.lock:
         copy = pickle.loads(pickle.dumps(sandbox.secrets))
     backend = copy.mounts.engine("ad").backend
-    assert lent in backend.library["dba-oncall"].check_outs
+    assert lent in backend.library.sets["dba-oncall"].check_outs
     copy.clock.advance(601)
     copy.leases.count_irrevocable()  # any call lets due leases expire
-    assert lent not in backend.library["dba-oncall"].check_outs
+    assert lent not in backend.library.sets["dba-oncall"].check_outs
     assert status(api)[lent]["available"] is False  # the original is untouched
 
 
