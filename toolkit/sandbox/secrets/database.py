@@ -32,11 +32,10 @@ import secrets
 import string
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from ..._time import format_rfc3339
-from . import fields
 from ._credentials import Requester, creds_lease, generate_password, lease_ttls
 from .errors import SecretsError
 
@@ -45,7 +44,19 @@ if TYPE_CHECKING:
     from .models import SecretsService
     from .mounts import Mount
 
-__all__ = ["Connection", "Database", "ExecutedStatement", "Role", "StaticRole"]
+__all__ = [
+    "ENGINE_FIELDS",
+    "Connection",
+    "ConnectionWrite",
+    "Database",
+    "ExecutedStatement",
+    "Role",
+    "RoleWrite",
+    "StaticRole",
+    "StaticRoleWrite",
+]
+
+T = TypeVar("T")
 
 # The queue tick of the real server: a static role cannot rotate more often.
 MIN_ROTATION_PERIOD = 5
@@ -57,7 +68,7 @@ _UPPER = string.ascii_uppercase
 _DIGITS = string.digits
 _ALNUM = _LOWER + _UPPER + _DIGITS
 # Fields of a connection write that belong to the engine, not to the plugin.
-_ENGINE_FIELDS = (
+ENGINE_FIELDS = (
     "name",
     "plugin_name",
     "plugin_version",
@@ -252,6 +263,47 @@ class StaticRole:
 
 
 @dataclass(frozen=True)
+class ConnectionWrite:
+    """What a ``POST config/:name`` asks, as the HTTP side read it.
+
+    None (or an empty ``details``) keeps what an existing connection has;
+    ``details`` are the plugin's own parameters (``connection_url``, ``username``,
+    ``password``, ...), merged into the stored ones.
+    """
+
+    plugin_name: str | None = None
+    plugin_version: str | None = None
+    verify_connection: bool = True
+    allowed_roles: list[str] | None = None
+    root_rotation_statements: list[str] | None = None
+    password_policy: str | None = None
+    details: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class RoleWrite:
+    """What a ``POST roles/:name`` asks (None: keep the role's value, or the default)."""
+
+    db_name: str | None = None
+    creation_statements: list[str] | None = None
+    revocation_statements: list[str] | None = None
+    rollback_statements: list[str] | None = None
+    renew_statements: list[str] | None = None
+    default_ttl: int | None = None
+    max_ttl: int | None = None
+
+
+@dataclass(frozen=True)
+class StaticRoleWrite:
+    """What a ``POST static-roles/:name`` asks (None: keep the role's value)."""
+
+    db_name: str | None = None
+    username: str | None = None
+    rotation_period: int | None = None
+    rotation_statements: list[str] | None = None
+
+
+@dataclass(frozen=True)
 class ExecutedStatement:
     """One statement the simulated database ran. ``statement`` may hold a password."""
 
@@ -299,7 +351,7 @@ class Database:
             raise SecretsError(400, f'failed to find entry for connection with name: "{name}"')
         return found
 
-    def configure(self, name: str, body: dict[str, Any]) -> list[str]:
+    def configure(self, name: str, request: ConnectionWrite) -> list[str]:
         """Write ``config/:name`` (a create, or an update merging into the old); warnings.
 
         Every field is checked, and the plugin "started" (verified when
@@ -308,29 +360,21 @@ class Database:
         self.rotate_due()
         old = self.connections.get(name)
         base = old or Connection(name=name, plugin_name="", details={})
-        plugin_name = fields.string(body, "plugin_name", base.plugin_name)
+        plugin_name = _keep(request.plugin_name, base.plugin_name)
         if not plugin_name:
             raise SecretsError(400, "empty plugin name")
-        version = fields.string(body, "plugin_version", base.plugin_version)
+        version = _keep(request.plugin_version, base.plugin_version)
         if self.service.plugins.get("database", plugin_name, version) is None:
             shown = f"{plugin_name} {version}".strip()
             raise SecretsError(
                 400, f"error creating database object: plugin not found in the catalog: {shown}"
             )
-        verify = fields.boolean(body, "verify_connection", True)
-        allowed = (
-            fields.string_list(body, "allowed_roles")
-            if "allowed_roles" in body
-            else list(base.allowed_roles)
-        )
-        rotation = (
-            _statements(body, "root_rotation_statements")
-            if "root_rotation_statements" in body
-            else list(base.root_rotation_statements)
-        )
-        policy = fields.string(body, "password_policy", base.password_policy)
+        verify = request.verify_connection
+        allowed = list(_keep(request.allowed_roles, base.allowed_roles))
+        rotation = list(_keep(request.root_rotation_statements, base.root_rotation_statements))
+        policy = _keep(request.password_policy, base.password_policy)
         details = dict(base.details)
-        details.update({k: v for k, v in body.items() if k not in _ENGINE_FIELDS})
+        details.update(request.details)
         dialect = dialect_of(plugin_name)
         _check_details(dialect, details, verify)
         connection = Connection(
@@ -399,36 +443,33 @@ class Database:
             raise SecretsError(400, f'"{role}" is not an allowed role')
         return connection
 
-    def write_role(self, name: str, body: dict[str, Any]) -> None:
-        """``POST roles/:name`` (create, or update keeping what the body leaves out)."""
+    def write_role(self, name: str, request: RoleWrite) -> None:
+        """``POST roles/:name`` (create, or update keeping what the request leaves out)."""
         self.rotate_due()
         self._check_role_name(name, static=False)
         old = self.roles.get(name)
-        db_name = fields.string(body, "db_name", old.db_name if old else "")
+        db_name = _keep(request.db_name, old.db_name if old else "")
         if not db_name:
             raise SecretsError(400, "database name is required")
-        creation = (
-            _statements(body, "creation_statements")
-            if "creation_statements" in body or old is None
-            else list(old.creation_statements)
-        )
+        creation = list(_keep(request.creation_statements, old.creation_statements if old else []))
         if not creation:
             raise SecretsError(400, "missing creation_statements")
-        lists = {
-            key: (_statements(body, key) if key in body or old is None else list(getattr(old, key)))
-            for key in ("revocation_statements", "rollback_statements", "renew_statements")
-        }
-        default_ttl = fields.duration(body, "default_ttl", old.default_ttl if old else 0)
-        max_ttl = fields.duration(body, "max_ttl", old.max_ttl if old else 0)
+        revocation = _keep(request.revocation_statements, old.revocation_statements if old else [])
+        rollback = _keep(request.rollback_statements, old.rollback_statements if old else [])
+        renew = _keep(request.renew_statements, old.renew_statements if old else [])
+        default_ttl = _keep(request.default_ttl, old.default_ttl if old else 0)
+        max_ttl = _keep(request.max_ttl, old.max_ttl if old else 0)
         self._check_ttls(default_ttl, max_ttl)
         self.connection(db_name)  # allowed_roles is checked when creds are issued
         self.roles[name] = Role(
             name=name,
             db_name=db_name,
             creation_statements=creation,
+            revocation_statements=list(revocation),
+            rollback_statements=list(rollback),
+            renew_statements=list(renew),
             default_ttl=default_ttl,
             max_ttl=max_ttl,
-            **lists,
         )
 
     def _check_ttls(self, default_ttl: int, max_ttl: int) -> None:
@@ -509,7 +550,7 @@ class Database:
 
     # -- static roles ------------------------------------------------------------
     def write_static_role(
-        self, name: str, body: dict[str, Any], *, rotated_at: datetime | None = None
+        self, name: str, request: StaticRoleWrite, *, rotated_at: datetime | None = None
     ) -> None:
         """``POST static-roles/:name``: a create rotates the password at once.
 
@@ -519,25 +560,23 @@ class Database:
         self._check_role_name(name, static=True)
         old = self.static_roles.get(name)
         creating = old is None
-        db_name = fields.string(body, "db_name", old.db_name if old else "")
+        db_name = _keep(request.db_name, old.db_name if old else "")
         if not db_name:
             raise SecretsError(400, "database name is a required field")
-        username = fields.string(body, "username", "")
+        username = request.username or ""
         if creating and not username:
             raise SecretsError(400, "username is a required field to create a static account")
         if old is not None and username and username != old.username:
             raise SecretsError(400, "cannot update static account username")
-        if "rotation_period" not in body and creating:
+        if request.rotation_period is None and creating:
             raise SecretsError(400, "rotation_period is required to create static accounts")
-        period = fields.duration(body, "rotation_period", old.rotation_period if old else 0)
+        period = _keep(request.rotation_period, old.rotation_period if old else 0)
         if period < MIN_ROTATION_PERIOD:
             raise SecretsError(
                 400, f"rotation_period must be {MIN_ROTATION_PERIOD} seconds or more"
             )
-        statements = (
-            _statements(body, "rotation_statements")
-            if "rotation_statements" in body or old is None
-            else list(old.rotation_statements)
+        statements = list(
+            _keep(request.rotation_statements, old.rotation_statements if old else [])
         )
         connection = self._allowed_connection(db_name, name)
         if old is not None:
@@ -717,16 +756,9 @@ def _username(dialect: _Dialect, display_name: str, role: str, now: datetime) ->
     return "-".join(pieces)[: dialect.name_length]
 
 
-def _statements(body: dict[str, Any], name: str) -> list[str]:
-    """A statement list: a JSON array of strings, or one string holding one statement."""
-    value = body.get(name)
-    if value is None or value == "":
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return [v for v in value if v.strip()]
-    raise SecretsError(400, f"{name}: expected a list of strings")
+def _keep(given: T | None, current: T) -> T:
+    """``given``, or ``current`` when the request left the field out (None)."""
+    return current if given is None else given
 
 
 def _check_details(dialect: _Dialect, details: dict[str, Any], verify: bool) -> None:
