@@ -53,3 +53,20 @@ def test_no_sandbox_class_is_longer_than_500_lines() -> None:
                 if lines > MAX_CLASS_LINES:
                     long.append(f"{path.relative_to(SANDBOX)}:{node.name} ({lines} lines)")
     assert long == []
+
+
+def test_the_engine_states_take_typed_arguments_not_request_bodies() -> None:
+    import inspect
+
+    from toolkit.sandbox.secrets.broker import Broker
+    from toolkit.sandbox.secrets.database import Database
+    from toolkit.sandbox.secrets.directory import Directory
+    from toolkit.sandbox.secrets.library import Library
+
+    takes_a_body = [
+        f"{cls.__name__}.{name}"
+        for cls in (Directory, Library, Database, Broker)
+        for name, method in inspect.getmembers(cls, inspect.isfunction)
+        if "body" in inspect.signature(method).parameters
+    ]
+    assert takes_a_body == []
