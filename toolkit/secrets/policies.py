@@ -33,6 +33,11 @@ POLICIES = Schema.of(
 )
 
 
+# An EGP's name -> the paths it governs, each ``{"path", "glob"}`` (a module-level name:
+# inside the class, ``list`` is the method).
+NamePathMap = dict[str, list[dict[str, Any]]]
+
+
 def _kind(kind: str) -> str:
     if kind not in KINDS:
         raise InputError(f"policy kind must be one of {KINDS}, not {kind!r}")
@@ -59,7 +64,7 @@ class Policies(Area):
             return list(self.name_path_map())
         return self._list(f"/sys/policies/{kind}")
 
-    def name_path_map(self) -> dict[str, list[dict[str, Any]]]:
+    def name_path_map(self) -> NamePathMap:
         """Each EGP's name, and the paths it governs: ``{"path", "glob"}`` dicts.
 
         ``LIST /sys/policies/egp``, its ``name_path_map`` (a glob's path is shown
