@@ -23,20 +23,31 @@ Rules, as the real server applies them (OpenBao's ``database`` engine):
 - static roles rotate on the sandbox clock: every call first rotates the roles
   whose ``last rotation + rotation_period`` has passed, stamping the rotation
   at the instant it fell due, as a server running all along would have.
+
+What each plugin family requires and how its statements look is in
+:mod:`.database_plugins`. The state methods take typed requests
+(:class:`ConnectionWrite`, :class:`RoleWrite`, :class:`StaticRoleWrite`) that
+``http/database.py`` reads from the request bodies.
 """
 
 from __future__ import annotations
 
 import re
-import secrets
-import string
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from ..._time import format_rfc3339
 from ._credentials import Requester, creds_lease, generate_password, lease_ttls
+from .database_plugins import (
+    check_details,
+    default_password,
+    dialect_of,
+    redact_url,
+    render,
+    url_password,
+    username_for,
+)
 from .errors import SecretsError
 
 if TYPE_CHECKING:
@@ -63,10 +74,6 @@ MIN_ROTATION_PERIOD = 5
 # Creds outlive their lease by this much, so the user never expires first.
 EXPIRATION_BUFFER = 5
 
-_LOWER = string.ascii_lowercase
-_UPPER = string.ascii_uppercase
-_DIGITS = string.digits
-_ALNUM = _LOWER + _UPPER + _DIGITS
 # Fields of a connection write that belong to the engine, not to the plugin.
 ENGINE_FIELDS = (
     "name",
@@ -79,92 +86,6 @@ ENGINE_FIELDS = (
 )
 # Connection parameters never returned on read.
 _SECRET_DETAILS = ("password", "private_key")
-
-
-@dataclass(frozen=True)
-class _Dialect:
-    """What the sandbox knows of one family of database plugins."""
-
-    family: str
-    required: tuple[str, ...]  # connection parameters that must be set
-    rotate: str  # default statement to change a user's password
-    revoke: str  # default statement to drop a user
-    name_length: int  # the plugin's username template truncates to this
-
-    def check_url(self, url: str) -> str | None:
-        """Why ``url`` (templates rendered) is not a connection string here, or None."""
-        if self.family == "postgresql":
-            if "://" not in url:
-                return None if re.search(r"(^|\s)host=\S+", url) else "missing host in DSN"
-            parts = urlsplit(url)
-            if parts.scheme not in ("postgres", "postgresql"):
-                return f"invalid connection URL scheme {parts.scheme!r}"
-            return None if parts.hostname else "missing host in connection URL"
-        if self.family == "mysql":
-            if re.match(r"^[^@]*@(tcp|unix)\([^)]+\)/\S*$", url):
-                return None
-            return "invalid DSN: expected user:password@tcp(host:port)/dbname"
-        return None
-
-
-_SQL_REVOKE = 'DROP ROLE IF EXISTS "{{name}}";'
-_POSTGRES = _Dialect(
-    "postgresql",
-    ("connection_url",),
-    "ALTER ROLE \"{{name}}\" WITH PASSWORD '{{password}}';",
-    _SQL_REVOKE,
-    63,
-)
-_MYSQL = _Dialect(
-    "mysql",
-    ("connection_url",),
-    "ALTER USER '{{name}}'@'%' IDENTIFIED BY '{{password}}';",
-    "DROP USER IF EXISTS '{{name}}'@'%';",
-    32,
-)
-_DIALECTS: dict[str, _Dialect] = {
-    "postgresql-database-plugin": _POSTGRES,
-    "mysql-database-plugin": _MYSQL,
-    "mysql-aurora-database-plugin": _MYSQL,
-    "mysql-rds-database-plugin": _MYSQL,
-    "mysql-legacy-database-plugin": _Dialect(
-        "mysql", _MYSQL.required, _MYSQL.rotate, _MYSQL.revoke, 16
-    ),
-    "cassandra-database-plugin": _Dialect(
-        "cassandra",
-        ("hosts", "username", "password"),
-        "ALTER USER '{{username}}' WITH PASSWORD '{{password}}';",
-        "DROP USER '{{username}}';",
-        100,
-    ),
-    "influxdb-database-plugin": _Dialect(
-        "influxdb",
-        ("host", "username", "password"),
-        "SET PASSWORD FOR \"{{username}}\" = '{{password}}';",
-        'DROP USER "{{username}}";',
-        100,
-    ),
-    "redis-database-plugin": _Dialect(
-        "redis",
-        ("host", "port", "username", "password"),
-        "ACL SETUSER {{username}} >{{password}}",
-        "ACL DELUSER {{username}}",
-        100,
-    ),
-    "valkey-database-plugin": _Dialect(
-        "redis",
-        ("host", "port", "username", "password"),
-        "ACL SETUSER {{username}} >{{password}}",
-        "ACL DELUSER {{username}}",
-        100,
-    ),
-}
-# A registered plugin the sandbox knows nothing of: parameters taken as given.
-_GENERIC = _Dialect("generic", (), _POSTGRES.rotate, _SQL_REVOKE, 63)
-
-
-def dialect_of(plugin_name: str) -> _Dialect:
-    return _DIALECTS.get(plugin_name, _GENERIC)
 
 
 @dataclass
@@ -376,7 +297,7 @@ class Database:
         details = dict(base.details)
         details.update(request.details)
         dialect = dialect_of(plugin_name)
-        _check_details(dialect, details, verify)
+        check_details(dialect, details, verify)
         connection = Connection(
             name=name,
             plugin_name=plugin_name,
@@ -395,7 +316,7 @@ class Database:
             users.add(root)
         warnings = []
         url = details.get("connection_url")
-        if isinstance(url, str) and _url_password(url) is not None:
+        if isinstance(url, str) and url_password(url) is not None:
             warnings.append(
                 "Password found in connection_url, use a templated url to enable root "
                 "rotation and prevent read access to password information."
@@ -505,7 +426,7 @@ class Database:
         password = self._password(connection)
         dialect = dialect_of(connection.plugin_name)
         now = requester.issued_at or self.service.clock.now()
-        username = _username(dialect, requester.display_name, name, now)
+        username = username_for(dialect, requester.display_name, name, now)
         expiration = (now + timedelta(seconds=ttl + EXPIRATION_BUFFER)).strftime(
             "%Y-%m-%d %H:%M:%S%z"
         )
@@ -695,108 +616,13 @@ class Database:
             )
 
 
-def render(statement: str, values: dict[str, str]) -> str:
-    """``statement`` with each ``{{key}}`` replaced, as the plugins' query helper does."""
-    for key, value in values.items():
-        statement = statement.replace("{{" + key + "}}", value)
-    return statement
-
-
-def default_password() -> str:
-    """20 characters with a lower, an upper, a digit and a dash: the engine's default."""
-    chars = [
-        secrets.choice(_LOWER),
-        secrets.choice(_UPPER),
-        secrets.choice(_DIGITS),
-        "-",
-        *(secrets.choice(_ALNUM + "-") for _ in range(16)),
-    ]
-    secrets.SystemRandom().shuffle(chars)
-    return "".join(chars)
-
-
 def rfc3339(value: datetime) -> str:
     return format_rfc3339(value)
-
-
-def redact_url(url: str) -> str:
-    """``url`` with a literal password in its user part shown as ``xxxxx``."""
-    password = _url_password(url)
-    if password is None:
-        return url
-    parts = urlsplit(url)
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:xxxxx@{host}"))
-
-
-def _url_password(url: str) -> str | None:
-    """The literal password of a URL's user part (templates do not count), else None."""
-    if "://" not in url:
-        return None
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return None
-    if not password or "{{" in password:
-        return None
-    return password
-
-
-def _username(dialect: _Dialect, display_name: str, role: str, now: datetime) -> str:
-    """The plugin's default username template: display name, role, random, (unix time)."""
-    random_part = "".join(secrets.choice(_ALNUM) for _ in range(20))
-    if dialect.name_length <= 16:  # the legacy MySQL limit
-        pieces = ["v", display_name[:4], role[:4], random_part]
-    elif dialect.family == "mysql":
-        pieces = ["v", display_name[:10], role[:10], random_part]
-    else:
-        pieces = ["v", display_name[:8], role[:8], random_part, str(int(now.timestamp()))]
-    return "-".join(pieces)[: dialect.name_length]
 
 
 def _keep(given: T | None, current: T) -> T:
     """``given``, or ``current`` when the request left the field out (None)."""
     return current if given is None else given
-
-
-def _check_details(dialect: _Dialect, details: dict[str, Any], verify: bool) -> None:
-    """Refuse connection parameters the plugin would refuse (and, verifying, fail to use)."""
-    for key in dialect.required:
-        if key in ("username", "password") and not verify:
-            continue
-        value = details.get(key)
-        if value is None or value == "" or value == []:
-            raise SecretsError(400, f"error creating database object: {key} cannot be empty")
-    for key in ("username", "password"):
-        value = details.get(key)
-        if value is not None and not isinstance(value, str):
-            raise SecretsError(400, f"error creating database object: {key}: expected a string")
-        if isinstance(value, str) and ("{{username}}" in value or "{{password}}" in value):
-            raise SecretsError(
-                400,
-                "error creating database object: username and/or password cannot contain "
-                "the template variables",
-            )
-    url = details.get("connection_url")
-    if url is not None and not isinstance(url, str):
-        raise SecretsError(400, "error creating database object: connection_url: expected a string")
-    if not verify or not isinstance(url, str):
-        return
-    for key in ("username", "password"):
-        if "{{" + key + "}}" in url and not details.get(key):
-            raise SecretsError(
-                400,
-                f"error creating database object: error verifying connection: connection_url "
-                f"uses {{{{{key}}}}} but no {key} is set",
-            )
-    rendered = render(url, {"username": "user", "password": "secret"})
-    reason = dialect.check_url(rendered)
-    if reason:
-        raise SecretsError(
-            400, f"error creating database object: error verifying connection: {reason}"
-        )
 
 
 def _builtin_version(db: Database, plugin_name: str) -> str:
