@@ -25,14 +25,14 @@ from starlette.routing import Route
 
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.platform.routes import routes as platform_routes
-from toolkit.sandbox.secrets.engines import ENGINE_KINDS
+from toolkit.sandbox.secrets.http.engines import ENGINE_ROUTES
+from toolkit.sandbox.secrets.http.routes import routes as secrets_routes
 from toolkit.sandbox.secrets.mounts import DEFAULT_ENGINE_MOUNTS
-from toolkit.sandbox.secrets.routes import routes as secrets_routes
 
 # -- what the spec says ---------------------------------------------------------------
 # Answer without a token (the real server's unauthenticated system endpoints).
 UNAUTHENTICATED = re.compile(
-    r"^sys/(seal-status|health|init|unseal|leader|rekey/(init|update|verify))$"
+    r"^sys/(seal-status|health|init|unseal|leader|rekey(-recovery-key)?/(init|update|verify))$"
     # The certificate engine's public reads: CA certificates, chains, issued certificates, CRLs.
     r"|^pki/(ca(/pem)?|ca_chain|cert/[^/]+|issuers|issuer/[^/]+/(pem|der|json|crl|crl/delta))$"
     r"|^pki/crl(/pem|/delta|/delta/pem)?$"
@@ -47,7 +47,7 @@ SUDO = [
     ("*", re.compile(r"^sys/plugins/catalog/[^/]+/[^/]+$")),  # register, read, remove
     ("*", re.compile(r"^pki/root/sign-self-issued$")),
     ("*", re.compile(r"^sys/seal$")),
-    ("*", re.compile(r"^sys/(rekey|rotate/root)/backup$")),
+    ("*", re.compile(r"^sys/(rekey|rotate/root|rotate/recovery)/backup$")),
 ]
 # Spec 001 sections 4.1, 4.2, 4.4 and 4.5 are marked restricted.
 RESTRICTED = re.compile(
@@ -98,8 +98,8 @@ def _secrets_endpoints() -> list[tuple[str, str]]:
         for method in entry.methods - {"HEAD"}:
             found.add((method, _concrete(entry.path)))
     mount_of = {kind: path for path, (kind, _) in DEFAULT_ENGINE_MOUNTS.items()}
-    for kind, engine in ENGINE_KINDS.items():
-        for route in engine.routes():
+    for kind, engine_routes in ENGINE_ROUTES.items():
+        for route in engine_routes():
             for method in route.rule.methods:
                 found.add((method, mount_of[kind] + _concrete(route.path)))
     return sorted(found)

@@ -28,9 +28,9 @@ from starlette.routing import Route
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._plain import dump
 from toolkit.sandbox.platform.routes import routes as platform_routes
-from toolkit.sandbox.secrets.engines import ENGINE_KINDS
+from toolkit.sandbox.secrets.http.engines import ENGINE_ROUTES
+from toolkit.sandbox.secrets.http.routes import routes as secrets_routes
 from toolkit.sandbox.secrets.mounts import DEFAULT_ENGINE_MOUNTS
-from toolkit.sandbox.secrets.routes import routes as secrets_routes
 
 # Examples per endpoint: a few in the quick suite, many in `make test-fuzz` (FUZZ_EXAMPLES).
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "6"))
@@ -58,8 +58,8 @@ def _endpoints() -> list[tuple[str, str, frozenset[str]]]:
         assert isinstance(entry, Route)
         found.append(("secrets", "/v1" + entry.path, frozenset(entry.methods or ())))
     mount_of = {kind: path for path, (kind, _) in DEFAULT_ENGINE_MOUNTS.items()}
-    for kind, engine in ENGINE_KINDS.items():
-        for route in engine.routes():
+    for kind, engine_routes in ENGINE_ROUTES.items():
+        for route in engine_routes():
             methods = set(route.rule.methods) | ({"GET"} if "LIST" in route.rule.methods else set())
             found.append(("secrets", f"/v1/{mount_of[kind]}{route.path}", frozenset(methods)))
     return sorted(found)

@@ -33,6 +33,12 @@ def _sandbox_parser(prog: str = "toolkit sandbox") -> argparse.ArgumentParser:
     p.add_argument("--key-shares", type=int, default=5, help="unseal key shares (default 5)")
     p.add_argument("--key-threshold", type=int, default=3, help="unseal threshold (default 3)")
     p.add_argument(
+        "--recovery-seal",
+        action="store_true",
+        help='an auto-unseal seal that stores the root key (as OpenBao\'s seal "static"): '
+        "the --key-shares are recovery shares, and rekeying the root key hands out none",
+    )
+    p.add_argument(
         "--init-file",
         metavar="PATH",
         help="write the initial unseal shares and root token as JSON (sys/init shape)",
@@ -93,6 +99,7 @@ def sandbox_main(argv: Sequence[str] | None = None) -> int:
                 pool_limit=args.pool_limit,
                 key_shares=args.key_shares,
                 key_threshold=args.key_threshold,
+                recovery_seal=args.recovery_seal,
                 init_file=args.init_file,
                 rate_limit=args.rate_limit,
                 state=args.state,
@@ -125,7 +132,8 @@ def sandbox_main(argv: Sequence[str] | None = None) -> int:
         if sandbox.resumed and args.token != sandbox.token:
             print("  (--token is ignored: the stored state keeps its own root token)")
     if args.init_file and not sandbox.resumed:
-        print(f"Initial unseal shares and root token written to {args.init_file}")
+        shares = "recovery" if args.recovery_seal else "unseal"
+        print(f"Initial {shares} shares and root token written to {args.init_file}")
     # Both signals stop it cleanly, from the moment the banner says they may be sent.
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

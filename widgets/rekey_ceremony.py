@@ -37,14 +37,17 @@ class RekeyCeremonyWidget(Form):
         client: SecretsClient,
         ceremony: RekeyCeremony | None = None,
         *,
+        target: str = "root",
         reveal_seconds: float = REVEAL_SECONDS,
     ) -> None:
+        """``target="recovery"`` rekeys the recovery shares of a seal that stores the root
+        key (auto-unseal); the form then asks for and hands out recovery shares."""
         super().__init__()
         import ipywidgets as w
 
         self.reveal_timeout = RevealTimeout(self.hide_share, reveal_seconds)
         self.client = client
-        self.ceremony = ceremony or RekeyCeremony(client)
+        self.ceremony = ceremony or RekeyCeremony(client, target=target)
         self.last_status: Record | None = None
         self.pgp_keys: list[PGPPublicKey] = []
         # Which key holder's share is next to hand out (0-based), and how many there are.
@@ -148,14 +151,22 @@ class RekeyCeremonyWidget(Form):
     def _draw(self, status: Record) -> None:
         phase = str(status["phase"])
         required = status.get("required") or 0
+        kind = str(status.get("share_kind") or "unseal")
+        new_kind = str(status.get("new_share_kind") or "")
         rows = [
             ("phase", phase),
             ("progress", f"{status['progress']} of {required}" if required else "-"),
             ("nonce", status.get("nonce") or "-"),
-            ("current seal", self._seal_shape()),
+            ("current seal", f"{self._seal_shape()} {kind} shares"),
         ]
-        if status.get("t") and status.get("n"):
-            rows.append(("new shares", f"{status['t']} of {status['n']} unseal"))
+        if kind == "recovery":
+            rows.append(
+                ("seal", "stores the root key (auto-unseal): key holders hold recovery shares")
+            )
+        if not new_kind:
+            rows.append(("new shares", "none: the seal keeps the new root key"))
+        elif status.get("t") and status.get("n"):
+            rows.append(("new shares", f"{status['t']} of {status['n']} {new_kind}"))
         if status.get("verification_required"):
             rows.append(("verification", "required"))
         if status.get("pgp_fingerprints"):
@@ -178,7 +189,11 @@ class RekeyCeremonyWidget(Form):
         self.submit_button.description = (
             "Verify new share" if phase == "verifying" else "Submit share"
         )
-        self.share.description = "New share" if phase == "verifying" else "Key share"
+        self.share.description = (
+            "New share"
+            if phase == "verifying"
+            else ("Recovery share" if kind == "recovery" else "Key share")
+        )
         self.start_button.disabled = collecting
         self.cancel_button.disabled = not collecting
         self._draw_handout()
@@ -210,6 +225,12 @@ class RekeyCeremonyWidget(Form):
                     "The new shares were handed out in the kernel that gave the last "
                     "current share; enter them below to verify."
                 )
+        elif not shares:
+            self.reveal_button.disabled = True
+            self.recorded_button.disabled = True
+            self.handout_note.value = (
+                "The seal keeps the new root key: there is no share to hand out."
+            )
         elif self._turn < len(shares):
             k = self._turn + 1
             self.reveal_button.description = f"Reveal share for keyholder {k}"
@@ -228,7 +249,7 @@ class RekeyCeremonyWidget(Form):
                 f"All {len(shares)} new shares have been handed out."
             )
         done = self.ceremony.phase == "complete"
-        self.prove_button.disabled = not (done and shares is not None and not self._encrypted)
+        self.prove_button.disabled = not (done and shares and not self._encrypted)
 
     @property
     def _encrypted(self) -> bool:

@@ -83,6 +83,14 @@ def raft_bao(request: pytest.FixtureRequest) -> Iterator[OpenBao]:
         yield server
 
 
+@pytest.fixture(params=[True, False], ids=["legacy-rekey", "rotate-only"])
+def static_seal_bao(request: pytest.FixtureRequest) -> Iterator[OpenBao]:
+    """A fresh raft OpenBao with a ``seal "static"`` stanza (auto-unseal): 5 recovery shares,
+    threshold 3, with and without the legacy rekey endpoints."""
+    with launch(lambda: OpenBao(dev=False, legacy_rekey=request.param, static_seal=True)) as server:
+        yield server
+
+
 DATABASE_MOUNT = "database"
 DATABASE_CONNECTION = "pg"
 

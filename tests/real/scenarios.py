@@ -4,7 +4,9 @@ Each scenario is a function of a :class:`~tests.real._differential.Target` that
 names its steps; ``SCENARIOS`` maps a scenario's name to it and to the kind of
 real server it needs (``dev``: the dev server; ``legacy-rekey`` / ``rotate-root``:
 a raft server with 5 shares / threshold 3, with or without the legacy rekey
-endpoints; ``postgres`` / ``rabbitmq``: the dev server with that real backend).
+endpoints; ``static-seal`` / ``static-seal-legacy``: the same with a ``seal "static"``
+stanza, whose shares are recovery shares; ``postgres`` / ``rabbitmq``: the dev server
+with that real backend).
 The names used are fixed, so a scenario runs once per server.
 """
 
@@ -525,6 +527,141 @@ def rekey_rotate_root(t: Target) -> None:
     )
     t.call("backup none", "GET", "sys/rotate/root/backup", errors=True)
     t.context["new_shares"] = done["data"]["keys"]
+
+
+# -- a seal with stored shares (OpenBao with a seal "static" stanza) --------------------------
+def _seal_checks() -> dict[str, Callable[[Any], Any]]:
+    return {
+        "type": lambda b: b["type"],
+        "recovery_seal": lambda b: b["recovery_seal"],
+        "recovery_seal_type": lambda b: b.get("recovery_seal_type"),
+        "t": lambda b: b["t"],
+        "n": lambda b: b["n"],
+    }
+
+
+def recovery_seal_rotate(t: Target) -> None:
+    """Auto-unseal with recovery shares, on the authenticated endpoints (legacy ones off)."""
+    shares = t.shares
+    t.call("seal status", "GET", "sys/seal-status", checks=_seal_checks())
+    stored = t.call(
+        "root init coerced",
+        "POST",
+        "sys/rotate/root/init",
+        json={"secret_shares": 3, "secret_threshold": 2},
+        checks={k: (lambda b, k=k: b["data"][k]) for k in ("t", "n", "required", "started")},
+    )
+    nonce = stored["data"]["nonce"]
+    for i, share in enumerate(shares[:2], 1):
+        t.call(
+            f"root update {i}",
+            "POST",
+            "sys/rotate/root/update",
+            json={"key": share, "nonce": nonce},
+        )
+    t.call(
+        "root update 3",
+        "POST",
+        "sys/rotate/root/update",
+        json={"key": shares[2], "nonce": nonce},
+        checks={
+            "complete": lambda b: b["data"]["complete"],
+            "keys": lambda b: b["data"]["keys"],
+            "keys_base64": lambda b: b["data"]["keys_base64"],
+        },
+    )
+    t.call(
+        "root init with verification",
+        "POST",
+        "sys/rotate/root/init",
+        json={"secret_shares": 1, "secret_threshold": 1, "require_verification": True},
+        errors=True,
+    )
+    t.call("legacy recovery status", "GET", "sys/rekey-recovery-key/init")
+    t.call(
+        "recovery status idle",
+        "GET",
+        "sys/rotate/recovery/init",
+        checks={"required": lambda b: b["data"]["required"]},
+    )
+    t.call(
+        "recovery threshold above shares",
+        "POST",
+        "sys/rotate/recovery/init",
+        json={"secret_shares": 3, "secret_threshold": 4},
+    )
+    started = t.call(
+        "recovery init",
+        "POST",
+        "sys/rotate/recovery/init",
+        json={"secret_shares": 3, "secret_threshold": 2},
+        checks={k: (lambda b, k=k: b["data"][k]) for k in ("t", "n", "required")},
+    )
+    nonce = started["data"]["nonce"]
+    for i, share in enumerate(shares[:2], 1):
+        t.call(
+            f"recovery update {i}",
+            "POST",
+            "sys/rotate/recovery/update",
+            json={"key": share, "nonce": nonce},
+            checks={"progress": lambda b: b["data"]["progress"]},
+        )
+    t.call(
+        "recovery update 3",
+        "POST",
+        "sys/rotate/recovery/update",
+        json={"key": shares[2], "nonce": nonce},
+        checks={
+            "complete": lambda b: b["data"]["complete"],
+            "keys": lambda b: len(b["data"]["keys"]),
+        },
+    )
+    t.call("seal status after", "GET", "sys/seal-status", checks=_seal_checks())
+    t.call("recovery backup none", "GET", "sys/rotate/recovery/backup", errors=True)
+
+
+def recovery_seal_legacy(t: Target) -> None:
+    """Auto-unseal with recovery shares, on the legacy endpoints a listener re-enables."""
+    shares = t.shares
+    stored = t.call(
+        "root init coerced",
+        "POST",
+        "sys/rekey/init",
+        json={"secret_shares": 3, "secret_threshold": 2},
+        checks={k: (lambda b, k=k: b[k]) for k in ("t", "n", "required", "started")},
+    )
+    for i, share in enumerate(shares[:2], 1):
+        t.call(
+            f"root update {i}",
+            "POST",
+            "sys/rekey/update",
+            json={"key": share, "nonce": stored["nonce"]},
+            checks={k: (lambda b, k=k: b[k]) for k in ("t", "n", "progress")},
+        )
+    t.call(
+        "root update 3",
+        "POST",
+        "sys/rekey/update",
+        json={"key": shares[2], "nonce": stored["nonce"]},
+        checks={"complete": lambda b: b["complete"], "keys": lambda b: b["keys"]},
+    )
+    started = t.call(
+        "recovery init",
+        "POST",
+        "sys/rekey-recovery-key/init",
+        json={"secret_shares": 2, "secret_threshold": 2},
+        checks={k: (lambda b, k=k: b[k]) for k in ("t", "n", "required", "started")},
+    )
+    for i, share in enumerate(shares[:3], 1):
+        t.call(
+            f"recovery update {i}",
+            "POST",
+            "sys/rekey-recovery-key/update",
+            json={"key": share, "nonce": started["nonce"]},
+            checks={"complete": lambda b: bool(b.get("complete"))},
+        )
+    t.call("recovery backup path", "GET", "sys/rekey-recovery-key/backup")
+    t.call("seal status after", "GET", "sys/seal-status", checks=_seal_checks())
 
 
 # -- database engine ----------------------------------------------------------------------
@@ -1154,7 +1291,7 @@ def pki_revocation(t: Target) -> None:
 @dataclass(frozen=True)
 class Scenario:
     run: Callable[[Target], None]
-    server: str  # dev, legacy-rekey, rotate-root, postgres, rabbitmq
+    server: str  # dev, legacy-rekey, rotate-root, static-seal(-legacy), postgres, rabbitmq
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -1164,6 +1301,8 @@ SCENARIOS: dict[str, Scenario] = {
     "plugins": Scenario(plugins, "dev"),
     "rekey-legacy": Scenario(rekey_legacy_with_verification, "legacy-rekey"),
     "rekey-rotate-root": Scenario(rekey_rotate_root, "rotate-root"),
+    "recovery-seal-rotate": Scenario(recovery_seal_rotate, "static-seal"),
+    "recovery-seal-legacy": Scenario(recovery_seal_legacy, "static-seal-legacy"),
     "database": Scenario(database, "postgres"),
     "broker": Scenario(broker, "rabbitmq"),
     "pki": Scenario(pki, "dev"),

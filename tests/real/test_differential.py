@@ -61,13 +61,16 @@ def backends(scenario: Scenario, request: pytest.FixtureRequest) -> dict[str, An
 def run_on_sandbox(
     name: str, scenario: Scenario, tmp_path: Path, context: dict[str, Any]
 ) -> diff.Target:
-    with Sandbox(demo=False) as sandbox:
+    static = scenario.server.startswith("static-seal")
+    with Sandbox(demo=False, recovery_seal=static) as sandbox:
         shares: list[str] = []
-        if scenario.server in ("legacy-rekey", "rotate-root"):
+        if scenario.server in ("legacy-rekey", "rotate-root") or static:
             init = tmp_path / "init.json"
             sandbox.secrets.write_init_file(str(init))
-            shares = list(json.loads(init.read_text())["keys"])
-            sandbox.secrets.legacy_rekey = scenario.server == "legacy-rekey"
+            shares = list(json.loads(init.read_text())["recovery_keys" if static else "keys"])
+            sandbox.secrets.legacy_rekey = scenario.server.endswith("legacy-rekey") or (
+                scenario.server == "static-seal-legacy"
+            )
         target = diff.Target("sandbox", sandbox.address, sandbox.token, shares)
         target.context.update(context)
         try:
@@ -78,7 +81,8 @@ def run_on_sandbox(
 
 
 def run_on_openbao(scenario: Scenario, server: OpenBao, context: dict[str, Any]) -> diff.Target:
-    target = diff.Target("openbao", server.address, server.token, list(server.shares))
+    shares = server.recovery_shares if server.static_seal else server.shares
+    target = diff.Target("openbao", server.address, server.token, list(shares))
     target.context.update(context)
     target.context["plugin_directory"] = server.plugin_directory
     try:
@@ -89,9 +93,10 @@ def run_on_openbao(scenario: Scenario, server: OpenBao, context: dict[str, Any])
 
 
 def real_server(scenario: Scenario, request: pytest.FixtureRequest) -> Iterator[OpenBao]:
-    if scenario.server in ("legacy-rekey", "rotate-root"):
-        legacy = scenario.server == "legacy-rekey"
-        with launch(lambda: OpenBao(dev=False, legacy_rekey=legacy)) as server:
+    if scenario.server in ("legacy-rekey", "rotate-root", "static-seal", "static-seal-legacy"):
+        legacy = scenario.server in ("legacy-rekey", "static-seal-legacy")
+        static = scenario.server.startswith("static-seal")
+        with launch(lambda: OpenBao(dev=False, legacy_rekey=legacy, static_seal=static)) as server:
             yield server
     else:
         yield request.getfixturevalue("dev_bao")

@@ -135,6 +135,18 @@ def test_lookup_renew_and_the_renewal_time(
     assert 590 <= after["ttl"] <= 600
 
 
+def test_a_renewal_past_the_roles_max_ttl_brings_the_real_servers_capping_warning(
+    bao_client: SecretsClient, few_credentials: tuple[str, list[dict[str, Any]]]
+) -> None:
+    # The role's max_ttl is 24 h (_seed.dynamic_role): asking two days is capped, with a warning.
+    first, second = (c["lease_id"] for c in few_credentials[1][:2])
+    capped = bao_client.leases.renew(first, 2 * 86400)
+    assert capped["lease_duration"] <= 86400
+    assert len(capped["warnings"]) == 1 and "capped" in capped["warnings"][0]
+    done = bao_client.leases.renew_leases([second], 2 * 86400, dry_run=False, show_progress=False)
+    assert "exceeded the effective max_ttl" in str(done.loc[second, "detail"])
+
+
 def test_bulk_renew_and_revoke_report_each_lease_and_a_dry_run_sends_nothing(
     postgres: Postgres,
     bao_client: SecretsClient,

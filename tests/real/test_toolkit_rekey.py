@@ -177,3 +177,48 @@ def test_a_pgp_ceremony_with_backup_hands_out_encrypted_shares_that_unseal(
     assert gone.value.status == 400
     assert ceremony.prove_unseal(new[:2])["sealed"] is False
     raft_bao.wait_active()
+
+
+# -- a seal with stored shares: OpenBao 2.7 with seal "static" ---------------------------
+
+
+def test_a_root_ceremony_on_a_static_seal_takes_recovery_shares_coerced_to_one_share(
+    static_seal_bao: OpenBao,
+) -> None:
+    with SecretsClient(static_seal_bao.address, static_seal_bao.token) as client:
+        status = client.seal.status()
+        assert status["recovery_seal"] is True and (status["t"], status["n"]) == (3, 5)
+        assert client.seal.share_kind() == "recovery"
+        ceremony = RekeyCeremony(client)
+        # 3 shares / threshold 2 asked: the real server keeps 1 / 1 instead of refusing.
+        started = ceremony.start(3, 2)
+        # Shown as 1 of 1 by sys/rotate/root, as 0 of 0 by the legacy sys/rekey.
+        kept = (0, 0) if ceremony.api_flavour == "legacy" else (1, 1)
+        assert (started["t"], started["n"], started["required"]) == (*kept, 3)
+        assert started["share_kind"] == "recovery" and started["new_share_kind"] == ""
+        for share in static_seal_bao.recovery_shares[:3]:
+            ceremony.submit_share(share)
+        assert ceremony.phase == "complete" and ceremony.new_shares == []
+        assert client.seal.status()["n"] == 5  # the recovery shares are untouched
+
+
+def test_a_recovery_ceremony_on_a_static_seal_hands_out_recovery_shares_that_unseal(
+    static_seal_bao: OpenBao,
+) -> None:
+    old = list(static_seal_bao.recovery_shares)
+    with SecretsClient(static_seal_bao.address, static_seal_bao.token) as client:
+        ceremony = RekeyCeremony(client, target="recovery")
+        assert ceremony.api_flavour == expected_flavour(static_seal_bao)
+        ceremony.start(3, 2, verify=True)
+        for share in old[:3]:
+            ceremony.submit_share(share)
+        assert ceremony.phase == "verifying"
+        new = ceremony.new_shares
+        for share in new[:2]:
+            ceremony.verify_share(share)
+        assert ceremony.phase == "complete"
+        seal = client.seal.status()
+        assert (seal["t"], seal["n"], seal["recovery_seal"]) == (2, 3, True)
+        assert ceremony.prove_unseal(new[:2])["sealed"] is False
+        static_seal_bao.wait_active()
+        old_shares_no_longer_unseal(static_seal_bao, client, old)

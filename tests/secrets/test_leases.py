@@ -157,6 +157,20 @@ def test_bulk_renew_reports_every_lease_and_never_stops_at_a_failure(
     assert done.loc[certificate, "action"] == "failed"
 
 
+def test_a_renewal_past_the_max_ttl_returns_the_servers_capping_warning(
+    client: SecretsClient,
+) -> None:
+    first, second, third = client.leases.lease_ids("database/creds/app/")[:3]
+    within = client.leases.renew(first, 60)
+    assert within["lease_duration"] == 60 and within["warnings"] == []
+    capped = client.leases.renew(second, 10**8)
+    assert capped["lease_duration"] < 10**8
+    assert len(capped["warnings"]) == 1 and "capped" in capped["warnings"][0]
+    done = client.leases.renew_leases([third], 10**8, dry_run=False, show_progress=False)
+    detail = str(done.loc[third, "detail"])
+    assert detail.startswith("lease_duration ") and "exceeded the effective max_ttl" in detail
+
+
 def test_a_dry_run_changes_nothing(client: SecretsClient) -> None:
     ids = client.leases.lease_ids("broker/creds/producer/")[:3]
     before = [client.leases.lookup(i)["expire_time"] for i in ids]

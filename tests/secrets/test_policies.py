@@ -57,8 +57,38 @@ def test_acl_rgp_and_egp_policies_round_trip(client: SecretsClient) -> None:
     )
     egp = client.policies.read("egp", "guard")
     assert egp["paths"] == ["kv/*", "sys/mounts"] and egp["enforcement_level"] == "advisory"
+    assert "guard" in client.policies.list("egp")
+    assert client.policies.name_path_map()["guard"] == [
+        {"path": "kv/", "glob": True},
+        {"path": "sys/mounts", "glob": False},
+    ]
     client.policies.delete("egp", "guard")
     assert "guard" not in client.policies.list("egp")
+    assert "guard" not in client.policies.name_path_map()
+
+
+def test_the_egp_names_come_from_the_name_path_map_not_the_command_line_keys(
+    demo_client: SecretsClient,
+) -> None:
+    assert demo_client.policies.list("egp") == ["internal-network", "protect-policies"]
+    assert demo_client.policies.name_path_map() == {
+        "internal-network": [
+            {"path": "database/", "glob": True},
+            {"path": "sys/leases/", "glob": True},
+        ],
+        "protect-policies": [{"path": "sys/policies/acl/", "glob": True}],
+    }
+    frame = demo_client.policies.policies_frame(["egp"])
+    assert list(frame["name"]) == ["internal-network", "protect-policies"]
+
+
+def test_the_demo_rgp_and_egp_texts_say_the_sandbox_does_not_evaluate_them(
+    demo_client: SecretsClient,
+) -> None:
+    for kind in ("rgp", "egp"):
+        for name in demo_client.policies.list(kind):
+            text = demo_client.policies.read(kind, name)["policy"]
+            assert text.startswith("# Stored, not evaluated by the sandbox."), (kind, name)
 
 
 def test_policy_arguments_are_checked_before_sending(client: SecretsClient) -> None:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import base64
+import json
 import warnings
+from collections.abc import Iterator
+from pathlib import Path
 
 import pysequoia
 import pytest
@@ -221,3 +224,63 @@ def test_prove_unseal_refuses_a_remote_server_unless_allowed() -> None:
     ceremony = RekeyCeremony(client)
     with pytest.raises(InputError, match="seals the server"):
         ceremony.prove_unseal(["00" * 33])
+
+
+# -- a seal with stored shares (auto-unseal): recovery shares -------------------------
+
+
+@pytest.fixture
+def recovery_sandbox(tmp_path: Path) -> Iterator[tuple[Sandbox, list[str]]]:
+    path = tmp_path / "init.json"
+    with Sandbox(demo=False, init_file=str(path), recovery_seal=True) as sb:
+        yield sb, list(json.loads(path.read_text())["recovery_keys"])
+
+
+@pytest.mark.parametrize("legacy", [True, False], ids=["legacy", "rotate"])
+def test_a_recovery_ceremony_hands_out_new_recovery_shares_that_then_unseal(
+    recovery_sandbox: tuple[Sandbox, list[str]], legacy: bool
+) -> None:
+    sandbox, recovery = recovery_sandbox
+    sandbox.secrets.legacy_rekey = legacy
+    with SecretsClient(sandbox.address, sandbox.token) as client:
+        assert client.seal.share_kind() == "recovery"
+        ceremony = RekeyCeremony(client, target="recovery")
+        status = ceremony.start(3, 2, verify=True)
+        assert status["share_kind"] == status["new_share_kind"] == "recovery"
+        assert client.recovery_rekey.api_flavour == ("legacy" if legacy else "rotate-root")
+        for share in recovery[:3]:
+            ceremony.submit_share(share)
+        assert ceremony.phase == "verifying" and len(ceremony.new_shares) == 3
+        for share in ceremony.new_shares[:2]:
+            ceremony.verify_share(share)
+        assert ceremony.phase == "complete"
+        assert ceremony.prove_unseal()["sealed"] is False
+        seal = client.seal.status()
+        assert (seal["t"], seal["n"], seal["recovery_seal"]) == (2, 3, True)
+
+
+def test_a_root_ceremony_on_a_recovery_seal_takes_recovery_shares_and_hands_out_none(
+    recovery_sandbox: tuple[Sandbox, list[str]],
+) -> None:
+    sandbox, recovery = recovery_sandbox
+    with SecretsClient(sandbox.address, sandbox.token) as client:
+        ceremony = RekeyCeremony(client)
+        status = ceremony.start(3, 2)
+        assert status["share_kind"] == "recovery" and status["new_share_kind"] == ""
+        # The legacy endpoints (the sandbox's default) show t and n as 0, as OpenBao 2.7 does.
+        assert (status["t"], status["n"], status["required"]) == (0, 0, 3)
+        for share in recovery[:3]:
+            ceremony.submit_share(share)
+        assert ceremony.phase == "complete" and ceremony.new_shares == []
+    assert sandbox.secrets.seal.stored_key_rotations == 1
+
+
+def test_a_shamir_ceremony_says_it_takes_and_hands_out_unseal_shares(
+    client: SecretsClient,
+) -> None:
+    status = RekeyCeremony(client).status()
+    assert status["share_kind"] == status["new_share_kind"] == "unseal"
+    with pytest.raises(InputError, match="target"):
+        RekeyCeremony(client, target="master")
+    with pytest.raises(BadRequest, match="recovery"):
+        RekeyCeremony(client, target="recovery").start(1, 1)

@@ -4,6 +4,8 @@
         SecretsClient(bao.address, bao.token)
     with OpenBao(dev=False, legacy_rekey=True) as bao:
         bao.shares                              # 5 unseal shares (hex), threshold 3
+    with OpenBao(dev=False, static_seal=True) as bao:
+        bao.recovery_shares                     # auto-unseal: 5 recovery shares, threshold 3
     with OpenBao(audit=True) as bao:
         bao.audit_records()                     # every request OpenBao received, in order
 
@@ -131,6 +133,10 @@ class OpenBao(Launcher):
     ``disable_unauthed_rekey_endpoints = false``, which re-enables ``sys/rekey/*``.
     ``audit=True``: a file audit device :data:`AUDIT_DEVICE`, declared in the
     configuration file, writing to :attr:`audit_log`.
+    ``static_seal=True`` (needs ``dev=False``) adds a ``seal "static"`` stanza with a
+    random 32-byte key in a 0600 file: the server unseals itself (auto-unseal), and
+    ``sys/init`` hands out :data:`KEY_SHARES` recovery shares (``recovery_shares``,
+    threshold :data:`KEY_THRESHOLD`) instead of unseal shares.
     """
 
     folder_prefix = "openbao-"
@@ -142,13 +148,15 @@ class OpenBao(Launcher):
         legacy_rekey: bool = False,
         audit: bool = False,
         tls_files: tuple[Path, Path] | None = None,
+        static_seal: bool = False,
     ) -> None:
-        if dev and legacy_rekey:
-            raise ValueError("the legacy rekey listener option needs dev=False")
+        if dev and (legacy_rekey or static_seal):
+            raise ValueError("the legacy rekey and static seal options need dev=False")
         if tls_files and not dev:
             raise ValueError("the extra TLS listener is a dev server option")
         self.dev = dev
         self.legacy_rekey = legacy_rekey
+        self.static_seal = static_seal
         self.audit = audit
         # (certificate, key) for a second listener, over TLS, at ``tls_address``; it asks
         # clients for a certificate (without requiring one), as the cert auth method needs.
@@ -161,6 +169,7 @@ class OpenBao(Launcher):
         # found by the secret scans of saved notebooks everywhere.
         self.token = f"dev-root-{secrets.token_hex(12)}" if dev else ""
         self.shares: list[str] = []
+        self.recovery_shares: list[str] = []
         self._process: subprocess.Popen[bytes] | None = None
 
     # -- where it is -------------------------------------------------------------
@@ -281,6 +290,17 @@ class OpenBao(Launcher):
             "disable_mlock = true",
             'log_level = "info"',
         ]
+        if self.static_seal:
+            key_file = self.folder / "unseal.key"
+            descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(secrets.token_bytes(32))
+            lines += [
+                'seal "static" {',
+                '  current_key_id = "test-1"',
+                f"  current_key = {_hcl('file://' + str(key_file))}",
+                "}",
+            ]
         return "\n".join(lines) + "\n" + (self._audit_stanza() if self.audit else "")
 
     def _audit_stanza(self) -> str:
@@ -301,16 +321,22 @@ class OpenBao(Launcher):
         return True
 
     def _initialise(self) -> None:
+        if self.static_seal:
+            # An auto-unseal seal keeps the root key itself: recovery shares instead.
+            request = {"recovery_shares": KEY_SHARES, "recovery_threshold": KEY_THRESHOLD}
+        else:
+            request = {"secret_shares": KEY_SHARES, "secret_threshold": KEY_THRESHOLD}
         with self.http(token="") as http:
-            reply = http.put(
-                "sys/init",
-                json={"secret_shares": KEY_SHARES, "secret_threshold": KEY_THRESHOLD},
-            )
+            reply = http.put("sys/init", json=request)
             if reply.status_code != 200:
                 raise ServerFailed(f"sys/init answered {reply.status_code}: {reply.text}")
             body = reply.json()
-        self.shares = list(body["keys"])
         self.token = str(body["root_token"])
+        if self.static_seal:
+            self.recovery_shares = list(body["recovery_keys"])
+            self.wait_active()
+            return
+        self.shares = list(body["keys"])
         self.unseal(self.shares[:KEY_THRESHOLD])
 
     def unseal(self, shares: list[str]) -> dict[str, Any]:
@@ -349,6 +375,8 @@ class OpenBao(Launcher):
             self._process = None
 
     def __repr__(self) -> str:
-        kind = "dev" if self.dev else ("raft, legacy rekey" if self.legacy_rekey else "raft")
+        kind = "dev" if self.dev else "raft"
+        kind += ", legacy rekey" if self.legacy_rekey else ""
+        kind += ", static seal" if self.static_seal else ""
         kind += ", audited" if self.audit else ""
         return f"<OpenBao {kind} {self.address if self._process else 'stopped'}>"

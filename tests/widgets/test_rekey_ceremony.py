@@ -302,3 +302,53 @@ def test_the_widget_can_drive_a_ceremony_object_it_is_given(
     shares = ceremony.new_shares
     assert all(isinstance(s, Sensitive) for s in shares)
     assert repr(form).startswith("<RekeyCeremonyWidget <RekeyCeremony complete")
+
+
+# -- a seal with stored shares (auto-unseal) ----------------------------------------------
+
+
+@pytest.fixture
+def recovery_sandbox(tmp_path: Path) -> Iterator[tuple[SecretsClient, list[str]]]:
+    path = tmp_path / "init.json"
+    with (
+        Sandbox(demo=False, init_file=str(path), recovery_seal=True) as sb,
+        SecretsClient(sb.address, sb.token) as client,
+    ):
+        yield client, list(json.loads(path.read_text())["recovery_keys"])
+
+
+def test_a_recovery_ceremony_asks_for_and_hands_out_recovery_shares(
+    recovery_sandbox: tuple[SecretsClient, list[str]],
+) -> None:
+    client, recovery = recovery_sandbox
+    form = RekeyCeremonyWidget(client, target="recovery")
+    assert "3 of 5 recovery shares" in form.panel.value
+    assert "auto-unseal" in form.panel.value
+    start(form)
+    assert "2 of 3 recovery" in form.panel.value
+    assert form.share.description == "Recovery share"
+    for share in recovery[:3]:
+        enter(form, share)
+    new = hand_out(form)
+    for share in new[:2]:
+        enter(form, share)
+    assert form.ceremony.phase == "complete"
+    form.prove_button.click()
+    assert client.seal.status()["sealed"] is False
+    assert leaks(form, recovery + new) == []
+
+
+def test_a_root_ceremony_on_a_recovery_seal_says_no_share_is_handed_out(
+    recovery_sandbox: tuple[SecretsClient, list[str]],
+) -> None:
+    client, recovery = recovery_sandbox
+    form = RekeyCeremonyWidget(client)
+    start(form, verify=False)
+    assert "none: the seal keeps the new root key" in form.panel.value
+    assert form.share.description == "Recovery share"
+    for share in recovery[:3]:
+        enter(form, share)
+    assert form.ceremony.phase == "complete"
+    assert "no share to hand out" in form.handout_note.value
+    assert form.reveal_button.disabled and form.prove_button.disabled
+    assert leaks(form, recovery) == []

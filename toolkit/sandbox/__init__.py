@@ -45,6 +45,8 @@ class SandboxOptions:
     pool_limit: int = 1
     key_shares: int = 5
     key_threshold: int = 3
+    # An auto-unseal seal that stores the root key: the shares are recovery shares.
+    recovery_seal: bool = False
     init_file: str | None = None
     rate_limit: float | None = None
     start_time: datetime | None = None
@@ -100,6 +102,7 @@ class Sandbox:
             root_token=opts.token,
             key_shares=opts.key_shares,
             key_threshold=opts.key_threshold,
+            recovery_seal=opts.recovery_seal,
         )
         if opts.demo:
             from .platform.demo import load_demo as load_platform_demo

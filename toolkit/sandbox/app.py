@@ -212,7 +212,7 @@ class _Persist:
 
 def build_app(sandbox: Sandbox) -> Any:
     from .platform.routes import routes as platform_routes
-    from .secrets.routes import routes as secrets_routes
+    from .secrets.http.routes import routes as secrets_routes
 
     async def crashed(request: Request, exc: Exception) -> Response:
         log.exception("sandbox bug while serving %s %s", request.method, request.url.path)

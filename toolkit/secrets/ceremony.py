@@ -87,13 +87,22 @@ class RekeyCeremony:
     key rotates) or ``"complete"`` (the new shares are in force).
     """
 
-    def __init__(self, client: SecretsClient | Rekey, seal: Seal | None = None) -> None:
+    def __init__(
+        self, client: SecretsClient | Rekey, seal: Seal | None = None, *, target: str = "root"
+    ) -> None:
         if isinstance(client, Rekey):
             self._rekey = client
             self._seal = seal or Seal(client._http)
         else:
-            self._rekey = client.rekey
+            self._rekey = client.recovery_rekey if target == "recovery" else client.rekey
             self._seal = seal or client.seal
+        if target not in ("root", "recovery") or self._rekey.target != target:
+            raise InputError(
+                f"target must be 'root' or 'recovery' and match the Rekey given, not {target!r}"
+            )
+        self.target = target
+        # Whether the seal stores the root key (read once: a seal's kind does not change).
+        self._recovery_seal: bool | None = None
         self._params: dict[str, Any] | None = None
         self._new_shares: list[Sensitive] | None = None
         self._new_shares_base64: list[Sensitive] | None = None
@@ -106,7 +115,29 @@ class RekeyCeremony:
 
     def __repr__(self) -> str:
         need = "" if self._required is None else f" {self._progress}/{self._required}"
-        return f"<RekeyCeremony {self._phase}{need} ({self._rekey.api_flavour})>"
+        which = ", recovery shares" if self.target == "recovery" else ""
+        return f"<RekeyCeremony {self._phase}{need} ({self._rekey.api_flavour}{which})>"
+
+    @property
+    def recovery_seal(self) -> bool:
+        """Whether the seal stores the root key (auto-unseal); the key holders then
+        hold recovery shares. From ``GET /sys/seal-status`` (``recovery_seal``), read once."""
+        if self._recovery_seal is None:
+            self._recovery_seal = self._seal.share_kind() == "recovery"
+        return self._recovery_seal
+
+    @property
+    def share_kind(self) -> str:
+        """The shares the key holders give: ``"recovery"`` or ``"unseal"``."""
+        return "recovery" if self.recovery_seal else "unseal"
+
+    @property
+    def new_share_kind(self) -> str:
+        """What the ceremony hands out: ``"unseal"`` or ``"recovery"`` shares, or ``""``
+        when the seal keeps the new root key itself (a root rekey on a recovery seal)."""
+        if self.target == "recovery":
+            return "recovery"
+        return "" if self.recovery_seal else "unseal"
 
     # -- what the server says --------------------------------------------------
     @property
@@ -134,7 +165,10 @@ class RekeyCeremony:
 
         Fields: ``phase``, ``progress``, ``required``, ``nonce`` (the nonce the
         next share goes with), ``t``, ``n``, ``pgp_fingerprints``, ``backup``,
-        ``verification_required``. Never contains a share.
+        ``verification_required``, and what the shares are: ``share_kind`` (the
+        key holders': ``recovery`` or ``unseal``), ``new_share_kind`` (handed
+        out: ``unseal``, ``recovery``, or empty when the seal keeps the key).
+        Never contains a share.
         """
         st = self._rekey.status()
         verify: Record | None = None
@@ -168,6 +202,8 @@ class RekeyCeremony:
                 "pgp_fingerprints": st.get("pgp_fingerprints") or self._pgp_fingerprints,
                 "backup": bool(st.get("backup")),
                 "verification_required": bool(st.get("verification_required")),
+                "share_kind": self.share_kind,
+                "new_share_kind": self.new_share_kind,
             },
             kind="rekey-ceremony",
         )
@@ -211,7 +247,8 @@ class RekeyCeremony:
         return self.status()
 
     def submit_share(self, share: str | Sensitive) -> Record:
-        """Provide one current unseal share, with the server's current nonce.
+        """Provide one current share (unseal, or recovery on a recovery seal), with the
+        server's current nonce.
 
         The share is checked first (hex or base64, of a share's size). When the
         threshold is reached the new shares are kept (:attr:`new_shares`) and the
@@ -280,6 +317,7 @@ class RekeyCeremony:
                 f"the new shares exist once the current shares reach the threshold "
                 f"(phase: {self._phase})"
             )
+        # Empty when the seal keeps the new root key (a root rekey on a recovery seal).
         return list(self._new_shares)
 
     @property

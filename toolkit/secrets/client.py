@@ -64,6 +64,7 @@ class SecretsClient(ServiceClient):
     (``VAULT_TLS_SERVER_NAME``).
 
     Areas: :attr:`auth`, :attr:`password_policies`, :attr:`policies`, :attr:`rekey`,
+    :attr:`recovery_rekey`,
     :attr:`seal`, :attr:`leases`, :attr:`plugins`, :attr:`tokens`; the
     engines at their default mounts: :attr:`keymgmt`, :attr:`ad`,
     :attr:`database`, :attr:`broker`, :attr:`pki` (each has ``.at(mount)``
@@ -123,6 +124,8 @@ class SecretsClient(ServiceClient):
         self.password_policies = PasswordPolicies(self.http)
         self.policies = Policies(self.http)
         self.rekey = Rekey(self.http)
+        # The recovery shares of a seal that stores the root key (auto-unseal).
+        self.recovery_rekey = Rekey(self.http, target="recovery")
         self.seal = Seal(self.http)
         self.leases = Leases(self.http)
         self.plugins = Plugins(self.http)

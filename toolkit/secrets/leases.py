@@ -121,7 +121,8 @@ class Leases(Area):
     def renew(self, lease_id: str, increment: int = 0) -> Record:
         """Extend a lease by ``increment`` seconds. ``POST /sys/leases/renew``.
 
-        Returns ``lease_id``, ``renewable``, ``lease_duration``.
+        Returns ``lease_id``, ``renewable``, ``lease_duration`` and the server's
+        ``warnings`` (a list; a renewal capped at the lease's max ttl says so there).
         """
         if not lease_id:
             raise InputError("lease_id is required")
@@ -139,6 +140,7 @@ class Leases(Area):
                 "lease_id": data.get("lease_id") or lease_id,
                 "renewable": data.get("renewable"),
                 "lease_duration": data.get("lease_duration"),
+                "warnings": warnings_of(payload),
             },
             kind="lease-renewal",
         )
@@ -353,14 +355,16 @@ class Leases(Area):
 
         With ``dry_run`` (the default) nothing is sent. One row per lease:
         ``action`` (``would renew``, ``renewed``, ``failed``) and ``detail`` (the
-        new duration, or the server's error). A failure never stops the rest.
+        new duration and the server's warnings, such as a renewal capped at the
+        lease's max ttl; or the server's error). A failure never stops the rest.
         """
         if increment < 0:
             raise InputError(f"increment must not be negative, not {increment}")
 
         def act(lease_id: str) -> dict[str, Any]:
             record = self.renew(lease_id, increment)
-            return {"action": "renewed", "detail": f"lease_duration {record.lease_duration}s"}
+            detail = "; ".join([f"lease_duration {record.lease_duration}s", *record.warnings])
+            return {"action": "renewed", "detail": detail}
 
         return self._bulk(ids, act, "renew", dry_run, show_progress)
 

@@ -8,16 +8,16 @@ rather than an error.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-from .._errors import APIError, InputError, MethodNotAllowed, NotFound
+from .._errors import APIError, DecodeError, InputError, MethodNotAllowed, NotFound
 from .._frames import Col, Schema, build_frame
 from .._http import segment
 from .._records import Record
-from ._base import Area
+from ._base import Area, unwrap
 
 __all__ = ["ENFORCEMENT_LEVELS", "KINDS", "POLICIES", "Policies"]
 
@@ -31,6 +31,11 @@ POLICIES = Schema.of(
     Col("paths", "object"),
     Col("policy_lines", "int"),
 )
+
+
+# An EGP's name -> the paths it governs, each ``{"path", "glob"}`` (a module-level name:
+# inside the class, ``list`` is the method).
+NamePathMap = dict[str, list[dict[str, Any]]]
 
 
 def _kind(kind: str) -> str:
@@ -50,8 +55,39 @@ class Policies(Area):
     """``sys/policies/{acl,rgp,egp}``."""
 
     def list(self, kind: str = "acl") -> list[str]:
-        """Names of the policies of ``kind``. ``LIST /sys/policies/{kind}``."""
-        return self._list(f"/sys/policies/{_kind(kind)}")
+        """Names of the policies of ``kind``. ``LIST /sys/policies/{kind}``.
+
+        For EGP the names come from ``name_path_map``: the list's ``keys`` show
+        each name with its paths, for the command line.
+        """
+        if _kind(kind) == "egp":
+            return list(self.name_path_map())
+        return self._list(f"/sys/policies/{kind}")
+
+    def name_path_map(self) -> NamePathMap:
+        """Each EGP's name, and the paths it governs: ``{"path", "glob"}`` dicts.
+
+        ``LIST /sys/policies/egp``, its ``name_path_map`` (a glob's path is shown
+        without its ``*``, with ``glob`` true). Empty when there are none.
+        """
+        try:
+            payload = self._http.json("LIST", "/sys/policies/egp")
+        except NotFound:  # an empty list answers 404
+            return {}
+        data = unwrap(payload)
+        raw = data.get("name_path_map")
+        if raw is None and isinstance(payload, Mapping):
+            raw = payload.get("name_path_map")
+        if not isinstance(raw, Mapping):
+            raise DecodeError("LIST /sys/policies/egp: the answer has no name_path_map object")
+        return {
+            str(name): [
+                {"path": str(entry.get("path", "")), "glob": bool(entry.get("glob"))}
+                for entry in entries or []
+                if isinstance(entry, Mapping)
+            ]
+            for name, entries in sorted(raw.items())
+        }
 
     def read(self, kind: str, name: str) -> Record:
         """One policy. ``GET /sys/policies/{kind}/:name``.

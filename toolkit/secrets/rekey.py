@@ -1,5 +1,11 @@
 """Rekeying the unseal shares (spec section 4.3), on either API flavour.
 
+``target="root"`` (the default) rekeys the root key: new unseal shares on a
+Shamir seal; on a seal with stored shares (auto-unseal, ``recovery_seal`` in the
+seal status) the recovery shares authorise it and no share is handed out.
+``target="recovery"`` rekeys those recovery shares (``sys/rekey-recovery-key/*``
+or ``sys/rotate/recovery/*``).
+
 The spec's ``sys/rekey/*`` endpoints answer bare fields. OpenBao 2.5 and later
 disable them by default (405 ``unsupported operation``) and offer the
 authenticated ``sys/rotate/root/{init,update,verify,backup}`` with the same
@@ -16,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._errors import InputError, MethodNotAllowed
+from .._errors import InputError, MethodNotAllowed, NotFound
 from .._http import HTTPLayer
 from .._masking import Sensitive, hidden, reveal
 from .._records import Record
@@ -25,7 +31,14 @@ from ._base import Area, hide, unwrap
 __all__ = ["FLAVOURS", "Rekey"]
 
 FLAVOURS = ("legacy", "rotate-root")
-_PREFIX = {"legacy": "/sys/rekey", "rotate-root": "/sys/rotate/root"}
+TARGETS = ("root", "recovery")
+# The endpoints' prefix by (target, flavour); "rotate-root" names the authenticated family.
+_PREFIX = {
+    ("root", "legacy"): "/sys/rekey",
+    ("root", "rotate-root"): "/sys/rotate/root",
+    ("recovery", "legacy"): "/sys/rekey-recovery-key",
+    ("recovery", "rotate-root"): "/sys/rotate/recovery",
+}
 # Fields of an answer that are shares of the new set (hex, base64, or PGP-encrypted).
 SHARE_FIELDS = ("keys", "keys_base64")
 
@@ -33,24 +46,45 @@ SHARE_FIELDS = ("keys", "keys_base64")
 class Rekey(Area):
     """The rekey endpoints: ``sys/rekey/*`` (legacy) or ``sys/rotate/root/*``."""
 
-    def __init__(self, http: HTTPLayer, flavour: str | None = None) -> None:
+    def __init__(
+        self, http: HTTPLayer, flavour: str | None = None, *, target: str = "root"
+    ) -> None:
         super().__init__(http)
         if flavour is not None and flavour not in FLAVOURS:
             raise InputError(f"rekey flavour must be one of {FLAVOURS}, not {flavour!r}")
+        if target not in TARGETS:
+            raise InputError(f"rekey target must be one of {TARGETS}, not {target!r}")
         self._flavour = flavour
+        self.target = target
+
+    def __repr__(self) -> str:
+        flavour = self._flavour or "flavour not yet detected"
+        return (
+            f"<Rekey {self.target} shares ({flavour}): status, init, update, verify_update, cancel>"
+        )
+
+    @property
+    def _prefix(self) -> str:
+        return _PREFIX[(self.target, self.api_flavour)]
 
     @property
     def api_flavour(self) -> str:
         """``"legacy"`` (``sys/rekey/*``) or ``"rotate-root"`` (``sys/rotate/root/*``).
 
-        Detected on first use: ``GET /sys/rekey/init``, and on 405 the
-        rotate-root endpoints. Set it to force one.
+        Detected on first use: ``GET /sys/rekey/init`` (``/sys/rekey-recovery-key/init``
+        for the recovery shares), and on 405 (404 for the recovery paths) the
+        authenticated endpoints. Set it to force one.
         """
         if self._flavour is None:
             try:
-                self._http.json("GET", "/sys/rekey/init")
+                self._http.json("GET", f"{_PREFIX[(self.target, 'legacy')]}/init")
                 self._flavour = "legacy"
             except MethodNotAllowed:
+                self._flavour = "rotate-root"
+            except NotFound:
+                # OpenBao 2.7 answers 404 for the legacy recovery paths it disabled.
+                if self.target != "recovery":
+                    raise
                 self._flavour = "rotate-root"
         return self._flavour
 
@@ -63,7 +97,7 @@ class Rekey(Area):
     def _call(self, method: str, op: str, body: Any = None) -> Record:
         payload = self._http.json(
             method,
-            f"{_PREFIX[self.api_flavour]}/{op}",
+            f"{self._prefix}/{op}",
             json=body,
             check="read the attempt's progress (rekey.status)",
         )
@@ -123,7 +157,7 @@ class Rekey(Area):
 
     def cancel(self) -> None:
         """Cancel the attempt; the current shares stay valid. ``DELETE /sys/rekey/init``."""
-        self._http.json("DELETE", f"{_PREFIX[self.api_flavour]}/init")
+        self._http.json("DELETE", f"{self._prefix}/init")
 
     def update(self, key: str | Sensitive, nonce: str) -> Record:
         """Provide one current share. ``POST /sys/rekey/update`` (or rotate-root).
@@ -172,4 +206,4 @@ class Rekey(Area):
 
     def delete_backup(self) -> None:
         """Delete the stored backup. ``DELETE /sys/rekey/backup``."""
-        self._http.json("DELETE", f"{_PREFIX[self.api_flavour]}/backup")
+        self._http.json("DELETE", f"{self._prefix}/backup")

@@ -1,6 +1,7 @@
 """Seal status, seal and unseal (``sys/seal-status``, ``sys/seal``, ``sys/unseal``).
 
-Unseal shares are taken as strings or :class:`~toolkit.Sensitive` and are sent
+On a seal that stores the root key (auto-unseal) the shares are recovery shares:
+:meth:`Seal.share_kind` says which. Unseal shares are taken as strings or :class:`~toolkit.Sensitive` and are sent
 only in request bodies, never shown.
 """
 
@@ -20,6 +21,12 @@ class Seal(Area):
     def status(self) -> Record:
         """``GET /sys/seal-status``: ``sealed``, ``t``, ``n``, ``progress``, ``nonce``, ..."""
         return Record(unwrap(self._http.json("GET", "/sys/seal-status")), kind="seal-status")
+
+    def share_kind(self) -> str:
+        """Which shares the key holders keep: ``"recovery"`` on a seal that stores the
+        root key (auto-unseal: ``recovery_seal`` in ``GET /sys/seal-status``), else
+        ``"unseal"``. Recovery shares authorise rekeys and unseal a server sealed by hand."""
+        return "recovery" if self.status().get("recovery_seal") else "unseal"
 
     def seal(self) -> None:
         """Seal the server: every client is refused until it is unsealed. ``POST /sys/seal``."""

@@ -338,6 +338,26 @@ def test_a_check_out_ttl_is_capped_at_the_sets(api: httpx.Client) -> None:
     assert check_out(api, ttl="10m")["lease_duration"] == 600
 
 
+def test_a_set_with_ttl_and_max_ttl_0_puts_no_cap_and_the_mount_lease_ttls_apply(
+    api: httpx.Client,
+) -> None:
+    # The spec says 0 is "unlimited"; as on the real server, a 0 only removes the set's own
+    # cap: a check-out gets the mount's default lease, and asks up to the mount's maximum.
+    mount_default = mount_max = 768 * 3600
+    ok(api.post("sys/mounts/ad/tune", json={"max_lease_ttl": "100h"}))
+    ok(
+        api.post(
+            "ad/library/spares", json={"service_account_names": [SPARE], "ttl": 0, "max_ttl": 0}
+        )
+    )
+    assert check_out(api, "spares")["lease_duration"] == 100 * 3600
+    ok(api.post("sys/mounts/ad/tune", json={"max_lease_ttl": 0}))
+    data(api.post("ad/library/manage/spares/check-in", json={"service_account_names": [SPARE]}))
+    assert check_out(api, "spares")["lease_duration"] == mount_default
+    data(api.post("ad/library/manage/spares/check-in", json={"service_account_names": [SPARE]}))
+    assert check_out(api, "spares", ttl="1000h")["lease_duration"] == mount_max
+
+
 def test_check_out_is_400_when_no_account_is_free(api: httpx.Client) -> None:
     check_out(api)
     check_out(api)
@@ -553,10 +573,10 @@ def test_the_engine_state_survives_a_copy_and_its_leases_still_check_in(
     with sandbox.secrets.lock:
         copy = round_trip({"secrets": sandbox.secrets})["secrets"]
     backend = copy.mounts.engine("ad").backend
-    assert lent in backend.library["dba-oncall"].check_outs
+    assert lent in backend.library.sets["dba-oncall"].check_outs
     copy.clock.advance(601)
     copy.leases.count_irrevocable()  # any call lets due leases expire
-    assert lent not in backend.library["dba-oncall"].check_outs
+    assert lent not in backend.library.sets["dba-oncall"].check_outs
     assert status(api)[lent]["available"] is False  # the original is untouched
 
 

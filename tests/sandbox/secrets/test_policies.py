@@ -35,7 +35,12 @@ def test_the_acl_list_includes_root_and_default(demo_sandbox: Sandbox) -> None:
 def test_the_egp_list_maps_names_to_paths_and_glob_status(demo_sandbox: Sandbox) -> None:
     with v1(demo_sandbox) as root:
         body = root.request("LIST", "sys/policies/egp").json()
-    assert body["keys"] == ["internal-network", "protect-policies"]
+    # Spec 4.2: keys maps names to paths in a form the command line lists (one line each).
+    assert body["keys"] == body["data"]["keys"]
+    assert body["keys"] == [
+        "internal-network: database/*, sys/leases/*",
+        "protect-policies: sys/policies/acl/*",
+    ]
     assert body["data"]["name_path_map"]["protect-policies"] == [
         {"path": "sys/policies/acl/", "glob": True}
     ]
@@ -177,3 +182,15 @@ def test_the_policy_store_ignores_unknown_names_when_building_an_acl() -> None:
     acl = store.acl(["default", "no-such-policy"])
     assert acl.allows("auth/token/lookup-self", "read")
     assert not acl.allows("secret/x", "read")
+
+
+def test_a_hard_mandatory_egp_is_stored_but_not_evaluated(demo_sandbox: Sandbox) -> None:
+    # docs/decisions.md: the sandbox keeps RGP and EGP policies without evaluating them, so
+    # the demo's hard-mandatory EGP on sys/policies/acl/* stops no write (its text says so).
+    with v1(demo_sandbox) as root:
+        egp = root.get("sys/policies/egp/protect-policies").json()["data"]
+        assert egp["enforcement_level"] == "hard-mandatory"
+        assert egp["policy"].startswith("# Stored, not evaluated by the sandbox.")
+        written = root.post("sys/policies/acl/egp-probe", json={"policy": READ_SECRET})
+        assert written.status_code == 204
+        assert root.delete("sys/policies/acl/egp-probe").status_code == 204

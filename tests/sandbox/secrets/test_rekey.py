@@ -391,3 +391,103 @@ def test_the_legacy_endpoints_answer_405_when_switched_off(server: Server) -> No
         assert refused.status_code == 405
         assert errors(refused) == ["unsupported operation"]
     assert server.call("GET", "init", rotate=True).status_code == 200
+
+
+# -- a seal with stored shares: the root key stays in the seal, recovery shares rekey ---------
+
+
+@pytest.fixture
+def recovery_server(tmp_path: Path) -> Iterator[Server]:
+    path = tmp_path / "init.json"
+    with (
+        Sandbox(demo=False, init_file=str(path), recovery_seal=True) as sb,
+        httpx.Client(base_url=f"{sb.address}/v1", headers={"X-Vault-Token": sb.token}) as client,
+    ):
+        init = json.loads(path.read_text())
+        yield Server(sb, {"keys": init["recovery_keys"]}, client)
+
+
+@pytest.mark.parametrize("rotate", [False, True], ids=["sys/rekey", "sys/rotate/root"])
+def test_a_root_rekey_on_a_recovery_seal_is_coerced_to_one_share_and_hands_out_none(
+    recovery_server: Server, rotate: bool
+) -> None:
+    server = recovery_server
+    # As OpenBao 2.7: 3 shares / threshold 2 asked, 1 / 1 kept (the spec says they must be 1).
+    status = server.data(
+        server.call("PUT", "init", {"secret_shares": 3, "secret_threshold": 2}, rotate=rotate),
+        rotate=rotate,
+    )
+    # The legacy status shows t and n as 0, as OpenBao 2.7 does; the rotate one 1 of 1.
+    kept = (1, 1) if rotate else (0, 0)
+    assert (status["t"], status["n"], status["required"]) == (*kept, 3)
+    nonce = status["nonce"]
+    for key in server.keys[:3]:
+        done = server.data(
+            server.call("PUT", "update", {"key": key, "nonce": nonce}, rotate=rotate),
+            rotate=rotate,
+        )
+    assert done["complete"] is True and done["keys"] == [] and done["keys_base64"] == []
+    assert server.sb.secrets.seal.stored_key_rotations == 1
+    # The recovery shares are unchanged: they still unseal a server sealed by hand.
+    assert server.seal_and_unseal_with(server.keys[:3])[-1].json()["sealed"] is False
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ({"secret_shares": 1, "secret_threshold": 1, "require_verification": True}, "verification"),
+        ({"secret_shares": 1, "secret_threshold": 1, "backup": True}, "backup"),
+    ],
+)
+def test_a_root_rekey_on_a_recovery_seal_refuses_what_needs_shares(
+    recovery_server: Server, body: dict[str, Any], named: str
+) -> None:
+    response = recovery_server.call("PUT", "init", body, rotate=True)
+    assert response.status_code == 400 and named in errors(response)[0]
+    assert (
+        recovery_server.data(recovery_server.call("GET", "init", rotate=True), rotate=True)[
+            "started"
+        ]
+        is False
+    )
+
+
+@pytest.mark.parametrize(
+    "legacy", [False, True], ids=["sys/rotate/recovery", "sys/rekey-recovery-key"]
+)
+def test_the_recovery_shares_rekey_with_new_shares_handed_out(
+    recovery_server: Server, legacy: bool
+) -> None:
+    server = recovery_server
+    prefix = "sys/rekey-recovery-key" if legacy else "sys/rotate/recovery"
+
+    def call(method: str, op: str, body: Any = None) -> Any:
+        response = server.client.request(method, f"{prefix}/{op}", json=body)
+        return server.data(response, rotate=not legacy)
+
+    status = call("POST", "init", {"secret_shares": 3, "secret_threshold": 2})
+    assert (status["t"], status["n"], status["required"]) == (2, 3, 3)
+    for key in server.keys[:3]:
+        done = call("POST", "update", {"key": key, "nonce": status["nonce"]})
+    assert done["complete"] is True and len(done["keys"]) == 3
+    seal = server.client.get("sys/seal-status").json()
+    assert (seal["t"], seal["n"], seal["recovery_seal"]) == (2, 3, True)
+    # The old recovery shares no longer count; the new ones authorise and unseal.
+    assert server.seal_and_unseal_with(server.keys[:2])[-1].status_code == 400
+    assert server.seal_and_unseal_with(done["keys"][:2])[-1].json()["sealed"] is False
+
+
+def test_the_legacy_recovery_paths_answer_404_when_switched_off(recovery_server: Server) -> None:
+    recovery_server.sb.secrets.legacy_rekey = False
+    response = recovery_server.client.get("sys/rekey-recovery-key/init")
+    assert response.status_code == 404 and errors(response) == ["unsupported path"]
+    assert recovery_server.client.get("sys/rotate/recovery/init").status_code == 200
+
+
+def test_recovery_rekey_settings_are_checked_like_unseal_ones(recovery_server: Server) -> None:
+    response = recovery_server.client.post(
+        "sys/rotate/recovery/init", json={"secret_shares": 3, "secret_threshold": 4}
+    )
+    assert response.status_code == 400
+    assert errors(response)[0].startswith("invalid recovery configuration")
+    assert recovery_server.client.get("sys/rekey-recovery-key/backup").status_code == 404

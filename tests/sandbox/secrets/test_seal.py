@@ -195,3 +195,60 @@ def test_unseal_refuses_a_missing_or_malformed_key(
     assert answer.status_code == 400
     assert answer.json() == {"errors": [message]}
     assert client.get("sys/seal-status").json()["progress"] == 0
+
+
+# -- a seal with stored shares (auto-unseal, recovery shares) ------------------------
+
+
+@pytest.fixture
+def recovery_server(tmp_path: Path) -> Iterator[tuple[httpx.Client, dict[str, Any]]]:
+    """A sandbox whose seal stores the root key, with the recovery shares it wrote."""
+    path = tmp_path / "init.json"
+    with (
+        Sandbox(demo=False, init_file=str(path), recovery_seal=True) as sb,
+        httpx.Client(base_url=f"{sb.address}/v1", headers={"X-Vault-Token": sb.token}) as client,
+    ):
+        yield client, json.loads(path.read_text())
+
+
+def test_a_recovery_seal_reports_itself_and_writes_recovery_shares_to_the_init_file(
+    recovery_server: tuple[httpx.Client, dict[str, Any]],
+) -> None:
+    client, init = recovery_server
+    status = client.get("sys/seal-status").json()
+    assert status["recovery_seal"] is True and status["type"] == "static"
+    assert status["recovery_seal_type"] == "shamir"
+    assert (status["t"], status["n"]) == (3, 5)
+    assert init["keys"] == [] and init["keys_base64"] == []
+    assert len(init["recovery_keys"]) == 5 and len(init["recovery_keys_base64"]) == 5
+
+
+def test_a_shamir_seal_is_no_recovery_seal_and_has_no_recovery_rekey(
+    server: tuple[httpx.Client, dict[str, Any]],
+) -> None:
+    client, init = server
+    status = client.get("sys/seal-status").json()
+    assert status["recovery_seal"] is False and "recovery_seal_type" not in status
+    assert "recovery_keys" not in init
+    refused = client.post(
+        "sys/rotate/recovery/init", json={"secret_shares": 1, "secret_threshold": 1}
+    )
+    assert refused.status_code == 400 and "recovery" in refused.json()["errors"][0]
+
+
+def test_recovery_shares_unseal_a_recovery_seal_sealed_by_hand(
+    recovery_server: tuple[httpx.Client, dict[str, Any]],
+) -> None:
+    client, init = recovery_server
+    assert client.put("sys/seal").status_code == 204
+    assert client.get("sys/seal-status").json()["sealed"] is True
+    for key in init["recovery_keys"][:3]:
+        status = client.put("sys/unseal", json={"key": key}).json()
+    assert status["sealed"] is False and status["recovery_seal"] is True
+
+
+def test_the_sandbox_command_takes_a_recovery_seal_flag(tmp_path: Path) -> None:
+    from toolkit.__main__ import _sandbox_parser
+
+    assert _sandbox_parser().parse_args(["--recovery-seal"]).recovery_seal is True
+    assert _sandbox_parser().parse_args([]).recovery_seal is False

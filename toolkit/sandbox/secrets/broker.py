@@ -23,7 +23,6 @@ Rules, as the real server applies them (OpenBao's ``rabbitmq`` engine):
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import string
@@ -32,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from . import fields
 from ._credentials import Requester, creds_lease, generate_password, lease_ttls
 from .errors import SecretsError
 
@@ -41,7 +39,14 @@ if TYPE_CHECKING:
     from .models import SecretsService
     from .mounts import Mount
 
-__all__ = ["Broker", "BrokerConnection", "BrokerRole", "BrokerUser", "parse_vhost_topics"]
+__all__ = [
+    "Broker",
+    "BrokerConnection",
+    "BrokerRole",
+    "BrokerUser",
+    "check_vhost_topics",
+    "check_vhosts",
+]
 
 _ALNUM = string.ascii_letters + string.digits
 _VHOST_KEYS = ("configure", "write", "read")
@@ -114,22 +119,26 @@ class Broker:
         return dict(self._users)
 
     # -- configuration -------------------------------------------------------------
-    def configure_connection(self, body: dict[str, Any]) -> None:
+    def configure_connection(
+        self,
+        *,
+        connection_uri: str,
+        username: str,
+        password: str,
+        verify_connection: bool = True,
+        password_policy: str = "",
+        username_template: str = "",
+    ) -> None:
         """``POST config/connection``: every field checked before the old one is replaced."""
-        uri = fields.string(body, "connection_uri")
-        if not uri:
-            raise SecretsError(400, "missing connection_uri")
-        username = fields.string(body, "username")
-        if not username:
-            raise SecretsError(400, "missing username")
-        password = body.get("password")
-        if password is None or password == "":
-            raise SecretsError(400, "missing password")
-        if not isinstance(password, str):
-            raise SecretsError(400, "password: expected a string")
-        verify = fields.boolean(body, "verify_connection", True)
-        policy = fields.string(body, "password_policy")
-        template = fields.string(body, "username_template")
+        uri, verify = connection_uri, verify_connection
+        policy, template = password_policy, username_template
+        for name, value in (
+            ("connection_uri", uri),
+            ("username", username),
+            ("password", password),
+        ):
+            if not value:
+                raise SecretsError(400, f"missing {name}")
         if verify:
             reason = _management_uri_problem(uri)
             if reason:
@@ -143,10 +152,8 @@ class Broker:
             verify_connection=verify,
         )
 
-    def configure_lease(self, body: dict[str, Any]) -> None:
-        """``POST config/lease``: ``ttl`` and ``max_ttl`` in seconds (or duration text)."""
-        ttl = fields.duration(body, "ttl")
-        max_ttl = fields.duration(body, "max_ttl")
+    def configure_lease(self, *, ttl: int = 0, max_ttl: int = 0) -> None:
+        """``POST config/lease``: ``ttl`` and ``max_ttl`` in seconds (0: the mount's)."""
         for key, value in (("ttl", ttl), ("max_ttl", max_ttl)):
             if value < 0:
                 raise SecretsError(400, f"{key}: cannot be negative")
@@ -161,15 +168,25 @@ class Broker:
         return {"ttl": self.lease_ttl, "max_ttl": self.lease_max_ttl}
 
     # -- roles ---------------------------------------------------------------------
-    def write_role(self, name: str, body: dict[str, Any]) -> None:
-        """``POST roles/:name``: replaces the role; both maps validated first."""
-        tags = fields.string(body, "tags")
-        raw_vhosts = body.get("vhosts")
-        if not tags and raw_vhosts in (None, ""):
+    def write_role(
+        self,
+        name: str,
+        *,
+        tags: str = "",
+        vhosts: Any = None,
+        vhost_topics: Any = None,
+    ) -> None:
+        """``POST roles/:name``: replaces the role; both maps validated first.
+
+        ``vhosts`` maps a virtual host to ``{configure, write, read}`` patterns,
+        ``vhost_topics`` a virtual host to an exchange to ``{write, read}`` (as
+        decoded from the request's JSON text; None when not given).
+        """
+        if not tags and vhosts is None:
             raise SecretsError(400, "both tags and vhosts not specified")
-        vhosts = parse_vhosts(raw_vhosts)
-        topics = parse_vhost_topics(body.get("vhost_topics"))
-        self.roles[name] = BrokerRole(name, tags, vhosts, topics)
+        checked = check_vhosts(vhosts)
+        topics = check_vhost_topics(vhost_topics)
+        self.roles[name] = BrokerRole(name, tags, checked, topics)
 
     def delete_role(self, name: str) -> None:
         self.roles.pop(name, None)
@@ -239,17 +256,6 @@ def _management_uri_problem(uri: str) -> str | None:
     return None
 
 
-def _decode(name: str, raw: Any) -> Any:
-    if raw is None or raw == "":
-        return {}
-    if not isinstance(raw, str):
-        raise SecretsError(400, f"{name}: expected a string holding a JSON object")
-    try:
-        return json.loads(raw)
-    except ValueError as exc:
-        raise SecretsError(400, f"failed to unmarshal {name}: {exc}") from None
-
-
 def _permissions(name: str, where: str, value: Any, keys: tuple[str, ...]) -> dict[str, str]:
     if not isinstance(value, dict):
         raise SecretsError(400, f"{name}: {where} must be an object with keys {', '.join(keys)}")
@@ -273,9 +279,10 @@ def _permissions(name: str, where: str, value: Any, keys: tuple[str, ...]) -> di
     return result
 
 
-def parse_vhosts(raw: Any) -> dict[str, dict[str, str]]:
-    """``vhosts``: a JSON object of virtual host to ``{configure, write, read}``."""
-    decoded = _decode("vhosts", raw)
+def check_vhosts(decoded: Any) -> dict[str, dict[str, str]]:
+    """``vhosts``: an object of virtual host to ``{configure, write, read}`` (None: none)."""
+    if decoded is None:
+        return {}
     if not isinstance(decoded, dict):
         raise SecretsError(400, "vhosts: expected a JSON object of virtual host to permissions")
     return {
@@ -284,9 +291,10 @@ def parse_vhosts(raw: Any) -> dict[str, dict[str, str]]:
     }
 
 
-def parse_vhost_topics(raw: Any) -> dict[str, dict[str, dict[str, str]]]:
-    """``vhost_topics``: a JSON object of virtual host to exchange to ``{write, read}``."""
-    decoded = _decode("vhost_topics", raw)
+def check_vhost_topics(decoded: Any) -> dict[str, dict[str, dict[str, str]]]:
+    """``vhost_topics``: an object of virtual host to exchange to ``{write, read}``."""
+    if decoded is None:
+        return {}
     if not isinstance(decoded, dict):
         raise SecretsError(
             400, "vhost_topics: expected a JSON object of virtual host to exchange to permissions"

@@ -23,21 +23,31 @@ Rules, as the real server applies them (OpenBao's ``database`` engine):
 - static roles rotate on the sandbox clock: every call first rotates the roles
   whose ``last rotation + rotation_period`` has passed, stamping the rotation
   at the instant it fell due, as a server running all along would have.
+
+What each plugin family requires and how its statements look is in
+:mod:`.database_plugins`. The state methods take typed requests
+(:class:`ConnectionWrite`, :class:`RoleWrite`, :class:`StaticRoleWrite`) that
+``http/database.py`` reads from the request bodies.
 """
 
 from __future__ import annotations
 
 import re
-import secrets
-import string
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..._time import format_rfc3339
-from . import fields
 from ._credentials import Requester, creds_lease, generate_password, lease_ttls
+from .database_plugins import (
+    check_details,
+    default_password,
+    dialect_of,
+    redact_url,
+    render,
+    url_password,
+    username_for,
+)
 from .errors import SecretsError
 
 if TYPE_CHECKING:
@@ -45,19 +55,27 @@ if TYPE_CHECKING:
     from .models import SecretsService
     from .mounts import Mount
 
-__all__ = ["Connection", "Database", "ExecutedStatement", "Role", "StaticRole"]
+__all__ = [
+    "ENGINE_FIELDS",
+    "Connection",
+    "ConnectionWrite",
+    "Database",
+    "ExecutedStatement",
+    "Role",
+    "RoleWrite",
+    "StaticRole",
+    "StaticRoleWrite",
+]
+
+T = TypeVar("T")
 
 # The queue tick of the real server: a static role cannot rotate more often.
 MIN_ROTATION_PERIOD = 5
 # Creds outlive their lease by this much, so the user never expires first.
 EXPIRATION_BUFFER = 5
 
-_LOWER = string.ascii_lowercase
-_UPPER = string.ascii_uppercase
-_DIGITS = string.digits
-_ALNUM = _LOWER + _UPPER + _DIGITS
 # Fields of a connection write that belong to the engine, not to the plugin.
-_ENGINE_FIELDS = (
+ENGINE_FIELDS = (
     "name",
     "plugin_name",
     "plugin_version",
@@ -68,92 +86,6 @@ _ENGINE_FIELDS = (
 )
 # Connection parameters never returned on read.
 _SECRET_DETAILS = ("password", "private_key")
-
-
-@dataclass(frozen=True)
-class _Dialect:
-    """What the sandbox knows of one family of database plugins."""
-
-    family: str
-    required: tuple[str, ...]  # connection parameters that must be set
-    rotate: str  # default statement to change a user's password
-    revoke: str  # default statement to drop a user
-    name_length: int  # the plugin's username template truncates to this
-
-    def check_url(self, url: str) -> str | None:
-        """Why ``url`` (templates rendered) is not a connection string here, or None."""
-        if self.family == "postgresql":
-            if "://" not in url:
-                return None if re.search(r"(^|\s)host=\S+", url) else "missing host in DSN"
-            parts = urlsplit(url)
-            if parts.scheme not in ("postgres", "postgresql"):
-                return f"invalid connection URL scheme {parts.scheme!r}"
-            return None if parts.hostname else "missing host in connection URL"
-        if self.family == "mysql":
-            if re.match(r"^[^@]*@(tcp|unix)\([^)]+\)/\S*$", url):
-                return None
-            return "invalid DSN: expected user:password@tcp(host:port)/dbname"
-        return None
-
-
-_SQL_REVOKE = 'DROP ROLE IF EXISTS "{{name}}";'
-_POSTGRES = _Dialect(
-    "postgresql",
-    ("connection_url",),
-    "ALTER ROLE \"{{name}}\" WITH PASSWORD '{{password}}';",
-    _SQL_REVOKE,
-    63,
-)
-_MYSQL = _Dialect(
-    "mysql",
-    ("connection_url",),
-    "ALTER USER '{{name}}'@'%' IDENTIFIED BY '{{password}}';",
-    "DROP USER IF EXISTS '{{name}}'@'%';",
-    32,
-)
-_DIALECTS: dict[str, _Dialect] = {
-    "postgresql-database-plugin": _POSTGRES,
-    "mysql-database-plugin": _MYSQL,
-    "mysql-aurora-database-plugin": _MYSQL,
-    "mysql-rds-database-plugin": _MYSQL,
-    "mysql-legacy-database-plugin": _Dialect(
-        "mysql", _MYSQL.required, _MYSQL.rotate, _MYSQL.revoke, 16
-    ),
-    "cassandra-database-plugin": _Dialect(
-        "cassandra",
-        ("hosts", "username", "password"),
-        "ALTER USER '{{username}}' WITH PASSWORD '{{password}}';",
-        "DROP USER '{{username}}';",
-        100,
-    ),
-    "influxdb-database-plugin": _Dialect(
-        "influxdb",
-        ("host", "username", "password"),
-        "SET PASSWORD FOR \"{{username}}\" = '{{password}}';",
-        'DROP USER "{{username}}";',
-        100,
-    ),
-    "redis-database-plugin": _Dialect(
-        "redis",
-        ("host", "port", "username", "password"),
-        "ACL SETUSER {{username}} >{{password}}",
-        "ACL DELUSER {{username}}",
-        100,
-    ),
-    "valkey-database-plugin": _Dialect(
-        "redis",
-        ("host", "port", "username", "password"),
-        "ACL SETUSER {{username}} >{{password}}",
-        "ACL DELUSER {{username}}",
-        100,
-    ),
-}
-# A registered plugin the sandbox knows nothing of: parameters taken as given.
-_GENERIC = _Dialect("generic", (), _POSTGRES.rotate, _SQL_REVOKE, 63)
-
-
-def dialect_of(plugin_name: str) -> _Dialect:
-    return _DIALECTS.get(plugin_name, _GENERIC)
 
 
 @dataclass
@@ -252,6 +184,47 @@ class StaticRole:
 
 
 @dataclass(frozen=True)
+class ConnectionWrite:
+    """What a ``POST config/:name`` asks, as the HTTP side read it.
+
+    None (or an empty ``details``) keeps what an existing connection has;
+    ``details`` are the plugin's own parameters (``connection_url``, ``username``,
+    ``password``, ...), merged into the stored ones.
+    """
+
+    plugin_name: str | None = None
+    plugin_version: str | None = None
+    verify_connection: bool = True
+    allowed_roles: list[str] | None = None
+    root_rotation_statements: list[str] | None = None
+    password_policy: str | None = None
+    details: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class RoleWrite:
+    """What a ``POST roles/:name`` asks (None: keep the role's value, or the default)."""
+
+    db_name: str | None = None
+    creation_statements: list[str] | None = None
+    revocation_statements: list[str] | None = None
+    rollback_statements: list[str] | None = None
+    renew_statements: list[str] | None = None
+    default_ttl: int | None = None
+    max_ttl: int | None = None
+
+
+@dataclass(frozen=True)
+class StaticRoleWrite:
+    """What a ``POST static-roles/:name`` asks (None: keep the role's value)."""
+
+    db_name: str | None = None
+    username: str | None = None
+    rotation_period: int | None = None
+    rotation_statements: list[str] | None = None
+
+
+@dataclass(frozen=True)
 class ExecutedStatement:
     """One statement the simulated database ran. ``statement`` may hold a password."""
 
@@ -299,7 +272,7 @@ class Database:
             raise SecretsError(400, f'failed to find entry for connection with name: "{name}"')
         return found
 
-    def configure(self, name: str, body: dict[str, Any]) -> list[str]:
+    def configure(self, name: str, request: ConnectionWrite) -> list[str]:
         """Write ``config/:name`` (a create, or an update merging into the old); warnings.
 
         Every field is checked, and the plugin "started" (verified when
@@ -308,31 +281,23 @@ class Database:
         self.rotate_due()
         old = self.connections.get(name)
         base = old or Connection(name=name, plugin_name="", details={})
-        plugin_name = fields.string(body, "plugin_name", base.plugin_name)
+        plugin_name = _keep(request.plugin_name, base.plugin_name)
         if not plugin_name:
             raise SecretsError(400, "empty plugin name")
-        version = fields.string(body, "plugin_version", base.plugin_version)
+        version = _keep(request.plugin_version, base.plugin_version)
         if self.service.plugins.get("database", plugin_name, version) is None:
             shown = f"{plugin_name} {version}".strip()
             raise SecretsError(
                 400, f"error creating database object: plugin not found in the catalog: {shown}"
             )
-        verify = fields.boolean(body, "verify_connection", True)
-        allowed = (
-            fields.string_list(body, "allowed_roles")
-            if "allowed_roles" in body
-            else list(base.allowed_roles)
-        )
-        rotation = (
-            _statements(body, "root_rotation_statements")
-            if "root_rotation_statements" in body
-            else list(base.root_rotation_statements)
-        )
-        policy = fields.string(body, "password_policy", base.password_policy)
+        verify = request.verify_connection
+        allowed = list(_keep(request.allowed_roles, base.allowed_roles))
+        rotation = list(_keep(request.root_rotation_statements, base.root_rotation_statements))
+        policy = _keep(request.password_policy, base.password_policy)
         details = dict(base.details)
-        details.update({k: v for k, v in body.items() if k not in _ENGINE_FIELDS})
+        details.update(request.details)
         dialect = dialect_of(plugin_name)
-        _check_details(dialect, details, verify)
+        check_details(dialect, details, verify)
         connection = Connection(
             name=name,
             plugin_name=plugin_name,
@@ -351,7 +316,7 @@ class Database:
             users.add(root)
         warnings = []
         url = details.get("connection_url")
-        if isinstance(url, str) and _url_password(url) is not None:
+        if isinstance(url, str) and url_password(url) is not None:
             warnings.append(
                 "Password found in connection_url, use a templated url to enable root "
                 "rotation and prevent read access to password information."
@@ -399,36 +364,33 @@ class Database:
             raise SecretsError(400, f'"{role}" is not an allowed role')
         return connection
 
-    def write_role(self, name: str, body: dict[str, Any]) -> None:
-        """``POST roles/:name`` (create, or update keeping what the body leaves out)."""
+    def write_role(self, name: str, request: RoleWrite) -> None:
+        """``POST roles/:name`` (create, or update keeping what the request leaves out)."""
         self.rotate_due()
         self._check_role_name(name, static=False)
         old = self.roles.get(name)
-        db_name = fields.string(body, "db_name", old.db_name if old else "")
+        db_name = _keep(request.db_name, old.db_name if old else "")
         if not db_name:
             raise SecretsError(400, "database name is required")
-        creation = (
-            _statements(body, "creation_statements")
-            if "creation_statements" in body or old is None
-            else list(old.creation_statements)
-        )
+        creation = list(_keep(request.creation_statements, old.creation_statements if old else []))
         if not creation:
             raise SecretsError(400, "missing creation_statements")
-        lists = {
-            key: (_statements(body, key) if key in body or old is None else list(getattr(old, key)))
-            for key in ("revocation_statements", "rollback_statements", "renew_statements")
-        }
-        default_ttl = fields.duration(body, "default_ttl", old.default_ttl if old else 0)
-        max_ttl = fields.duration(body, "max_ttl", old.max_ttl if old else 0)
+        revocation = _keep(request.revocation_statements, old.revocation_statements if old else [])
+        rollback = _keep(request.rollback_statements, old.rollback_statements if old else [])
+        renew = _keep(request.renew_statements, old.renew_statements if old else [])
+        default_ttl = _keep(request.default_ttl, old.default_ttl if old else 0)
+        max_ttl = _keep(request.max_ttl, old.max_ttl if old else 0)
         self._check_ttls(default_ttl, max_ttl)
         self.connection(db_name)  # allowed_roles is checked when creds are issued
         self.roles[name] = Role(
             name=name,
             db_name=db_name,
             creation_statements=creation,
+            revocation_statements=list(revocation),
+            rollback_statements=list(rollback),
+            renew_statements=list(renew),
             default_ttl=default_ttl,
             max_ttl=max_ttl,
-            **lists,
         )
 
     def _check_ttls(self, default_ttl: int, max_ttl: int) -> None:
@@ -464,7 +426,7 @@ class Database:
         password = self._password(connection)
         dialect = dialect_of(connection.plugin_name)
         now = requester.issued_at or self.service.clock.now()
-        username = _username(dialect, requester.display_name, name, now)
+        username = username_for(dialect, requester.display_name, name, now)
         expiration = (now + timedelta(seconds=ttl + EXPIRATION_BUFFER)).strftime(
             "%Y-%m-%d %H:%M:%S%z"
         )
@@ -509,7 +471,7 @@ class Database:
 
     # -- static roles ------------------------------------------------------------
     def write_static_role(
-        self, name: str, body: dict[str, Any], *, rotated_at: datetime | None = None
+        self, name: str, request: StaticRoleWrite, *, rotated_at: datetime | None = None
     ) -> None:
         """``POST static-roles/:name``: a create rotates the password at once.
 
@@ -519,25 +481,23 @@ class Database:
         self._check_role_name(name, static=True)
         old = self.static_roles.get(name)
         creating = old is None
-        db_name = fields.string(body, "db_name", old.db_name if old else "")
+        db_name = _keep(request.db_name, old.db_name if old else "")
         if not db_name:
             raise SecretsError(400, "database name is a required field")
-        username = fields.string(body, "username", "")
+        username = request.username or ""
         if creating and not username:
             raise SecretsError(400, "username is a required field to create a static account")
         if old is not None and username and username != old.username:
             raise SecretsError(400, "cannot update static account username")
-        if "rotation_period" not in body and creating:
+        if request.rotation_period is None and creating:
             raise SecretsError(400, "rotation_period is required to create static accounts")
-        period = fields.duration(body, "rotation_period", old.rotation_period if old else 0)
+        period = _keep(request.rotation_period, old.rotation_period if old else 0)
         if period < MIN_ROTATION_PERIOD:
             raise SecretsError(
                 400, f"rotation_period must be {MIN_ROTATION_PERIOD} seconds or more"
             )
-        statements = (
-            _statements(body, "rotation_statements")
-            if "rotation_statements" in body or old is None
-            else list(old.rotation_statements)
+        statements = list(
+            _keep(request.rotation_statements, old.rotation_statements if old else [])
         )
         connection = self._allowed_connection(db_name, name)
         if old is not None:
@@ -656,115 +616,13 @@ class Database:
             )
 
 
-def render(statement: str, values: dict[str, str]) -> str:
-    """``statement`` with each ``{{key}}`` replaced, as the plugins' query helper does."""
-    for key, value in values.items():
-        statement = statement.replace("{{" + key + "}}", value)
-    return statement
-
-
-def default_password() -> str:
-    """20 characters with a lower, an upper, a digit and a dash: the engine's default."""
-    chars = [
-        secrets.choice(_LOWER),
-        secrets.choice(_UPPER),
-        secrets.choice(_DIGITS),
-        "-",
-        *(secrets.choice(_ALNUM + "-") for _ in range(16)),
-    ]
-    secrets.SystemRandom().shuffle(chars)
-    return "".join(chars)
-
-
 def rfc3339(value: datetime) -> str:
     return format_rfc3339(value)
 
 
-def redact_url(url: str) -> str:
-    """``url`` with a literal password in its user part shown as ``xxxxx``."""
-    password = _url_password(url)
-    if password is None:
-        return url
-    parts = urlsplit(url)
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:xxxxx@{host}"))
-
-
-def _url_password(url: str) -> str | None:
-    """The literal password of a URL's user part (templates do not count), else None."""
-    if "://" not in url:
-        return None
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return None
-    if not password or "{{" in password:
-        return None
-    return password
-
-
-def _username(dialect: _Dialect, display_name: str, role: str, now: datetime) -> str:
-    """The plugin's default username template: display name, role, random, (unix time)."""
-    random_part = "".join(secrets.choice(_ALNUM) for _ in range(20))
-    if dialect.name_length <= 16:  # the legacy MySQL limit
-        pieces = ["v", display_name[:4], role[:4], random_part]
-    elif dialect.family == "mysql":
-        pieces = ["v", display_name[:10], role[:10], random_part]
-    else:
-        pieces = ["v", display_name[:8], role[:8], random_part, str(int(now.timestamp()))]
-    return "-".join(pieces)[: dialect.name_length]
-
-
-def _statements(body: dict[str, Any], name: str) -> list[str]:
-    """A statement list: a JSON array of strings, or one string holding one statement."""
-    value = body.get(name)
-    if value is None or value == "":
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return [v for v in value if v.strip()]
-    raise SecretsError(400, f"{name}: expected a list of strings")
-
-
-def _check_details(dialect: _Dialect, details: dict[str, Any], verify: bool) -> None:
-    """Refuse connection parameters the plugin would refuse (and, verifying, fail to use)."""
-    for key in dialect.required:
-        if key in ("username", "password") and not verify:
-            continue
-        value = details.get(key)
-        if value is None or value == "" or value == []:
-            raise SecretsError(400, f"error creating database object: {key} cannot be empty")
-    for key in ("username", "password"):
-        value = details.get(key)
-        if value is not None and not isinstance(value, str):
-            raise SecretsError(400, f"error creating database object: {key}: expected a string")
-        if isinstance(value, str) and ("{{username}}" in value or "{{password}}" in value):
-            raise SecretsError(
-                400,
-                "error creating database object: username and/or password cannot contain "
-                "the template variables",
-            )
-    url = details.get("connection_url")
-    if url is not None and not isinstance(url, str):
-        raise SecretsError(400, "error creating database object: connection_url: expected a string")
-    if not verify or not isinstance(url, str):
-        return
-    for key in ("username", "password"):
-        if "{{" + key + "}}" in url and not details.get(key):
-            raise SecretsError(
-                400,
-                f"error creating database object: error verifying connection: connection_url "
-                f"uses {{{{{key}}}}} but no {key} is set",
-            )
-    rendered = render(url, {"username": "user", "password": "secret"})
-    reason = dialect.check_url(rendered)
-    if reason:
-        raise SecretsError(
-            400, f"error creating database object: error verifying connection: {reason}"
-        )
+def _keep(given: T | None, current: T) -> T:
+    """``given``, or ``current`` when the request left the field out (None)."""
+    return current if given is None else given
 
 
 def _builtin_version(db: Database, plugin_name: str) -> str:

@@ -90,10 +90,15 @@ path "ad/library/+/status" {
 """,
 }
 
+# The sandbox stores RGP and EGP policies and serves them back, but never evaluates
+# them (docs/decisions.md): the demo's texts say so where a reviewer reads them.
+NOT_EVALUATED = "# Stored, not evaluated by the sandbox.\n"
+
 _RGP_POLICIES = {
     "business-hours": (
         "soft-mandatory",
-        'import "time"\n\nmain = rule { time.now.hour >= 8 and time.now.hour < 18 }\n',
+        NOT_EVALUATED
+        + 'import "time"\n\nmain = rule { time.now.hour >= 8 and time.now.hour < 18 }\n',
     ),
 }
 
@@ -101,12 +106,13 @@ _EGP_POLICIES = {
     "protect-policies": (
         "hard-mandatory",
         ["sys/policies/acl/*"],
-        'main = rule { request.operation in ["read", "list"] }\n',
+        NOT_EVALUATED + 'main = rule { request.operation in ["read", "list"] }\n',
     ),
     "internal-network": (
         "advisory",
         ["database/*", "sys/leases/*"],
-        'import "sockaddr"\n\nmain = rule { sockaddr.is_contained(request.connection.remote_addr, '
+        NOT_EVALUATED
+        + 'import "sockaddr"\n\nmain = rule { sockaddr.is_contained(request.connection.remote_addr, '
         '"10.0.0.0/8") }\n',
     ),
 }

@@ -8,7 +8,6 @@ their exchanges, and a few live creds leases issued at the clock's start.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 from ._credentials import Requester
@@ -67,17 +66,18 @@ def load_demo_broker(service: SecretsService) -> None:
     broker = mount.backend
     start = service.clock.start.replace(microsecond=0)
     broker.configure_connection(
-        {
-            "connection_uri": "https://rabbitmq.internal:15671",
-            "username": "vault-admin",
-            "password": "demo-broker-root",
-            "password_policy": "alnum-20",
-        }
+        connection_uri="https://rabbitmq.internal:15671",
+        username="vault-admin",
+        password="demo-broker-root",
+        password_policy="alnum-20",
     )
-    broker.configure_lease({"ttl": "1h", "max_ttl": "24h"})
+    broker.configure_lease(ttl=3600, max_ttl=24 * 3600)
     for name, role in _ROLES.items():
-        body: dict[str, object] = {"tags": role.get("tags", "")}
-        body.update({k: json.dumps(role[k]) for k in ("vhosts", "vhost_topics") if k in role})
-        broker.write_role(name, body)
+        broker.write_role(
+            name,
+            tags=str(role.get("tags", "")),
+            vhosts=role.get("vhosts"),
+            vhost_topics=role.get("vhost_topics"),
+        )
     for role_name, suffix, display_name in _LIVE_CREDS:
         broker.issue_creds(role_name, Requester(display_name, issued_at=start, lease_suffix=suffix))

@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from ._credentials import Requester
-from .database import Database
+from .database import ConnectionWrite, Database, RoleWrite, StaticRoleWrite
 
 if TYPE_CHECKING:
     from .models import SecretsService
@@ -29,79 +29,87 @@ _PG_REVOKE = [
     'DROP ROLE IF EXISTS "{{name}}";',
 ]
 
-_CONNECTIONS: dict[str, dict[str, object]] = {
-    "orders-postgres": {
-        "plugin_name": "postgresql-database-plugin",
-        "connection_url": "postgresql://{{username}}:{{password}}@orders-db.internal:5432/orders",
-        "username": "vault-admin",
-        "password": "demo-orders-root",
-        "allowed_roles": ["readonly", "app", "reporting", "orders-*"],
-        "root_rotation_statements": ["ALTER ROLE \"{{username}}\" WITH PASSWORD '{{password}}';"],
-        "max_open_connections": 8,
-    },
-    "billing-mysql": {
-        "plugin_name": "mysql-database-plugin",
-        "connection_url": "{{username}}:{{password}}@tcp(billing-db.internal:3306)/",
-        "username": "vault-admin",
-        "password": "demo-billing-root",
-        "allowed_roles": "billing-*",
-    },
-    "warehouse-snowflake": {
-        "plugin_name": "snowflake-database-plugin",
-        "plugin_version": "v0.10.0",
-        "connection_url": "{{username}}:{{password}}@acme-eu.snowflakecomputing.com/analytics",
-        "username": "VAULT_ADMIN",
-        "password": "demo-warehouse-root",
-        "allowed_roles": "*",
-        "verify_connection": False,
-    },
+_HOUR = 3600
+
+_CONNECTIONS: dict[str, ConnectionWrite] = {
+    "orders-postgres": ConnectionWrite(
+        plugin_name="postgresql-database-plugin",
+        allowed_roles=["readonly", "app", "reporting", "orders-*"],
+        root_rotation_statements=["ALTER ROLE \"{{username}}\" WITH PASSWORD '{{password}}';"],
+        details={
+            "connection_url": "postgresql://{{username}}:{{password}}@orders-db.internal:5432/orders",
+            "username": "vault-admin",
+            "password": "demo-orders-root",
+            "max_open_connections": 8,
+        },
+    ),
+    "billing-mysql": ConnectionWrite(
+        plugin_name="mysql-database-plugin",
+        allowed_roles=["billing-*"],
+        details={
+            "connection_url": "{{username}}:{{password}}@tcp(billing-db.internal:3306)/",
+            "username": "vault-admin",
+            "password": "demo-billing-root",
+        },
+    ),
+    "warehouse-snowflake": ConnectionWrite(
+        plugin_name="snowflake-database-plugin",
+        plugin_version="v0.10.0",
+        allowed_roles=["*"],
+        verify_connection=False,
+        details={
+            "connection_url": "{{username}}:{{password}}@acme-eu.snowflakecomputing.com/analytics",
+            "username": "VAULT_ADMIN",
+            "password": "demo-warehouse-root",
+        },
+    ),
 }
 
-_ROLES: dict[str, dict[str, object]] = {
-    "readonly": {
-        "db_name": "orders-postgres",
-        "creation_statements": [
+_ROLES: dict[str, RoleWrite] = {
+    "readonly": RoleWrite(
+        db_name="orders-postgres",
+        creation_statements=[
             *_PG_CREATE,
             'GRANT SELECT ON ALL TABLES IN SCHEMA public TO "{{name}}";',
         ],
-        "revocation_statements": _PG_REVOKE,
-        "default_ttl": "1h",
-        "max_ttl": "72h",
-    },
-    "app": {
-        "db_name": "orders-postgres",
-        "creation_statements": [
+        revocation_statements=_PG_REVOKE,
+        default_ttl=1 * _HOUR,
+        max_ttl=72 * _HOUR,
+    ),
+    "app": RoleWrite(
+        db_name="orders-postgres",
+        creation_statements=[
             *_PG_CREATE,
             'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO "{{name}}";',
         ],
-        "revocation_statements": _PG_REVOKE,
-        "renew_statements": ["ALTER ROLE \"{{name}}\" VALID UNTIL '{{expiration}}';"],
-        "default_ttl": "4h",
-        "max_ttl": "168h",
-    },
-    "reporting": {
-        "db_name": "orders-postgres",
-        "creation_statements": [*_PG_CREATE, 'GRANT reporting TO "{{name}}";'],
-        "default_ttl": "30m",
-        "max_ttl": "24h",
-    },
-    "billing-writer": {
-        "db_name": "billing-mysql",
-        "creation_statements": [
+        revocation_statements=_PG_REVOKE,
+        renew_statements=["ALTER ROLE \"{{name}}\" VALID UNTIL '{{expiration}}';"],
+        default_ttl=4 * _HOUR,
+        max_ttl=168 * _HOUR,
+    ),
+    "reporting": RoleWrite(
+        db_name="orders-postgres",
+        creation_statements=[*_PG_CREATE, 'GRANT reporting TO "{{name}}";'],
+        default_ttl=_HOUR // 2,
+        max_ttl=24 * _HOUR,
+    ),
+    "billing-writer": RoleWrite(
+        db_name="billing-mysql",
+        creation_statements=[
             "CREATE USER '{{name}}'@'%' IDENTIFIED BY '{{password}}';",
             "GRANT SELECT, INSERT, UPDATE ON billing.* TO '{{name}}'@'%';",
         ],
-        "revocation_statements": ["DROP USER IF EXISTS '{{name}}'@'%';"],
-        "default_ttl": "2h",
-        "max_ttl": "12h",
-    },
+        revocation_statements=["DROP USER IF EXISTS '{{name}}'@'%';"],
+        default_ttl=2 * _HOUR,
+        max_ttl=12 * _HOUR,
+    ),
 }
 
 # name -> (connection, username, rotation period, last rotation before the clock's start)
-_STATIC_ROLES: dict[str, tuple[str, str, str, timedelta]] = {
-    "orders-batch": ("orders-postgres", "orders_batch", "24h", timedelta(hours=20)),
-    "orders-migrations": ("orders-postgres", "migrator", "168h", timedelta(days=2)),
-    "billing-etl": ("billing-mysql", "etl_billing", "12h", timedelta(hours=11, minutes=30)),
+_STATIC_ROLES: dict[str, tuple[str, str, int, timedelta]] = {
+    "orders-batch": ("orders-postgres", "orders_batch", 24 * _HOUR, timedelta(hours=20)),
+    "orders-migrations": ("orders-postgres", "migrator", 168 * _HOUR, timedelta(days=2)),
+    "billing-etl": ("billing-mysql", "etl_billing", 12 * _HOUR, timedelta(hours=11, minutes=30)),
 }
 
 # (role, lease id suffix, display name of the token that asked)
@@ -120,14 +128,14 @@ def load_demo_database(service: SecretsService) -> None:
         return
     db = mount.backend
     start = service.clock.start.replace(microsecond=0)
-    for name, body in _CONNECTIONS.items():
-        db.configure(name, dict(body))
-    for name, body in _ROLES.items():
-        db.write_role(name, dict(body))
-    for name, (connection, username, period, ago) in _STATIC_ROLES.items():
+    for name, connection in _CONNECTIONS.items():
+        db.configure(name, connection)
+    for name, role_write in _ROLES.items():
+        db.write_role(name, role_write)
+    for name, (connection_name, username, period, ago) in _STATIC_ROLES.items():
         db.write_static_role(
             name,
-            {"db_name": connection, "username": username, "rotation_period": period},
+            StaticRoleWrite(db_name=connection_name, username=username, rotation_period=period),
             rotated_at=start - ago,
         )
     for role, suffix, display_name in _LIVE_CREDS:

@@ -122,14 +122,12 @@ def load_demo_directory(service: SecretsService) -> None:
             entry.password, entry.password_last_set = role.current_password, rotated
         engine.roles[role_name] = role
     for set_name, (accounts, ttl, max_ttl, open_check_in) in DEMO_LIBRARY.items():
-        engine.write_set(
+        engine.library.write_set(
             set_name,
-            {
-                "service_account_names": list(accounts),
-                "ttl": ttl,
-                "max_ttl": max_ttl,
-                "disable_check_in_enforcement": open_check_in,
-            },
+            service_account_names=accounts,
+            ttl=ttl,
+            max_ttl=max_ttl,
+            disable_check_in_enforcement=open_check_in,
         )
         for account in accounts:
             engine.entries[_dn(account)].password_last_set = start - timedelta(days=1)
@@ -137,7 +135,7 @@ def load_demo_directory(service: SecretsService) -> None:
         token = service.tokens.get(token_id)
         if token is None:
             continue
-        engine.lend(
+        engine.library.lend(
             set_name,
             account,
             token,

@@ -7,7 +7,7 @@ from typing import Any
 
 from .._clock import Clock
 from .acl import ACL
-from .engines import attach_backend, engine_kind
+from .backends import attach_backend, engine_type
 from .errors import permission_denied
 from .leases import LeaseManager
 from .logins import LoginService
@@ -32,14 +32,18 @@ class SecretsService:
         root_token: str,
         key_shares: int = 5,
         key_threshold: int = 3,
+        recovery_seal: bool = False,
     ) -> None:
         self.clock = clock
         self.root_token = root_token
         # One lock for the whole service: handlers run one at a time under it,
         # so concurrent requests see each change whole.
         self.lock = threading.RLock()
-        self.seal = Seal(key_shares, key_threshold)
+        # ``recovery_seal``: an auto-unseal seal that stores the root key; the
+        # shares are then recovery shares (spec 4.3, "seals with stored keys").
+        self.seal = Seal(key_shares, key_threshold, recovery=recovery_seal)
         self.rekey = RekeyCeremony(self.seal)
+        self.recovery_rekey = RekeyCeremony(self.seal, recovery=True)
         # Whether the legacy ``sys/rekey/{init,update,verify}`` endpoints answer.
         # OpenBao 2.5 and later disable them by default (405 "unsupported
         # operation"); set False to serve only ``sys/rotate/root/*`` like it.
@@ -67,7 +71,7 @@ class SecretsService:
     # -- engine mounts --------------------------------------------------------------
     def enable_engine(self, path: str, kind: str, **settings: Any) -> Mount:
         """Mount a fresh engine of type ``kind`` at ``path`` (``POST sys/mounts/:path``)."""
-        engine_kind(kind)
+        engine_type(kind)
         mount = self.mounts.enable(path, kind, **settings)
         attach_backend(self, mount)
         return mount
@@ -107,5 +111,6 @@ class SecretsService:
         return self.seal.sealed
 
     def write_init_file(self, path: str) -> None:
-        """Write the initial unseal shares and root token as ``sys/init`` answers them (0600)."""
+        """Write the initial shares (unseal, or recovery) and root token as ``sys/init``
+        answers them (0600)."""
         self.seal.write_init_file(path, self.root_token)

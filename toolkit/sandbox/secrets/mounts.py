@@ -8,7 +8,7 @@ default engine mounts (``keymgmt/``, ``ad/``, ``database/``, ``broker/``,
 disable an engine elsewhere, as on the real server.
 
 Each engine mount carries its engine's state in :attr:`Mount.backend`, made
-by :mod:`.engines` when the mount is enabled; the HTTP dispatcher in
+by :mod:`.backends` when the mount is enabled; the HTTP dispatcher in
 ``http/engines.py`` routes ``/v1/<mount>/...`` to that engine's handlers.
 """
 
@@ -55,7 +55,7 @@ class Mount:
     seal_wrap: bool = False
     options: dict[str, str] | None = None
     uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
-    # The engine's state object (see :mod:`.engines`); None for system mounts.
+    # The engine's state object (see :mod:`.backends`); None for system mounts.
     backend: Any = field(default=None, repr=False, compare=False)
 
     @property

@@ -236,6 +236,15 @@ class PolicyStore:
             raise bad_request(f"cannot delete {name} policy")
         self._by_kind[kind].pop(name, None)
 
+    def egp_list_keys(self) -> list[str]:
+        """The EGP list's ``keys``: one line per policy, its name then its paths.
+
+        The spec: ``keys`` maps names to paths in a form the command-line list
+        understands, that is a list of strings (``vault list`` prints one a line):
+        ``"<name>: <path>, <path>"``, each path as written (a glob keeps its ``*``).
+        """
+        return [f"{name}: {', '.join(p.paths)}" for name, p in sorted(self._by_kind["egp"].items())]
+
     def egp_name_path_map(self) -> dict[str, list[dict[str, Any]]]:
         """Each EGP's name mapped to the paths it governs (the EGP list's ``name_path_map``)."""
         return {name: p.path_map() for name, p in sorted(self._by_kind["egp"].items())}

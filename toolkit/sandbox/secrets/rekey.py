@@ -66,10 +66,22 @@ def _already_given(parts: list[bytes], key: bytes) -> bool:
 
 
 class RekeyCeremony:
-    """Rekeying the unseal shares of one :class:`~.seal.Seal`."""
+    """Rekeying the shares of one :class:`~.seal.Seal`.
 
-    def __init__(self, seal: Seal) -> None:
+    ``recovery=False`` rekeys the root key (``sys/rekey/*``, ``sys/rotate/root/*``).
+    On a Shamir seal that hands out new unseal shares. On a seal with stored shares
+    (``seal.recovery``) the recovery shares authorise it, the new root key stays in
+    the seal, and the share settings are coerced to 1 of 1 as OpenBao 2.7 does (the
+    spec asks them to be 1), with no shares returned.
+
+    ``recovery=True`` rekeys the recovery shares of such a seal
+    (``sys/rekey-recovery-key/*``, ``sys/rotate/recovery/*``); on a Shamir seal
+    it is refused.
+    """
+
+    def __init__(self, seal: Seal, *, recovery: bool = False) -> None:
         self.seal = seal
+        self.recovery = recovery
         self.attempt: RekeyAttempt | None = None
         self._backup: dict[str, Any] | None = None
         # The real server forgets an attempt when it seals.
@@ -84,6 +96,15 @@ class RekeyCeremony:
     def _unsealed(self) -> None:
         if self.seal.sealed:
             raise sealed_error()
+        if self.recovery and not self.seal.recovery:
+            raise SecretsError(
+                400, "recovery keys are not supported by this seal: it is a shamir seal"
+            )
+
+    @property
+    def _stored_shares(self) -> bool:
+        """Whether this rekeys a root key the seal keeps (no shares handed out)."""
+        return self.seal.recovery and not self.recovery
 
     # -- GET/POST/DELETE sys/rekey/init --------------------------------------------
     def status(self) -> dict[str, Any]:
@@ -119,13 +140,18 @@ class RekeyCeremony:
         under way (its settings then stay as they were).
         """
         self._unsealed()
-        shares, threshold = validate_share_config(
-            secret_shares, secret_threshold, "invalid rekey seal configuration"
-        )
         wants_backup = _flag(backup, "backup")
         verification = _flag(require_verification, "require_verification")
         if pgp_keys is not None and not isinstance(pgp_keys, list):
             raise SecretsError(400, "pgp_keys must be an array of strings")
+        if self._stored_shares:
+            return self._start_stored(pgp_keys, wants_backup, verification)
+        context = (
+            "invalid recovery configuration"
+            if self.recovery
+            else ("invalid rekey seal configuration")
+        )
+        shares, threshold = validate_share_config(secret_shares, secret_threshold, context)
         if wants_backup and not pgp_keys:
             raise SecretsError(
                 400,
@@ -141,6 +167,26 @@ class RekeyCeremony:
         if self.attempt is not None:
             raise SecretsError(400, "rekey already in progress")
         self.attempt = RekeyAttempt(shares, threshold, keys, wants_backup, verification)
+        return self.status()
+
+    def _start_stored(
+        self, pgp_keys: list[Any] | None, backup: bool, verification: bool
+    ) -> dict[str, Any]:
+        """Start rotating a root key the seal keeps: whatever share settings were asked
+        are coerced to 1 of 1 (as OpenBao 2.7 does); nothing that needs shares is allowed."""
+        if pgp_keys:
+            raise SecretsError(400, "PGP key encryption not supported when using stored keys")
+        if backup:
+            raise SecretsError(400, "key backup not supported when using stored keys")
+        if verification:
+            raise SecretsError(
+                400,
+                "requiring verification not supported when rotating the barrier key with "
+                "recovery keys",
+            )
+        if self.attempt is not None:
+            raise SecretsError(400, "rekey already in progress")
+        self.attempt = RekeyAttempt(1, 1, [], False, False)
         return self.status()
 
     def cancel(self) -> None:
@@ -187,6 +233,18 @@ class RekeyCeremony:
                 "root key verification failed: the shares given do not rebuild the current "
                 "root key; rekey progress has been reset",
             )
+        if self._stored_shares:
+            # The seal makes and keeps the new root key: no share is handed out.
+            self.seal.rotate_stored_key()
+            self.attempt = None
+            return {
+                "nonce": attempt.nonce,
+                "complete": True,
+                **encode_shares([]),
+                "pgp_fingerprints": None,
+                "backup": False,
+                "verification_required": False,
+            }
         new_key, new_shares = Seal.new_root_key(attempt.shares, attempt.threshold)
         handed_out = new_shares
         if attempt.pgp_keys:

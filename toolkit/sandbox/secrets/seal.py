@@ -1,4 +1,4 @@
-"""The Shamir seal: the root key, its unseal shares, sealing and unsealing.
+"""The seal: the root key, its unseal (or recovery) shares, sealing and unsealing.
 
 The sandbox starts initialised and unsealed, like a development server, but
 with a real root key (32 random bytes) split into ``key_shares`` unseal shares
@@ -131,13 +131,23 @@ def rebuild_key(parts: list[bytes], threshold: int) -> bytes | None:
 
 
 class Seal:
-    """The seal of the sandbox's secrets server: plain state, no HTTP."""
+    """The seal of the sandbox's secrets server: plain state, no HTTP.
 
-    def __init__(self, shares: int = 5, threshold: int = 3) -> None:
+    With ``recovery=True`` the seal stores the root key itself (an auto-unseal
+    seal, as OpenBao's ``seal "static"``), and its shares are *recovery* shares:
+    they authorise rekeys and unseal a server sealed by hand, while the root key
+    never leaves the seal (spec 4.3: "stored shares"). ``shares``, ``threshold``
+    and the digest then describe the recovery key.
+    """
+
+    def __init__(self, shares: int = 5, threshold: int = 3, *, recovery: bool = False) -> None:
         try:
             validate_share_config(shares, threshold, "invalid seal configuration")
         except SecretsError as exc:
             raise ValueError(str(exc)) from None
+        self.recovery = recovery
+        # Times the stored root key was rotated (recovery seals only: nothing else shows it).
+        self.stored_key_rotations = 0
         self.shares = shares
         self.threshold = threshold
         self.sealed = False
@@ -152,11 +162,20 @@ class Seal:
 
     def __repr__(self) -> str:
         state = "sealed" if self.sealed else "unsealed"
-        return f"<Seal {state} t={self.threshold} n={self.shares}>"
+        kind = " recovery" if self.recovery else ""
+        return f"<Seal {state}{kind} t={self.threshold} n={self.shares}>"
+
+    @property
+    def seal_type(self) -> str:
+        """What ``sys/seal-status`` calls the seal: ``shamir``, or ``static`` for stored shares."""
+        return "static" if self.recovery else "shamir"
 
     # -- shares -----------------------------------------------------------------
     def rebuilds_root_key(self, parts: list[bytes]) -> bool:
-        """Whether ``parts`` (a threshold's worth) rebuild the current root key."""
+        """Whether ``parts`` (a threshold's worth) rebuild the key the shares split.
+
+        That is the root key on a Shamir seal, the recovery key on a recovery seal.
+        """
         key = rebuild_key(parts, self.threshold)
         if key is None:
             return False
@@ -169,10 +188,19 @@ class Seal:
         return key, _split_key(key, shares, threshold)
 
     def rotate(self, new_key: bytes, shares: int, threshold: int) -> None:
-        """Make ``new_key`` the root key: its shares unseal from now on, the old ones not."""
+        """Make ``new_key`` the shared key: its shares count from now on, the old ones not.
+
+        The root key on a Shamir seal; the recovery key on a recovery seal.
+        """
         self._root_digest = hashlib.sha256(new_key).digest()
         self.shares = shares
         self.threshold = threshold
+
+    def rotate_stored_key(self) -> None:
+        """A recovery seal's root key is replaced inside the seal: no share changes hands."""
+        if not self.recovery:
+            raise ValueError("only a seal with stored shares keeps the root key itself")
+        self.stored_key_rotations += 1
 
     # -- sealing ------------------------------------------------------------------
     def on_seal(self, callback: Callable[[], None]) -> None:
@@ -216,7 +244,7 @@ class Seal:
     def status(self) -> dict[str, Any]:
         """The ``sys/seal-status`` answer (also what ``sys/unseal`` returns)."""
         body: dict[str, Any] = {
-            "type": "shamir",
+            "type": self.seal_type,
             "initialized": True,
             "sealed": self.sealed,
             "t": self.threshold,
@@ -226,9 +254,12 @@ class Seal:
             "version": SERVER_VERSION,
             "commit_date": COMMIT_DATE,
             "migration": False,
-            "recovery_seal": False,
+            "recovery_seal": self.recovery,
             "storage_type": "inmem",
         }
+        if self.recovery:
+            # As OpenBao 2.7 with a static seal: ``t`` and ``n`` are the recovery shares'.
+            body["recovery_seal_type"] = "shamir"
         if not self.sealed:
             body["cluster_name"] = self.cluster_name
             body["cluster_id"] = self.cluster_id
@@ -275,7 +306,17 @@ class Seal:
         The file is created with mode 0600: it holds everything needed to
         unseal and to act as root.
         """
-        payload = {**encode_shares(self._initial_shares), "root_token": root_token}
+        if self.recovery:
+            # The real ``sys/init`` of an auto-unseal seal: no unseal shares, recovery ones.
+            recovery = encode_shares(self._initial_shares)
+            payload = {
+                **encode_shares([]),
+                "recovery_keys": recovery["keys"],
+                "recovery_keys_base64": recovery["keys_base64"],
+                "root_token": root_token,
+            }
+        else:
+            payload = {**encode_shares(self._initial_shares), "root_token": root_token}
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             os.fchmod(handle.fileno(), 0o600)

@@ -258,12 +258,6 @@ class TokenStore:
             raise permission_denied()
         return token
 
-    def by_accessor(self, accessor: str) -> Token | None:
-        for token in list(self._tokens.values()):
-            if token.accessor == accessor:
-                return self.get(token.id)
-        return None
-
     def live(self) -> list[Token]:
         """Every token not yet expired."""
         return [t for t in list(self._tokens.values()) if self.get(t.id) is not None]

@@ -2,14 +2,21 @@
 
 As on the real server, the connection can be written but not read, a read of
 something absent and an empty list answer 404 with no message, and role
-writes need ``update`` (this engine does not tell create from update).
+writes need ``update`` (this engine does not tell create from update). Request
+bodies are read here into the typed arguments of :class:`~..broker.Broker`;
+``vhosts`` and ``vhost_topics`` arrive as JSON text and are decoded here.
 """
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from starlette.responses import Response
 
+from .. import fields
 from ..broker import Broker
+from ..errors import SecretsError
 from ._base import (
     Call,
     EngineRoute,
@@ -30,14 +37,42 @@ def _broker(call: Call) -> Broker:
     return backend
 
 
+def json_field(body: dict[str, Any], name: str) -> Any:
+    """A field holding a JSON document as text; None when absent or empty."""
+    raw = body.get(name)
+    if raw is None or raw == "":
+        return None
+    if not isinstance(raw, str):
+        raise SecretsError(400, f"{name}: expected a string holding a JSON object")
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise SecretsError(400, f"failed to unmarshal {name}: {exc}") from None
+
+
 async def write_connection(call: Call) -> Response:
     """``POST config/connection``: the management API address and administrator."""
-    _broker(call).configure_connection(call.body)
+    body = call.body
+    password = body.get("password")
+    if password not in (None, "") and not isinstance(password, str):
+        raise SecretsError(400, "password: expected a string")
+    _broker(call).configure_connection(
+        connection_uri=fields.string(body, "connection_uri"),
+        username=fields.string(body, "username"),
+        password=password or "",
+        verify_connection=fields.boolean(body, "verify_connection", True),
+        password_policy=fields.string(body, "password_policy"),
+        username_template=fields.string(body, "username_template"),
+    )
     return no_content()
 
 
 async def write_lease(call: Call) -> Response:
-    _broker(call).configure_lease(call.body)
+    """``POST config/lease``: ``ttl`` and ``max_ttl`` (seconds or duration text)."""
+    body = call.body
+    _broker(call).configure_lease(
+        ttl=fields.duration(body, "ttl"), max_ttl=fields.duration(body, "max_ttl")
+    )
     return no_content()
 
 
@@ -51,7 +86,14 @@ async def list_roles(call: Call) -> Response:
 
 
 async def write_role(call: Call) -> Response:
-    _broker(call).write_role(call.params["name"], call.body)
+    """``POST roles/:name``: ``tags``, ``vhosts`` and ``vhost_topics`` (JSON text)."""
+    body = call.body
+    _broker(call).write_role(
+        call.params["name"],
+        tags=fields.string(body, "tags"),
+        vhosts=json_field(body, "vhosts"),
+        vhost_topics=json_field(body, "vhost_topics"),
+    )
     return no_content()
 
 

@@ -3,7 +3,8 @@
 Connection, role and static-role writes ask for ``create`` or ``update``
 depending on whether the entry exists (spec part 1, convention 6). A read of
 something absent, and a list with nothing in it, answer 404 with no message,
-as the real server does.
+as the real server does. Request bodies are read here, field by field, into the
+typed requests the state takes (:class:`~..database.ConnectionWrite`, ...).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 
 from starlette.responses import Response
 
-from ..database import Database
+from .. import fields
+from ..database import ENGINE_FIELDS, ConnectionWrite, Database, RoleWrite, StaticRoleWrite
+from ..errors import SecretsError
 from ._base import (
     Call,
     EngineRoute,
@@ -35,15 +38,79 @@ def _db(call: Call) -> Database:
     return backend
 
 
+def statements(body: dict[str, Any], name: str) -> list[str] | None:
+    """A statement list: a JSON array of strings, or one string holding one statement;
+    None when the body leaves it out."""
+    if name not in body:
+        return None
+    value = body[name]
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [v for v in value if v.strip()]
+    raise SecretsError(400, f"{name}: expected a list of strings")
+
+
+def _optional_duration(body: dict[str, Any], name: str) -> int | None:
+    return fields.duration(body, name) if body.get(name) not in (None, "") else None
+
+
+def connection_write(body: dict[str, Any]) -> ConnectionWrite:
+    """A ``POST config/:name`` body: the engine's fields, and the plugin's parameters."""
+    return ConnectionWrite(
+        plugin_name=fields.string(body, "plugin_name", None),
+        plugin_version=fields.string(body, "plugin_version", None),
+        verify_connection=fields.boolean(body, "verify_connection", True),
+        allowed_roles=(
+            fields.string_list(body, "allowed_roles") if "allowed_roles" in body else None
+        ),
+        root_rotation_statements=statements(body, "root_rotation_statements"),
+        password_policy=fields.string(body, "password_policy", None),
+        details={k: v for k, v in body.items() if k not in ENGINE_FIELDS},
+    )
+
+
+def role_write(body: dict[str, Any]) -> RoleWrite:
+    """A ``POST roles/:name`` body."""
+    return RoleWrite(
+        db_name=fields.string(body, "db_name", None),
+        creation_statements=statements(body, "creation_statements"),
+        revocation_statements=statements(body, "revocation_statements"),
+        rollback_statements=statements(body, "rollback_statements"),
+        renew_statements=statements(body, "renew_statements"),
+        default_ttl=_optional_duration(body, "default_ttl"),
+        max_ttl=_optional_duration(body, "max_ttl"),
+    )
+
+
+def static_role_write(body: dict[str, Any]) -> StaticRoleWrite:
+    """A ``POST static-roles/:name`` body."""
+    period = fields.duration(body, "rotation_period") if "rotation_period" in body else None
+    return StaticRoleWrite(
+        db_name=fields.string(body, "db_name", None),
+        username=fields.string(body, "username", None),
+        rotation_period=period,
+        rotation_statements=statements(body, "rotation_statements"),
+    )
+
+
 def _entries(kind: str) -> dict[str, Handler]:
     """GET, POST and DELETE of one ``connections``/``roles``/``static_roles`` entry.
 
-    Each entry answers ``describe()``; writes go to ``Database.<writer>(name, body)``.
+    Each entry answers ``describe()``; a write reads the body into the kind's typed
+    request and calls ``Database.<writer>(name, request)``.
     """
     writer = {
         "connections": "configure",
         "roles": "write_role",
         "static_roles": "write_static_role",
+    }
+    reader = {
+        "connections": connection_write,
+        "roles": role_write,
+        "static_roles": static_role_write,
     }
     deleter = {
         "connections": "delete_connection",
@@ -57,7 +124,8 @@ def _entries(kind: str) -> dict[str, Handler]:
 
     async def write(call: Call) -> Response:
         # A connection write may warn (a password in connection_url); roles never do.
-        warnings = getattr(_db(call), writer[kind])(call.params["name"], call.body)
+        request = reader[kind](call.body)
+        warnings = getattr(_db(call), writer[kind])(call.params["name"], request)
         return envelope(None, warnings=warnings) if warnings else no_content()
 
     async def delete(call: Call) -> Response:

@@ -1,4 +1,7 @@
-"""HTTP for the directory (AD) engine (spec 4.7, part 3 'Library service account'), relative to its mount; thin over :mod:`..directory`.
+"""HTTP for the directory (AD) engine (spec 4.7, part 3 'Library service account'), relative to its mount; thin over :mod:`..directory` and :mod:`..library`.
+
+Request bodies are read here, each field by :mod:`..fields` (400 naming the
+field), into the typed arguments the state methods take.
 
 Lists answer 404 when empty, as the real server does. The manage check-in
 path is open to whoever the ACL grants ``<mount>library/manage/*``.
@@ -6,13 +9,17 @@ path is open to whoever the ACL grants ``<mount>library/manage/*``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.responses import Response
 
-from ..directory import Directory
+from .. import fields
+from ..directory import DEFAULT_URL, REQUEST_TIMEOUT, ROTATION_TOLERANCE, ConfigWrite, Directory
 from ..tokens import Token
 from ._base import (
     Call,
     EngineRoute,
+    Handler,
     engine_route,
     envelope,
     listing,
@@ -34,8 +41,38 @@ def _token(call: Call) -> Token:
     return call.token
 
 
+def _given(body: dict[str, Any], name: str) -> bool:
+    return body.get(name) not in (None, "")
+
+
+def config_write(body: dict[str, Any]) -> ConfigWrite:
+    """A ``POST config`` body as typed settings; absent ttls and length stay None."""
+    return ConfigWrite(
+        binddn=fields.string(body, "binddn", need=True),
+        bindpass=fields.string(body, "bindpass", need=True),
+        url=fields.string(body, "url", DEFAULT_URL),
+        userdn=fields.string(body, "userdn"),
+        upndomain=fields.string(body, "upndomain"),
+        certificate=fields.string(body, "certificate"),
+        insecure_tls=fields.boolean(body, "insecure_tls"),
+        starttls=fields.boolean(body, "starttls"),
+        tls_min_version=fields.string(body, "tls_min_version", "tls12"),
+        tls_max_version=fields.string(body, "tls_max_version", "tls12"),
+        ttl=fields.duration(body, "ttl") if _given(body, "ttl") else None,
+        max_ttl=fields.duration(body, "max_ttl") if _given(body, "max_ttl") else None,
+        password_policy=fields.string(body, "password_policy"),
+        length=fields.integer(body, "length") if _given(body, "length") else None,
+        formatter=fields.string(body, "formatter"),
+        case_sensitive_names=fields.boolean(body, "case_sensitive_names"),
+        request_timeout=fields.duration(body, "request_timeout", REQUEST_TIMEOUT),
+        last_rotation_tolerance=fields.duration(
+            body, "last_rotation_tolerance", ROTATION_TOLERANCE
+        ),
+    )
+
+
 async def write_config(call: Call) -> Response:
-    _backend(call).write_config(call.body)
+    _backend(call).write_config(config_write(call.body))
     return no_content()
 
 
@@ -56,12 +93,43 @@ async def creds(call: Call) -> Response:
     return envelope(_backend(call).creds(call.params["name"]))
 
 
+async def write_role(call: Call) -> Response:
+    """``POST roles/:name``: ``service_account_name`` (required to create), ``ttl``."""
+    body = call.body
+    _backend(call).write_role(
+        call.params["name"],
+        service_account_name=fields.string(body, "service_account_name"),
+        ttl=fields.duration(body, "ttl") if _given(body, "ttl") else None,
+    )
+    return no_content()
+
+
 async def list_sets(call: Call) -> Response:
-    return listing(_backend(call).set_names())
+    return listing(_backend(call).library.set_names())
+
+
+async def write_set(call: Call) -> Response:
+    """``POST library/:name``: ``service_account_names``, ``ttl``, ``max_ttl``,
+    ``disable_check_in_enforcement``; what is absent keeps its value."""
+    body = call.body
+    _backend(call).library.write_set(
+        call.params["name"],
+        service_account_names=fields.string_list(body, "service_account_names"),
+        ttl=fields.duration(body, "ttl") if _given(body, "ttl") else None,
+        max_ttl=fields.duration(body, "max_ttl") if _given(body, "max_ttl") else None,
+        disable_check_in_enforcement=(
+            fields.boolean(body, "disable_check_in_enforcement")
+            if _given(body, "disable_check_in_enforcement")
+            else None
+        ),
+    )
+    return no_content()
 
 
 async def check_out(call: Call) -> Response:
-    data, lease = _backend(call).check_out(call.params["name"], call.body, _token(call))
+    library = _backend(call).library
+    ttl = fields.duration(call.body, "ttl", 0)
+    data, lease = library.check_out(call.params["name"], _token(call), ttl=ttl)
     return envelope(
         data,
         lease_id=lease.lease_id,
@@ -70,18 +138,26 @@ async def check_out(call: Call) -> Response:
     )
 
 
-async def check_in(call: Call) -> Response:
-    done = _backend(call).check_in(call.params["name"], call.body, _token(call))
+def _check_in(call: Call, *, manage: bool) -> Response:
+    done = _backend(call).library.check_in(
+        call.params["name"],
+        _token(call),
+        service_account_names=fields.string_list(call.body, "service_account_names"),
+        manage=manage,
+    )
     return envelope({"check_ins": done})
+
+
+async def check_in(call: Call) -> Response:
+    return _check_in(call, manage=False)
 
 
 async def manage_check_in(call: Call) -> Response:
-    done = _backend(call).check_in(call.params["name"], call.body, _token(call), manage=True)
-    return envelope({"check_ins": done})
+    return _check_in(call, manage=True)
 
 
 async def status(call: Call) -> Response:
-    return envelope(_backend(call).status(call.params["name"]))
+    return envelope(_backend(call).library.status(call.params["name"]))
 
 
 async def rotate_root(call: Call) -> Response:
@@ -89,21 +165,22 @@ async def rotate_root(call: Call) -> Response:
     return envelope(None, warnings=warnings) if warnings else no_content()
 
 
-def _named(path: str, read: str, write: str, delete: str) -> EngineRoute:
-    """``GET``/``POST``/``PUT``/``DELETE`` of one named item (a role, a set) by its state methods."""
+def _named(path: str, owner: str, read: str, write: Handler, delete: str) -> EngineRoute:
+    """``GET``/``POST``/``PUT``/``DELETE`` of one named item: a role (``owner`` empty: the
+    Directory's) or a set (``owner`` "library"); ``write`` reads the body."""
+
+    def state(call: Call) -> Any:
+        backend = _backend(call)
+        return getattr(backend, owner) if owner else backend
 
     async def do_read(call: Call) -> Response:
-        return envelope(getattr(_backend(call), read)(call.params["name"]))
-
-    async def do_write(call: Call) -> Response:
-        getattr(_backend(call), write)(call.params["name"], call.body)
-        return no_content()
+        return envelope(getattr(state(call), read)(call.params["name"]))
 
     async def do_delete(call: Call) -> Response:
-        getattr(_backend(call), delete)(call.params["name"])
+        getattr(state(call), delete)(call.params["name"])
         return no_content()
 
-    return resource(path, {"GET": do_read, "POST": do_write, "DELETE": do_delete})
+    return resource(path, {"GET": do_read, "POST": write, "DELETE": do_delete})
 
 
 def routes() -> list[EngineRoute]:
@@ -111,13 +188,13 @@ def routes() -> list[EngineRoute]:
     return [
         resource("config", {**config, "DELETE": delete_config}),
         engine_route("roles", list_roles, ["GET", "LIST"]),
-        _named("roles/{name}", "read_role", "write_role", "delete_role"),
+        _named("roles/{name}", "", "read_role", write_role, "delete_role"),
         engine_route("creds/{name}", creds, ["GET"]),
         engine_route("library", list_sets, ["LIST"]),
         engine_route("library/manage/{name}/check-in", manage_check_in, ["POST", "PUT"]),
         engine_route("library/{name}/check-out", check_out, ["POST", "PUT"]),
         engine_route("library/{name}/check-in", check_in, ["POST", "PUT"]),
         engine_route("library/{name}/status", status, ["GET"]),
-        _named("library/{name}", "read_set", "write_set", "delete_set"),
+        _named("library/{name}", "library", "read_set", write_set, "delete_set"),
         engine_route("rotate-root", rotate_root, ["GET"]),
     ]

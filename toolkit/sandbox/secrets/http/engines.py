@@ -11,20 +11,32 @@ the system routes.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Route, compile_path
 
-from ..engines import ENGINE_KINDS
+from ..backends import ENGINE_TYPES
+from . import broker, database, directory, keymgmt, pki
 from ._base import EngineRoute, error, serve
 
 if TYPE_CHECKING:
     from ..models import SecretsService
 
-__all__ = ["dispatcher"]
+__all__ = ["ENGINE_ROUTES", "dispatcher"]
+
+# Each engine type's handlers, relative to its mount (the state classes are in
+# ``..backends``; the two tables name the same types).
+ENGINE_ROUTES: dict[str, Callable[[], list[EngineRoute]]] = {
+    "keymgmt": keymgmt.routes,
+    "ad": directory.routes,
+    "database": database.routes,
+    "rabbitmq": broker.routes,
+    "pki": pki.routes,
+}
+assert set(ENGINE_ROUTES) == set(ENGINE_TYPES), "every engine type needs its handlers"
 
 
 class _Compiled:
@@ -51,7 +63,7 @@ def dispatcher(service: SecretsService, system_routes: Sequence[BaseRoute]) -> R
 
     def table(kind: str) -> _Compiled:
         if kind not in compiled:
-            compiled[kind] = _Compiled(ENGINE_KINDS[kind].routes())
+            compiled[kind] = _Compiled(ENGINE_ROUTES[kind]())
         return compiled[kind]
 
     async def endpoint(request: Request) -> Response:

@@ -3,7 +3,7 @@
 Thin over :mod:`..policies`. Answers use the envelope with the fields of
 ``data`` also at the top level, as the server does on ``sys/`` paths, so a
 list answers both ``keys`` and ``data.keys``. The EGP list adds
-``name_path_map``. Writes and deletes answer 204. The legacy ``sys/policy``
+``name_path_map``, and its ``keys`` show each name with its paths. Writes and deletes answer 204. The legacy ``sys/policy``
 endpoints (ACL only; read answers ``rules``), which older clients and the
 command line still call, are served too.
 """
@@ -33,6 +33,9 @@ def _list(kind: str) -> Handler:
         store = call.service.policies
         data: dict[str, Any] = {"keys": store.names(kind)}
         if kind == "egp":
+            # Spec 4.2: ``keys`` names each policy with its paths, for the command line;
+            # ``name_path_map`` gives the same for programs.
+            data["keys"] = store.egp_list_keys()
             data["name_path_map"] = store.egp_name_path_map()
         return envelope(data, top_level=True)
 

@@ -1,11 +1,15 @@
-"""HTTP for rekeying (spec 4.3): ``sys/rekey/*`` and ``sys/rotate/root/*``.
+"""HTTP for rekeying (spec 4.3): ``sys/rekey/*`` and ``sys/rotate/root/*``, and for a
+seal with stored shares the recovery shares' ``sys/rekey-recovery-key/*`` and
+``sys/rotate/recovery/*``.
 
 The legacy ``sys/rekey/{init,update,verify}`` endpoints are unauthenticated
 (as on a real server that enables them) and answer bare fields; the real
 server's authenticated replacement ``sys/rotate/root/{init,update,verify}``
 has the same fields and behaviour with answers under ``data``. The backups
 (``sys/rekey/backup``, ``sys/rotate/root/backup``) need a token with
-``sudo``. Both families drive the one :class:`~..rekey.RekeyCeremony`.
+``sudo``. The root families drive ``service.rekey``, the recovery ones
+``service.recovery_rekey`` (both a :class:`~..rekey.RekeyCeremony`); the legacy
+recovery family has no backup endpoint, as on OpenBao 2.7.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..errors import SecretsError
+from ..rekey import RekeyCeremony
 from ..seal import decode_key
 from ._base import Call, bare, envelope, error, no_content, route
 
@@ -58,9 +63,20 @@ def _rotate_shape(status: dict[str, Any]) -> dict[str, Any]:
     return shaped
 
 
-def _init_handler(answer: Answer, *, rotate: bool) -> Any:
+Ceremony = Callable[[Call], RekeyCeremony]
+
+
+def _root(call: Call) -> RekeyCeremony:
+    return call.service.rekey
+
+
+def _recovery(call: Call) -> RekeyCeremony:
+    return call.service.recovery_rekey
+
+
+def _init_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any:
     async def handler(call: Call) -> Response:
-        ceremony = call.service.rekey
+        ceremony = ceremony_of(call)
         method = call.request.method
         if method == "DELETE":
             ceremony.cancel()
@@ -76,28 +92,34 @@ def _init_handler(answer: Answer, *, rotate: bool) -> Any:
             )
         else:
             status = ceremony.status()
-        return answer(_rotate_shape(status) if rotate else status)
+        if rotate:
+            return answer(_rotate_shape(status))
+        if ceremony_of is _root:
+            status = _legacy_stored_shape(call, status)
+        return answer(status)
 
     return handler
 
 
-def _update_handler(answer: Answer, *, rotate: bool) -> Any:
+def _update_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any:
     async def handler(call: Call) -> Response:
         key, nonce = _share_and_nonce(call, named_fields=rotate)
-        result = call.service.rekey.update(key, nonce)
+        result = ceremony_of(call).update(key, nonce)
         if rotate:
             if result.get("complete"):
                 result = {"verification_nonce": "", **result}
             else:
                 result = _rotate_shape(result)
+        elif ceremony_of is _root:
+            result = _legacy_stored_shape(call, result)
         return answer(result)
 
     return handler
 
 
-def _verify_handler(answer: Answer, *, rotate: bool) -> Any:
+def _verify_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any:
     async def handler(call: Call) -> Response:
-        ceremony = call.service.rekey
+        ceremony = ceremony_of(call)
         method = call.request.method
         if method == "DELETE":
             return answer(ceremony.restart_verification())
@@ -109,9 +131,9 @@ def _verify_handler(answer: Answer, *, rotate: bool) -> Any:
     return handler
 
 
-def _backup_handler(*, rotate: bool) -> Any:
+def _backup_handler(ceremony_of: Ceremony) -> Any:
     async def handler(call: Call) -> Response:
-        ceremony = call.service.rekey
+        ceremony = ceremony_of(call)
         if call.request.method == "DELETE":
             ceremony.delete_backup()
             return no_content()
@@ -123,36 +145,67 @@ def _backup_handler(*, rotate: bool) -> Any:
     return handler
 
 
-def _legacy(handler: Any) -> Any:
-    """A legacy handler that answers 405, as OpenBao 2.5+ does, while ``legacy_rekey`` is off."""
+def _legacy(handler: Any, *, recovery: bool = False) -> Any:
+    """A legacy handler that answers as OpenBao 2.5+ does while ``legacy_rekey`` is off:
+    405 for ``sys/rekey/*``, 404 ``unsupported path`` for ``sys/rekey-recovery-key/*``."""
 
     async def gated(call: Call) -> Response:
         if not call.service.legacy_rekey:
+            if recovery:
+                return error(404, "unsupported path")
             return error(405, "unsupported operation")
         return await handler(call)
 
     return gated
 
 
+def _legacy_stored_shape(call: Call, status: dict[str, Any]) -> dict[str, Any]:
+    """The legacy root status on a seal with stored shares shows ``t`` and ``n`` as 0
+    (observed on OpenBao 2.7); ``sys/rotate/root/*`` shows the 1 of 1 kept."""
+    if call.service.seal.recovery and "t" in status and not status.get("complete"):
+        return {**status, "t": 0, "n": 0}
+    return status
+
+
 def routes(service: SecretsService) -> list[Route]:
     table: list[Route] = []
-    for prefix, rotate in (("sys/rekey", False), ("sys/rotate/root", True)):
-        gate = (lambda h: h) if rotate else _legacy
+    families = (
+        ("sys/rekey", False, _root),
+        ("sys/rotate/root", True, _root),
+        ("sys/rekey-recovery-key", False, _recovery),
+        ("sys/rotate/recovery", True, _recovery),
+    )
+    for prefix, rotate, ceremony_of in families:
+        recovery = ceremony_of is _recovery
+
+        def gate(handler: Any, rotate: bool = rotate, recovery: bool = recovery) -> Any:
+            return handler if rotate else _legacy(handler, recovery=recovery)
+
         answer: Answer = envelope if rotate else bare
         endpoints = (
-            ("init", _init_handler(answer, rotate=rotate), ["GET", "POST", "PUT", "DELETE"]),
-            ("update", _update_handler(answer, rotate=rotate), ["POST", "PUT"]),
-            ("verify", _verify_handler(answer, rotate=rotate), ["GET", "POST", "PUT", "DELETE"]),
+            (
+                "init",
+                _init_handler(answer, ceremony_of, rotate=rotate),
+                ["GET", "POST", "PUT", "DELETE"],
+            ),
+            ("update", _update_handler(answer, ceremony_of, rotate=rotate), ["POST", "PUT"]),
+            (
+                "verify",
+                _verify_handler(answer, ceremony_of, rotate=rotate),
+                ["GET", "POST", "PUT", "DELETE"],
+            ),
         )
         for name, handler, methods in endpoints:
             table.append(
                 route(service, f"{prefix}/{name}", gate(handler), methods, authenticated=rotate)
             )
+        if prefix == "sys/rekey-recovery-key":
+            continue  # OpenBao 2.7 has no backup under the legacy recovery paths (404)
         table.append(
             route(
                 service,
                 f"{prefix}/backup",
-                gate(_backup_handler(rotate=rotate)),
+                gate(_backup_handler(ceremony_of)),
                 ["GET", "DELETE"],
                 sudo=True,
             )

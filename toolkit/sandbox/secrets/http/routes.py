@@ -6,25 +6,25 @@ from typing import TYPE_CHECKING
 
 from starlette.routing import Route
 
+from . import (
+    auth_logins,
+    auth_token,
+    sys_capabilities,
+    sys_mounts,
+    sys_password_policies,
+    sys_policies,
+    sys_rekey,
+    sys_seal,
+)
+from .engines import dispatcher
+from .sys_leases import lease_routes
+from .sys_plugins import plugin_routes
+
 if TYPE_CHECKING:
-    from .models import SecretsService
+    from ..models import SecretsService
 
 
 def routes(service: SecretsService) -> list[Route]:
-    from .http import (
-        auth_logins,
-        auth_token,
-        sys_capabilities,
-        sys_mounts,
-        sys_password_policies,
-        sys_policies,
-        sys_rekey,
-        sys_seal,
-    )
-    from .http.engines import dispatcher
-    from .http.sys_leases import lease_routes
-    from .http.sys_plugins import plugin_routes
-
     table: list[Route] = []
     table += auth_token.routes(service)
     table += auth_logins.routes(service)

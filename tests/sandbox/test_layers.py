@@ -1,0 +1,65 @@
+"""The sandbox's shape: its state knows nothing of the wire, and no class grows past 500 lines."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SANDBOX = Path(__file__).resolve().parents[2] / "toolkit" / "sandbox"
+SECRETS_STATE = sorted(
+    p for p in (SANDBOX / "secrets").rglob("*.py") if "http" not in p.relative_to(SANDBOX).parts
+)
+MAX_CLASS_LINES = 500
+
+
+def _imports(path: Path) -> list[str]:
+    """Every module ``path`` imports, relative imports written with their leading dots."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            found += [base, *(f"{base}.{alias.name}" for alias in node.names)]
+    return found
+
+
+@pytest.mark.parametrize("path", SECRETS_STATE, ids=lambda p: str(p.relative_to(SANDBOX)))
+def test_the_secrets_state_imports_nothing_of_http(path: Path) -> None:
+    wire = ("starlette", "uvicorn", "importlib")
+    bad = [
+        name
+        for name in _imports(path)
+        if name.startswith(wire) or ".http" in name or name.lstrip(".").startswith("http")
+    ]
+    assert bad == [], f"{path.name} imports {bad}"
+
+
+def test_no_sandbox_class_is_longer_than_500_lines() -> None:
+    long = []
+    for path in sorted(SANDBOX.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_CLASS_LINES:
+                    long.append(f"{path.relative_to(SANDBOX)}:{node.name} ({lines} lines)")
+    assert long == []
+
+
+def test_the_engine_states_take_typed_arguments_not_request_bodies() -> None:
+    import inspect
+
+    from toolkit.sandbox.secrets.broker import Broker
+    from toolkit.sandbox.secrets.database import Database
+    from toolkit.sandbox.secrets.directory import Directory
+    from toolkit.sandbox.secrets.library import Library
+
+    takes_a_body = [
+        f"{cls.__name__}.{name}"
+        for cls in (Directory, Library, Database, Broker)
+        for name, method in inspect.getmembers(cls, inspect.isfunction)
+        if "body" in inspect.signature(method).parameters
+    ]
+    assert takes_a_body == []
