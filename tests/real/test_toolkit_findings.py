@@ -1,0 +1,57 @@
+"""The findings on a real OpenBao: each flagged on data that has the problem, and quiet
+on data that lacks it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pandas as pd
+import pytest
+
+from tests.servers.openbao import OpenBao
+from toolkit import APIError
+from toolkit.secrets import SecretsClient
+
+
+def _about(findings: pd.DataFrame, prefix: str) -> list[str]:
+    rows = findings[findings["object"].str.startswith(prefix)]
+    return [f"{r.severity}: {r.reason}" for r in rows.itertuples()]
+
+
+@pytest.fixture
+def auditor(bao: OpenBao, bao_client: SecretsClient) -> Iterator[SecretsClient]:
+    """A client whose token may read everything but holds no sudo."""
+    bao_client.policies.write("acl", "read-all", 'path "*" { capabilities = ["read", "list"] }')
+    token = bao_client.tokens.create(policies=["read-all"], ttl="10m")
+    with SecretsClient(bao.address, token["client_token"].reveal()) as client:
+        yield client
+
+
+# -- tokens ---------------------------------------------------------------------------
+def test_real_tokens_are_inventoried_by_accessor_and_root_ones_flagged(
+    bao_client: SecretsClient,
+) -> None:
+    scoped = bao_client.tokens.create(policies=["default"], ttl="1h", display_name="ci")
+    rooted = bao_client.tokens.create(policies=["root"])
+
+    inventory = bao_client.tokens.inventory()
+    row = inventory.loc[scoped["accessor"]]
+    assert row["policies"] == ["default"] and row["display_name"] == "token-ci"
+    assert 0 < row["ttl"] <= 3600 and row["path"] == "auth/token/create"
+    assert pd.isna(inventory.loc[rooted["accessor"], "expire_time"])
+
+    findings = bao_client.tokens.findings()
+    assert _about(findings, rooted["accessor"]) == [
+        "critical: root token: holds the root policy",
+        "high: never expires (policies root)",
+    ]
+    assert _about(findings, scoped["accessor"]) == []
+    with pytest.raises(APIError, match="invalid accessor"):
+        bao_client.tokens.lookup_accessor("no-such-accessor")
+
+
+def test_without_sudo_the_real_token_audit_is_a_not_permitted_finding(
+    auditor: SecretsClient,
+) -> None:
+    findings = auditor.tokens.findings()
+    assert findings[["severity", "object"]].values.tolist() == [["medium", "auth/token/accessors"]]
