@@ -55,3 +55,47 @@ def test_without_sudo_the_real_token_audit_is_a_not_permitted_finding(
 ) -> None:
     findings = auditor.tokens.findings()
     assert findings[["severity", "object"]].values.tolist() == [["medium", "auth/token/accessors"]]
+
+
+# -- policies -------------------------------------------------------------------------
+RISKY = 'path "sys/policies/acl/*" { capabilities = ["create", "update"] }'
+SAFE = 'path "secret/data/app/*" { capabilities = ["read", "list"] }'
+
+
+def test_real_policies_become_rules_and_only_the_risky_one_is_flagged(
+    bao_client: SecretsClient,
+) -> None:
+    bao_client.policies.write("acl", "f-risky", RISKY)
+    bao_client.policies.write("acl", "f-safe", SAFE)
+
+    rules = bao_client.policies.rules_frame()
+    safe = rules[rules["policy"] == "f-safe"]
+    assert safe[["path", "capabilities"]].values.tolist() == [
+        ["secret/data/app/*", ["list", "read"]]
+    ]
+    found = bao_client.policies.findings()
+    risky = found[found["object"].str.startswith("f-risky:")]
+    assert list(risky["severity"].astype(str)) == ["critical", "medium"]
+    assert not found["object"].str.startswith("f-safe:").any()
+
+
+def test_real_holders_show_tokens_and_token_roles_per_policy(
+    bao: OpenBao, bao_client: SecretsClient, auditor: SecretsClient
+) -> None:
+    bao_client.policies.write("acl", "f-held", SAFE)
+    with bao.http() as http:
+        reply = http.post("auth/token/roles/f-role", json={"allowed_policies": ["f-held"]})
+        assert reply.status_code == 204, reply.text
+    token = bao_client.tokens.create(policies=["f-held"], ttl="1h", display_name="held")
+
+    holders = bao_client.policies.holders()
+    held = holders[holders["policy"] == "f-held"]
+    assert held[["holder_kind", "holder"]].values.tolist() == [
+        ["token", f"{token['accessor']} (token-held)"],
+        ["token role", "f-role"],
+    ]
+    assert holders[holders["policy"] == "f-nobody"].empty
+    # Without sudo the roles are still listed, and the refusal is said.
+    limited = auditor.policies.holders()
+    assert limited.attrs["not_permitted"] == ["auth/token/accessors"]
+    assert ["token role", "f-role"] in limited[["holder_kind", "holder"]].values.tolist()
