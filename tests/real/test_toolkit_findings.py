@@ -3,14 +3,17 @@ on data that lacks it."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pandas as pd
 import pytest
 
+from tests.real import _seed
 from tests.servers.openbao import OpenBao
 from toolkit import APIError
 from toolkit.secrets import SecretsClient
+from toolkit.secrets.leases import lease_count_findings
 
 
 def _about(findings: pd.DataFrame, prefix: str) -> list[str]:
@@ -99,3 +102,43 @@ def test_real_holders_show_tokens_and_token_roles_per_policy(
     limited = auditor.policies.holders()
     assert limited.attrs["not_permitted"] == ["auth/token/accessors"]
     assert ["token role", "f-role"] in limited[["holder_kind", "holder"]].values.tolist()
+
+
+# -- leases ---------------------------------------------------------------------------
+def test_real_lease_counts_come_per_role_for_engines_and_per_mount_for_auth(
+    bao: OpenBao, bao_client: SecretsClient, database_mount: str
+) -> None:
+    _seed.tokens(bao, "f-count", 30)
+    _seed.dynamic_role(bao, database_mount, "pg", "f-count-db")
+    _seed.read_many(bao, f"{database_mount}/creds/f-count-db", 12)
+
+    counts = bao_client.leases.lease_counts()
+    got = {(r.mount, r.role): r.count for r in counts.itertuples()}
+    assert got[(f"{database_mount}/", "f-count-db")] == 12
+    # Token leases (through a role or not) count under their auth mount, with no role.
+    auth = counts[counts["kind"] == "auth"]
+    assert list(auth["mount"]) == ["auth/token/"] and list(auth["role"]) == [""]
+    assert int(auth["count"].iloc[0]) == len(bao_client.leases.lease_ids("auth/token/"))
+
+    found = lease_count_findings(counts, threshold=11)
+    assert f"{database_mount}/f-count-db" in set(found[found["severity"] == "high"]["object"])
+    assert lease_count_findings(counts, threshold=10**6).empty
+
+
+def test_real_soon_expiring_leases_are_told_apart_and_revoked_at_a_rate(
+    bao: OpenBao, bao_client: SecretsClient
+) -> None:
+    _seed.tokens(bao, "f-soon", 6, first_ttl=300)
+    _seed.tokens(bao, "f-later", 3, first_ttl=5 * 3600)
+    leases = bao_client.leases.leases_by_mount(prefix="auth/token/create/")
+    states = bao_client.leases.expiry(leases, within=600)
+    soon = {i for i in states.index if "/f-soon/" in i}
+    assert len(soon) == 6 and not {i for i in states.index if "/f-later/" in i}
+    assert (states.loc[list(soon), "state"] == "expiring soon").all()
+    assert not (states["state"] == "past due").any()
+
+    started = time.monotonic()
+    done = bao_client.leases.revoke_in_batches(sorted(soon), rate=20, batch_size=2, dry_run=False)
+    assert time.monotonic() - started >= 4 / 20
+    assert set(done["action"]) == {"revoked"}
+    assert not soon & set(bao_client.leases.lease_ids("auth/token/create/f-soon/"))
