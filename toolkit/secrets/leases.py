@@ -613,10 +613,12 @@ def lease_count_findings(counts: pd.DataFrame, *, threshold: int = 1000) -> pd.D
     if threshold < 1:
         raise InputError(f"threshold must be at least 1, not {threshold}")
     found = []
-    for row in counts.itertuples():
-        count = int(row.count)
-        what = f"{row.mount}{row.role}" if row.role and not pd.isna(row.role) else str(row.mount)
-        kind = "role" if row.kind == "secret" and row.role else "mount"
+    rows: list[Any] = counts.to_dict("records")
+    for row in rows:
+        count = int(row["count"])
+        role = "" if pd.isna(row["role"]) else str(row["role"])
+        what = f"{row['mount']}{role}"
+        kind = "role" if row["kind"] == "secret" and role else "mount"
         if count > threshold:
             reason = f"{count} leases under one {kind} (over {threshold}): a lease explosion"
             found.append(Finding("high", "leases", what, reason))
