@@ -33,6 +33,10 @@ Scenarios and goals:
   changed.
 - ``import``: ``import toolkit`` within 0.5 s of pandas' own import, with no
   widget or plotting library loaded.
+- ``lease-counts``: 100,000 leases counted by mount and role from LIST answers
+  alone, under 3 s and under 300 MB of client peak RSS, on the sandbox and on
+  a raft OpenBao (token leases over ten token roles); the full lease audit
+  over the same leases reported beside it.
 - ``fleet``: a runbook over 20 sandboxes, a real OpenBao and three broken
   targets with 1, 2 and 4 runs at a time and on a 2-worker Dask cluster; every
   target reported right each time, and a run's fixed cost under 3 s.
@@ -164,9 +168,13 @@ def show(scenario: str, timings: dict[str, Timing]) -> None:
 
 
 @contextmanager
-def sandbox_process(agents: int, rate_limit: float | None = None) -> Iterator[dict[str, Any]]:
-    """A sandbox in its own process with one pool of ``agents`` agents."""
+def sandbox_process(
+    agents: int, rate_limit: float | None = None, leases: int = 0
+) -> Iterator[dict[str, Any]]:
+    """A sandbox in its own process with one pool of ``agents`` agents (and ``leases``)."""
     args = [PYTHON, "-m", "benchmarks.sandbox_server", "--agents", str(agents)]
+    if leases:
+        args += ["--leases", str(leases)]
     if rate_limit:
         args += ["--rate-limit", str(rate_limit)]
     process = subprocess.Popen(args, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -301,6 +309,74 @@ def lease_audit(args: argparse.Namespace, goals: list[Goal]) -> None:
         )
     )
     goals.append(Goal("lease-audit", "hvac / toolkit", timings["hvac"].median / best, 4.0, True))
+
+
+# -- scenario: lease counts ----------------------------------------------------------------
+
+
+def _lease_counts_client(address: str, token: str, what: str, trace: bool) -> dict[str, Any]:
+    """One run of ``benchmarks.lease_counts`` in a fresh process (its peak is the client's)."""
+    argv = [PYTHON, "-m", "benchmarks.lease_counts", address, token, what]
+    done = subprocess.run(
+        argv + (["--trace"] if trace else []), cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
+    if done.returncode:
+        raise RuntimeError(f"lease-counts client failed: {done.stderr[-2000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _seed_token_roles(address: str, token: str, count: int, roles: int = 10) -> None:
+    """``count`` token leases spread over ``roles`` token roles (``auth/token/create/ROLE/``)."""
+    from toolkit._http import HTTPLayer
+
+    http = HTTPLayer(address, "/v1", headers={"X-Vault-Token": token}, max_concurrency=16)
+    for r in range(roles):
+        http.json("POST", f"/auth/token/roles/bench-{r:02d}", json={"token_ttl": "72h"})
+    started = time.perf_counter()
+
+    def one(i: int) -> Any:
+        return http.json("POST", f"/auth/token/create/bench-{i % roles:02d}", json={})
+
+    list(http.map(one, range(count)))
+    http.close()
+    print(f"    seeded {count} token leases in {time.perf_counter() - started:.1f}s", flush=True)
+
+
+def lease_counts(args: argparse.Namespace, goals: list[Goal]) -> None:
+    """Counting ``args.count_leases`` leases by mount and role from LIST alone, under 3 s
+    and 300 MB (peak RSS of the client process), on the sandbox and on raft OpenBao;
+    the full lease audit (``leases_by_mount``) over the same leases reported beside it."""
+    sys.path.insert(0, str(ROOT))
+    from tests.servers.openbao import OpenBao
+
+    count = args.count_leases
+
+    def measure(target: str, address: str, token: str) -> None:
+        runs = [_lease_counts_client(address, token, "counts", False) for _ in range(3)]
+        traced = _lease_counts_client(address, token, "counts", True)
+        audit = _lease_counts_client(address, token, "audit", False)
+        if any(r["leases"] < count for r in [*runs, traced, audit]):
+            raise AssertionError(f"lease-counts on {target}: fewer than {count} leases counted")
+        seconds = statistics.median(r["seconds"] for r in runs)
+        rss = max(r["rss_mb"] for r in runs)
+        print(
+            f"    {target:8s} counts: {seconds:6.2f} s median of 3, peak RSS {rss:5.0f} MB "
+            f"(imports alone {runs[0]['baseline_mb']:.0f} MB), traced peak "
+            f"{traced['traced_mb']:.1f} MB, {runs[0]['leases']} leases in "
+            f"{runs[0]['groups']} mount/role groups"
+        )
+        print(
+            f"    {target:8s} full audit (list + lookup each): {audit['seconds']:6.2f} s, "
+            f"peak RSS {audit['rss_mb']:5.0f} MB"
+        )
+        goals.append(Goal("lease-counts", f"{target}: seconds to count", seconds, 3.0, False))
+        goals.append(Goal("lease-counts", f"{target}: client peak RSS (MB)", rss, 300.0, False))
+
+    with sandbox_process(0, leases=count) as server:
+        measure("sandbox", server["address"], server["token"])
+    with OpenBao(dev=False) as bao:
+        _seed_token_roles(bao.address, bao.token, count)
+        measure("openbao", bao.address, bao.token)
 
 
 # -- scenario: agent inventory -----------------------------------------------------------
@@ -653,6 +729,7 @@ SCENARIOS: dict[str, Callable[[argparse.Namespace, list[Goal]], None]] = {
     "lease-audit": lease_audit,
     "state-write": state_write,
     "fleet": fleet,
+    "lease-counts": lease_counts,
 }
 
 
@@ -680,6 +757,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.records = 10_000 if quick else 100_000
     args.reads = 1_000 if quick else 4_000
     args.limited = 45 if quick else 120
+    args.count_leases = 5_000 if quick else 100_000
     chosen = [s for s in args.only.split(",") if s] or list(SCENARIOS)
     unknown = [s for s in chosen if s not in SCENARIOS]
     if unknown:

@@ -2,6 +2,8 @@
 
     python -m benchmarks.sandbox_server --agents 10000
 
+``--leases N`` also seeds N leases in the secrets server (``benchmarks.lease_counts``).
+
 prints one JSON line (``address``, ``token``, ``organization``, ``pool_id``)
 once it listens, and serves until its standard input closes. A process of its
 own so that the server does not share the benchmark client's interpreter lock.
@@ -41,9 +43,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.sandbox_server")
     parser.add_argument("--agents", type=int, default=0)
     parser.add_argument("--rate-limit", type=float, default=None)
+    parser.add_argument("--leases", type=int, default=0, help="leases to seed (lease-counts)")
     args = parser.parse_args(argv)
     sandbox = Sandbox(demo=False, rate_limit=args.rate_limit)
     pool_id = fill(sandbox.platform, args.agents)
+    if args.leases:
+        from benchmarks.lease_counts import seed
+
+        seed(sandbox.secrets, args.leases)
     sandbox.start()
     print(
         json.dumps(

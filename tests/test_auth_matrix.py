@@ -43,6 +43,8 @@ UNAUTHENTICATED = re.compile(
 SUDO = [
     ("LIST", re.compile(r"^sys/leases/lookup(/.*)?$")),
     ("GET", re.compile(r"^sys/leases/lookup(/.*)?$")),  # a GET there is a list
+    ("LIST", re.compile(r"^auth/token/accessors$")),
+    ("GET", re.compile(r"^auth/token/accessors$")),  # a GET there is a list
     ("*", re.compile(r"^sys/(leases/)?revoke-(force|prefix)/.+$")),
     ("*", re.compile(r"^sys/plugins/catalog/[^/]+/[^/]+$")),  # register, read, remove
     ("*", re.compile(r"^pki/root/sign-self-issued$")),

@@ -5,17 +5,21 @@
 
 The preview is the client's dry run; removing is enabled only after a preview
 and an explicit confirmation, and any change of the selection asks for a new
-preview. The removal itself is :meth:`AgentPools.remove_agents`, which shows a
-progress bar per agent and reports every agent's outcome in the result table.
+preview. The removal is :meth:`AgentPools.remove_planned` of that preview: it
+removes exactly the previewed agents, skips (and reports) any whose status
+changed since, and shows every agent's outcome in the result table. Only
+agents silent for at least the chosen number of minutes are removed.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pandas as pd
 
 from toolkit import PlatformClient, ToolkitError
+from toolkit.platform.agent_pools import DEFAULT_SILENCE
 from toolkit.platform.permissions import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 
 from ._common import Form, show_frame
@@ -48,6 +52,13 @@ class AgentCleanupForm(Form):
         self.statuses = w.SelectMultiple(
             description="Statuses", options=AGENT_STATUSES, value=REMOVABLE_AGENT_STATUSES, rows=5
         )
+        self.silent_minutes = w.BoundedIntText(
+            description="Silent for at least (minutes)",
+            value=int(DEFAULT_SILENCE.total_seconds() // 60),
+            min=0,
+            max=60 * 24 * 365,
+            style={"description_width": "initial"},
+        )
         self.preview_button = w.Button(description="Preview", icon="search")
         self.confirm = w.Checkbox(
             description="I have read the preview; remove these agents", disabled=True, indent=False
@@ -61,12 +72,14 @@ class AgentCleanupForm(Form):
 
         self.pool.observe(lambda _: self._forget_preview(), names="value")
         self.statuses.observe(lambda _: self._forget_preview(), names="value")
+        self.silent_minutes.observe(lambda _: self._forget_preview(), names="value")
         self.confirm.observe(lambda _: self._arm(), names="value")
         self.preview_button.on_click(lambda _: self.preview())
         self.remove_button.on_click(lambda _: self.remove())
 
         self._layout(
             w.HBox([self.pool, self.statuses]),
+            self.silent_minutes,
             self.preview_button,
             self.preview_output,
             w.HBox([self.confirm, self.remove_button]),
@@ -78,6 +91,7 @@ class AgentCleanupForm(Form):
         return {
             "statuses": tuple(self.statuses.value),
             "pool_ids": [self.pool.value] if self.pool.value else None,
+            "older_than": timedelta(minutes=int(self.silent_minutes.value)),
         }
 
     def _forget_preview(self) -> None:
@@ -107,7 +121,10 @@ class AgentCleanupForm(Form):
         return plan
 
     def remove(self) -> pd.DataFrame | None:
-        """Remove the agents (after a preview and the confirmation); show each outcome."""
+        """Remove exactly the previewed agents (after the confirmation); show each outcome.
+
+        An agent whose status changed since the preview is skipped and reported.
+        """
         if self.plan is None or not self.confirm.value:
             self.show_note("Preview the clean-up and tick the confirmation first.")
             return None
@@ -115,9 +132,7 @@ class AgentCleanupForm(Form):
         try:
             # The client's progress bar (a notebook bar in Jupyter) lands in this output.
             with self.progress_output:
-                result = self.client.agent_pools.remove_agents(
-                    self.organization, dry_run=False, show_progress=True, **self._selection()
-                )
+                result = self.client.agent_pools.remove_planned(self.plan, show_progress=True)
         except ToolkitError as exc:
             self.show_error(exc)
             return None
@@ -126,9 +141,11 @@ class AgentCleanupForm(Form):
         self.result = result
         show_frame(self.result_output, result)
         counts = result["action"].value_counts()
+        changed = int(result["detail"].str.contains("since the preview", regex=False).sum())
         self.show_ok(
             f"Removed {counts.get('removed', 0)}, failed {counts.get('failed', 0)}, "
-            f"kept {counts.get('skipped', 0)}."
+            f"kept {counts.get('skipped', 0)}"
+            + (f" ({changed} changed since the preview, skipped)." if changed else ".")
         )
         return result
 

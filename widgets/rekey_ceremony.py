@@ -102,6 +102,25 @@ class RekeyCeremonyWidget(Form):
             layout=w.Layout(width="auto"),
         )
 
+        # -- at the end: live verification, the ceremony record, the checklist
+        self.verify_live_button = w.Button(
+            description="Check the server", icon="check-circle", layout=w.Layout(width="auto")
+        )
+        self.verification = w.HTML(value="")
+        self.record_path = w.Text(
+            description="Save the record to",
+            placeholder="ceremony.json (optional; written 0600)",
+            style={"description_width": "initial"},
+            layout=w.Layout(width="auto"),
+        )
+        self.record_button = w.Button(
+            description="Export the ceremony record", icon="file", layout=w.Layout(width="auto")
+        )
+        self.record_view = w.HTML(value="")
+        self.checklist_view = w.HTML(value="")
+        self.verify_live_button.on_click(lambda _: self.verify_live())
+        self.record_button.on_click(lambda _: self.export_record(self.record_path.value or None))
+
         self.upload.observe(lambda _: self.read_keys(), names="value")
         self.clear_keys_button.on_click(lambda _: self.clear_keys())
         self.start_button.on_click(lambda _: self.start())
@@ -131,6 +150,11 @@ class RekeyCeremonyWidget(Form):
             w.HBox([self.reveal_button, self.recorded_button]),
             self.share_view,
             self.prove_button,
+            w.HTML("<b>After the ceremony</b>"),
+            w.HBox([self.verify_live_button, self.record_path, self.record_button]),
+            self.verification,
+            self.record_view,
+            self.checklist_view,
         )
         self.refresh()
 
@@ -250,6 +274,7 @@ class RekeyCeremonyWidget(Form):
             )
         done = self.ceremony.phase == "complete"
         self.prove_button.disabled = not (done and shares and not self._encrypted)
+        self._draw_checklist()
 
     @property
     def _encrypted(self) -> bool:
@@ -363,6 +388,61 @@ class RekeyCeremonyWidget(Form):
         self.refresh()
         self.show_ok(f"The new shares unseal the server ({seal.get('t')} of {seal.get('n')}).")
         return seal
+
+    # -- after the ceremony ----------------------------------------------------------
+    def verify_live(self) -> Record | None:
+        """Check on the server that the rekey took effect. ``RekeyCeremony.verify_live``."""
+        try:
+            result = self.ceremony.verify_live()
+        except ToolkitError as exc:
+            self.show_error(exc)
+            return None
+        shape = f"{result['seal_t']} of {result['seal_n']}"
+        if result["ok"]:
+            self.verification.value = html.escape(
+                f"Verified: the rekey is complete and the seal reports the new {shape} shares."
+            )
+            self.show_ok("The server shows the new shares in force.")
+        else:
+            self.verification.value = "".join(
+                f"<div>{html.escape(p)}</div>" for p in result["problems"]
+            )
+            self.show_note("The server does not show the new shares in force yet.")
+        return result
+
+    def export_record(self, path: str | None = None) -> Record | None:
+        """Show the ceremony record (no share in it) and, given ``path``, save it 0600.
+
+        ``RekeyCeremony.record`` / ``RekeyCeremony.save_record``.
+        """
+        record = self.ceremony.record()
+        self.record_view.value = (
+            "<pre style='white-space:pre-wrap'>"
+            + html.escape(self.ceremony.record_json())
+            + "</pre>"
+        )
+        if path:
+            try:
+                saved = self.ceremony.save_record(path)
+            except OSError as exc:
+                self.show_error(InputError(f"the record could not be saved: {exc.strerror}"))
+                return record
+            self.show_ok(f"Ceremony record saved to {saved} (readable by you only).")
+        return record
+
+    def _draw_checklist(self) -> None:
+        """The post-ceremony checklist, shown once the ceremony is complete."""
+        if self.ceremony.phase != "complete":
+            self.checklist_view.value = ""
+            return
+        items = "".join(
+            f"<li><b>{html.escape(i['item'])}</b>: {html.escape(i['why'])}. "
+            f"<i>{html.escape(i['how'])}</i></li>"
+            for i in self.ceremony.checklist()
+        )
+        self.checklist_view.value = (
+            f"<div><b>Before you close this session</b></div><ol>{items}</ol>"
+        )
 
     # -- one way to act ------------------------------------------------------------
     def _act(self, step: Any, done: str, new_attempt: bool = False) -> Record | None:

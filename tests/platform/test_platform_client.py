@@ -166,12 +166,11 @@ def test_deleting_an_idle_agent_is_a_precondition_failure(client):
 
 def test_agent_cleanup_dry_run_changes_nothing_and_says_what_it_would_do(client):
     plan = client.agent_pools.remove_agents("acme", show_progress=False)
-    assert set(plan.loc[plan["action"] == "would remove", "status"]) == {
-        "exited",
-        "errored",
-        "unknown",
-    }
-    assert set(plan.loc[plan["action"] == "skipped", "status"]) == {"idle", "busy"}
+    assert set(plan.loc[plan["action"] == "would remove", "status"]) == {"exited", "errored"}
+    # The unknown agent silent for 25 minutes is under the default hour: kept, and why.
+    young = plan[plan["name"] == "runner-06"]
+    assert list(young["action"]) == ["skipped"] and list(young["detail"]) == ["pinged within 1h"]
+    assert set(plan.loc[plan["action"] == "skipped", "status"]) == {"idle", "busy", "unknown"}
     assert len(client.agent_pools.agents(pool_of(client, "acme"))) == 7
 
 
@@ -186,6 +185,7 @@ def test_agent_cleanup_removes_the_dead_and_reports_a_412_without_stopping(sandb
         dry_run=False,
         show_progress=False,
         statuses=["exited", "errored", "unknown", "idle"],
+        older_than=0,
     )
     assert set(result.loc[result["action"] == "removed", "name"]) >= {"runner-05", "runner-06"}
     failed = result[result["action"] == "failed"]
@@ -325,3 +325,34 @@ def test_ping_checks_the_token_with_an_authenticated_read(demo_sandbox):
     assert refused.value.status == 401 and "/organizations" in str(refused.value)
     assert "not-a-token" not in str(refused.value)
     assert PlatformClient(demo_sandbox.address, "demo-member-bob").ping() is True
+
+
+def test_agent_cleanup_takes_an_age_threshold_in_seconds_or_as_a_timedelta(client):
+    by_seconds = client.agent_pools.remove_agents("acme", older_than=20 * 60, show_progress=False)
+    by_delta = client.agent_pools.remove_agents(
+        "acme", older_than=timedelta(minutes=20), show_progress=False
+    )
+    assert by_seconds["action"].equals(by_delta["action"])
+    assert by_seconds.loc[by_seconds["name"] == "runner-06", "action"].item() == "would remove"
+    for bad in (-1, "1h", True):
+        with pytest.raises(InputError, match="older_than"):
+            client.agent_pools.remove_agents("acme", older_than=bad)
+
+
+def test_a_planned_removal_touches_only_the_planned_agents_and_skips_changed_ones(sandbox, client):
+    plan = client.agent_pools.remove_agents("acme", show_progress=False)
+    ids = {name: i for i, name in plan["name"].items()}
+    now = sandbox.platform.clock.now()
+    sandbox.platform.set_agent_status(ids["runner-02"], "exited", now - timedelta(hours=2))
+    sandbox.platform.set_agent_status(ids["runner-04"], "idle")
+
+    result = client.agent_pools.remove_planned(plan, show_progress=False)
+
+    left = set(client.agent_pools.agents(pool_of(client, "acme"))["name"])
+    assert left == {"runner-01", "runner-02", "runner-03", "runner-04", "runner-06"}
+    assert result.loc[ids["runner-04"], "detail"] == (
+        "status changed since the preview: exited -> idle"
+    )
+    assert set(result.loc[result["action"] == "removed", "name"]) == {"runner-05", "runner-07"}
+    with pytest.raises(InputError, match="not a clean-up plan"):
+        client.agent_pools.remove_planned(plan[["name"]])

@@ -8,7 +8,9 @@ and the old shares no longer open it.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -222,3 +224,34 @@ def test_a_recovery_ceremony_on_a_static_seal_hands_out_recovery_shares_that_uns
         assert ceremony.prove_unseal(new[:2])["sealed"] is False
         static_seal_bao.wait_active()
         old_shares_no_longer_unseal(static_seal_bao, client, old)
+
+
+def test_the_live_verification_and_the_record_follow_the_real_servers_ceremony(
+    raft_bao: OpenBao, client: SecretsClient, tmp_path: Path
+) -> None:
+    ceremony = RekeyCeremony(client)
+    ceremony.start(shares=4, threshold=2, verify=True)
+    for share in raft_bao.shares[:3]:
+        ceremony.submit_share(share)
+    assert ceremony.verify_live()["problems"] == [
+        "the rekey is not complete (phase: verifying)",
+        "the seal reports 3 of 5 shares, not the new 2 of 4",
+    ]
+    new = [s.reveal() for s in ceremony.new_shares]
+    for share in new[:2]:
+        ceremony.verify_share(share)
+
+    live = ceremony.verify_live()
+    assert live["ok"] and (live["seal_n"], live["seal_t"]) == (4, 2)
+    record = ceremony.record()
+    assert [s["event"] for s in record["steps"]] == [
+        "started",
+        *["current share entered"] * 3,
+        *["new share verified"] * 2,
+    ]
+    assert len(record["nonces"]) == 2  # the attempt's, then the verification's
+    saved = ceremony.save_record(tmp_path / "ceremony.json")
+    assert stat.S_IMODE(saved.stat().st_mode) == 0o600
+    text = saved.read_text()
+    assert not any(share in text for share in [*raft_bao.shares, *new])
+    assert "Retire the old shares" in [i["item"] for i in ceremony.checklist()]

@@ -125,3 +125,53 @@ def test_findings_frames_are_ordered_worst_first_and_combine() -> None:
     assert isinstance(empty["reason"].dtype, pd.StringDtype)
     with pytest.raises(ValueError, match="severity must be one of"):
         Finding("urgent", "a", "b", "c")
+
+
+# -- through the client ------------------------------------------------------------------
+RISKY = 'path "sys/policies/acl/*" { capabilities = ["create", "update"] }'
+SAFE = 'path "secret/data/app/*" { capabilities = ["read", "list"] }'
+
+
+def test_the_client_gives_every_acl_policy_as_rules_not_empty_paths(
+    empty_sandbox: Sandbox,
+) -> None:
+    with toolkit.SecretsClient(empty_sandbox.address, empty_sandbox.token) as client:
+        client.policies.write("acl", "app", SAFE)
+        rules = client.policies.rules_frame()
+    app = rules[rules["policy"] == "app"]
+    assert app[["path", "capabilities"]].values.tolist() == [
+        ["secret/data/app/*", ["list", "read"]]
+    ]
+    assert set(rules["policy"]) >= {"app", "default"}
+
+
+def test_the_client_flags_a_policy_that_can_rewrite_policies_and_not_a_read_only_one(
+    empty_sandbox: Sandbox,
+) -> None:
+    with toolkit.SecretsClient(empty_sandbox.address, empty_sandbox.token) as client:
+        client.policies.write("acl", "risky", RISKY)
+        client.policies.write("acl", "safe", SAFE)
+        found = client.policies.findings()
+    risky = found[found["object"].str.startswith("risky:")]
+    assert list(risky["severity"].astype(str)) == ["critical", "medium"]
+    assert not found["object"].str.startswith("safe:").any()
+
+
+def test_holders_show_which_tokens_carry_which_policy(empty_sandbox: Sandbox) -> None:
+    with toolkit.SecretsClient(empty_sandbox.address, empty_sandbox.token) as client:
+        client.policies.write("acl", "risky", RISKY)
+        client.policies.write("acl", "safe", SAFE)
+        holder = client.tokens.create(policies=["risky"], ttl="1h", display_name="ops")
+        holders = client.policies.holders()
+        with toolkit.SecretsClient(
+            empty_sandbox.address, holder["client_token"].reveal()
+        ) as limited:
+            refused = limited.policies.holders()
+    risky = holders[holders["policy"] == "risky"]
+    assert risky[["holder_kind", "holder"]].values.tolist() == [
+        ["token", f"{holder['accessor']} (token-ops)"]
+    ]
+    assert holders[holders["policy"] == "safe"].empty
+    assert holders.attrs["not_permitted"] == []
+    # The sandbox has no token roles (docs/differences.md): only the accessors are refused.
+    assert refused.empty and refused.attrs["not_permitted"] == ["auth/token/accessors"]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
+import stat
 import warnings
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pysequoia
@@ -284,3 +286,79 @@ def test_a_shamir_ceremony_says_it_takes_and_hands_out_unseal_shares(
         RekeyCeremony(client, target="master")
     with pytest.raises(BadRequest, match="recovery"):
         RekeyCeremony(client, target="recovery").start(1, 1)
+
+
+# -- after the ceremony ------------------------------------------------------------------
+def test_the_live_verification_passes_after_the_ceremony_and_fails_before_it(
+    client: SecretsClient, old_shares: list[str]
+) -> None:
+    ceremony = RekeyCeremony(client)
+    ceremony.start(4, 2, verify=True)
+    for share in old_shares[:3]:
+        ceremony.submit_share(share)
+    early = ceremony.verify_live()
+    assert early["ok"] is False and early["rekey_complete"] is False
+    assert early["problems"] == [
+        "the rekey is not complete (phase: verifying)",
+        "the seal reports 3 of 5 shares, not the new 2 of 4",
+    ]
+    for share in ceremony.new_shares[:2]:
+        ceremony.verify_share(share)
+
+    done = ceremony.verify_live()
+    assert done["ok"] is True and done["problems"] == []
+    assert (done["seal_n"], done["seal_t"]) == (4, 2) == (done["expected_n"], done["expected_t"])
+    with pytest.raises(InputError, match="start\\(\\) was never called"):
+        RekeyCeremony(client).verify_live()
+
+
+def test_the_ceremony_record_says_when_each_share_was_entered_and_holds_no_share(
+    client: SecretsClient, old_shares: list[str], tmp_path: Path
+) -> None:
+    holders = [keypair(f"holder{i}") for i in range(3)]
+    pgp_keys = [base64.b64encode(bytes(cert)).decode() for cert in holders]
+    ceremony = RekeyCeremony(client)
+    started = ceremony.start(3, 2, pgp_keys=pgp_keys, backup=True)
+    for share in old_shares[:3]:
+        ceremony.submit_share(share)
+    assert ceremony.phase == "complete"
+
+    record = ceremony.record()
+    assert record["pgp_fingerprints"] == [c.fingerprint.lower() for c in holders]
+    assert record["nonces"] == [started["nonce"]]
+    assert (record["shares"], record["threshold"], record["backup"]) == (3, 2, True)
+    entered = [s for s in record["steps"] if s["event"] == "current share entered"]
+    assert [s["progress"] for s in entered] == [1, 2, 0] and entered[-1]["phase"] == "complete"
+    times = [datetime.fromisoformat(s["at"]) for s in record["steps"]]
+    assert times == sorted(times) and all(t.tzinfo is not None for t in times)
+
+    text = ceremony.record_json()
+    secrets = [*old_shares, *(s.reveal() for s in ceremony.new_shares)]
+    assert json.loads(text) == json.loads(json.dumps(dict(record)))
+    assert not any(secret in text for secret in secrets)
+    saved = ceremony.save_record(tmp_path / "ceremony.json")
+    assert stat.S_IMODE(saved.stat().st_mode) == 0o600
+    assert json.loads(saved.read_text())["nonces"] == [started["nonce"]]
+    # An existing, world-readable file is made 0600 before the record goes in.
+    loose = tmp_path / "loose.json"
+    loose.write_text("{}")
+    loose.chmod(0o644)
+    assert stat.S_IMODE(ceremony.save_record(loose).stat().st_mode) == 0o600
+
+
+def test_the_checklist_asks_to_delete_the_backup_only_when_one_was_kept(
+    client: SecretsClient,
+) -> None:
+    with_backup = RekeyCeremony(client)
+    holders = [keypair("solo")]
+    with_backup.start(1, 1, pgp_keys=[base64.b64encode(bytes(holders[0])).decode()], backup=True)
+    items = [i["item"] for i in with_backup.checklist()]
+    assert items[0] == "Delete the backup of the encrypted shares"
+    assert "Retire the old shares" in items
+    with_backup.cancel()
+
+    plain = RekeyCeremony(client)
+    plain.start(3, 2)
+    items = [i["item"] for i in plain.checklist()]
+    assert "Delete the backup of the encrypted shares" not in items
+    assert items[0] == "Retire the old shares"

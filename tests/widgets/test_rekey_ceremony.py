@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import stat
 import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -352,3 +353,33 @@ def test_a_root_ceremony_on_a_recovery_seal_says_no_share_is_handed_out(
     assert "no share to hand out" in form.handout_note.value
     assert form.reveal_button.disabled and form.prove_button.disabled
     assert leaks(form, recovery) == []
+
+
+def test_after_the_ceremony_the_form_verifies_exports_the_record_and_shows_the_checklist(
+    form: RekeyCeremonyWidget, old_shares: list[str], tmp_path: Path
+) -> None:
+    start(form, verify=False)
+    form.verify_live_button.click()
+    assert "not complete" in form.verification.value and "3 of 5" in form.verification.value
+    assert form.checklist_view.value == ""
+
+    for share in old_shares[:3]:
+        enter(form, share)
+    assert form.ceremony.phase == "complete"
+    assert "Retire the old shares" in form.checklist_view.value
+    assert "Delete the backup" not in form.checklist_view.value  # none was kept
+
+    form.verify_live_button.click()
+    assert "Verified" in form.verification.value and "2 of 3" in form.verification.value
+
+    target = tmp_path / "record.json"
+    form.record_path.value = str(target)
+    form.record_button.click()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    saved = json.loads(target.read_text())
+    assert [s["event"] for s in saved["steps"]] == ["started"] + ["current share entered"] * 3
+    assert saved["nonces"][0] in form.record_view.value
+    assert "readable by you only" in form.status_text
+    new = hand_out(form)
+    assert leaks(form, old_shares + new) == []
+    assert not any(share in target.read_text() for share in old_shares + new)

@@ -9,18 +9,25 @@ from typing import Any
 
 import pandas as pd
 
-from .._errors import APIError, InputError
+from .._errors import APIError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
 from .._http import segment
 from .._progress import progress
 from .._records import Record
-from .._time import format_iso_ms
+from .._time import format_iso_ms, parse_time
 from ._base import Area
 from ._jsonapi import FrameBuilder, flatten, iter_resources, read_lists, resources_frame
 from .permissions import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 
-__all__ = ["AgentPools", "POOLS", "POOLS_WITH_WORKSPACES", "AGENTS", "agents_frame"]
+__all__ = [
+    "AGENTS",
+    "DEFAULT_SILENCE",
+    "POOLS",
+    "POOLS_WITH_WORKSPACES",
+    "AgentPools",
+    "agents_frame",
+]
 
 POOLS = Schema.of(
     "id",
@@ -62,6 +69,11 @@ CLEANUP = Schema.of(
     Col("detail"),
     index="agent_id",
 )
+
+# How long an agent must have been silent before the clean-up removes it by default:
+# an ``unknown`` agent silent for minutes may be a network blip, not a dead host.
+DEFAULT_SILENCE = timedelta(hours=1)
+
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 
@@ -292,47 +304,113 @@ class AgentPools(Area):
         *,
         statuses: Iterable[str] = REMOVABLE_AGENT_STATUSES,
         pool_ids: Iterable[str] | None = None,
+        older_than: timedelta | float = DEFAULT_SILENCE,
+        now: datetime | None = None,
         dry_run: bool = True,
         show_progress: bool = True,
     ) -> pd.DataFrame:
-        """Remove the agents in ``statuses`` (default exited, errored, unknown).
+        """Remove the agents in ``statuses`` (default exited, errored, unknown) that have
+        been silent longer than ``older_than`` (a timedelta, or seconds; default an hour).
 
-        With ``dry_run`` (the default) nothing is deleted: the frame says what
-        would be. Idle and busy agents are reported as ``skipped``; an agent that
-        answers 412 (it came back to life) or 404 (already gone) is reported and
-        never stops the rest. Columns: pool_id, name, status, last_ping_at,
-        action (``would remove``, ``removed``, ``skipped``, ``failed``), detail.
+        With ``dry_run`` (the default) nothing is deleted: the frame is the plan,
+        each agent ``would remove`` or ``skipped`` with the reason (its status, or
+        a last ping too recent, judged by the server's clock unless ``now`` is
+        given; ``older_than=0`` sets no age condition). Otherwise the plan is carried out by :meth:`remove_planned`.
+        Columns: pool_id, name, status, last_ping_at, action (``would remove``,
+        ``removed``, ``skipped``, ``failed``), detail.
         """
         wanted = set(statuses)
         unknown = wanted - set(AGENT_STATUSES)
         if unknown:
             raise InputError(f"unknown agent status {sorted(unknown)}; allowed: {AGENT_STATUSES}")
+        silence = _silence(older_than)
         agents = self.all_agents(organization)
         if pool_ids is not None:
             agents = agents[agents["pool_id"].isin(list(pool_ids))]
+        cutoff = pd.Timestamp(now or self._http.server_now()) - pd.Timedelta(silence)
         plan = []
         for agent_id, row in agents.iterrows():
-            remove = row["status"] in wanted
+            last = row["last_ping_at"]
+            if row["status"] not in wanted:
+                action, detail = "skipped", f"status is {row['status']}"
+            elif silence and not pd.isna(last) and last >= cutoff:
+                action, detail = "skipped", f"pinged within {_span(silence)}"
+            else:
+                action, detail = "would remove", ""
             plan.append(
                 {
                     "agent_id": agent_id,
                     "pool_id": row["pool_id"],
                     "name": row["name"],
                     "status": row["status"],
-                    "last_ping_at": row["last_ping_at"],
-                    "action": ("would remove" if dry_run else "remove") if remove else "skipped",
-                    "detail": "" if remove else f"status is {row['status']}",
+                    "last_ping_at": last,
+                    "action": action,
+                    "detail": detail,
                 }
             )
-        if not dry_run:
-            todo = [p for p in plan if p["action"] == "remove"]
-            for item in progress(todo, desc="removing agents", enabled=show_progress):
-                try:
-                    self.delete_agent(item["agent_id"])
-                    item["action"], item["detail"] = "removed", ""
-                except APIError as exc:
-                    item["action"], item["detail"] = "failed", f"{exc.status}: {exc.message}"
-        return build_frame(plan, CLEANUP)
+        frame = build_frame(plan, CLEANUP)
+        if dry_run:
+            return frame
+        return self.remove_planned(frame, show_progress=show_progress)
+
+    def remove_planned(self, plan: pd.DataFrame, *, show_progress: bool = True) -> pd.DataFrame:
+        """Carry out a :meth:`remove_agents` plan: exactly the agents it marks ``would remove``.
+
+        Each such agent is read again first (``GET /agents/:id``); one whose
+        status or last ping changed since the plan, or that is gone, is
+        ``skipped`` with what changed, and only the others are deleted
+        (``DELETE /agents/:id``, once each). A refusal (412: it came back to
+        life between the read and the delete) is ``failed`` with the server's
+        message and never stops the rest. Agents the plan did not mark are
+        never touched. Returns the plan's frame with the outcomes.
+        """
+        missing = [c for c in ("status", "last_ping_at", "action") if c not in plan.columns]
+        if missing:
+            raise InputError(f"not a clean-up plan: it lacks the columns {missing}")
+        result = plan.copy()
+        todo = list(result.index[result["action"] == "would remove"])
+        for agent_id in progress(todo, desc="removing agents", enabled=show_progress):
+            action, detail = self._remove_if_unchanged(str(agent_id), result.loc[agent_id])
+            result.loc[agent_id, "action"] = action
+            result.loc[agent_id, "detail"] = detail
+        return result
+
+    def _remove_if_unchanged(self, agent_id: str, planned: pd.Series) -> tuple[str, str]:
+        try:
+            current = self.agent(agent_id)
+        except NotFound:
+            return "skipped", "gone since the preview"
+        except APIError as exc:
+            return "failed", f"{exc.status}: {exc.message}"
+        if current.get("status") != planned["status"]:
+            return "skipped", (
+                f"status changed since the preview: {planned['status']} -> {current.get('status')}"
+            )
+        pinged = parse_time(current.get("last_ping_at"))
+        previous = planned["last_ping_at"]
+        if pinged is not None and not pd.isna(previous) and pinged > previous:
+            return "skipped", "pinged since the preview"
+        try:
+            self.delete_agent(agent_id)
+        except APIError as exc:
+            return "failed", f"{exc.status}: {exc.message}"
+        return "removed", ""
+
+
+def _silence(older_than: timedelta | float) -> timedelta:
+    if isinstance(older_than, bool) or not isinstance(older_than, timedelta | int | float):
+        raise InputError(f"older_than must be a timedelta or seconds, not {older_than!r}")
+    span = older_than if isinstance(older_than, timedelta) else timedelta(seconds=older_than)
+    if span < timedelta(0):
+        raise InputError(f"older_than must not be negative, not {older_than!r}")
+    return span
+
+
+def _span(span: timedelta) -> str:
+    minutes = int(span.total_seconds() // 60)
+    if minutes and minutes % 60 == 0:
+        return f"{minutes // 60}h"
+    return f"{minutes}m" if minutes else f"{int(span.total_seconds())}s"
 
 
 def agents_frame(resources: Iterable[Mapping[str, Any]], pool_id: str) -> pd.DataFrame:

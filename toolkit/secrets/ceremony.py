@@ -21,8 +21,11 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
+import json
+import os
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -112,6 +115,8 @@ class RekeyCeremony:
         self._progress = 0
         self._required: int | None = None
         self._last: Record = Record(kind="rekey-ceremony")
+        # What the ceremony record shows: one entry a step, never a share.
+        self._journal: list[dict[str, Any]] = []
 
     def __repr__(self) -> str:
         need = "" if self._required is None else f" {self._progress}/{self._required}"
@@ -244,7 +249,7 @@ class RekeyCeremony:
         except APIError:
             self.status()
             raise
-        return self.status()
+        return self._note("started", self.status(), new_attempt=True)
 
     def submit_share(self, share: str | Sensitive) -> Record:
         """Provide one current share (unseal, or recovery on a recovery seal), with the
@@ -269,7 +274,7 @@ class RekeyCeremony:
             self._pgp_fingerprints = list(result.get("pgp_fingerprints") or [])
             if not result.get("verification_required") and not result.get("verification_nonce"):
                 self._complete = True
-        return self.status()
+        return self._note("current share entered", self.status(), nonce=status["nonce"])
 
     def verify_share(self, share: str | Sensitive) -> Record:
         """Provide one share of the new set while verifying; at ``t`` shares the key rotates."""
@@ -287,7 +292,7 @@ class RekeyCeremony:
             raise
         if result.get("complete"):
             self._complete = True
-        return self.status()
+        return self._note("new share verified", self.status(), nonce=status["nonce"])
 
     def cancel(self) -> Record:
         """Cancel the attempt on the server; the current shares stay valid."""
@@ -359,6 +364,151 @@ class RekeyCeremony:
                 f"(progress {status.get('progress')}/{status.get('t')}); "
                 "provide the remaining shares with client.seal.unseal()"
             )
+        return status
+
+    # -- after the ceremony: live verification, the record, the checklist ---------------
+    def verify_live(self) -> Record:
+        """Check on the server that the ceremony took effect.
+
+        Reads the rekey status (no attempt may be left in progress) and
+        ``GET /sys/seal-status`` (its ``n`` and ``t`` must be the new share
+        count and threshold). Returns ``ok`` with ``rekey_complete``,
+        ``seal_n``, ``seal_t``, ``expected_n``, ``expected_t``, ``sealed`` and
+        ``problems`` (sentences; empty when ``ok``). Reads only.
+        """
+        if self._params is None:
+            raise InputError("nothing to verify: start() was never called by this ceremony")
+        status = self.status()
+        seal = self._seal.status()
+        expected_n, expected_t = self._params["shares"], self._params["threshold"]
+        problems = []
+        if status["phase"] != "complete":
+            problems.append(f"the rekey is not complete (phase: {status['phase']})")
+        if seal.get("n") != expected_n or seal.get("t") != expected_t:
+            problems.append(
+                f"the seal reports {seal.get('t')} of {seal.get('n')} shares, "
+                f"not the new {expected_t} of {expected_n}"
+            )
+        return Record(
+            {
+                "ok": not problems,
+                "rekey_complete": status["phase"] == "complete",
+                "seal_n": seal.get("n"),
+                "seal_t": seal.get("t"),
+                "expected_n": expected_n,
+                "expected_t": expected_t,
+                "sealed": seal.get("sealed"),
+                "problems": problems,
+            },
+            kind="rekey-verification",
+        )
+
+    def record(self) -> Record:
+        """The ceremony record to file: what was done and when, never a share.
+
+        ``server``, ``api_flavour``, ``shares`` and ``threshold`` asked for,
+        ``pgp_fingerprints`` (of the holders' keys, empty without PGP),
+        ``backup``, ``verification_required``, ``nonces`` (of the attempt and of
+        its verification), ``phase`` and ``steps``: one entry a step with
+        ``event`` (``started``, ``current share entered``, ``new share
+        verified``), ``at`` (UTC, the server's clock, ISO 8601), ``nonce``,
+        ``progress`` and ``required`` after the step.
+        """
+        params = self._params or {}
+        nonces = list(dict.fromkeys(e["nonce"] for e in self._journal if e.get("nonce")))
+        fingerprints = self._pgp_fingerprints or self._last.get("pgp_fingerprints") or []
+        return Record(
+            {
+                "server": self._rekey._http.address,
+                "api_flavour": self._rekey.api_flavour,
+                "shares": params.get("shares"),
+                "threshold": params.get("threshold"),
+                "pgp_fingerprints": list(fingerprints),
+                "backup": bool(params.get("backup")),
+                "verification_required": bool(params.get("verify")),
+                "nonces": nonces,
+                "phase": self._phase,
+                "steps": [dict(e) for e in self._journal],
+            },
+            kind="rekey-ceremony-record",
+        )
+
+    def record_json(self) -> str:
+        """:meth:`record` as indented JSON text."""
+        return json.dumps(dict(self.record()), indent=2)
+
+    def save_record(self, path: str | os.PathLike[str]) -> Path:
+        """Write :meth:`record_json` to ``path``, readable by its owner only (mode 0600).
+
+        The file is created 0600 (or an existing one is set to 0600 before it
+        is written), so no other user can read it at any moment. Returns the path.
+        """
+        target = Path(path)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            os.write(fd, self.record_json().encode())
+        finally:
+            os.close(fd)
+        return target
+
+    def checklist(self) -> list[Record]:
+        """What to do once the ceremony is over, each item with ``item``, ``why`` and ``how``.
+
+        Always: retire the old shares, confirm each new holder stored theirs,
+        file the ceremony record; when a backup was kept, delete it first.
+        """
+        items = []
+        if (self._params or {}).get("backup"):
+            items.append(
+                (
+                    "Delete the backup of the encrypted shares",
+                    "the server keeps a copy of every new share (PGP-encrypted) until told not to",
+                    "client.rekey.delete_backup()  (DELETE sys/rekey/backup, sudo)",
+                )
+            )
+        items += [
+            (
+                "Retire the old shares",
+                "the old shares no longer unseal this server; a copy left around only misleads",
+                "each former holder destroys their old share and confirms it",
+            ),
+            (
+                "Confirm each new holder stored their share",
+                "a share not stored before the session ends is lost",
+                "ask each holder, out of band, to confirm where their share is stored",
+            ),
+            (
+                "File the ceremony record",
+                "auditors ask who was there, when, and which keys encrypted the shares",
+                "ceremony.save_record(path)  (written 0600)",
+            ),
+        ]
+        return [
+            Record({"item": item, "why": why, "how": how}, kind="checklist-item")
+            for item, why, how in items
+        ]
+
+    def _note(
+        self,
+        event: str,
+        status: Record,
+        *,
+        nonce: Any = None,
+        new_attempt: bool = False,
+    ) -> Record:
+        if new_attempt:
+            self._journal = []
+        self._journal.append(
+            {
+                "event": event,
+                "at": self._rekey._http.server_now().isoformat(),
+                "nonce": nonce if nonce is not None else status.get("nonce"),
+                "progress": status.get("progress"),
+                "required": status.get("required"),
+                "phase": status.get("phase"),
+            }
+        )
         return status
 
     def _forget(self) -> None:

@@ -34,7 +34,7 @@ from .._time import parse_time
 from ._base import EngineArea, hide, warnings_of
 from ._credentials import issue_credentials, required
 
-__all__ = ["CONNECTIONS", "DB_ROLES", "STATIC_ROLES", "Database"]
+__all__ = ["CONNECTIONS", "DB_ROLES", "STATIC_ROLES", "Database", "connection_findings"]
 
 CONNECTIONS = Schema.of(
     "name",
@@ -458,3 +458,32 @@ class Database(EngineArea):
 
     def _allowed_by_connection(self) -> Mapping[str, Sequence[str]]:
         return {c["name"]: c["allowed_roles"] for c in self._connections()}
+
+    def findings(self) -> pd.DataFrame:
+        """What is risky in this mount's connections: :func:`connection_findings` of
+        :meth:`connections` (``LIST`` then ``GET /<mount>/config/:name`` each)."""
+        return connection_findings(self.connections(), self.mount)
+
+
+def connection_findings(connections: pd.DataFrame, mount: str = "database") -> pd.DataFrame:
+    """Findings of a :meth:`Database.connections` frame.
+
+    - **high**: ``allowed_roles`` holds ``*``: every role on the mount, present
+      and future, may issue credentials through this connection;
+    - **medium**: ``verify_connection`` false: the configuration was saved
+      without checking it reaches the database, so a typo shows only when
+      credentials are first asked for.
+    """
+    from ..findings import Finding, findings_frame
+
+    found = []
+    for name, row in connections.iterrows():
+        where = f"{mount.strip('/')}/config/{name}"
+        if "*" in list(row["allowed_roles"] or []):
+            reason = "allowed_roles is *: every role, present and future, may use it"
+            found.append(Finding("high", "database", where, reason))
+        verify = row["verify_connection"]
+        if not pd.isna(verify) and not bool(verify):
+            reason = "verify_connection is false: saved without checking it connects"
+            found.append(Finding("medium", "database", where, reason))
+    return findings_frame(found)

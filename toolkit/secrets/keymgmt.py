@@ -18,7 +18,7 @@ the server does not answer them, and the client neither keeps nor shows them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pandas as pd
@@ -39,7 +39,10 @@ __all__ = [
     "KeyManagement",
     "PROTECTIONS",
     "PURPOSES",
+    "ROTATION",
+    "key_findings",
     "purposes_of",
+    "rotation_audit",
 ]
 
 # The values a form offers; the server decides what a provider and key type take.
@@ -454,6 +457,26 @@ class KeyManagement(EngineArea):
         )
         return frame
 
+    def rotation_audit(
+        self, period: timedelta | int = timedelta(days=90), *, now: datetime | None = None
+    ) -> pd.DataFrame:
+        """Every version of every key with its age, and whether the key is overdue a rotation.
+
+        Reads each key (``LIST /<mount>/key``, then ``GET /<mount>/key/:name``).
+        Index (``key``, ``version``); columns ``creation_time``, ``age`` (a
+        timedelta), ``state`` (``enabled``, or ``disabled`` below the key's
+        ``min_enabled_version``), ``latest`` (the newest version), ``overdue``
+        (on the newest version only: it is older than ``period``, a timedelta or
+        days). Ages are measured by the server's clock unless ``now`` is given.
+        """
+        return rotation_audit(self.key_versions(), period, now or self._http.server_now())
+
+    def findings(
+        self, period: timedelta | int = timedelta(days=90), *, now: datetime | None = None
+    ) -> pd.DataFrame:
+        """Keys not rotated within ``period``: :func:`key_findings` of :meth:`rotation_audit`."""
+        return key_findings(self.rotation_audit(period, now=now), self.mount)
+
 
 def _cell(distribution: Mapping[str, Any]) -> str:
     versions = sorted(distribution["versions"])
@@ -462,3 +485,72 @@ def _cell(distribution: Mapping[str, Any]) -> str:
     else:
         span = f"v{versions[0]}-v{versions[-1]}" if len(versions) > 1 else f"v{versions[0]}"
     return f"{span}: {', '.join(distribution['purpose'])} ({distribution['protection']})"
+
+
+ROTATION = Schema.of(
+    Col("key"),
+    Col("version", "int"),
+    Col("creation_time", "datetime"),
+    Col("age", "object"),
+    Col("state"),
+    Col("latest", "bool"),
+    Col("overdue", "bool"),
+)
+
+
+def _period(period: timedelta | int) -> timedelta:
+    span = period if isinstance(period, timedelta) else timedelta(days=period)
+    if span <= timedelta(0):
+        raise InputError(f"the rotation period must be positive, not {period!r}")
+    return span
+
+
+def rotation_audit(versions: pd.DataFrame, period: timedelta | int, now: datetime) -> pd.DataFrame:
+    """The rows of :meth:`KeyManagement.rotation_audit` from a :meth:`key_versions` frame."""
+    span = _period(period)
+    moment = pd.Timestamp(now)
+    flat = versions.reset_index()
+    rows = []
+    records: list[Any] = flat.to_dict("records")
+    newest: dict[str, int] = {}
+    for rec in records:
+        newest[rec["key"]] = max(newest.get(rec["key"], 0), int(rec["version"]))
+    for rec in sorted(records, key=lambda r: (str(r["key"]), int(r["version"]))):
+        created = rec["creation_time"]
+        age: timedelta | None = None if pd.isna(created) else (moment - created).to_pytimedelta()
+        latest = int(rec["version"]) == newest[rec["key"]]
+        rows.append(
+            {
+                "key": rec["key"],
+                "version": int(rec["version"]),
+                "creation_time": created,
+                "age": age,
+                "state": "enabled" if bool(rec["enabled"]) else "disabled",
+                "latest": latest,
+                "overdue": bool(latest and age is not None and age > span),
+            }
+        )
+    frame = build_frame(rows, ROTATION).set_index(["key", "version"])
+    frame.attrs["period"] = span
+    return frame
+
+
+def key_findings(audit: pd.DataFrame, mount: str = "keymgmt") -> pd.DataFrame:
+    """**medium** for each key whose newest version is older than the rotation period of a
+    :func:`rotation_audit` frame; disabled versions never raise a finding of their own."""
+    from ..findings import Finding, findings_frame
+
+    span: timedelta | None = audit.attrs.get("period")
+    found = []
+    overdue: list[Any] = (
+        audit[audit["overdue"].fillna(False).astype(bool)].reset_index().to_dict("records")
+    )
+    for rec in overdue:
+        days = rec["age"].days
+        period = f" (period {span.days} days)" if span is not None else ""
+        reason = (
+            f"not rotated for {days} days: the newest version v{rec['version']} is overdue{period}"
+        )
+        where = f"{mount.strip('/')}/key/{rec['key']}"
+        found.append(Finding("medium", "keymgmt", where, reason))
+    return findings_frame(found)

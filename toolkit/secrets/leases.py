@@ -10,8 +10,10 @@ stopping at a failure.
 
 from __future__ import annotations
 
+import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pandas as pd
@@ -19,13 +21,30 @@ import pandas as pd
 from .._errors import APIError, InputError, ToolkitError
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
-from .._http import Request, decode_json, segment
+from .._http import HTTPLayer, Request, decode_json, segment
 from .._progress import progress
 from .._records import Record
 from .._time import parse_time
+from ..findings import Finding, combine, findings_frame
 from ._base import Area, list_keys_of, unwrap, warnings_of
 
-__all__ = ["LEASES", "LEASE_ACTIONS", "LEASE_SUMMARY", "Leases", "lease_summary", "split_lease_id"]
+__all__ = [
+    "LEASES",
+    "LEASE_ACTIONS",
+    "LEASE_COUNTS",
+    "LEASE_EXPIRY",
+    "LEASE_SUMMARY",
+    "Leases",
+    "count_leases",
+    "counts_by_mount",
+    "expiry_findings",
+    "expiry_states",
+    "lease_count_findings",
+    "lease_summary",
+    "revoke_in_batches",
+    "split_lease_id",
+    "top_roles",
+]
 
 LEASES = Schema.of(
     "lease_id",
@@ -342,6 +361,54 @@ class Leases(Area):
         except ToolkitError:
             return []
 
+    # -- counts and throttled revocation (module functions below hold the logic) --------
+    def lease_counts(self, prefix: str = "", mounts: Iterable[str] | None = None) -> pd.DataFrame:
+        """How many leases each mount and role holds, from ``LIST`` alone: :func:`count_leases`.
+
+        ``LIST /sys/leases/lookup/:prefix`` (sudo), walked; no lease is looked
+        up. ``mounts`` are the mount paths to split by (default: the server's).
+        """
+        mount_paths = list(mounts) if mounts is not None else self._known_mounts()
+        return count_leases(self._http, prefix, mount_paths)
+
+    def revoke_in_batches(
+        self,
+        ids: Iterable[str],
+        *,
+        rate: float,
+        batch_size: int = 100,
+        dry_run: bool = True,
+        sync: bool = True,
+    ) -> pd.DataFrame:
+        """Revoke leases in batches at most ``rate`` a second: :func:`revoke_in_batches`.
+
+        ``POST /sys/leases/revoke`` each; ``dry_run`` (the default) sends nothing.
+        """
+        return revoke_in_batches(
+            self._http, ids, rate=rate, batch_size=batch_size, dry_run=dry_run, sync=sync
+        )
+
+    def expiry(
+        self, leases: pd.DataFrame | None = None, *, within: int | timedelta = 3600
+    ) -> pd.DataFrame:
+        """Past-due and soon-expiring leases, kept apart: :func:`expiry_states`, judged by
+        the server's clock (its ``Date``), of ``leases`` or of :meth:`leases_by_mount`."""
+        frame = self.leases_by_mount() if leases is None else leases
+        return expiry_states(frame, now=self._http.server_now(), within=within)
+
+    def findings(
+        self,
+        *,
+        threshold: int = 1000,
+        within: int | timedelta = 3600,
+        leases: pd.DataFrame | None = None,
+    ) -> pd.DataFrame:
+        """The lease findings: :func:`lease_count_findings` of :meth:`lease_counts` (LIST
+        only), then :func:`expiry_findings` of :meth:`expiry` (which looks every lease up,
+        unless ``leases`` is given)."""
+        counts = lease_count_findings(self.lease_counts(), threshold=threshold)
+        return combine(counts, expiry_findings(self.expiry(leases, within=within)))
+
     # -- bulk --------------------------------------------------------------------
     def renew_leases(
         self,
@@ -476,3 +543,284 @@ def _prefix(prefix: str) -> str:
 
 def _query(params: Mapping[str, Any]) -> dict[str, str]:
     return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in params.items()}
+
+
+# -- counts from LIST alone, expiry states, throttled bulk revoke -----------------------
+LEASE_COUNTS = Schema.of(
+    Col("mount"),
+    Col("role"),
+    Col("kind"),
+    Col("count", "int"),
+)
+MOUNT_COUNTS = Schema.of(
+    "mount", Col("kind"), Col("count", "int"), Col("roles", "int"), index="mount"
+)
+LEASE_EXPIRY = Schema.of(
+    "lease_id",
+    Col("state"),
+    Col("mount"),
+    Col("role"),
+    Col("expire_time", "datetime"),
+    Col("overdue_seconds", "int"),
+    Col("ttl", "int"),
+    index="lease_id",
+)
+REVOKE_BATCHES = Schema.of(
+    "lease_id",
+    Col("batch", "int"),
+    Col("action"),
+    Col("detail"),
+    index="lease_id",
+)
+PAST_DUE = "past due"
+EXPIRING = "expiring soon"
+# Answers to a revocation that are reported on its row rather than raised.
+_REVOKE_REPORTED = frozenset(range(400, 500))
+
+
+def count_leases(http: HTTPLayer, prefix: str = "", mounts: Sequence[str] = ()) -> pd.DataFrame:
+    """How many leases each mount and role holds, from ``LIST`` answers alone.
+
+    Walks ``LIST /sys/leases/lookup/:prefix`` (sudo) level by level, the
+    folders of a level listed concurrently. LIST ignores ``limit`` and answers
+    a whole folder at once, so each answer's lease keys are counted and dropped
+    as soon as it arrives: memory holds the folders still to list and one
+    answer, never the ids. No lease is looked up.
+
+    Rows ``mount``, ``role``, ``kind`` (``secret`` or ``auth``), ``count``,
+    most leases first. Engine leases (``<mount>/creds/<role>/<id>``) count per
+    role; auth leases per auth mount only (``role`` empty: an AppRole or token
+    lease id carries no role).
+    """
+    counts: Counter[tuple[str, str]] = Counter()
+    level = [_folder(prefix)]
+    while level:
+        calls = [Request("LIST", _lookup_path(p), ok_statuses=_LIST_EMPTY) for p in level]
+        folders, level = level, []
+        for folder, response in zip(folders, http.many(calls), strict=True):
+            if response.status_code == 404:
+                continue
+            keys = _keys_of(decode_json(response, "LIST"))
+            leaves = 0
+            for key in keys:
+                if key.endswith("/"):
+                    level.append(folder + key)
+                else:
+                    leaves += 1
+            del keys
+            if leaves:
+                counts[_mount_role(folder, mounts)] += leaves
+    rows = [
+        {
+            "mount": mount,
+            "role": role,
+            "kind": "auth" if mount.startswith("auth/") else "secret",
+            "count": n,
+        }
+        for (mount, role), n in counts.items()
+    ]
+    frame = build_frame(rows, LEASE_COUNTS)
+    return frame.sort_values(
+        ["count", "mount", "role"], ascending=[False, True, True], kind="stable", ignore_index=True
+    )
+
+
+def counts_by_mount(counts: pd.DataFrame) -> pd.DataFrame:
+    """Per mount of a :func:`count_leases` frame: ``kind``, ``count``, ``roles`` (how many);
+    index ``mount``, most leases first."""
+    rows = [
+        {
+            "mount": mount,
+            "kind": group["kind"].iloc[0],
+            "count": int(group["count"].sum()),
+            "roles": int((group["role"].fillna("") != "").sum()),
+        }
+        for mount, group in counts.groupby("mount", sort=True)
+    ]
+    frame = build_frame(rows, MOUNT_COUNTS)
+    return frame.sort_values("count", ascending=False, kind="stable")
+
+
+def top_roles(counts: pd.DataFrame, n: int = 10) -> pd.DataFrame:
+    """The ``n`` engine roles holding the most leases, from a :func:`count_leases` frame."""
+    if n < 1:
+        raise InputError(f"n must be at least 1, not {n}")
+    roles = counts[(counts["kind"] == "secret") & (counts["role"].fillna("") != "")]
+    return roles.nlargest(n, "count", keep="first").reset_index(drop=True)
+
+
+def lease_count_findings(counts: pd.DataFrame, *, threshold: int = 1000) -> pd.DataFrame:
+    """The lease-explosion finder: a role (or an auth mount) holding more than ``threshold``
+    leases is **high**; more than a tenth of it, **low**, so growth shows before it hurts."""
+    if threshold < 1:
+        raise InputError(f"threshold must be at least 1, not {threshold}")
+    found = []
+    rows: list[Any] = counts.to_dict("records")
+    for row in rows:
+        count = int(row["count"])
+        role = "" if pd.isna(row["role"]) else str(row["role"])
+        what = f"{row['mount']}{role}"
+        kind = "role" if row["kind"] == "secret" and role else "mount"
+        if count > threshold:
+            reason = f"{count} leases under one {kind} (over {threshold}): a lease explosion"
+            found.append(Finding("high", "leases", what, reason))
+        elif count > threshold // 10:
+            reason = f"{count} leases under one {kind} (over a tenth of {threshold})"
+            found.append(Finding("low", "leases", what, reason))
+    return findings_frame(found)
+
+
+def expiry_states(
+    leases: pd.DataFrame, *, now: datetime | None = None, within: int | timedelta = 3600
+) -> pd.DataFrame:
+    """The leases of a :meth:`Leases.leases_by_mount` frame that need a look, in two kinds
+    kept apart.
+
+    - ``past due``: the expiry time has passed and the server still holds the
+      lease (its revocation is failing: irrevocable, or a stuck backend);
+    - ``expiring soon``: expires within ``within`` (seconds or a timedelta).
+
+    Index ``lease_id``; columns ``state``, ``mount``, ``role``,
+    ``expire_time``, ``overdue_seconds`` (past due only), ``ttl``; past-due
+    first, then by expiry. ``now`` defaults to the current UTC time.
+    """
+    window = within.total_seconds() if isinstance(within, timedelta) else float(within)
+    if window < 0:
+        raise InputError(f"within must not be negative, not {within}")
+    moment = pd.Timestamp(now or datetime.now(UTC))
+    expire = leases["expire_time"]
+    past = expire.notna() & (expire <= moment)
+    soon = expire.notna() & ~past & (expire <= moment + pd.Timedelta(seconds=window))
+    rows = []
+    for state, mask in ((PAST_DUE, past), (EXPIRING, soon)):
+        part = leases[mask].sort_values("expire_time", kind="stable")
+        for lease_id, row in part.iterrows():
+            overdue = (
+                int((moment - row["expire_time"]).total_seconds()) if state == PAST_DUE else None
+            )
+            rows.append(
+                {
+                    "lease_id": lease_id,
+                    "state": state,
+                    "mount": row["mount"],
+                    "role": row["role"],
+                    "expire_time": row["expire_time"],
+                    "overdue_seconds": overdue,
+                    "ttl": row["ttl"],
+                }
+            )
+    return build_frame(rows, LEASE_EXPIRY)
+
+
+def expiry_findings(states: pd.DataFrame) -> pd.DataFrame:
+    """Findings of an :func:`expiry_states` frame, one per (state, mount, role):
+    past-due leases are **high**, leases expiring soon **info**."""
+    found = []
+    for (state, mount, role), group in states.groupby(
+        ["state", "mount", "role"], sort=True, dropna=False
+    ):
+        where = f"{mount}{role}" if isinstance(role, str) and role else str(mount)
+        if state == PAST_DUE:
+            worst = int(group["overdue_seconds"].max())
+            reason = f"{len(group)} leases past due (up to {worst}s): revocation is failing"
+            found.append(Finding("high", "leases", where, reason))
+        else:
+            found.append(Finding("info", "leases", where, f"{len(group)} leases expiring soon"))
+    return findings_frame(found)
+
+
+def revoke_in_batches(
+    http: HTTPLayer,
+    ids: Iterable[str],
+    *,
+    rate: float,
+    batch_size: int = 100,
+    dry_run: bool = True,
+    sync: bool = True,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
+    """Revoke leases in batches, at most ``rate`` leases a second on average.
+
+    ``POST /sys/leases/revoke`` each (a write: never retried nor pipelined, so
+    none is sent twice). A batch's revocations go concurrently; before the next
+    batch the call waits until the average rate is back under ``rate``, so a
+    backend (a database dropping users) is not flooded. With ``dry_run`` (the
+    default) nothing is sent. One row per lease: ``batch``, ``action``
+    (``would revoke``, ``revoked``, ``failed``), ``detail`` (the server's
+    error). A refused revocation never stops the rest; ``on_batch(done,
+    total)`` is called after each batch.
+    """
+    if not rate or rate <= 0:
+        raise InputError(f"rate must be a positive number of leases a second, not {rate!r}")
+    if batch_size < 1:
+        raise InputError(f"batch_size must be at least 1, not {batch_size}")
+    todo = list(dict.fromkeys(ids))
+    if any(not i for i in todo):
+        raise InputError("an empty lease id was given")
+    batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
+    if dry_run:
+        rows = [
+            {"lease_id": lid, "batch": b, "action": "would revoke", "detail": ""}
+            for b, batch in enumerate(batches)
+            for lid in batch
+        ]
+        return build_frame(rows, REVOKE_BATCHES)
+    rows = []
+    started = time.monotonic()
+    sent = 0
+    for number, batch in enumerate(batches):
+        # Wait until sending this batch keeps the average at or under ``rate``.
+        due = started + sent / rate
+        pause = due - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        calls = [
+            Request(
+                "POST",
+                "/sys/leases/revoke",
+                json={"lease_id": lid, "sync": sync},
+                idempotent=False,
+                ok_statuses=_REVOKE_REPORTED,
+            )
+            for lid in batch
+        ]
+        for lid, response in zip(batch, http.many(calls), strict=True):
+            if response.status_code >= 400:
+                detail = f"{response.status_code}: {'; '.join(_errors_of(response))}"
+                rows.append(
+                    {"lease_id": lid, "batch": number, "action": "failed", "detail": detail}
+                )
+            else:
+                rows.append({"lease_id": lid, "batch": number, "action": "revoked", "detail": ""})
+        sent += len(batch)
+        if on_batch is not None:
+            on_batch(sent, len(todo))
+    return build_frame(rows, REVOKE_BATCHES)
+
+
+# A LIST of a folder with nothing in it answers 404 on the real server.
+_LIST_EMPTY = frozenset({404})
+
+
+def _keys_of(payload: Any) -> list[str]:
+    data = payload.get("data") if isinstance(payload, Mapping) else None
+    keys = (data or {}).get("keys") if isinstance(data, Mapping) else None
+    return list(keys or [])
+
+
+def _mount_role(folder: str, mounts: Sequence[str]) -> tuple[str, str]:
+    mount, role = split_lease_id(folder + "_", mounts)
+    if mount.startswith("auth/"):
+        return mount, ""
+    # Only ``<mount>/<endpoint>/<role>/...`` names a role; a lease right under a
+    # mount's endpoint word (``pki/issue/<id>`` is already the role) stays as split.
+    return mount, role
+
+
+def _errors_of(response: Any) -> list[str]:
+    try:
+        payload = response.json()
+    except ValueError:
+        return [response.text[:200]]
+    errors = payload.get("errors") if isinstance(payload, Mapping) else None
+    return [str(e) for e in errors or []] or [response.reason_phrase]

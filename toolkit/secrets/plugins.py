@@ -14,7 +14,7 @@ from .._http import segment
 from .._records import Record
 from ._base import Area
 
-__all__ = ["CATALOG", "PLUGIN_TYPES", "Plugins"]
+__all__ = ["CATALOG", "PLUGIN_INVENTORY", "PLUGIN_TYPES", "Plugins", "plugin_findings"]
 
 PLUGIN_TYPES = ("auth", "database", "secret")
 CATALOG = Schema.of(
@@ -23,6 +23,15 @@ CATALOG = Schema.of(
     Col("version"),
     Col("builtin", "bool"),
     Col("deprecation_status"),
+)
+PLUGIN_INVENTORY = Schema.of(
+    Col("type"),
+    Col("name"),
+    Col("version"),
+    Col("builtin", "bool"),
+    Col("sha256"),
+    Col("command"),
+    Col("mounts", "object"),
 )
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
@@ -111,3 +120,86 @@ class Plugins(Area):
         """Remove an entry. ``DELETE /sys/plugins/catalog/:type/:name?version=`` (sudo)."""
         path = f"/sys/plugins/catalog/{_type(plugin_type)}/{segment(name)}"
         self._http.json("DELETE", path, params=_params(version))
+
+    # -- findings ------------------------------------------------------------------------
+    def inventory(self) -> pd.DataFrame:
+        """Every external (not built-in) plugin with its ``sha256``, ``command`` and the
+        ``mounts`` running it.
+
+        ``GET /sys/plugins/catalog``, then ``GET /sys/plugins/catalog/:type/:name``
+        (sudo) for each external entry, and ``GET /sys/mounts`` and
+        ``GET /sys/auth`` for what runs where. A mount runs a plugin when its
+        type is the plugin's name and its ``plugin_version`` is the plugin's
+        version (an unversioned external plugin shadows the built-in of its
+        name, so it runs the mounts that pin no version). Database plugins run
+        inside database connections, not mounts: their ``mounts`` is empty.
+        """
+        catalog = self.catalog().reset_index()
+        external = catalog[~catalog["builtin"].fillna(False).astype(bool)]
+        entries = [(str(r.type), str(r.name), str(r.version or "")) for r in external.itertuples()]
+        details = list(self._http.map(lambda e: self.read(*e[:2], e[2] or None), entries))
+        mounts = self._mounts()
+        rows = []
+        for (kind, name, version), detail in zip(entries, details, strict=True):
+            running = [
+                path
+                for path, (mount_kind, mount_type, pinned) in mounts.items()
+                if mount_kind == kind and mount_type == name and pinned == version
+            ]
+            rows.append(
+                {
+                    "type": kind,
+                    "name": name,
+                    "version": version,
+                    "builtin": False,
+                    "sha256": detail.get("sha256"),
+                    "command": detail.get("command"),
+                    "mounts": sorted(running),
+                }
+            )
+        return build_frame(rows, PLUGIN_INVENTORY)
+
+    def findings(self) -> pd.DataFrame:
+        """:func:`plugin_findings` of :meth:`inventory`."""
+        return plugin_findings(self.inventory())
+
+    def _mounts(self) -> dict[str, tuple[str, str, str]]:
+        """Mount path -> (plugin type, engine type, pinned version), secrets and auth."""
+        found: dict[str, tuple[str, str, str]] = {}
+        for path, kind, prefix in (("/sys/mounts", "secret", ""), ("/sys/auth", "auth", "auth/")):
+            for mount, config in self._read(path).items():
+                if mount.endswith("/") and isinstance(config, Mapping):
+                    pinned = str(config.get("plugin_version") or "")
+                    found[prefix + mount] = (kind, str(config.get("type") or ""), pinned)
+        return found
+
+
+def plugin_findings(inventory: pd.DataFrame) -> pd.DataFrame:
+    """Findings of a :meth:`Plugins.inventory` frame.
+
+    - **medium**: an external plugin that mounts run: code from outside the
+      server's release runs beside it; its ``sha256`` must match the vendor's;
+    - **low**: an external plugin no mount runs: registered but unused, it can
+      be mounted by anyone allowed to, and should be removed.
+
+    Database plugins are judged by their connections, so they raise neither.
+    """
+    from ..findings import Finding, findings_frame
+
+    found = []
+    rows: list[Any] = inventory.to_dict("records")
+    for row in rows:
+        version = str(row["version"] or "")
+        name = f"{row['type']}/{row['name']}" + (f"@{version}" if version else "")
+        sha = str(row["sha256"] or "")[:12]
+        mounts = [str(m) for m in row["mounts"] or []]
+        if mounts:
+            reason = (
+                f"external plugin run by {', '.join(mounts)}: command {row['command']!r}, "
+                f"sha256 {sha}...; check it against the vendor's"
+            )
+            found.append(Finding("medium", "plugins", name, reason))
+        elif row["type"] != "database":
+            reason = f"external plugin registered but run by no mount (command {row['command']!r})"
+            found.append(Finding("low", "plugins", name, reason))
+    return findings_frame(found)

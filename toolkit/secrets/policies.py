@@ -19,7 +19,7 @@ from .._http import segment
 from .._records import Record
 from ._base import Area, unwrap
 
-__all__ = ["ENFORCEMENT_LEVELS", "KINDS", "POLICIES", "Policies"]
+__all__ = ["ENFORCEMENT_LEVELS", "HOLDERS", "KINDS", "POLICIES", "Policies"]
 
 KINDS = ("acl", "rgp", "egp")
 ENFORCEMENT_LEVELS = ("advisory", "soft-mandatory", "hard-mandatory")
@@ -31,6 +31,9 @@ POLICIES = Schema.of(
     Col("paths", "object"),
     Col("policy_lines", "int"),
 )
+
+# Who carries a policy: a token (by accessor) or a token role.
+HOLDERS = Schema.of(Col("policy"), Col("holder_kind"), Col("holder"))
 
 
 # An EGP's name -> the paths it governs, each ``{"path", "glob"}`` (a module-level name:
@@ -182,3 +185,75 @@ class Policies(Area):
             }
 
         return build_frame(list(self._http.map(one, wanted)), POLICIES)
+
+    # -- findings (ACL rules, and who holds which policy) ---------------------------------
+    def acl_texts(self) -> dict[str, str]:
+        """Every ACL policy's text by name: ``LIST /sys/policies/acl``, then a ``GET`` each."""
+        names = self.list("acl")
+        texts = self._http.map(lambda n: self.read("acl", n).get("policy") or "", names)
+        return dict(zip(names, texts, strict=True))
+
+    def rules_frame(self) -> pd.DataFrame:
+        """Every rule of every ACL policy: ``policy``, ``path``, ``capabilities`` (a list).
+
+        One row per ``path`` block, parsed from the policy's HCL (or JSON);
+        see :func:`toolkit.secrets.acl.rules_frame`.
+        """
+        from .acl import rules_frame
+
+        return rules_frame(self.acl_texts())
+
+    def findings(self, rules: pd.DataFrame | None = None) -> pd.DataFrame:
+        """What is dangerous in the ACL policies (:func:`toolkit.secrets.acl.rule_findings`):
+        root-equivalent rules, ``sudo``, orphan-token creation, globs under ``sys/``."""
+        from .acl import rule_findings
+
+        return rule_findings(self.rules_frame() if rules is None else rules)
+
+    def holders(self, tokens: pd.DataFrame | None = None) -> pd.DataFrame:
+        """Who carries which policy, where the server lets it be listed.
+
+        Tokens from :meth:`Tokens.inventory` (``LIST /auth/token/accessors``,
+        sudo; pass ``tokens`` to reuse one), token roles from ``LIST
+        /auth/token/roles`` (their ``allowed_policies``). One row per (policy,
+        holder): ``policy``, ``holder_kind`` (``token`` or ``token role``),
+        ``holder`` (the accessor and display name, or the role's name). When
+        accessors may not be listed, only the roles are shown and
+        ``frame.attrs["not_permitted"]`` names what was refused.
+        """
+        from .._errors import PermissionDenied
+        from .tokens import Tokens
+
+        area = Tokens(self._http)
+        refused: list[str] = []
+        rows: list[dict[str, Any]] = []
+        if tokens is None:
+            try:
+                tokens = area.inventory()
+            except PermissionDenied:
+                refused.append("auth/token/accessors")
+        if tokens is not None:
+            for accessor, row in tokens.iterrows():
+                rows.extend(
+                    {
+                        "policy": p,
+                        "holder_kind": "token",
+                        "holder": f"{accessor} ({row['display_name']})",
+                    }
+                    for p in row["policies"] or []
+                )
+        try:
+            roles = area.roles()
+        except PermissionDenied:
+            refused.append("auth/token/roles")
+        else:
+            for role, row in roles.iterrows():
+                rows.extend(
+                    {"policy": p, "holder_kind": "token role", "holder": str(role)}
+                    for p in row["allowed_policies"] or []
+                )
+        frame = build_frame(rows, HOLDERS).sort_values(
+            ["policy", "holder_kind", "holder"], kind="stable", ignore_index=True
+        )
+        frame.attrs["not_permitted"] = refused
+        return frame

@@ -1,20 +1,57 @@
-"""Tokens: create one, and look up the caller's own (``auth/token/*``).
+"""Tokens: create one, look up the caller's own, and audit them all (``auth/token/*``).
 
-Token values come back as :class:`~toolkit.Sensitive`.
+Token values come back as :class:`~toolkit.Sensitive`. The audit never sees a
+token's value: :meth:`Tokens.inventory` lists accessors (``LIST
+auth/token/accessors``, which needs ``sudo``) and looks each up by accessor,
+which answers everything but the id. :meth:`Tokens.findings` flags root
+tokens and tokens that never expire, and reports a listing it was refused as a
+finding rather than failing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .._errors import InputError
+import pandas as pd
+
+from .._errors import InputError, PermissionDenied
+from .._frames import Col, Schema, build_frame
+from .._http import Request, decode_json, segment
 from .._records import Record
 from .._time import parse_duration
+from ..findings import Finding, findings_frame
 from ._base import Area, hide, unwrap
 
-__all__ = ["Tokens"]
+__all__ = ["TOKEN_INVENTORY", "TOKEN_ROLES", "Tokens", "token_findings"]
+
+TOKEN_INVENTORY = Schema.of(
+    "accessor",
+    Col("display_name"),
+    Col("policies", "object"),
+    Col("ttl", "int"),
+    Col("creation_ttl", "int"),
+    Col("issue_time", "datetime"),
+    Col("expire_time", "datetime"),
+    Col("orphan", "bool"),
+    Col("path"),
+    Col("type"),
+    index="accessor",
+)
+TOKEN_ROLES = Schema.of(
+    "role",
+    Col("allowed_policies", "object"),
+    Col("disallowed_policies", "object"),
+    Col("orphan", "bool"),
+    Col("renewable", "bool"),
+    Col("token_period", "int"),
+    Col("token_explicit_max_ttl", "int"),
+    index="role",
+)
+# Lookups by accessor answering these leave the token out: it expired or was
+# revoked between the listing and the lookup (the real server says 400 "invalid accessor").
+_GONE = frozenset({400, 404})
 
 
 class Tokens(Area):
@@ -71,3 +108,145 @@ class Tokens(Area):
         ``POST /auth/token/revoke-self``. The client cannot be used afterwards.
         """
         self._http.json("POST", "/auth/token/revoke-self")
+
+    # -- the audit ------------------------------------------------------------------
+    def accessors(self) -> list[str]:
+        """The accessor of every token. ``LIST /auth/token/accessors`` (sudo)."""
+        return self._list("/auth/token/accessors")
+
+    def lookup_accessor(self, accessor: str) -> Record:
+        """A token's properties by its accessor, without its id.
+
+        ``POST /auth/token/lookup-accessor`` (a read, sent as POST).
+        """
+        if not accessor:
+            raise InputError("accessor is required")
+        payload = self._http.json(
+            "POST", "/auth/token/lookup-accessor", json={"accessor": accessor}, idempotent=True
+        )
+        data = unwrap(payload)
+        data.pop("id", None)  # empty on this endpoint; never kept
+        return Record(data, kind="token")
+
+    def inventory(self) -> pd.DataFrame:
+        """Every token, by accessor, without any token's value.
+
+        ``LIST /auth/token/accessors`` (sudo), then ``POST
+        /auth/token/lookup-accessor`` for each accessor concurrently (the
+        lookups are reads, so they are marked safe to repeat). Index
+        ``accessor``; columns ``display_name``, ``policies`` (a list), ``ttl``
+        (seconds left, 0 when it never expires), ``creation_ttl``,
+        ``issue_time``, ``expire_time`` (empty when it never expires),
+        ``orphan``, ``path`` (where it was created), ``type``. A token revoked
+        between the listing and its lookup is left out. Raises
+        :class:`~toolkit.PermissionDenied` when the caller may not list accessors.
+        """
+        todo = self.accessors()
+        calls = [
+            Request(
+                "POST",
+                "/auth/token/lookup-accessor",
+                json={"accessor": a},
+                idempotent=True,
+                ok_statuses=_GONE,
+            )
+            for a in todo
+        ]
+        rows = []
+        for accessor, response in zip(todo, self._http.many(calls), strict=True):
+            if response.status_code in _GONE:
+                continue
+            data = unwrap(decode_json(response, "POST"))
+            rows.append(_inventory_row(accessor, data))
+        return build_frame(rows, TOKEN_INVENTORY)
+
+    def roles(self) -> pd.DataFrame:
+        """Token roles and the policies they may grant.
+
+        ``LIST /auth/token/roles``, then ``GET /auth/token/roles/:name`` each.
+        Index ``role``; columns ``allowed_policies``, ``disallowed_policies``
+        (lists), ``orphan``, ``renewable``, ``token_period``,
+        ``token_explicit_max_ttl`` (seconds). No roles (or a server without
+        them) is an empty frame.
+        """
+        names = self._list("/auth/token/roles")
+        calls = [
+            Request("GET", f"/auth/token/roles/{segment(n)}", ok_statuses=_GONE) for n in names
+        ]
+        rows = []
+        for name, response in zip(names, self._http.many(calls), strict=True):
+            if response.status_code in _GONE:
+                continue
+            data = unwrap(decode_json(response, "GET"))
+            rows.append(
+                {
+                    "role": name,
+                    "allowed_policies": list(data.get("allowed_policies") or []),
+                    "disallowed_policies": list(data.get("disallowed_policies") or []),
+                    "orphan": data.get("orphan"),
+                    "renewable": data.get("renewable"),
+                    "token_period": data.get("token_period", data.get("period")),
+                    "token_explicit_max_ttl": data.get(
+                        "token_explicit_max_ttl", data.get("explicit_max_ttl")
+                    ),
+                }
+            )
+        return build_frame(rows, TOKEN_ROLES)
+
+    def findings(self) -> pd.DataFrame:
+        """What is wrong with the tokens: :func:`token_findings` of :meth:`inventory`.
+
+        When the caller may not list accessors (no ``sudo``), the answer is one
+        finding saying so instead of an error: the audit is incomplete, not failed.
+        """
+        try:
+            inventory = self.inventory()
+        except PermissionDenied:
+            return findings_frame(
+                [
+                    Finding(
+                        "medium",
+                        "tokens",
+                        "auth/token/accessors",
+                        "not permitted: listing token accessors needs sudo; tokens not audited",
+                    )
+                ]
+            )
+        return token_findings(inventory)
+
+
+def token_findings(inventory: pd.DataFrame) -> pd.DataFrame:
+    """Findings of a :meth:`Tokens.inventory` frame.
+
+    - **critical**: a root token (holds the ``root`` policy);
+    - **high**: a token that never expires (no expiry time and no ttl).
+    """
+    found: list[Finding] = []
+    for accessor, row in inventory.iterrows():
+        name = f"{accessor} ({row['display_name']})"
+        policies = list(row["policies"] or [])
+        if "root" in policies:
+            found.append(Finding("critical", "tokens", name, "root token: holds the root policy"))
+        if pd.isna(row["expire_time"]) and not row["ttl"]:
+            found.append(
+                Finding("high", "tokens", name, f"never expires (policies {', '.join(policies)})")
+            )
+    return findings_frame(found)
+
+
+def _inventory_row(accessor: str, data: dict[str, Any]) -> dict[str, Any]:
+    issue = data.get("issue_time")
+    if not issue and data.get("creation_time"):
+        issue = datetime.fromtimestamp(int(data["creation_time"]), UTC).isoformat()
+    return {
+        "accessor": data.get("accessor") or accessor,
+        "display_name": data.get("display_name"),
+        "policies": sorted(data.get("policies") or []),
+        "ttl": data.get("ttl"),
+        "creation_ttl": data.get("creation_ttl"),
+        "issue_time": issue or None,
+        "expire_time": data.get("expire_time") or None,
+        "orphan": data.get("orphan"),
+        "path": data.get("path"),
+        "type": data.get("type"),
+    }

@@ -262,6 +262,21 @@ class TokenStore:
         """Every token not yet expired."""
         return [t for t in list(self._tokens.values()) if self.get(t.id) is not None]
 
+    def accessors(self) -> list[str]:
+        """The accessors of every live token (``LIST auth/token/accessors``)."""
+        return [t.accessor for t in self.live()]
+
+    def lookup_accessor(self, accessor: str) -> dict[str, Any]:
+        """What ``auth/token/lookup-accessor`` shows of a token: its lookup without the id.
+
+        An accessor that names no live token is 400 ``invalid accessor``, as on
+        the real server.
+        """
+        token = next((t for t in self.live() if t.accessor == accessor), None) if accessor else None
+        if token is None:
+            raise bad_request("invalid accessor")
+        return {**token.lookup_data(self.clock.now()), "id": ""}
+
     # -- issuing ----------------------------------------------------------------------
     def create(
         self,

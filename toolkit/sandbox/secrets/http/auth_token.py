@@ -2,7 +2,9 @@
 
 Thin over :mod:`..tokens`. A token is issued with ``POST auth/token/create``
 and answered in the envelope's ``auth`` block; lookups answer ``data``;
-revocations answer 204. An unknown token on ``auth/token/lookup`` is 403
+revocations answer 204. ``LIST auth/token/accessors`` (sudo) lists every live
+token's accessor and ``auth/token/lookup-accessor`` shows one without its id.
+An unknown token on ``auth/token/lookup`` is 403
 ``bad token``, as on the real server; revoking one is a no-op 204.
 """
 
@@ -14,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import SecretsError, bad_request
-from ._base import Call, envelope, no_content, route
+from ._base import Call, envelope, listing, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -59,6 +61,19 @@ async def lookup(call: Call) -> Response:
     return envelope(token.lookup_data(call.service.clock.now()))
 
 
+async def list_accessors(call: Call) -> Response:
+    """``LIST auth/token/accessors`` (sudo): the accessor of every live token."""
+    return listing(call.service.tokens.accessors())
+
+
+async def lookup_accessor(call: Call) -> Response:
+    """``POST auth/token/lookup-accessor``: a token's properties by its accessor, without its id."""
+    accessor = call.body.get("accessor")
+    if not isinstance(accessor, str) or not accessor:
+        raise bad_request("missing accessor")
+    return envelope(call.service.tokens.lookup_accessor(accessor))
+
+
 async def renew_self(call: Call) -> Response:
     """``POST auth/token/renew-self``: extend the caller's token by ``increment``."""
     token = call.service.tokens.renew(_caller(call), call.body.get("increment"))
@@ -89,6 +104,8 @@ def routes(service: SecretsService) -> list[Route]:
         route(service, "auth/token/create", create, write),
         route(service, "auth/token/lookup-self", lookup_self, ["GET", "POST"]),
         route(service, "auth/token/lookup", lookup, write),
+        route(service, "auth/token/accessors", list_accessors, ["LIST"], sudo=True),
+        route(service, "auth/token/lookup-accessor", lookup_accessor, write),
         route(service, "auth/token/renew-self", renew_self, write),
         route(service, "auth/token/revoke-self", revoke_self, write),
         route(service, "auth/token/revoke", revoke, write),
