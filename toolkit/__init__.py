@@ -86,7 +86,7 @@ def __getattr__(name: str) -> Any:
         from .drift import diff
 
         return diff
-    if name in ("report", "drift"):
+    if name in ("report", "drift", "plan"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
