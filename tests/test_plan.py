@@ -37,7 +37,9 @@ def test_a_plan_to_apply_says_it_will_send_and_can_name_what_holds_it() -> None:
 
 def test_a_plan_leaves_secret_values_out_of_the_body() -> None:
     body = {"name": "owner", "value": Sensitive("hunter2-value", "value"), "password": "pw-1234"}
-    frame = plan([Write("set a parameter", "PATCH", "policy-sets/p/parameters/x", body)], apply=True)
+    frame = plan(
+        [Write("set a parameter", "PATCH", "policy-sets/p/parameters/x", body)], apply=True
+    )
     text = frame.to_string() + frame.to_html()
     assert "hunter2-value" not in text and "pw-1234" not in text
     assert json.loads(frame.loc[0, "body"]) == {
