@@ -15,22 +15,34 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def run_runbook(
-    name: str, tmp_path: Path, parameters: Mapping[str, Any], secrets: Sequence[str] = ()
+    name: str,
+    tmp_path: Path,
+    parameters: Mapping[str, Any],
+    secrets: Sequence[str] = (),
+    *,
+    timeout: float | None = None,
 ) -> dict[str, Any]:
     """Execute ``notebooks/<name>`` with ``parameters``; the executed notebook, checked.
+
+    ``timeout`` bounds each cell (seconds), and the kernel's start.
 
     It must end with no error output, and a secret scan (with ``secrets``, the
     values known to be secret in this run) must find nothing in its outputs or
     saved widget state.
     """
-    output = tmp_path / name
+    source = NOTEBOOKS / name
+    output = tmp_path / Path(name).name
+    bounds: dict[str, Any] = {}
+    if timeout is not None:
+        bounds = {"execution_timeout": timeout, "start_timeout": timeout}
     papermill.execute_notebook(
-        str(NOTEBOOKS / name),
+        str(source),
         str(output),
         parameters=dict(parameters),
         kernel_name="python3",
-        cwd=str(NOTEBOOKS),
+        cwd=str(source.parent),
         progress_bar=False,
+        **bounds,
     )
     notebook: dict[str, Any] = json.loads(output.read_text())
     errors = [

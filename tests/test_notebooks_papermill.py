@@ -7,6 +7,7 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
+import papermill
 import pytest
 
 from tests._runbooks import NOTEBOOKS, run_runbook
@@ -14,6 +15,9 @@ from toolkit import PlatformClient
 from toolkit.sandbox import ENV_ADDRESS, ENV_TOKEN, Sandbox
 
 RUNBOOKS = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+REHEARSALS = sorted(p.name for p in (NOTEBOOKS / "rehearsals").glob("*.ipynb"))
+# The ceremony is not an audit: it files nothing.
+UNFILED = {"04_rekey_ceremony"}
 # Sensitive values of the demo data set: stored by the sandbox, never shown.
 DEMO_SECRETS = ["https://hooks.example.invalid/demo", "demo-cost-api-key"]
 
@@ -27,8 +31,10 @@ def private_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
         yield sandbox
 
 
-def _run(name: str, tmp_path: Path) -> str:
-    notebook = run_runbook(name, tmp_path, {"organization": "acme"}, DEMO_SECRETS)
+def _run(name: str, tmp_path: Path, **parameters: object) -> str:
+    notebook = run_runbook(
+        name, tmp_path, {"organization": "acme", **parameters}, DEMO_SECRETS, timeout=120
+    )
     return json.dumps(notebook)
 
 
@@ -59,14 +65,36 @@ def test_every_runbook_is_covered() -> None:
 
 
 @pytest.mark.parametrize("name", RUNBOOKS)
-def test_a_runbook_runs_headless_and_its_output_holds_no_secret(
+def test_a_runbook_runs_headless_files_its_evidence_and_its_output_holds_no_secret(
     name: str, private_sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    text = _run(name, tmp_path)
+    evidence = tmp_path / "evidence"
+    text = _run(name, tmp_path, evidence_dir=str(evidence))
     assert private_sandbox.token not in text
     for secret in DEMO_SECRETS:
         assert secret not in text
     assert "already running" in text  # the environment's sandbox, not one in the kernel
+    stem = name.removesuffix(".ipynb")
+    if stem in UNFILED:
+        assert not evidence.exists()
+        return
+    header = json.loads((evidence / f"{stem}.header.json").read_text())
+    assert header["runbook"] == stem and header["parameters"]["target"] == "sandbox"
+    filed = {p.name for p in evidence.iterdir()}
+    assert {f"{stem}.html", f"{stem}.xlsx"} <= filed
+    assert any(n.endswith(".parquet") for n in filed) and any(n.endswith(".csv") for n in filed)
+    for path in evidence.iterdir():
+        content = path.read_bytes()
+        assert private_sandbox.token.encode() not in content, path.name
+        assert not any(secret.encode() in content for secret in DEMO_SECRETS), path.name
+
+
+@pytest.mark.parametrize("name", REHEARSALS)
+def test_a_rehearsal_refuses_a_live_target_before_it_sends_anything(
+    name: str, tmp_path: Path
+) -> None:
+    with pytest.raises(papermill.PapermillExecutionError, match="runs against the sandbox only"):
+        run_runbook(f"rehearsals/{name}", tmp_path, {"target": "live"}, timeout=120)
 
 
 def test_the_agent_runbook_cleans_up_the_sandbox_it_was_pointed_at(

@@ -99,6 +99,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "report": (".report", None),
     "findings": (".findings", None),
     "fleet": (".fleet", None),
+    "plan": (".plan", None),
 }
 
 

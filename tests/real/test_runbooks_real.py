@@ -54,7 +54,9 @@ def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
         yield patch
 
 
-def run_with(name: str, tmp_path: Path, secrets: list[str], **parameters: str) -> dict[str, object]:
+def run_with(
+    name: str, tmp_path: Path, secrets: list[str], **parameters: object
+) -> dict[str, object]:
     """Execute a runbook with ``target = "live"`` (and ``parameters``); no error, no secret."""
     return run_runbook(name, tmp_path, {"target": "live", **parameters}, secrets)
 
@@ -96,7 +98,16 @@ def test_the_database_runbook_runs_against_the_real_server_and_postgres(
             "readonly", "main", [_seed.CREATE_ROLE], revocation_statements=[_seed.DROP_ROLE]
         )
         db.write_static_role("orders-batch", "main", "orders_batch", "1h")
+    # With apply and both rotations named, the plan is sent: the runbook's writes work on
+    # the real server (the read-only default is proven in test_runbooks_live).
     notebook = run_with(
-        "09_database_credentials.ipynb", tmp_path, [live.token], rotate_root_of="main"
+        "09_database_credentials.ipynb",
+        tmp_path,
+        [live.token],
+        apply=True,
+        rotate_static="orders-batch",
+        rotate_root_of="main",
     )
-    assert "Verified: credential revoked" in json.dumps(notebook)
+    text = json.dumps(notebook)
+    assert "credential revoked: True" in text
+    assert "rotated: ['orders-batch', 'main']" in text

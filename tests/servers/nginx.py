@@ -8,7 +8,8 @@
 The test's own process, with its own configuration, prefix, pid file, temporary
 folders and logs, all in a temporary folder; as root it runs as the launchers'
 unprivileged user. It serves https with a certificate for 127.0.0.1 signed by a
-CA made for it (``proxy.ca_file``), and proxies to its upstream entries the way
+CA made for it (``proxy.ca_file``), or plain http with ``tls=False`` (a recording
+front end for clients that take no CA file), and proxies to its upstream entries the way
 production front ends are set up in front of OpenBao:
 
 - HTTP/1.1 with keep-alive to the upstream (``proxy_http_version 1.1``, an empty
@@ -83,6 +84,7 @@ class Nginx(Launcher):
         backup: Sequence[str] = (),
         keepalive: int = 32,
         read_timeout: float = 30,
+        tls: bool = True,
     ) -> None:
         if not upstreams:
             raise ValueError("nginx needs at least one upstream entry")
@@ -92,6 +94,7 @@ class Nginx(Launcher):
         self.backup = list(backup)
         self.keepalive = keepalive
         self.read_timeout = read_timeout
+        self.tls = tls
         self.port = 0
         self.starts = 0
         self._prefix: list[str] = []
@@ -100,7 +103,7 @@ class Nginx(Launcher):
     # -- where it is -------------------------------------------------------------
     @property
     def address(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     @property
     def ca_file(self) -> Path:
@@ -220,9 +223,7 @@ http {{
     keepalive {self.keepalive};
   }}
   server {{
-    listen 127.0.0.1:{self.port} ssl;
-    ssl_certificate {folder / "server.pem"};
-    ssl_certificate_key {folder / "server-key.pem"};
+{self._listen()}
     client_max_body_size 16m;
     location / {{
       proxy_pass http://openbao;
@@ -237,6 +238,16 @@ http {{
   }}
 }}
 """
+
+    def _listen(self) -> str:
+        assert self.folder is not None
+        if not self.tls:
+            return f"    listen 127.0.0.1:{self.port};"
+        return (
+            f"    listen 127.0.0.1:{self.port} ssl;\n"
+            f"    ssl_certificate {self.folder / 'server.pem'};\n"
+            f"    ssl_certificate_key {self.folder / 'server-key.pem'};"
+        )
 
     def __repr__(self) -> str:
         state = self.address if self._process else "stopped"

@@ -1,0 +1,349 @@
+"""The live read-only proof: every runbook, headless with ``target = "live"`` and its
+default parameters, sends no request that changes state and issues no credential.
+
+The secrets runbooks whose engines OpenBao has run against a real OpenBao (dev
+server, file audit device on) with those engines mounted and seeded: the
+database engine on a real PostgreSQL, the RabbitMQ engine on a real RabbitMQ,
+PKI. The audit log is the witness: it records every request OpenBao received.
+
+The runbooks whose engines OpenBao lacks (key management, the directory library)
+and the platform runbooks run against a sandbox standing in for production, behind
+a real nginx that logs every request it forwards: the access log is the witness.
+
+Each run also files its evidence (as a fleet run asks), which must send no write
+either. Two runs with ``apply = True`` prove that the witnesses do see writes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests._runbooks import run_runbook
+from tests.real import _seed
+from tests.servers.nginx import Nginx
+from tests.servers.openbao import READ_OPERATIONS, AuditRecord, OpenBao
+from tests.servers.postgres import Postgres
+from tests.servers.rabbitmq import RabbitMQ
+from toolkit import Sensitive
+from toolkit.sandbox import ENV_ADDRESS, ENV_TOKEN, Sandbox
+from toolkit.secrets import SecretsClient
+
+from .conftest import launch
+
+# Seconds a cell (and a kernel start) may take before the run fails.
+CELL_TIMEOUT = 120
+
+# Endpoints OpenBao logs as `update` (a PUT or POST) that change nothing: lookups,
+# capability checks, a renewal of the caller's own token. Everything else is judged
+# by its operation.
+READ_ONLY_UPDATES = frozenset(
+    {
+        "sys/leases/lookup",
+        "auth/token/lookup",
+        "auth/token/lookup-self",
+        "auth/token/lookup-accessor",
+        "sys/capabilities",
+        "sys/capabilities-self",
+        "sys/capabilities-accessor",
+        "sys/wrapping/lookup",
+        "auth/token/renew-self",
+    }
+)
+LOGIN = re.compile(r"^auth/[^/]+/login(/|$)")
+# A read of one of these issues a credential (a user, a lease, a certificate, a
+# rotated password): a write whatever the operation.
+CREDENTIAL = re.compile(r"(^|/)(creds|issue)/|(^|/)sign(-[a-z-]+)?(/|$)")
+# Methods that change nothing, on either API (LIST is the secrets API's list).
+READ_METHODS = frozenset({"GET", "HEAD", "LIST", "OPTIONS"})
+
+PASSWORD_POLICY = (
+    'length = 32\nrule "charset" {\n  charset = "abcdefghijklmnopqrstuvwxyz0123456789"\n}\n'
+)
+OPERATORS = 'path "sys/leases/lookup/*" {\n  capabilities = ["list", "sudo"]\n}\n'
+AUDITORS = 'path "sys/policies/*" {\n  capabilities = ["read", "list"]\n}\n'
+
+
+def why_a_write(operation: str, path: str) -> str | None:
+    """Why a request changes state (or issues a credential); None when it does not.
+
+    ``operation`` is OpenBao's (``read``, ``list``, ``update``, ...) or an HTTP method;
+    ``path`` has no ``/v1/`` prefix and no query.
+    """
+    path = path.strip("/")
+    # Listing or looking up leases under `sys/` names `creds/` paths and issues nothing.
+    lists = operation.lower() == "list" or operation.upper() == "LIST"
+    if CREDENTIAL.search(path) and not path.startswith("sys/") and not lists:
+        return "issues a credential"
+    if operation.lower() in READ_OPERATIONS or operation.upper() in READ_METHODS:
+        return None
+    if path in READ_ONLY_UPDATES or LOGIN.match(path):
+        return None
+    return f"{operation} changes state"
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What a witness saw during some runs: every request, and the ones that write."""
+
+    requests: int
+    allowed_updates: int
+    writes: list[tuple[str, str, str]]
+
+
+def judge_audit(records: list[AuditRecord]) -> Tally:
+    writes = []
+    allowed = 0
+    for record in records:
+        reason = why_a_write(record.operation, record.path)
+        if reason:
+            writes.append((record.operation, record.path, reason))
+        elif record.is_write:
+            allowed += 1
+    return Tally(len(records), allowed, writes)
+
+
+def judge_access_log(records: list[dict[str, str]]) -> Tally:
+    writes = []
+    allowed = 0
+    for record in records:
+        method = record["method"]
+        path = urlsplit(record["uri"]).path.removeprefix("/v1/")
+        reason = why_a_write(method, path)
+        if reason:
+            writes.append((method, path, reason))
+        elif method not in READ_METHODS:
+            allowed += 1
+    return Tally(len(records), allowed, writes)
+
+
+# -- the judge itself, both ways --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("operation", "path"),
+    [
+        ("read", "sys/mounts"),
+        ("list", "sys/leases/lookup/auth/token/create/"),
+        ("update", "sys/leases/lookup"),
+        ("update", "auth/token/lookup-self"),
+        ("update", "sys/capabilities-self"),
+        ("update", "auth/approle/login"),
+        ("GET", "api/v2/organizations/acme/agent-pools"),
+        ("LIST", "ad/library"),
+        ("list", "sys/leases/lookup/database/creds/readonly/"),
+        ("update", "sys/leases/lookup"),
+        ("read", "database/static-roles/orders"),
+    ],
+)
+def test_the_judge_lets_reads_and_listed_lookups_pass(operation: str, path: str) -> None:
+    assert why_a_write(operation, path) is None
+
+
+@pytest.mark.parametrize(
+    ("operation", "path"),
+    [
+        ("update", "auth/token/create"),
+        ("update", "database/rotate-root/main"),
+        ("delete", "sys/plugins/catalog/secret/x"),
+        ("read", "database/creds/readonly"),
+        ("read", "broker/creds/consumer"),
+        ("read", "ad/creds/webapp"),
+        ("update", "pki/issue/web-server"),
+        ("update", "pki/issuer/root/sign-intermediate"),
+        ("update", "pki/sign/web-server"),
+        ("update", "sys/leases/revoke"),
+        ("POST", "api/v2/policy-sets/polset-1/parameters"),
+        ("DELETE", "api/v2/agents/agent-1"),
+        ("PATCH", "api/v2/team-workspaces/tws-1"),
+    ],
+)
+def test_the_judge_calls_writes_and_issued_credentials_writes(operation: str, path: str) -> None:
+    assert why_a_write(operation, path) is not None
+
+
+# -- the real OpenBao --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def audited(postgres: Postgres, rabbitmq: RabbitMQ) -> Iterator[OpenBao]:
+    """A dev OpenBao with a file audit device, seeded with what the runbooks' defaults name."""
+    with launch(lambda: OpenBao(audit=True)) as server:
+        _seed_server(server, postgres, rabbitmq)
+        yield server
+
+
+def _seed_server(server: OpenBao, postgres: Postgres, rabbitmq: RabbitMQ) -> None:
+    with postgres.connect() as conn:
+        for statement in (
+            "DROP ROLE IF EXISTS live_admin",
+            "CREATE ROLE live_admin LOGIN CREATEROLE PASSWORD 'live-admin'",
+            "DROP ROLE IF EXISTS live_orders_batch",
+            "CREATE ROLE live_orders_batch LOGIN PASSWORD 'orders-initial'",
+        ):
+            conn.execute(statement)
+    with rabbitmq.management() as admin:
+        assert admin.put("vhosts/live").status_code in (201, 204)
+    with SecretsClient(server.address, server.token) as client:
+        client.policies.write("acl", "operators", OPERATORS)
+        client.policies.write("acl", "auditors", AUDITORS)
+        client.password_policies.write("strong-32", PASSWORD_POLICY)
+        client.enable_engine("database", "database")
+        client.database.configure_connection(
+            "main",
+            "postgresql-database-plugin",
+            connection_url=postgres.template_url,
+            username="live_admin",
+            password="live-admin",
+            allowed_roles="*",
+        )
+        client.database.write_role(
+            "readonly", "main", [_seed.CREATE_ROLE], revocation_statements=[_seed.DROP_ROLE]
+        )
+        client.database.write_static_role("orders-batch", "main", "live_orders_batch", "1h")
+        client.enable_engine("broker", "rabbitmq")
+        client.broker.configure_connection(
+            rabbitmq.management_url, rabbitmq.user, Sensitive(rabbitmq.password, "password")
+        )
+        client.broker.write_role(
+            "consumer", vhosts={"live": {"configure": "", "write": "", "read": ".*"}}
+        )
+        client.enable_engine("pki", "pki", max_lease_ttl="87600h")
+        client.pki.generate_root(
+            "Live Proof Root", key_type="ec", issuer_name="root-2026", ttl="87600h"
+        )
+        client.pki.write_role(
+            "web-server", allowed_domains=["example.com"], allow_subdomains=True, key_type="ec"
+        )
+    _seed.tokens(server, "runbook", 10)
+    # A dynamic credential, so that the lease audit has an engine lease to show.
+    _seed.read_many(server, "database/creds/readonly", 2)
+
+
+@pytest.fixture
+def live_bao(audited: OpenBao, monkeypatch: pytest.MonkeyPatch) -> OpenBao:
+    for name in ("VAULT_NAMESPACE", "BAO_ADDR", "BAO_TOKEN", ENV_ADDRESS, ENV_TOKEN):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("VAULT_ADDR", audited.address)
+    monkeypatch.setenv("VAULT_TOKEN", audited.token)
+    return audited
+
+
+OPENBAO_RUNBOOKS = [
+    "04_rekey_ceremony.ipynb",
+    "05_lease_audit.ipynb",
+    "06_policy_review.ipynb",
+    "07_plugin_catalog_audit.ipynb",
+    "09_database_credentials.ipynb",
+    "11_certificates.ipynb",
+    "12_broker_roles.ipynb",
+]
+
+
+def _live_run(name: str, tmp_path: Path, secret: str, **parameters: object) -> dict[str, object]:
+    evidence = tmp_path / "evidence"
+    if not name.startswith("04_"):  # the ceremony files no evidence
+        parameters.setdefault("evidence_dir", str(evidence))
+    notebook = run_runbook(
+        name, tmp_path, {"target": "live", **parameters}, [secret], timeout=CELL_TIMEOUT
+    )
+    if "evidence_dir" in parameters and parameters["evidence_dir"] == str(evidence):
+        stem = name.removesuffix(".ipynb")
+        header = json.loads((evidence / f"{stem}.header.json").read_text())
+        assert header["runbook"] == stem and header["parameters"]["target"] == "live"
+        assert secret not in json.dumps(header)
+    return notebook
+
+
+@pytest.mark.parametrize("name", OPENBAO_RUNBOOKS)
+def test_a_runbook_on_the_real_openbao_sends_no_write_and_issues_no_credential(
+    name: str, live_bao: OpenBao, tmp_path: Path
+) -> None:
+    start = len(live_bao.audit_records())
+    _live_run(name, tmp_path, live_bao.token)
+    tally = judge_audit(live_bao.audit_records()[start:])
+    print(
+        f"{name}: {tally.requests} audited requests, {tally.allowed_updates} "
+        f"read-only updates, {len(tally.writes)} writes"
+    )
+    assert tally.requests > 0
+    assert tally.writes == []
+
+
+def test_with_apply_the_database_runbook_sends_its_plan_and_the_audit_log_sees_it(
+    live_bao: OpenBao, tmp_path: Path
+) -> None:
+    start = len(live_bao.audit_records())
+    _live_run(
+        "09_database_credentials.ipynb",
+        tmp_path,
+        live_bao.token,
+        apply=True,
+        rotate_static="orders-batch",
+    )
+    writes = {(op, path) for op, path, _ in judge_audit(live_bao.audit_records()[start:]).writes}
+    assert ("read", "database/creds/readonly") in writes
+    assert ("update", "database/rotate-role/orders-batch") in writes
+    assert ("update", "sys/leases/revoke") in writes
+    assert not any("rotate-root" in path for _, path in writes)  # never without its parameter
+
+
+# -- the sandbox as a stand-in, behind a recording nginx ---------------------------------------
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[Nginx]:
+    """A demo sandbox behind a plain-http nginx that logs every request; both APIs'
+    environment variables point at nginx."""
+    with Sandbox(token=f"tok-{secrets.token_hex(16)}") as sandbox:
+        upstream = urlsplit(sandbox.address).netloc
+        with launch(lambda: Nginx([upstream], tls=False)) as proxy:
+            for name in ("VAULT_NAMESPACE", "BAO_ADDR", "BAO_TOKEN", ENV_ADDRESS, ENV_TOKEN):
+                monkeypatch.delenv(name, raising=False)
+            for name in ("VAULT_ADDR", "TFE_ADDRESS"):
+                monkeypatch.setenv(name, proxy.address)
+            for name in ("VAULT_TOKEN", "TFE_TOKEN"):
+                monkeypatch.setenv(name, sandbox.token)
+            proxy.sandbox_token = sandbox.token  # type: ignore[attr-defined]
+            yield proxy
+
+
+STAND_IN_RUNBOOKS = [
+    "01_agent_pool_health.ipynb",
+    "02_team_access_audit.ipynb",
+    "03_policy_set_parameters.ipynb",
+    "08_service_account_library.ipynb",
+    "10_key_distribution.ipynb",
+]
+
+
+@pytest.mark.parametrize("name", STAND_IN_RUNBOOKS)
+def test_a_runbook_on_the_stand_in_sends_no_write_and_issues_no_credential(
+    name: str, recorded: Nginx, tmp_path: Path
+) -> None:
+    token = recorded.sandbox_token  # type: ignore[attr-defined]
+    parameters = {"organization": "acme"} if name < "04" else {}
+    _live_run(name, tmp_path, token, **parameters)
+    tally = judge_access_log(recorded.access_records())
+    print(
+        f"{name}: {tally.requests} proxied requests, {tally.allowed_updates} "
+        f"read-only updates, {len(tally.writes)} writes"
+    )
+    assert tally.requests > 0
+    assert tally.writes == []
+
+
+def test_with_apply_the_agent_clean_up_removes_and_the_proxy_log_sees_it(
+    recorded: Nginx, tmp_path: Path
+) -> None:
+    token = recorded.sandbox_token  # type: ignore[attr-defined]
+    _live_run("01_agent_pool_health.ipynb", tmp_path, token, organization="acme", apply=True)
+    writes = judge_access_log(recorded.access_records()).writes
+    assert writes and {method for method, _, _ in writes} == {"DELETE"}
