@@ -81,8 +81,11 @@ def test_every_secrets_area_repr_names_its_service_its_address_and_its_calls(
         text = repr(area)
         assert text.startswith(f"<{type(area).__name__}: secrets "), name
         assert demo_sandbox.address in text
-        calls = [c for c in dir(type(area)) if not c.startswith("_") and callable(getattr(area, c))]
-        calls = [c for c in calls if not isinstance(getattr(type(area), c), type)]
+        # Read from the class: a property (the rekey API flavour) may ask the server.
+        members = {c: getattr(type(area), c) for c in dir(type(area)) if not c.startswith("_")}
+        calls = [
+            c for c, m in members.items() if callable(m) and not isinstance(m, property | type)
+        ]
         assert calls, name
         for call in calls:
             assert call in text, (name, call)

@@ -26,6 +26,7 @@ from .._errors import InputError, MethodNotAllowed, NotFound
 from .._http import HTTPLayer
 from .._masking import Sensitive, hidden, reveal
 from .._records import Record
+from .._reprs import area_repr
 from ._base import Area, hide, unwrap
 
 __all__ = ["FLAVOURS", "Rekey"]
@@ -59,9 +60,8 @@ class Rekey(Area):
 
     def __repr__(self) -> str:
         flavour = self._flavour or "flavour not yet detected"
-        return (
-            f"<Rekey {self.target} shares ({flavour}): status, init, update, verify_update, cancel>"
-        )
+        service = f"secrets server ({self.target} shares, {flavour})"
+        return area_repr(self, service, self._http.address)
 
     @property
     def _prefix(self) -> str:
