@@ -218,6 +218,7 @@ def test_the_secrets_matrix_covers_every_area() -> None:
         "sys/leases",
         "sys/plugins",
         "sys/mounts",
+        "sys/namespaces",
         "auth/token",
         "auth/userpass",
         "auth/ldap",

@@ -65,6 +65,13 @@ def _sandbox_parser(prog: str = "toolkit sandbox") -> argparse.ArgumentParser:
         "and [::1]; repeatable (for a proxy in front of the sandbox)",
     )
     p.add_argument(
+        "--admin-namespace",
+        metavar="PATH",
+        default=None,
+        help="the administrative namespace (e.g. admin/), where restricted endpoints answer "
+        "as in the root namespace; created at start when missing (default: none)",
+    )
+    p.add_argument(
         "--hide-tokens",
         action="store_true",
         help="do not list the accepted tokens at start (for output that goes to a log)",
@@ -104,6 +111,7 @@ def sandbox_main(argv: Sequence[str] | None = None) -> int:
                 rate_limit=args.rate_limit,
                 state=args.state,
                 allow_hosts=list(args.allow_host),
+                admin_namespace=args.admin_namespace,
             )
         )
     except (sqlite3.Error, ValueError, OSError) as exc:

@@ -10,6 +10,7 @@ the fan-outs. Nothing here knows either API's paths.
 from __future__ import annotations
 
 import asyncio
+import copy
 import threading
 import time
 import weakref
@@ -118,6 +119,8 @@ class HTTPLayer:
         # loop thread: keep them short). For metrics, logs and tests.
         self.response_hooks: list[Callable[[Response], None]] = []
         self._pool: ThreadPoolExecutor | None = None
+        # The layer a view (:meth:`with_headers`) shares connections with; None for an owner.
+        self._owner: HTTPLayer | None = None
         tls = (
             tls_context(
                 verify,
@@ -144,8 +147,26 @@ class HTTPLayer:
     def masked_headers(self) -> dict[str, str]:
         return masked({**self._plain, **self._secret})
 
+    def with_headers(self, headers: Mapping[str, str | Sensitive | None]) -> HTTPLayer:
+        """A view of this layer that sends ``headers`` too (None removes one).
+
+        The view shares the connections, the thread pool, the retry policy and
+        the response hooks; its default headers are this layer's as they stand
+        now, with ``headers`` applied. Closing a view closes nothing (the owner
+        does). For a namespace: ``layer.with_headers({"X-Vault-Namespace": "a/"})``.
+        """
+        view = copy.copy(self)
+        view._owner = self._owner or self
+        view._plain = dict(self._plain)
+        view._secret = dict(self._secret)
+        for name, value in headers.items():
+            view.set_header(name, value)
+        return view
+
     # -- lifecycle -----------------------------------------------------------
     def close(self) -> None:
+        if self._owner is not None:
+            return  # a view: its owner's connections are not its to close
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
@@ -464,7 +485,7 @@ class HTTPLayer:
         """
         items = list(items)
         n = min(workers or self.max_concurrency, self.max_concurrency, len(items))
-        if n <= 1 or _worker_layer() is self:
+        if n <= 1 or _worker_layer() is (self._owner or self):
             for item in items:
                 yield fn(item)
             return
@@ -475,6 +496,8 @@ class HTTPLayer:
             fan.stop()
 
     def _executor(self) -> ThreadPoolExecutor:
+        if self._owner is not None:
+            return self._owner._executor()
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(

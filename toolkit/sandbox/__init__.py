@@ -54,6 +54,9 @@ class SandboxOptions:
     state: str | None = None
     # Host names accepted besides localhost, 127.0.0.1 and [::1] (``--allow-host``).
     allow_hosts: list[str] = field(default_factory=list)
+    # The administrative namespace (``--admin-namespace``), where restricted
+    # endpoints answer as in the root; created at start when missing.
+    admin_namespace: str | None = None
 
 
 class Sandbox:
@@ -79,8 +82,10 @@ class Sandbox:
                 self.resumed = True
         if not self.resumed:
             self._build(opts)
-            if self.state_file is not None:
-                self.state_file.save(stored(self))
+        if opts.admin_namespace is not None or not self.resumed:
+            self.secrets.namespaces.set_admin(opts.admin_namespace)
+        if self.state_file is not None and (not self.resumed or opts.admin_namespace is not None):
+            self.state_file.save(stored(self))
         # Faults to inject for client tests (none armed unless a test arms one).
         self.faults = Faults()
         # How many requests ``rate_limit`` refused with 429 (so tests see the limit bite).

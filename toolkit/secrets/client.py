@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from .._card import format_seconds, render_card
@@ -19,6 +20,7 @@ from .database import Database
 from .directory import Directory
 from .keymgmt import KeyManagement
 from .leases import Leases
+from .namespaces import Namespaces
 from .password_policies import PasswordPolicies
 from .pki import PKI
 from .plugins import Plugins
@@ -65,7 +67,8 @@ class SecretsClient(ServiceClient):
 
     Areas: :attr:`auth`, :attr:`password_policies`, :attr:`policies`, :attr:`rekey`,
     :attr:`recovery_rekey`,
-    :attr:`seal`, :attr:`leases`, :attr:`plugins`, :attr:`tokens`; the
+    :attr:`seal`, :attr:`leases`, :attr:`plugins`, :attr:`tokens`,
+    :attr:`namespaces` (the namespace walk; :meth:`in_namespace` for one); the
     engines at their default mounts: :attr:`keymgmt`, :attr:`ad`,
     :attr:`database`, :attr:`broker`, :attr:`pki` (each has ``.at(mount)``
     for an engine mounted elsewhere).
@@ -119,8 +122,13 @@ class SecretsClient(ServiceClient):
             connector=connector,
             redirects=FollowStandby(),
         )
-        self.auth = Auth(self.http, client_certificate=settings.client_cert)
+        self._client_cert = settings.client_cert
         self.last_login: Record | None = None
+        self._make_areas()
+
+    def _make_areas(self) -> None:
+        """One object an API area, each on :attr:`http` (a namespace view's own, too)."""
+        self.auth = Auth(self.http, client_certificate=self._client_cert)
         self.password_policies = PasswordPolicies(self.http)
         self.policies = Policies(self.http)
         self.rekey = Rekey(self.http)
@@ -135,6 +143,23 @@ class SecretsClient(ServiceClient):
         self.database = Database(self.http)
         self.broker = Broker(self.http)
         self.pki = PKI(self.http)
+        self.namespaces = Namespaces(self.http, self.in_namespace)
+
+    def in_namespace(self, path: str) -> SecretsClient:
+        """The same client, its calls sent in namespace ``path`` (``X-Vault-Namespace``).
+
+        ``path`` is the full path from the root namespace (``"team-a/sub"``; ``""``
+        or ``"root"`` is the root). The view shares this client's connections,
+        token and settings; closing it closes nothing of this client's.
+        """
+        key = path.strip().strip("/")
+        key = "" if key == "root" else key
+        view = copy.copy(self)
+        view.namespace = key + "/" if key else None
+        view.http = self.http.with_headers({"X-Vault-Namespace": view.namespace})
+        view.last_login = None
+        view._make_areas()
+        return view
 
     @classmethod
     def for_login(cls, address: str | None = None, **options: Any) -> SecretsClient:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, cast
 
 from .._clock import Clock
 from .acl import ACL
 from .backends import attach_backend, engine_type
-from .errors import permission_denied
+from .errors import SecretsError, permission_denied
 from .leases import LeaseManager
 from .logins import LoginService
 from .mounts import Mount, MountTable
+from .namespaces import NamespaceTree
 from .password_policies import PasswordPolicyStore
 from .plugins import PluginCatalog
 from .policies import PolicyStore
@@ -57,6 +58,8 @@ class SecretsService:
         self.tokens = TokenStore(clock, root_token, lease_manager=self._lease_manager)
         self.logins = LoginService(self.tokens)
         self.mounts = MountTable()
+        # Child namespaces and the administrative one (``sys/namespaces``).
+        self.namespaces = NamespaceTree()
         for mount in list(self.mounts.engines.values()):
             attach_backend(self, mount)
 
@@ -67,6 +70,19 @@ class SecretsService:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.lock = threading.RLock()
+        if "namespaces" not in state:
+            # A state stored before namespaces existed: it had none.
+            self.namespaces = NamespaceTree()
+
+    def in_namespace(self, path: str) -> SecretsService:
+        """The service as a request in namespace ``path`` sees it: the root itself, or a
+        :class:`NamespaceScope` whose policies, password policies, mounts and leases are
+        that child namespace's own (404 ``namespace not found`` for an unknown one)."""
+        if self.namespaces.get(path) is None:
+            if self.namespaces.exists(path):
+                return self
+            raise SecretsError(404, "namespace not found")
+        return cast("SecretsService", NamespaceScope(self, path))
 
     # -- engine mounts --------------------------------------------------------------
     def enable_engine(self, path: str, kind: str, **settings: Any) -> Mount:
@@ -114,3 +130,36 @@ class SecretsService:
         """Write the initial shares (unseal, or recovery) and root token as ``sys/init``
         answers them (0600)."""
         self.seal.write_init_file(path, self.root_token)
+
+
+class NamespaceScope:
+    """A child namespace's view of the service, made per request and never stored.
+
+    Its own: ACL and password policy stores, the mount table (system mounts
+    only: engines are mounted in the root alone) and the leases (none: an empty
+    store, since nothing in a child namespace issues one). Everything else
+    (tokens, logins, the seal, ACL checks of the caller's root-namespace token)
+    is the root service's.
+    """
+
+    def __init__(self, root: SecretsService, path: str) -> None:
+        namespace = root.namespaces.get(path)
+        assert namespace is not None
+        self.root = root
+        self.namespace = namespace
+        self.policies = namespace.policies
+        self.password_policies = namespace.password_policies
+        self.mounts = namespace.mounts
+        self.leases = LeaseManager(root.clock)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.root, name)
+
+    def enable_engine(self, path: str, kind: str, **settings: Any) -> Mount:
+        raise SecretsError(
+            400, "the sandbox mounts secrets engines in the root namespace only (see its docs)"
+        )
+
+    def disable_engine(self, path: str) -> None:
+        # Only system mounts are here: the table refuses those, and anything else is absent.
+        self.mounts.disable(path)

@@ -6,6 +6,10 @@
 - the token arrives in ``X-Service-Token``, ``X-Vault-Token`` or
   ``Authorization: Bearer``; the namespace in ``X-Vault-Namespace``;
 - ``LIST`` and ``GET ?list=true`` are the same request;
+- a namespace that does not exist is 404 ``namespace not found``; in a child
+  namespace the handler sees that namespace's view of the state, restricted
+  endpoints answer only in the root or administrative namespace, and the ACL
+  is checked on ``<namespace>/<path>``;
 - ACL capabilities are checked here, before any handler runs, so a handler
   only sees permitted requests.
 
@@ -27,6 +31,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..errors import SecretsError
+from ..namespaces import normalize as namespace_key
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -226,18 +231,23 @@ async def serve(
         # Everything from here reads or changes state: one request at a time.
         with service.lock:
             token = None
+            if rule.authenticated and service.sealed:
+                raise SecretsError(503, "Vault is sealed")
+            # The namespace's own view (404 "namespace not found" for an unknown one).
+            scoped = service.in_namespace(namespace)
+            if scoped is not service and mount is not None:
+                # Engines are mounted in the root namespace only: a child has none.
+                return error(404, f"no handler for route {request.url.path!r}")
             if rule.authenticated:
-                if service.sealed:
-                    raise SecretsError(503, "Vault is sealed")
                 token = service.authenticate(request_token(request))
-            call = Call(request, service, token, body, api_path, is_list, namespace, mount)
+            call = Call(request, scoped, token, body, api_path, is_list, namespace, mount)
             if token is not None:
-                if rule.restricted and namespace not in ("", "root"):
+                if rule.restricted and not service.namespaces.may_call_restricted(namespace):
                     # Not the caller's to do from here: refused like any denied request.
                     raise SecretsError(
                         403,
-                        f"permission denied: {api_path} is restricted to the root "
-                        f"namespace, not {namespace!r}",
+                        f"permission denied: {api_path} is restricted to the root or "
+                        f"administrative namespace, not {namespace!r}",
                     )
                 if callable(rule.capability):
                     needed = rule.capability(call)
@@ -245,7 +255,9 @@ async def serve(
                     needed = rule.capability
                 else:
                     needed = _capability_for(method, is_list)
-                service.authorize(token, api_path, needed, sudo=rule.sudo)
+                # A root-namespace token's policies name a child's paths under its prefix.
+                where = namespace_key(namespace) + api_path
+                service.authorize(token, where, needed, sudo=rule.sudo)
             if not supported:
                 # As on the real server: the caller is checked first, then the operation.
                 return error(405, "unsupported operation")

@@ -11,6 +11,7 @@ from . import (
     auth_token,
     sys_capabilities,
     sys_mounts,
+    sys_namespaces,
     sys_password_policies,
     sys_policies,
     sys_rekey,
@@ -36,6 +37,7 @@ def routes(service: SecretsService) -> list[Route]:
     table += plugin_routes(service)
     table += sys_mounts.routes(service)
     table += sys_capabilities.routes(service)
+    table += sys_namespaces.routes(service)
     # Last: everything under an engine mount, wherever the engine is mounted.
     table.append(dispatcher(service, list(table)))
     return table

@@ -1,0 +1,247 @@
+"""Namespaces: walk the tree of child namespaces, and read an area in every one of them.
+
+OpenBao 2.3 and later have namespaces: ``LIST sys/namespaces`` in a namespace
+(its path in the ``X-Vault-Namespace`` header) lists its children. The walk
+starts where the client is (the root, or the client's own namespace) and goes
+down level by level, each level's namespaces listed concurrently.
+
+:meth:`Namespaces.across` runs one client call in the starting namespace and in
+every namespace below it, on a view of the client that shares its connections
+(:meth:`~toolkit.secrets.SecretsClient.in_namespace`), and stacks the frames
+with a ``namespace`` column first. The spec restricts password policies, access
+policies and the lease endpoints to the root or administrative namespace
+(part 1, convention 5): a namespace that refuses a call (403) is not an error
+that stops the walk but a row whose ``problem`` says "not permitted in
+namespace X"; :func:`refusal_findings` turns those rows into findings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from .._errors import NotFound, PermissionDenied
+from .._frames import Col, Schema, build_frame
+from .._http import HTTPLayer, decode_json
+from .._records import Record
+from ..findings import Finding, findings_frame
+from ._base import Area, unwrap
+
+if TYPE_CHECKING:
+    from .client import SecretsClient
+
+__all__ = ["MOUNTS", "NAMESPACES", "ROOT", "Namespaces", "refusal_findings"]
+
+# How the root namespace is named in a frame's ``namespace`` column.
+ROOT = "root"
+NAMESPACE_HEADER = "X-Vault-Namespace"
+
+NAMESPACES = Schema.of(
+    Col("path"),
+    Col("id"),
+    Col("parent"),
+    Col("depth", "int"),
+    Col("custom_metadata", "object"),
+    Col("problem"),
+    index="path",
+)
+MOUNTS = Schema.of(
+    Col("path"),
+    Col("type"),
+    Col("description"),
+    Col("accessor"),
+    Col("local", "bool"),
+    Col("seal_wrap", "bool"),
+)
+
+
+def _label(path: str) -> str:
+    return path or ROOT
+
+
+class Namespaces(Area):
+    """The namespaces below the client's own, and any area's calls across all of them.
+
+    ``view`` makes a client in another namespace (``SecretsClient.in_namespace``).
+    """
+
+    def __init__(self, http: HTTPLayer, view: Callable[[str], SecretsClient]) -> None:
+        super().__init__(http)
+        self._view = view
+
+    # -- one namespace's children ---------------------------------------------------
+    def list_namespaces(self) -> list[str]:
+        """The names of the namespaces directly below this one (``team-a/``).
+        ``LIST /sys/namespaces``."""
+        return self._list("/sys/namespaces")
+
+    def read(self, name: str) -> Record:
+        """One child namespace: ``path``, ``id``, ``custom_metadata``, ...
+        ``GET /sys/namespaces/:name``."""
+        return self._record(self._read(f"/sys/namespaces/{name.strip('/')}"), "namespace")
+
+    def create(self, name: str, custom_metadata: dict[str, str] | None = None) -> Record:
+        """Create the child namespace ``name`` (one path segment), or replace its
+        ``custom_metadata``. ``POST /sys/namespaces/:name``."""
+        body = {"custom_metadata": dict(custom_metadata or {})}
+        answer = self._send("POST", f"/sys/namespaces/{name.strip('/')}", body)
+        return self._record(unwrap(answer), "namespace")
+
+    def delete(self, name: str) -> None:
+        """Delete the child namespace ``name`` (the server refuses one that has children).
+        ``DELETE /sys/namespaces/:name``."""
+        self._send("DELETE", f"/sys/namespaces/{name.strip('/')}")
+
+    # -- the walk -------------------------------------------------------------------
+    def _start(self) -> str:
+        here = self._http.headers.get(NAMESPACE_HEADER) or ""
+        here = here.strip().strip("/")
+        return "" if here in ("", ROOT) else here + "/"
+
+    def _children(self, path: str) -> tuple[list[dict[str, Any]], str | None]:
+        """(the children of ``path``, why they could not be listed or None)."""
+        try:
+            response = self._http.request(
+                "LIST",
+                "/sys/namespaces",
+                # The root's walk sends no header: the layer then sends none either.
+                headers={NAMESPACE_HEADER: path} if path else None,
+                ok_statuses=frozenset({404}),
+            )
+        except PermissionDenied as exc:
+            return [], f"children not listed, not permitted in namespace {_label(path)}: {exc}"
+        if response.status_code == 404:
+            return [], None
+        data = unwrap(decode_json(response, "LIST"))
+        info = data.get("key_info") or {}
+        found = []
+        for key in data.get("keys") or []:
+            entry = dict(info.get(key) or {})
+            entry["path"] = entry.get("path") or path + key.strip("/") + "/"
+            found.append(entry)
+        return found, None
+
+    def _walk(self) -> list[dict[str, Any]]:
+        start = self._start()
+        rows: list[dict[str, Any]] = []
+        level = [start]
+        depth = 0
+        problems: dict[str, str] = {}
+        while level:
+            depth += 1
+            results = list(self._http.map(self._children, level))
+            following = []
+            for parent, (children, problem) in zip(level, results, strict=True):
+                if problem:
+                    problems[parent] = problem
+                for child in children:
+                    child.update(parent=_label(parent), depth=depth)
+                    rows.append(child)
+                    following.append(child["path"])
+            level = following
+        for row in rows:
+            row["problem"] = problems.get(row["path"])
+        return rows
+
+    def list_all(self) -> list[str]:
+        """The full path of every namespace below this one, walked down recursively
+        (``team-a/``, ``team-a/sub/``, ...), parents before children.
+        ``LIST /sys/namespaces`` in each."""
+        return [row["path"] for row in self._walk()]
+
+    def namespaces_frame(self) -> pd.DataFrame:
+        """Every namespace below this one, indexed by full ``path``: ``id``, ``parent``
+        (``root`` for the top level), ``depth`` (1 for the top level), ``custom_metadata``,
+        and ``problem`` (why its children could not be listed, else empty).
+        ``LIST /sys/namespaces`` in each namespace."""
+        return build_frame(self._walk(), NAMESPACES)
+
+    # -- any call, in every namespace -------------------------------------------------
+    def across(
+        self,
+        call: Callable[[SecretsClient], pd.DataFrame],
+        namespaces: Iterable[str] | None = None,
+    ) -> pd.DataFrame:
+        """``call(client)`` in this namespace and every one below it, as one frame.
+
+        ``call`` gets a client in one namespace and returns a frame. The frames
+        are stacked with ``namespace`` (full path; ``root`` for the root) as the
+        first column, the frame's named index kept as a column, and ``problem``
+        as the last: a namespace that refuses the call (403: restricted there) or
+        has vanished since the walk gives one row with only ``namespace`` and
+        ``problem`` set, and the others go on. ``namespaces`` limits the run to
+        those full paths (default: the walk's, starting here).
+        """
+        paths = [self._start(), *self.list_all()] if namespaces is None else list(namespaces)
+
+        def one(path: str) -> pd.DataFrame:
+            key = path.strip().strip("/")
+            label = key + "/" if key and key != ROOT else ROOT
+            try:
+                frame = call(self._view(path))
+            except PermissionDenied as exc:
+                return _problem(label, f"not permitted in namespace {label}: {exc}")
+            except NotFound as exc:
+                if "namespace not found" not in str(exc):
+                    raise
+                return _problem(label, f"namespace {label} no longer exists")
+            named = any(name is not None for name in frame.index.names)
+            part = frame.reset_index() if named else frame.reset_index(drop=True)
+            part.insert(0, "namespace", pd.Series([label] * len(part), dtype="string"))
+            part["problem"] = pd.Series([pd.NA] * len(part), dtype="string")
+            return part
+
+        parts = list(self._http.map(one, paths))
+        if not parts:
+            return pd.DataFrame(
+                {"namespace": pd.Series(dtype="string"), "problem": pd.Series(dtype="string")}
+            )
+        frames = [p for p in parts if not p.empty] or parts[:1]
+        stacked = pd.concat(frames, ignore_index=True)
+        stacked["namespace"] = stacked["namespace"].astype("string")
+        stacked["problem"] = stacked["problem"].astype("string")
+        return stacked[
+            ["namespace", *[c for c in stacked if c not in ("namespace", "problem")], "problem"]
+        ]
+
+    def policies_by_namespace(self, kinds: Sequence[str] = ("acl",)) -> pd.DataFrame:
+        """Every namespace's policies: :meth:`across` of ``policies.policies_frame(kinds)``
+        (``LIST``/``GET /sys/policies/{kind}`` in each; restricted by the spec)."""
+        return self.across(lambda client: client.policies.policies_frame(kinds))
+
+    def mounts_by_namespace(self) -> pd.DataFrame:
+        """Every namespace's secrets engine mounts: ``path``, ``type``, ``description``,
+        ``accessor``, ``local``, ``seal_wrap``. ``GET /sys/mounts`` in each."""
+        return self.across(_mounts_frame)
+
+    def leases_by_namespace(self) -> pd.DataFrame:
+        """Every namespace's lease counts by mount and role: :meth:`across` of
+        ``leases.lease_counts()`` (``LIST /sys/leases/lookup/...``, sudo; restricted by
+        the spec)."""
+        return self.across(lambda client: client.leases.lease_counts())
+
+
+def _mounts_frame(client: SecretsClient) -> pd.DataFrame:
+    rows = [{"path": path, **entry} for path, entry in sorted(client.mounts().items())]
+    return build_frame(rows, MOUNTS)
+
+
+def _problem(label: str, message: str) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "namespace": pd.Series([label], dtype="string"),
+            "problem": pd.Series([message], dtype="string"),
+        }
+    )
+
+
+def refusal_findings(frame: pd.DataFrame) -> pd.DataFrame:
+    """The ``problem`` rows of an :meth:`Namespaces.across` frame as findings
+    (severity ``info``, area ``namespaces``, object the namespace)."""
+    problems = frame[frame["problem"].notna()] if "problem" in frame else frame.iloc[0:0]
+    return findings_frame(
+        Finding("info", "namespaces", str(ns), str(reason))
+        for ns, reason in zip(problems["namespace"], problems["problem"], strict=True)
+    )
