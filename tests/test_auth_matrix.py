@@ -117,6 +117,9 @@ def secrets_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
         share = json.loads(init_file.read_text())["keys"][0]
         for name, text in (("full", FULL), ("full-no-sudo", FULL_NO_SUDO), ("nothing", NOTHING)):
             sandbox.secrets.policies.put("acl", name, text)
+        with sandbox.secrets.lock:
+            # A child namespace, from which restricted endpoints are refused.
+            sandbox.secrets.namespaces.create("", "team-a")
         yield sandbox, share
 
 
