@@ -429,3 +429,18 @@ def test_seeding_refuses_an_unknown_organization_permission_and_a_second_owners_
     with pytest.raises(ValueError, match="already has an owners team"):
         sandbox.platform.add_team("acme", "more-owners", owners=True)
     assert "x" not in {t.name for t in sandbox.platform.org_store.teams.values()}
+
+
+def test_a_teams_organization_access_survives_a_restart_on_stored_state(tmp_path):
+    from toolkit.sandbox import Sandbox
+
+    path = str(tmp_path / "platform.db")
+    with Sandbox(state=path) as first:
+        team = first.platform.add_team(
+            "acme", "workspace-managers", organization_access=["manage-workspaces"]
+        )
+    with Sandbox(state=path) as second:
+        assert second.resumed
+        kept = second.platform.org_store.teams[team]
+        assert kept.organization_access == frozenset({"manage-workspaces"})
+        assert kept.holds("manage-workspaces") and not kept.holds("manage-policies")
