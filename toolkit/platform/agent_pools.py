@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -18,6 +19,7 @@ from .._records import Record
 from .._time import format_iso_ms, parse_time
 from ._base import Area
 from ._jsonapi import FrameBuilder, flatten, iter_resources, read_lists, resources_frame
+from .organizations import Organizations
 from .permissions import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "DEFAULT_SILENCE",
     "POOLS",
     "POOLS_WITH_WORKSPACES",
+    "STATUS_COUNTS_ALL_ORGANIZATIONS",
     "AgentPools",
     "agents_frame",
 ]
@@ -57,6 +60,13 @@ STATUS_COUNTS = Schema.of(
     Col("pool_name"),
     *(Col(s, "int") for s in AGENT_STATUSES),
     Col("total", "int"),
+    index="pool_id",
+)
+# ``agents_by_status`` of several organizations: the same counts with the pool's organization.
+STATUS_COUNTS_ALL_ORGANIZATIONS = Schema.of(
+    "pool_id",
+    Col("organization"),
+    *(c for c in STATUS_COUNTS.columns if c.name != "pool_id"),
     index="pool_id",
 )
 CLEANUP = Schema.of(
@@ -279,6 +289,62 @@ class AgentPools(Area):
         with collector_paused():
             agents = self.all_agents(organization, show_progress=show_progress, pools=pools)
             return count_by_status(pools, agents)
+
+    def agents_by_status_all_organizations_frame(
+        self,
+        organizations: str | Sequence[str] | None = None,
+        *,
+        show_progress: bool = False,
+    ) -> pd.DataFrame:
+        """:meth:`agents_by_status` of several organizations, with an ``organization`` column.
+
+        ``organizations``: a name, several, or None for every organization the
+        token can see (``GET /organizations``). The pool lists of all
+        organizations are read together
+        (``GET /organizations/:organization_name/agent-pools``), then the agent
+        lists of all their pools (``GET /agent-pools/:agent_pool_id/agents``),
+        each in two waves (first pages, then the rest). Indexed by ``pool_id``;
+        an organization without pools has no row.
+        """
+        if organizations is None:
+            listed = self._get_organization_names()
+        else:
+            listed = [organizations] if isinstance(organizations, str) else list(organizations)
+            if not all(isinstance(n, str) and n for n in listed):
+                raise InputError(f"organizations must be names, not {organizations!r}")
+        names: builtins.list[str] = builtins.list(dict.fromkeys(listed))
+        with collector_paused():
+            pool_builders = [FrameBuilder(POOLS) for _ in names]
+            read_lists(
+                self._http,
+                [(f"/organizations/{segment(org)}/agent-pools", None) for org in names],
+                builders=pool_builders,
+            )
+            pool_frames = [b.frame() for b in pool_builders]
+            owner = {pid: org for org, f in zip(names, pool_frames, strict=True) for pid in f.index}
+            pools = pd.concat(pool_frames) if pool_frames else build_frame([], POOLS)
+            pool_ids = list(pools.index)
+            builders = [FrameBuilder(AGENTS, {"pool_id": pid}) for pid in pool_ids]
+            read_lists(
+                self._http,
+                [(f"/agent-pools/{segment(pid)}/agents", None) for pid in pool_ids],
+                show_progress=show_progress,
+                desc="reading agents",
+                builders=builders,
+            )
+            frames = [b.frame() for b in builders]
+            agents = pd.concat(frames) if frames else build_frame([], AGENTS)
+            counts = count_by_status(pools, agents)
+        rows: builtins.list[dict[str, Any]] = [
+            {str(k): v for k, v in r.items()} for r in counts.reset_index().to_dict("records")
+        ]
+        for row in rows:
+            row["organization"] = owner.get(row["pool_id"])
+        return build_frame(rows, STATUS_COUNTS_ALL_ORGANIZATIONS)
+
+    def _get_organization_names(self) -> builtins.list[str]:
+        """The names of every organization the token can see. ``GET /organizations``."""
+        return [str(n) for n in Organizations(self._http).list()["name"].dropna()]
 
     def stale_agents(
         self,

@@ -15,6 +15,9 @@ __all__ = [
     "PERMISSION_VALUES",
     "AGENT_STATUSES",
     "REMOVABLE_AGENT_STATUSES",
+    "LEVEL_ORDER",
+    "ORGANIZATION_PERMISSIONS",
+    "ORGANIZATION_WORKSPACE_LEVELS",
 ]
 
 ACCESS_LEVELS: tuple[str, ...] = ("read", "plan", "write", "admin", "custom")
@@ -65,3 +68,27 @@ IMPLIED_PERMISSIONS: dict[str, dict[str, Any]] = {
 AGENT_STATUSES: tuple[str, ...] = ("idle", "busy", "exited", "errored", "unknown")
 # Statuses whose agents may be deleted (spec 000 part 3); idle and busy answer 412.
 REMOVABLE_AGENT_STATUSES: tuple[str, ...] = ("exited", "errored", "unknown")
+
+# The non-custom levels from least to most; a custom record is placed among them
+# by the permissions it holds (``toolkit.platform.team_access.effective_level``).
+LEVEL_ORDER: tuple[str, ...] = ("read", "plan", "write", "admin")
+
+# Organization-level permissions of a team (its ``organization-access`` attribute),
+# in the API's spelling. The owners team holds all of them.
+ORGANIZATION_PERMISSIONS: tuple[str, ...] = (
+    "read-workspaces",
+    "manage-workspaces",
+    "manage-policies",
+    "manage-policy-overrides",
+    "manage-agent-pools",
+    "manage-teams",
+    "manage-membership",
+    "access-secret-teams",
+)
+
+# The workspace access an organization-level permission gives on every workspace
+# of the organization (present and future), whatever its team-workspace records say.
+ORGANIZATION_WORKSPACE_LEVELS: dict[str, str] = {
+    "manage-workspaces": "admin",
+    "read-workspaces": "read",
+}

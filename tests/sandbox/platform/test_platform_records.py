@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.sandbox.platform._platform_api import assert_error, pool_id, team_id, workspace_id
+from toolkit.platform.permissions import ORGANIZATION_PERMISSIONS
 
 
 def test_each_token_lists_only_its_organizations(demo_api):
@@ -39,13 +40,14 @@ def test_a_workspace_shows_its_pool(demo_api):
     assert_error(demo_api("demo-member-carol").get(f"/workspaces/{ws['id']}"), 404)
 
 
-def test_teams_show_visibility_and_users_count(demo_api):
+def test_teams_show_visibility_users_count_and_organization_access(demo_api):
     client = demo_api()
     team = client.get(f"/teams/{team_id(client, 'acme', 'developers')}").json()["data"]
     assert team["attributes"] == {
         "name": "developers",
         "visibility": "organization",
         "users-count": 2,
+        "organization-access": dict.fromkeys(ORGANIZATION_PERMISSIONS, False),
     }
 
 

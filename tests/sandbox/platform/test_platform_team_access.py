@@ -362,3 +362,85 @@ def test_a_workspace_admin_who_gives_up_admin_loses_the_right_to_change(api, ids
     assert _patch(alice, own["id"], {"access": "write"}).status_code == 200
     assert_error(_patch(alice, own["id"], {"access": "admin"}), 404)
     assert_error(_create(alice, ids["networking"], ids["readers"], {"access": "read"}), 404)
+
+
+# -- organization-level access (part 2 rule 3) ------------------------------------------
+
+
+def test_a_team_document_shows_its_organization_level_permissions(sandbox, api):
+    team = sandbox.platform.add_team(
+        "acme",
+        "workspace-managers",
+        members=["mona-token"],
+        organization_access=["manage-workspaces"],
+    )
+    shown = api().get(f"/teams/{team}").json()["data"]["attributes"]["organization-access"]
+    assert shown["manage-workspaces"] is True
+    assert shown["read-workspaces"] is False and shown["manage-policies"] is False
+
+
+def test_the_owners_team_holds_every_organization_level_permission(api):
+    owner = api()
+    owners = next(
+        t
+        for t in owner.get("/organizations/acme/teams").json()["data"]
+        if t["attributes"]["name"] == "owners"
+    )
+    assert all(owners["attributes"]["organization-access"].values())
+    readers = team_id(owner, "acme", "readers")
+    plain = owner.get(f"/teams/{readers}").json()["data"]["attributes"]["organization-access"]
+    assert not any(plain.values())
+
+
+def test_manage_workspaces_makes_a_member_admin_of_every_workspace_of_its_organization(
+    sandbox, api, ids
+):
+    sandbox.platform.add_team(
+        "acme",
+        "workspace-managers",
+        members=["mona-token"],
+        organization_access=["manage-workspaces"],
+    )
+    auditors = sandbox.platform.add_team("acme", "auditors")
+    mona = api("mona-token")
+    # no team-workspace record names her team, yet she manages team access everywhere
+    created = _create(mona, ids["billing-api"], auditors, {"access": "read"})
+    assert created.status_code == 200, created.text
+    seen = {r["id"] for r in _records(mona, ids["networking"]).json()["data"]}
+    assert seen == {r["id"] for r in _records(api(), ids["networking"]).json()["data"]}
+    # ...of her own organization only
+    assert_error(_records(mona, ids["payroll"]), 404)
+
+
+def test_a_team_without_manage_workspaces_gains_nothing_from_other_organization_permissions(
+    sandbox, api, ids
+):
+    sandbox.platform.add_team(
+        "acme", "policy-editors", members=["pat-token"], organization_access=["manage-policies"]
+    )
+    pat = api("pat-token")
+    assert_error(_create(pat, ids["billing-api"], ids["readers"], {"access": "read"}), 404)
+    assert _records(pat, ids["networking"]).json()["data"] == []
+
+
+def test_seeding_refuses_an_unknown_organization_permission_and_a_second_owners_team(sandbox):
+    with pytest.raises(ValueError, match="unknown organization permission"):
+        sandbox.platform.add_team("acme", "x", organization_access=["manage-everything"])
+    with pytest.raises(ValueError, match="already has an owners team"):
+        sandbox.platform.add_team("acme", "more-owners", owners=True)
+    assert "x" not in {t.name for t in sandbox.platform.org_store.teams.values()}
+
+
+def test_a_teams_organization_access_survives_a_restart_on_stored_state(tmp_path):
+    from toolkit.sandbox import Sandbox
+
+    path = str(tmp_path / "platform.db")
+    with Sandbox(state=path) as first:
+        team = first.platform.add_team(
+            "acme", "workspace-managers", organization_access=["manage-workspaces"]
+        )
+    with Sandbox(state=path) as second:
+        assert second.resumed
+        kept = second.platform.org_store.teams[team]
+        assert kept.organization_access == frozenset({"manage-workspaces"})
+        assert kept.holds("manage-workspaces") and not kept.holds("manage-policies")

@@ -300,6 +300,7 @@ def team_resource(team: Team) -> dict[str, Any]:
             "name": team.name,
             "visibility": team.visibility,
             "users-count": len(team.members),
+            "organization-access": team.organization_permissions(),
         },
         "relationships": {"organization": _organization_relationship(team.organization)},
         "links": {"self": f"{BASE}/teams/{team.id}"},

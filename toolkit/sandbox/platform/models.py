@@ -159,14 +159,23 @@ class PlatformService:
         members: Iterable[str] = (),
         secret: bool = False,
         owners: bool = False,
+        organization_access: Iterable[str] = (),
     ) -> str:
         """Create a team whose members are the given tokens; returns its id (``team-``).
 
-        ``owners`` makes it the organization's owners team: its members' tokens act as owners.
+        ``owners`` makes it the organization's owners team (one an organization): its
+        members' tokens act as owners. ``organization_access`` names the team's
+        organization-level permissions in the API's spelling (``"manage-workspaces"``:
+        admin on every workspace; see ``ORGANIZATION_PERMISSIONS``).
         """
         with self.lock:
             return self.org_store.add_team(
-                organization, name, members=members, secret=secret, owners=owners
+                organization,
+                name,
+                members=members,
+                secret=secret,
+                owners=owners,
+                organization_access=organization_access,
             )
 
     def add_policy_set(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
+from ...platform.permissions import ORGANIZATION_PERMISSIONS
 from .errors import NotFound, Unauthorized
 
 if TYPE_CHECKING:
@@ -69,6 +70,20 @@ class Team:
     visibility: str
     is_owners: bool
     members: set[str] = field(default_factory=set, repr=False)
+    # Organization-level permissions (spec part 2 rule 3), by their names in the API.
+    # The owners team holds them all whatever is stored here.
+    organization_access: frozenset[str] = frozenset()
+
+    def organization_permissions(self) -> dict[str, bool]:
+        """Each organization-level permission, in the table's order, as the team holds it."""
+        return {
+            name: self.is_owners or name in self.organization_access
+            for name in ORGANIZATION_PERMISSIONS
+        }
+
+    def holds(self, permission: str) -> bool:
+        """Whether the team holds an organization-level permission (owners hold all)."""
+        return self.is_owners or permission in self.organization_access
 
 
 @dataclass
@@ -129,6 +144,16 @@ class OrganizationStore:
                     return "owner"
                 role = "member"
         return role
+
+    def caller_holds(self, caller: Caller, organization: str, permission: str) -> bool:
+        """Whether one of the caller's teams in the organization holds an organization-level
+        permission (owners hold every one)."""
+        if self.role(caller, organization) == "owner":
+            return True
+        return any(
+            self.teams[t].organization == organization and self.teams[t].holds(permission)
+            for t in self.teams_by_token.get(caller.token, ())
+        )
 
     def caller_teams(self, caller: Caller) -> set[str]:
         """The ids of the teams the caller's token is a member of."""
@@ -206,11 +231,27 @@ class OrganizationStore:
         return ws.id
 
     def add_team(
-        self, organization: str, name: str, *, members: Iterable[str], secret: bool, owners: bool
+        self,
+        organization: str,
+        name: str,
+        *,
+        members: Iterable[str],
+        secret: bool,
+        owners: bool,
+        organization_access: Iterable[str] = (),
     ) -> str:
         org = self.named(organization)
         if any(self.teams[t].name == name for t in org.teams):
             raise ValueError(f"team {name!r} already exists in {organization}")
+        granted = frozenset(organization_access)
+        unknown = granted - set(ORGANIZATION_PERMISSIONS)
+        if unknown:
+            raise ValueError(
+                f"unknown organization permission {sorted(unknown)}; "
+                f"allowed: {', '.join(ORGANIZATION_PERMISSIONS)}"
+            )
+        if owners and any(self.teams[t].is_owners for t in org.teams):
+            raise ValueError(f"{organization} already has an owners team")
         tokens = set(members)
         if self.admin_token in tokens or tokens & set(self.org_tokens):
             raise ValueError("a team member token may not be an admin or organization token")
@@ -221,6 +262,7 @@ class OrganizationStore:
             "secret" if secret else "organization",
             owners,
             tokens,
+            granted,
         )
         self.teams[team.id] = team
         org.teams[team.id] = None

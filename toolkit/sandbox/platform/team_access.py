@@ -2,7 +2,9 @@
 
 Who sees and changes which records (rule 4): an organization's owners see and
 change every record; a member whose team has ``admin`` access on a workspace
-(a workspace admin) sees and changes every record of that workspace,
+(a workspace admin), or whose team holds the organization-level
+``manage-workspaces`` permission (rule 3: admin on every workspace), sees and
+changes every record of that workspace,
 including the secret teams'; any other member sees only the records of the
 teams it is on, and changes none (answered as if they did not exist).
 """
@@ -97,12 +99,15 @@ class TeamAccessStore:
     # -- who may do what -------------------------------------------------------------
     def manages(self, caller: Caller, ws: Workspace) -> bool:
         """Whether the caller may change the workspace's team access and see all of it:
-        an owner of its organization, or a member of a team with ``admin`` on it."""
+        an owner of its organization, a member of a team with ``admin`` on it, or of a
+        team whose organization-level ``manage-workspaces`` makes it admin everywhere."""
         role = self.orgs.role(caller, ws.organization)
         if role == "owner":
             return True
         if role is None:
             return False
+        if self.orgs.caller_holds(caller, ws.organization, "manage-workspaces"):
+            return True
         mine = self.orgs.caller_teams(caller)
         return any(
             record.access == "admin" and record.team_id in mine for record in self._of(ws.id)
