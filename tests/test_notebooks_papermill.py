@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -103,7 +104,34 @@ def test_the_agent_runbook_cleans_up_the_sandbox_it_was_pointed_at(
     _run("01_agent_pool_health.ipynb", tmp_path)
     with PlatformClient(private_sandbox.address, private_sandbox.token) as client:
         left = client.agent_pools.all_agents("acme")
-    assert sorted(left["status"]) == ["busy", "busy", "idle"]
+    # runner-06 is unknown but pinged 25 minutes before the sandbox's clock: within the
+    # default hour of older_than, so it is kept.
+    assert sorted(left["status"]) == ["busy", "busy", "idle", "unknown"]
+
+
+@pytest.mark.parametrize(
+    ("name", "snapshot", "key"),
+    [
+        ("02_team_access_audit.ipynb", "admin_grants", "billing-api"),
+        ("06_policy_review.ipynb", "sudo_paths", "incident-response"),
+        ("07_plugin_catalog_audit.ipynb", "plugins", "drift-demo-plugin"),
+    ],
+)
+def test_a_drift_runbook_shows_the_change_since_its_last_snapshot_and_keeps_a_new_one(
+    name: str, snapshot: str, key: str, private_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    folder = tmp_path / "snapshots"
+    first = _run(name, tmp_path, snapshot_dir=str(folder))
+    assert "Since the last snapshot: 1 " in first and ", 0 removed, 0 changed" in first
+    assert key in first
+    kept = sorted(p.name for p in folder.iterdir())
+    assert len(kept) == 2 and all(n.startswith(f"{snapshot}-") for n in kept)  # seed and now
+    # A second run compares with the first run's snapshot: the demo change is the same, so
+    # nothing changed since, and a third snapshot is kept.
+    time.sleep(1.1)  # one snapshot a second
+    second = _run(name, tmp_path, snapshot_dir=str(folder))
+    assert "Since the last snapshot: 0 " in second and ", 0 removed, 0 changed" in second
+    assert len(list(folder.iterdir())) == 3
 
 
 def test_the_parameter_runbook_stores_a_sensitive_value_it_never_shows(

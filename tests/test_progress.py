@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +79,31 @@ def test_bulk_renewal_shows_a_bar_and_a_dry_run_shows_none(
         client.leases.renew_leases(ids, 60, dry_run=False)
     last = bar_lines(capsys.readouterr().err)[-1]
     assert last.startswith("renew leases: 100%") and f"{len(ids)}/{len(ids)}" in last
+
+
+def test_a_bar_in_a_notebook_leaves_a_line_saying_what_was_done(tmp_path: Path) -> None:
+    # The bar's saved text is its first state ("0%| | 0/4"); a reader with no kernel
+    # (GitHub, nbviewer) must still learn how much was done.
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            "from toolkit._progress import progress\n"
+            "done = [n for n in progress(range(4), desc='walking')]\n"
+            "for n in progress(range(5), desc='stopping early'):\n"
+            "    if n == 2:\n"
+            "        break\n"
+        )
+    ]
+    NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    printed = "".join(
+        o.get("text", "") for o in notebook.cells[0].outputs if o["output_type"] == "stream"
+    )
+    assert printed.splitlines() == ["walking: 4 of 4 done", "stopping early: 2 of 5 done"]
+
+
+def test_a_bar_outside_a_notebook_prints_no_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    assert list(progress(range(3), desc="walking")) == [0, 1, 2]
+    assert capsys.readouterr().out == ""

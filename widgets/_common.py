@@ -112,6 +112,8 @@ class Form:
 
         header = ipywidgets.HTML(f"<b>{html.escape(self.title)}</b>")
         self.widget = ipywidgets.VBox([header, *rows, self.status])
+        for control in _controls(self.widget):
+            _show_whole(control)
         return self.widget
 
     def show_ok(self, message: str, detail_html: str = "") -> None:
@@ -131,8 +133,72 @@ class Form:
         text = html.unescape(re.sub(r"<[^>]+>", " ", self.status.value))
         return " ".join(text.split())
 
+    def text_summary(self) -> str:
+        """What the form is, in plain text: its title, fields, buttons and last outcome.
+
+        This is the form's ``text/plain`` (what GitHub or nbviewer show of a saved
+        notebook, where no kernel draws the widget), in place of ``VBox(children=...)``.
+        """
+        fields: list[str] = []
+        buttons: list[str] = []
+        for control in _controls(self.widget):
+            label = str(getattr(control, "description", "") or "")
+            if not label:
+                continue
+            (buttons if _is_button(control) else fields).append(label)
+        parts = [f"{self.title or type(self).__name__} (a form; it needs a running kernel)"]
+        if fields:
+            parts.append(f"{len(fields)} field(s): {', '.join(fields)}")
+        if buttons:
+            parts.append(f"{len(buttons)} button(s): {', '.join(buttons)}")
+        parts.append(f"last outcome: {self.status_text.rstrip('.') or 'nothing done yet'}")
+        return ". ".join(parts) + "."
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        if isinstance(bundle, dict):
+            bundle = {**bundle, "text/plain": self.text_summary()}
+        return bundle
+
+
+def _controls(widget: Any) -> list[Any]:
+    """Every widget inside ``widget`` (itself included), depth first."""
+    found = [widget]
+    for child in getattr(widget, "children", ()) or ():
+        found.extend(_controls(child))
+    return found
+
+
+def _is_button(control: Any) -> bool:
+    import ipywidgets
+
+    return isinstance(control, ipywidgets.Button)
+
+
+def _show_whole(control: Any) -> None:
+    """Let a control's label and text take the room they need, so none is cut short.
+
+    ipywidgets gives a description a fixed 80-odd pixels and a checkbox or
+    button a fixed width; a longer label is clipped with an ellipsis. Widths
+    a form set on purpose are kept.
+    """
+    import ipywidgets
+
+    style = getattr(control, "style", None)
+    if style is not None and hasattr(style, "description_width") and not style.description_width:
+        style.description_width = "initial"
+    layout = getattr(control, "layout", None)
+    if layout is None:
+        return
+    if isinstance(control, ipywidgets.Checkbox | ipywidgets.Button | ipywidgets.ToggleButton):
+        if not layout.width:
+            layout.width = "auto"
+        if (
+            isinstance(control, ipywidgets.Button | ipywidgets.ToggleButton)
+            and not layout.min_width
+        ):
+            # "auto" alone lets a flex row squeeze a button below its text.
+            layout.min_width = "fit-content"
 
 
 def show_frame(output: Any, frame: Any) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "SCREENSHOTS",
     "WIDGET_AS_TEXT",
     "button",
+    "cut_labels",
     "field",
     "focus_on",
     "form",
@@ -157,6 +158,22 @@ def save_notebook(page: Any, path: Path) -> dict[str, Any]:
 def rendered_widgets(page: Any) -> int:
     """How many outputs the page shows as live widgets."""
     return int(page.locator(".jp-OutputArea-output > .jupyter-widgets").count())
+
+
+# Every label, button text and checkbox description a widget shows; one whose text is
+# wider than its box is clipped (ipywidgets ends it with an ellipsis).
+_CUT_LABELS = """() => Array.from(document.querySelectorAll(
+    '.jupyter-widgets .widget-label, .jupyter-widgets .widget-label-basic, '
+    + '.jupyter-widgets .widget-label-basic span, .jupyter-widgets button'))
+  .filter(e => e.getClientRects().length && e.textContent.trim())
+  .filter(e => e.scrollWidth > e.clientWidth)
+  .map(e => `${e.textContent.trim()} (${e.scrollWidth}px in ${e.clientWidth}px)`)"""
+
+
+def cut_labels(page: Any) -> list[str]:
+    """The widget labels, buttons and checkbox descriptions on the page whose text does
+    not fit its box (``scrollWidth > clientWidth``), each with both widths."""
+    return list(page.evaluate(_CUT_LABELS))
 
 
 def output_text(page: Any) -> str:

@@ -11,6 +11,7 @@ import pytest
 from tests.browser._page import (
     NOTEBOOKS,
     WIDGET_AS_TEXT,
+    cut_labels,
     focus_on,
     open_notebook,
     output_text,
@@ -58,6 +59,7 @@ def test_a_runbook_runs_in_jupyterlab_without_errors_and_its_widgets_render(
         timeout=30_000,
     )
     assert rendered_widgets(page) >= live
+    assert cut_labels(page) == []
     shown = output_text(page)
     assert not WIDGET_AS_TEXT.search(shown), WIDGET_AS_TEXT.search(shown)
     charts = page.locator(".jp-RenderedImage img")

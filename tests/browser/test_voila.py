@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.browser._ceremony import carry_out_ceremony
-from tests.browser._page import WIDGET_AS_TEXT, form, screenshot
+from tests.browser._page import WIDGET_AS_TEXT, cut_labels, form, screenshot
 from toolkit import Sensitive
 
 
@@ -23,7 +23,9 @@ def test_the_ceremony_app_shows_no_code_and_carries_the_ceremony_through(
         assert source not in shown, f"code on the page: {source}"
     assert ceremony.is_visible()
     assert not WIDGET_AS_TEXT.search(shown)
+    assert cut_labels(page) == []
 
     carry_out_ceremony(page, current_shares, shares=3, threshold=2)
     ceremony.scroll_into_view_if_needed()
+    assert cut_labels(page) == []  # the buttons shown later in the ceremony too
     screenshot(page, "ceremony-voila-complete")
