@@ -36,6 +36,15 @@ def tree(bao: OpenBao) -> Iterator[SecretsClient]:
                 ("", "ns-z"),
             ):
                 _delete_when_empty(client.in_namespace(parent), name)
+            _wait_until_gone(client, ("ns-a/", "ns-z/"))
+
+
+def _wait_until_gone(root: SecretsClient, paths: tuple[str, ...]) -> None:
+    """Wait (at most 20 s) until OpenBao has removed ``paths`` in the background: until
+    then the names are "tainted" and the next test could not create them again."""
+    deadline = time.monotonic() + 20
+    while set(paths) & set(root.namespaces.list_namespaces()) and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def _delete_when_empty(parent: SecretsClient, name: str) -> None:
