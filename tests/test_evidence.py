@@ -218,3 +218,15 @@ def test_snapshots_compare_this_run_with_the_last_one(tmp_path: Path) -> None:
 def test_diff_is_reachable_from_the_top_level_package() -> None:
     assert toolkit.diff is drift.diff
     assert toolkit.report is report
+
+
+def test_a_frame_whose_attrs_hold_other_values_is_filed_with_them_as_text(tmp_path: Path) -> None:
+    frame = _leases()
+    frame.attrs["period"] = timedelta(days=90)
+    frame.attrs["secret"] = toolkit.Sensitive("attr-secret-value")
+    report.save({"leases": frame}, tmp_path, _header(), formats=["parquet"])
+    back = pd.read_parquet(tmp_path / "evidence-leases.parquet")
+    assert back.attrs["period"] == "90 days, 0:00:00"
+    assert back.attrs["secret"] == report.LEFT_OUT
+    assert b"attr-secret-value" not in (tmp_path / "evidence-leases.parquet").read_bytes()
+    assert frame.attrs["period"] == timedelta(days=90)  # the caller's frame is untouched

@@ -23,7 +23,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -219,9 +219,18 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy in which no cell holds a :class:`Sensitive` (each becomes ``<hidden>``)."""
-    frame = frame.copy()
+def _safe_frame(original: pd.DataFrame) -> pd.DataFrame:
+    """A copy in which no cell holds a :class:`Sensitive` (each becomes ``<hidden>``), and
+    whose ``attrs`` are plain JSON values (Parquet stores them as JSON)."""
+    attrs: dict[Hashable, Any] = {str(k): _plain(v) for k, v in original.attrs.items()}
+    kept = original.attrs
+    # pandas deep-copies attrs into every copy, and a Sensitive refuses to be copied.
+    original.attrs = {}
+    try:
+        frame = original.copy()
+    finally:
+        original.attrs = kept
+    frame.attrs = attrs
     for column in frame.columns:
         series = frame[column]
         if series.dtype == object and series.map(lambda v: isinstance(v, Sensitive)).any():
