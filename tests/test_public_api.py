@@ -12,8 +12,8 @@ import pytest
 import toolkit
 import widgets
 from toolkit import PlatformClient, Record, SecretsClient
+from toolkit._spec import access as permissions
 from toolkit.platform import _base as platform_base
-from toolkit.platform import permissions
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import _base as secrets_base
 from toolkit.secrets.leases import lease_summary

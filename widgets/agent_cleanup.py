@@ -19,8 +19,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit import PlatformClient, ToolkitError
-from toolkit.platform.agent_pools import DEFAULT_SILENCE
-from toolkit.platform.permissions import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
+from toolkit.platform.agent_pools import AGENT_STATUSES, DEFAULT_SILENCE, REMOVABLE_AGENT_STATUSES
 
 from ._common import Form, show_frame
 

@@ -14,8 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 from toolkit import PlatformClient, Record, ToolkitError
-from toolkit.platform.permissions import ACCESS_LEVELS, PERMISSION_ATTRIBUTES, PERMISSION_VALUES
-from toolkit.platform.team_access import implied_permissions
+from toolkit.platform.team_access import (
+    ACCESS_LEVELS,
+    PERMISSION_ATTRIBUTES,
+    PERMISSION_VALUES,
+    implied_permissions,
+)
 
 from ._common import Form
 

@@ -15,16 +15,18 @@ from .._gc import collector_paused
 from .._http import segment
 from .._progress import progress
 from .._records import Record
+from .._spec.access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 from .._time import format_iso_ms, parse_time
 from ._base import Area
 from ._jsonapi import FrameBuilder, flatten, iter_resources, read_lists, resources_frame
-from .permissions import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 
 __all__ = [
     "AGENTS",
+    "AGENT_STATUSES",
     "DEFAULT_SILENCE",
     "POOLS",
     "POOLS_WITH_WORKSPACES",
+    "REMOVABLE_AGENT_STATUSES",
     "AgentPools",
     "agents_frame",
 ]

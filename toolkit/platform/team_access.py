@@ -10,18 +10,28 @@ from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import segment
 from .._records import Record
-from ._base import Area
-from ._jsonapi import flatten, iter_resources, read_lists
-from .organizations import Organizations
-from .permissions import (
+from .._spec.access import (
     ACCESS_LEVELS,
     CUSTOM_DEFAULTS,
     IMPLIED_PERMISSIONS,
     PERMISSION_ATTRIBUTES,
     PERMISSION_VALUES,
 )
+from ._base import Area
+from ._jsonapi import flatten, iter_resources, read_lists
+from .organizations import Organizations
 
-__all__ = ["TeamAccess", "TEAM_ACCESS", "implied_permissions"]
+# The permission tables are part of this module's public surface (the forms read them).
+__all__ = [
+    "ACCESS_LEVELS",
+    "CUSTOM_DEFAULTS",
+    "IMPLIED_PERMISSIONS",
+    "PERMISSION_ATTRIBUTES",
+    "PERMISSION_VALUES",
+    "TEAM_ACCESS",
+    "TeamAccess",
+    "implied_permissions",
+]
 
 TEAM_ACCESS = Schema.of(
     "id",

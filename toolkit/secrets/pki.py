@@ -45,12 +45,12 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 
-from .. import _certificate_policy as policy
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import HTTPLayer, Request, decode_json
 from .._masking import Sensitive
 from .._records import Record
+from .._spec import certificate_names as policy
 from ._base import EngineArea, hide, lease_of, unwrap, warnings_of
 
 __all__ = [
@@ -439,7 +439,7 @@ class PKI(EngineArea):
         """Why the role would refuse these names ("" when it would not), without sending them.
 
         ``role`` is a role name (read from the mount) or a role as read. The rules
-        are the engine's (:mod:`toolkit._certificate_policy`); the server still
+        are the engine's (:mod:`toolkit._spec.certificate_names`); the server still
         decides.
         """
         fields = self.read_role(role) if isinstance(role, str) else role

@@ -17,7 +17,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from .... import _certificate_policy as policy
+from ...._spec import certificate_names as policy
 from ..errors import SecretsError
 from . import x509 as certs
 from .issuers import IssuerAdmin
