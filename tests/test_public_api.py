@@ -81,7 +81,9 @@ def test_every_secrets_area_repr_names_its_service_its_address_and_its_calls(
         text = repr(area)
         assert text.startswith(f"<{type(area).__name__}: secrets "), name
         assert demo_sandbox.address in text
-        calls = [c for c in dir(type(area)) if not c.startswith("_") and callable(getattr(area, c))]
+        calls = [
+            c for c in dir(type(area)) if not c.startswith("_") and callable(getattr(type(area), c))
+        ]
         calls = [c for c in calls if not isinstance(getattr(type(area), c), type)]
         assert calls, name
         for call in calls:

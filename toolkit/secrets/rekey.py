@@ -26,6 +26,7 @@ from .._errors import InputError, MethodNotAllowed, NotFound
 from .._http import HTTPLayer
 from .._masking import Sensitive, hidden, reveal
 from .._records import Record
+from .._reprs import area_repr
 from ._base import Area, hide, unwrap
 
 __all__ = ["FLAVOURS", "Rekey"]
@@ -58,9 +59,10 @@ class Rekey(Area):
         self.target = target
 
     def __repr__(self) -> str:
+        # The shared area repr, with which shares and which endpoints in the service's place.
         flavour = self._flavour or "flavour not yet detected"
-        return (
-            f"<Rekey {self.target} shares ({flavour}): status, init, update, verify_update, cancel>"
+        return area_repr(
+            self, f"secrets server ({self.target} shares, {flavour})", self._http.address
         )
 
     @property
