@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ._extras import require
+from .extras import require
 
 require("notebook", "Charts (toolkit.plots)", "matplotlib")
 
