@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-__all__ = ["KeyUnusable", "encrypt_to", "load_certificate", "probe_encryption"]
+__all__ = ["KeyUnusable", "encrypt_to", "holds_private_key", "load_certificate", "probe_encryption"]
 
 
 class KeyUnusable(ValueError):
@@ -34,6 +34,13 @@ def load_certificate(data: bytes) -> Any:
             return pysequoia.Cert.from_bytes(data)
     except Exception as exc:  # pysequoia raises plain RuntimeError/ValueError
         raise KeyUnusable(_first_line(exc)) from None
+
+
+def holds_private_key(cert: Any) -> bool:
+    """Whether ``cert`` carries secret key material (a key file that must not be used)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return bool(cert.has_secret_keys)
 
 
 def encrypt_to(cert: Any, data: bytes) -> bytes:

@@ -17,7 +17,7 @@ import contextlib
 from dataclasses import dataclass, field
 
 from .._errors import InputError
-from .._openpgp import KeyUnusable, load_certificate, probe_encryption
+from .._openpgp import KeyUnusable, holds_private_key, load_certificate, probe_encryption
 
 __all__ = ["PGPPublicKey", "read_public_key"]
 
@@ -55,7 +55,7 @@ def read_public_key(data: bytes | str, name: str = "key") -> PGPPublicKey:
         cert = load_certificate(raw)
     except KeyUnusable as exc:
         raise InputError(f"{name}: not an OpenPGP key ({exc})") from None
-    if cert.has_secret_keys:
+    if holds_private_key(cert):
         raise InputError(
             f"{name}: the file holds a private key; upload the public key only "
             "(gpg --export, not --export-secret-keys)"
