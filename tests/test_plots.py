@@ -34,7 +34,7 @@ def frames() -> Iterator[dict[str, pd.DataFrame]]:
             }
         with SecretsClient(sb.address, sb.token) as secrets:
             found["leases"] = secrets.leases.leases_by_mount()
-            found["distributions"] = secrets.keymgmt.distributions()
+            found["distributions"] = secrets.keymgmt.distributions_frame()
     yield found
 
 

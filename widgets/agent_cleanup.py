@@ -42,7 +42,7 @@ class AgentCleanupForm(Form):
         self.plan: pd.DataFrame | None = None
         self.result: pd.DataFrame | None = None
 
-        pools = client.agent_pools.list(organization)
+        pools = client.agent_pools.pools_frame(organization)
         self.pool = w.Dropdown(
             description="Pool",
             options=[("every pool", ALL_POOLS)]

@@ -40,8 +40,8 @@ class TeamAccessEditor(Form):
         self.existing: Record | None = None
         self.record: Record | None = None
 
-        workspaces = client.organizations.workspaces(organization).sort_values("name")
-        teams = client.organizations.teams(organization).sort_values("name")
+        workspaces = client.organizations.workspaces_frame(organization).sort_values("name")
+        teams = client.organizations.teams_frame(organization).sort_values("name")
         self.workspace = w.Dropdown(
             description="Workspace", options=[(n, i) for i, n in workspaces["name"].items()]
         )
@@ -79,7 +79,7 @@ class TeamAccessEditor(Form):
 
     def _find(self, workspace_id: str, team_id: str) -> Record | None:
         """The team's record on the workspace, if it has one."""
-        records = self.client.team_access.list(workspace_id)
+        records = self.client.team_access.access_frame(workspace_id)
         mine = records[records["team_id"] == team_id]
         if not len(mine):
             return None

@@ -122,7 +122,7 @@ class PlatformClient(ServiceClient):
         facts["state"] = "answering"
         facts.update({k: v for k, v in health.items() if k != "status" and v is not None})
         try:
-            names = self.organizations.list()["name"]
+            names = self.organizations.organizations_frame()["name"]
         except Unauthorized:
             facts["authenticated"] = False
             return Record(facts, kind="connection")

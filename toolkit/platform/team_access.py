@@ -6,6 +6,7 @@ from typing import Any, TypedDict, Unpack
 
 import pandas as pd
 
+from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import segment
@@ -118,7 +119,7 @@ class TeamAccess(Area):
     PERMISSION_VALUES = PERMISSION_VALUES
     CUSTOM_DEFAULTS = CUSTOM_DEFAULTS
 
-    def list(self, workspace_id: str) -> pd.DataFrame:
+    def access_frame(self, workspace_id: str) -> pd.DataFrame:
         """Team access records of one workspace. ``GET /team-workspaces?filter[workspace][id]=``."""
         records = [
             flatten(r)
@@ -179,8 +180,8 @@ class TeamAccess(Area):
     def organization_access(self, organization: str) -> pd.DataFrame:
         """Every team access record of every workspace of the organization, with names."""
         orgs = Organizations(self._http)
-        workspaces = orgs.workspaces(organization)
-        teams = orgs.teams(organization)
+        workspaces = orgs.workspaces_frame(organization)
+        teams = orgs.teams_frame(organization)
         listings = read_lists(
             self._http,
             [("/team-workspaces", {"filter[workspace][id]": w}) for w in workspaces.index],
@@ -200,7 +201,7 @@ class TeamAccess(Area):
         ``<NA>``. Workspaces without any team access still have a row.
         """
         orgs = Organizations(self._http)
-        workspaces = orgs.workspaces(organization)
+        workspaces = orgs.workspaces_frame(organization)
         access = self.organization_access(organization)
         matrix = (
             access.pivot_table(
@@ -259,3 +260,7 @@ def style_matrix(matrix: pd.DataFrame) -> Any:
         return ""
 
     return matrix.style.map(colour).format(na_rep="·")
+
+
+# The names before the naming rule (docs/decisions.md, "Names"), for one release.
+keep_old_names(TeamAccess, list="access_frame")
