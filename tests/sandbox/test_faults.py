@@ -41,7 +41,7 @@ def test_a_dropped_idempotent_call_is_retried_and_the_end_state_is_the_same(
     client = SecretsClient(sandbox.address, sandbox.token)
     lease_id = sorted(client.leases.list_leases("database/creds/readonly"))[0]
     lease_id = f"database/creds/readonly/{lease_id}"
-    sandbox.faults.drop_after_apply("PUT", "/v1/sys/leases/revoke")
+    sandbox.faults.drop_after_apply("POST", "/v1/sys/leases/revoke")
     client.leases.revoke(lease_id)  # retried after the drop; revoking twice is harmless
     assert sandbox.faults.dropped == 1
     with sandbox.secrets.lock:
