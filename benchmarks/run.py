@@ -388,7 +388,7 @@ def pytfe_inventory(address: str, token: str, organization: str) -> dict[str, di
 
     counts: dict[str, dict[str, int]] = {}
     with TFEClient(TFEConfig(address=address, token=token)) as tfe:
-        for pool in tfe.agent_pools.pools_frame(organization):
+        for pool in tfe.agent_pools.list(organization):
             bucket = counts.setdefault(pool.id, {})
             for agent in tfe.agents.list(pool.id):
                 status = str(getattr(agent.status, "value", agent.status))
