@@ -39,6 +39,7 @@ lab: setup
 lint: setup
 	$(BIN)/ruff check toolkit widgets tests
 	$(BIN)/ruff format --check toolkit widgets tests
+	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m toolkit check-notebooks notebooks
 
 typecheck: setup

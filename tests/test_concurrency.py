@@ -63,8 +63,8 @@ def test_concurrent_pages_give_every_agent_once_in_server_order(big_pools):
         PlatformClient(sandbox.address, sandbox.token, max_concurrency=8) as fast,
         PlatformClient(sandbox.address, sandbox.token, max_concurrency=1) as slow,
     ):
-        concurrent = fast.agent_pools.agents(pool_a)
-        sequential = slow.agent_pools.agents(pool_a)
+        concurrent = fast.agent_pools.agents_frame(pool_a)
+        sequential = slow.agent_pools.agents_frame(pool_a)
     assert len(concurrent) == 430
     assert concurrent.index.is_unique
     assert list(concurrent.index) == list(sequential.index)
@@ -149,7 +149,7 @@ def test_a_429_in_the_middle_is_waited_out_and_every_page_arrives():
         seen = statuses_seen(client.http)
         time.sleep(1.05)  # start on a fresh window
         started = time.monotonic()
-        agents = client.agent_pools.agents(pool_id)
+        agents = client.agent_pools.agents_frame(pool_id)
         elapsed = time.monotonic() - started
         client.close()
     assert list(agents["name"]) == [f"limited-{i:04d}" for i in range(2000)]

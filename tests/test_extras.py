@@ -110,7 +110,7 @@ def test_a_client_only_install_reads_both_services_and_builds_frames() -> None:
             secrets = toolkit.SecretsClient({sandbox.address!r}, {sandbox.token!r})
             platform = toolkit.PlatformClient({sandbox.address!r}, {sandbox.token!r})
             leases = secrets.leases.leases_by_mount()
-            pools = platform.agent_pools.list("acme")
+            pools = platform.agent_pools.pools_frame("acme")
             print(len(leases) > 0, len(pools) > 0, secrets.is_authenticated())
             print(toolkit.lease_summary(leases)["count"].sum() == len(leases))
             print(sorted(m for m in {sorted(NOTEBOOK_LIBRARIES + SANDBOX_LIBRARIES)!r}

@@ -15,7 +15,7 @@ from matplotlib.colors import to_hex
 from matplotlib.text import Text
 
 from toolkit import PlatformClient, plots
-from toolkit.platform.permissions import AGENT_STATUSES
+from toolkit._spec.access import AGENT_STATUSES
 from toolkit.platform.team_access import LEVEL_COLOURS
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
@@ -34,7 +34,7 @@ def frames() -> Iterator[dict[str, pd.DataFrame]]:
             }
         with SecretsClient(sb.address, sb.token) as secrets:
             found["leases"] = secrets.leases.leases_by_mount()
-            found["distributions"] = secrets.keymgmt.distributions()
+            found["distributions"] = secrets.keymgmt.distributions_frame()
     yield found
 
 

@@ -60,7 +60,7 @@ def test_reading_every_pools_agents_shows_a_bar_over_the_pools(
     sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with PlatformClient(sandbox.address, sandbox.token) as client:
-        pools = len(client.agent_pools.list("acme"))
+        pools = len(client.agent_pools.pools_frame("acme"))
         client.agent_pools.agents_by_status("acme")
         assert capsys.readouterr().err == ""
         client.agent_pools.agents_by_status("acme", show_progress=True)

@@ -126,7 +126,7 @@ def test_an_unknown_secret_token_is_refused_without_being_named(
     bearer = leaks.new("unknown platform token")
     platform = connect(PlatformClient, sandbox.address, bearer)
     with pytest.raises(Unauthorized) as refused:
-        platform.organizations.list()
+        platform.organizations.organizations_frame()
     leaks.check("a 401 for an unknown platform token", refused.value, platform)
 
 
@@ -145,7 +145,7 @@ def test_transport_errors_carry_no_token(sandbox: Sandbox, connect: Connect, lea
         leaks.check(f"{error.__name__} from {address}", caught.value)
         platform = connect(PlatformClient, address, token, timeout=5)
         with pytest.raises(error) as caught:
-            platform.organizations.list()
+            platform.organizations.organizations_frame()
         leaks.check(f"platform {error.__name__} from {address}", caught.value)
     with socket.socket() as silent:  # accepts connections, never answers
         silent.bind(("127.0.0.1", 0))
@@ -196,7 +196,7 @@ def test_rekey_shares_sent_and_received_show_nowhere(
 
 # -- generated passwords ----------------------------------------------------------------------
 def test_generated_passwords_show_nowhere(root: SecretsClient, leaks: Leaks) -> None:
-    for name in root.password_policies.list():
+    for name in root.password_policies.list_policies():
         password = root.password_policies.generate(name)
         leaks.feed(password, f"password from {name}")
         leaks.check("a generated password", password, [password], {"p": password})
@@ -237,10 +237,10 @@ def test_database_credentials_show_nowhere(root: SecretsClient, leaks: Leaks) ->
         "database views",
         configured,
         db.read_connection("leak-probe"),
-        db.connections(),
-        db.roles(),
-        db.static_roles(),
-        root.leases.list("database/creds/app/"),
+        db.connections_frame(),
+        db.roles_frame(),
+        db.static_roles_frame(),
+        root.leases.list_leases("database/creds/app/"),
     )
 
 
@@ -257,7 +257,7 @@ def test_broker_credentials_show_nowhere(root: SecretsClient, leaks: Leaks) -> N
         leaks.feed(creds["password"], f"broker password for {role}")
         leaks.check("broker credentials", creds)
     leaks.check(
-        "broker views", broker.roles(), broker.vhost_permissions(), broker.topic_permissions()
+        "broker views", broker.roles_frame(), broker.vhost_permissions(), broker.topic_permissions()
     )
 
 
@@ -268,13 +268,13 @@ def test_directory_credentials_and_check_outs_show_nowhere(
     config = ad.read_config()
     ad.configure(str(config["binddn"]), leaks.new("bind password"), url=config.get("url"))
     leaks.check("directory config", ad.read_config())
-    for role in ad.roles():
+    for role in ad.list_roles():
         creds = ad.creds(role)
         for field in ("current_password", "last_password"):
             if creds.get(field):
                 leaks.feed(creds[field], f"{field} of {role}")
         leaks.check("directory creds", creds)
-    for name in ad.sets():
+    for name in ad.list_sets():
         lent = ad.check_out(name)
         leaks.feed(lent["password"], f"password checked out of {name}")
         leaks.check("a check-out", lent, ad.status(name), ad.library_status())
@@ -318,17 +318,17 @@ def test_kms_provider_credentials_show_nowhere(root: SecretsClient, leaks: Leaks
         "secret_key": Sensitive(leaks.new("KMS secret key"), "secret key"),
     }
     written = kms.write_provider("leak-probe", "awskms", "leak-collection", credentials)
-    leaks.check("a KMS provider", written, kms.read_provider("leak-probe"), kms.providers())
+    leaks.check("a KMS provider", written, kms.read_provider("leak-probe"), kms.providers_frame())
     key = kms.create_key("leak-probe-key")
     distributed = kms.distribute("leak-probe", "leak-probe-key", ["encrypt", "decrypt"])
     leaks.check(
         "KMS views",
         key,
         distributed,
-        kms.distributions(),
+        kms.distributions_frame(),
         kms.keys_by_provider(),
-        kms.keys(),
-        kms.key_versions(),
+        kms.keys_frame(),
+        kms.key_versions_frame(),
     )
     with pytest.raises(APIError) as refused:
         kms.write_provider(
@@ -342,7 +342,7 @@ def test_sensitive_parameters_show_nowhere(
     sandbox: Sandbox, connect: Connect, leaks: Leaks
 ) -> None:
     platform = connect(PlatformClient, sandbox.address, sandbox.token)
-    sets = platform.organizations.policy_sets("acme")
+    sets = platform.organizations.policy_sets_frame("acme")
     polset = str(sets.index[0])
     params = platform.policy_set_parameters
     value = leaks.new("sensitive parameter value")
@@ -350,7 +350,7 @@ def test_sensitive_parameters_show_nowhere(
     updated = params.update(
         polset, created["id"], value=Sensitive(leaks.new("updated sensitive value"))
     )
-    leaks.check("a sensitive parameter", created, updated, params.list(polset))
+    leaks.check("a sensitive parameter", created, updated, params.parameters_frame(polset))
     with pytest.raises(APIError) as duplicate:
         params.create(polset, "LEAK_PROBE", leaks.new("duplicate value"), sensitive=True)
     leaks.check("a refused duplicate parameter", duplicate.value)

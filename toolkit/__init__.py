@@ -40,7 +40,7 @@ from ._errors import (
 from ._http import RetryPolicy
 from ._masking import Sensitive
 from ._records import Record
-from ._reprs import module_dir
+from .extras import module_dir
 from .platform import PlatformClient
 
 if TYPE_CHECKING:

@@ -80,7 +80,7 @@ def _sandbox_parser(prog: str = "toolkit sandbox") -> argparse.ArgumentParser:
 
 
 def sandbox_main(argv: Sequence[str] | None = None) -> int:
-    from ._extras import MissingExtra
+    from .extras import MissingExtra
 
     try:
         parser = _sandbox_parser()

@@ -9,12 +9,12 @@ from the client's headers, and every value is escaped.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._masking import Sensitive
 
-__all__ = ["format_seconds", "render_card"]
+__all__ = ["connection_card", "format_seconds", "render_card"]
 
 # Shown in this order when present; other fields follow as they come.
 _LABELS: dict[str, str] = {
@@ -84,3 +84,20 @@ def render_card(title: str, facts: Mapping[str, Any], health: str) -> str:
         f"<div><span style='color:{colour}'>&#9679;</span> <b>{html.escape(title)}</b></div>"
         f"<table>{rows}</table></div>"
     )
+
+
+def connection_card(
+    title: str, address: str, read: Callable[[], Mapping[str, Any]], healthy_state: str
+) -> str:
+    """A client's card from ``read()`` (its ``connection()``); never raises.
+
+    Green when the server is in ``healthy_state`` and the token is accepted, red
+    when nothing answers, amber otherwise (sealed, standby, token refused).
+    """
+    try:
+        facts: dict[str, Any] = dict(read())
+    except Exception as exc:  # noqa: BLE001 - a card in a notebook must never raise
+        facts = {"address": address, "problem": f"{type(exc).__name__}: {exc}"}
+    ok = facts.get("state") == healthy_state and facts.get("authenticated") is True
+    down = facts.get("state") in (None, "unreachable")
+    return render_card(title, facts, "down" if down else "ok" if ok else "warn")

@@ -4,7 +4,7 @@
     plots.agents_by_status(platform.agent_pools.agents_by_status("acme"))
     plots.lease_expiry(secrets.leases.leases_by_mount())
     plots.permissions_matrix(platform.team_access.permissions_matrix("acme"))
-    plots.key_versions(secrets.keymgmt.distributions())
+    plots.key_versions(secrets.keymgmt.distributions_frame())
 
 Each function takes the frame a client view returns and gives a :class:`Chart`,
 which Jupyter shows as a PNG. A chart draws its own opaque light background and
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ._extras import require
+from .extras import require
 
 require("notebook", "Charts (toolkit.plots)", "matplotlib")
 
@@ -128,7 +128,7 @@ def agents_by_status(counts: pd.DataFrame) -> Chart:
     ``counts`` is ``AgentPools.agents_by_status``: a row per pool, ``pool_name``
     and one count column per status.
     """
-    from .platform.permissions import AGENT_STATUSES
+    from ._spec.access import AGENT_STATUSES
 
     _require(counts, ["pool_name", *AGENT_STATUSES], "agents_by_status")
     title = "Agents by status per pool"
@@ -282,7 +282,7 @@ def _span(span: timedelta) -> str:
 def key_versions(distributions: pd.DataFrame) -> Chart:
     """How many key versions each KMS provider holds, stacked by key.
 
-    ``distributions`` is ``KeyManagement.distributions`` (index ``key``, columns
+    ``distributions`` is ``KeyManagement.distributions_frame()`` (index ``key``, columns
     ``kms``, ``provider``, ``versions``, ``latest_version``). Each segment is
     one key, labelled with the newest version the provider holds.
     """

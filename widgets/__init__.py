@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from toolkit._extras import require
-from toolkit._reprs import module_dir
+from toolkit.extras import module_dir, require
 
 require("notebook", "The forms (widgets)", "ipywidgets")
 

@@ -19,8 +19,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit import PlatformClient, ToolkitError
-from toolkit.platform.agent_pools import DEFAULT_SILENCE
-from toolkit.platform.permissions import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
+from toolkit.platform.agent_pools import AGENT_STATUSES, DEFAULT_SILENCE, REMOVABLE_AGENT_STATUSES
 
 from ._common import Form, show_frame
 
@@ -43,7 +42,7 @@ class AgentCleanupForm(Form):
         self.plan: pd.DataFrame | None = None
         self.result: pd.DataFrame | None = None
 
-        pools = client.agent_pools.list(organization)
+        pools = client.agent_pools.pools_frame(organization)
         self.pool = w.Dropdown(
             description="Pool",
             options=[("every pool", ALL_POOLS)]

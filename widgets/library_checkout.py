@@ -80,7 +80,7 @@ class LibraryCheckoutForm(Form):
     # -- steps ---------------------------------------------------------------------
     def refresh(self) -> None:
         """Reload the set names (``Directory.sets``) and the chosen set's accounts."""
-        names = self.directory.sets()
+        names = self.directory.list_sets()
         current = self.set_name.value
         self.set_name.options = names
         self.set_name.value = current if current in names else (names[0] if names else None)

@@ -17,8 +17,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from toolkit import InputError, Sensitive, ToolkitError
-from toolkit._records import Record
+from toolkit import InputError, Record, Sensitive, ToolkitError
 from toolkit.secrets import SecretsClient
 
 from ._common import Form

@@ -96,7 +96,7 @@ class PolicySetParameterEditor(Form):
     def refresh(self, select: str | None = None) -> None:
         """Reload the list of parameters and the choices of the selector."""
         try:
-            frame = self.client.policy_set_parameters.list(self.policy_set_id)
+            frame = self.client.policy_set_parameters.parameters_frame(self.policy_set_id)
         except ToolkitError as exc:
             self.show_error(exc)
             return

@@ -5,7 +5,7 @@
 
 Workspaces and teams come from the client. The permission fields are editable
 for the ``custom`` level only; for the other levels they show what the level
-implies (from :mod:`toolkit.platform.permissions`). Saving adds a record, or
+implies (from :mod:`toolkit._spec.access`). Saving adds a record, or
 updates the team's record when it already has one on that workspace.
 """
 
@@ -14,8 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 from toolkit import PlatformClient, Record, ToolkitError
-from toolkit.platform.permissions import ACCESS_LEVELS, PERMISSION_ATTRIBUTES, PERMISSION_VALUES
-from toolkit.platform.team_access import implied_permissions
+from toolkit.platform.team_access import (
+    ACCESS_LEVELS,
+    PERMISSION_ATTRIBUTES,
+    PERMISSION_VALUES,
+    implied_permissions,
+)
 
 from ._common import Form
 
@@ -36,8 +40,8 @@ class TeamAccessEditor(Form):
         self.existing: Record | None = None
         self.record: Record | None = None
 
-        workspaces = client.organizations.workspaces(organization).sort_values("name")
-        teams = client.organizations.teams(organization).sort_values("name")
+        workspaces = client.organizations.workspaces_frame(organization).sort_values("name")
+        teams = client.organizations.teams_frame(organization).sort_values("name")
         self.workspace = w.Dropdown(
             description="Workspace", options=[(n, i) for i, n in workspaces["name"].items()]
         )
@@ -75,7 +79,7 @@ class TeamAccessEditor(Form):
 
     def _find(self, workspace_id: str, team_id: str) -> Record | None:
         """The team's record on the workspace, if it has one."""
-        records = self.client.team_access.list(workspace_id)
+        records = self.client.team_access.access_frame(workspace_id)
         mine = records[records["team_id"] == team_id]
         if not len(mine):
             return None

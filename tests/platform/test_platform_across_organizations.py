@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from toolkit import InputError, PlatformClient
-from toolkit.platform.permissions import AGENT_STATUSES
+from toolkit._spec.access import AGENT_STATUSES
 from toolkit.sandbox import Sandbox
 
 

@@ -17,7 +17,7 @@ from toolkit import (
     Unauthorized,
     Unprocessable,
 )
-from toolkit.platform.permissions import AGENT_STATUSES, IMPLIED_PERMISSIONS
+from toolkit._spec.access import AGENT_STATUSES, IMPLIED_PERMISSIONS
 from toolkit.sandbox import Sandbox
 
 
@@ -32,12 +32,12 @@ def reader(demo_sandbox: Sandbox) -> PlatformClient:
 
 
 def pool_of(client: PlatformClient, organization: str) -> str:
-    pools = client.agent_pools.list(organization)
+    pools = client.agent_pools.pools_frame(organization)
     return str(pools.index[0])
 
 
 def test_pool_list_has_stable_columns_dtypes_and_the_id_as_index(reader):
-    pools = reader.agent_pools.list("acme")
+    pools = reader.agent_pools.pools_frame("acme")
     assert list(pools.columns) == [
         "name",
         "organization_scoped",
@@ -54,9 +54,9 @@ def test_pool_list_has_stable_columns_dtypes_and_the_id_as_index(reader):
 
 
 def test_an_organization_without_pools_gives_an_empty_frame_with_the_same_columns(reader):
-    empty = reader.agent_pools.list("initech")
+    empty = reader.agent_pools.pools_frame("initech")
     assert empty.empty
-    assert list(empty.columns) == list(reader.agent_pools.list("acme").columns)
+    assert list(empty.columns) == list(reader.agent_pools.pools_frame("acme").columns)
 
 
 def test_agents_by_status_counts_every_status_per_pool(reader):
@@ -83,7 +83,7 @@ def test_every_page_is_followed_and_order_is_kept(sandbox, client):
     pool = pool_of(client, "acme")
     for i in range(230):
         sandbox.platform.add_agent(pool, name=f"bulk-{i:03d}", status="idle", ip_address="10.0.0.1")
-    agents = client.agent_pools.agents(pool)
+    agents = client.agent_pools.agents_frame(pool)
     assert len(agents) == 237
     assert agents.index.is_unique
     bulk = [n for n in agents["name"] if str(n).startswith("bulk-")]
@@ -91,7 +91,7 @@ def test_every_page_is_followed_and_order_is_kept(sandbox, client):
 
 
 def test_create_update_and_delete_a_pool(client):
-    ws = client.organizations.workspaces("initech")
+    ws = client.organizations.workspaces_frame("initech")
     payroll = ws.index[ws["name"] == "payroll"][0]
     pool = client.agent_pools.create(
         "initech", "initech-runners", organization_scoped=False, allowed_workspace_ids=[payroll]
@@ -116,15 +116,15 @@ def test_a_second_pool_is_refused_with_the_servers_reason(client):
 def test_a_bad_pool_name_is_refused_before_anything_is_sent(client):
     with pytest.raises(InputError, match="letters, numbers"):
         client.agent_pools.create("initech", "bad name!")
-    assert client.agent_pools.list("initech").empty
+    assert client.agent_pools.pools_frame("initech").empty
 
 
 def test_pool_list_filters_by_query_and_allowed_workspace(reader):
-    assert list(reader.agent_pools.list("acme", q="PRIVATE")["name"]) == ["acme-private"]
-    assert reader.agent_pools.list("acme", q="nothing-like-this").empty
-    globex = reader.agent_pools.list("globex", allowed_workspace="analytics")
+    assert list(reader.agent_pools.pools_frame("acme", q="PRIVATE")["name"]) == ["acme-private"]
+    assert reader.agent_pools.pools_frame("acme", q="nothing-like-this").empty
+    globex = reader.agent_pools.pools_frame("globex", allowed_workspace="analytics")
     assert list(globex["name"]) == ["globex-datacenter"]
-    assert reader.agent_pools.list("globex", allowed_workspace="reporting").empty
+    assert reader.agent_pools.pools_frame("globex", allowed_workspace="reporting").empty
 
 
 def test_pool_get_can_include_the_workspaces_that_use_it(reader):
@@ -133,22 +133,22 @@ def test_pool_get_can_include_the_workspaces_that_use_it(reader):
 
 
 def test_pool_list_can_include_the_workspaces_each_pool_serves(reader):
-    pools = reader.agent_pools.list("acme", include="workspaces")
-    assert list(pools.columns) == [*reader.agent_pools.list("acme").columns, "workspaces"]
+    pools = reader.agent_pools.pools_frame("acme", include="workspaces")
+    assert list(pools.columns) == [*reader.agent_pools.pools_frame("acme").columns, "workspaces"]
     (row,) = pools.itertuples()
     assert sorted(row.workspaces) == ["billing-api", "web-backend"]
     # names in the order of the ids they stand for
-    names = reader.organizations.workspaces("acme")["name"]
+    names = reader.organizations.workspaces_frame("acme")["name"]
     assert row.workspaces == [names[w] for w in row.workspace_ids]
-    globex = reader.agent_pools.list("globex", include=["workspaces"])
+    globex = reader.agent_pools.pools_frame("globex", include=["workspaces"])
     assert [list(w) for w in globex["workspaces"]] == [["etl-jobs"]]
-    empty = reader.agent_pools.list("initech", include="workspaces")
+    empty = reader.agent_pools.pools_frame("initech", include="workspaces")
     assert empty.empty and list(empty.columns) == list(pools.columns)
 
 
 def test_an_include_the_pool_list_does_not_offer_is_refused_before_sending(reader):
     with pytest.raises(InputError, match="'agents' is not allowed"):
-        reader.agent_pools.list("acme", include=["workspaces", "agents"])
+        reader.agent_pools.pools_frame("acme", include=["workspaces", "agents"])
 
 
 def test_status_counts_report_total_and_matching(reader):
@@ -157,7 +157,7 @@ def test_status_counts_report_total_and_matching(reader):
 
 
 def test_deleting_an_idle_agent_is_a_precondition_failure(client):
-    agents = client.agent_pools.agents(pool_of(client, "acme"))
+    agents = client.agent_pools.agents_frame(pool_of(client, "acme"))
     idle = agents.index[agents["status"] == "idle"][0]
     with pytest.raises(PreconditionFailed):
         client.agent_pools.delete_agent(idle)
@@ -171,7 +171,7 @@ def test_agent_cleanup_dry_run_changes_nothing_and_says_what_it_would_do(client)
     young = plan[plan["name"] == "runner-06"]
     assert list(young["action"]) == ["skipped"] and list(young["detail"]) == ["pinged within 1h"]
     assert set(plan.loc[plan["action"] == "skipped", "status"]) == {"idle", "busy", "unknown"}
-    assert len(client.agent_pools.agents(pool_of(client, "acme"))) == 7
+    assert len(client.agent_pools.agents_frame(pool_of(client, "acme"))) == 7
 
 
 def test_agent_cleanup_removes_the_dead_and_reports_a_412_without_stopping(sandbox, client):
@@ -191,7 +191,7 @@ def test_agent_cleanup_removes_the_dead_and_reports_a_412_without_stopping(sandb
     failed = result[result["action"] == "failed"]
     assert set(failed["name"]) == {"runner-01", "runner-04"}
     assert failed["detail"].str.startswith("412").all()
-    left = client.agent_pools.agents(pool)
+    left = client.agent_pools.agents_frame(pool)
     assert set(left["status"]) <= {"idle", "busy"}
 
 
@@ -240,8 +240,8 @@ def test_custom_permissions_with_a_non_custom_level_are_refused_before_sending(c
 
 
 def test_adding_and_updating_team_access_reports_implied_permissions(client):
-    ws = client.organizations.workspaces("acme")
-    teams = client.organizations.teams("acme")
+    ws = client.organizations.workspaces_frame("acme")
+    teams = client.organizations.teams_frame("acme")
     networking = ws.index[ws["name"] == "networking"][0]
     readers = teams.index[teams["name"] == "readers"][0]
     record = client.team_access.add(networking, readers, "plan")
@@ -256,33 +256,33 @@ def test_adding_and_updating_team_access_reports_implied_permissions(client):
     with pytest.raises(Unprocessable):
         client.team_access.add(networking, readers, "read")
     client.team_access.remove(record.id)
-    assert record.id not in client.team_access.list(networking).index
+    assert record.id not in client.team_access.access_frame(networking).index
 
 
 def test_parameters_hide_sensitive_values(client):
-    sets = client.organizations.policy_sets("acme")
+    sets = client.organizations.policy_sets_frame("acme")
     ps = sets.index[sets["name"] == "security-baseline"][0]
     created = client.policy_set_parameters.create(ps, "api_key", "s3cr3t-value", sensitive=True)
     assert created.value == "<hidden>"
-    frame = client.policy_set_parameters.list(ps)
+    frame = client.policy_set_parameters.parameters_frame(ps)
     assert frame.loc[created.id, "value"] == "<hidden>"
     assert "s3cr3t-value" not in frame.to_string()
     plain = client.policy_set_parameters.create(ps, "region", "eu-west-1")
     updated = client.policy_set_parameters.update(ps, plain.id, value="eu-central-1")
     assert updated.value == "eu-central-1"
     client.policy_set_parameters.delete(ps, plain.id)
-    assert plain.id not in client.policy_set_parameters.list(ps).index
+    assert plain.id not in client.policy_set_parameters.parameters_frame(ps).index
 
 
 def test_a_parameters_category_can_be_sent_and_only_policy_set_is_accepted(client):
-    sets = client.organizations.policy_sets("acme")
+    sets = client.organizations.policy_sets_frame("acme")
     ps = sets.index[sets["name"] == "security-baseline"][0]
     plain = client.policy_set_parameters.create(ps, "zone", "a")
     kept = client.policy_set_parameters.update(ps, plain.id, value="b", category="policy-set")
     assert (kept.value, kept.category) == ("b", "policy-set")
     with pytest.raises(Unprocessable, match="category 'terraform' is not allowed"):
         client.policy_set_parameters.update(ps, plain.id, value="c", category="terraform")
-    after = client.policy_set_parameters.list(ps).loc[plain.id]
+    after = client.policy_set_parameters.parameters_frame(ps).loc[plain.id]
     assert (after["value"], after["category"]) == ("b", "policy-set")
 
 
@@ -295,7 +295,7 @@ def test_a_member_sees_only_its_own_teams_access(demo_sandbox):
 
 def test_a_bad_token_is_unauthorized(demo_sandbox):
     with pytest.raises(Unauthorized):
-        PlatformClient(demo_sandbox.address, "not-a-token").organizations.list()
+        PlatformClient(demo_sandbox.address, "not-a-token").organizations.organizations_frame()
 
 
 def test_the_client_backs_off_when_the_sandbox_rate_limits_it():
@@ -348,7 +348,7 @@ def test_a_planned_removal_touches_only_the_planned_agents_and_skips_changed_one
 
     result = client.agent_pools.remove_planned(plan, show_progress=False)
 
-    left = set(client.agent_pools.agents(pool_of(client, "acme"))["name"])
+    left = set(client.agent_pools.agents_frame(pool_of(client, "acme"))["name"])
     assert left == {"runner-01", "runner-02", "runner-03", "runner-04", "runner-06"}
     assert result.loc[ids["runner-04"], "detail"] == (
         "status changed since the preview: exited -> idle"

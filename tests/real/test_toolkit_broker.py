@@ -77,7 +77,7 @@ def test_a_role_with_vhost_permissions_issues_users_that_really_connect(
     frame = engine.vhost_permissions()
     assert frame[frame["role"] == "app-user"]["configure"].tolist() == ["toolkit-.*"]
     assert engine.topic_permissions()["exchange"].tolist() == ["amq.topic"]
-    assert engine.roles().loc["app-user", "vhosts"] == 1
+    assert engine.roles_frame().loc["app-user", "vhosts"] == 1
 
     creds = engine.generate_credentials("app-user")
     assert isinstance(creds["password"], Sensitive) and creds["renewable"] is True

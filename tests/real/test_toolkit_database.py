@@ -63,7 +63,7 @@ def test_the_connection_reads_back_without_its_password(
     assert "password" not in record["connection_details"]
     assert str(postgres.port) in record["connection_url"]
     assert CONNECTION in engine.list_connections()
-    frame = engine.connections()
+    frame = engine.connections_frame()
     assert frame.index.name == "name" and frame.loc[CONNECTION, "username"] == ADMIN
 
 
@@ -80,7 +80,7 @@ def test_dynamic_credentials_log_in_renew_and_revocation_drops_the_user(
     )
     assert (role["default_ttl"], role["max_ttl"], role["db_name"]) == (1800, 7200, CONNECTION)
     assert "app" in engine.list_roles()
-    roles = engine.roles()
+    roles = engine.roles_frame()
     assert bool(roles.loc["app", "allowed"]) is True
 
     creds = engine.generate_credentials("app")
@@ -103,7 +103,7 @@ def test_dynamic_credentials_log_in_renew_and_revocation_drops_the_user(
 
 def test_a_role_the_connection_does_not_allow_is_refused(engine: Database) -> None:
     engine.write_role("not-allowed", CONNECTION, [_seed.CREATE_ROLE])
-    assert bool(engine.roles().loc["not-allowed", "allowed"]) is False
+    assert bool(engine.roles_frame().loc["not-allowed", "allowed"]) is False
     with pytest.raises(APIError) as refused:
         engine.generate_credentials("not-allowed")
     assert refused.value.status in (400, 500)
@@ -130,7 +130,7 @@ def test_a_static_role_rotation_really_changes_the_password(
     assert logs_in(postgres, STATIC_USER, second["password"].reveal())
     assert not logs_in(postgres, STATIC_USER, first["password"].reveal())
 
-    frame = engine.static_roles()
+    frame = engine.static_roles_frame()
     assert frame.loc["static-app", "username"] == STATIC_USER
     assert bool(frame.loc["static-app", "overdue"]) is False
     assert str(frame["next_rotation"].dtype) == "datetime64[ns, UTC]"

@@ -178,7 +178,7 @@ def test_a_real_connection_open_to_every_role_is_flagged_and_a_named_one_is_not(
     # OpenBao does not show verify_connection when a connection is read, so an
     # unverified one cannot be told apart there (docs/decisions.md, Findings): unknown,
     # not reported as verified or flagged.
-    assert pd.isna(database.connections().loc["f-unverified", "verify_connection"])
+    assert pd.isna(database.connections_frame().loc["f-unverified", "verify_connection"])
     assert f"{database_mount}/config/f-unverified" not in about
 
 

@@ -101,7 +101,7 @@ def test_the_whole_tree_and_a_prefix_give_the_same_leases(
     assert set(under.index) == set(everything.index[everything.index.str.startswith(PREFIX)])
     ids = bao_client.leases.lease_ids(PREFIX)
     assert sorted(ids) == sorted(under.index)
-    assert set(bao_client.leases.list("auth/token/create")) >= {f"{ROLE}/"}
+    assert set(bao_client.leases.list_leases("auth/token/create")) >= {f"{ROLE}/"}
 
 
 def test_lease_summary_counts_the_real_leases_per_mount(
@@ -227,7 +227,7 @@ def test_tidy_counts_and_irrevocable_leases(
     assert any("tidy" in w.lower() for w in warnings), warnings
     counts = bao_client.leases.count_irrevocable()
     assert counts["lease_count"] == 0 and counts["counts"] == {}
-    irrevocable = bao_client.leases.list_irrevocable()
+    irrevocable = bao_client.leases.irrevocable_frame()
     assert irrevocable.empty and list(irrevocable.columns) == ["mount", "expire_time", "error"]
     assert irrevocable.attrs["lease_count"] == 0
     assert str(irrevocable["expire_time"].dtype) == "datetime64[ns, UTC]"

@@ -51,7 +51,7 @@ def test_a_password_policy_is_written_read_generated_from_and_deleted(
 ) -> None:
     name = unique("pw")
     bao_client.password_policies.write(name, PASSWORD_POLICY)
-    assert name in bao_client.password_policies.list()
+    assert name in bao_client.password_policies.list_policies()
     assert "min-chars = 3" in bao_client.password_policies.read(name)["policy"]
     password = bao_client.password_policies.generate(name)
     assert isinstance(password, Sensitive) and password.reveal() not in repr(password)
@@ -80,7 +80,7 @@ def test_the_real_server_refuses_an_unsatisfiable_password_policy_and_keeps_noth
     with pytest.raises(APIError) as refused:
         bao_client.password_policies.write(name, impossible)
     assert refused.value.status == 400
-    assert name not in bao_client.password_policies.list()
+    assert name not in bao_client.password_policies.list_policies()
     with pytest.raises(APIError) as missing:
         bao_client.password_policies.generate(name)
     assert missing.value.status == 404 and "policy does not exist" in missing.value.message
@@ -92,7 +92,7 @@ def test_an_acl_policy_is_written_read_listed_in_the_frame_and_enforced(
 ) -> None:
     name = unique("team-a")
     bao_client.policies.write("acl", name, ACL_POLICY)
-    assert name in bao_client.policies.list("acl")
+    assert name in bao_client.policies.list_policies("acl")
     record = bao_client.policies.read("acl", name)
     assert record["name"] == name and record["policy"].strip() == ACL_POLICY.strip()
 
@@ -108,11 +108,11 @@ def test_an_acl_policy_is_written_read_listed_in_the_frame_and_enforced(
     with SecretsClient(bao.address, token["client_token"].reveal()) as limited:
         assert limited.tokens.lookup_self()["policies"] == sorted(["default", name])
         with pytest.raises(APIError) as denied:
-            limited.policies.list("acl")
+            limited.policies.list_policies("acl")
         assert denied.value.status == 403 and "permission denied" in denied.value.message
 
     bao_client.policies.delete("acl", name)
-    assert name not in bao_client.policies.list("acl")
+    assert name not in bao_client.policies.list_policies("acl")
 
 
 def test_the_toolkit_refuses_bad_policy_input_before_sending(bao_client: SecretsClient) -> None:
@@ -150,7 +150,7 @@ def test_a_plugin_is_registered_with_its_real_sha256_read_listed_and_deleted(
     assert (entry["name"], entry["sha256"], entry["command"]) == (name, sha256, command)
     assert entry["args"] == ["-tls"] and entry["builtin"] is False
     assert entry["version"] == "v1.2.3"
-    assert name in plugins.list("secret")
+    assert name in plugins.list_plugins("secret")
 
     catalog = plugins.catalog()
     assert catalog.index.names == ["type", "name", "version"]
@@ -160,7 +160,7 @@ def test_a_plugin_is_registered_with_its_real_sha256_read_listed_and_deleted(
     assert str(catalog["builtin"].dtype) == "boolean"
 
     plugins.delete("secret", name, version="v1.2.3")
-    assert name not in plugins.list("secret")
+    assert name not in plugins.list_plugins("secret")
     with pytest.raises(APIError) as gone:
         plugins.read("secret", name, version="v1.2.3")
     assert gone.value.status == 404

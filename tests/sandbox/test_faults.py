@@ -20,18 +20,18 @@ def test_a_dropped_post_is_not_retried_and_applied_once(sandbox: Sandbox) -> Non
         client.policies.write("acl", "dropped", 'path "kv/*" { capabilities = ["read"] }')
     assert sandbox.address in str(caught.value)
     assert sandbox.faults.dropped == 1  # one attempt reached the server: no retry
-    assert "dropped" in client.policies.list("acl")
+    assert "dropped" in client.policies.list_policies("acl")
 
 
 def test_a_dropped_platform_create_is_not_retried_so_one_record_exists(sandbox: Sandbox) -> None:
     client = PlatformClient(sandbox.address, sandbox.token)
-    policy_set = str(client.organizations.policy_sets("acme").index[0])
-    before = len(client.policy_set_parameters.list(policy_set))
+    policy_set = str(client.organizations.policy_sets_frame("acme").index[0])
+    before = len(client.policy_set_parameters.parameters_frame(policy_set))
     sandbox.faults.drop_after_apply("POST", f"/api/v2/policy-sets/{policy_set}/parameters")
     with pytest.raises(TransportError):
         client.policy_set_parameters.create(policy_set, key="dropped", value="v")
     assert sandbox.faults.dropped == 1
-    keys = list(client.policy_set_parameters.list(policy_set)["key"])
+    keys = list(client.policy_set_parameters.parameters_frame(policy_set)["key"])
     assert len(keys) == before + 1 and keys.count("dropped") == 1
 
 
@@ -39,9 +39,9 @@ def test_a_dropped_idempotent_call_is_retried_and_the_end_state_is_the_same(
     sandbox: Sandbox,
 ) -> None:
     client = SecretsClient(sandbox.address, sandbox.token)
-    lease_id = sorted(client.leases.list("database/creds/readonly"))[0]
+    lease_id = sorted(client.leases.list_leases("database/creds/readonly"))[0]
     lease_id = f"database/creds/readonly/{lease_id}"
-    sandbox.faults.drop_after_apply("POST", "/v1/sys/leases/revoke")  # writes go as POST
+    sandbox.faults.drop_after_apply("POST", "/v1/sys/leases/revoke")
     client.leases.revoke(lease_id)  # retried after the drop; revoking twice is harmless
     assert sandbox.faults.dropped == 1
     with sandbox.secrets.lock:

@@ -102,7 +102,10 @@ def test_the_demo_policies_served_by_the_sandbox_give_rules_and_findings(
     demo_sandbox: Sandbox,
 ) -> None:
     with toolkit.SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
-        texts = {n: client.policies.read("acl", n)["policy"] for n in client.policies.list("acl")}
+        texts = {
+            n: client.policies.read("acl", n)["policy"]
+            for n in client.policies.list_policies("acl")
+        }
     rules = rules_frame(texts)
     operators = rules[rules["policy"] == "operators"]
     assert set(operators["path"]) >= {"sys/policies/*", "sys/leases/*", "auth/token/create"}

@@ -31,7 +31,7 @@ def fresh_mount(client: SecretsClient, path: str = "mq"):
 
 
 def test_the_roles_frame_counts_vhosts_and_exchanges(demo_client):
-    frame = demo_client.broker.roles()
+    frame = demo_client.broker.roles_frame()
     assert list(frame.columns) == BROKER_ROLES.names[1:] and frame.index.name == "name"
     assert frame.loc["producer", "vhosts"] == 2 and frame.loc["producer", "exchanges"] == 1
     assert frame.loc["consumer", "exchanges"] == 2
@@ -70,7 +70,7 @@ def test_topic_permissions_have_one_row_per_role_vhost_and_exchange(demo_client)
 def test_the_views_are_empty_with_their_columns_on_a_fresh_mount(client):
     mq = fresh_mount(client)
     assert mq.list_roles() == []
-    assert mq.roles().empty and list(mq.roles().columns) == BROKER_ROLES.names[1:]
+    assert mq.roles_frame().empty and list(mq.roles_frame().columns) == BROKER_ROLES.names[1:]
     assert mq.vhost_permissions().empty
     assert list(mq.topic_permissions().columns) == TOPIC_PERMISSIONS.names
     assert mq.read_lease() is None
@@ -156,7 +156,7 @@ def test_nothing_the_client_returns_raises_or_logs_shows_a_password(client, sand
     mq.configure_connection("http://rabbit:15672", "admin", "admin-secret-77")
     outputs: list[object] = [mq.write_role("jobs", vhosts=VHOSTS, vhost_topics=TOPICS)]
     creds = mq.generate_credentials("jobs")
-    outputs += [creds, mq.roles(), mq.vhost_permissions(), mq.topic_permissions()]
+    outputs += [creds, mq.roles_frame(), mq.vhost_permissions(), mq.topic_permissions()]
     try:
         mq.configure_connection("ftp://admin:admin-secret-77@x", "admin", "admin-secret-77")
     except BadRequest as exc:

@@ -19,7 +19,7 @@ def test_the_client_reads_bao_variables_when_no_argument_is_given(
     monkeypatch.setenv("BAO_TOKEN", demo_sandbox.token)
     with SecretsClient() as client:
         assert client.address == demo_sandbox.address
-        assert "default" in client.policies.list("acl")
+        assert "default" in client.policies.list_policies("acl")
 
 
 def test_a_client_without_address_says_which_variable_to_set(
@@ -54,7 +54,7 @@ def test_a_wrong_token_is_permission_denied(demo_sandbox: Sandbox) -> None:
         SecretsClient(demo_sandbox.address, "not-a-token") as client,
         pytest.raises(PermissionDenied) as denied,
     ):
-        client.policies.list("acl")
+        client.policies.list_policies("acl")
     assert denied.value.status == 403
     assert "not-a-token" not in str(denied.value)
 

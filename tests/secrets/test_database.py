@@ -44,7 +44,7 @@ def pg(client: SecretsClient, name: str = "pg", **extra: object):
 
 
 def test_the_connections_frame_shows_every_connection_without_passwords(demo_client):
-    frame = demo_client.database.connections()
+    frame = demo_client.database.connections_frame()
     assert list(frame.columns) == CONNECTIONS.names[1:] and frame.index.name == "name"
     assert {"orders-postgres", "billing-mysql", "warehouse-snowflake"} <= set(frame.index)
     row = frame.loc["orders-postgres"]
@@ -58,7 +58,7 @@ def test_the_connections_frame_shows_every_connection_without_passwords(demo_cli
 
 
 def test_the_roles_frame_counts_statements_and_checks_the_connection_allows_each(demo_client):
-    frame = demo_client.database.roles()
+    frame = demo_client.database.roles_frame()
     assert list(frame.columns) == DB_ROLES.names[1:]
     readonly = frame.loc["readonly"]
     assert (readonly["db_name"], readonly["default_ttl"], readonly["max_ttl"]) == (
@@ -72,7 +72,7 @@ def test_the_roles_frame_counts_statements_and_checks_the_connection_allows_each
 
 
 def test_the_static_roles_frame_gives_the_next_rotation_on_the_server_clock(demo_client):
-    frame = demo_client.database.static_roles()
+    frame = demo_client.database.static_roles_frame()
     assert list(frame.columns) == STATIC_ROLES.names[1:]
     assert list(frame.index) == ["billing-etl", "orders-batch", "orders-migrations"]
     for name, row in frame.iterrows():
@@ -90,7 +90,7 @@ def test_the_static_roles_frame_gives_the_next_rotation_on_the_server_clock(demo
 
 def test_a_static_role_past_its_rotation_is_overdue_when_judged_later(demo_client):
     later = demo_client.http.server_now() + timedelta(days=30)
-    frame = demo_client.database.static_roles(now=later)
+    frame = demo_client.database.static_roles_frame(now=later)
     assert frame["overdue"].all() and (frame["ttl"] == 0).all()
 
 
@@ -98,12 +98,12 @@ def test_the_views_are_empty_with_their_columns_on_a_fresh_mount(client):
     client.enable_engine("dbs/empty", "database")
     db = client.database.at("dbs/empty")
     for frame, schema in (
-        (db.connections(), CONNECTIONS),
-        (db.roles(), DB_ROLES),
-        (db.static_roles(), STATIC_ROLES),
+        (db.connections_frame(), CONNECTIONS),
+        (db.roles_frame(), DB_ROLES),
+        (db.static_roles_frame(), STATIC_ROLES),
     ):
         assert frame.empty and list(frame.columns) == schema.names[1:]
-    assert str(db.static_roles()["last_rotation"].dtype) == "datetime64[ns, UTC]"
+    assert str(db.static_roles_frame()["last_rotation"].dtype) == "datetime64[ns, UTC]"
 
 
 # -- connections ---------------------------------------------------------------------------
@@ -191,7 +191,7 @@ def test_a_role_its_connection_no_longer_allows_is_flagged(client):
     pg(client)
     client.database.write_role("app", "pg", CREATE)
     client.database.configure_connection("pg", "postgresql-database-plugin", allowed_roles=["x"])
-    assert not client.database.roles().loc["app", "allowed"]
+    assert not client.database.roles_frame().loc["app", "allowed"]
 
 
 def test_generated_credentials_hide_the_password_and_carry_the_lease(client, sandbox):
@@ -240,9 +240,9 @@ def test_the_client_works_against_an_engine_mounted_elsewhere(client, sandbox):
     )
     eu.write_role("app", "pg", CREATE)
     assert eu.generate_credentials("app")["lease_id"].startswith("dbs/eu/creds/app/")
-    assert list(eu.connections().index) == ["pg"]
+    assert list(eu.connections_frame().index) == ["pg"]
     assert "pg" not in client.database.list_connections()
-    assert isinstance(eu.roles(), pd.DataFrame)
+    assert isinstance(eu.roles_frame(), pd.DataFrame)
 
 
 def test_nothing_the_client_returns_raises_or_logs_shows_a_password(client, sandbox, caplog):
@@ -255,7 +255,7 @@ def test_nothing_the_client_returns_raises_or_logs_shows_a_password(client, sand
     static_creds = client.database.static_credentials("static-a")
     outputs += [static_creds, client.database.rotate_static_role("static-a")]
     client.database.rotate_root("pg")
-    outputs += [client.database.connections(), client.database.static_roles()]
+    outputs += [client.database.connections_frame(), client.database.static_roles_frame()]
     try:
         client.database.configure_connection(
             "pg", "postgresql-database-plugin", connection_url=f"ftp://admin:{root}@db/x"

@@ -47,7 +47,7 @@ def test_roles_are_written_read_and_give_hidden_rotating_creds(
     sandbox: Sandbox, client: SecretsClient
 ) -> None:
     client.ad.write_role("spare", SPARE, ttl="1h")
-    assert "spare" in client.ad.roles()
+    assert "spare" in client.ad.list_roles()
     creds = client.ad.creds("spare")
     assert creds["username"] == SPARE
     assert isinstance(creds["current_password"], Sensitive)
@@ -59,7 +59,7 @@ def test_roles_are_written_read_and_give_hidden_rotating_creds(
     assert again["last_password"] == creds["current_password"]
     assert again["current_password"] != creds["current_password"]
     client.ad.delete_role("spare")
-    assert "spare" not in client.ad.roles()
+    assert "spare" not in client.ad.list_roles()
 
 
 def test_a_role_for_a_missing_account_is_an_api_error_naming_it(client: SecretsClient) -> None:
@@ -87,9 +87,9 @@ def test_sets_are_written_read_and_deleted(client: SecretsClient) -> None:
     assert client.ad.read_set("spares")["service_account_names"] == [SPARE]
     client.ad.write_set("spares", disable_check_in_enforcement=True)
     assert client.ad.read_set("spares")["disable_check_in_enforcement"] is True
-    assert "spares" in client.ad.sets()
+    assert "spares" in client.ad.list_sets()
     client.ad.delete_set("spares")
-    assert "spares" not in client.ad.sets()
+    assert "spares" not in client.ad.list_sets()
     with pytest.raises(InputError, match="ttl"):
         client.ad.write_set("spares", SPARE, ttl="soon")
 
@@ -136,7 +136,7 @@ def test_library_status_joins_accounts_with_their_leases(
 
 
 def test_library_status_is_right_when_a_set_is_empty_of_sets(client: SecretsClient) -> None:
-    for name in client.ad.sets():
+    for name in client.ad.list_sets():
         client.ad.manage_check_in(name, client.ad.read_set(name)["service_account_names"])
         client.ad.delete_set(name)
     frame = client.ad.library_status()
@@ -163,7 +163,7 @@ def test_every_call_works_against_another_mount(sandbox: Sandbox, client: Secret
     assert lent["lease_id"].startswith("corp-ad/library/team/check-out/")
     frame = corp.library_status()
     assert frame.loc["alice", "lease_id"] == lent["lease_id"]
-    assert "team" not in client.ad.sets()
+    assert "team" not in client.ad.list_sets()
 
 
 def test_a_library_user_sees_only_the_leases_of_their_own_check_outs(

@@ -70,7 +70,7 @@ def test_a_connection_open_to_every_role_and_unverified_is_flagged_and_a_tight_o
     assert list(loose["severity"].astype(str)) == ["high", "medium"]
     assert loose["reason"].str.contains("allowed_roles is \\*").iloc[0]
     # The demo's connections that name their roles and were verified raise nothing.
-    tight = client.database.connections()
+    tight = client.database.connections_frame()
     named = [
         n for n, r in tight.iterrows() if "*" not in r["allowed_roles"] and r["verify_connection"]
     ]

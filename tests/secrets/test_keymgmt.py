@@ -32,7 +32,7 @@ def dtypes_of(frame: pd.DataFrame) -> dict[str, str]:
 def test_keys_has_one_row_per_key_with_its_versions_settings_and_provider(
     demo_client: SecretsClient, demo_sandbox: Sandbox
 ) -> None:
-    frame = demo_client.keymgmt.keys()
+    frame = demo_client.keymgmt.keys_frame()
     assert frame.index.name == "name" and list(frame.columns) == KEYS.names[1:]
     assert dtypes_of(frame) == expected_dtypes(KEYS)
     start = demo_sandbox.clock.start
@@ -57,7 +57,7 @@ def test_keys_has_one_row_per_key_with_its_versions_settings_and_provider(
 def test_key_versions_are_indexed_by_key_and_version_with_public_keys_for_rsa_only(
     demo_client: SecretsClient,
 ) -> None:
-    frame = demo_client.keymgmt.key_versions(["payments-dek", "release-signing"])
+    frame = demo_client.keymgmt.key_versions_frame(["payments-dek", "release-signing"])
     assert frame.index.names == ["key", "version"]
     assert dtypes_of(frame) == {
         k: v for k, v in expected_dtypes(KEY_VERSIONS).items() if k not in ("key", "version")
@@ -73,7 +73,7 @@ def test_key_versions_are_indexed_by_key_and_version_with_public_keys_for_rsa_on
 def test_providers_show_their_type_collection_and_the_keys_they_hold(
     demo_client: SecretsClient,
 ) -> None:
-    frame = demo_client.keymgmt.providers()
+    frame = demo_client.keymgmt.providers_frame()
     assert list(frame.columns) == KMS_PROVIDERS.names[1:]
     assert dtypes_of(frame) == expected_dtypes(KMS_PROVIDERS)
     for name, (provider, collection) in DEMO_PROVIDERS.items():
@@ -86,7 +86,7 @@ def test_providers_show_their_type_collection_and_the_keys_they_hold(
 def test_distributions_name_each_key_in_its_provider_and_when_it_went(
     demo_client: SecretsClient, demo_sandbox: Sandbox
 ) -> None:
-    frame = demo_client.keymgmt.distributions()
+    frame = demo_client.keymgmt.distributions_frame()
     assert dtypes_of(frame) == expected_dtypes(DISTRIBUTIONS)
     distributed = {k.name: k for k in DEMO_KEYS if k.distributed}
     assert sorted(frame.index) == sorted(distributed)
@@ -122,14 +122,14 @@ def test_keys_by_provider_is_a_matrix_of_every_key_and_every_provider(
 def test_every_view_is_right_when_the_engine_is_empty(client: SecretsClient) -> None:
     client.enable_engine("kms/empty", "keymgmt")
     empty = client.keymgmt.at("kms/empty")
-    keys = empty.keys()
+    keys = empty.keys_frame()
     assert keys.empty and list(keys.columns) == KEYS.names[1:]
     assert dtypes_of(keys) == expected_dtypes(KEYS)
-    versions = empty.key_versions()
+    versions = empty.key_versions_frame()
     assert versions.empty and versions.index.names == ["key", "version"]
-    providers = empty.providers()
+    providers = empty.providers_frame()
     assert providers.empty and dtypes_of(providers) == expected_dtypes(KMS_PROVIDERS)
-    distributions = empty.distributions()
+    distributions = empty.distributions_frame()
     assert distributions.empty and dtypes_of(distributions) == expected_dtypes(DISTRIBUTIONS)
     matrix = empty.keys_by_provider()
     assert matrix.shape == (0, 0) and matrix.index.name == "key"
@@ -205,7 +205,7 @@ def test_distribution_with_the_client_and_the_refusals_it_reports(client: Secret
     km.remove_from_provider("azure-signing", "invoices")
     assert km.key_providers("invoices") == []
     km.delete_key("invoices")
-    assert "invoices" not in km.keys().index
+    assert "invoices" not in km.keys_frame().index
 
 
 def test_the_client_refuses_empty_input_before_sending_anything(client: SecretsClient) -> None:
@@ -229,6 +229,6 @@ def test_the_client_works_on_an_engine_mounted_elsewhere(client: SecretsClient) 
     us.create_key("us-data", "aes256-gcm96")
     us.write_provider("aws", "awskms", "us-east-1")
     us.distribute("aws", "us-data", ["encrypt", "decrypt"])
-    assert list(us.keys().index) == ["us-data"]
+    assert list(us.keys_frame().index) == ["us-data"]
     assert us.keys_by_provider().loc["us-data", "aws"] == "v1: encrypt, decrypt (hsm)"
     assert "us-data" not in client.keymgmt.list_keys()

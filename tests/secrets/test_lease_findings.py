@@ -101,7 +101,7 @@ def test_past_due_leases_are_kept_apart_from_soon_expiring_ones(
     states = client.leases.expiry(leases, within=timedelta(hours=1))
 
     past = states[states["state"] == "past due"]
-    irrevocable = client.leases.list_irrevocable(limit="none")
+    irrevocable = client.leases.irrevocable_frame(limit="none")
     assert set(past.index) == set(irrevocable.index)
     assert (past["overdue_seconds"] > 0).all()
     soon_ids = set(states[states["state"] == "expiring soon"].index)

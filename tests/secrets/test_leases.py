@@ -126,7 +126,7 @@ def test_a_lease_id_splits_into_mount_and_role() -> None:
 
 def test_lookup_list_renew_and_revoke_one_lease(client: SecretsClient) -> None:
     leases = client.leases
-    role = leases.list("database/creds/readonly/")
+    role = leases.list_leases("database/creds/readonly/")
     assert role and not any(k.endswith("/") for k in role)
     lease_id = "database/creds/readonly/" + role[0]
     looked = leases.lookup(lease_id)
@@ -205,10 +205,10 @@ def test_irrevocable_leases_are_counted_and_listed_as_the_server_holds_them(
         expected_counts, total = sandbox.secrets.leases.count_irrevocable()
         irrevocable, _ = sandbox.secrets.leases.list_irrevocable()
     assert counts["lease_count"] == total and counts["counts"] == expected_counts
-    frame = client.leases.list_irrevocable()
+    frame = client.leases.irrevocable_frame()
     assert set(frame.index) == {lease.lease_id for lease in irrevocable}
     assert frame["error"].notna().all()
-    assert len(client.leases.list_irrevocable(limit=2)) == 2
+    assert len(client.leases.irrevocable_frame(limit=2)) == 2
 
 
 def test_tidy_returns_the_servers_warning(client: SecretsClient) -> None:

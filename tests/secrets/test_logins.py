@@ -33,7 +33,7 @@ def test_a_userpass_login_switches_the_client_to_a_token_with_the_users_policies
         assert login.method == "userpass" and login.metadata == {"username": "olivia"}
         # The client now acts with the new token: an operator may read policies.
         assert client.tokens.lookup_self().accessor == login.accessor
-        assert "operators" in client.policies.list()
+        assert "operators" in client.policies.list_policies()
         assert password not in repr(login) and login.client_token.reveal() not in repr(login)
 
 

@@ -13,7 +13,7 @@ def test_password_policies_are_written_read_generated_and_deleted(
 ) -> None:
     text = 'length = 24\nrule "charset" {\n  charset = "abcdef\\"0123"\n}\n'
     client.password_policies.write("quoted", text)
-    assert "quoted" in client.password_policies.list()
+    assert "quoted" in client.password_policies.list_policies()
     assert client.password_policies.read("quoted")["policy"] == text
     password = client.password_policies.generate("quoted")
     assert isinstance(password, Sensitive) and len(password) == 24
@@ -27,7 +27,7 @@ def test_an_unsatisfiable_password_policy_is_refused_with_the_reason(
 ) -> None:
     with pytest.raises(BadRequest):
         client.password_policies.write("impossible", 'length = 0\nrule "charset" {}\n')
-    assert "impossible" not in client.password_policies.list()
+    assert "impossible" not in client.password_policies.list_policies()
 
 
 def test_the_policy_tester_shows_shape_and_never_the_passwords(
@@ -46,7 +46,7 @@ def test_the_policy_tester_shows_shape_and_never_the_passwords(
 
 def test_acl_rgp_and_egp_policies_round_trip(client: SecretsClient) -> None:
     client.policies.write("acl", "readers", 'path "kv/*" {\n  capabilities = ["read"]\n}\n')
-    assert "readers" in client.policies.list("acl")
+    assert "readers" in client.policies.list_policies("acl")
     assert 'path "kv/*"' in client.policies.read("acl", "readers").policy
     client.policies.write(
         "egp",
@@ -57,20 +57,20 @@ def test_acl_rgp_and_egp_policies_round_trip(client: SecretsClient) -> None:
     )
     egp = client.policies.read("egp", "guard")
     assert egp["paths"] == ["kv/*", "sys/mounts"] and egp["enforcement_level"] == "advisory"
-    assert "guard" in client.policies.list("egp")
+    assert "guard" in client.policies.list_policies("egp")
     assert client.policies.name_path_map()["guard"] == [
         {"path": "kv/", "glob": True},
         {"path": "sys/mounts", "glob": False},
     ]
     client.policies.delete("egp", "guard")
-    assert "guard" not in client.policies.list("egp")
+    assert "guard" not in client.policies.list_policies("egp")
     assert "guard" not in client.policies.name_path_map()
 
 
 def test_the_egp_names_come_from_the_name_path_map_not_the_command_line_keys(
     demo_client: SecretsClient,
 ) -> None:
-    assert demo_client.policies.list("egp") == ["internal-network", "protect-policies"]
+    assert demo_client.policies.list_policies("egp") == ["internal-network", "protect-policies"]
     assert demo_client.policies.name_path_map() == {
         "internal-network": [
             {"path": "database/", "glob": True},
@@ -86,7 +86,7 @@ def test_the_demo_rgp_and_egp_texts_say_the_sandbox_does_not_evaluate_them(
     demo_client: SecretsClient,
 ) -> None:
     for kind in ("rgp", "egp"):
-        for name in demo_client.policies.list(kind):
+        for name in demo_client.policies.list_policies(kind):
             text = demo_client.policies.read(kind, name)["policy"]
             assert text.startswith("# Stored, not evaluated by the sandbox."), (kind, name)
 
@@ -97,7 +97,7 @@ def test_policy_arguments_are_checked_before_sending(client: SecretsClient) -> N
     with pytest.raises(InputError, match="paths is required"):
         client.policies.write("egp", "e", "main = rule { true }", enforcement_level="advisory")
     with pytest.raises(InputError, match="kind"):
-        client.policies.list("sentinel")
+        client.policies.list_policies("sentinel")
 
 
 def test_the_policies_frame_holds_every_kind(demo_client: SecretsClient) -> None:
@@ -128,11 +128,11 @@ def test_the_plugin_catalog_frame_and_registration(client: SecretsClient) -> Non
         env={"LEVEL": "debug"},
         version="v1.0.0",
     )
-    assert "my-engine" in client.plugins.list("secret")
+    assert "my-engine" in client.plugins.list_plugins("secret")
     entry = client.plugins.read("secret", "my-engine", version="v1.0.0")
     assert entry["sha256"] == "ab" * 32 and entry["args"] == ["-v"]
     client.plugins.delete("secret", "my-engine", version="v1.0.0")
-    assert "my-engine" not in client.plugins.list("secret")
+    assert "my-engine" not in client.plugins.list_plugins("secret")
 
 
 def test_a_plugin_sha256_that_is_not_64_hex_digits_is_refused_before_sending(
@@ -142,4 +142,4 @@ def test_a_plugin_sha256_that_is_not_64_hex_digits_is_refused_before_sending(
         client.plugins.register("secret", "x", sha256="abc", command="x")
     with pytest.raises(InputError, match="key=value"):
         client.plugins.register("secret", "x", sha256="0" * 64, command="x", env=["oops"])
-    assert "x" not in client.plugins.list("secret")
+    assert "x" not in client.plugins.list_plugins("secret")

@@ -16,7 +16,7 @@ def test_a_scoped_token_is_refused_what_its_policy_lacks_and_revoke_self_ends_it
     scoped = client.tokens.create(policies=["auditors"], ttl="15m")
     assert isinstance(scoped["client_token"], Sensitive)
     with SecretsClient(sandbox.address, scoped["client_token"].reveal()) as auditor:
-        assert "operators" in auditor.policies.list("acl")
+        assert "operators" in auditor.policies.list_policies("acl")
         with pytest.raises(PermissionDenied):
             auditor.password_policies.generate("strong-32")
         assert sorted(auditor.tokens.lookup_self()["policies"]) == ["auditors", "default"]
@@ -87,7 +87,7 @@ def test_a_token_without_sudo_gets_a_not_permitted_finding_instead_of_an_error(
     scoped = client.tokens.create(policies=["auditors"], ttl="15m")
     with SecretsClient(sandbox.address, scoped["client_token"].reveal()) as auditor:
         with pytest.raises(PermissionDenied):
-            auditor.tokens.accessors()
+            auditor.tokens.list_accessors()
         findings = auditor.tokens.findings()
     assert findings[["severity", "object"]].values.tolist() == [["medium", "auth/token/accessors"]]
     assert findings["reason"][0].startswith("not permitted")

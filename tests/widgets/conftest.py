@@ -21,8 +21,12 @@ def client(sandbox: Sandbox) -> Iterator[PlatformClient]:
 def acme(client: PlatformClient) -> dict[str, str]:
     """``{name: id}`` of acme's workspaces, teams, policy sets and agent pools."""
     orgs = client.organizations
-    frames = [orgs.workspaces("acme"), orgs.teams("acme"), orgs.policy_sets("acme")]
-    frames.append(client.agent_pools.list("acme"))
+    frames = [
+        orgs.workspaces_frame("acme"),
+        orgs.teams_frame("acme"),
+        orgs.policy_sets_frame("acme"),
+    ]
+    frames.append(client.agent_pools.pools_frame("acme"))
     return {name: id_ for frame in frames for id_, name in frame["name"].items()}
 
 

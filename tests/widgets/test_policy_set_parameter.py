@@ -65,7 +65,7 @@ def test_creating_a_plain_parameter_stores_it_and_refreshes_the_list(
     form.value_field.value = "ops@example.com"
     form.save_button.click()
 
-    listed = client.policy_set_parameters.list(policy_set)
+    listed = client.policy_set_parameters.parameters_frame(policy_set)
     row = listed[listed["key"] == "owner_email"]
     assert list(row["value"]) == ["ops@example.com"]
     assert "owner_email" in output_text(form.table)
@@ -105,7 +105,7 @@ def test_the_password_field_is_emptied_even_when_the_server_refuses(
 def test_picking_a_parameter_fills_the_form_and_saving_updates_it(
     form: PolicySetParameterEditor, client: PlatformClient, policy_set: str, acme: dict[str, str]
 ) -> None:
-    listed = client.policy_set_parameters.list(policy_set)
+    listed = client.policy_set_parameters.parameters_frame(policy_set)
     (param_id,) = listed[listed["key"] == "max_instance_size"].index
     form.parameter.value = param_id
     assert (form.key.value, form.value_text.value) == ("max_instance_size", "m5.xlarge")
@@ -113,7 +113,7 @@ def test_picking_a_parameter_fills_the_form_and_saving_updates_it(
     form.value_field.value = "m5.2xlarge"
     form.save_button.click()
 
-    after = client.policy_set_parameters.list(policy_set)
+    after = client.policy_set_parameters.parameters_frame(policy_set)
     assert after.loc[param_id, "value"] == "m5.2xlarge"
     assert len(after) == len(listed)
     assert "Updated max_instance_size" in form.status_text
@@ -122,7 +122,7 @@ def test_picking_a_parameter_fills_the_form_and_saving_updates_it(
 def test_updating_a_sensitive_parameter_with_an_empty_value_keeps_its_value(
     form: PolicySetParameterEditor, sandbox: Sandbox, client: PlatformClient, policy_set: str
 ) -> None:
-    listed = client.policy_set_parameters.list(policy_set)
+    listed = client.policy_set_parameters.parameters_frame(policy_set)
     (param_id,) = listed[listed["key"] == "slack_webhook"].index
     form.parameter.value = param_id
     assert form.sensitive.value is True and form.value_secret.value == ""

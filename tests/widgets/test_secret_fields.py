@@ -77,7 +77,7 @@ def test_a_sensitive_parameter_field_is_emptied_and_the_value_shows_nowhere(
     sandbox: Sandbox, leaks: Leaks
 ) -> None:
     with PlatformClient(sandbox.address, sandbox.token) as client:
-        polset = str(client.organizations.policy_sets("acme").index[0])
+        polset = str(client.organizations.policy_sets_frame("acme").index[0])
         form = PolicySetParameterEditor(client, polset)
         for attempt in ("created", "refused as a duplicate"):
             form.parameter.value = ""
@@ -167,7 +167,7 @@ def _build_every_form(sandbox: Sandbox) -> dict[str, object]:
 
     platform = PlatformClient(sandbox.address, sandbox.token)
     vault = SecretsClient(sandbox.address, sandbox.token)
-    polset = str(platform.organizations.policy_sets("acme").index[0])
+    polset = str(platform.organizations.policy_sets_frame("acme").index[0])
     builders = {
         "AgentCleanupForm": lambda: widgets.AgentCleanupForm(platform, "acme"),
         "CertificateRequestForm": lambda: CertificateRequestForm(vault),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolkit import APIError, PlatformClient
-from toolkit.platform.permissions import CUSTOM_DEFAULTS, IMPLIED_PERMISSIONS
+from toolkit._spec.access import CUSTOM_DEFAULTS, IMPLIED_PERMISSIONS
 from widgets import TeamAccessEditor
 
 
@@ -27,10 +27,10 @@ def test_the_dropdowns_list_the_organizations_workspaces_and_teams(
     form: TeamAccessEditor, client: PlatformClient
 ) -> None:
     assert sorted(label for label, _ in form.workspace.options) == sorted(
-        client.organizations.workspaces("acme")["name"]
+        client.organizations.workspaces_frame("acme")["name"]
     )
     assert sorted(label for label, _ in form.team.options) == sorted(
-        client.organizations.teams("acme")["name"]
+        client.organizations.teams_frame("acme")["name"]
     )
 
 
@@ -67,7 +67,7 @@ def test_saving_for_a_team_without_access_adds_a_record(
     form.access.value = "plan"
     form.save_button.click()
 
-    records = client.team_access.list(acme["networking"])
+    records = client.team_access.access_frame(acme["networking"])
     mine = records[records["team_id"] == acme["readers"]]
     assert list(mine["access"]) == ["plan"]
     assert form.record is not None and form.record["id"] == mine.index[0]
@@ -95,13 +95,13 @@ def test_saving_for_a_team_that_has_a_record_updates_it_in_place(
     form: TeamAccessEditor, client: PlatformClient, acme: dict[str, str]
 ) -> None:
     ws = acme["web-frontend"]
-    before = client.team_access.list(ws)
+    before = client.team_access.access_frame(ws)
     _pick(form, "web-frontend", "developers")
     assert form.access.value == "write"
     form.access.value = "admin"
     form.save_button.click()
 
-    after = client.team_access.list(ws)
+    after = client.team_access.access_frame(ws)
     assert list(after.index) == list(before.index)
     assert list(after[after["team_id"] == acme["developers"]]["access"]) == ["admin"]
     assert "Updated" in form.status_text

@@ -7,23 +7,18 @@ from typing import Any
 
 import pandas as pd
 
+from .._area import Area as BaseArea
 from .._frames import Schema, build_frame
-from .._http import HTTPLayer
 from .._records import Record
-from .._reprs import area_repr
 from ._jsonapi import MEDIA_TYPE, flatten, iter_resources
 
 __all__ = ["Area"]
 
 
-class Area:
+class Area(BaseArea):
     """One API area of the platform: its calls share the client's HTTP layer."""
 
-    def __init__(self, http: HTTPLayer) -> None:
-        self._http = http
-
-    def __repr__(self) -> str:
-        return area_repr(self, "platform", self._http.address)
+    SERVICE = "platform"
 
     def _get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         return self._http.json("GET", path, params=params)

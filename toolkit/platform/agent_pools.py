@@ -10,23 +10,26 @@ from typing import Any
 
 import pandas as pd
 
+from .._deprecation import keep_old_names
 from .._errors import APIError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
 from .._http import segment
 from .._progress import progress
 from .._records import Record
+from .._spec.access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 from .._time import format_iso_ms, parse_time
 from ._base import Area
 from ._jsonapi import FrameBuilder, flatten, iter_resources, read_lists, resources_frame
 from .organizations import Organizations
-from .permissions import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 
 __all__ = [
     "AGENTS",
+    "AGENT_STATUSES",
     "DEFAULT_SILENCE",
     "POOLS",
     "POOLS_WITH_WORKSPACES",
+    "REMOVABLE_AGENT_STATUSES",
     "STATUS_COUNTS_ALL_ORGANIZATIONS",
     "AgentPools",
     "agents_frame",
@@ -137,7 +140,7 @@ class AgentPools(Area):
     REMOVABLE_AGENT_STATUSES = REMOVABLE_AGENT_STATUSES
 
     # -- pools ---------------------------------------------------------------------
-    def list(
+    def pools_frame(
         self,
         organization: str,
         *,
@@ -238,7 +241,9 @@ class AgentPools(Area):
         self._send("DELETE", f"/agent-pools/{segment(pool_id)}")
 
     # -- agents --------------------------------------------------------------------
-    def agents(self, pool_id: str, *, last_ping_since: datetime | None = None) -> pd.DataFrame:
+    def agents_frame(
+        self, pool_id: str, *, last_ping_since: datetime | None = None
+    ) -> pd.DataFrame:
         """The pool's agents, all pages. ``GET /agent-pools/:agent_pool_id/agents``."""
         params = (
             {"filter[last-ping-since]": format_iso_ms(last_ping_since)} if last_ping_since else None
@@ -266,9 +271,9 @@ class AgentPools(Area):
 
         The pools' agent lists (all pages each) are read concurrently: the first
         pages of all pools, then every other page. ``show_progress`` shows a bar
-        over the pages; ``pools`` (the frame of :meth:`list`) saves listing them.
+        over the pages; ``pools`` (the frame of :meth:`pools_frame`) saves listing them.
         """
-        pool_ids = list((self.list(organization) if pools is None else pools).index)
+        pool_ids = list((self.pools_frame(organization) if pools is None else pools).index)
         with collector_paused():
             builders = [FrameBuilder(AGENTS, {"pool_id": pid}) for pid in pool_ids]
             read_lists(
@@ -285,7 +290,7 @@ class AgentPools(Area):
 
     def agents_by_status(self, organization: str, *, show_progress: bool = False) -> pd.DataFrame:
         """Per pool, how many agents are in each status (one column per status, and ``total``)."""
-        pools = self.list(organization)
+        pools = self.pools_frame(organization)
         with collector_paused():
             agents = self.all_agents(organization, show_progress=show_progress, pools=pools)
             return count_by_status(pools, agents)
@@ -343,8 +348,7 @@ class AgentPools(Area):
         return build_frame(rows, STATUS_COUNTS_ALL_ORGANIZATIONS)
 
     def _get_organization_names(self) -> builtins.list[str]:
-        """The names of every organization the token can see. ``GET /organizations``."""
-        return [str(n) for n in Organizations(self._http).list()["name"].dropna()]
+        return Organizations(self._http).list_organizations()
 
     def stale_agents(
         self,
@@ -520,3 +524,7 @@ def stale(agents: pd.DataFrame, now: datetime, older_than: timedelta) -> pd.Data
     selected = agents[agents["last_ping_at"] < cutoff].copy()
     selected["silent_for"] = pd.Timestamp(now) - selected["last_ping_at"]
     return selected.sort_values("last_ping_at")
+
+
+# The names before the naming rule (docs/decisions.md, "Names"), for one release.
+keep_old_names(AgentPools, list="pools_frame", agents="agents_frame")

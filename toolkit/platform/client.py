@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._card import render_card
+from .._card import connection_card
 from .._client import ServiceClient
 from .._config import platform_settings
 from .._errors import ToolkitError, Unauthorized
@@ -122,7 +122,7 @@ class PlatformClient(ServiceClient):
         facts["state"] = "answering"
         facts.update({k: v for k, v in health.items() if k != "status" and v is not None})
         try:
-            names = self.organizations.list()["name"]
+            names = self.organizations.organizations_frame()["name"]
         except Unauthorized:
             facts["authenticated"] = False
             return Record(facts, kind="connection")
@@ -147,12 +147,6 @@ class PlatformClient(ServiceClient):
         return f"{name} <{email}>" if email else str(name)
 
     def _repr_html_(self) -> str:
-        try:
-            facts: dict[str, Any] = dict(self.connection())
-        except Exception as exc:  # noqa: BLE001 - a card in a notebook must never raise
-            facts = {"address": self.address, "problem": f"{type(exc).__name__}: {exc}"}
-        ok = facts.get("state") == "answering" and facts.get("authenticated") is True
-        down = facts.get("state") in (None, "unreachable")
-        return render_card(
-            f"Workspace platform {self.address}", facts, "down" if down else "ok" if ok else "warn"
+        return connection_card(
+            f"Workspace platform {self.address}", self.address, self.connection, "answering"
         )

@@ -3,8 +3,11 @@ policy sets (read endpoints the real service offers beside spec 000 part 4)."""
 
 from __future__ import annotations
 
+import builtins
+
 import pandas as pd
 
+from .._deprecation import keep_old_names
 from .._frames import Col, Schema
 from .._http import segment
 from .._records import Record
@@ -40,15 +43,19 @@ POLICY_SETS = Schema.of(
 class Organizations(Area):
     """Organizations, workspaces, teams and policy sets (read only)."""
 
-    def list(self) -> pd.DataFrame:
+    def organizations_frame(self) -> pd.DataFrame:
         """All organizations the token may see. ``GET /organizations``."""
         return self._frame("/organizations", ORGANIZATIONS)
+
+    def list_organizations(self) -> builtins.list[str]:
+        """The names of every organization the token can see. ``GET /organizations``."""
+        return [str(n) for n in self.organizations_frame()["name"].dropna()]
 
     def get(self, name: str) -> Record:
         """One organization. ``GET /organizations/:name``."""
         return self._record(self._get(f"/organizations/{segment(name)}"), "organization")
 
-    def workspaces(self, organization: str, *, search: str | None = None) -> pd.DataFrame:
+    def workspaces_frame(self, organization: str, *, search: str | None = None) -> pd.DataFrame:
         """The organization's workspaces. ``GET /organizations/:name/workspaces``."""
         params = {"search[name]": search} if search else None
         return self._frame(f"/organizations/{segment(organization)}/workspaces", WORKSPACES, params)
@@ -57,7 +64,7 @@ class Organizations(Area):
         """One workspace. ``GET /workspaces/:id``."""
         return self._record(self._get(f"/workspaces/{segment(workspace_id)}"), "workspace")
 
-    def teams(self, organization: str) -> pd.DataFrame:
+    def teams_frame(self, organization: str) -> pd.DataFrame:
         """The organization's teams the token may see. ``GET /organizations/:name/teams``."""
         return self._frame(f"/organizations/{segment(organization)}/teams", TEAMS)
 
@@ -65,10 +72,20 @@ class Organizations(Area):
         """One team. ``GET /teams/:id``."""
         return self._record(self._get(f"/teams/{segment(team_id)}"), "team")
 
-    def policy_sets(self, organization: str) -> pd.DataFrame:
+    def policy_sets_frame(self, organization: str) -> pd.DataFrame:
         """The organization's policy sets. ``GET /organizations/:name/policy-sets``."""
         return self._frame(f"/organizations/{segment(organization)}/policy-sets", POLICY_SETS)
 
     def policy_set(self, policy_set_id: str) -> Record:
         """One policy set. ``GET /policy-sets/:id``."""
         return self._record(self._get(f"/policy-sets/{segment(policy_set_id)}"), "policy-set")
+
+
+# The names before the naming rule (docs/decisions.md, "Names"), for one release.
+keep_old_names(
+    Organizations,
+    list="organizations_frame",
+    teams="teams_frame",
+    workspaces="workspaces_frame",
+    policy_sets="policy_sets_frame",
+)

@@ -6,6 +6,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import segment
@@ -43,7 +44,7 @@ class PolicySetParameters(Area):
         base = f"/policy-sets/{segment(policy_set_id)}/parameters"
         return f"{base}/{segment(parameter_id)}" if parameter_id else base
 
-    def list(self, policy_set_id: str) -> pd.DataFrame:
+    def parameters_frame(self, policy_set_id: str) -> pd.DataFrame:
         """Every parameter; sensitive values show as ``<hidden>``.
 
         ``GET /policy-sets/:policy_set_id/parameters`` (all pages).
@@ -113,3 +114,7 @@ class PolicySetParameters(Area):
     def delete(self, policy_set_id: str, parameter_id: str) -> None:
         """Delete a parameter. ``DELETE /policy-sets/:policy_set_id/parameters/:parameter_id``."""
         self._send("DELETE", self._path(policy_set_id, parameter_id))
+
+
+# The names before the naming rule (docs/decisions.md, "Names"), for one release.
+keep_old_names(PolicySetParameters, list="parameters_frame")

@@ -9,15 +9,12 @@ from typing import Any, TypedDict, Unpack
 
 import pandas as pd
 
+from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import segment
 from .._records import Record
-from ..findings import Finding, findings_frame
-from ._base import Area
-from ._jsonapi import flatten, iter_resources, read_lists
-from .organizations import Organizations
-from .permissions import (
+from .._spec.access import (
     ACCESS_LEVELS,
     CUSTOM_DEFAULTS,
     IMPLIED_PERMISSIONS,
@@ -26,11 +23,21 @@ from .permissions import (
     PERMISSION_ATTRIBUTES,
     PERMISSION_VALUES,
 )
+from ..findings import Finding, findings_frame
+from ._base import Area
+from ._jsonapi import flatten, iter_resources, read_lists
+from .organizations import Organizations
 
+# The permission tables are part of this module's public surface (the forms read them).
 __all__ = [
+    "ACCESS_LEVELS",
+    "CUSTOM_DEFAULTS",
     "GRANTS",
-    "TeamAccess",
+    "IMPLIED_PERMISSIONS",
+    "PERMISSION_ATTRIBUTES",
+    "PERMISSION_VALUES",
     "TEAM_ACCESS",
+    "TeamAccess",
     "effective_level",
     "implied_permissions",
     "security_level",
@@ -185,7 +192,7 @@ class TeamAccess(Area):
     PERMISSION_VALUES = PERMISSION_VALUES
     CUSTOM_DEFAULTS = CUSTOM_DEFAULTS
 
-    def list(self, workspace_id: str) -> pd.DataFrame:
+    def access_frame(self, workspace_id: str) -> pd.DataFrame:
         """Team access records of one workspace. ``GET /team-workspaces?filter[workspace][id]=``."""
         records = [
             flatten(r)
@@ -246,8 +253,8 @@ class TeamAccess(Area):
     def organization_access(self, organization: str) -> pd.DataFrame:
         """Every team access record of every workspace of the organization, with names."""
         orgs = Organizations(self._http)
-        workspaces = orgs.workspaces(organization)
-        teams = orgs.teams(organization)
+        workspaces = orgs.workspaces_frame(organization)
+        teams = orgs.teams_frame(organization)
         listings = read_lists(
             self._http,
             [("/team-workspaces", {"filter[workspace][id]": w}) for w in workspaces.index],
@@ -297,7 +304,7 @@ class TeamAccess(Area):
 
     def _matrix_of_records(self, organization: str) -> pd.DataFrame:
         orgs = Organizations(self._http)
-        workspaces = orgs.workspaces(organization)
+        workspaces = orgs.workspaces_frame(organization)
         access = self.organization_access(organization)
         matrix = (
             access.pivot_table(
@@ -444,8 +451,7 @@ class TeamAccess(Area):
 
     def _organization_names(self, organizations: str | Sequence[str] | None) -> builtins.list[str]:
         if organizations is None:
-            listed = Organizations(self._http).list()
-            return [str(n) for n in listed["name"].dropna()]
+            return Organizations(self._http).list_organizations()
         names = [organizations] if isinstance(organizations, str) else list(organizations)
         if not all(isinstance(n, str) and n for n in names):
             raise InputError(f"organizations must be names, not {organizations!r}")
@@ -735,3 +741,7 @@ def style_matrix(matrix: pd.DataFrame) -> Any:
         return ""
 
     return matrix.style.map(colour).format(na_rep="·")
+
+
+# The names before the naming rule (docs/decisions.md, "Names"), for one release.
+keep_old_names(TeamAccess, list="access_frame")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .._extras import require
+from ..extras import require
 from ._clock import DEMO_EPOCH, Clock
 from ._faults import Faults
 from ._state import StateFile, stored

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
+from .._area import Area as BaseArea
 from .._errors import NotFound
-from .._http import HTTPLayer, Request, decode_json
+from .._http import HTTPLayer, Request, decode_json, segment
 from .._masking import Sensitive
 from .._records import Record
 from .._reprs import area_repr
@@ -116,14 +117,10 @@ def hide(record: dict[str, Any], *fields: str, label: str = "secret") -> dict[st
     return record
 
 
-class Area:
+class Area(BaseArea):
     """One API area of the secrets server: its calls share the client's HTTP layer."""
 
-    def __init__(self, http: HTTPLayer) -> None:
-        self._http = http
-
-    def __repr__(self) -> str:
-        return area_repr(self, "secrets server", self._http.address)
+    SERVICE = "secrets server"
 
     def _read(self, path: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return unwrap(self._http.json("GET", path, params=params))
@@ -171,7 +168,5 @@ class EngineArea(Area):
         return type(self)(self._http, mount)
 
     def _path(self, *parts: str) -> str:
-        """``/<mount>/<parts...>``, each part percent-encoded."""
-        from urllib.parse import quote
-
-        return "/" + "/".join([self.mount, *(quote(str(p), safe="") for p in parts)])
+        """``/<mount>/<parts...>``, each part percent-encoded (the mount may hold ``/``)."""
+        return "/" + "/".join([self.mount, *(segment(p) for p in parts)])

@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._deprecation import keep_old_names
 from .._errors import InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden, reveal
@@ -223,7 +224,7 @@ class Broker(EngineArea):
     def _roles(self) -> list[Record]:
         return list(self._http.map(self.read_role, self.list_roles()))
 
-    def roles(self) -> pd.DataFrame:
+    def roles_frame(self) -> pd.DataFrame:
         """One row per role (index ``name``): ``tags`` (list), how many ``vhosts`` and ``exchanges``."""
         rows = [
             {
@@ -260,3 +261,7 @@ class Broker(EngineArea):
             for exchange, perms in sorted(exchanges.items())
         ]
         return build_frame(rows, TOPIC_PERMISSIONS)
+
+
+# The names before the naming rule (docs/decisions.md, "Names"), for one release.
+keep_old_names(Broker, roles="roles_frame")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .._card import format_seconds, render_card
+from .._card import connection_card, format_seconds
 from .._client import ServiceClient
 from .._config import secrets_settings
 from .._errors import InputError, PermissionDenied, ToolkitError, Unauthorized
@@ -308,14 +308,8 @@ class SecretsClient(ServiceClient):
         return Record(facts, kind="connection")
 
     def _repr_html_(self) -> str:
-        try:
-            facts: dict[str, Any] = dict(self.connection())
-        except Exception as exc:  # noqa: BLE001 - a card in a notebook must never raise
-            facts = {"address": self.address, "problem": f"{type(exc).__name__}: {exc}"}
-        ok = facts.get("state") == "active" and facts.get("authenticated") is True
-        down = facts.get("state") in (None, "unreachable")
-        return render_card(
-            f"Secrets server {self.address}", facts, "down" if down else "ok" if ok else "warn"
+        return connection_card(
+            f"Secrets server {self.address}", self.address, self.connection, "active"
         )
 
     def __repr__(self) -> str:

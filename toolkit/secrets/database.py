@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
@@ -395,7 +396,7 @@ class Database(EngineArea):
     def _connections(self) -> list[Record]:
         return list(self._http.map(self.read_connection, self.list_connections()))
 
-    def connections(self) -> pd.DataFrame:
+    def connections_frame(self) -> pd.DataFrame:
         """One row per connection (index ``name``); never a password.
 
         Columns ``plugin_name``, ``plugin_version``, ``connection_url`` (redacted
@@ -409,7 +410,7 @@ class Database(EngineArea):
         ]
         return build_frame(rows, CONNECTIONS)
 
-    def roles(self) -> pd.DataFrame:
+    def roles_frame(self) -> pd.DataFrame:
         """One row per dynamic role (index ``name``).
 
         Columns ``db_name``, ``default_ttl``, ``max_ttl`` (seconds, 0 for the
@@ -428,7 +429,7 @@ class Database(EngineArea):
         ]
         return build_frame(rows, DB_ROLES)
 
-    def static_roles(self, *, now: datetime | None = None) -> pd.DataFrame:
+    def static_roles_frame(self, *, now: datetime | None = None) -> pd.DataFrame:
         """One row per static role (index ``name``), soonest rotation first.
 
         Columns ``db_name``, ``username``, ``rotation_period`` (seconds),
@@ -461,8 +462,8 @@ class Database(EngineArea):
 
     def findings(self) -> pd.DataFrame:
         """What is risky in this mount's connections: :func:`connection_findings` of
-        :meth:`connections` (``LIST`` then ``GET /<mount>/config/:name`` each)."""
-        return connection_findings(self.connections(), self.mount)
+        :meth:`connections_frame` (``LIST`` then ``GET /<mount>/config/:name`` each)."""
+        return connection_findings(self.connections_frame(), self.mount)
 
 
 def connection_findings(connections: pd.DataFrame, mount: str = "database") -> pd.DataFrame:
@@ -487,3 +488,12 @@ def connection_findings(connections: pd.DataFrame, mount: str = "database") -> p
             reason = "verify_connection is false: saved without checking it connects"
             found.append(Finding("medium", "database", where, reason))
     return findings_frame(found)
+
+
+# The names before the naming rule (docs/decisions.md, "Names"), for one release.
+keep_old_names(
+    Database,
+    connections="connections_frame",
+    roles="roles_frame",
+    static_roles="static_roles_frame",
+)

@@ -22,6 +22,7 @@ from typing import Any, Self
 
 import pandas as pd
 
+from .._deprecation import keep_old_names
 from .._errors import APIError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._http import HTTPLayer
@@ -125,7 +126,7 @@ class Directory(EngineArea):
         return warnings_of(self._http.json("GET", self._path("rotate-root")))
 
     # -- roles ------------------------------------------------------------------------
-    def roles(self) -> list[str]:
+    def list_roles(self) -> list[str]:
         """Role names. ``LIST /<mount>/roles``."""
         return self._list(self._path("roles"))
 
@@ -172,7 +173,7 @@ class Directory(EngineArea):
         )
 
     # -- library ----------------------------------------------------------------------
-    def sets(self) -> list[str]:
+    def list_sets(self) -> list[str]:
         """Library set names. ``LIST /<mount>/library``."""
         return self._list(self._path("library"))
 
@@ -294,7 +295,7 @@ class Directory(EngineArea):
         ``PUT sys/leases/lookup``. Without the permission to list leases, only
         this client's own check-outs show a lease id, and no expiry.
         """
-        names = list(sets) if sets is not None else self.sets()
+        names = list(sets) if sets is not None else self.list_sets()
         leases = Leases(self._http)
         rows: list[dict[str, Any]] = []
         for set_name in names:
@@ -369,7 +370,7 @@ class Directory(EngineArea):
         last rotation plus ttl; empty when the service never rotated it).
         """
         rows: list[dict[str, Any]] = []
-        for name in self.roles():
+        for name in self.list_roles():
             try:
                 role = self.read_role(name)
             except NotFound:
@@ -387,3 +388,7 @@ class Directory(EngineArea):
                 }
             )
         return build_frame(rows, ROLES)
+
+
+# The names before the naming rule (docs/decisions.md, "Names"), for one release.
+keep_old_names(Directory, roles="list_roles", sets="list_sets")

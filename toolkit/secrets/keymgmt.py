@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
@@ -345,7 +346,7 @@ class KeyManagement(EngineArea):
         pairs = [(p["name"], k) for p in providers for k in self.provider_keys(p["name"])]
         return providers, list(self._http.map(lambda pk: self.read_distribution(*pk), pairs))
 
-    def keys(self) -> pd.DataFrame:
+    def keys_frame(self) -> pd.DataFrame:
         """One row per key (index ``name``): type, versions, settings, and its provider.
 
         Columns ``type``, ``latest_version``, ``min_enabled_version``,
@@ -371,7 +372,7 @@ class KeyManagement(EngineArea):
             )
         return build_frame(rows, KEYS)
 
-    def key_versions(self, names: Iterable[str] | None = None) -> pd.DataFrame:
+    def key_versions_frame(self, names: Iterable[str] | None = None) -> pd.DataFrame:
         """One row per version of each key (all keys, or ``names``), indexed by key and version.
 
         Columns ``type``, ``creation_time``, ``enabled`` (at or above
@@ -396,7 +397,7 @@ class KeyManagement(EngineArea):
         ]
         return build_frame(rows, KEY_VERSIONS).set_index(["key", "version"])
 
-    def providers(self) -> pd.DataFrame:
+    def providers_frame(self) -> pd.DataFrame:
         """One row per KMS provider (index ``name``): ``provider``, ``key_collection``, its keys."""
         providers, distributions = self._all_distributions()
         held: dict[str, list[str]] = {p["name"]: [] for p in providers}
@@ -408,7 +409,7 @@ class KeyManagement(EngineArea):
         ]
         return build_frame(rows, KMS_PROVIDERS)
 
-    def distributions(self) -> pd.DataFrame:
+    def distributions_frame(self) -> pd.DataFrame:
         """One row per key in a provider (index ``key``).
 
         Columns ``kms`` (provider name), ``provider`` (its type), ``key_collection``,
@@ -469,7 +470,7 @@ class KeyManagement(EngineArea):
         (on the newest version only: it is older than ``period``, a timedelta or
         days). Ages are measured by the server's clock unless ``now`` is given.
         """
-        return rotation_audit(self.key_versions(), period, now or self._http.server_now())
+        return rotation_audit(self.key_versions_frame(), period, now or self._http.server_now())
 
     def findings(
         self, period: timedelta | int = timedelta(days=90), *, now: datetime | None = None
@@ -506,7 +507,7 @@ def _period(period: timedelta | int) -> timedelta:
 
 
 def rotation_audit(versions: pd.DataFrame, period: timedelta | int, now: datetime) -> pd.DataFrame:
-    """The rows of :meth:`KeyManagement.rotation_audit` from a :meth:`key_versions` frame."""
+    """The rows of :meth:`KeyManagement.rotation_audit` from a :meth:`key_versions_frame` frame."""
     span = _period(period)
     moment = pd.Timestamp(now)
     flat = versions.reset_index()
@@ -554,3 +555,13 @@ def key_findings(audit: pd.DataFrame, mount: str = "keymgmt") -> pd.DataFrame:
         where = f"{mount.strip('/')}/key/{rec['key']}"
         found.append(Finding("medium", "keymgmt", where, reason))
     return findings_frame(found)
+
+
+# The names before the naming rule (docs/decisions.md, "Names"), for one release.
+keep_old_names(
+    KeyManagement,
+    keys="keys_frame",
+    providers="providers_frame",
+    key_versions="key_versions_frame",
+    distributions="distributions_frame",
+)

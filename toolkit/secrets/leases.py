@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._deprecation import keep_old_names
 from .._errors import APIError, InputError, ToolkitError
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
@@ -72,7 +73,7 @@ LEASE_ACTIONS = Schema.of(
     Col("detail"),
     index="lease_id",
 )
-# A list of names (the class defines a method called ``list``).
+# A list of names.
 Names = list[str]
 
 IRREVOCABLE = Schema.of(
@@ -130,7 +131,7 @@ class Leases(Area):
         )
         return Record(_lease_fields(data, lease_id), kind="lease")
 
-    def list(self, prefix: str) -> list[str]:
+    def list_leases(self, prefix: str) -> list[str]:
         """Keys under ``prefix`` (leases, and folders ending in ``/``).
 
         ``LIST /sys/leases/lookup/:prefix`` (sudo).
@@ -217,7 +218,7 @@ class Leases(Area):
             kind="lease-count",
         )
 
-    def list_irrevocable(
+    def irrevocable_frame(
         self, limit: int | str | None = None, *, include_child_namespaces: bool = False
     ) -> pd.DataFrame:
         """Irrevocable leases. ``GET /sys/leases?type=irrevocable``.
@@ -824,3 +825,7 @@ def _errors_of(response: Any) -> list[str]:
         return [response.text[:200]]
     errors = payload.get("errors") if isinstance(payload, Mapping) else None
     return [str(e) for e in errors or []] or [response.reason_phrase]
+
+
+# The names before the naming rule (docs/decisions.md, "Names"), for one release.
+keep_old_names(Leases, list="list_leases", list_irrevocable="irrevocable_frame")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import segment
@@ -49,7 +50,7 @@ def password_classes(password: str | Sensitive) -> dict[str, Any]:
 class PasswordPolicies(Area):
     """``sys/policies/password``: policies that say how passwords are generated."""
 
-    def list(self) -> list[str]:
+    def list_policies(self) -> list[str]:
         """Policy names. ``LIST /sys/policies/password`` (or ``GET ?list=true``)."""
         return self._list("/sys/policies/password")
 
@@ -116,3 +117,7 @@ def summarize_samples(frame: pd.DataFrame) -> dict[str, Any]:
         "max_length": int(frame["length"].max()),
         **{c: float(frame[c].astype(bool).mean()) for c in CLASSES},
     }
+
+
+# The names before the naming rule (docs/decisions.md, "Names"), for one release.
+keep_old_names(PasswordPolicies, list="list_policies")

@@ -5,8 +5,8 @@ share and in the shares' order. :func:`read_public_key` takes what a key holder
 hands over (a binary key or an ASCII-armored one), checks it is a public key
 that can receive messages, and returns its fingerprint, its user ids and the
 base64 text to send. A file holding a private key is refused: it must never
-reach a notebook. pysequoia is imported inside the function so ``import
-toolkit`` stays fast.
+reach a notebook. The pysequoia steps are :mod:`toolkit._openpgp`'s, shared
+with the sandbox.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import warnings
 from dataclasses import dataclass, field
 
 from .._errors import InputError
+from .._openpgp import KeyUnusable, holds_private_key, load_certificate, probe_encryption
 
 __all__ = ["PGPPublicKey", "read_public_key"]
 
@@ -37,19 +37,12 @@ class PGPPublicKey:
         return f"{self.fingerprint}{who}"
 
 
-def _first_line(exc: Exception) -> str:
-    # pysequoia's messages carry a Rust backtrace after the first line.
-    return (str(exc).strip().splitlines() or ["unreadable key"])[0]
-
-
 def read_public_key(data: bytes | str, name: str = "key") -> PGPPublicKey:
     """Parse one public key (binary, ASCII-armored, or base64 of binary).
 
     Raises :class:`~toolkit.InputError` naming ``name`` when the data is not a
     public key, holds a private key, or cannot be encrypted to.
     """
-    import pysequoia
-
     raw = data.encode("ascii", "replace") if isinstance(data, str) else bytes(data)
     stripped = raw.strip()
     if stripped and not stripped.startswith(b"-----BEGIN PGP"):
@@ -58,23 +51,21 @@ def read_public_key(data: bytes | str, name: str = "key") -> PGPPublicKey:
             raw = base64.b64decode(stripped, validate=True)
     if not raw.strip():
         raise InputError(f"{name}: the key file is empty")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            cert = pysequoia.Cert.from_bytes(raw)
-        except Exception as exc:  # pysequoia raises plain RuntimeError/ValueError
-            raise InputError(f"{name}: not an OpenPGP key ({_first_line(exc)})") from None
-        if cert.has_secret_keys:
-            raise InputError(
-                f"{name}: the file holds a private key; upload the public key only "
-                "(gpg --export, not --export-secret-keys)"
-            )
-        try:
-            pysequoia.encrypt(b"probe", [cert], armor=False)
-        except Exception as exc:
-            raise InputError(f"{name}: the key cannot encrypt ({_first_line(exc)})") from None
-        return PGPPublicKey(
-            fingerprint=cert.fingerprint.lower(),
-            user_ids=tuple(str(u) for u in cert.user_ids),
-            key_base64=base64.b64encode(bytes(cert)).decode("ascii"),
+    try:
+        cert = load_certificate(raw)
+    except KeyUnusable as exc:
+        raise InputError(f"{name}: not an OpenPGP key ({exc})") from None
+    if holds_private_key(cert):
+        raise InputError(
+            f"{name}: the file holds a private key; upload the public key only "
+            "(gpg --export, not --export-secret-keys)"
         )
+    try:
+        probe_encryption(cert)
+    except KeyUnusable as exc:
+        raise InputError(f"{name}: the key cannot encrypt ({exc})") from None
+    return PGPPublicKey(
+        fingerprint=cert.fingerprint.lower(),
+        user_ids=tuple(str(u) for u in cert.user_ids),
+        key_base64=base64.b64encode(bytes(cert)).decode("ascii"),
+    )

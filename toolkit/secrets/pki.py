@@ -45,12 +45,13 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 
-from .. import _certificate_policy as policy
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import HTTPLayer, Request, decode_json
 from .._masking import Sensitive
 from .._records import Record
+from .._spec import certificate_names as policy
+from .._x509 import path_length
 from ._base import EngineArea, hide, lease_of, unwrap, warnings_of
 
 __all__ = [
@@ -439,7 +440,7 @@ class PKI(EngineArea):
         """Why the role would refuse these names ("" when it would not), without sending them.
 
         ``role`` is a role name (read from the mount) or a role as read. The rules
-        are the engine's (:mod:`toolkit._certificate_policy`); the server still
+        are the engine's (:mod:`toolkit._spec.certificate_names`); the server still
         decides.
         """
         fields = self.read_role(role) if isinstance(role, str) else role
@@ -499,12 +500,6 @@ class PKI(EngineArea):
         for issuer_id in self.list_issuers():
             data = self.read_issuer(issuer_id)
             cert = _load_certificate(data["certificate"])
-            try:
-                path_length = cert.extensions.get_extension_for_class(
-                    x509.BasicConstraints
-                ).value.path_length
-            except x509.ExtensionNotFound:
-                path_length = None
             rows.append(
                 {
                     **data,
@@ -513,7 +508,7 @@ class PKI(EngineArea):
                     "subject": cert.subject.rfc4514_string(),
                     "issuer": cert.issuer.rfc4514_string(),
                     "self_signed": cert.issuer == cert.subject,
-                    "max_path_length": path_length,
+                    "max_path_length": path_length(cert),
                     "not_before": cert.not_valid_before_utc,
                     "not_after": cert.not_valid_after_utc,
                 }

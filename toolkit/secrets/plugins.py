@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import segment
@@ -63,7 +64,7 @@ class Plugins(Area):
         frame = build_frame(list(detailed), CATALOG)
         return frame.set_index(["type", "name", "version"]).sort_index()
 
-    def list(self, plugin_type: str) -> list[str]:
+    def list_plugins(self, plugin_type: str) -> list[str]:
         """Names registered for a type. ``LIST /sys/plugins/catalog/:type``."""
         return self._list(f"/sys/plugins/catalog/{_type(plugin_type)}")
 
@@ -203,3 +204,7 @@ def plugin_findings(inventory: pd.DataFrame) -> pd.DataFrame:
             reason = f"external plugin registered but run by no mount (command {row['command']!r})"
             found.append(Finding("low", "plugins", name, reason))
     return findings_frame(found)
+
+
+# The names before the naming rule (docs/decisions.md, "Names"), for one release.
+keep_old_names(Plugins, list="list_plugins")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._deprecation import keep_old_names
 from .._errors import APIError, DecodeError, InputError, MethodNotAllowed, NotFound
 from .._frames import Col, Schema, build_frame
 from .._http import segment
@@ -36,8 +37,7 @@ POLICIES = Schema.of(
 HOLDERS = Schema.of(Col("policy"), Col("holder_kind"), Col("holder"))
 
 
-# An EGP's name -> the paths it governs, each ``{"path", "glob"}`` (a module-level name:
-# inside the class, ``list`` is the method).
+# An EGP's name -> the paths it governs, each ``{"path", "glob"}``.
 NamePathMap = dict[str, list[dict[str, Any]]]
 
 
@@ -57,7 +57,7 @@ def _paths(paths: str | Sequence[str] | None) -> list[str]:
 class Policies(Area):
     """``sys/policies/{acl,rgp,egp}``."""
 
-    def list(self, kind: str = "acl") -> list[str]:
+    def list_policies(self, kind: str = "acl") -> list[str]:
         """Names of the policies of ``kind``. ``LIST /sys/policies/{kind}``.
 
         For EGP the names come from ``name_path_map``: the list's ``keys`` show
@@ -163,7 +163,7 @@ class Policies(Area):
         wanted: list[tuple[str, str]] = []
         for kind in kinds:
             try:
-                names = self.list(kind)
+                names = self.list_policies(kind)
             except (NotFound, MethodNotAllowed):
                 continue
             except APIError as exc:
@@ -189,7 +189,7 @@ class Policies(Area):
     # -- findings (ACL rules, and who holds which policy) ---------------------------------
     def acl_texts(self) -> dict[str, str]:
         """Every ACL policy's text by name: ``LIST /sys/policies/acl``, then a ``GET`` each."""
-        names = self.list("acl")
+        names = self.list_policies("acl")
         texts = self._http.map(lambda n: self.read("acl", n).get("policy") or "", names)
         return dict(zip(names, texts, strict=True))
 
@@ -243,7 +243,7 @@ class Policies(Area):
                     for p in row["policies"] or []
                 )
         try:
-            roles = area.roles()
+            roles = area.roles_frame()
         except PermissionDenied:
             refused.append("auth/token/roles")
         else:
@@ -257,3 +257,7 @@ class Policies(Area):
         )
         frame.attrs["not_permitted"] = refused
         return frame
+
+
+# The names before the naming rule (docs/decisions.md, "Names"), for one release.
+keep_old_names(Policies, list="list_policies")

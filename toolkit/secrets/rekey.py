@@ -59,9 +59,11 @@ class Rekey(Area):
         self.target = target
 
     def __repr__(self) -> str:
+        # The shared area repr, with which shares and which endpoints in the service's place.
         flavour = self._flavour or "flavour not yet detected"
-        service = f"secrets server ({self.target} shares, {flavour})"
-        return area_repr(self, service, self._http.address)
+        return area_repr(
+            self, f"secrets server ({self.target} shares, {flavour})", self._http.address
+        )
 
     @property
     def _prefix(self) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._deprecation import keep_old_names
 from .._errors import InputError, PermissionDenied
 from .._frames import Col, Schema, build_frame
 from .._http import Request, decode_json, segment
@@ -110,7 +111,7 @@ class Tokens(Area):
         self._http.json("POST", "/auth/token/revoke-self")
 
     # -- the audit ------------------------------------------------------------------
-    def accessors(self) -> list[str]:
+    def list_accessors(self) -> list[str]:
         """The accessor of every token. ``LIST /auth/token/accessors`` (sudo)."""
         return self._list("/auth/token/accessors")
 
@@ -141,7 +142,7 @@ class Tokens(Area):
         between the listing and its lookup is left out. Raises
         :class:`~toolkit.PermissionDenied` when the caller may not list accessors.
         """
-        todo = self.accessors()
+        todo = self.list_accessors()
         calls = [
             Request(
                 "POST",
@@ -160,7 +161,7 @@ class Tokens(Area):
             rows.append(_inventory_row(accessor, data))
         return build_frame(rows, TOKEN_INVENTORY)
 
-    def roles(self) -> pd.DataFrame:
+    def roles_frame(self) -> pd.DataFrame:
         """Token roles and the policies they may grant.
 
         ``LIST /auth/token/roles``, then ``GET /auth/token/roles/:name`` each.
@@ -250,3 +251,7 @@ def _inventory_row(accessor: str, data: dict[str, Any]) -> dict[str, Any]:
         "path": data.get("path"),
         "type": data.get("type"),
     }
+
+
+# The names before the naming rule (docs/decisions.md, "Names"), for one release.
+keep_old_names(Tokens, accessors="list_accessors", roles="roles_frame")

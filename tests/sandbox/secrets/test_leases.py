@@ -604,8 +604,12 @@ def test_a_bad_limit_is_400_naming_it(demo_api: httpx.Client, limit: str) -> Non
     assert response.status_code == 400 and "limit" in response.json()["errors"][0]
 
 
-def test_the_lease_endpoints_are_restricted_to_the_root_namespace(demo_api: httpx.Client) -> None:
-    response = demo_api.get(
+def test_the_lease_endpoints_are_restricted_to_the_root_namespace(
+    sandbox: Sandbox, api: httpx.Client
+) -> None:
+    with sandbox.secrets.lock:
+        sandbox.secrets.namespaces.create("", "team-a")
+    response = api.get(
         "sys/leases/count", params={"type": "irrevocable"}, headers={"X-Vault-Namespace": "team-a"}
     )
     assert response.status_code == 403 and "restricted" in response.json()["errors"][0]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ...platform.permissions import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
+from ..._spec.access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 from .errors import Invalid, NotFound, NotRemovable
 
 if TYPE_CHECKING:

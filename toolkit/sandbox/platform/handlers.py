@@ -21,8 +21,8 @@ from typing import Any, cast
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from ..._spec.access import ACCESS_LEVELS, AGENT_STATUSES, PERMISSION_ATTRIBUTES
 from ..._time import parse_time
-from ...platform.permissions import ACCESS_LEVELS, AGENT_STATUSES, PERMISSION_ATTRIBUTES
 from . import documents as doc
 from .error_documents import ErrorDocument, bad_parameter, from_state, invalid
 from .errors import PlatformError

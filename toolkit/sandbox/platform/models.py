@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ...platform.permissions import (
+from ..._spec.access import (
     ACCESS_LEVELS,
     AGENT_STATUSES,
     CUSTOM_DEFAULTS,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from ...platform.permissions import ORGANIZATION_PERMISSIONS
+from ..._spec.access import ORGANIZATION_PERMISSIONS
 from .errors import NotFound, Unauthorized
 
 if TYPE_CHECKING:

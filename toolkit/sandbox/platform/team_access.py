@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
-from ...platform.permissions import (
+from ..._spec.access import (
     ACCESS_LEVELS,
     CUSTOM_DEFAULTS,
     IMPLIED_PERMISSIONS,

@@ -4,19 +4,19 @@ As on the real server, ``pgp_keys`` are base64 of binary public keys (armored
 keys are accepted too), one per share and in the shares' order. Each share is
 encrypted, as its hex text, to its key; the result is a binary OpenPGP message,
 shown hex (``keys``) and base64 (``keys_base64``). Fingerprints are lower-case
-hex. pysequoia is imported inside the functions so ``import toolkit`` stays
-fast.
+hex. The pysequoia calls are :mod:`toolkit._openpgp`'s, shared with the client's
+key reader.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..._openpgp import KeyUnusable, encrypt_to, load_certificate, probe_encryption
 from .errors import SecretsError
 
 __all__ = ["PublicKey", "encrypt_shares", "parse_public_keys"]
@@ -33,14 +33,7 @@ class PublicKey:
         return f"<PublicKey {self.fingerprint}>"
 
 
-def _first_line(exc: Exception) -> str:
-    # pysequoia's messages carry a Rust backtrace after the first line.
-    return (str(exc).strip().splitlines() or ["unreadable key"])[0]
-
-
 def _parse_one(text: Any, index: int) -> PublicKey:
-    import pysequoia
-
     field = f"pgp_keys[{index}]"
     if not isinstance(text, str) or not text.strip():
         raise SecretsError(400, f"{field}: must be a non-empty string")
@@ -55,20 +48,16 @@ def _parse_one(text: Any, index: int) -> PublicKey:
                 400, f"{field}: error decoding given PGP key: not valid base64"
             ) from None
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            cert = pysequoia.Cert.from_bytes(data)
-    except Exception as exc:  # pysequoia raises plain RuntimeError/ValueError
-        raise SecretsError(
-            400, f"{field}: error parsing given PGP key: {_first_line(exc)}"
-        ) from None
+        cert = load_certificate(data)
+    except KeyUnusable as exc:
+        raise SecretsError(400, f"{field}: error parsing given PGP key: {exc}") from None
     # Encrypt once now so a key that cannot receive messages is refused when
     # the rekey starts, not after the current shares have been given.
     try:
-        pysequoia.encrypt(b"probe", [cert], armor=False)
-    except Exception as exc:
+        probe_encryption(cert)
+    except KeyUnusable as exc:
         raise SecretsError(
-            400, f"{field}: PGP key {cert.fingerprint.lower()} cannot encrypt: {_first_line(exc)}"
+            400, f"{field}: PGP key {cert.fingerprint.lower()} cannot encrypt: {exc}"
         ) from None
     return PublicKey(cert.fingerprint.lower(), cert)
 
@@ -84,18 +73,14 @@ def parse_public_keys(keys: Any) -> list[PublicKey]:
 
 def encrypt_shares(shares: Sequence[bytes], keys: Sequence[PublicKey]) -> list[bytes]:
     """Each share's hex text encrypted to the key at the same position (binary messages)."""
-    import pysequoia
-
     if len(shares) != len(keys):
         raise SecretsError(400, "incorrect number of PGP keys for rekey")
     encrypted = []
     for share, key in zip(shares, keys, strict=True):
         try:
-            message = pysequoia.encrypt(share.hex().encode("ascii"), [key.cert], armor=False)
-        except Exception as exc:
+            encrypted.append(encrypt_to(key.cert, share.hex().encode("ascii")))
+        except KeyUnusable as exc:
             raise SecretsError(
-                400,
-                f"pgp key {key.fingerprint} cannot encrypt the share: {_first_line(exc)}",
+                400, f"pgp key {key.fingerprint} cannot encrypt the share: {exc}"
             ) from None
-        encrypted.append(bytes(message))
     return encrypted

@@ -13,7 +13,7 @@
 - ACL capabilities are checked here, before any handler runs, so a handler
   only sees permitted requests.
 
-Handlers are written as ``async def handler(call: Call) -> Response`` and
+Handlers are written as ``async def handler(call: SecretsRequest) -> Response`` and
 registered with :func:`route` (system paths) or declared with
 :func:`engine_route` (engine paths, relative to wherever the engine is mounted).
 """
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ..tokens import Token
 
 __all__ = [
-    "Call",
+    "SecretsRequest",
     "EngineRoute",
     "Rule",
     "SecretsError",
@@ -108,8 +108,8 @@ def bare(payload: Any, status: int = 200) -> JSONResponse:
 
 
 @dataclass
-class Call:
-    """One permitted request, as a handler sees it."""
+class SecretsRequest:
+    """One permitted request to the secrets API, as a handler sees it (body decoded, token checked)."""
 
     request: Request
     service: SecretsService
@@ -187,7 +187,7 @@ def request_namespace(request: Request) -> str:
     return ""
 
 
-Handler = Callable[[Call], Awaitable[Response]]
+Handler = Callable[[SecretsRequest], Awaitable[Response]]
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,7 @@ class Rule:
     """How a handler is served: its methods, the capability it needs, sudo and restriction."""
 
     methods: frozenset[str]
-    capability: str | Callable[[Call], str] | None = None
+    capability: str | Callable[[SecretsRequest], str] | None = None
     sudo: bool = False
     restricted: bool = False
     authenticated: bool = True
@@ -240,7 +240,7 @@ async def serve(
                 return error(404, f"no handler for route {request.url.path!r}")
             if rule.authenticated:
                 token = service.authenticate(request_token(request))
-            call = Call(request, scoped, token, body, api_path, is_list, namespace, mount)
+            call = SecretsRequest(request, scoped, token, body, api_path, is_list, namespace, mount)
             if token is not None:
                 if rule.restricted and not service.namespaces.may_call_restricted(namespace):
                     # Not the caller's to do from here: refused like any denied request.
@@ -272,7 +272,7 @@ def route(
     handler: Handler,
     methods: Iterable[str],
     *,
-    capability: str | Callable[[Call], str] | None = None,
+    capability: str | Callable[[SecretsRequest], str] | None = None,
     sudo: bool = False,
     restricted: bool = False,
     authenticated: bool = True,
@@ -319,7 +319,7 @@ def engine_route(
     handler: Handler,
     methods: Iterable[str],
     *,
-    capability: str | Callable[[Call], str] | None = None,
+    capability: str | Callable[[SecretsRequest], str] | None = None,
     sudo: bool = False,
     restricted: bool = False,
 ) -> EngineRoute:
@@ -328,17 +328,17 @@ def engine_route(
     return EngineRoute(path.strip("/"), handler, rule)
 
 
-def create_or_update(exists: Callable[[Call], bool]) -> Callable[[Call], str]:
+def create_or_update(exists: Callable[[SecretsRequest], bool]) -> Callable[[SecretsRequest], str]:
     """A capability chooser for writes that distinguish ``create`` and ``update`` (part 1, 6)."""
 
-    def choose(call: Call) -> str:
+    def choose(call: SecretsRequest) -> str:
         return "update" if exists(call) else "create"
 
     return choose
 
 
 def resource(
-    path: str, handlers: dict[str, Handler], exists: Callable[[Call], bool] | None = None
+    path: str, handlers: dict[str, Handler], exists: Callable[[SecretsRequest], bool] | None = None
 ) -> EngineRoute:
     """One route answering each method of ``path`` with its handler.
 
@@ -351,10 +351,10 @@ def resource(
         table["PUT"] = table["POST"]
     chooser = create_or_update(exists) if exists else None
 
-    async def handle(call: Call) -> Response:
+    async def handle(call: SecretsRequest) -> Response:
         return await table[call.request.method.upper()](call)
 
-    def capability(call: Call) -> str:
+    def capability(call: SecretsRequest) -> str:
         method = call.request.method.upper()
         if method in ("POST", "PUT"):
             return chooser(call) if chooser else "update"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from starlette.responses import Response
 
 from .._credentials import Requester
-from ._base import Call, envelope
+from ._base import SecretsRequest, envelope
 
 if TYPE_CHECKING:
     from ..leases import Lease
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["caller", "secret_answer"]
 
 
-def caller(call: Call) -> Requester:
+def caller(call: SecretsRequest) -> Requester:
     """Who asks: the caller's token display name (for usernames) and id (for the lease)."""
     token = call.token
     return Requester(token.display_name, token.id) if token else Requester()

@@ -17,7 +17,7 @@ from starlette.routing import Route
 from .. import fields
 from ..errors import SecretsError
 from ..logins import TokenSettings
-from ._base import Call, envelope, listing, no_content, route
+from ._base import SecretsRequest, envelope, listing, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["routes"]
 
 
-def _credential(call: Call, name: str) -> str:
+def _credential(call: SecretsRequest, name: str) -> str:
     value = call.body.get(name)
     if value is None or value == "":
         raise SecretsError(400, f"missing {name}")
@@ -35,11 +35,11 @@ def _credential(call: Call, name: str) -> str:
     return value
 
 
-def _issued(call: Call, token: Token) -> Response:
+def _issued(call: SecretsRequest, token: Token) -> Response:
     return envelope(None, auth=token.auth_data(call.service.clock.now()))
 
 
-def _token_settings(call: Call) -> TokenSettings:
+def _token_settings(call: SecretsRequest) -> TokenSettings:
     body = call.body
     policies = fields.string_list(body, "token_policies") or fields.string_list(body, "policies")
     return TokenSettings(
@@ -50,7 +50,7 @@ def _token_settings(call: Call) -> TokenSettings:
 
 
 # -- userpass -------------------------------------------------------------------------
-async def userpass_login(call: Call) -> Response:
+async def userpass_login(call: SecretsRequest) -> Response:
     """``POST auth/userpass/login/:username`` with ``password``."""
     token = call.service.logins.userpass_login(
         call.params["username"], _credential(call, "password")
@@ -58,7 +58,7 @@ async def userpass_login(call: Call) -> Response:
     return _issued(call, token)
 
 
-async def userpass_user(call: Call) -> Response:
+async def userpass_user(call: SecretsRequest) -> Response:
     """``POST auth/userpass/users/:username``: create or replace a user."""
     call.service.logins.put_user(
         call.params["username"], _credential(call, "password"), _token_settings(call)
@@ -66,19 +66,19 @@ async def userpass_user(call: Call) -> Response:
     return no_content()
 
 
-async def userpass_users(call: Call) -> Response:
+async def userpass_users(call: SecretsRequest) -> Response:
     """``LIST auth/userpass/users``."""
     return listing(list(call.service.logins.users))
 
 
 # -- LDAP -----------------------------------------------------------------------------
-async def ldap_login(call: Call) -> Response:
+async def ldap_login(call: SecretsRequest) -> Response:
     """``POST auth/ldap/login/:username`` with ``password``."""
     token = call.service.logins.ldap_login(call.params["username"], _credential(call, "password"))
     return _issued(call, token)
 
 
-async def ldap_group(call: Call) -> Response:
+async def ldap_group(call: SecretsRequest) -> Response:
     """``POST auth/ldap/groups/:name`` (``policies``) or ``GET`` it."""
     logins = call.service.logins
     name = call.params["name"]
@@ -91,13 +91,13 @@ async def ldap_group(call: Call) -> Response:
     return no_content()
 
 
-async def ldap_groups(call: Call) -> Response:
+async def ldap_groups(call: SecretsRequest) -> Response:
     """``LIST auth/ldap/groups``."""
     return listing(list(call.service.logins.ldap_groups))
 
 
 # -- AppRole --------------------------------------------------------------------------
-async def approle_login(call: Call) -> Response:
+async def approle_login(call: SecretsRequest) -> Response:
     """``POST auth/approle/login`` with ``role_id`` and ``secret_id``."""
     role_id = _credential(call, "role_id")
     secret_id: Any = call.body.get("secret_id")
@@ -106,7 +106,7 @@ async def approle_login(call: Call) -> Response:
     return _issued(call, call.service.logins.approle_login(role_id, secret_id or None))
 
 
-async def approle_role(call: Call) -> Response:
+async def approle_role(call: SecretsRequest) -> Response:
     """``POST``/``GET``/``DELETE auth/approle/role/:name``."""
     logins = call.service.logins
     name = call.params["name"]
@@ -127,17 +127,17 @@ async def approle_role(call: Call) -> Response:
     return no_content()
 
 
-async def approle_roles(call: Call) -> Response:
+async def approle_roles(call: SecretsRequest) -> Response:
     """``LIST auth/approle/role``."""
     return listing(list(call.service.logins.roles))
 
 
-async def approle_role_id(call: Call) -> Response:
+async def approle_role_id(call: SecretsRequest) -> Response:
     """``GET auth/approle/role/:name/role-id``."""
     return envelope({"role_id": call.service.logins.role(call.params["name"]).role_id})
 
 
-async def approle_secret_id(call: Call) -> Response:
+async def approle_secret_id(call: SecretsRequest) -> Response:
     """``POST auth/approle/role/:name/secret-id``: a new secret id, shown this once."""
     metadata = fields.json_object(call.body, "metadata") if call.body.get("metadata") else {}
     if not all(isinstance(v, str) for v in metadata.values()):

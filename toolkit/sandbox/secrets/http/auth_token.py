@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import SecretsError, bad_request
-from ._base import Call, envelope, listing, no_content, route
+from ._base import SecretsRequest, envelope, listing, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -25,12 +25,12 @@ if TYPE_CHECKING:
 __all__ = ["routes"]
 
 
-def _caller(call: Call) -> Token:
+def _caller(call: SecretsRequest) -> Token:
     assert call.token is not None  # every route here is authenticated
     return call.token
 
 
-def _named_token(call: Call) -> Token | None:
+def _named_token(call: SecretsRequest) -> Token | None:
     """The token named by the body's ``token`` (the caller's own when absent)."""
     value = call.body.get("token")
     if value is None or value == "":
@@ -40,7 +40,7 @@ def _named_token(call: Call) -> Token | None:
     return call.service.tokens.get(value)
 
 
-async def create(call: Call) -> Response:
+async def create(call: SecretsRequest) -> Response:
     """``POST auth/token/create``: a child token of the caller; answers ``auth``."""
     parent = _caller(call)
     has_sudo = call.service.acl_for(parent).allows("auth/token/create", "update", sudo=True)
@@ -48,12 +48,12 @@ async def create(call: Call) -> Response:
     return envelope(None, auth=token.auth_data(call.service.clock.now()))
 
 
-async def lookup_self(call: Call) -> Response:
+async def lookup_self(call: SecretsRequest) -> Response:
     """``GET auth/token/lookup-self``: the caller's own token."""
     return envelope(_caller(call).lookup_data(call.service.clock.now()))
 
 
-async def lookup(call: Call) -> Response:
+async def lookup(call: SecretsRequest) -> Response:
     """``POST auth/token/lookup``: the token given in the body's ``token``."""
     token = _named_token(call)
     if token is None:
@@ -61,12 +61,12 @@ async def lookup(call: Call) -> Response:
     return envelope(token.lookup_data(call.service.clock.now()))
 
 
-async def list_accessors(call: Call) -> Response:
+async def list_accessors(call: SecretsRequest) -> Response:
     """``LIST auth/token/accessors`` (sudo): the accessor of every live token."""
     return listing(call.service.tokens.accessors())
 
 
-async def lookup_accessor(call: Call) -> Response:
+async def lookup_accessor(call: SecretsRequest) -> Response:
     """``POST auth/token/lookup-accessor``: a token's properties by its accessor, without its id."""
     accessor = call.body.get("accessor")
     if not isinstance(accessor, str) or not accessor:
@@ -74,19 +74,19 @@ async def lookup_accessor(call: Call) -> Response:
     return envelope(call.service.tokens.lookup_accessor(accessor))
 
 
-async def renew_self(call: Call) -> Response:
+async def renew_self(call: SecretsRequest) -> Response:
     """``POST auth/token/renew-self``: extend the caller's token by ``increment``."""
     token = call.service.tokens.renew(_caller(call), call.body.get("increment"))
     return envelope(None, auth=token.auth_data(call.service.clock.now()))
 
 
-async def revoke_self(call: Call) -> Response:
+async def revoke_self(call: SecretsRequest) -> Response:
     """``POST auth/token/revoke-self``: revoke the caller's token and its children."""
     call.service.tokens.revoke(_caller(call))
     return no_content()
 
 
-async def revoke(call: Call) -> Response:
+async def revoke(call: SecretsRequest) -> Response:
     """``POST auth/token/revoke``: revoke the body's ``token`` and its children."""
     value: Any = call.body.get("token")
     if not isinstance(value, str) or not value:

@@ -18,8 +18,8 @@ from .. import fields
 from ..broker import Broker
 from ..errors import SecretsError
 from ._base import (
-    Call,
     EngineRoute,
+    SecretsRequest,
     engine_route,
     envelope,
     error,
@@ -32,7 +32,7 @@ from ._credentials import caller, secret_answer
 __all__ = ["routes"]
 
 
-def _broker(call: Call) -> Broker:
+def _broker(call: SecretsRequest) -> Broker:
     backend: Broker = call.backend
     return backend
 
@@ -50,7 +50,7 @@ def json_field(body: dict[str, Any], name: str) -> Any:
         raise SecretsError(400, f"failed to unmarshal {name}: {exc}") from None
 
 
-async def write_connection(call: Call) -> Response:
+async def write_connection(call: SecretsRequest) -> Response:
     """``POST config/connection``: the management API address and administrator."""
     body = call.body
     password = body.get("password")
@@ -67,7 +67,7 @@ async def write_connection(call: Call) -> Response:
     return no_content()
 
 
-async def write_lease(call: Call) -> Response:
+async def write_lease(call: SecretsRequest) -> Response:
     """``POST config/lease``: ``ttl`` and ``max_ttl`` (seconds or duration text)."""
     body = call.body
     _broker(call).configure_lease(
@@ -76,16 +76,16 @@ async def write_lease(call: Call) -> Response:
     return no_content()
 
 
-async def read_lease(call: Call) -> Response:
+async def read_lease(call: SecretsRequest) -> Response:
     found = _broker(call).lease_config()
     return envelope(found) if found is not None else error(404)
 
 
-async def list_roles(call: Call) -> Response:
+async def list_roles(call: SecretsRequest) -> Response:
     return listing(list(_broker(call).roles))
 
 
-async def write_role(call: Call) -> Response:
+async def write_role(call: SecretsRequest) -> Response:
     """``POST roles/:name``: ``tags``, ``vhosts`` and ``vhost_topics`` (JSON text)."""
     body = call.body
     _broker(call).write_role(
@@ -97,17 +97,17 @@ async def write_role(call: Call) -> Response:
     return no_content()
 
 
-async def read_role(call: Call) -> Response:
+async def read_role(call: SecretsRequest) -> Response:
     found = _broker(call).roles.get(call.params["name"])
     return envelope(found.describe()) if found else error(404)
 
 
-async def delete_role(call: Call) -> Response:
+async def delete_role(call: SecretsRequest) -> Response:
     _broker(call).delete_role(call.params["name"])
     return no_content()
 
 
-async def issue_creds(call: Call) -> Response:
+async def issue_creds(call: SecretsRequest) -> Response:
     """``GET creds/:name``: a new broker user and password, as a renewable lease."""
     data, lease = _broker(call).issue_creds(call.params["name"], caller(call))
     return secret_answer(data, lease)

@@ -17,9 +17,9 @@ from .. import fields
 from ..database import ENGINE_FIELDS, ConnectionWrite, Database, RoleWrite, StaticRoleWrite
 from ..errors import SecretsError
 from ._base import (
-    Call,
     EngineRoute,
     Handler,
+    SecretsRequest,
     engine_route,
     envelope,
     error,
@@ -32,7 +32,7 @@ from ._credentials import caller, secret_answer
 __all__ = ["routes"]
 
 
-def _db(call: Call) -> Database:
+def _db(call: SecretsRequest) -> Database:
     backend: Database = call.backend
     backend.rotate_due()
     return backend
@@ -118,17 +118,17 @@ def _entries(kind: str) -> dict[str, Handler]:
         "static_roles": "delete_static_role",
     }
 
-    async def read(call: Call) -> Response:
+    async def read(call: SecretsRequest) -> Response:
         found: Any = getattr(_db(call), kind).get(call.params["name"])
         return envelope(found.describe()) if found else error(404)
 
-    async def write(call: Call) -> Response:
+    async def write(call: SecretsRequest) -> Response:
         # A connection write may warn (a password in connection_url); roles never do.
         request = reader[kind](call.body)
         warnings = getattr(_db(call), writer[kind])(call.params["name"], request)
         return envelope(None, warnings=warnings) if warnings else no_content()
 
-    async def delete(call: Call) -> Response:
+    async def delete(call: SecretsRequest) -> Response:
         getattr(_db(call), deleter[kind])(call.params["name"])
         return no_content()
 
@@ -136,43 +136,43 @@ def _entries(kind: str) -> dict[str, Handler]:
 
 
 def _names(kind: str) -> Handler:
-    async def names(call: Call) -> Response:
+    async def names(call: SecretsRequest) -> Response:
         return listing(list(getattr(_db(call), kind)))
 
     return names
 
 
 def _exists(kind: str) -> Any:
-    def exists(call: Call) -> bool:
+    def exists(call: SecretsRequest) -> bool:
         return call.params["name"] in getattr(_db(call), kind)
 
     return exists
 
 
-async def reset_connection(call: Call) -> Response:
+async def reset_connection(call: SecretsRequest) -> Response:
     """``POST reset/:name``: restart the plugin from the stored configuration."""
     _db(call).reset(call.params["name"])
     return no_content()
 
 
-async def rotate_root(call: Call) -> Response:
+async def rotate_root(call: SecretsRequest) -> Response:
     """``POST rotate-root/:name``: a new root password, never returned."""
     _db(call).rotate_root(call.params["name"])
     return no_content()
 
 
-async def issue_creds(call: Call) -> Response:
+async def issue_creds(call: SecretsRequest) -> Response:
     """``GET creds/:name``: a new user and password, as a renewable lease."""
     data, lease = _db(call).issue_creds(call.params["name"], caller(call))
     return secret_answer(data, lease)
 
 
-async def static_creds(call: Call) -> Response:
+async def static_creds(call: SecretsRequest) -> Response:
     """``GET static-creds/:name``: the current password, its last rotation and ttl."""
     return envelope(_db(call).static_creds(call.params["name"]))
 
 
-async def rotate_role(call: Call) -> Response:
+async def rotate_role(call: SecretsRequest) -> Response:
     """``POST rotate-role/:name``: rotate a static role's password now."""
     _db(call).rotate_role(call.params["name"])
     return no_content()

@@ -17,9 +17,9 @@ from .. import fields
 from ..directory import DEFAULT_URL, REQUEST_TIMEOUT, ROTATION_TOLERANCE, ConfigWrite, Directory
 from ..tokens import Token
 from ._base import (
-    Call,
     EngineRoute,
     Handler,
+    SecretsRequest,
     engine_route,
     envelope,
     listing,
@@ -30,13 +30,13 @@ from ._base import (
 __all__ = ["routes"]
 
 
-def _backend(call: Call) -> Directory:
+def _backend(call: SecretsRequest) -> Directory:
     backend = call.backend
     assert isinstance(backend, Directory)
     return backend
 
 
-def _token(call: Call) -> Token:
+def _token(call: SecretsRequest) -> Token:
     assert call.token is not None  # every engine route is authenticated
     return call.token
 
@@ -71,29 +71,29 @@ def config_write(body: dict[str, Any]) -> ConfigWrite:
     )
 
 
-async def write_config(call: Call) -> Response:
+async def write_config(call: SecretsRequest) -> Response:
     _backend(call).write_config(config_write(call.body))
     return no_content()
 
 
-async def read_config(call: Call) -> Response:
+async def read_config(call: SecretsRequest) -> Response:
     return envelope(_backend(call).read_config())
 
 
-async def delete_config(call: Call) -> Response:
+async def delete_config(call: SecretsRequest) -> Response:
     _backend(call).delete_config()
     return no_content()
 
 
-async def list_roles(call: Call) -> Response:
+async def list_roles(call: SecretsRequest) -> Response:
     return listing(_backend(call).role_names())
 
 
-async def creds(call: Call) -> Response:
+async def creds(call: SecretsRequest) -> Response:
     return envelope(_backend(call).creds(call.params["name"]))
 
 
-async def write_role(call: Call) -> Response:
+async def write_role(call: SecretsRequest) -> Response:
     """``POST roles/:name``: ``service_account_name`` (required to create), ``ttl``."""
     body = call.body
     _backend(call).write_role(
@@ -104,11 +104,11 @@ async def write_role(call: Call) -> Response:
     return no_content()
 
 
-async def list_sets(call: Call) -> Response:
+async def list_sets(call: SecretsRequest) -> Response:
     return listing(_backend(call).library.set_names())
 
 
-async def write_set(call: Call) -> Response:
+async def write_set(call: SecretsRequest) -> Response:
     """``POST library/:name``: ``service_account_names``, ``ttl``, ``max_ttl``,
     ``disable_check_in_enforcement``; what is absent keeps its value."""
     body = call.body
@@ -126,7 +126,7 @@ async def write_set(call: Call) -> Response:
     return no_content()
 
 
-async def check_out(call: Call) -> Response:
+async def check_out(call: SecretsRequest) -> Response:
     library = _backend(call).library
     ttl = fields.duration(call.body, "ttl", 0)
     data, lease = library.check_out(call.params["name"], _token(call), ttl=ttl)
@@ -138,7 +138,7 @@ async def check_out(call: Call) -> Response:
     )
 
 
-def _check_in(call: Call, *, manage: bool) -> Response:
+def _check_in(call: SecretsRequest, *, manage: bool) -> Response:
     done = _backend(call).library.check_in(
         call.params["name"],
         _token(call),
@@ -148,19 +148,19 @@ def _check_in(call: Call, *, manage: bool) -> Response:
     return envelope({"check_ins": done})
 
 
-async def check_in(call: Call) -> Response:
+async def check_in(call: SecretsRequest) -> Response:
     return _check_in(call, manage=False)
 
 
-async def manage_check_in(call: Call) -> Response:
+async def manage_check_in(call: SecretsRequest) -> Response:
     return _check_in(call, manage=True)
 
 
-async def status(call: Call) -> Response:
+async def status(call: SecretsRequest) -> Response:
     return envelope(_backend(call).library.status(call.params["name"]))
 
 
-async def rotate_root(call: Call) -> Response:
+async def rotate_root(call: SecretsRequest) -> Response:
     warnings = _backend(call).rotate_root()
     return envelope(None, warnings=warnings) if warnings else no_content()
 
@@ -169,14 +169,14 @@ def _named(path: str, owner: str, read: str, write: Handler, delete: str) -> Eng
     """``GET``/``POST``/``PUT``/``DELETE`` of one named item: a role (``owner`` empty: the
     Directory's) or a set (``owner`` "library"); ``write`` reads the body."""
 
-    def state(call: Call) -> Any:
+    def state(call: SecretsRequest) -> Any:
         backend = _backend(call)
         return getattr(backend, owner) if owner else backend
 
-    async def do_read(call: Call) -> Response:
+    async def do_read(call: SecretsRequest) -> Response:
         return envelope(getattr(state(call), read)(call.params["name"]))
 
-    async def do_delete(call: Call) -> Response:
+    async def do_delete(call: SecretsRequest) -> Response:
         getattr(state(call), delete)(call.params["name"])
         return no_content()
 

@@ -17,7 +17,15 @@ from starlette.responses import Response
 from .. import fields
 from ..errors import SecretsError
 from ..keymgmt import DEFAULT_PROTECTION, KeyManagement
-from ._base import Call, EngineRoute, engine_route, envelope, listing, no_content, resource
+from ._base import (
+    EngineRoute,
+    SecretsRequest,
+    engine_route,
+    envelope,
+    listing,
+    no_content,
+    resource,
+)
 
 # One route per path for all its methods, and lists that are 404 when empty:
 # the helpers the credential engines use too.
@@ -35,13 +43,13 @@ def _read(describe: Callable[..., dict[str, Any]], *names: str) -> Response:
         raise
 
 
-def _engine(call: Call) -> KeyManagement:
+def _engine(call: SecretsRequest) -> KeyManagement:
     backend: KeyManagement = call.backend
     return backend
 
 
 # -- keys ---------------------------------------------------------------------------------
-async def write_key(call: Call) -> Response:
+async def write_key(call: SecretsRequest) -> Response:
     """``POST|PUT key/:name``: create with ``type``, or update ``min_enabled_version``, ``deletion_allowed``."""
     body = call.body
     type_ = fields.string(body, "type", default=None)
@@ -60,35 +68,35 @@ async def write_key(call: Call) -> Response:
     return no_content()
 
 
-async def read_key(call: Call) -> Response:
+async def read_key(call: SecretsRequest) -> Response:
     """``GET key/:name``: type, versions with creation time (and public key), settings."""
     return _read(_engine(call).describe_key, call.params["name"])
 
 
-async def list_keys(call: Call) -> Response:
+async def list_keys(call: SecretsRequest) -> Response:
     """``LIST key``: the key names."""
     return listing(_engine(call).key_names())
 
 
-async def delete_key(call: Call) -> Response:
+async def delete_key(call: SecretsRequest) -> Response:
     """``DELETE key/:name``: refused while distributed or not deletion-allowed."""
     _engine(call).delete_key(call.params["name"])
     return no_content()
 
 
-async def rotate_key(call: Call) -> Response:
+async def rotate_key(call: SecretsRequest) -> Response:
     """``POST|PUT key/:name/rotate``: a new version."""
     _engine(call).rotate(call.params["name"])
     return no_content()
 
 
-async def list_key_providers(call: Call) -> Response:
+async def list_key_providers(call: SecretsRequest) -> Response:
     """``LIST key/:name/kms``: the KMS providers holding the key."""
     return listing(_engine(call).key_providers(call.params["name"]))
 
 
 # -- KMS providers ----------------------------------------------------------------------------
-async def write_provider(call: Call) -> Response:
+async def write_provider(call: SecretsRequest) -> Response:
     """``POST|PUT kms/:name``: ``provider``, ``key_collection`` (fixed after creation), ``credentials``."""
     body = call.body
     credentials = fields.string_map(body, "credentials")
@@ -101,24 +109,24 @@ async def write_provider(call: Call) -> Response:
     return no_content()
 
 
-async def read_provider(call: Call) -> Response:
+async def read_provider(call: SecretsRequest) -> Response:
     """``GET kms/:name``: ``provider`` and ``key_collection`` (never the credentials)."""
     return _read(_engine(call).describe_provider, call.params["name"])
 
 
-async def list_providers(call: Call) -> Response:
+async def list_providers(call: SecretsRequest) -> Response:
     """``LIST kms``: the KMS provider names."""
     return listing(_engine(call).provider_names())
 
 
-async def delete_provider(call: Call) -> Response:
+async def delete_provider(call: SecretsRequest) -> Response:
     """``DELETE kms/:name``: refused while the provider still holds keys."""
     _engine(call).delete_provider(call.params["name"])
     return no_content()
 
 
 # -- distribution ---------------------------------------------------------------------------
-async def distribute(call: Call) -> Response:
+async def distribute(call: SecretsRequest) -> Response:
     """``POST|PUT kms/:name/key/:key_name``: ``purpose`` (at least one), ``protection`` (``hsm``)."""
     body = call.body
     purpose = fields.string_list(body, "purpose", need=True)
@@ -131,27 +139,27 @@ async def distribute(call: Call) -> Response:
     return no_content()
 
 
-async def read_distribution(call: Call) -> Response:
+async def read_distribution(call: SecretsRequest) -> Response:
     """``GET kms/:name/key/:key_name``: ``name``, ``protection``, ``purpose``, ``versions``."""
     return _read(_engine(call).describe_distribution, call.params["name"], call.params["key_name"])
 
 
-async def list_distributed(call: Call) -> Response:
+async def list_distributed(call: SecretsRequest) -> Response:
     """``LIST kms/:name/key``: the keys in the provider."""
     return listing(_engine(call).provider_keys(call.params["name"]))
 
 
-async def remove_distribution(call: Call) -> Response:
+async def remove_distribution(call: SecretsRequest) -> Response:
     """``DELETE kms/:name/key/:key_name``: out of the provider, still in the engine."""
     _engine(call).remove(call.params["name"], call.params["key_name"])
     return no_content()
 
 
-def _key_exists(call: Call) -> bool:
+def _key_exists(call: SecretsRequest) -> bool:
     return call.params["name"] in _engine(call).keys
 
 
-def _provider_exists(call: Call) -> bool:
+def _provider_exists(call: SecretsRequest) -> bool:
     return call.params["name"] in _engine(call).providers
 
 

@@ -24,10 +24,10 @@ from ..pki import PKI
 from ..pki.x509 import load_cert
 from . import pki_bodies as bodies
 from ._base import (
-    Call,
     EngineRoute,
     Handler,
     Rule,
+    SecretsRequest,
     engine_route,
     envelope,
     listing,
@@ -43,7 +43,7 @@ CRL_DER = "application/pkix-crl"
 CRL_PEM = "application/x-pem-file"
 
 
-def _engine(call: Call) -> PKI:
+def _engine(call: SecretsRequest) -> PKI:
     backend: PKI = call.backend
     return backend
 
@@ -55,7 +55,7 @@ def _listing_with_info(keys: list[str], key_info: Mapping[str, object]) -> Respo
     return envelope({"keys": keys, "key_info": dict(key_info)})
 
 
-def _role_exists(call: Call) -> bool:
+def _role_exists(call: SecretsRequest) -> bool:
     return call.params["name"] in _engine(call).roles
 
 
@@ -65,29 +65,29 @@ def _public(path: str, handler: Handler, methods: list[str]) -> EngineRoute:
 
 
 # -- roles --------------------------------------------------------------------------------
-async def list_roles(call: Call) -> Response:
+async def list_roles(call: SecretsRequest) -> Response:
     return listing(list(_engine(call).roles))
 
 
-async def read_role(call: Call) -> Response:
+async def read_role(call: SecretsRequest) -> Response:
     role = _engine(call).role(call.params["name"])
     if role is None:
         raise SecretsError(404)
     return envelope(role)
 
 
-async def write_role(call: Call) -> Response:
+async def write_role(call: SecretsRequest) -> Response:
     data, warnings = _engine(call).write_role(call.params["name"], bodies.role_values(call.body))
     return envelope(data, warnings=warnings)
 
 
-async def delete_role(call: Call) -> Response:
+async def delete_role(call: SecretsRequest) -> Response:
     _engine(call).delete_role(call.params["name"])
     return no_content()
 
 
 # -- issue and sign -------------------------------------------------------------------------
-async def issue(call: Call) -> Response:
+async def issue(call: SecretsRequest) -> Response:
     body = call.body
     data, warnings, lease = _engine(call).issue(
         call.params["role"],
@@ -100,7 +100,7 @@ async def issue(call: Call) -> Response:
     return envelope(data, warnings=warnings, **lease)
 
 
-async def sign(call: Call) -> Response:
+async def sign(call: SecretsRequest) -> Response:
     body = call.body
     data, warnings, lease = _engine(call).sign(
         call.params["role"],
@@ -113,7 +113,7 @@ async def sign(call: Call) -> Response:
     return envelope(data, warnings=warnings, **lease)
 
 
-async def sign_verbatim(call: Call) -> Response:
+async def sign_verbatim(call: SecretsRequest) -> Response:
     body = call.body
     data, warnings, lease = _engine(call).sign_verbatim(
         bodies.csr(body),
@@ -126,7 +126,7 @@ async def sign_verbatim(call: Call) -> Response:
     return envelope(data, warnings=warnings, **lease)
 
 
-async def sign_intermediate(call: Call) -> Response:
+async def sign_intermediate(call: SecretsRequest) -> Response:
     body = call.body
     data, warnings = _engine(call).sign_intermediate(
         bodies.csr(body),
@@ -139,7 +139,7 @@ async def sign_intermediate(call: Call) -> Response:
     return envelope(data, warnings=warnings)
 
 
-async def sign_self_issued(call: Call) -> Response:
+async def sign_self_issued(call: SecretsRequest) -> Response:
     body = call.body
     submitted = bodies.certificate(body)
     return envelope(
@@ -154,7 +154,7 @@ async def sign_self_issued(call: Call) -> Response:
 
 
 # -- issuers and keys ---------------------------------------------------------------------
-async def generate_root(call: Call) -> Response:
+async def generate_root(call: SecretsRequest) -> Response:
     body = call.body
     data, warnings = _engine(call).generate_root(
         bodies.key_request(call.params["kind"], body),
@@ -167,7 +167,7 @@ async def generate_root(call: Call) -> Response:
     return envelope(data, warnings=warnings)
 
 
-async def generate_intermediate(call: Call) -> Response:
+async def generate_intermediate(call: SecretsRequest) -> Response:
     body = call.body
     return envelope(
         _engine(call).generate_intermediate(
@@ -178,39 +178,39 @@ async def generate_intermediate(call: Call) -> Response:
     )
 
 
-async def set_signed(call: Call) -> Response:
+async def set_signed(call: SecretsRequest) -> Response:
     text = fields.string(call.body, "certificate")
     return envelope(_engine(call).import_bundle(text, "certificate", need_key=True))
 
 
-async def import_bundle(call: Call) -> Response:
+async def import_bundle(call: SecretsRequest) -> Response:
     text = fields.string(call.body, "pem_bundle")
     return envelope(_engine(call).import_bundle(text, "pem_bundle", need_key=False))
 
 
-async def list_issuers(call: Call) -> Response:
+async def list_issuers(call: SecretsRequest) -> Response:
     keys, info = _engine(call).list_issuers()
     return _listing_with_info(keys, info)
 
 
-async def read_issuer(call: Call) -> Response:
+async def read_issuer(call: SecretsRequest) -> Response:
     engine = _engine(call)
     return envelope(engine.issuer_data(engine.resolve(call.params["ref"])))
 
 
-async def update_issuer(call: Call) -> Response:
+async def update_issuer(call: SecretsRequest) -> Response:
     return envelope(
         _engine(call).update_issuer(call.params["ref"], **bodies.issuer_update(call.body))
     )
 
 
-async def delete_issuer(call: Call) -> Response:
+async def delete_issuer(call: SecretsRequest) -> Response:
     """``DELETE issuer/:ref``: 200 with no data (warnings when it was the default)."""
     warnings = _engine(call).delete_issuer(call.params["ref"])
     return envelope(None, warnings=warnings or None)
 
 
-async def issuer_json(call: Call) -> Response:
+async def issuer_json(call: SecretsRequest) -> Response:
     engine = _engine(call)
     issuer = engine.resolve(call.params["ref"])
     return envelope(
@@ -223,19 +223,19 @@ async def issuer_json(call: Call) -> Response:
     )
 
 
-async def issuer_pem(call: Call) -> Response:
+async def issuer_pem(call: SecretsRequest) -> Response:
     return _raw(_engine(call).resolve(call.params["ref"]).certificate, "pem")
 
 
-async def issuer_der(call: Call) -> Response:
+async def issuer_der(call: SecretsRequest) -> Response:
     return _raw(_engine(call).resolve(call.params["ref"]).certificate, "der")
 
 
-async def read_config_issuers(call: Call) -> Response:
+async def read_config_issuers(call: SecretsRequest) -> Response:
     return envelope(_engine(call).config_issuers())
 
 
-async def write_config_issuers(call: Call) -> Response:
+async def write_config_issuers(call: SecretsRequest) -> Response:
     body = call.body
     follows = (
         fields.boolean(body, "default_follows_latest_issuer")
@@ -245,22 +245,22 @@ async def write_config_issuers(call: Call) -> Response:
     return envelope(_engine(call).set_config_issuers(fields.string(body, "default"), follows))
 
 
-async def list_keys(call: Call) -> Response:
+async def list_keys(call: SecretsRequest) -> Response:
     info = _engine(call).keys_info()
     return _listing_with_info(list(info), info)
 
 
-async def read_key(call: Call) -> Response:
+async def read_key(call: SecretsRequest) -> Response:
     engine = _engine(call)
     return envelope(engine.key_data(engine.resolve_key(call.params["ref"])))
 
 
-async def delete_key(call: Call) -> Response:
+async def delete_key(call: SecretsRequest) -> Response:
     _engine(call).delete_key(call.params["ref"])
     return no_content()
 
 
-async def generate_key(call: Call) -> Response:
+async def generate_key(call: SecretsRequest) -> Response:
     """``POST keys/generate/internal|exported``; ``kms`` needs a KMS the sandbox does not have."""
     kind = call.params["kind"]
     if kind == "kms":
@@ -271,15 +271,15 @@ async def generate_key(call: Call) -> Response:
 
 
 # -- certificates ------------------------------------------------------------------------
-async def list_certs(call: Call) -> Response:
+async def list_certs(call: SecretsRequest) -> Response:
     return listing(_engine(call).cert_serials())
 
 
-async def list_revoked(call: Call) -> Response:
+async def list_revoked(call: SecretsRequest) -> Response:
     return listing(_engine(call).revoked_serials())
 
 
-async def read_cert(call: Call) -> Response:
+async def read_cert(call: SecretsRequest) -> Response:
     serial = call.params["serial"]
     if serial in ("crl", "delta-crl"):
         return _crl_json(call, None, delta=serial == "delta-crl", key="certificate")
@@ -298,47 +298,47 @@ def _raw(pem: str, form: str) -> Response:
     return Response(pem.strip(), media_type=PEM_CHAIN)
 
 
-async def ca_der(call: Call) -> Response:
+async def ca_der(call: SecretsRequest) -> Response:
     chain = _engine(call).default_chain()
     return _raw(chain[0] if chain else "", "der")
 
 
-async def ca_pem(call: Call) -> Response:
+async def ca_pem(call: SecretsRequest) -> Response:
     chain = _engine(call).default_chain()
     return _raw(chain[0] if chain else "", "pem")
 
 
-async def ca_chain(call: Call) -> Response:
+async def ca_chain(call: SecretsRequest) -> Response:
     return _raw("\n".join(_engine(call).default_chain()), "pem")
 
 
 # -- revocation ----------------------------------------------------------------------------
-async def revoke(call: Call) -> Response:
+async def revoke(call: SecretsRequest) -> Response:
     body = call.body
     serial = fields.string(body, "serial_number")
     certificate = bodies.certificate(body) if body.get("certificate") else None
     return envelope(_engine(call).revoke(serial or None, certificate))
 
 
-async def read_crl_config(call: Call) -> Response:
+async def read_crl_config(call: SecretsRequest) -> Response:
     return envelope(_engine(call).crl_config_data())
 
 
-async def write_crl_config(call: Call) -> Response:
+async def write_crl_config(call: SecretsRequest) -> Response:
     engine = _engine(call)
     return envelope(engine.set_crl_config(bodies.crl_config(call.body, engine.crl_config)))
 
 
-async def read_urls(call: Call) -> Response:
+async def read_urls(call: SecretsRequest) -> Response:
     return envelope(_engine(call).urls_data())
 
 
-async def write_urls(call: Call) -> Response:
+async def write_urls(call: SecretsRequest) -> Response:
     engine = _engine(call)
     return envelope(engine.set_urls(bodies.url_config(call.body, engine.urls)))
 
 
-def _crl_raw(call: Call, *, delta: bool, form: str) -> Response:
+def _crl_raw(call: SecretsRequest, *, delta: bool, form: str) -> Response:
     """The default issuer's CRL as DER or PEM; 204 when the mount has no default issuer."""
     pem = _engine(call).crl_pem(None, delta=delta)
     if not pem:
@@ -349,23 +349,23 @@ def _crl_raw(call: Call, *, delta: bool, form: str) -> Response:
     return Response(pem + "\n", media_type=CRL_PEM)
 
 
-async def crl_der(call: Call) -> Response:
+async def crl_der(call: SecretsRequest) -> Response:
     return _crl_raw(call, delta=False, form="der")
 
 
-async def crl_pem(call: Call) -> Response:
+async def crl_pem(call: SecretsRequest) -> Response:
     return _crl_raw(call, delta=False, form="pem")
 
 
-async def delta_crl_der(call: Call) -> Response:
+async def delta_crl_der(call: SecretsRequest) -> Response:
     return _crl_raw(call, delta=True, form="der")
 
 
-async def delta_crl_pem(call: Call) -> Response:
+async def delta_crl_pem(call: SecretsRequest) -> Response:
     return _crl_raw(call, delta=True, form="pem")
 
 
-def _crl_json(call: Call, ref: str | None, *, delta: bool, key: str) -> Response:
+def _crl_json(call: SecretsRequest, ref: str | None, *, delta: bool, key: str) -> Response:
     engine = _engine(call)
     if ref is not None:
         engine.resolve(ref)
@@ -378,23 +378,23 @@ def _crl_json(call: Call, ref: str | None, *, delta: bool, key: str) -> Response
     return envelope({key: pem + "\n"})
 
 
-async def issuer_crl(call: Call) -> Response:
+async def issuer_crl(call: SecretsRequest) -> Response:
     return _crl_json(call, call.params["ref"], delta=False, key="crl")
 
 
-async def issuer_delta_crl(call: Call) -> Response:
+async def issuer_delta_crl(call: SecretsRequest) -> Response:
     return _crl_json(call, call.params["ref"], delta=True, key="crl")
 
 
-async def rotate_crl(call: Call) -> Response:
+async def rotate_crl(call: SecretsRequest) -> Response:
     return envelope({"success": True}, warnings=_engine(call).rotate() or None)
 
 
-async def rotate_delta_crl(call: Call) -> Response:
+async def rotate_delta_crl(call: SecretsRequest) -> Response:
     return envelope({"success": True}, warnings=_engine(call).rotate_delta() or None)
 
 
-async def sign_revocation_list(call: Call) -> Response:
+async def sign_revocation_list(call: SecretsRequest) -> Response:
     body = call.body
     data = _engine(call).sign_revocation_list(
         call.params["ref"],
@@ -408,17 +408,17 @@ async def sign_revocation_list(call: Call) -> Response:
 
 
 # -- tidy ------------------------------------------------------------------------------------
-async def tidy(call: Call) -> Response:
+async def tidy(call: SecretsRequest) -> Response:
     """``POST tidy``: 202 with the real server's warning; the tidy has run by then."""
     warnings = _engine(call).tidy(bodies.tidy_request(call.body))
     return envelope(None, status=202, warnings=warnings)
 
 
-async def tidy_status(call: Call) -> Response:
+async def tidy_status(call: SecretsRequest) -> Response:
     return envelope(_engine(call).tidy_status())
 
 
-async def tidy_cancel(call: Call) -> Response:
+async def tidy_cancel(call: SecretsRequest) -> Response:
     return envelope(None, warnings=_engine(call).tidy_cancel())
 
 

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import SecretsError
-from ._base import Call, envelope, route
+from ._base import SecretsRequest, envelope, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["routes"]
 
 
-def _paths(call: Call) -> list[str]:
+def _paths(call: SecretsRequest) -> list[str]:
     raw: Any = call.body.get("paths", call.body.get("path"))
     if isinstance(raw, str):
         raw = [p.strip() for p in raw.split(",") if p.strip()]
@@ -36,7 +36,7 @@ def _paths(call: Call) -> list[str]:
     return [p.lstrip("/") for p in raw]
 
 
-def _answer(call: Call, token: Token) -> Response:
+def _answer(call: SecretsRequest, token: Token) -> Response:
     paths = _paths(call)
     acl = call.service.acl_for(token)
     data: dict[str, list[str]] = {path: acl.capabilities(path) for path in paths}
@@ -45,13 +45,13 @@ def _answer(call: Call, token: Token) -> Response:
     return envelope(data, top_level=True)
 
 
-async def capabilities_self(call: Call) -> Response:
+async def capabilities_self(call: SecretsRequest) -> Response:
     """``POST sys/capabilities-self``: the caller's own capabilities on ``paths``."""
     assert call.token is not None  # an authenticated route
     return _answer(call, call.token)
 
 
-async def capabilities(call: Call) -> Response:
+async def capabilities(call: SecretsRequest) -> Response:
     """``POST sys/capabilities``: the capabilities of ``token`` on ``paths``."""
     token_id = call.body.get("token")
     if not isinstance(token_id, str) or not token_id:

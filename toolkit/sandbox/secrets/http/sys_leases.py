@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from ...._time import format_rfc3339, parse_duration
 from ..errors import SecretsError
-from ._base import Call, envelope, error, no_content, route
+from ._base import SecretsRequest, envelope, error, no_content, route
 
 if TYPE_CHECKING:
     from ..leases import Lease
@@ -32,7 +32,7 @@ __all__ = ["DEFAULT_LIST_LIMIT", "lease_routes"]
 DEFAULT_LIST_LIMIT = 10_000
 
 
-def _lease_id(call: Call) -> str:
+def _lease_id(call: SecretsRequest) -> str:
     """The lease id of the body, else of the path (the body wins when both are given)."""
     value = call.body.get("lease_id") or call.params.get("lease_id") or ""
     if not isinstance(value, str):
@@ -42,7 +42,7 @@ def _lease_id(call: Call) -> str:
     return value
 
 
-def _prefix(call: Call) -> str:
+def _prefix(call: SecretsRequest) -> str:
     prefix = call.params.get("prefix", "")
     if not prefix.strip("/"):
         raise SecretsError(400, "prefix must be specified")
@@ -65,7 +65,7 @@ def lookup_data(lease: Lease, now: Any) -> dict[str, Any]:
     }
 
 
-async def lookup(call: Call) -> Response:
+async def lookup(call: SecretsRequest) -> Response:
     """``POST|PUT sys/leases/lookup``: one lease's times."""
     leases = call.service.leases
     lease = leases.get(_lease_id(call))
@@ -74,7 +74,7 @@ async def lookup(call: Call) -> Response:
     return envelope(lookup_data(lease, leases.now()))
 
 
-async def lookup_list(call: Call) -> Response:
+async def lookup_list(call: SecretsRequest) -> Response:
     """``LIST sys/leases/lookup/:prefix`` (sudo): direct children, folders ending in ``/``."""
     keys = call.service.leases.lookup_prefix(call.params.get("prefix", ""))
     if not keys:
@@ -82,7 +82,7 @@ async def lookup_list(call: Call) -> Response:
     return envelope({"keys": keys})
 
 
-async def renew(call: Call) -> Response:
+async def renew(call: SecretsRequest) -> Response:
     """``POST|PUT sys/leases/renew[/:lease_id]``: extend a lease, capped by its max ttl."""
     lease_id = _lease_id(call)
     try:
@@ -118,14 +118,14 @@ def _revoked(sync: bool, done: bool) -> Response:
     return Response(status_code=202) if done and not sync else no_content()
 
 
-async def revoke(call: Call) -> Response:
+async def revoke(call: SecretsRequest) -> Response:
     """``POST|PUT sys/leases/revoke[/:lease_id]``: revoke one lease (unknown: 204)."""
     lease_id = _lease_id(call)
     sync = call.flag("sync")
     return _revoked(sync, call.service.leases.revoke(lease_id))
 
 
-async def revoke_prefix(call: Call) -> Response:
+async def revoke_prefix(call: SecretsRequest) -> Response:
     """``POST|PUT sys/leases/revoke-prefix/:prefix`` (sudo): every lease under the prefix."""
     prefix = _prefix(call)
     if prefix.endswith("/"):
@@ -134,7 +134,7 @@ async def revoke_prefix(call: Call) -> Response:
     return _revoked(sync, call.service.leases.revoke_prefix(prefix) > 0)
 
 
-async def revoke_force(call: Call) -> Response:
+async def revoke_force(call: SecretsRequest) -> Response:
     """``POST|PUT sys/leases/revoke-force/:prefix`` (sudo): ignores the engines' errors."""
     call.service.leases.revoke_force(_prefix(call))
     return no_content()
@@ -148,7 +148,7 @@ def _token_valid(service: SecretsService, token_id: str) -> bool:
     return True
 
 
-async def tidy(call: Call) -> Response:
+async def tidy(call: SecretsRequest) -> Response:
     """``POST|PUT sys/leases/tidy``: revoke leases whose token is gone; 202 with a warning."""
     service = call.service
     count = service.leases.tidy(lambda token_id: _token_valid(service, token_id))
@@ -162,7 +162,7 @@ async def tidy(call: Call) -> Response:
     )
 
 
-def _irrevocable_type(call: Call) -> None:
+def _irrevocable_type(call: SecretsRequest) -> None:
     kind = call.arg("type", "")
     if not kind:
         raise SecretsError(400, 'type is required: only "irrevocable" is supported')
@@ -171,14 +171,14 @@ def _irrevocable_type(call: Call) -> None:
     call.flag("include_child_namespaces")  # accepted; the sandbox has one namespace
 
 
-async def count(call: Call) -> Response:
+async def count(call: SecretsRequest) -> Response:
     """``GET sys/leases/count?type=irrevocable``: irrevocable leases per mount and in total."""
     _irrevocable_type(call)
     counts, total = call.service.leases.count_irrevocable()
     return envelope({"counts": counts, "lease_count": total})
 
 
-def _limit(call: Call) -> int | None:
+def _limit(call: SecretsRequest) -> int | None:
     raw = call.arg("limit", "")
     if raw in ("", None):
         return DEFAULT_LIST_LIMIT
@@ -190,7 +190,7 @@ def _limit(call: Call) -> int | None:
     return int(text)
 
 
-async def list_irrevocable(call: Call) -> Response:
+async def list_irrevocable(call: SecretsRequest) -> Response:
     """``GET sys/leases?type=irrevocable&limit=``: irrevocable leases, up to ``limit``."""
     _irrevocable_type(call)
     limit = _limit(call)

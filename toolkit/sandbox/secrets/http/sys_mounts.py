@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from .. import fields
 from ..errors import SecretsError, permission_denied
-from ._base import Call, envelope, no_content, request_token, route
+from ._base import SecretsRequest, envelope, no_content, request_token, route
 
 if TYPE_CHECKING:
     from ..acl import ACL
@@ -26,12 +26,12 @@ if TYPE_CHECKING:
 __all__ = ["routes"]
 
 
-async def list_mounts(call: Call) -> Response:
+async def list_mounts(call: SecretsRequest) -> Response:
     """``GET sys/mounts``: every secrets engine mount, by path."""
     return envelope(call.service.mounts.engine_table(), top_level=True)
 
 
-async def read_mount(call: Call) -> Response:
+async def read_mount(call: SecretsRequest) -> Response:
     """``GET sys/mounts/:path``: one mount."""
     mount = call.service.mounts.engine(call.params["path"])
     if mount is None:
@@ -39,7 +39,7 @@ async def read_mount(call: Call) -> Response:
     return envelope(mount.describe(), top_level=True)
 
 
-def _config(call: Call) -> dict[str, int]:
+def _config(call: SecretsRequest) -> dict[str, int]:
     config = call.body.get("config") or {}
     if not isinstance(config, dict):
         raise SecretsError(400, "config: expected an object")
@@ -49,7 +49,7 @@ def _config(call: Call) -> dict[str, int]:
     }
 
 
-async def enable_mount(call: Call) -> Response:
+async def enable_mount(call: SecretsRequest) -> Response:
     """``POST sys/mounts/:path``: mount an engine of ``type`` there (400 when the path is taken)."""
     path = call.params["path"]
     kind = fields.string(call.body, "type", need=True)
@@ -66,13 +66,13 @@ async def enable_mount(call: Call) -> Response:
     return no_content()
 
 
-async def disable_mount(call: Call) -> Response:
+async def disable_mount(call: SecretsRequest) -> Response:
     """``DELETE sys/mounts/:path``: revoke the mount's leases and unmount it (204 when absent)."""
     call.service.disable_engine(call.params["path"])
     return no_content()
 
 
-async def read_tune(call: Call) -> Response:
+async def read_tune(call: SecretsRequest) -> Response:
     """``GET sys/mounts/:path/tune``: the mount's lease ttls."""
     mount = call.service.mounts.engine(call.params["path"])
     if mount is None:
@@ -88,7 +88,7 @@ async def read_tune(call: Call) -> Response:
     return envelope(data, top_level=True)
 
 
-async def tune_mount(call: Call) -> Response:
+async def tune_mount(call: SecretsRequest) -> Response:
     """``POST sys/mounts/:path/tune``: change the mount's default and max lease ttl."""
     path = call.params["path"]
     mount = call.service.mounts.engine(path)
@@ -104,19 +104,19 @@ async def tune_mount(call: Call) -> Response:
     return no_content()
 
 
-async def list_auth(call: Call) -> Response:
+async def list_auth(call: SecretsRequest) -> Response:
     """``GET sys/auth``: every auth method mount, by path."""
     return envelope(call.service.mounts.auth_table(), top_level=True)
 
 
-def _caller_acl(call: Call) -> ACL:
+def _caller_acl(call: SecretsRequest) -> ACL:
     service = call.service
     if service.sealed:
         raise SecretsError(503, "Vault is sealed")
     return service.acl_for(service.authenticate(request_token(call.request)))
 
 
-async def ui_mounts(call: Call) -> Response:
+async def ui_mounts(call: SecretsRequest) -> Response:
     """``GET sys/internal/ui/mounts``: the mounts the caller's token can reach, by kind."""
     acl = _caller_acl(call)
     table = call.service.mounts
@@ -125,7 +125,7 @@ async def ui_mounts(call: Call) -> Response:
     return envelope({"secret": secret, "auth": auth})
 
 
-async def ui_mount(call: Call) -> Response:
+async def ui_mount(call: SecretsRequest) -> Response:
     """``GET sys/internal/ui/mounts/:path``: the mount ``path`` falls under, with its ``path``.
 
     403 ``permission denied`` when nothing is mounted there or the token cannot

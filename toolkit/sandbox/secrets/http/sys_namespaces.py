@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .. import fields
-from ._base import Call, envelope, error, listing, route
+from ._base import SecretsRequest, envelope, error, listing, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -27,12 +27,12 @@ __all__ = ["routes"]
 BASE = "sys/namespaces"
 
 
-def _tree(call: Call) -> Any:
+def _tree(call: SecretsRequest) -> Any:
     # The tree is the root service's, whichever namespace's view the call holds.
     return call.service.namespaces
 
 
-async def list_namespaces(call: Call) -> Response:
+async def list_namespaces(call: SecretsRequest) -> Response:
     """``LIST sys/namespaces``: the children of the request's namespace, with ``key_info``."""
     children = _tree(call).children(call.namespace)
     response = listing([_name(ns.path) for ns in children])
@@ -42,20 +42,20 @@ async def list_namespaces(call: Call) -> Response:
     return envelope({"keys": sorted(info), "key_info": info})
 
 
-async def read_namespace(call: Call) -> Response:
+async def read_namespace(call: SecretsRequest) -> Response:
     """``GET sys/namespaces/:name``."""
     found = _tree(call).read(call.namespace, call.params["name"])
     return error(404) if found is None else envelope(found.describe())
 
 
-async def write_namespace(call: Call) -> Response:
+async def write_namespace(call: SecretsRequest) -> Response:
     """``POST``/``PUT sys/namespaces/:name``: create, or replace ``custom_metadata``."""
     metadata = fields.string_map(call.body, "custom_metadata")
     made = _tree(call).create(call.namespace, call.params["name"], metadata)
     return envelope(made.describe())
 
 
-async def delete_namespace(call: Call) -> Response:
+async def delete_namespace(call: SecretsRequest) -> Response:
     """``DELETE sys/namespaces/:name``: 400 while it has children."""
     if not _tree(call).delete(call.namespace, call.params["name"]):
         return envelope(None, warnings=["requested namespace does not exist"])

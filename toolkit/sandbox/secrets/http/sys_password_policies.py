@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ._base import Call, envelope, error, no_content, route
+from ._base import SecretsRequest, envelope, error, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -23,7 +23,7 @@ __all__ = ["routes"]
 BASE = "sys/policies/password"
 
 
-async def list_policies(call: Call) -> Response:
+async def list_policies(call: SecretsRequest) -> Response:
     """``LIST sys/policies/password`` (or ``GET ?list=true``): ``data.keys``; with no
     policies, 404 as the real server answers an empty list."""
     names = call.service.password_policies.names()
@@ -32,25 +32,25 @@ async def list_policies(call: Call) -> Response:
     return envelope({"keys": names}, top_level=True)
 
 
-async def read(call: Call) -> Response:
+async def read(call: SecretsRequest) -> Response:
     """``GET sys/policies/password/:name``: ``data.policy``, the document as saved."""
     policy = call.service.password_policies.get(call.params["name"])
     return envelope({"policy": policy.text})
 
 
-async def write(call: Call) -> Response:
+async def write(call: SecretsRequest) -> Response:
     """``POST sys/policies/password/:name``: save or replace once a trial generation succeeds."""
     call.service.password_policies.put(call.params["name"], call.body.get("policy"))
     return no_content()
 
 
-async def delete(call: Call) -> Response:
+async def delete(call: SecretsRequest) -> Response:
     """``DELETE sys/policies/password/:name``: removed whether or not an engine uses it."""
     call.service.password_policies.delete(call.params["name"])
     return no_content()
 
 
-async def generate(call: Call) -> Response:
+async def generate(call: SecretsRequest) -> Response:
     """``GET sys/policies/password/:name/generate``: ``data.password``."""
     password = call.service.password_policies.generate(call.params["name"])
     return envelope({"password": password})

@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from ..errors import SecretsError
 from ..plugins import check_type
-from ._base import Call, envelope, error, no_content, route
+from ._base import SecretsRequest, envelope, error, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -24,24 +24,24 @@ if TYPE_CHECKING:
 __all__ = ["plugin_routes"]
 
 
-def _version(call: Call) -> str:
+def _version(call: SecretsRequest) -> str:
     value: Any = call.arg("version", "")
     if not isinstance(value, str):
         raise SecretsError(400, "version: expected a string")
     return value
 
 
-async def catalog(call: Call) -> Response:
+async def catalog(call: SecretsRequest) -> Response:
     """``GET sys/plugins/catalog``: names per type and a ``detailed`` list."""
     return envelope(call.service.plugins.catalog())
 
 
-async def list_type(call: Call) -> Response:
+async def list_type(call: SecretsRequest) -> Response:
     """``LIST sys/plugins/catalog/:type``: the names of one type."""
     return envelope({"keys": call.service.plugins.names(check_type(call.params["type"]))})
 
 
-async def register(call: Call) -> Response:
+async def register(call: SecretsRequest) -> Response:
     """``POST|PUT sys/plugins/catalog/:type/:name`` (sudo): register or replace."""
     body = call.body
     call.service.plugins.register(
@@ -56,7 +56,7 @@ async def register(call: Call) -> Response:
     return no_content()
 
 
-async def read(call: Call) -> Response:
+async def read(call: SecretsRequest) -> Response:
     """``GET sys/plugins/catalog/:type/:name?version=`` (sudo): one entry, 404 if none."""
     entry = call.service.plugins.get(call.params["type"], call.params["name"], _version(call))
     if entry is None:
@@ -64,7 +64,7 @@ async def read(call: Call) -> Response:
     return envelope(entry.read())
 
 
-async def remove(call: Call) -> Response:
+async def remove(call: SecretsRequest) -> Response:
     """``DELETE sys/plugins/catalog/:type/:name?version=`` (sudo): 204, also when absent."""
     call.service.plugins.delete(call.params["type"], call.params["name"], _version(call))
     return no_content()

@@ -17,18 +17,18 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..policies import KINDS
-from ._base import Call, envelope, no_content, route
+from ._base import SecretsRequest, envelope, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
 
 __all__ = ["routes"]
 
-Handler = Callable[[Call], Awaitable[Response]]
+Handler = Callable[[SecretsRequest], Awaitable[Response]]
 
 
 def _list(kind: str) -> Handler:
-    async def handler(call: Call) -> Response:
+    async def handler(call: SecretsRequest) -> Response:
         """``LIST sys/policies/{kind}``: the names (EGP: with the paths they govern)."""
         store = call.service.policies
         data: dict[str, Any] = {"keys": store.names(kind)}
@@ -43,7 +43,7 @@ def _list(kind: str) -> Handler:
 
 
 def _read(kind: str) -> Handler:
-    async def handler(call: Call) -> Response:
+    async def handler(call: SecretsRequest) -> Response:
         """``GET sys/policies/{kind}/:name``."""
         policy = call.service.policies.get(kind, call.params["name"])
         return envelope(policy.read_data())
@@ -52,7 +52,7 @@ def _read(kind: str) -> Handler:
 
 
 def _write(kind: str) -> Handler:
-    async def handler(call: Call) -> Response:
+    async def handler(call: SecretsRequest) -> Response:
         """``POST sys/policies/{kind}/:name``: create or replace, effective at once."""
         call.service.policies.put(
             kind,
@@ -67,7 +67,7 @@ def _write(kind: str) -> Handler:
 
 
 def _delete(kind: str) -> Handler:
-    async def handler(call: Call) -> Response:
+    async def handler(call: SecretsRequest) -> Response:
         """``DELETE sys/policies/{kind}/:name``: tokens holding it act as if it were empty."""
         call.service.policies.delete(kind, call.params["name"])
         return no_content()
@@ -75,19 +75,19 @@ def _delete(kind: str) -> Handler:
     return handler
 
 
-async def legacy_list(call: Call) -> Response:
+async def legacy_list(call: SecretsRequest) -> Response:
     """``GET sys/policy``: the ACL policy names as ``keys`` and ``policies``."""
     names = call.service.policies.names("acl")
     return envelope({"keys": names, "policies": names}, top_level=True)
 
 
-async def legacy_read(call: Call) -> Response:
+async def legacy_read(call: SecretsRequest) -> Response:
     """``GET sys/policy/:name``: an ACL policy as ``name`` and ``rules``."""
     policy = call.service.policies.get("acl", call.params["name"])
     return envelope({"name": policy.name, "rules": policy.text}, top_level=True)
 
 
-async def legacy_write(call: Call) -> Response:
+async def legacy_write(call: SecretsRequest) -> Response:
     """``PUT sys/policy/:name``: the document in ``policy`` (or the older ``rules``)."""
     document = call.body.get("policy", call.body.get("rules"))
     call.service.policies.put("acl", call.params["name"], document)

@@ -23,7 +23,7 @@ from starlette.routing import Route
 from ..errors import SecretsError
 from ..rekey import RekeyCeremony
 from ..seal import decode_key
-from ._base import Call, bare, envelope, error, no_content, route
+from ._base import SecretsRequest, bare, envelope, error, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -33,7 +33,7 @@ __all__ = ["routes"]
 Answer = Callable[[Any], JSONResponse]
 
 
-def _share_and_nonce(call: Call, *, named_fields: bool) -> tuple[bytes, Any]:
+def _share_and_nonce(call: SecretsRequest, *, named_fields: bool) -> tuple[bytes, Any]:
     """The ``key`` and ``nonce`` of an update or verify call.
 
     The replacement endpoints name a missing field; the legacy ones, like the
@@ -63,19 +63,19 @@ def _rotate_shape(status: dict[str, Any]) -> dict[str, Any]:
     return shaped
 
 
-Ceremony = Callable[[Call], RekeyCeremony]
+Ceremony = Callable[[SecretsRequest], RekeyCeremony]
 
 
-def _root(call: Call) -> RekeyCeremony:
+def _root(call: SecretsRequest) -> RekeyCeremony:
     return call.service.rekey
 
 
-def _recovery(call: Call) -> RekeyCeremony:
+def _recovery(call: SecretsRequest) -> RekeyCeremony:
     return call.service.recovery_rekey
 
 
 def _init_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any:
-    async def handler(call: Call) -> Response:
+    async def handler(call: SecretsRequest) -> Response:
         ceremony = ceremony_of(call)
         method = call.request.method
         if method == "DELETE":
@@ -102,7 +102,7 @@ def _init_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any
 
 
 def _update_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any:
-    async def handler(call: Call) -> Response:
+    async def handler(call: SecretsRequest) -> Response:
         key, nonce = _share_and_nonce(call, named_fields=rotate)
         result = ceremony_of(call).update(key, nonce)
         if rotate:
@@ -118,7 +118,7 @@ def _update_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> A
 
 
 def _verify_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any:
-    async def handler(call: Call) -> Response:
+    async def handler(call: SecretsRequest) -> Response:
         ceremony = ceremony_of(call)
         method = call.request.method
         if method == "DELETE":
@@ -132,7 +132,7 @@ def _verify_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> A
 
 
 def _backup_handler(ceremony_of: Ceremony) -> Any:
-    async def handler(call: Call) -> Response:
+    async def handler(call: SecretsRequest) -> Response:
         ceremony = ceremony_of(call)
         if call.request.method == "DELETE":
             ceremony.delete_backup()
@@ -149,7 +149,7 @@ def _legacy(handler: Any, *, recovery: bool = False) -> Any:
     """A legacy handler that answers as OpenBao 2.5+ does while ``legacy_rekey`` is off:
     405 for ``sys/rekey/*``, 404 ``unsupported path`` for ``sys/rekey-recovery-key/*``."""
 
-    async def gated(call: Call) -> Response:
+    async def gated(call: SecretsRequest) -> Response:
         if not call.service.legacy_rekey:
             if recovery:
                 return error(404, "unsupported path")
@@ -159,7 +159,7 @@ def _legacy(handler: Any, *, recovery: bool = False) -> Any:
     return gated
 
 
-def _legacy_stored_shape(call: Call, status: dict[str, Any]) -> dict[str, Any]:
+def _legacy_stored_shape(call: SecretsRequest, status: dict[str, Any]) -> dict[str, Any]:
     """The legacy root status on a seal with stored shares shows ``t`` and ``n`` as 0
     (observed on OpenBao 2.7); ``sys/rotate/root/*`` shows the 1 of 1 kept."""
     if call.service.seal.recovery and "t" in status and not status.get("complete"):

@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from ..errors import SecretsError
 from ..seal import decode_key
-from ._base import Call, bare, no_content, route
+from ._base import SecretsRequest, bare, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -22,18 +22,18 @@ if TYPE_CHECKING:
 __all__ = ["routes"]
 
 
-async def seal_status(call: Call) -> Response:
+async def seal_status(call: SecretsRequest) -> Response:
     """``GET sys/seal-status``."""
     return bare(call.service.seal.status())
 
 
-async def seal(call: Call) -> Response:
+async def seal(call: SecretsRequest) -> Response:
     """``PUT sys/seal`` (sudo): seal the server."""
     call.service.seal.seal()
     return no_content()
 
 
-async def unseal(call: Call) -> Response:
+async def unseal(call: SecretsRequest) -> Response:
     """``PUT sys/unseal``: give one share (``key``), or ``reset`` the progress."""
     state = call.service.seal
     if call.flag("reset"):
@@ -49,14 +49,14 @@ async def unseal(call: Call) -> Response:
     return bare(state.status())
 
 
-async def init(call: Call) -> Response:
+async def init(call: SecretsRequest) -> Response:
     """``GET sys/init``: the sandbox is always initialised; ``PUT`` is refused as on the real server."""
     if call.request.method in ("PUT", "POST"):
         raise SecretsError(400, "Vault is already initialized")
     return bare({"initialized": True})
 
 
-def _status_code(call: Call, name: str, default: int) -> int:
+def _status_code(call: SecretsRequest, name: str, default: int) -> int:
     raw = call.query.get(name)
     if raw is None:
         return default
@@ -66,7 +66,7 @@ def _status_code(call: Call, name: str, default: int) -> int:
         raise SecretsError(400, f"{name} must be an integer status code, got {raw!r}") from None
 
 
-async def health(call: Call) -> Response:
+async def health(call: SecretsRequest) -> Response:
     """``GET sys/health``: 200 when unsealed, 503 when sealed (``activecode``/``sealedcode`` override)."""
     state = call.service.seal
     active = _status_code(call, "activecode", 200)
@@ -80,7 +80,7 @@ async def health(call: Call) -> Response:
     return JSONResponse(state.health(now), status_code=code)
 
 
-async def leader(call: Call) -> Response:
+async def leader(call: SecretsRequest) -> Response:
     """``GET sys/leader``: no high availability in the sandbox; 503 while sealed."""
     return bare(call.service.seal.leader())
 

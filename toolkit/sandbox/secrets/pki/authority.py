@@ -17,7 +17,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from .... import _certificate_policy as policy
+from ...._spec import certificate_names as policy
+from ...._x509 import path_length
 from ..errors import SecretsError
 from . import x509 as certs
 from .issuers import IssuerAdmin
@@ -101,7 +102,7 @@ class Authority(IssuerAdmin):
         signer_key: certs.PrivateKey,
     ) -> x509.Certificate:
         made.is_ca = True
-        made.max_path_length = _path_length(options.max_path_length, parent)
+        made.max_path_length = _new_ca_path_length(options.max_path_length, parent)
         made.permitted_dns_domains = options.permitted_dns_domains
         made.key_usage = sorted(set(made.key_usage) | {"CertSign", "CRLSign"})
         made.skid = options.skid
@@ -320,8 +321,7 @@ class Authority(IssuerAdmin):
             if urls.issuing_certificates or urls.crl_distribution_points or urls.ocsp_servers
             else [_AIA_WARNING]
         )
-        constraints = cert.extensions.get_extension_for_class(x509.BasicConstraints).value
-        if constraints.path_length == 0:
+        if path_length(cert) == 0:
             found.append(
                 f"Max path length of the {made} certificate is zero. This certificate cannot be "
                 "used to issue intermediate CA certificates."
@@ -340,19 +340,12 @@ def _key_usage_names(usage: x509.KeyUsage) -> list[str]:
     return names
 
 
-def _path_length(requested: int, parent: x509.Certificate | None) -> int | None:
+def _new_ca_path_length(requested: int, parent: x509.Certificate | None) -> int | None:
     """The new CA's path length: -1 is none unless the parent has one, then one less.
 
     A parent with path length zero cannot sign a CA at all.
     """
-    limit = None
-    if parent is not None:
-        try:
-            limit = parent.extensions.get_extension_for_class(
-                x509.BasicConstraints
-            ).value.path_length
-        except x509.ExtensionNotFound:
-            limit = None
+    limit = path_length(parent) if parent is not None else None
     if limit == 0:
         raise SecretsError(
             400,

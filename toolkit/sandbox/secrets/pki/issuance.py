@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from cryptography import x509
 
-from .... import _certificate_policy as policy
+from ...._spec import certificate_names as policy
 from ..errors import SecretsError
 from . import x509 as certs
 from .requests import SUBJECT_FIELDS, KeyRequest, Names, Output, Validity, VerbatimOptions

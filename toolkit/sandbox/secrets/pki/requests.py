@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
-from .... import _certificate_policy as policy
+from ...._spec import certificate_names as policy
 from ..errors import SecretsError
 
 __all__ = [

@@ -4,7 +4,7 @@ A role is written whole (``POST roles/:name`` replaces every field; one not
 given takes its default, as on the real server) and read back with every
 field. The HTTP side reads a body into typed values (seconds, booleans,
 lists); :func:`build_role` fills in the defaults and checks the rules. Its name
-policy lives in :mod:`toolkit._certificate_policy`, shared with the client's
+policy lives in :mod:`toolkit._spec.certificate_names`, shared with the client's
 check before sending.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .... import _certificate_policy as policy
+from ...._spec import certificate_names as policy
 from ..errors import SecretsError
 from .requests import OID, SIGNATURE_BITS, parse_not_after
 from .x509 import EC_CURVES, EXT_KEY_USAGES, KEY_USAGES, RSA_BITS

@@ -1,4 +1,8 @@
-"""What each optional part of the toolkit needs, and the error that says how to install it.
+"""The toolkit's optional parts: what each extra needs, the error that says how to install
+it, and what a package that serves its parts lazily lists in ``dir()``.
+
+Public, so that the forms (``widgets``) and other packages built on the toolkit
+use these without reaching into its private modules.
 
 A client-only install (``pip install operator-toolkit``) has the clients, frames and
 masking. The forms and charts need ``[notebook]``, the sandbox ``[sandbox]``; importing
@@ -9,8 +13,11 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Iterable, Mapping
+from types import ModuleType
+from typing import Any
 
-__all__ = ["MissingExtra", "require"]
+__all__ = ["MissingExtra", "module_dir", "require"]
 
 DISTRIBUTION = "operator-toolkit"
 
@@ -45,3 +52,12 @@ def require(extra: str, what: str, *modules: str) -> None:
     missing = [m for m in modules if not _installed(m)]
     if missing:
         raise MissingExtra(what, extra, missing)
+
+
+def module_dir(namespace: Mapping[str, Any], lazy: Iterable[str]) -> list[str]:
+    """What ``dir(module)`` should list: its public names (``__all__``), the names it
+    serves lazily, its submodules and dunders; not the helpers it imported
+    (``Any``, ``annotations``), which would crowd tab completion."""
+    public = set(namespace.get("__all__", ())) | set(lazy)
+    public |= {n for n, v in namespace.items() if n.startswith("__") or isinstance(v, ModuleType)}
+    return sorted(public)

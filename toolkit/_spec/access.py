@@ -1,4 +1,4 @@
-"""Team access levels and the permissions each implies (spec 000 part 2; README "Platform").
+"""Team access levels, the permissions each implies, agent statuses (spec 000 parts 2-4; README "Platform").
 
 The one table of these facts: the client's views and the sandbox both read it.
 """

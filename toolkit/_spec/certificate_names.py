@@ -25,6 +25,10 @@ from typing import Any
 
 __all__ = [
     "CN_REQUIRED",
+    "ISSUE_NAME_PARAMETERS",
+    "OTHER_SAN_TYPES",
+    "ROLE_FLAG_DEFAULTS",
+    "ROLE_NAME_FIELDS",
     "add_common_name",
     "check_names",
     "matches_any",
@@ -37,11 +41,49 @@ CN_REQUIRED = (
     'the common_name field is required, or must be provided in a CSR with "use_csr_common_name" '
     'set to true, unless "require_cn" is set to false'
 )
+# The issue parameters the role's policy applies to (spec 4.10, parameters of issue).
+ISSUE_NAME_PARAMETERS: tuple[str, ...] = (
+    "common_name",
+    "alt_names",
+    "ip_sans",
+    "uri_sans",
+    "other_sans",
+    "user_ids",
+)
+# The role's switches the policy reads, and what an absent one means (the real
+# server's defaults; the spec shows that IP SANs are allowed by default).
+ROLE_FLAG_DEFAULTS: dict[str, bool] = {
+    "allow_any_name": False,
+    "allow_bare_domains": False,
+    "allow_glob_domains": False,
+    "allow_ip_sans": True,
+    "allow_localhost": True,
+    "allow_subdomains": False,
+    "allow_wildcard_certificates": True,
+    "enforce_hostnames": True,
+    "require_cn": True,
+}
+# Every role field the policy reads: the switches and the lists of allowed names.
+ROLE_NAME_FIELDS: tuple[str, ...] = (
+    *ROLE_FLAG_DEFAULTS,
+    "allowed_domains",
+    "allowed_other_sans",
+    "allowed_serial_numbers",
+    "allowed_uri_sans",
+    "allowed_user_ids",
+    "cn_validations",
+)
+# The value types an other SAN may carry (``<oid>;<type>:<value>``), as spelled on the wire.
+OTHER_SAN_TYPES: tuple[str, ...] = ("UTF8",)
 _HOSTNAME = re.compile(
     r"^(([a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9\-]*[a-zA-Z0-9])\.)*"
     r"([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9\-]*[A-Za-z0-9])\.?$"
 )
 _OID = re.compile(r"^[0-9]+(\.[0-9]+)+$")
+
+
+def _flag(role: Mapping[str, Any], name: str) -> bool:
+    return bool(role.get(name, ROLE_FLAG_DEFAULTS[name]))
 
 
 def _glob(pattern: str, value: str) -> bool:
@@ -93,19 +135,19 @@ def _name_allowed(role: Mapping[str, Any], name: str) -> bool:
         first, _, rest = sanitized.partition(".")
         if "*" in rest or first.count("*") > 1 or not rest:
             return False
-        if not role.get("allow_wildcard_certificates", True) or is_email:
+        if not _flag(role, "allow_wildcard_certificates") or is_email:
             return False
         sanitized = rest
-    if role.get("allow_any_name"):
+    if _flag(role, "allow_any_name"):
         return True
-    if role.get("enforce_hostnames", True) and not _hostname_ok(sanitized):
+    if _flag(role, "enforce_hostnames") and not _hostname_ok(sanitized):
         return False
-    if role.get("allow_localhost", True):
+    if _flag(role, "allow_localhost"):
         if name in ("localhost", "localdomain") or (
             is_email and email_domain in ("localhost", "localdomain")
         ):
             return True
-        if role.get("allow_subdomains"):
+        if _flag(role, "allow_subdomains"):
             for local in ("localhost", "localdomain"):
                 if sanitized.endswith("." + local) or (is_wildcard and sanitized == local):
                     return True
@@ -113,16 +155,16 @@ def _name_allowed(role: Mapping[str, Any], name: str) -> bool:
         if not domain:
             continue
         lowered = domain.lower()
-        if role.get("allow_bare_domains") and (
+        if _flag(role, "allow_bare_domains") and (
             name.lower() == lowered or (is_email and email_domain.lower() == lowered)
         ):
             return True
-        if role.get("allow_subdomains") and (
+        if _flag(role, "allow_subdomains") and (
             sanitized.lower().endswith("." + lowered)
             or (is_wildcard and sanitized.lower() == lowered)
         ):
             return True
-        if role.get("allow_glob_domains") and "*" in domain and _glob(domain, name):
+        if _flag(role, "allow_glob_domains") and "*" in domain and _glob(domain, name):
             return True
     return False
 
@@ -154,7 +196,8 @@ def parse_other_san(text: str) -> tuple[str, str]:
     kind, sep, value = rest.partition(":")
     if not sep:
         raise ValueError(f"expected a colon in other SAN {text!r}")
-    if kind.lower() not in ("utf8", "utf-8"):
+    # "utf-8" is the spelling the real server also takes for UTF8.
+    if kind.upper().replace("-", "") not in OTHER_SAN_TYPES:
         raise ValueError(
             f"only utf8 other SANs are supported; found non-supported type in other SAN {text!r}"
         )
@@ -198,7 +241,7 @@ def refusal(
     name included (see :func:`add_common_name`). One refused name denies the
     whole request.
     """
-    if not common_name and role.get("require_cn", True):
+    if not common_name and _flag(role, "require_cn"):
         return CN_REQUIRED
     if common_name and not _common_name_allowed(role, common_name):
         return f"common name {common_name} not allowed by this role"
@@ -208,7 +251,7 @@ def refusal(
     bad = check_names(role, emails)
     if bad:
         return f"email address {bad} not allowed by this role"
-    if ip_sans and not role.get("allow_ip_sans", True):
+    if ip_sans and not _flag(role, "allow_ip_sans"):
         return (
             "IP Subject Alternative Names are not allowed in this role, but was provided "
             + ",".join(ip_sans)

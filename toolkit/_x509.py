@@ -1,0 +1,15 @@
+"""What both sides read off an X.509 certificate (the PKI client's views, the sandbox's engine)."""
+
+from __future__ import annotations
+
+from cryptography import x509
+
+__all__ = ["path_length"]
+
+
+def path_length(cert: x509.Certificate) -> int | None:
+    """The certificate's basic-constraints path length; None when unlimited or not stated."""
+    try:
+        return cert.extensions.get_extension_for_class(x509.BasicConstraints).value.path_length
+    except x509.ExtensionNotFound:
+        return None
