@@ -30,6 +30,7 @@ from toolkit.secrets._base import Area as SecretsArea
 
 # The views: DataFrames named for what they show, not for the resource they list.
 VIEWS = {
+    "across",
     "agents_by_status",
     "all_agents",
     "catalog",
@@ -41,10 +42,13 @@ VIEWS = {
     "keys_by_provider",
     "lease_counts",
     "leases_by_mount",
+    "leases_by_namespace",
     "library_status",
+    "mounts_by_namespace",
     "organization_access",
     "permissions_long",
     "permissions_matrix",
+    "policies_by_namespace",
     "rotation_audit",
     "session_certificates",
     "stale_agents",
@@ -212,7 +216,7 @@ def test_every_old_name_kept_has_its_test() -> None:
     clients = {"secrets": SecretsClient, "platform": PlatformClient}
     tested = set()
     for service, area, old, new, _ in RENAMED:
-        source = inspect.getsource(clients[service].__init__)
+        source = inspect.getsource(clients[service])
         assigned = re.search(rf"self\.{area} = (\w+)\(", source)
         assert assigned, (service, area)
         tested.add((assigned.group(1), old, new))

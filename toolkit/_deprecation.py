@@ -18,11 +18,10 @@ __all__ = ["RenamedMethod", "keep_old_names"]
 
 # The release that drops the old names.
 REMOVED_IN = "0.3"
-# The warning is attributed to the toolkit, not to the caller's line: Python then hides
-# it in a notebook's kernel by default (only ``__main__``'s deprecations show there),
-# so a runbook not yet moved to the new names keeps its saved outputs, while pytest
-# and ``python -W default`` show it.
-_STACKLEVEL = 1  # 1: this module; 2 would be the caller's line
+# The warning names the caller's line, so that Python shows it in a notebook (where
+# only deprecations raised from ``__main__`` show by default): the user sees which of
+# their own calls to change. The runbooks use the new names.
+_STACKLEVEL = 2  # 2: the caller's line; 1 would be this module
 
 
 class RenamedMethod:
