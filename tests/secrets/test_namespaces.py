@@ -143,8 +143,8 @@ def test_a_child_namespaces_policies_are_its_own(
 ) -> None:
     admin = client.in_namespace("ops/admin")
     admin.policies.write("acl", "only-here", 'path "x" { capabilities = ["read"] }')
-    assert "only-here" in admin.policies.list("acl")
-    assert "only-here" not in client.policies.list("acl")
+    assert "only-here" in admin.policies.list_policies("acl")
+    assert "only-here" not in client.policies.list_policies("acl")
 
 
 def test_without_an_admin_namespace_only_the_root_may_call_restricted_endpoints() -> None:
