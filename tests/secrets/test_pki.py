@@ -15,6 +15,7 @@ from cryptography.x509.oid import NameOID
 
 from toolkit import APIError, InputError
 from toolkit._masking import Sensitive
+from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.pki import (
     ISSUED_CERTIFICATES,
@@ -374,3 +375,45 @@ def test_keys_generate_export_once_and_issuers_and_keys_delete(client: SecretsCl
     warnings = pki.delete_issuer("intermediate-2026")
     assert any("default issuer" in w for w in warnings)
     assert pki.default_issuer()["default"] == ""
+
+
+# -- findings -----------------------------------------------------------------------------
+
+
+def _certificate_findings(client: SecretsClient, **options: object) -> list[tuple[str, str]]:
+    found = client.pki.findings(**options)  # type: ignore[arg-type]
+    return list(zip(found["severity"].astype(str), found["object"], strict=True))
+
+
+def test_a_role_that_issues_straight_from_the_root_is_flagged_and_one_under_an_intermediate_not(
+    client: SecretsClient,
+) -> None:
+    found = _certificate_findings(client)
+    assert ("high", "pki/roles/root-ops") in found  # issuer_ref root-2026, self-signed
+    assert not any(o in ("pki/roles/internal-service", "pki/roles/web-server") for _, o in found)
+    client.pki.write_role("root-ops", issuer_ref="intermediate-2026", allowed_domains="example.com")
+    assert ("high", "pki/roles/root-ops") not in _certificate_findings(client)
+    client.pki.write_role("dangling", issuer_ref="no-such-issuer", allowed_domains="example.com")
+    assert ("medium", "pki/roles/dangling") in _certificate_findings(client)
+
+
+def test_certificates_and_issuers_near_their_end_are_flagged_and_expired_ones_counted(
+    sandbox: Sandbox, client: SecretsClient
+) -> None:
+    short = client.pki.issue("web-server", "soon.example.com", ttl="2h")
+    object_of_short = f"pki/cert/{short.serial_number}"
+    assert ("medium", object_of_short) in _certificate_findings(client)
+    assert ("medium", object_of_short) not in _certificate_findings(
+        client, expiring_within=timedelta(hours=1)
+    )
+    # The intermediate ends five years after the demo's start, the root ten.
+    issuers = {
+        o
+        for s, o in _certificate_findings(client, expiring_within=timedelta(days=6 * 365))
+        if s == "high"
+    }
+    assert "pki/issuer/intermediate-2026" in issuers and "pki/issuer/root-2026" not in issuers
+    sandbox.clock.advance(3 * 3600)
+    after = _certificate_findings(client)
+    assert ("medium", object_of_short) not in after
+    assert ("low", "pki/certs") in after

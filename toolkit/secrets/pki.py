@@ -36,7 +36,7 @@ import html
 import ipaddress
 import os
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Self
 
@@ -52,9 +52,11 @@ from .._masking import Sensitive
 from .._records import Record
 from .._spec import certificate_names as policy
 from .._x509 import path_length
+from ..findings import Finding, findings_frame
 from ._base import EngineArea, hide, lease_of, unwrap, warnings_of
 
 __all__ = [
+    "certificate_findings",
     "CRL_ENTRIES",
     "FORMATS",
     "ISSUED_CERTIFICATES",
@@ -890,6 +892,21 @@ class PKI(EngineArea):
             )
         return build_frame(rows, MOUNT_CERTIFICATES)
 
+    def findings(self, *, expiring_within: timedelta = timedelta(days=30)) -> pd.DataFrame:
+        """What needs an operator's eye on this mount, as a findings frame
+        (:func:`certificate_findings`): roles that issue straight from a root, issuers
+        and certificates that expire within ``expiring_within`` (by the server's clock),
+        and expired certificates still stored. Reads the issuers, the roles and every
+        stored certificate (:meth:`certificates_frame`)."""
+        return certificate_findings(
+            self.issuers_frame(),
+            self.roles_frame(),
+            self.certificates_frame(),
+            mount=self.mount,
+            now=self._http.server_now(),
+            expiring_within=expiring_within,
+        )
+
     # -- revocation ------------------------------------------------------------------------
     def revoke(self, serial: str) -> Record:
         """Revoke a certificate by serial (colons or hyphens). ``POST /pki/revoke``.
@@ -1110,3 +1127,86 @@ def _stamp(value: str | datetime | None) -> str | None:
     if value.tzinfo is None:
         raise InputError("not_after must be a timezone-aware datetime")
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def certificate_findings(
+    issuers: pd.DataFrame,
+    roles: pd.DataFrame,
+    certificates: pd.DataFrame,
+    *,
+    mount: str,
+    now: datetime,
+    expiring_within: timedelta = timedelta(days=30),
+) -> pd.DataFrame:
+    """Findings from a mount's issuers (:meth:`PKI.issuers_frame`), roles
+    (:meth:`PKI.roles_frame`) and stored certificates (:meth:`PKI.certificates_frame`).
+
+    - **high**: a role whose ``issuer_ref`` (``default`` included) is a self-signed
+      root: every leaf it issues keeps the root's key in daily use; an issuer that
+      expires within ``expiring_within`` (everything under it stops verifying).
+    - **medium**: a role whose ``issuer_ref`` names no issuer; a certificate, not
+      revoked, that expires within ``expiring_within``.
+    - **low**: expired certificates still stored (one finding, with the count): a tidy
+      would remove them.
+    """
+    found: list[Finding] = []
+    by_ref: dict[str, Any] = {}
+    for issuer_id, row in issuers.iterrows():
+        by_ref[str(issuer_id)] = row
+        if isinstance(row.get("issuer_name"), str) and row["issuer_name"]:
+            by_ref[row["issuer_name"]] = row
+        if bool(row.get("is_default")):
+            by_ref["default"] = row
+    horizon = now + expiring_within
+    for issuer_id, row in issuers.iterrows():
+        name = row.get("issuer_name") or issuer_id
+        if pd.notna(row["not_after"]) and row["not_after"] <= horizon:
+            found.append(
+                Finding(
+                    "high",
+                    "certificates",
+                    f"{mount}/issuer/{name}",
+                    f"the issuer expires {row['not_after']:%Y-%m-%d}: what it signed stops verifying",
+                )
+            )
+    for role, row in roles.iterrows():
+        ref = str(row.get("issuer_ref") or "default")
+        issuer = by_ref.get(ref)
+        where = f"{mount}/roles/{role}"
+        if issuer is None:
+            found.append(
+                Finding("medium", "certificates", where, f"issuer_ref {ref!r} names no issuer")
+            )
+        elif bool(issuer["self_signed"]):
+            found.append(
+                Finding(
+                    "high",
+                    "certificates",
+                    where,
+                    f"issues straight from the root {issuer.get('issuer_name') or ref}: "
+                    "sign leaves with an intermediate and keep the root offline",
+                )
+            )
+    live = certificates[
+        ~certificates["revoked"].astype(bool) & ~certificates["expired"].astype(bool)
+    ]
+    for serial, row in live[live["not_after"] <= horizon].iterrows():
+        found.append(
+            Finding(
+                "medium",
+                "certificates",
+                f"{mount}/cert/{serial}",
+                f"{row['subject']} expires {row['not_after']:%Y-%m-%d}",
+            )
+        )
+    stale = int(certificates["expired"].astype(bool).sum())
+    if stale:
+        found.append(
+            Finding(
+                "low",
+                "certificates",
+                f"{mount}/certs",
+                f"{stale} expired certificate(s) still stored: a tidy removes them",
+            )
+        )
+    return findings_frame(found)
