@@ -134,6 +134,24 @@ def test_a_drift_runbook_shows_the_change_since_its_last_snapshot_and_keeps_a_ne
     assert len(list(folder.iterdir())) == 3
 
 
+def test_the_lease_audit_shows_lease_counts_that_moved_since_its_last_snapshot(
+    private_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    folder = tmp_path / "snapshots"
+    first = _run("05_lease_audit.ipynb", tmp_path, snapshot_dir=str(folder))
+    # The demonstration's token is one more lease under auth/token/ than the seed saw.
+    assert (
+        "Since the last snapshot: 0 mount/role group(s) new, 0 gone, 1 with another count" in first
+    )
+    assert len(list(folder.iterdir())) == 2
+    time.sleep(1.1)  # one snapshot a second
+    second = _run("05_lease_audit.ipynb", tmp_path, snapshot_dir=str(folder))
+    assert (
+        "Since the last snapshot: 0 mount/role group(s) new, 0 gone, 0 with another count" in second
+    )
+    assert len(list(folder.iterdir())) == 3
+
+
 def test_the_parameter_runbook_stores_a_sensitive_value_it_never_shows(
     private_sandbox: Sandbox, tmp_path: Path
 ) -> None:
