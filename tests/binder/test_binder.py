@@ -69,13 +69,15 @@ def test_the_build_plan_installs_the_requirements_then_runs_post_build_and_start
     assert where == sorted(where), "requirements, then postBuild, then the start entry point"
 
 
-def test_post_build_installs_the_project_with_its_notebook_extras() -> None:
+def test_post_build_installs_the_project_with_the_forms_and_the_sandbox() -> None:
+    # [all]: the runbooks need the forms and plots ([notebook]) and binder/start the
+    # sandbox ([sandbox]).
     lines = [
         line.strip()
         for line in (BINDER / "postBuild").read_text().splitlines()
         if line.strip() and not line.lstrip().startswith("#")
     ]
-    assert any(re.search(r"pip install .*-e \"?\.\[notebook\]\"?", line) for line in lines), lines
+    assert any(re.search(r"pip install .*-e \"?\.\[all\]\"?", line) for line in lines), lines
 
 
 def _python_of_runtime() -> str:

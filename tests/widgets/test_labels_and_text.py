@@ -39,7 +39,7 @@ SECRETS_FORMS: dict[str, Callable[[SecretsClient], Form]] = {
 
 
 def _sets(client: PlatformClient) -> list[str]:
-    return list(client.organizations.policy_sets("acme").index)
+    return list(client.organizations.policy_sets_frame("acme").index)
 
 
 def _labelled(form: Form) -> list[Any]:
