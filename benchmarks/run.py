@@ -608,7 +608,7 @@ def rate_limit(args: argparse.Namespace, goals: list[Goal]) -> None:
         http = HTTPLayer(
             sb["address"], "/api/v2", headers={"Authorization": f"Bearer {sb['token']}"}
         )
-        http._client.event_hooks["response"] = [lambda r: statuses.append(r.status_code)]
+        http.response_hooks.append(lambda r: statuses.append(r.status_code))
         path = f"/agent-pools/{sb['pool_id']}"
         time.sleep(1.1)  # a fresh window
         started = time.perf_counter()
