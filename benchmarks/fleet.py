@@ -31,24 +31,12 @@ TOKEN = "bench-fleet-token"
 
 @contextmanager
 def _sandbox() -> Iterator[str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "toolkit", "sandbox", "--port", "0", "--token", TOKEN],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert process.stdout is not None
-    address = ""
-    for line in process.stdout:
-        if line.startswith("Sandbox serving on"):
-            address = line.split()[-1]
-        if line.startswith("Press Ctrl-C"):
-            break
+    """A sandbox in a process of its own, as the fleet tests start one."""
+    from tests.sandbox._process import address_of, start
+
+    process, lines = start("--token", TOKEN)
     try:
-        if not address:
-            raise RuntimeError("a fleet sandbox did not start")
-        yield address
+        yield address_of(lines)
     finally:
         process.terminate()
         try:

@@ -42,9 +42,11 @@ def read_request(conn: socket.socket, buffer: bytes) -> tuple[bytes, bytes] | No
     return head, buffer[length:]
 
 
-def certificate_files(directory: Path) -> tuple[Path, Path, Path]:
+def certificate_files(directory: Path, *, client: str | None = None) -> tuple[Path, Path, Path]:
     """A CA and a server certificate for 127.0.0.1 signed by it, in PEM files:
-    (CA certificate, server certificate, server key)."""
+    (CA certificate, server certificate, server key). With ``client`` (a common name),
+    the leaf is a client certificate of that name instead, in ``client-ca.pem``,
+    ``client.pem`` and ``client-key.pem``."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -80,25 +82,38 @@ def certificate_files(directory: Path) -> tuple[Path, Path, Path]:
         .sign(ca_key, hashes.SHA256())
     )
     key = ec.generate_private_key(ec.SECP256R1())
-    server = (
+    leaf = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, client or "127.0.0.1")]))
         .issuer_name(ca_name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - timedelta(minutes=5))
         .not_valid_after(now + timedelta(days=1))
         .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
         )
-        .sign(ca_key, hashes.SHA256())
     )
-    paths = directory / "ca.pem", directory / "server.pem", directory / "server-key.pem"
+    if client:
+        leaf = leaf.add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
+        )
+    else:
+        leaf = leaf.add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        ).add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+    server = leaf.sign(ca_key, hashes.SHA256())
+    names = (
+        ("client-ca.pem", "client.pem", "client-key.pem")
+        if client
+        else (
+            "ca.pem",
+            "server.pem",
+            "server-key.pem",
+        )
+    )
+    paths = directory / names[0], directory / names[1], directory / names[2]
     paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     paths[1].write_bytes(server.public_bytes(serialization.Encoding.PEM))
     paths[2].write_bytes(
@@ -108,6 +123,7 @@ def certificate_files(directory: Path) -> tuple[Path, Path, Path]:
             serialization.NoEncryption(),
         )
     )
+    paths[2].chmod(0o600)
     return paths
 
 
