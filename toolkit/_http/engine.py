@@ -13,7 +13,8 @@ only the layer's policy decides what goes twice. No pipelining: aiohttp sends
 one request at a time on a connection.
 
 Every exchange runs under one deadline covering connect, write, the head
-(1xx answers included) and the whole body. What went wrong comes back as a
+(1xx answers included) and the whole body: aiohttp's ``total`` timeout, one
+timer handle (an ``asyncio.timeout`` around the call cost twice as much). What went wrong comes back as a
 :class:`~toolkit._http.policy.Failure` naming its kind; the library's
 exception is not kept (its frames hold the request).
 """
@@ -87,6 +88,7 @@ class Engine:
         self._lock = threading.Lock()
         self._closed = False
         self._proxies: dict[tuple[str, str, int | None], tuple[Any, Any]] = {}
+        self._timeouts: dict[float, Any] = {}
 
     # -- the loop --------------------------------------------------------------------------
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -146,7 +148,7 @@ class Engine:
         )
         session = aiohttp.ClientSession(
             connector=connector,
-            # The layer's own deadline governs each exchange (asyncio.timeout).
+            # Each exchange passes its own deadline (_total_timeout).
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=None, sock_read=None),
             # Proxies come from the environment as aiohttp reads them
             # (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), looked up once per server in
@@ -190,27 +192,43 @@ class Engine:
         session = self._session
         if session is None:
             session = self._session = self._open_session()
+        timeout = self._timeouts.get(deadline)
+        if timeout is None:
+            timeout = self._timeouts[deadline] = _total_timeout(deadline)
         try:
-            async with asyncio.timeout(deadline):
-                proxy, proxy_auth = self._proxy(url)
-                answer = await session.request(
-                    method,
-                    url,
-                    data=body,
-                    headers=headers,
-                    allow_redirects=False,
-                    proxy=proxy,
-                    proxy_auth=proxy_auth,
-                )
-                try:
-                    content = await answer.read()
-                finally:
-                    answer.release()
-        except builtins.TimeoutError:
+            proxy, proxy_auth = self._proxy(url)
+            answer = await session.request(
+                method,
+                url,
+                data=body,
+                headers=headers,
+                allow_redirects=False,
+                proxy=proxy,
+                proxy_auth=proxy_auth,
+                timeout=timeout,
+            )
+            try:
+                content = await answer.read()
+            finally:
+                answer.release()
+        except builtins.TimeoutError:  # aiohttp's timeouts are TimeoutErrors too
             return Failure("timeout", f"no answer within {deadline:g} s")
         except Exception as exc:  # noqa: BLE001 - every library failure becomes a Failure
             return _failure(exc)
-        return Response(answer.status, answer.headers, content, method, str(url))
+        return Response(answer.status, answer.headers, content, method, url)
+
+
+def _total_timeout(deadline: float) -> Any:
+    """aiohttp's timeout for one whole exchange: ``total`` runs from the
+    connection to the last byte of the body (1xx answers included), on one
+    timer handle; the per-read timeouts stay off."""
+    import aiohttp
+
+    # ceil_threshold: aiohttp rounds longer deadlines up to a whole second
+    # (to group timer wake-ups); the deadline stays exact at any length.
+    return aiohttp.ClientTimeout(
+        total=deadline, sock_connect=None, sock_read=None, ceil_threshold=float("inf")
+    )
 
 
 def _serve(loop: asyncio.AbstractEventLoop) -> None:

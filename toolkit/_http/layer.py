@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -216,7 +217,7 @@ class HTTPLayer:
         return when + timedelta(seconds=time.monotonic() - at)
 
     def _note_date(self, response: Response) -> None:
-        date = response.headers.get("Date")
+        date = response.raw_headers.get("Date")
         # The header has a one-second grain: the first answer carrying a given
         # value places the server's clock best, and parsing it again costs time.
         if not date or date == self._last_date:
@@ -333,6 +334,9 @@ class HTTPLayer:
             self._note_date(result)
             for hook in self.response_hooks:
                 hook(result)
+            status = result.status_code
+            if status < 300 and result.note == "":
+                return None  # the answer stands: the common case, decided here
             response, failure = result, None
         else:
             response, failure = None, result
@@ -351,14 +355,12 @@ class HTTPLayer:
 
     # -- one exchange, on the loop ----------------------------------------------------
     def _url(self, path: str, params: Mapping[str, Any] | None) -> Any:
-        from yarl import URL  # aiohttp's, loaded with it on first use
-
         full = self.address + self.api_prefix + path
         if params:
-            return URL(full + "?" + _query(params))
+            return _yarl_url()(full + "?" + _query(params))
         url = self._urls.get(full)
         if url is None:
-            url = URL(full)
+            url = _yarl_url()(full)
             if len(self._urls) < _URL_CACHE_SIZE:
                 self._urls[full] = url
         return url
@@ -437,8 +439,9 @@ class HTTPLayer:
         (``Request.ok_statuses`` come back as responses). At most
         ``max_concurrency`` requests are in flight (fewer when ``workers`` is
         smaller), each on its own connection: the window halves on 429 and 503
-        and grows back. A response is yielded as soon as it and all before it
-        are in. The first failure stops the fan-out (nothing new is sent) and is
+        and grows back. Responses are handed to the reader in batches of up to
+        as many as are in flight (one wake-up of the reading thread a batch),
+        each as soon as it and all before it are in. The first failure stops the fan-out (nothing new is sent) and is
         raised where its response would have been yielded. The whole fan-out
         has ``fan_out_timeout`` seconds.
         """
@@ -446,24 +449,26 @@ class HTTPLayer:
         if not todo:
             return
         n = min(workers or self.max_concurrency, self.max_concurrency, len(todo))
-        out = OrderedResponses(len(todo))
+        out = OrderedResponses(len(todo), batch=n)
 
-        async def attempt(k: int) -> Response | Failure:
-            return await self._attempt(todo[k])
+        def attempt(k: int) -> Coroutine[Any, Any, Response | Failure]:
+            return self._attempt(todo[k])
 
-        def verdict(k: int, tries: int, response: Any, failure: Any) -> float | None:
-            return self._verdict(todo[k], tries, response if response is not None else failure)
+        def verdict(k: int, tries: int, result: Response | Failure) -> float | None:
+            return self._verdict(todo[k], tries, result)
 
         fan = RequestFanOut(len(todo), n, attempt, verdict, out, ahead=max(64, 8 * n))
         loop = self._engine.loop()
         future = self._engine.submit(fan.run(self.fan_out_timeout))
         try:
-            for k in range(len(todo)):
-                response = out.take(k)
+            k = 0
+            while k < len(todo):
+                batch = out.take(k)
                 if fan.blocked:
                     fan.blocked = False
                     loop.call_soon_threadsafe(fan.kick)
-                yield response
+                k += len(batch)
+                yield from batch
         finally:
             if not future.done():
                 # The reader left early: stop the fan-out and wait until it has
@@ -507,6 +512,14 @@ class HTTPLayer:
                     initargs=(weakref.ref(self),),
                 )
             return self._pool
+
+
+@functools.cache
+def _yarl_url() -> Any:
+    """yarl's URL class: aiohttp's, loaded with it on first use (not at import)."""
+    from yarl import URL
+
+    return URL
 
 
 def _mark_worker(layer: weakref.ref[HTTPLayer]) -> None:

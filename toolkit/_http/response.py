@@ -67,7 +67,7 @@ class Response:
     """One answer: ``status_code``, ``headers``, ``content`` (the whole body, read),
     ``text``, ``json()``, and the ``method`` and ``url`` of the request."""
 
-    __slots__ = ("_headers", "content", "method", "note", "status_code", "url")
+    __slots__ = ("_headers", "_url", "content", "method", "note", "status_code")
 
     def __init__(
         self,
@@ -75,14 +75,24 @@ class Response:
         headers: Mapping[str, str],
         content: bytes,
         method: str,
-        url: str,
+        url: Any,
     ) -> None:
         self.status_code = status_code
         self._headers = headers
         self.content = content
         self.method = method
-        self.url = url
+        self._url = url  # text, or the library's URL object (made text when read)
         self.note = ""  # the layer's word on an answer it would not act on (a redirect)
+
+    @property
+    def url(self) -> str:
+        return str(self._url)
+
+    @property
+    def raw_headers(self) -> Mapping[str, str]:
+        """The headers as the library handed them over (case-insensitive ``get``):
+        for the layer's own reads, without a wrapper."""
+        return self._headers
 
     @property
     def headers(self) -> Headers:
