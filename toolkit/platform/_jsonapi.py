@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -22,6 +22,7 @@ __all__ = [
     "MAX_PAGE_SIZE",
     "FrameBuilder",
     "Listing",
+    "PageSink",
     "flatten",
     "get_document",
     "iter_resources",
@@ -75,6 +76,13 @@ def _related(resource: Mapping[str, Any], name: str, many: bool) -> Any:
             else None
         )
     return data.get("id") if isinstance(data, Mapping) else None
+
+
+class PageSink(Protocol):
+    """Where :func:`read_lists` puts each page's resources as it arrives: a
+    :class:`FrameBuilder`, or anything else that takes them a page at a time."""
+
+    def add(self, resources: Sequence[Mapping[str, Any]]) -> None: ...
 
 
 # How many resources are read to learn the attribute and relationship names.
@@ -186,7 +194,7 @@ class Listing:
     included: list[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     # When set, each page's resources go into it instead of ``data``.
-    builder: FrameBuilder | None = None
+    builder: PageSink | None = None
 
     def add(self, document: Any) -> None:
         document = document or {}
@@ -205,7 +213,7 @@ def read_lists(
     page_size: int = MAX_PAGE_SIZE,
     show_progress: bool = False,
     desc: str = "reading pages",
-    builders: Sequence[FrameBuilder] | None = None,
+    builders: Sequence[PageSink] | None = None,
 ) -> list[Listing]:
     """Every page of each ``(path, params)`` list, in two concurrent waves.
 

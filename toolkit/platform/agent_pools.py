@@ -20,7 +20,14 @@ from .._records import Record
 from .._spec.access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 from .._time import format_iso_ms, parse_time
 from ._base import Area
-from ._jsonapi import FrameBuilder, flatten, iter_resources, read_lists, resources_frame
+from ._jsonapi import (
+    FrameBuilder,
+    PageSink,
+    flatten,
+    iter_resources,
+    read_lists,
+    resources_frame,
+)
 from .organizations import Organizations
 
 __all__ = [
@@ -276,13 +283,7 @@ class AgentPools(Area):
         pool_ids = list((self.pools_frame(organization) if pools is None else pools).index)
         with collector_paused():
             builders = [FrameBuilder(AGENTS, {"pool_id": pid}) for pid in pool_ids]
-            read_lists(
-                self._http,
-                [(f"/agent-pools/{segment(pid)}/agents", None) for pid in pool_ids],
-                show_progress=show_progress,
-                desc="reading agents",
-                builders=builders,
-            )
+            self._read_agents(pool_ids, builders, show_progress)
             frames = [builder.frame() for builder in builders]
         if not frames:
             return build_frame([], AGENTS)
@@ -291,9 +292,29 @@ class AgentPools(Area):
     def agents_by_status(self, organization: str, *, show_progress: bool = False) -> pd.DataFrame:
         """Per pool, how many agents are in each status (one column per status, and ``total``)."""
         pools = self.pools_frame(organization)
+        return count_by_status(pools, self._tally(list(pools.index), show_progress))
+
+    def _tally(self, pool_ids: Sequence[str], show_progress: bool) -> Counter[tuple[str, Any]]:
+        """The agents of ``pool_ids`` counted by status as their pages arrive (no frame)."""
+        tallies = [StatusTally(pid) for pid in pool_ids]
         with collector_paused():
-            agents = self.all_agents(organization, show_progress=show_progress, pools=pools)
-            return count_by_status(pools, agents)
+            self._read_agents(pool_ids, tallies, show_progress)
+        total: Counter[tuple[str, Any]] = Counter()
+        for tally in tallies:
+            total.update(tally.pairs)
+        return total
+
+    def _read_agents(
+        self, pool_ids: Sequence[str], sinks: Sequence[PageSink], show_progress: bool
+    ) -> None:
+        """Every page of each pool's agent list into that pool's sink, as pages arrive."""
+        read_lists(
+            self._http,
+            [(f"/agent-pools/{segment(pid)}/agents", None) for pid in pool_ids],
+            show_progress=show_progress,
+            desc="reading agents",
+            builders=sinks,
+        )
 
     def agents_by_status_all_organizations_frame(
         self,
@@ -329,17 +350,7 @@ class AgentPools(Area):
             owner = {pid: org for org, f in zip(names, pool_frames, strict=True) for pid in f.index}
             pools = pd.concat(pool_frames) if pool_frames else build_frame([], POOLS)
             pool_ids = list(pools.index)
-            builders = [FrameBuilder(AGENTS, {"pool_id": pid}) for pid in pool_ids]
-            read_lists(
-                self._http,
-                [(f"/agent-pools/{segment(pid)}/agents", None) for pid in pool_ids],
-                show_progress=show_progress,
-                desc="reading agents",
-                builders=builders,
-            )
-            frames = [b.frame() for b in builders]
-            agents = pd.concat(frames) if frames else build_frame([], AGENTS)
-            counts = count_by_status(pools, agents)
+        counts = count_by_status(pools, self._tally(pool_ids, show_progress))
         rows: builtins.list[dict[str, Any]] = [
             {str(k): v for k, v in r.items()} for r in counts.reset_index().to_dict("records")
         ]
@@ -488,20 +499,39 @@ def agents_frame(resources: Iterable[Mapping[str, Any]], pool_id: str) -> pd.Dat
     return resources_frame(list(resources), AGENTS, {"pool_id": pool_id})
 
 
-def count_by_status(pools: pd.DataFrame, agents: pd.DataFrame) -> pd.DataFrame:
-    """Agents per status for each pool (pools without agents count zero)."""
+class StatusTally:
+    """A pool's agents counted by status, a page of resources at a time: what
+    :meth:`AgentPools.agents_by_status` needs, without a frame of every agent."""
+
+    def __init__(self, pool_id: str) -> None:
+        self.pool_id = pool_id
+        self.pairs: Counter[tuple[str, Any]] = Counter()
+
+    def add(self, resources: Sequence[Mapping[str, Any]]) -> None:
+        pid = self.pool_id
+        self.pairs.update((pid, (r.get("attributes") or {}).get("status")) for r in resources)
+
+
+def count_by_status(
+    pools: pd.DataFrame, agents: pd.DataFrame | Counter[tuple[str, Any]]
+) -> pd.DataFrame:
+    """Agents per status for each pool (pools without agents count zero), from a
+    frame of agents (``pool_id``, ``status``) or counted (pool id, status) pairs."""
     counts: dict[str, dict[str, int]] = {
         pid: dict.fromkeys(AGENT_STATUSES, 0) for pid in pools.index
     }
-    # Counted over plain object arrays: stepping through the columns' extension
-    # arrays one element at a time cost more than fetching the agents.
-    pairs = Counter(
-        zip(
-            agents["pool_id"].to_numpy(dtype=object),
-            agents["status"].to_numpy(dtype=object),
-            strict=True,
+    if isinstance(agents, Counter):
+        pairs = agents
+    else:
+        # Counted over plain object arrays: stepping through the columns' extension
+        # arrays one element at a time cost more than fetching the agents.
+        pairs = Counter(
+            zip(
+                agents["pool_id"].to_numpy(dtype=object),
+                agents["status"].to_numpy(dtype=object),
+                strict=True,
+            )
         )
-    )
     for (pid, status), n in pairs.items():
         bucket = counts.setdefault(pid, dict.fromkeys(AGENT_STATUSES, 0))
         if status in bucket:
