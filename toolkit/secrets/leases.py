@@ -20,7 +20,7 @@ import pandas as pd
 
 from .._deprecation import keep_old_names
 from .._errors import APIError, InputError, ToolkitError
-from .._frames import Col, Schema, build_frame
+from .._frames import Col, Schema, build_frame, frame_from_columns
 from .._gc import collector_paused
 from .._http import HTTPLayer, Request, decode_json, segment
 from .._progress import progress
@@ -345,15 +345,17 @@ class Leases(Area):
                 total=len(todo),
                 enabled=show_progress,
             )
-            rows = []
+            kept: list[str] = []
+            datas: list[dict[str, Any]] = []
             for lease_id, response in zip(todo, answers, strict=True):
                 if response.status_code in _GONE:  # expired or revoked since the listing
                     continue
-                mount, role = split_lease_id(lease_id, mount_paths)
-                # Times stay text here: the frame parses each column at once.
-                fields = _lease_fields(unwrap(decode_json(response, "POST")), lease_id, times=_text)
-                rows.append({**fields, "mount": mount, "role": role})
-            frame = build_frame(rows, LEASES)
+                kept.append(lease_id)
+                datas.append(unwrap(decode_json(response, "POST")))
+            # Times stay text here: the frame parses each column at once.
+            columns = _lease_columns(datas, kept, _text)
+            columns["mount"], columns["role"] = _mounts_and_roles(kept, mount_paths)
+            frame = frame_from_columns(columns, LEASES)
         return frame.sort_values(["mount", "expire_time"], kind="stable")
 
     def _known_mounts(self) -> Names:
@@ -502,16 +504,40 @@ def lease_summary(frame: pd.DataFrame) -> pd.DataFrame:
 def _lease_fields(
     data: Mapping[str, Any], lease_id: str, times: Callable[[Any], Any] | None = None
 ) -> dict[str, Any]:
-    time = times or _time
-    last = data.get("last_renewal_time", data.get("last_renewal"))
+    """One lease's fields from its lookup's ``data`` (times parsed unless ``times`` says)."""
+    return {k: v[0] for k, v in _lease_columns([data], [lease_id], times or _time).items()}
+
+
+def _lease_columns(
+    datas: Sequence[Mapping[str, Any]], ids: Sequence[str], time: Callable[[Any], Any]
+) -> dict[str, list[Any]]:
+    """The lease fields of many lookups' ``data``, a list a field (``ids`` as listed)."""
     return {
-        "lease_id": data.get("id") or lease_id,
-        "issue_time": time(data.get("issue_time")),
-        "expire_time": time(data.get("expire_time")),
-        "last_renewal_time": time(last),
-        "renewable": data.get("renewable"),
-        "ttl": data.get("ttl"),
+        "lease_id": [d.get("id") or i for d, i in zip(datas, ids, strict=True)],
+        "issue_time": [time(d.get("issue_time")) for d in datas],
+        "expire_time": [time(d.get("expire_time")) for d in datas],
+        "last_renewal_time": [
+            time(d.get("last_renewal_time", d.get("last_renewal"))) for d in datas
+        ],
+        "renewable": [d.get("renewable") for d in datas],
+        "ttl": [d.get("ttl") for d in datas],
     }
+
+
+def _mounts_and_roles(ids: Sequence[str], mounts: Sequence[str]) -> tuple[list[str], list[str]]:
+    """:func:`split_lease_id` of each id, split once a folder (they share mount and role)."""
+    by_folder: dict[str, tuple[str, str]] = {}
+    cacheable = all(not m or m.endswith("/") for m in mounts)
+    found: list[tuple[str, str]] = []
+    for lease_id in ids:
+        folder = lease_id[: lease_id.rfind("/") + 1]
+        where = by_folder.get(folder) if cacheable and folder else None
+        if where is None:
+            where = split_lease_id(lease_id, mounts)
+            if cacheable and folder:
+                by_folder[folder] = where
+        found.append(where)
+    return [m for m, _ in found], [r for _, r in found]
 
 
 def _text(value: Any) -> Any:
