@@ -19,8 +19,7 @@ import heapq
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._errors import TimeoutError, ToolkitError
 from .policy import SLOW_DOWN, Failure
@@ -29,10 +28,10 @@ from .response import Response
 __all__ = ["OrderedResponses", "Request", "RequestFanOut", "ThreadedMap"]
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(NamedTuple):
     """One request of a fan-out (:meth:`HTTPLayer.many`), each field with
-    :meth:`HTTPLayer.request`'s meaning."""
+    :meth:`HTTPLayer.request`'s meaning. A named tuple: immutable, and built in
+    a third of a frozen dataclass's time (a fan-out builds thousands)."""
 
     method: str
     path: str

@@ -439,17 +439,21 @@ class HTTPLayer:
         (``Request.ok_statuses`` come back as responses). At most
         ``max_concurrency`` requests are in flight (fewer when ``workers`` is
         smaller), each on its own connection: the window halves on 429 and 503
-        and grows back. Responses are handed to the reader in batches of up to
-        as many as are in flight (one wake-up of the reading thread a batch),
-        each as soon as it and all before it are in. The first failure stops the fan-out (nothing new is sent) and is
-        raised where its response would have been yielded. The whole fan-out
+        and grows back. Sending runs at most ``max(64, 8 * n)`` answers ahead
+        of the reader, and answers are handed to the reader in order, in batches
+        of half that (one wake-up of the reading thread a batch; fewer at the
+        end). The first failure stops the fan-out (nothing new is sent) and is
+        raised where its response would have been yielded, after the ones before it. The whole fan-out
         has ``fan_out_timeout`` seconds.
         """
         todo = list(requests)
         if not todo:
             return
         n = min(workers or self.max_concurrency, self.max_concurrency, len(todo))
-        out = OrderedResponses(len(todo), batch=n)
+        # Sending runs at most ``ahead`` answers ahead of the reader; the reader is
+        # woken for half of that at once (fewer at the end).
+        ahead = max(64, 8 * n)
+        out = OrderedResponses(len(todo), batch=ahead // 2)
 
         def attempt(k: int) -> Coroutine[Any, Any, Response | Failure]:
             return self._attempt(todo[k])
@@ -457,7 +461,7 @@ class HTTPLayer:
         def verdict(k: int, tries: int, result: Response | Failure) -> float | None:
             return self._verdict(todo[k], tries, result)
 
-        fan = RequestFanOut(len(todo), n, attempt, verdict, out, ahead=max(64, 8 * n))
+        fan = RequestFanOut(len(todo), n, attempt, verdict, out, ahead=ahead)
         loop = self._engine.loop()
         future = self._engine.submit(fan.run(self.fan_out_timeout))
         try:

@@ -40,6 +40,18 @@ def is_envelope(payload: Any) -> bool:
     return isinstance(payload, Mapping) and "data" in payload and "request_id" in payload
 
 
+# What a lookup answers for a record gone since it was listed (expired, revoked).
+GONE = frozenset({400, 404})
+
+
+def lookup_requests(path: str, field: str, values: Sequence[str]) -> list[Request]:
+    """One read-only ``POST path`` a value, ``{field: value}`` as its body: lookups
+    the server takes only as POST, repeatable, a gone record answered (:data:`GONE`)."""
+    return [
+        Request("POST", path, json={field: v}, idempotent=True, ok_statuses=GONE) for v in values
+    ]
+
+
 def unwrap(payload: Any) -> dict[str, Any]:
     """The answer's fields: ``data`` of an envelope, else the payload itself ({} for none)."""
     if payload is None:

@@ -27,7 +27,7 @@ from .._progress import progress
 from .._records import Record
 from .._time import parse_time
 from ..findings import Finding, combine, findings_frame
-from ._base import Area, list_keys_of, unwrap, warnings_of
+from ._base import GONE, Area, list_keys_of, lookup_requests, unwrap, warnings_of
 
 __all__ = [
     "LEASES",
@@ -328,17 +328,12 @@ class Leases(Area):
         todo = list(dict.fromkeys(ids))
         mount_paths = list(mounts) if mounts is not None else self._known_mounts()
 
-        calls = [
-            Request(
-                "POST",
-                "/sys/leases/lookup",
-                json={"lease_id": i},
-                idempotent=True,
-                ok_statuses=_GONE,
-            )
-            for i in todo
-        ]
+        # The collector stays off until every temporary of the lookups is gone: the
+        # requests, the answers' documents and the columns are all freed by
+        # reference counting, and resuming while they were still alive made the
+        # next allocation walk all of them.
         with collector_paused():
+            calls = lookup_requests("/sys/leases/lookup", "lease_id", todo)
             answers = progress(
                 self._http.many(calls),
                 desc="looking up leases",
@@ -352,11 +347,14 @@ class Leases(Area):
                     continue
                 kept.append(lease_id)
                 datas.append(unwrap(decode_json(response, "POST")))
+            del calls, answers
             # Times stay text here: the frame parses each column at once.
             columns = _lease_columns(datas, kept, _text)
+            del datas
             columns["mount"], columns["role"] = _mounts_and_roles(kept, mount_paths)
             frame = frame_from_columns(columns, LEASES)
-        return frame.sort_values(["mount", "expire_time"], kind="stable")
+            del columns, kept
+            return frame.sort_values(["mount", "expire_time"], kind="stable")
 
     def _known_mounts(self) -> Names:
         try:
@@ -549,7 +547,7 @@ def _time(value: Any) -> datetime | None:
 
 
 # Lookups answering these leave the lease out: it expired or was revoked since the listing.
-_GONE = frozenset({400, 404})
+_GONE = GONE
 
 
 def _folder(prefix: str) -> str:

@@ -23,7 +23,7 @@ from .._http import Request, decode_json, segment
 from .._records import Record
 from .._time import parse_duration
 from ..findings import Finding, findings_frame
-from ._base import Area, hide, unwrap
+from ._base import GONE, Area, hide, lookup_requests, unwrap
 
 __all__ = ["TOKEN_INVENTORY", "TOKEN_ROLES", "Tokens", "token_findings"]
 
@@ -52,7 +52,7 @@ TOKEN_ROLES = Schema.of(
 )
 # Lookups by accessor answering these leave the token out: it expired or was
 # revoked between the listing and the lookup (the real server says 400 "invalid accessor").
-_GONE = frozenset({400, 404})
+_GONE = GONE
 
 
 class Tokens(Area):
@@ -143,16 +143,7 @@ class Tokens(Area):
         :class:`~toolkit.PermissionDenied` when the caller may not list accessors.
         """
         todo = self.list_accessors()
-        calls = [
-            Request(
-                "POST",
-                "/auth/token/lookup-accessor",
-                json={"accessor": a},
-                idempotent=True,
-                ok_statuses=_GONE,
-            )
-            for a in todo
-        ]
+        calls = lookup_requests("/auth/token/lookup-accessor", "accessor", todo)
         rows = []
         for accessor, response in zip(todo, self._http.many(calls), strict=True):
             if response.status_code in _GONE:
