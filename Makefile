@@ -14,10 +14,10 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 # Debian packages the slow suites need: real servers for the engines, a browser.
 SYSTEM_PACKAGES := postgresql rabbitmq-server chromium nginx-light tinyproxy
-SLOW_SUITES := tests/real tests/browser tests/binder tests/launch
+SLOW_SUITES := tests/real tests/browser tests/binder tests/launch tests/fleet
 
 .PHONY: setup system-deps lab sandbox check test test-fast test-notebooks test-real \
-	test-browser test-binder test-launch bench bench-report lint typecheck clean ceremony
+	test-browser test-binder test-launch test-fleet bench bench-report lint typecheck clean ceremony
 
 setup: $(STAMP)
 
@@ -65,7 +65,7 @@ check: setup lint typecheck test-fast test-notebooks
 
 # The whole suite, as CI runs it. The benchmark reports its goals here without
 # failing the run (timings on a shared machine vary); `make bench` fails on a miss.
-test: check test-real test-browser test-binder test-launch bench-report
+test: check test-real test-browser test-binder test-launch test-fleet bench-report
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
@@ -94,6 +94,11 @@ test-binder: setup
 # Jupyter server beside a sandbox, answer, and stop on Ctrl-C.
 test-launch: setup
 	$(BIN)/python -m pytest -q -p no:randomly tests/launch
+
+# `python -m toolkit fleet` over several sandboxes, each target's runbook run by
+# papermill (the Dask cluster is in test-real).
+test-fleet: setup
+	$(BIN)/python -m pytest -q -p no:randomly tests/fleet
 
 # Side by side with hvac, pytfe and raw clients on real servers; fails when a goal ratio is missed.
 bench: setup system-deps
