@@ -239,3 +239,15 @@ def test_renewal_that_is_refused_says_so(sandbox, client):
             while renewal.state == "renewing" and time.monotonic() < deadline:
                 time.sleep(0.1)
         assert renewal.state == "failed"
+
+
+def test_a_namespace_view_made_before_a_login_sends_the_new_token(sandbox):
+    password = DEMO_USERPASS_USERS["olivia"][0]
+    with _login_client(sandbox) as client:
+        view = client.in_namespace("root")  # made while the client holds no token
+        login = client.auth.userpass("olivia", password)
+        assert view.tokens.lookup_self().accessor == login.accessor
+        # A token set on the view stays the view's: the client keeps its own.
+        view.http.set_token(sandbox.token)
+        assert view.tokens.lookup_self().accessor != login.accessor
+        assert client.tokens.lookup_self().accessor == login.accessor

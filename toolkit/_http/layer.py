@@ -110,6 +110,10 @@ class HTTPLayer:
         self.redirects = redirects
         self._plain: dict[str, str] = {}
         self._secret: dict[str, Sensitive] = {}
+        # A view (:meth:`with_headers`): the layer it views, and its own headers on
+        # top of that layer's, read when a request is sent.
+        self._base: HTTPLayer | None = None
+        self._overrides: dict[str, str | Sensitive | None] = {}
         for name, value in (headers or {}).items():
             self.set_header(name, value)
         self._server_time: tuple[datetime, float] | None = None
@@ -143,26 +147,39 @@ class HTTPLayer:
     @property
     def headers(self) -> Headers:
         """The default headers, credentials masked in their repr."""
-        return Headers({**self._plain, **{k: str(v) for k, v in self._secret.items()}})
+        plain, secret = self._header_maps()
+        return Headers({**plain, **{k: str(v) for k, v in secret.items()}})
 
     def masked_headers(self) -> dict[str, str]:
-        return masked({**self._plain, **self._secret})
+        plain, secret = self._header_maps()
+        return masked({**plain, **secret})
 
     def with_headers(self, headers: Mapping[str, str | Sensitive | None]) -> HTTPLayer:
         """A view of this layer that sends ``headers`` too (None removes one).
 
         The view shares the connections, the thread pool, the retry policy and
-        the response hooks; its default headers are this layer's as they stand
-        now, with ``headers`` applied. Closing a view closes nothing (the owner
-        does). For a namespace: ``layer.with_headers({"X-Vault-Namespace": "a/"})``.
+        the response hooks. Its default headers are this layer's as they are
+        when a request is sent (a token set on this layer later reaches the
+        view), with ``headers`` applied; :meth:`set_header` on the view changes
+        the view alone. Closing a view closes nothing (the owner does). For a
+        namespace: ``layer.with_headers({"X-Vault-Namespace": "a/"})``.
         """
         view = copy.copy(self)
         view._owner = self._owner or self
-        view._plain = dict(self._plain)
-        view._secret = dict(self._secret)
-        for name, value in headers.items():
-            view.set_header(name, value)
+        view._base = self
+        view._plain, view._secret = {}, {}
+        view._overrides = dict(headers)
         return view
+
+    def _header_maps(self) -> tuple[dict[str, str], dict[str, Sensitive]]:
+        """(plain headers, credential headers) as a request would send them now."""
+        if self._base is None:
+            return self._plain, self._secret
+        plain, secret = self._base._header_maps()
+        plain, secret = dict(plain), dict(secret)
+        for name, value in self._overrides.items():
+            _put_header(plain, secret, name, value)
+        return plain, secret
 
     # -- lifecycle -----------------------------------------------------------
     def close(self) -> None:
@@ -189,17 +206,12 @@ class HTTPLayer:
 
     def set_header(self, name: str, value: str | Sensitive | None) -> None:
         """Set or remove a default header (namespaces, token changes). A credential
-        header (or any Sensitive value) is kept hidden until a request is sent."""
-        self._plain.pop(name, None)
-        self._secret.pop(name, None)
-        if value is None:
-            return
-        if isinstance(value, Sensitive):
-            self._secret[name] = value
-        elif name.lower() in {"x-vault-token", "x-service-token", "authorization"}:
-            self._secret[name] = Sensitive(value, "credential")
+        header (or any Sensitive value) is kept hidden until a request is sent.
+        On a view it changes the view's headers alone."""
+        if self._base is not None:
+            self._overrides[name] = value
         else:
-            self._plain[name] = value
+            _put_header(self._plain, self._secret, name, value)
 
     # -- the server's clock ----------------------------------------------------
     def server_now(self) -> datetime:
@@ -367,8 +379,9 @@ class HTTPLayer:
 
     def _send_headers(self, extra: Mapping[str, str] | None, body: bool) -> dict[str, str]:
         # Credentials are revealed here, in the coroutine that sends them.
-        headers = dict(self._plain)
-        for name, value in self._secret.items():
+        plain, secret = self._header_maps()
+        headers = dict(plain)
+        for name, value in secret.items():
             headers[name] = value.reveal()
         if body:
             headers["Content-Type"] = _JSON
@@ -516,6 +529,22 @@ class HTTPLayer:
                     initargs=(weakref.ref(self),),
                 )
             return self._pool
+
+
+def _put_header(
+    plain: dict[str, str], secret: dict[str, Sensitive], name: str, value: str | Sensitive | None
+) -> None:
+    """Set ``name`` in whichever map it belongs to (a credential: hidden), or remove it."""
+    plain.pop(name, None)
+    secret.pop(name, None)
+    if value is None:
+        return
+    if isinstance(value, Sensitive):
+        secret[name] = value
+    elif name.lower() in {"x-vault-token", "x-service-token", "authorization"}:
+        secret[name] = Sensitive(value, "credential")
+    else:
+        plain[name] = value
 
 
 @functools.cache
