@@ -14,7 +14,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 # Debian packages the slow suites need: real servers for the engines, a browser.
 SYSTEM_PACKAGES := postgresql rabbitmq-server chromium nginx-light tinyproxy
-SLOW_SUITES := tests/real tests/browser tests/binder tests/launch tests/fleet
+SLOW_SUITES := tests/real tests/browser tests/binder tests/launch tests/fleet tests/runbooks
 
 .PHONY: setup system-deps lab sandbox check test test-fast test-notebooks test-real \
 	test-browser test-binder test-launch test-fleet bench bench-report lint typecheck clean ceremony
@@ -48,8 +48,11 @@ typecheck: setup
 test-fast: setup
 	$(BIN)/python -m pytest -n 2 -q tests $(addprefix --ignore=,$(SLOW_SUITES))
 
+# The runbooks as saved, under nbval; then each run headless by papermill
+# against a sandbox (evidence filed, drift kept, no secret in any output).
 test-notebooks: setup
 	$(BIN)/python -m pytest -q -p no:randomly --nbval --nbval-sanitize-with notebooks/sanitize.cfg notebooks
+	$(BIN)/python -m pytest -n 2 -q tests/runbooks
 
 # Installs the Debian packages (as root, or with sudo) unless they are there already.
 system-deps:
