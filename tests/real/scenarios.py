@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -1198,6 +1199,14 @@ def pki_revocation(t: Target) -> None:
         json={},
         checks={"warnings": lambda b: b["warnings"]},
     )
+    # OpenBao runs a tidy in the background: on a busy machine the empty one can
+    # still be running, and the next would be refused as "already in progress".
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        status = t.call("tidy wait", "GET", f"{mount}/tidy-status", record=False)
+        if (status or {}).get("data", {}).get("state") != "Running":
+            break
+        time.sleep(0.1)
     t.call(
         "tidy",
         "POST",
