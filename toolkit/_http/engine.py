@@ -14,9 +14,10 @@ one request at a time on a connection.
 
 Every exchange runs under one deadline covering connect, write, the head
 (1xx answers included) and the whole body: aiohttp's ``total`` timeout, one
-timer handle (an ``asyncio.timeout`` around the call cost twice as much). What went wrong comes back as a
-:class:`~toolkit._http.policy.Failure` naming its kind; the library's
-exception is not kept (its frames hold the request).
+timer handle (an ``asyncio.timeout`` around the call cost twice as much).
+What went wrong comes back as a :class:`~toolkit._http.policy.Failure`
+naming its kind; the library's exception is not kept (its frames hold the
+request).
 """
 
 from __future__ import annotations

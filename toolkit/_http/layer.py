@@ -346,8 +346,7 @@ class HTTPLayer:
             self._note_date(result)
             for hook in self.response_hooks:
                 hook(result)
-            status = result.status_code
-            if status < 300 and result.note == "":
+            if result.status_code < 300:
                 return None  # the answer stands: the common case, decided here
             response, failure = result, None
         else:
@@ -456,8 +455,8 @@ class HTTPLayer:
         of the reader, and answers are handed to the reader in order, in batches
         of half that (one wake-up of the reading thread a batch; fewer at the
         end). The first failure stops the fan-out (nothing new is sent) and is
-        raised where its response would have been yielded, after the ones before it. The whole fan-out
-        has ``fan_out_timeout`` seconds.
+        raised where its response would have been yielded, after the ones before
+        it. The whole fan-out has ``fan_out_timeout`` seconds.
         """
         todo = list(requests)
         if not todo:

@@ -296,13 +296,12 @@ class AgentPools(Area):
 
     def _tally(self, pool_ids: Sequence[str], show_progress: bool) -> Counter[tuple[str, Any]]:
         """The agents of ``pool_ids`` counted by status as their pages arrive (no frame)."""
-        tallies = [StatusTally(pid) for pid in pool_ids]
+        pairs: Counter[tuple[str, Any]] = Counter()
         with collector_paused():
-            self._read_agents(pool_ids, tallies, show_progress)
-        total: Counter[tuple[str, Any]] = Counter()
-        for tally in tallies:
-            total.update(tally.pairs)
-        return total
+            self._read_agents(
+                pool_ids, [StatusTally(pid, pairs) for pid in pool_ids], show_progress
+            )
+        return pairs
 
     def _read_agents(
         self, pool_ids: Sequence[str], sinks: Sequence[PageSink], show_progress: bool
@@ -500,38 +499,25 @@ def agents_frame(resources: Iterable[Mapping[str, Any]], pool_id: str) -> pd.Dat
 
 
 class StatusTally:
-    """A pool's agents counted by status, a page of resources at a time: what
-    :meth:`AgentPools.agents_by_status` needs, without a frame of every agent."""
+    """A pool's agents counted into ``pairs`` by (pool id, status), a page of
+    resources at a time: what :meth:`AgentPools.agents_by_status` needs, without
+    a frame of every agent."""
 
-    def __init__(self, pool_id: str) -> None:
+    def __init__(self, pool_id: str, pairs: Counter[tuple[str, Any]]) -> None:
         self.pool_id = pool_id
-        self.pairs: Counter[tuple[str, Any]] = Counter()
+        self.pairs = pairs
 
     def add(self, resources: Sequence[Mapping[str, Any]]) -> None:
         pid = self.pool_id
         self.pairs.update((pid, (r.get("attributes") or {}).get("status")) for r in resources)
 
 
-def count_by_status(
-    pools: pd.DataFrame, agents: pd.DataFrame | Counter[tuple[str, Any]]
-) -> pd.DataFrame:
-    """Agents per status for each pool (pools without agents count zero), from a
-    frame of agents (``pool_id``, ``status``) or counted (pool id, status) pairs."""
+def count_by_status(pools: pd.DataFrame, pairs: Counter[tuple[str, Any]]) -> pd.DataFrame:
+    """Agents per status for each pool (pools without agents count zero), from the
+    agents counted by (pool id, status) (:class:`StatusTally`)."""
     counts: dict[str, dict[str, int]] = {
         pid: dict.fromkeys(AGENT_STATUSES, 0) for pid in pools.index
     }
-    if isinstance(agents, Counter):
-        pairs = agents
-    else:
-        # Counted over plain object arrays: stepping through the columns' extension
-        # arrays one element at a time cost more than fetching the agents.
-        pairs = Counter(
-            zip(
-                agents["pool_id"].to_numpy(dtype=object),
-                agents["status"].to_numpy(dtype=object),
-                strict=True,
-            )
-        )
     for (pid, status), n in pairs.items():
         bucket = counts.setdefault(pid, dict.fromkeys(AGENT_STATUSES, 0))
         if status in bucket:

@@ -40,7 +40,9 @@ def is_envelope(payload: Any) -> bool:
     return isinstance(payload, Mapping) and "data" in payload and "request_id" in payload
 
 
-# What a lookup answers for a record gone since it was listed (expired, revoked).
+# What a lookup answers for a record gone since it was listed (expired, revoked):
+# OpenBao says 400 for an accessor ("invalid accessor"); 404 is taken as well.
+# Views leave such a record out.
 GONE = frozenset({400, 404})
 
 

@@ -343,7 +343,7 @@ class Leases(Area):
             kept: list[str] = []
             datas: list[dict[str, Any]] = []
             for lease_id, response in zip(todo, answers, strict=True):
-                if response.status_code in _GONE:  # expired or revoked since the listing
+                if response.status_code in GONE:  # expired or revoked since the listing
                     continue
                 kept.append(lease_id)
                 datas.append(unwrap(decode_json(response, "POST")))
@@ -544,10 +544,6 @@ def _text(value: Any) -> Any:
 
 def _time(value: Any) -> datetime | None:
     return parse_time(value) if isinstance(value, str | datetime) and value else None
-
-
-# Lookups answering these leave the lease out: it expired or was revoked since the listing.
-_GONE = GONE
 
 
 def _folder(prefix: str) -> str:

@@ -50,9 +50,6 @@ TOKEN_ROLES = Schema.of(
     Col("token_explicit_max_ttl", "int"),
     index="role",
 )
-# Lookups by accessor answering these leave the token out: it expired or was
-# revoked between the listing and the lookup (the real server says 400 "invalid accessor").
-_GONE = GONE
 
 
 class Tokens(Area):
@@ -146,7 +143,7 @@ class Tokens(Area):
         calls = lookup_requests("/auth/token/lookup-accessor", "accessor", todo)
         rows = []
         for accessor, response in zip(todo, self._http.many(calls), strict=True):
-            if response.status_code in _GONE:
+            if response.status_code in GONE:
                 continue
             data = unwrap(decode_json(response, "POST"))
             rows.append(_inventory_row(accessor, data))
@@ -162,12 +159,10 @@ class Tokens(Area):
         them) is an empty frame.
         """
         names = self._list("/auth/token/roles")
-        calls = [
-            Request("GET", f"/auth/token/roles/{segment(n)}", ok_statuses=_GONE) for n in names
-        ]
+        calls = [Request("GET", f"/auth/token/roles/{segment(n)}", ok_statuses=GONE) for n in names]
         rows = []
         for name, response in zip(names, self._http.many(calls), strict=True):
-            if response.status_code in _GONE:
+            if response.status_code in GONE:
                 continue
             data = unwrap(decode_json(response, "GET"))
             rows.append(
