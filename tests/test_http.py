@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -32,6 +33,7 @@ from toolkit import (
     Unprocessable,
 )
 from toolkit._http import HTTPLayer
+from toolkit._http.engine import DeadlineWatch
 from toolkit.sandbox._server import BackgroundServer
 
 FAST = RetryPolicy(attempts=4, backoff=0.01, max_pause=1.0)
@@ -53,6 +55,8 @@ class Flaky:
             status, headers = queue.pop(0) if queue else (200, {})
         if path.endswith("/slow"):
             time.sleep(0.5)
+        if path.endswith("/slow-once") and self.hits[path] == 1:
+            await asyncio.sleep(1.0)  # the loop serves the next try meanwhile
         if path.endswith("/html"):
             return PlainTextResponse("<html>proxy error</html>", status_code=200)
         if path.endswith("/truncated"):
@@ -200,6 +204,64 @@ def test_a_timeout_is_a_clear_timeout_error(flaky):
         HTTPLayer(address, "/v1", timeout=0.1, retry=RetryPolicy(attempts=1)).json("GET", "/slow")
     assert "no answer within the timeout" in str(err.value)
     assert address in str(err.value)
+
+
+def test_a_read_that_missed_its_deadline_is_tried_again(flaky):
+    state, address = flaky
+    http = HTTPLayer(address, "/v1", timeout=0.3, retry=FAST)
+    assert http.json("GET", "/slow-once")["hits"] == 2
+    http.close()
+
+
+async def _guarded(watch: DeadlineWatch, seconds: float, hold: float) -> str:
+    """What an exchange does with the watch, around a wait of ``hold`` seconds."""
+    task = watch.start(seconds)
+    try:
+        await asyncio.sleep(hold)
+    except asyncio.CancelledError:
+        if watch.stop(task):
+            return "deadline"
+        raise
+    return "deadline" if watch.stop(task) else "done"
+
+
+def test_one_watch_keeps_every_deadline_the_earliest_first():
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        watch = DeadlineWatch(loop)
+        long = asyncio.create_task(_guarded(watch, 5.0, 10))
+        await asyncio.sleep(0)  # the long deadline is set first
+        started = loop.time()
+        assert await _guarded(watch, 0.2, 10) == "deadline"
+        assert 0.19 <= loop.time() - started < 1.0
+        assert await _guarded(watch, 0.5, 0.05) == "done"
+        # The deadline's cancel was taken back: the task goes on uncancelled.
+        task = asyncio.current_task()
+        assert task is not None and task.cancelling() == 0
+        await asyncio.sleep(0.01)
+        long.cancel()  # a cancel of anyone else's passes through
+        with pytest.raises(asyncio.CancelledError):
+            await long
+
+    asyncio.run(main())
+
+
+def test_a_cancel_that_meets_a_passed_deadline_is_still_a_cancel():
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        watch = DeadlineWatch(loop)
+        task = asyncio.create_task(_guarded(watch, 0.05, 10))
+        await asyncio.sleep(0)
+
+        def busy_then_cancel() -> None:
+            time.sleep(0.1)  # the deadline passes while the loop is busy,
+            loop.call_soon(task.cancel)  # and this cancel comes just before the watch's
+
+        loop.call_later(0.01, busy_then_cancel)
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
 
 
 def test_a_refused_connection_names_the_address():
