@@ -19,8 +19,11 @@ def progress(
 ) -> Iterator[T]:
     """Iterate ``items``, showing a progress bar when ``enabled``."""
     if not enabled:
-        yield from items
-        return
+        return iter(items)  # no layer in between: fan-outs yield thousands of items
+    return _with_bar(items, desc, total)
+
+
+def _with_bar(items: Iterable[T], desc: str, total: int | None) -> Iterator[T]:
     from tqdm.auto import tqdm
 
     if total is None and hasattr(items, "__len__"):

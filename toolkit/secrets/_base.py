@@ -37,7 +37,12 @@ ENVELOPE_KEYS = frozenset(
 
 def is_envelope(payload: Any) -> bool:
     """True when ``payload`` is the standard response envelope."""
-    return isinstance(payload, Mapping) and "data" in payload and "request_id" in payload
+    # A decoded answer is a dict: that test is a tenth of the Mapping one.
+    return (
+        (type(payload) is dict or isinstance(payload, Mapping))
+        and "data" in payload
+        and "request_id" in payload
+    )
 
 
 # What a lookup answers for a record gone since it was listed (expired, revoked):
