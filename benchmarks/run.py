@@ -125,8 +125,10 @@ def alternate(
     Each contender runs once untimed first (connections, caches, imports), and
     ``check`` sees that result; a contender in ``cold`` (a slow one) skips the
     warm-up and ``check`` sees its first timed result instead. ``rounds_of``
-    gives some contenders fewer rounds. ``servers`` are the process ids whose
-    CPU time is counted with this process's.
+    gives some contenders fewer rounds, spread over the run from the first:
+    a machine that slows down midway then weighs on every contender alike.
+    ``servers`` are the process ids whose CPU time is counted with this
+    process's.
     """
     names = list(contenders)
     timings = {n: Timing(n) for n in names}
@@ -138,7 +140,7 @@ def alternate(
     for r in range(rounds):
         order = names[r % len(names) :] + names[: r % len(names)]
         if rounds_of:
-            order = [n for n in order if r < rounds_of.get(n, rounds)]
+            order = [n for n in order if _one_of(r, rounds_of.get(n, rounds), rounds)]
         for name in order:
             cpu0 = time.process_time()
             server0 = sum(process_cpu(p) for p in servers)
@@ -153,6 +155,11 @@ def alternate(
         line = "  ".join(f"{n} {timings[n].seconds[-1]:.3f}s" for n in order)
         print(f"    round {r + 1}: {line}", flush=True)
     return timings
+
+
+def _one_of(r: int, k: int, rounds: int) -> bool:
+    """Whether round ``r`` is one of ``k`` rounds spread evenly over ``rounds`` (round 0 is)."""
+    return r * k // rounds != (r - 1) * k // rounds
 
 
 def show(scenario: str, timings: dict[str, Timing]) -> None:
