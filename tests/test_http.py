@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 import time
@@ -209,8 +210,11 @@ def test_a_timeout_is_a_clear_timeout_error(flaky):
 def test_a_read_that_missed_its_deadline_is_tried_again(flaky):
     state, address = flaky
     http = HTTPLayer(address, "/v1", timeout=0.3, retry=FAST)
-    assert http.json("GET", "/slow-once")["hits"] == 2
-    http.close()
+    try:
+        # The first try waits a second; a busy machine may need a third try.
+        assert http.json("GET", "/slow-once")["hits"] >= 2
+    finally:
+        http.close()
 
 
 async def _guarded(watch: DeadlineWatch, seconds: float, hold: float) -> str:
@@ -250,16 +254,52 @@ def test_a_cancel_that_meets_a_passed_deadline_is_still_a_cancel():
     async def main() -> None:
         loop = asyncio.get_running_loop()
         watch = DeadlineWatch(loop)
-        task = asyncio.create_task(_guarded(watch, 0.05, 10))
+        task = asyncio.create_task(_guarded(watch, 0.5, 10))
         await asyncio.sleep(0)
 
         def busy_then_cancel() -> None:
-            time.sleep(0.1)  # the deadline passes while the loop is busy,
+            time.sleep(0.6)  # the deadline passes while the loop is busy,
             loop.call_soon(task.cancel)  # and this cancel comes just before the watch's
 
-        loop.call_later(0.01, busy_then_cancel)
+        loop.call_soon(busy_then_cancel)
         with pytest.raises(asyncio.CancelledError):
             await task
+
+    asyncio.run(main())
+
+
+def test_a_cancel_swallowed_by_a_library_is_made_again():
+    async def swallowing(watch: DeadlineWatch) -> str:
+        task = watch.start(0.05)
+        try:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(5)  # a library that ignores one cancel
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            return "deadline" if watch.stop(task) else "cancelled"
+        watch.stop(task)
+        return "done"
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        assert await swallowing(DeadlineWatch(loop)) == "deadline"
+        assert loop.time() - started < 2
+
+    asyncio.run(main())
+
+
+def test_a_deadline_in_clean_up_after_a_cancel_is_still_a_deadline():
+    async def main() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(1)  # clean-up code runs on after a cancel it caught
+        assert task.cancelling() == 1
+        watch = DeadlineWatch(asyncio.get_running_loop())
+        assert await _guarded(watch, 0.05, 5) == "deadline"
+        assert task.cancelling() == 1  # the watch took back only its own
 
     asyncio.run(main())
 

@@ -29,6 +29,7 @@ import contextlib
 import math
 import ssl
 import threading
+import time
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -227,8 +228,8 @@ class Engine:
         except BaseException:  # an interrupt: the watch lets the task go all the same
             deadlines.stop(task)
             raise
-        if deadlines.stop(task):  # passed, but the answer was in before the cancel landed
-            return Failure("timeout", f"no answer within {deadline:g} s")
+        # A cancel the library swallowed while the answer came in: the answer stands.
+        deadlines.stop(task)
         return Response(answer.status, answer.headers, content, method, url)
 
 
@@ -238,20 +239,24 @@ class DeadlineWatch:
     :meth:`start` notes when the current task's exchange must be over; the
     timer is set for the earliest deadline in flight and, when it fires,
     cancels every task past its deadline (aiohttp's own timeouts cancel the
-    task the same way) and is set again for the next. :meth:`stop` ends the
-    watch and says whether the deadline passed, taking back the cancel it
-    caused. A new deadline is almost never the earliest, so the timer is
-    seldom touched: a fan-out of ten thousand exchanges sets it a handful of
-    times instead of ten thousand.
+    task the same way) and is set again for the next. A task still in flight
+    :data:`AGAIN` seconds after its cancel (a library swallowed it, as
+    aiohappyeyeballs does while it closes a connect's losing attempts) is
+    cancelled again. :meth:`stop` ends the watch, takes back the cancels it
+    made, and says whether the deadline passed. A new deadline is almost
+    never the earliest, so the timer is seldom touched: a fan-out of ten
+    thousand exchanges sets it a handful of times instead of ten thousand.
     """
 
+    AGAIN = 0.1
     # The loop runs a timer up to its clock's resolution early.
-    _EARLY = 1e-3
+    _EARLY = max(1e-3, time.get_clock_info("monotonic").resolution)
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._due: dict[asyncio.Task[Any], float] = {}
-        self._expired: set[asyncio.Task[Any]] = set()
+        self._cancels: dict[asyncio.Task[Any], int] = {}  # made by the watch, a task
+        self._before: dict[asyncio.Task[Any], int] = {}  # a task's cancels already asked for
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = math.inf
 
@@ -259,6 +264,8 @@ class DeadlineWatch:
         task = asyncio.current_task(self._loop)
         if task is None:
             raise RuntimeError("an exchange runs in a task of the engine's loop")
+        if task.cancelling():  # an exchange in clean-up code after a cancel
+            self._before[task] = task.cancelling()
         at = self._loop.time() + seconds
         self._due[task] = at
         if at < self._timer_at:
@@ -266,13 +273,17 @@ class DeadlineWatch:
         return task
 
     def stop(self, task: asyncio.Task[Any]) -> bool:
-        """End ``task``'s watch: True when its deadline passed (its cancel taken back)
-        and no one else has asked to cancel it too."""
+        """End ``task``'s watch: True when its deadline passed and no one else
+        has asked to cancel it meanwhile (the watch's own cancels taken back)."""
         self._due.pop(task, None)
-        if not self._expired or task not in self._expired:
+        before = self._before.pop(task, 0) if self._before else 0
+        made = self._cancels.pop(task, 0) if self._cancels else 0
+        if not made:
             return False
-        self._expired.discard(task)
-        return task.uncancel() == 0
+        left = task.cancelling()
+        for _ in range(made):
+            left = task.uncancel()
+        return left <= before
 
     def _set_timer(self, at: float) -> None:
         if self._timer is not None:
@@ -282,15 +293,13 @@ class DeadlineWatch:
 
     def _fire(self) -> None:
         self._timer, self._timer_at = None, math.inf
-        now = self._loop.time() + self._EARLY
-        following = math.inf
-        for task, at in self._due.items():
-            if at <= now:
-                if task not in self._expired:
-                    self._expired.add(task)
-                    task.cancel()
-            elif at < following:
-                following = at
+        now = self._loop.time()
+        passed = [task for task, at in self._due.items() if at <= now + self._EARLY]
+        for task in passed:
+            self._cancels[task] = self._cancels.get(task, 0) + 1
+            task.cancel()
+            self._due[task] = now + self.AGAIN  # cancelled again if it is still in flight then
+        following = min(self._due.values(), default=math.inf)
         if following < math.inf:
             self._set_timer(following)
 
