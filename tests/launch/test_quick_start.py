@@ -77,6 +77,13 @@ def _wait_for(url: str, process: subprocess.Popen[bytes], log: Path, **headers: 
     raise AssertionError(f"{url} did not answer within {START_WITHIN:g}s:\n{log.read_text()}")
 
 
+def _as_in_a_terminal() -> None:
+    """Ctrl-C's signal at its default, as in a terminal's foreground job: a shell
+    without job control starts background jobs (a CI runner's, say) with SIGINT
+    ignored, and the launcher and Jupyter would inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextlib.contextmanager
 def _launched(
     command: list[str], env: dict[str, str], log: Path
@@ -90,6 +97,7 @@ def _launched(
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_as_in_a_terminal,
         )
     try:
         yield process
