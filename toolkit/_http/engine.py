@@ -43,6 +43,8 @@ __all__ = ["ConnectorFactory", "DeadlineWatch", "Engine"]
 
 T = TypeVar("T")
 
+_NO_PROXY: dict[str, Any] = {}  # a server reached directly: no proxy arguments
+
 # Builds the connector inside the engine's loop (connectors bind to a running loop).
 ConnectorFactory = Callable[[], Any]
 
@@ -91,7 +93,7 @@ class Engine:
         self._session: Any = None
         self._lock = threading.Lock()
         self._closed = False
-        self._proxies: dict[tuple[str, str, int | None], tuple[Any, Any]] = {}
+        self._proxies: dict[tuple[str, str, int | None], dict[str, Any]] | None = None
         self._deadlines: DeadlineWatch | None = None
 
     # -- the loop --------------------------------------------------------------------------
@@ -156,8 +158,8 @@ class Engine:
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=None, sock_read=None),
             # Proxies come from the environment as aiohttp reads them
             # (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), looked up once per server in
-            # _proxy(): aiohttp's trust_env=True looks them up on every request,
-            # some 160 µs each, as much as the exchange itself.
+            # _proxy_of(): aiohttp's trust_env=True looks them up on every
+            # request, some 160 µs each, as much as the exchange itself.
             trust_env=False,
             cookie_jar=aiohttp.DummyCookieJar(),
             auto_decompress=True,
@@ -168,20 +170,28 @@ class Engine:
         # in tests/test_hostile_servers.py fails if it stops taking effect).
         # Whether a call goes twice is the layer's decision alone.
         session._retry_connection = False
+        # The environment is read once, when the session opens: with no proxy
+        # named there (the common case), no request pays for a look-up.
+        from aiohttp.helpers import proxies_from_env
+
+        self._proxies = {} if proxies_from_env() else None
         return session
 
-    def _proxy(self, url: Any) -> tuple[Any, Any]:
-        """(proxy address, proxy credentials) the environment names for ``url``'s server."""
+    def _proxy_of(
+        self, url: Any, proxies: dict[tuple[str, str, int | None], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The proxy arguments (address, credentials) the environment names for ``url``'s server."""
         key = (url.scheme, url.raw_host, url.port)
-        found = self._proxies.get(key)
+        found = proxies.get(key)
         if found is None:
             from aiohttp.helpers import get_env_proxy_for_url
 
             try:
-                found = get_env_proxy_for_url(url)
+                proxy, auth = get_env_proxy_for_url(url)
+                found = {"proxy": proxy, "proxy_auth": auth}
             except LookupError:  # none, or NO_PROXY names the host
-                found = (None, None)
-            self._proxies[key] = found
+                found = _NO_PROXY
+            proxies[key] = found
         return found
 
     async def exchange(
@@ -201,20 +211,18 @@ class Engine:
         assert deadlines is not None
         task = deadlines.start(deadline)
         try:
-            proxy, proxy_auth = self._proxy(url)
+            proxies = self._proxies
             answer = await session.request(
                 method,
                 url,
                 data=body,
                 headers=headers,
                 allow_redirects=False,
-                proxy=proxy,
-                proxy_auth=proxy_auth,
+                **(_NO_PROXY if proxies is None else self._proxy_of(url, proxies)),
             )
-            try:
-                content = await answer.read()
-            finally:
-                answer.release()
+            # The whole body; the connection goes back to the pool at its end. A
+            # read that fails or is cancelled closes the answer (and its connection).
+            content = await answer.read()
         except asyncio.CancelledError:
             if deadlines.stop(task):  # the deadline's cancel, and nobody else's
                 return Failure("timeout", f"no answer within {deadline:g} s")

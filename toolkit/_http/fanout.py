@@ -17,7 +17,7 @@ import asyncio
 import builtins
 import heapq
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
@@ -42,10 +42,10 @@ class Request(NamedTuple):
     check: str = ""
 
 
-# One try of request k: the answer, or what went wrong instead.
-Attempt = Callable[[int], Awaitable[Response | Failure]]
-# After try ``attempt`` of request k: None (the answer stands) or a pause; raises the error.
-Verdict = Callable[[int, int, "Response | Failure"], "float | None"]
+# One try of a request: the answer, or what went wrong instead.
+Attempt = Callable[[Request], Awaitable[Response | Failure]]
+# After try ``attempt`` of a request: None (the answer stands) or a pause; raises the error.
+Verdict = Callable[[Request, int, "Response | Failure"], "float | None"]
 
 
 class OrderedResponses:
@@ -152,7 +152,7 @@ class RequestFanOut:
 
     def __init__(
         self,
-        count: int,
+        requests: Sequence[Request],
         n: int,
         attempt: Attempt,
         verdict: Verdict,
@@ -160,7 +160,8 @@ class RequestFanOut:
         *,
         ahead: int,
     ) -> None:
-        self.count = count
+        self.requests = requests
+        self.count = len(requests)
         self.n = n
         self.window = n
         self.answered = 0
@@ -226,7 +227,7 @@ class RequestFanOut:
 
     async def _worker(self, i: int) -> None:
         loop = asyncio.get_running_loop()
-        attempt = self.attempt
+        attempt, requests = self.attempt, self.requests
         while True:
             if i >= self.window:
                 step: int | float | None = None
@@ -245,17 +246,16 @@ class RequestFanOut:
             else:
                 self.busy += 1
                 try:
-                    result = await attempt(step)
+                    result = await attempt(requests[step])
                 finally:
                     self.busy -= 1
                 self._settle(step, result, loop)
 
     def _settle(self, k: int, result: Response | Failure, loop: asyncio.AbstractEventLoop) -> None:
         """After a try of request ``k``: hand its answer over, queue it again, or stop."""
-        tries = self.tries.get(k, 0) + 1
-        self.tries[k] = tries
+        tries = self.tries.get(k, 0) + 1  # noted only for a request tried again
         try:
-            pause = self.verdict(k, tries, result)
+            pause = self.verdict(self.requests[k], tries, result)
         except ToolkitError as exc:
             self.stopped = True
             self.out.put(k, exc, failed=True)
@@ -271,6 +271,7 @@ class RequestFanOut:
             if self._signal is not None:
                 self.kick()
             return
+        self.tries[k] = tries
         at = loop.time() + pause
         if isinstance(result, Response) and result.status_code in SLOW_DOWN:
             self.window, self.answered = max(1, self.window // 2), 0

@@ -15,7 +15,7 @@ import functools
 import threading
 import time
 import weakref
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -228,12 +228,8 @@ class HTTPLayer:
         when, at = seen
         return when + timedelta(seconds=time.monotonic() - at)
 
-    def _note_date(self, response: Response) -> None:
-        date = response.raw_headers.get("Date")
-        # The header has a one-second grain: the first answer carrying a given
-        # value places the server's clock best, and parsing it again costs time.
-        if not date or date == self._last_date:
-            return
+    def _note_date(self, date: str) -> None:
+        """Place the server's clock from a ``Date`` header not seen just before."""
         self._last_date = date
         try:
             when = parsedate_to_datetime(date)
@@ -343,7 +339,11 @@ class HTTPLayer:
 
     def _verdict(self, call: Request, attempt: int, result: Response | Failure) -> float | None:
         if isinstance(result, Response):
-            self._note_date(result)
+            # The header has a one-second grain: the first answer carrying a given
+            # value places the server's clock best, and parsing it again costs time.
+            date = result.raw_headers.get("Date")
+            if date and date != self._last_date:
+                self._note_date(date)
             for hook in self.response_hooks:
                 hook(result)
             if result.status_code < 300:
@@ -378,7 +378,7 @@ class HTTPLayer:
 
     def _send_headers(self, extra: Mapping[str, str] | None, body: bool) -> dict[str, str]:
         # Credentials are revealed here, in the coroutine that sends them.
-        plain, secret = self._header_maps()
+        plain, secret = (self._plain, self._secret) if self._base is None else self._header_maps()
         headers = dict(plain)
         for name, value in secret.items():
             headers[name] = value.reveal()
@@ -467,13 +467,7 @@ class HTTPLayer:
         ahead = max(64, 8 * n)
         out = OrderedResponses(len(todo), batch=ahead // 2)
 
-        def attempt(k: int) -> Coroutine[Any, Any, Response | Failure]:
-            return self._attempt(todo[k])
-
-        def verdict(k: int, tries: int, result: Response | Failure) -> float | None:
-            return self._verdict(todo[k], tries, result)
-
-        fan = RequestFanOut(len(todo), n, attempt, verdict, out, ahead=ahead)
+        fan = RequestFanOut(todo, n, self._attempt, self._verdict, out, ahead=ahead)
         loop = self._engine.loop()
         future = self._engine.submit(fan.run(self.fan_out_timeout))
         try:
