@@ -280,3 +280,35 @@ def test_a_missing_variable_is_named_not_guessed(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(toolkit.ConfigurationError, match="FLEET_NOWHERE is not set here"):
         resolve_token(Target("a", "secrets", "http://x", token_env="FLEET_NOWHERE"))
     assert os.environ.get("FLEET_NOWHERE") is None
+
+
+def test_a_target_s_kernel_talks_over_unix_sockets_not_tcp_ports(
+    demo_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Kernels started at once by several processes raced for the same free TCP
+    # port, and a target failed because its kernel could not bind it.
+    import nbformat
+
+    from toolkit.fleet.execute import execute_target
+
+    monkeypatch.setenv("FLEET_TEST_GOOD", demo_sandbox.token)
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell("target = 'sandbox'", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(
+            "import json\n"
+            "from ipykernel.connect import get_connection_info\n"
+            "print('transport=' + json.loads(get_connection_info())['transport'])"
+        ),
+    ]
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    target = Target(
+        name="one", kind="secrets", address=demo_sandbox.address, token_env="FLEET_TEST_GOOD"
+    )
+    result = execute_target(nbformat.writes(notebook), "where.ipynb", target.as_dict(), {})
+    assert result["status"] == "passed", result["error"]
+    assert "transport=ipc" in result["notebook"]

@@ -120,9 +120,16 @@ def _run_papermill(
     from jupyter_client.manager import AsyncKernelManager
 
     class _TargetKernel(AsyncKernelManager):  # type: ignore[misc]
-        # The token reaches the kernel in its environment, and nowhere else.
         async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]
+            # The token reaches the kernel in its environment, and nowhere else.
             kw["env"] = env
+            if os.name == "posix":
+                # The kernel's channels as Unix sockets in this target's own
+                # folder. Over TCP, each kernel's five ports are picked free and
+                # bound later by the kernel: kernels started at once by other
+                # processes took the same port, and a target failed for it.
+                self.transport = "ipc"
+                self.ip = str(source.parent / "kernel")
             await super().start_kernel(**kw)
 
     parameters = {
