@@ -17,7 +17,8 @@ SYSTEM_PACKAGES := postgresql rabbitmq-server chromium nginx-light tinyproxy
 SLOW_SUITES := tests/real tests/browser tests/binder tests/launch tests/fleet tests/runbooks
 
 .PHONY: setup system-deps lab sandbox check test test-fast test-notebooks test-real \
-	test-browser test-binder test-launch test-fleet bench bench-report lint typecheck clean ceremony
+	test-browser test-binder test-launch test-fleet bench bench-report lint typecheck clean ceremony \
+	notebooks
 
 setup: $(STAMP)
 
@@ -53,6 +54,12 @@ test-fast: setup
 test-notebooks: setup
 	$(BIN)/python -m pytest -q -p no:randomly --nbval --nbval-sanitize-with notebooks/sanitize.cfg notebooks
 	$(BIN)/python -m pytest -n 2 -q tests/runbooks
+
+# Re-executes every runbook and rehearsal against a fresh sandbox of its own and saves
+# the outputs that test-notebooks compares (after a change to what the runbooks show).
+# NOTEBOOKS=notebooks/05_lease_audit.ipynb picks some.
+notebooks: setup
+	$(BIN)/python -m tests.regenerate_notebooks $(NOTEBOOKS)
 
 # Installs the Debian packages (as root, or with sudo) unless they are there already.
 system-deps:
