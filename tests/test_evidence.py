@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -57,6 +58,7 @@ def test_every_format_carries_the_header_and_no_secret(tmp_path: Path) -> None:
             "evidence.header.json",
             "evidence-leases.csv",
             "evidence-leases.parquet",
+            "MANIFEST.json",
         ]
     )
     page = (tmp_path / "evidence.html").read_text()
@@ -230,3 +232,40 @@ def test_a_frame_whose_attrs_hold_other_values_is_filed_with_them_as_text(tmp_pa
     assert back.attrs["secret"] == report.LEFT_OUT
     assert b"attr-secret-value" not in (tmp_path / "evidence-leases.parquet").read_bytes()
     assert frame.attrs["period"] == timedelta(days=90)  # the caller's frame is untouched
+
+
+def test_the_manifest_lists_every_file_filed_with_its_hash_so_a_change_shows(
+    tmp_path: Path,
+) -> None:
+    written = report.save({"leases": _leases()}, tmp_path, _header())
+    manifest = json.loads((tmp_path / report.MANIFEST).read_text())
+    listed = {entry["file"]: entry["sha256"] for entry in manifest["files"]}
+    assert set(listed) == {p.name for p in written} - {report.MANIFEST}
+    for path in written:
+        if path.name != report.MANIFEST:
+            assert hashlib.sha256(path.read_bytes()).hexdigest() == listed[path.name]
+    csv = tmp_path / "evidence-leases.csv"
+    csv.write_text(csv.read_text() + "forged,row\n")
+    assert hashlib.sha256(csv.read_bytes()).hexdigest() != listed[csv.name]
+
+
+def test_the_header_carries_the_provenance_of_a_run(tmp_path: Path) -> None:
+    header = report.Header(
+        server="https://bao.example.com:8200",
+        os_user="alice",
+        host="ops-1",
+        runbook_sha256="ab" * 32,
+        fleet_target="prod-eu",
+        token_source="token_env PROD_EU_TOKEN",
+        started_at=WHEN,
+        finished_at=WHEN,
+        coverage={"verdict": "incomplete", "views": ["x: incomplete"], "without_record": []},
+    )
+    report.save({"leases": _leases()}, tmp_path, header)
+    sidecar = json.loads((tmp_path / "evidence.header.json").read_text())
+    assert sidecar["os_user"] == "alice" and sidecar["host"] == "ops-1"
+    assert sidecar["fleet_target"] == "prod-eu"
+    assert sidecar["token_source"] == "token_env PROD_EU_TOKEN"
+    assert sidecar["started_at"] == "2026-11-23T03:00:00+00:00"
+    assert sidecar["coverage"]["verdict"] == "incomplete"
+    assert "(INCOMPLETE)" in (tmp_path / "evidence.html").read_text()

@@ -34,7 +34,7 @@ import pandas as pd
 from ._errors import InputError
 from ._masking import HIDDEN, Sensitive
 
-__all__ = ["FORMATS", "Header", "LEFT_OUT", "header_of", "save", "stamp"]
+__all__ = ["FORMATS", "Header", "LEFT_OUT", "MANIFEST", "header_of", "save", "stamp"]
 
 FORMATS = ("html", "xlsx", "csv", "parquet")
 LEFT_OUT = "<left out>"
@@ -58,19 +58,36 @@ class Header:
     toolkit_version: str = ""
     runbook: str | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    # Provenance (issue 23): who, where, which runbook, when, and what it could see.
+    token_entity: str | None = None
+    token_owner: str | None = None
+    os_user: str | None = None
+    host: str | None = None
+    runbook_sha256: str | None = None
+    fleet_target: str | None = None
+    token_source: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    coverage: Mapping[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain values only (the time as ISO 8601 UTC), ready for JSON."""
+        """Plain values only (the times as ISO 8601 UTC), ready for JSON."""
         data = asdict(self)
-        data["generated_at"] = self.generated_at.astimezone(UTC).isoformat(timespec="seconds")
+        for key in ("generated_at", "started_at", "finished_at"):
+            when = getattr(self, key)
+            data[key] = when and when.astimezone(UTC).isoformat(timespec="seconds")
         data["parameters"] = {k: _plain(v) for k, v in self.parameters.items()}
+        data["coverage"] = _plain(self.coverage) if self.coverage is not None else None
         return data
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, text) pairs, the order an auditor reads them in."""
         data = self.as_dict()
         params = data.pop("parameters")
-        rows = [(k.replace("_", " "), "" if v is None else str(v)) for k, v in data.items()]
+        rows = [
+            (k.replace("_", " "), "" if v is None else json.dumps(v) if isinstance(v, dict) else str(v))
+            for k, v in data.items()
+        ]
         rows += [(f"parameter {k}", json.dumps(v)) for k, v in params.items()]
         return rows
 
@@ -81,6 +98,7 @@ def header_of(
     runbook: str | None = None,
     parameters: Mapping[str, Any] | None = None,
     organization: str | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> Header:
     """The header for evidence gathered through ``client`` (either service's client).
 
@@ -88,6 +106,11 @@ def header_of(
     ``GET /auth/token/lookup-self`` (accessor, display name); for the platform the
     organization is the one the audit ran on. A read that fails leaves its fields
     ``None`` rather than failing the filing: the evidence itself is what matters.
+    The token's entity is read with its accessor; on the platform, the token's
+    owner (a user, or the kind of token) from ``GET /account/details``.
+    ``provenance`` adds the run's own facts (operating-system user, host, the
+    runbook's hash, the fleet target, start and end, coverage: see
+    :meth:`toolkit.runbook.Run.provenance`).
     """
     from . import __version__
 
@@ -104,10 +127,13 @@ def header_of(
             me = client.tokens.lookup_self()
             facts["token_accessor"] = me.get("accessor")
             facts["token_display_name"] = me.get("display_name")
+            facts["token_entity"] = me.get("entity_id") or None
         except Exception:  # noqa: BLE001
             pass
     else:
         facts["cluster"] = organization
+        facts.update(_platform_facts(client))
+    facts.update({k: v for k, v in (provenance or {}).items() if k in _PROVENANCE})
     return Header(
         server=str(getattr(client, "address", "")),
         toolkit_version=__version__,
@@ -115,6 +141,32 @@ def header_of(
         parameters=clean_parameters(parameters or {}),
         **facts,
     )
+
+
+_PROVENANCE = frozenset(
+    {
+        "os_user",
+        "host",
+        "runbook_sha256",
+        "fleet_target",
+        "token_source",
+        "started_at",
+        "finished_at",
+        "coverage",
+    }
+)
+
+
+def _platform_facts(client: Any) -> dict[str, Any]:
+    """The platform's version and the token's owner (a user, or the kind of token)."""
+    try:
+        card = client.connection()
+    except Exception:  # noqa: BLE001 - a missing fact is not worth losing the evidence
+        return {}
+    return {
+        "server_version": card.get("version") or card.get("api_version"),
+        "token_owner": card.get("token_owner"),
+    }
 
 
 def clean_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
@@ -188,11 +240,32 @@ def save(
             path = out / f"{name}-{label}.parquet"
             _parquet_ready(frame).to_parquet(path, index=_keeps_index(frame))
             written.append(path)
+    written.append(_write_manifest(out, written))
     return written
 
 
+MANIFEST = "MANIFEST.json"
+
+
+def _write_manifest(out: Path, files: list[Path]) -> Path:
+    """``MANIFEST.json``: every file filed with its size and SHA-256, so a change shows."""
+    import hashlib
+
+    listing = [
+        {
+            "file": p.name,
+            "bytes": p.stat().st_size,
+            "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
+        }
+        for p in sorted(files)
+    ]
+    path = out / MANIFEST
+    path.write_text(json.dumps({"files": listing}, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
 def _targets(out: Path, name: str, labels: list[str], formats: tuple[str, ...]) -> list[Path]:
-    paths = []
+    paths = [out / MANIFEST]
     if "html" in formats:
         paths.append(out / f"{name}.html")
     if "xlsx" in formats:
@@ -295,7 +368,9 @@ _STYLE = (
 
 
 def _write_html(path: Path, frames: Mapping[str, pd.DataFrame], header: Header) -> Path:
-    title = html.escape(f"Evidence: {header.runbook or 'audit'} on {header.server}")
+    verdict = (header.coverage or {}).get("verdict")
+    marked = f" ({str(verdict).upper()})" if verdict and verdict != "complete" else ""
+    title = html.escape(f"Evidence: {header.runbook or 'audit'} on {header.server}{marked}")
     head_rows = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in header.rows()
     )

@@ -1,0 +1,149 @@
+"""toolkit.runbook: the parameters a runbook is given are checked before its first request."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from toolkit import Coverage, IncompleteAudit, InputError
+from toolkit.runbook import check_parameters, declared_parameters, human_duration
+
+PARAMETERS = """target = "sandbox"  # or "live"
+token_env = "VAULT_TOKEN"
+soon_seconds = 3600
+ratio = 0.5
+apply = False
+role = ""
+evidence_dir = None
+allow_incomplete = False
+"""
+
+
+def _check(injected: dict[str, Any] | None = None, **kw: Any) -> Any:
+    history = ["import toolkit", PARAMETERS]
+    namespace: dict[str, Any] = dict(declared_parameters(PARAMETERS))
+    if injected is not None:
+        history.append("# Parameters\n" + "\n".join(f"{k} = {v!r}" for k, v in injected.items()))
+        namespace.update(injected)
+    return check_parameters(namespace, "05_lease_audit", history=history, **kw)
+
+
+def test_the_declared_set_is_read_from_the_parameters_cell() -> None:
+    run = _check()
+    assert run.parameters["soon_seconds"] == 3600 and run.parameters["role"] == ""
+    assert set(run.parameters) == set(declared_parameters(PARAMETERS))
+
+
+def test_a_misspelt_parameter_is_refused_naming_the_one_meant() -> None:
+    with pytest.raises(InputError) as caught:
+        _check({"soon_secnds": 60})
+    assert "unknown parameter 'soon_secnds' (did you mean 'soon_seconds'?)" in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("target", ["sandbx", "Live", "", "production"])
+def test_a_target_other_than_sandbox_or_live_is_refused(target: str) -> None:
+    with pytest.raises(InputError, match="target must be 'sandbox' or 'live'"):
+        _check({"target": target, "apply": True})
+
+
+def test_a_rehearsal_refuses_live() -> None:
+    with pytest.raises(InputError, match="runs against the sandbox only"):
+        _check({"target": "live"}, rehearsal=True)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("apply", "yes"), ("apply", 1), ("soon_seconds", "60"), ("soon_seconds", True), ("role", 3)],
+)
+def test_a_value_of_the_wrong_type_is_refused(key: str, value: Any) -> None:
+    with pytest.raises(InputError, match=f"the parameter {key} must be"):
+        _check({key: value})
+
+
+def test_an_int_is_a_number_where_the_default_is_a_float() -> None:
+    assert _check({"ratio": 1}).parameters["ratio"] == 1
+
+
+def test_a_token_given_where_a_variable_name_belongs_is_refused_and_not_echoed() -> None:
+    with pytest.raises(InputError) as caught:
+        _check({"token_env": "hvs.CAESIsecretvalue"})
+    assert "hvs." not in str(caught.value) and "token_env must name" in str(caught.value)
+
+
+def test_an_evidence_folder_that_holds_something_is_refused_before_the_run(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "old.csv").write_text("x\n")
+    with pytest.raises(InputError, match="exists already and is not empty"):
+        _check({"evidence_dir": str(tmp_path)})
+    assert _check({"evidence_dir": str(tmp_path / "new")}).parameters["evidence_dir"]
+
+
+def test_without_a_parameters_cell_before_it_the_check_says_so() -> None:
+    with pytest.raises(InputError, match="run the parameters cell first"):
+        check_parameters({}, "x", history=["import toolkit"])
+
+
+def test_a_demo_name_is_checked_against_the_server_or_chosen_from_it() -> None:
+    run = _check({"role": "web-server"})
+    with pytest.raises(InputError, match="no role of that name on this server .it has: edge, www"):
+        run.choose("role", ["www", "edge"])
+    run = _check()
+    assert run.choose("role", ["www", "edge"]) == "edge"
+    assert run.parameters["role"] == "edge"  # the evidence records the choice
+    with pytest.raises(InputError, match="this token sees 2 organization"):
+        _check().choose_one("role", ["acme", "beta"], what="organization")
+
+
+def _frame(gaps: int) -> pd.DataFrame:
+    cov = Coverage("leases.leases_by_mount", asked=["database/"])
+    cov.note_read(3)
+    for _ in range(gaps):
+        cov.note_gap("sys/leases/lookup/database/", 403, "permission denied")
+    return cov.attach(pd.DataFrame({"a": [1, 2, 3]}))
+
+
+def test_an_incomplete_view_fails_the_run_in_one_line() -> None:
+    run = _check()
+    run.seen(_frame(0))
+    assert run.verdict == "complete"
+    with pytest.raises(IncompleteAudit) as caught:
+        run.seen(_frame(1))
+    assert "sys/leases/lookup/database/ (403 permission denied)" in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_when_allowed_an_incomplete_run_goes_on_and_says_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = _check({"allow_incomplete": True})
+    frame = run.seen(_frame(2))
+    assert run.verdict == "incomplete" and len(frame) == 2
+    assert capsys.readouterr().out.startswith("INCOMPLETE (allowed): leases.leases_by_mount")
+    assert run.coverage_record()["verdict"] == "incomplete"
+
+
+def test_a_frame_without_a_record_leaves_the_run_unproven() -> None:
+    run = _check()
+    run.seen(pd.DataFrame({"a": [1]}))
+    assert run.verdict == "unproven" and run.coverage_record()["without_record"]
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (pd.Timedelta("0 days 06:11:43.508485"), "6 h 11 min"),
+        (timedelta(days=3, hours=4, minutes=5), "3 d 4 h"),
+        (timedelta(minutes=25), "25 min"),
+        (45.2, "45 s"),
+        (None, ""),
+        (pd.NaT, ""),
+    ],
+)
+def test_durations_read_as_an_operator_says_them(value: Any, text: str) -> None:
+    assert human_duration(value) == text

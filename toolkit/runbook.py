@@ -1,0 +1,413 @@
+"""What every runbook does the same way: check its parameters, see that it saw everything,
+file its evidence with where it came from, and report its key numbers.
+
+The cell after a runbook's parameters cell is::
+
+    run = toolkit.runbook.check_parameters(globals(), "05_lease_audit")
+
+It reads the parameters cell as declared (the cell before, or before papermill's
+``injected-parameters`` cell) and refuses, in one line and before the first
+request: a parameter the runbook does not declare (from papermill or a fleet's
+targets file), a value of the wrong type (``apply="yes"`` is not ``True``), a
+``target`` other than ``"sandbox"`` or ``"live"`` (a rehearsal takes only the
+sandbox), a token where a variable name belongs, and an evidence folder that
+already holds something. Then::
+
+    run.choose("role", pki.list_roles())     # a demo name checked, or "" → the server's first
+    run.seen(leases, tokens)                 # fails when a view could not read everything
+    run.file(client, {"leases": leases}, organization=None)   # evidence + provenance + MANIFEST
+    run.summary(leases=len(leases))          # the fleet's key numbers, marked incomplete if so
+
+An audit that could not read everything fails with :class:`IncompleteAudit`
+unless ``allow_incomplete`` is true; then it finishes, and its summary and
+evidence say "incomplete" and carry the coverage frame.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import getpass
+import hashlib
+import os
+import re
+import socket
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ._coverage import Coverage, coverage, coverage_of
+from ._errors import IncompleteAudit, InputError
+
+__all__ = ["Run", "check_parameters", "declared_parameters", "human_duration"]
+
+TARGETS = ("sandbox", "live")
+# What papermill puts first in the cell it injects after the parameters cell.
+_INJECTED = "# Parameters"
+_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Set by the fleet runner in the kernel's environment: the target's name, where its
+# token came from, and the runbook's hash as given to the runner.
+ENV_FLEET_TARGET = "TOOLKIT_FLEET_TARGET"
+ENV_FLEET_TOKEN_SOURCE = "TOOLKIT_FLEET_TOKEN_SOURCE"
+ENV_RUNBOOK_SHA256 = "TOOLKIT_RUNBOOK_SHA256"
+
+
+def declared_parameters(source: str) -> dict[str, Any]:
+    """The names and default values a parameters cell's source declares.
+
+    Every statement must be ``name = <literal>`` (what papermill can override);
+    anything else is an :class:`InputError`.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise InputError(f"the parameters cell is not Python: {exc.msg}") from None
+    declared: dict[str, Any] = {}
+    for node in tree.body:
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            raise InputError(
+                f"the parameters cell may hold only `name = value` lines (line {node.lineno})"
+            )
+        try:
+            declared[node.targets[0].id] = ast.literal_eval(node.value)
+        except ValueError:
+            raise InputError(
+                f"the parameter {node.targets[0].id!r} must have a plain value as its default"
+            ) from None
+    return declared
+
+
+def _is_parameters_cell(source: str) -> bool:
+    try:
+        declared = declared_parameters(source)
+    except InputError:
+        return False
+    return "target" in declared
+
+
+def _cells(history: Sequence[str]) -> tuple[str, str | None]:
+    """(the parameters cell, papermill's injected cell or None) from the kernel's history,
+    the newest last; the check's own cell (and earlier runs of it) are skipped."""
+    for k in range(len(history) - 1, -1, -1):
+        source = history[k]
+        if source.lstrip().startswith(_INJECTED):
+            continue
+        if _is_parameters_cell(source):
+            after = history[k + 1] if k + 1 < len(history) else None
+            injected = after if after and after.lstrip().startswith(_INJECTED) else None
+            return source, injected
+    raise InputError("run the parameters cell first: no cell before this one declares `target`")
+
+
+def _same_kind(default: Any, value: Any) -> bool:
+    if default is None:
+        return value is None or isinstance(value, str | os.PathLike)
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(default, list | tuple):
+        return isinstance(value, list | tuple)
+    return isinstance(value, type(default))
+
+
+def _kind_name(default: Any) -> str:
+    if default is None:
+        return "a path (or None)"
+    return {bool: "True or False", int: "a whole number", float: "a number", str: "a string"}.get(
+        type(default), f"a {type(default).__name__}"
+    )
+
+
+def _runbook_sha256(name: str) -> str | None:
+    given = os.environ.get(ENV_RUNBOOK_SHA256)
+    if given:
+        return given
+    for candidate in (
+        os.environ.get("JPY_SESSION_NAME"),
+        Path.cwd() / f"{name}.ipynb",
+    ):
+        if candidate and Path(candidate).is_file() and Path(candidate).stem == name:
+            return hashlib.sha256(Path(candidate).read_bytes()).hexdigest()
+    return None
+
+
+def check_parameters(
+    namespace: MutableMapping[str, Any],
+    name: str,
+    *,
+    rehearsal: bool = False,
+    history: Sequence[str] | None = None,
+) -> Run:
+    """Check the parameters in ``namespace`` (the notebook's ``globals()``) against
+    the ones its parameters cell declares; the :class:`Run` that files the evidence.
+
+    ``history`` is the kernel's input history (``In``), read from ``namespace`` when
+    not given. Raises :class:`InputError` with one line naming the first problem.
+    """
+    started = datetime.now(UTC)
+    inputs = list(history if history is not None else namespace.get("In", [])[:-1])
+    source, injected = _cells(inputs)
+    declared = declared_parameters(source)
+    if injected is not None:
+        given = declared_parameters(injected.split("\n", 1)[1] if "\n" in injected else "")
+        for key in given:
+            if key not in declared:
+                close = difflib.get_close_matches(key, list(declared), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise InputError(
+                    f"unknown parameter {key!r}{hint}: {name} takes "
+                    f"{', '.join(sorted(declared))}"
+                )
+    values = {key: namespace.get(key, default) for key, default in declared.items()}
+    for key, default in declared.items():
+        value = values[key]
+        if not _same_kind(default, value):
+            shown = "a value" if _secret_name(key) else repr(value)
+            raise InputError(
+                f"the parameter {key} must be {_kind_name(default)}, not {shown} "
+                f"({type(value).__name__})"
+            )
+    target = values["target"]
+    if target not in TARGETS:
+        raise InputError(
+            f"target must be 'sandbox' or 'live', not {target!r}: nothing was sent anywhere"
+        )
+    if rehearsal and target != "sandbox":
+        raise InputError(
+            f"{name} runs against the sandbox only (target={target!r}); "
+            "the audit runbook reads a live server"
+        )
+    for key, value in values.items():
+        if key.endswith("_env") and isinstance(value, str) and not _VARIABLE.match(value):
+            raise InputError(
+                f"{key} must name an environment variable (letters, digits, '_'); the value "
+                "given is not one and is not shown: put the secret in a variable and name it"
+            )
+    evidence = values.get("evidence_dir")
+    if evidence is not None:
+        folder = Path(os.path.expanduser(str(evidence)))
+        if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+            raise InputError(
+                f"evidence_dir {folder} exists already and is not empty: give each run its own "
+                "folder (nothing was sent)"
+            )
+    allow = bool(values.get("allow_incomplete", False))
+    return Run(
+        name=name,
+        parameters=values,
+        defaults=declared,
+        started_at=started,
+        rehearsal=rehearsal,
+        allow_incomplete=allow,
+        sha256=_runbook_sha256(name),
+    )
+
+
+def _secret_name(key: str) -> bool:
+    from .report import _SECRET_NAME
+
+    return _SECRET_NAME.search(key) is not None and not key.endswith("_env")
+
+
+@dataclass
+class Run:
+    """One run of a runbook: its parameters as applied, what its views could read,
+    and when it started. Made by :func:`check_parameters`."""
+
+    name: str
+    parameters: dict[str, Any]
+    defaults: dict[str, Any]
+    started_at: datetime
+    rehearsal: bool = False
+    allow_incomplete: bool = False
+    sha256: str | None = None
+    records: list[Coverage] = field(default_factory=list)
+    unrecorded: list[str] = field(default_factory=list)
+
+    # -- demo names ---------------------------------------------------------------------------
+
+    def choose(self, key: str, available: Iterable[str], *, what: str | None = None) -> str:
+        """The value of the parameter ``key``, checked against what the server has.
+
+        A value the server does not have is an :class:`InputError` naming what it
+        has. An empty value takes the first the server has (in sorted order), or
+        stays empty when it has none. The choice is what the evidence records.
+        """
+        have = sorted(str(a) for a in available)
+        value = self.parameters.get(key) or ""
+        noun = what or key.replace("_", " ")
+        if value:
+            if value not in have:
+                listed = ", ".join(have[:10]) + (" ..." if len(have) > 10 else "") or "none"
+                raise InputError(
+                    f"{key} = {value!r}: no {noun} of that name on this server (it has: "
+                    f"{listed}); name one of them, or leave {key} empty to take the first"
+                )
+            return str(value)
+        chosen = have[0] if have else ""
+        self.parameters[key] = chosen
+        return chosen
+
+    def choose_one(self, key: str, available: Iterable[str], *, what: str | None = None) -> str:
+        """As :meth:`choose`, but an empty value is taken only when the server has exactly
+        one (an organization to change is never picked for the operator)."""
+        have = sorted(str(a) for a in available)
+        if not self.parameters.get(key) and len(have) != 1:
+            noun = what or key.replace("_", " ")
+            listed = ", ".join(have[:10]) or "none"
+            raise InputError(f"set {key}: this token sees {len(have)} {noun}(s): {listed}")
+        return self.choose(key, have, what=what)
+
+    # -- completeness -------------------------------------------------------------------------
+
+    def seen(self, *frames: Any) -> pd.DataFrame:
+        """Note what ``frames``' views could read; the coverage frame of all seen so far.
+
+        A view that could not read everything makes this raise
+        :class:`IncompleteAudit` (one line naming what it could not read) unless
+        the run allows incomplete audits, when it prints that line and goes on. A
+        frame that carries no coverage record is noted as unproven.
+        """
+        fresh: list[Coverage] = []
+        for frame in frames:
+            found = coverage_of(frame)
+            if not found:
+                label = str(getattr(frame, "attrs", {}).get("view", type(frame).__name__))
+                self.unrecorded.append(label)
+            fresh.extend(found)
+        self.records.extend(fresh)
+        missing = [c.summary() for c in fresh if not c.complete]
+        if missing:
+            line = "; ".join(missing)
+            if not self.allow_incomplete:
+                raise IncompleteAudit(
+                    f"{line} — grant the token what it lacks, fix the name, or rerun with "
+                    "allow_incomplete=True"
+                )
+            print(f"INCOMPLETE (allowed): {line}")
+        return self.coverage_frame()
+
+    @property
+    def complete(self) -> bool:
+        return all(c.complete for c in self.records)
+
+    @property
+    def verdict(self) -> str:
+        """``complete``, ``incomplete`` (a view said what it could not read), or
+        ``unproven`` (no gap said, but a frame carried no record)."""
+        if not self.complete:
+            return "incomplete"
+        return "unproven" if self.unrecorded else "complete"
+
+    def coverage_frame(self) -> pd.DataFrame:
+        """A row per place not read (``view``, ``path``, ``status``, ``reason``)."""
+        frame = coverage(*self.records) if self.records else coverage()
+        frame.attrs["complete"] = self.complete
+        return frame
+
+    def coverage_record(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "views": [c.summary() for c in self.records],
+            "without_record": list(self.unrecorded),
+        }
+
+    # -- evidence and summary -----------------------------------------------------------------
+
+    def file(
+        self,
+        client: Any,
+        frames: Mapping[str, pd.DataFrame],
+        *,
+        organization: str | None = None,
+    ) -> list[Path]:
+        """File ``frames`` and the coverage frame into ``evidence_dir`` with the run's
+        provenance and a ``MANIFEST.json``; prints what was filed. Nothing when
+        ``evidence_dir`` is None."""
+        from . import report
+
+        folder = self.parameters.get("evidence_dir")
+        if folder is None:
+            print("Not filed: evidence_dir is None.")
+            return []
+        header = report.header_of(
+            client,
+            runbook=self.name,
+            parameters=self.parameters,
+            organization=organization,
+            provenance=self.provenance(),
+        )
+        evidence = {**frames, "coverage": self.coverage_frame()}
+        filed = report.save(evidence, folder, header, name=self.name)
+        marked = "" if self.verdict == "complete" else f" (marked {self.verdict})"
+        print(
+            f"Filed {len(filed)} file(s) into {folder}{marked}: {', '.join(sorted(evidence))}"
+        )
+        return filed
+
+    def provenance(self) -> dict[str, Any]:
+        """Who ran it, where, which runbook, when and what it could see (no secret)."""
+        return {
+            "os_user": _os_user(),
+            "host": socket.gethostname(),
+            "runbook_sha256": self.sha256,
+            "fleet_target": os.environ.get(ENV_FLEET_TARGET) or None,
+            "token_source": os.environ.get(ENV_FLEET_TOKEN_SOURCE)
+            or _token_source(self.parameters),
+            "started_at": self.started_at,
+            "finished_at": datetime.now(UTC),
+            "coverage": self.coverage_record(),
+        }
+
+    def summary(self, **numbers: Any) -> None:
+        """The runbook's key numbers (:func:`toolkit.fleet.summary`), with ``coverage``:
+        the run's verdict, so a fleet run reports an incomplete one as incomplete."""
+        from .fleet.execute import summary
+
+        summary(**numbers, coverage=self.verdict)
+
+
+def _os_user() -> str | None:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
+
+
+def _token_source(parameters: Mapping[str, Any]) -> str | None:
+    if parameters.get("target") != "live":
+        return "the sandbox's token"
+    env = parameters.get("token_env")
+    return f"token_env {env}" if env else None
+
+
+def human_duration(value: timedelta | pd.Timedelta | float | None) -> str:
+    """``6 h 11 min``, ``3 d 4 h``, ``45 s``: a duration as an operator reads it."""
+    if value is None or (isinstance(value, float) and value != value) or value is pd.NaT:
+        return ""
+    seconds = value if isinstance(value, int | float) else pd.Timedelta(value).total_seconds()
+    sign = "-" if seconds < 0 else ""
+    left = int(abs(seconds))
+    days, left = divmod(left, 86400)
+    hours, left = divmod(left, 3600)
+    minutes, secs = divmod(left, 60)
+    if days:
+        parts = [f"{days} d", f"{hours} h" if hours else ""]
+    elif hours:
+        parts = [f"{hours} h", f"{minutes} min" if minutes else ""]
+    elif minutes:
+        parts = [f"{minutes} min", f"{secs} s" if secs else ""]
+    else:
+        parts = [f"{secs} s"]
+    return sign + " ".join(p for p in parts if p)
