@@ -97,7 +97,10 @@ def test_a_demo_name_is_checked_against_the_server_or_chosen_from_it() -> None:
     assert run.choose("role", ["www", "edge"]) == "edge"
     assert run.parameters["role"] == "edge"  # the evidence records the choice
     with pytest.raises(InputError, match="this token sees 2 organization"):
-        _check().choose_one("role", ["acme", "beta"], what="organization")
+        _check({"target": "live"}).choose_one("role", ["acme", "beta"], what="organization")
+    # On the sandbox an empty value takes the demo's name; live never does.
+    assert _check().choose_one("role", ["acme", "beta"], demo="beta") == "beta"
+    assert _check({"target": "live"}).choose("role", ["x", "web-server"], demo="web") == "web-server"
 
 
 def _frame(gaps: int) -> pd.DataFrame:
@@ -110,10 +113,10 @@ def _frame(gaps: int) -> pd.DataFrame:
 
 def test_an_incomplete_view_fails_the_run_in_one_line() -> None:
     run = _check()
-    run.seen(_frame(0))
+    run.seen(leases=_frame(0))
     assert run.verdict == "complete"
     with pytest.raises(IncompleteAudit) as caught:
-        run.seen(_frame(1))
+        run.seen(leases=_frame(1))
     assert "sys/leases/lookup/database/ (403 permission denied)" in str(caught.value)
     assert "\n" not in str(caught.value)
 
@@ -122,7 +125,7 @@ def test_when_allowed_an_incomplete_run_goes_on_and_says_so(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     run = _check({"allow_incomplete": True})
-    frame = run.seen(_frame(2))
+    frame = run.seen(leases=_frame(2))
     assert run.verdict == "incomplete" and len(frame) == 2
     assert capsys.readouterr().out.startswith("INCOMPLETE (allowed): leases.leases_by_mount")
     assert run.coverage_record()["verdict"] == "incomplete"
@@ -130,8 +133,8 @@ def test_when_allowed_an_incomplete_run_goes_on_and_says_so(
 
 def test_a_frame_without_a_record_leaves_the_run_unproven() -> None:
     run = _check()
-    run.seen(pd.DataFrame({"a": [1]}))
-    assert run.verdict == "unproven" and run.coverage_record()["without_record"]
+    run.seen(pools=pd.DataFrame({"a": [1]}))
+    assert run.verdict == "unproven" and run.coverage_record()["without_record"] == ["pools"]
 
 
 @pytest.mark.parametrize(

@@ -153,14 +153,44 @@ def sandbox_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+_TARGETS_HELP = """\
+the targets file (TOML): one [[target]] table per server, and an optional [defaults]:
+
+  [defaults]                      for every target (a target's own values win)
+  timeout = 300                   seconds a runbook cell may take
+  parameters = { soon_seconds = 7200 }
+
+  [[target]]
+  name = "prod-eu"                required: letters, digits, '.', '_', '-'
+  kind = "secrets"                required: "secrets" or "platform"; a runbook of the
+                                  other kind (its metadata) skips the target
+  address = "https://bao.eu.example.com:8200"          required
+  token_env = "PROD_EU_VAULT_TOKEN"   the variable holding the token, or:
+  token_file = "~/.config/toolkit/prod-eu.token"       (mode 600, yours)
+  ca_file = "/etc/ssl/bao-ca.pem"      optional
+  namespace = "team-a/"                optional (secrets)
+  organization = "acme"                optional (platform)
+  timeout = 300                        optional
+  parameters = { allow_incomplete = true }   the runbook's own parameters; one it
+                                  does not declare is refused before anything starts
+
+Never a secret in the file: credentials are named (token_env, token_file), never given.
+Outcomes: passed, incomplete, failed, skipped. Exit status: 1 when any target failed,
+else 2 when any is incomplete, else 0."""
+
+
 def _fleet_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="toolkit fleet",
         description="Run one runbook against every target of a targets file with papermill, "
         "and write each executed notebook, its evidence and an HTML index into --out.",
+        epilog=_TARGETS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("runbook", help="the runbook notebook (a path)")
-    p.add_argument("--targets", required=True, metavar="FILE", help="the targets file (TOML)")
+    p.add_argument(
+        "--targets", required=True, metavar="FILE", help="the targets file (TOML; keys below)"
+    )
     p.add_argument(
         "--parallel", type=int, default=1, metavar="N", help="runs at a time (default 1)"
     )
@@ -177,6 +207,7 @@ def _fleet_parser() -> argparse.ArgumentParser:
 def fleet_main(argv: Sequence[str] | None = None) -> int:
     args = _fleet_parser().parse_args(argv)
     from ._errors import ToolkitError
+    from .extras import MissingExtra
     from .fleet import load_targets, run_fleet
 
     try:
@@ -189,17 +220,17 @@ def fleet_main(argv: Sequence[str] | None = None) -> int:
             dask=args.dask,
             show_progress=not args.no_progress,
         )
-    except ToolkitError as exc:
+    except (ToolkitError, MissingExtra) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for result in run.results:
-        line = f"{result['status']:6}  {result['name']}  ({result['seconds']:.1f} s)"
+        line = f"{result['status']:10}  {result['name']}  ({result['seconds']:.1f} s)"
         if result.get("error"):
             line += f"  {result['error']}"
         print(line)
-    print(f"{len(run.results) - len(run.failed)} passed, {len(run.failed)} failed")
+    print(run.counts())
     print(f"index: {run.out / 'index.html'}")
-    return 0 if run.ok else 1
+    return run.exit_status
 
 
 def main(argv: Sequence[str] | None = None) -> int:

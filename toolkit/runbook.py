@@ -237,15 +237,18 @@ class Run:
 
     # -- demo names ---------------------------------------------------------------------------
 
-    def choose(self, key: str, available: Iterable[str], *, what: str | None = None) -> str:
+    def choose(
+        self, key: str, available: Iterable[str], *, what: str | None = None, demo: str = ""
+    ) -> str:
         """The value of the parameter ``key``, checked against what the server has.
 
         A value the server does not have is an :class:`InputError` naming what it
-        has. An empty value takes the first the server has (in sorted order), or
-        stays empty when it has none. The choice is what the evidence records.
+        has. An empty value takes ``demo`` on the sandbox, else the first the server
+        has (in sorted order), or stays empty when it has none. The evidence
+        records the value chosen.
         """
         have = sorted(str(a) for a in available)
-        value = self.parameters.get(key) or ""
+        value = self.parameters.get(key) or self._demo(demo)
         noun = what or key.replace("_", " ")
         if value:
             if value not in have:
@@ -254,24 +257,30 @@ class Run:
                     f"{key} = {value!r}: no {noun} of that name on this server (it has: "
                     f"{listed}); name one of them, or leave {key} empty to take the first"
                 )
-            return str(value)
-        chosen = have[0] if have else ""
+            chosen = str(value)
+        else:
+            chosen = have[0] if have else ""
         self.parameters[key] = chosen
         return chosen
 
-    def choose_one(self, key: str, available: Iterable[str], *, what: str | None = None) -> str:
+    def choose_one(
+        self, key: str, available: Iterable[str], *, what: str | None = None, demo: str = ""
+    ) -> str:
         """As :meth:`choose`, but an empty value is taken only when the server has exactly
-        one (an organization to change is never picked for the operator)."""
+        one: what a runbook may change is never picked for the operator."""
         have = sorted(str(a) for a in available)
-        if not self.parameters.get(key) and len(have) != 1:
+        if not (self.parameters.get(key) or self._demo(demo)) and len(have) != 1:
             noun = what or key.replace("_", " ")
             listed = ", ".join(have[:10]) or "none"
             raise InputError(f"set {key}: this token sees {len(have)} {noun}(s): {listed}")
-        return self.choose(key, have, what=what)
+        return self.choose(key, have, what=what, demo=demo)
+
+    def _demo(self, demo: str) -> str:
+        return demo if self.parameters.get("target") == "sandbox" else ""
 
     # -- completeness -------------------------------------------------------------------------
 
-    def seen(self, *frames: Any) -> pd.DataFrame:
+    def seen(self, **frames: Any) -> pd.DataFrame:
         """Note what ``frames``' views could read; the coverage frame of all seen so far.
 
         A view that could not read everything makes this raise
@@ -280,10 +289,9 @@ class Run:
         frame that carries no coverage record is noted as unproven.
         """
         fresh: list[Coverage] = []
-        for frame in frames:
+        for label, frame in frames.items():
             found = coverage_of(frame)
             if not found:
-                label = str(getattr(frame, "attrs", {}).get("view", type(frame).__name__))
                 self.unrecorded.append(label)
             fresh.extend(found)
         self.records.extend(fresh)
@@ -296,7 +304,19 @@ class Run:
                     "allow_incomplete=True"
                 )
             print(f"INCOMPLETE (allowed): {line}")
+        else:
+            print(self.coverage_line())
         return self.coverage_frame()
+
+    def coverage_line(self) -> str:
+        """One line: what the views seen so far could read."""
+        if self.verdict == "incomplete":
+            gaps = sum(len(c.gaps) for c in self.records)
+            return f"Coverage: INCOMPLETE, {gaps} place(s) not read (allowed by allow_incomplete)"
+        recorded = f"{len(self.records)} view(s) complete"
+        if self.unrecorded:
+            return f"Coverage: {recorded}; no record from {', '.join(self.unrecorded)} (unproven)"
+        return f"Coverage: {recorded}"
 
     @property
     def complete(self) -> bool:

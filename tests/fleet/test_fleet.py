@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -135,7 +136,12 @@ def test_a_fleet_reports_every_target_and_loses_none(
         ]
     index = (out / "index.html").read_text()
     assert index.count("class='failed'") == 3 and index.count("class='passed'") == 2
-    assert "good-env/probe.ipynb" in index and "evidence-policies.csv" in index
+    # Failures first with their reason on the row; the notebook rendered, the evidence a folder.
+    assert index.index("bad-token") < index.index("good-env")
+    assert "PermissionDenied" in index
+    assert "good-env/probe.html" in index and "good-env/evidence/" in index
+    assert "evidence-policies.csv" not in index
+    assert "<html" in (out / "good-env" / "probe.html").read_text()[:2000].lower()
     saved = json.loads((out / "results.json").read_text())
     assert [r["status"] for r in saved["results"]] == [r["status"] for r in run.results]
     for path in out.rglob("*"):
@@ -179,7 +185,8 @@ token_env = "FLEET_TEST_GOOD"
     )
     printed = capsys.readouterr().out
     assert code == 1
-    assert "passed  ok" in printed and "failed  down" in printed and "1 passed, 1 failed" in printed
+    assert "passed      ok" in printed and "failed      down" in printed
+    assert "1 failed, 0 incomplete, 1 passed, 0 skipped" in printed
     only_ok = tmp_path / "ok.toml"
     only_ok.write_text(targets.read_text().split('[[target]]\nname = "down"')[0])
     assert (
@@ -230,11 +237,21 @@ def test_a_second_run_into_the_same_folder_is_refused(
             'name="a"\nkind="secrets"\naddress="http://x"\ntoken_env="T"\ncolour="red"',
             "unknown key 'colour'",
         ),
+        (
+            'name="a"\nkind="secrets"\naddress="http://x"\ntoken_env="hvs.CAESIsecret"',
+            "token_env must name an environment variable",
+        ),
+        (
+            'name="a"\nkind="platform"\naddress="http://x"\ntoken_env="T"\n'
+            'parameters={secret_env="hvs.CAESIsecret"}',
+            "'secret_env' must name an environment variable",
+        ),
     ],
 )
 def test_a_bad_targets_file_is_refused_with_what_is_wrong(body: str, message: str) -> None:
-    with pytest.raises(toolkit.InputError, match=message):
+    with pytest.raises(toolkit.InputError, match=message) as caught:
         parse_targets("[[target]]\n" + body)
+    assert "CAESIsecret" not in str(caught.value)  # a value given for a name is never echoed
 
 
 def test_two_targets_of_one_name_are_refused() -> None:
@@ -312,3 +329,151 @@ def test_a_target_s_kernel_talks_over_unix_sockets_not_tcp_ports(
     result = execute_target(nbformat.writes(notebook), "where.ipynb", target.as_dict(), {})
     assert result["status"] == "passed", result["error"]
     assert "transport=ipc" in result["notebook"]
+
+
+# -- issue 23: four outcomes, kinds, parameters, the extra ------------------------------------
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+def _probe(tmp_path: Path, kind: str | None, cells: list[str], params: str) -> Path:
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell(params, metadata={"tags": ["parameters"]}),
+        *(nbformat.v4.new_code_cell(c) for c in cells),
+    ]
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    if kind:
+        notebook.metadata["toolkit"] = {"kind": kind}
+    path = tmp_path / "gapped.ipynb"
+    path.write_text(nbformat.writes(notebook))
+    return path
+
+
+# A runbook whose one view could not read a mount: the shape every audit runbook has.
+GAPPED = [
+    'from toolkit import runbook\nrun = runbook.check_parameters(globals(), "gapped")',
+    "import os, pandas as pd, toolkit\n"
+    "client = toolkit.SecretsClient(token=os.environ[token_env])\n"
+    'cov = toolkit.Coverage("leases.leases_by_mount", asked=["database/"])\n'
+    'cov.note_gap("sys/leases/lookup/database/", 403, "permission denied")\n'
+    "leases = cov.attach(pd.DataFrame({'lease_id': ['a']}))",
+    "run.seen(leases=leases)",
+    'run.file(client, {"leases": leases})\nrun.summary(leases=len(leases))',
+]
+GAPPED_PARAMETERS = (
+    'target = "sandbox"\ntoken_env = "VAULT_TOKEN"\nallow_incomplete = False\nevidence_dir = None'
+)
+
+
+def test_a_run_that_could_not_see_everything_is_incomplete_never_passed(
+    demo_sandbox: Sandbox,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("FLEET_TEST_GOOD", demo_sandbox.token)
+    probe = _probe(tmp_path, "secrets", GAPPED, GAPPED_PARAMETERS)
+    targets = tmp_path / "targets.toml"
+    targets.write_text(
+        f"""
+[[target]]
+name = "stopped"
+kind = "secrets"
+address = "{demo_sandbox.address}"
+token_env = "FLEET_TEST_GOOD"
+
+[[target]]
+name = "allowed"
+kind = "secrets"
+address = "{demo_sandbox.address}"
+token_env = "FLEET_TEST_GOOD"
+parameters = {{ allow_incomplete = true }}
+
+[[target]]
+name = "tfe"
+kind = "platform"
+address = "{demo_sandbox.address}"
+token_env = "FLEET_TEST_GOOD"
+"""
+    )
+    out = tmp_path / "o"
+    code = main(["fleet", str(probe), "--targets", str(targets), "--out", str(out), "--no-progress"])
+    printed = capsys.readouterr().out
+    assert code == 2, printed  # incomplete, none failed; the skipped one changes nothing
+    saved = {r["name"]: r for r in json.loads((out / "results.json").read_text())["results"]}
+    assert saved["stopped"]["status"] == "incomplete"
+    assert "IncompleteAudit" in saved["stopped"]["error"]
+    assert "sys/leases/lookup/database/ (403 permission denied)" in saved["stopped"]["error"]
+    assert saved["allowed"]["status"] == "incomplete"
+    assert saved["allowed"]["summary"]["coverage"] == "incomplete"
+    assert saved["tfe"]["status"] == "skipped"
+    assert "a secrets runbook; this target is a platform server" in saved["tfe"]["error"]
+    # The allowed run filed its evidence, marked, with the coverage frame and who ran it.
+    evidence = out / "allowed" / "evidence"
+    header = json.loads((evidence / "gapped.header.json").read_text())
+    assert header["coverage"]["verdict"] == "incomplete"
+    assert header["fleet_target"] == "allowed"
+    assert header["token_source"] == "token_env FLEET_TEST_GOOD"
+    assert header["runbook_sha256"] == hashlib.sha256(probe.read_bytes()).hexdigest()
+    assert header["os_user"] and header["host"] and header["started_at"] and header["finished_at"]
+    assert header["parameters"]["allow_incomplete"] is True
+    assert (evidence / "gapped-coverage.csv").read_text().count("permission denied") == 1
+    assert (evidence / "MANIFEST.json").is_file()
+    index = (out / "index.html").read_text()
+    assert index.index("class='incomplete'") < index.index("class='skipped'")
+
+
+def test_a_misspelt_parameter_in_the_targets_file_is_refused_before_anything_starts(
+    tmp_path: Path,
+) -> None:
+    target = parse_targets(
+        '[[target]]\nname="a"\nkind="secrets"\naddress="http://127.0.0.1:9"\n'
+        'token_env="T"\nparameters={soon_secnds=60}'
+    )
+    with pytest.raises(toolkit.InputError) as caught:
+        run_fleet(NOTEBOOKS / "05_lease_audit.ipynb", target, tmp_path / "o", show_progress=False)
+    assert "no parameter 'soon_secnds' (did you mean 'soon_seconds'?)" in str(caught.value)
+    assert not (tmp_path / "o").exists()
+
+
+def test_without_papermill_the_fleet_says_so_once_before_anything_starts(
+    demo_sandbox: Sandbox,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import sys
+
+    class Hide:
+        def find_spec(self, name: str, *args: object) -> None:
+            if name == "papermill" or name.startswith("papermill."):
+                raise ModuleNotFoundError(name)
+
+    for name in [m for m in sys.modules if m == "papermill" or m.startswith("papermill.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [Hide(), *sys.meta_path])
+    targets = tmp_path / "targets.toml"
+    targets.write_text(
+        f'[[target]]\nname="a"\nkind="secrets"\naddress="{demo_sandbox.address}"\n'
+        'token_env="T"\n'
+    )
+    out = tmp_path / "o"
+    assert main(["fleet", str(PROBE), "--targets", str(targets), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "papermill" in err and "[fleet]" in err
+    assert not out.exists()
+
+
+def test_the_targets_file_keys_are_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["fleet", "--help"])
+    text = capsys.readouterr().out
+    for key in ("token_env", "token_file", "namespace", "organization", "parameters", "[defaults]"):
+        assert key in text

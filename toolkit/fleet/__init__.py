@@ -5,20 +5,26 @@
 in local processes or on an existing Dask cluster, and writes into ``DIR``:
 
 - ``<target>/<runbook>.ipynb``: the executed notebook (also for a failed run, as
-  far as it got);
+  far as it got), and ``<target>/<runbook>.html``, the same rendered by nbconvert;
 - ``<target>/evidence/...``: what the runbook filed (its ``evidence_dir``);
-- ``index.html``: pass or fail per target, the key numbers each run reported
-  (:func:`summary`), links to each notebook and its evidence;
+- ``index.html``: each target's outcome, failures and incomplete runs first with
+  the reason on the row, the key numbers each run reported (:func:`summary`),
+  links to each rendered notebook and its evidence folder;
 - ``results.json``: the same, for machines.
 
-A target that is down, refuses the token or times out is reported and never
-stops the others; the exit status is 1 when any target failed. The targets file
-names where each target's credentials are, never the credentials
-(:mod:`toolkit.fleet.targets`).
+Each target has one of four outcomes: ``passed``; ``incomplete`` (the runbook
+could not read everything: it stopped, or finished marked incomplete because
+``allow_incomplete`` was set); ``failed``; ``skipped`` (a target of the other
+kind than the runbook's ``metadata.toolkit.kind``, never run). A target that is
+down, refuses the token or times out is reported and never stops the others.
+The exit status is 1 when any target failed, else 2 when any is incomplete, else
+0; skipped targets change nothing. The targets file names where each target's
+credentials are, never the credentials (:mod:`toolkit.fleet.targets`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -28,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import InputError
-from .execute import SUMMARY_MIME, TOKEN_VARIABLE, execute_target, summary
+from .execute import OUTCOMES, SUMMARY_MIME, TOKEN_VARIABLE, execute_target, skipped, summary
 from .index import write_index
 from .targets import Target, load_targets, parse_targets, resolve_token
 
@@ -54,19 +60,33 @@ class FleetRun:
     out: Path
     results: list[dict[str, Any]]
 
+    def named(self, outcome: str) -> list[str]:
+        """The targets whose outcome is ``outcome`` (passed, incomplete, failed, skipped)."""
+        return [r["name"] for r in self.results if r["status"] == outcome]
+
     @property
     def failed(self) -> list[str]:
-        return [r["name"] for r in self.results if r["status"] != "passed"]
+        return self.named("failed")
+
+    @property
+    def incomplete(self) -> list[str]:
+        return self.named("incomplete")
 
     @property
     def ok(self) -> bool:
-        return not self.failed
+        return not self.failed and not self.incomplete
+
+    @property
+    def exit_status(self) -> int:
+        """1 when any target failed, else 2 when any is incomplete, else 0."""
+        return 1 if self.failed else 2 if self.incomplete else 0
+
+    def counts(self) -> str:
+        """``3 passed, 1 incomplete, 0 failed, 1 skipped``."""
+        return ", ".join(f"{len(self.named(o))} {o}" for o in OUTCOMES)
 
     def __repr__(self) -> str:
-        passed = len(self.results) - len(self.failed)
-        return (
-            f"<FleetRun {self.runbook}: {passed} passed, {len(self.failed)} failed, in {self.out}>"
-        )
+        return f"<FleetRun {self.runbook}: {self.counts()}, in {self.out}>"
 
 
 def run_fleet(
@@ -97,20 +117,69 @@ def run_fleet(
     clashes = [t.name for t in targets if (folder / t.name).exists()]
     if clashes:
         raise InputError(f"{folder / clashes[0]} exists already: give each run its own --out")
+    if dask is None:
+        from ..extras import require
+
+        require("fleet", "fleet runs", "papermill")
     text = source.read_text(encoding="utf-8")
-    jobs = [(text, source.name, t.as_dict(), dict(options or {})) for t in targets]
+    notebook = _notebook(text, source)
+    kind = ((notebook.get("metadata") or {}).get("toolkit") or {}).get("kind")
+    _check_parameters(notebook, source.name, targets)
+    options = {**(options or {}), "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+    runs = [t for t in targets if kind in (None, t.kind)]
+    jobs = [(text, source.name, t.as_dict(), dict(options)) for t in runs]
     if dask is not None:
         finished = _on_dask(dask, jobs)
     elif parallel == 1:
         finished = ((k, execute_target(*job)) for k, job in enumerate(jobs))
     else:
         finished = _on_processes(jobs, parallel)
-    results: list[dict[str, Any] | None] = [None] * len(jobs)
+    results: dict[str, dict[str, Any]] = {}
     for k, result in _progress(finished, len(jobs), show_progress):
-        results[k] = _file(folder, source.name, result)
-    done = [r for r in results if r is not None]
+        results[runs[k].name] = _file(folder, source.name, result)
+    for target in targets:
+        if target.name not in results:
+            results[target.name] = _file(folder, source.name, skipped(target, kind or ""))
+    done = [results[t.name] for t in targets]
     write_index(folder, source.name, done)
     return FleetRun(source.name, folder, done)
+
+
+def _notebook(text: str, source: Path) -> dict[str, Any]:
+    try:
+        notebook = json.loads(text)
+    except ValueError:
+        raise InputError(f"{source} is not a notebook (not JSON)") from None
+    if not isinstance(notebook, dict):
+        raise InputError(f"{source} is not a notebook")
+    return notebook
+
+
+def _check_parameters(notebook: dict[str, Any], runbook: str, targets: Sequence[Target]) -> None:
+    """Refuse, before anything starts, a target parameter the runbook does not declare."""
+    from ..runbook import declared_parameters
+
+    cells = [
+        c
+        for c in notebook.get("cells", [])
+        if "parameters" in ((c.get("metadata") or {}).get("tags") or [])
+    ]
+    if not cells:
+        return
+    source = cells[0].get("source")
+    declared = declared_parameters("".join(source) if isinstance(source, list) else str(source))
+    for target in targets:
+        given = [*target.parameters, *(["organization"] if target.organization else [])]
+        for key in given:
+            if key not in declared:
+                import difflib
+
+                close = difflib.get_close_matches(key, list(declared), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise InputError(
+                    f"target {target.name}: {runbook} takes no parameter {key!r}{hint}; "
+                    f"it takes {', '.join(sorted(declared))}"
+                )
 
 
 def _on_processes(
@@ -180,11 +249,18 @@ def _file(folder: Path, runbook: str, result: dict[str, Any]) -> dict[str, Any]:
     home.mkdir(parents=True, exist_ok=False)
     record = {k: v for k, v in result.items() if k not in ("notebook", "evidence")}
     record["notebook_path"] = None
+    record["notebook_html"] = None
+    record["evidence_folder"] = None
     record["evidence_paths"] = []
     if result.get("notebook") is not None:
         path = home / runbook
         path.write_text(result["notebook"], encoding="utf-8")
         record["notebook_path"] = str(path.relative_to(folder))
+        page = _rendered(path)
+        if page is not None:
+            record["notebook_html"] = str(page.relative_to(folder))
+    if result.get("evidence"):
+        record["evidence_folder"] = str((home / "evidence").relative_to(folder))
     for name, blob in sorted((result.get("evidence") or {}).items()):
         path = (home / "evidence" / name).resolve()
         if home.resolve() not in path.parents:
@@ -193,6 +269,21 @@ def _file(folder: Path, runbook: str, result: dict[str, Any]) -> dict[str, Any]:
         path.write_bytes(blob)
         record["evidence_paths"].append(str(path.relative_to(folder.resolve())))
     return record
+
+
+def _rendered(path: Path) -> Path | None:
+    """The executed notebook as one HTML page (nbconvert), beside it; None without nbconvert."""
+    try:
+        from nbconvert import HTMLExporter
+    except ImportError:
+        return None
+    try:
+        body, _ = HTMLExporter(template_name="classic").from_filename(str(path))
+    except Exception:  # noqa: BLE001 - a page that cannot be drawn leaves the notebook linked
+        return None
+    page = path.with_suffix(".html")
+    page.write_text(body, encoding="utf-8")
+    return page
 
 
 def results_json(run: FleetRun) -> str:

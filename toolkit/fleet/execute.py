@@ -20,10 +20,14 @@ from typing import Any
 
 from .targets import Target, resolve_token
 
-__all__ = ["SUMMARY_MIME", "TOKEN_VARIABLE", "execute_target", "summary"]
+__all__ = ["OUTCOMES", "SUMMARY_MIME", "TOKEN_VARIABLE", "execute_target", "skipped", "summary"]
 
 SUMMARY_MIME = "application/vnd.toolkit.summary+json"
 TOKEN_VARIABLE = "TOOLKIT_FLEET_TOKEN"
+# A target's outcome, in the order the index lists them.
+OUTCOMES = ("failed", "incomplete", "passed", "skipped")
+# The error a runbook raises when a view could not read everything (toolkit.IncompleteAudit).
+_INCOMPLETE = "IncompleteAudit"
 # What a failure may say: the error's type and first line, cut to this length.
 _ERROR_LENGTH = 300
 
@@ -45,8 +49,9 @@ def execute_target(
 ) -> dict[str, Any]:
     """Run the runbook against one target; a result dict (never raises for the target's fault).
 
-    The result: ``name``, ``kind``, ``address``, ``status`` (``passed`` or
-    ``failed``), ``error`` (the error's type and first line), ``seconds``,
+    The result: ``name``, ``kind``, ``address``, ``status`` (``passed``,
+    ``incomplete`` or ``failed``), ``error`` (the error's type and first line, or
+    why the run is incomplete), ``seconds``,
     ``summary`` (the runbook's key numbers), ``notebook`` (the executed
     notebook's text, or None), ``evidence`` (file name → bytes of what the
     runbook filed).
@@ -71,15 +76,20 @@ def execute_target(
         evidence = folder / "evidence"
         source.write_text(runbook_text, encoding="utf-8")
         try:
-            env = _kernel_environment(target)
+            env = _kernel_environment(target, options)
             _run_papermill(source, output, target, evidence, env, options)
             result["status"] = "passed"
         except Exception as exc:  # noqa: BLE001 - every failure is this target's result
             result["error"] = _describe(exc)
+            if getattr(exc, "ename", None) == _INCOMPLETE:
+                result["status"] = "incomplete"
         if output.exists():
             text = output.read_text(encoding="utf-8")
             result["notebook"] = text
             result["summary"] = _summaries(text)
+        if result["status"] == "passed" and result["summary"].get("coverage") == "incomplete":
+            result["status"] = "incomplete"
+            result["error"] = "finished marked incomplete (allow_incomplete): see its coverage"
         if evidence.is_dir():
             result["evidence"] = {
                 str(p.relative_to(evidence)): p.read_bytes()
@@ -90,10 +100,34 @@ def execute_target(
     return result
 
 
-def _kernel_environment(target: Target) -> dict[str, str]:
+def skipped(target: Target, kind: str) -> dict[str, Any]:
+    """The result of a target the runbook is not for (its kind is the other one)."""
+    return {
+        "name": target.name,
+        "kind": target.kind,
+        "address": target.address,
+        "status": "skipped",
+        "error": f"a {kind} runbook; this target is a {target.kind} server",
+        "seconds": 0.0,
+        "summary": {},
+        "notebook": None,
+        "evidence": {},
+    }
+
+
+def _kernel_environment(target: Target, options: dict[str, Any]) -> dict[str, str]:
+    from ..runbook import ENV_FLEET_TARGET, ENV_FLEET_TOKEN_SOURCE, ENV_RUNBOOK_SHA256
+
     env = dict(os.environ)
     token = resolve_token(target)
     env[TOKEN_VARIABLE] = token.reveal()
+    # Provenance for the evidence: which target, where its token came from, which runbook.
+    env[ENV_FLEET_TARGET] = target.name
+    env[ENV_FLEET_TOKEN_SOURCE] = (
+        f"token_env {target.token_env}" if target.token_env else f"token_file {target.token_file}"
+    )
+    if options.get("sha256"):
+        env[ENV_RUNBOOK_SHA256] = str(options["sha256"])
     if target.kind == "secrets":
         env["VAULT_ADDR"] = env["BAO_ADDR"] = target.address
         for name in ("VAULT_TOKEN", "BAO_TOKEN"):

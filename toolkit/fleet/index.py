@@ -16,7 +16,10 @@ _STYLE = (
     "table{border-collapse:collapse}th,td{border:1px solid #bbb;padding:.3em .6em;"
     "text-align:left;vertical-align:top}th{background:#eee}"
     ".passed{color:#05603a;font-weight:bold}.failed{color:#b42318;font-weight:bold}"
+    ".incomplete{color:#b54708;font-weight:bold}.skipped{color:#555;font-weight:bold}"
 )
+# Failures first, then incomplete runs: what needs a look is at the top.
+_ORDER = {"failed": 0, "incomplete": 1, "passed": 2, "skipped": 3}
 
 
 def write_index(folder: Path, runbook: str, results: list[dict[str, Any]]) -> Path:
@@ -27,13 +30,17 @@ def write_index(folder: Path, runbook: str, results: list[dict[str, Any]]) -> Pa
         json.dumps({"runbook": runbook, "finished_at": when, "results": results}, indent=2) + "\n",
         encoding="utf-8",
     )
-    failed = sum(1 for r in results if r["status"] != "passed")
-    rows = "".join(_row(r) for r in results)
+    ordered = sorted(results, key=lambda r: _ORDER.get(r["status"], 0))
+    rows = "".join(_row(r) for r in ordered)
+    counts = ", ".join(
+        f"{sum(1 for r in results if r['status'] == o)} {o}"
+        for o in ("passed", "incomplete", "failed", "skipped")
+    )
     title = html.escape(f"Fleet run of {runbook}")
     page = (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>"
         f"<style>{_STYLE}</style></head><body><h1>{title}</h1>"
-        f"<p>{len(results) - failed} passed, {failed} failed; finished {html.escape(when)} UTC.</p>"
+        f"<p>{counts}; finished {html.escape(when)} UTC.</p>"
         "<table><tr><th>target</th><th>kind</th><th>address</th><th>result</th>"
         "<th>seconds</th><th>key numbers</th><th>notebook</th><th>evidence</th></tr>"
         f"{rows}</table></body></html>"
@@ -51,8 +58,9 @@ def _row(result: dict[str, Any]) -> str:
     numbers = "<br>".join(
         f"{html.escape(str(k))}: {html.escape(str(v))}" for k, v in result["summary"].items()
     )
-    notebook = _link(result.get("notebook_path"))
-    evidence = "<br>".join(_link(p) for p in result.get("evidence_paths") or [])
+    notebook = _link(result.get("notebook_html") or result.get("notebook_path"))
+    folder = result.get("evidence_folder")
+    evidence = _link(folder + "/", f"{len(result.get('evidence_paths') or [])} file(s)") if folder else ""
     return (
         f"<tr><td>{html.escape(result['name'])}</td><td>{html.escape(result['kind'])}</td>"
         f"<td>{html.escape(result['address'])}</td><td>{verdict}</td>"
@@ -61,7 +69,8 @@ def _row(result: dict[str, Any]) -> str:
     )
 
 
-def _link(path: str | None) -> str:
+def _link(path: str | None, text: str | None = None) -> str:
     if not path:
         return ""
-    return f"<a href='{html.escape(quote(path))}'>{html.escape(Path(path).name)}</a>"
+    shown = text if text is not None else Path(path).name
+    return f"<a href='{html.escape(quote(path))}'>{html.escape(shown)}</a>"

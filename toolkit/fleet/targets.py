@@ -156,7 +156,11 @@ def _target(table: Any, where: str, default_params: dict[str, Any], default_time
         raise InputError(f"{where}: name exactly one of token_env or token_file")
     token_env = table.get("token_env")
     if token_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(token_env)):
-        raise InputError(f"{where}: token_env must be a variable name, not {token_env!r}")
+        # Never echoed: what was given may be the token itself, pasted in the wrong place.
+        raise InputError(
+            f"{where}: token_env must name an environment variable (letters, digits, '_'); "
+            "the value given is not one and is not shown: put the token in a variable and name it"
+        )
     timeout = table.get(
         "timeout", default_timeout if default_timeout is not None else DEFAULT_TIMEOUT
     )
@@ -180,7 +184,14 @@ def _target(table: Any, where: str, default_params: dict[str, Any], default_time
 def _parameters(params: Any, where: str) -> dict[str, Any]:
     if not isinstance(params, dict):
         raise InputError(f"{where}: parameters must be a table")
-    for key in params:
+    for key, value in params.items():
+        if key.endswith("_env") and not (
+            isinstance(value, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value)
+        ):
+            raise InputError(
+                f"{where}: the parameter {key!r} must name an environment variable; the value "
+                "given is not one and is not shown"
+            )
         if key in RESERVED_PARAMETERS:
             raise InputError(f"{where}: the runner sets the parameter {key!r} itself")
         if _SECRET.search(key) and not key.endswith("_env"):
