@@ -96,11 +96,18 @@ def test_a_demo_name_is_checked_against_the_server_or_chosen_from_it() -> None:
     run = _check()
     assert run.choose("role", ["www", "edge"]) == "edge"
     assert run.parameters["role"] == "edge"  # the evidence records the choice
+    builtin = ["default", "root"]
+    assert (
+        _check({"target": "live"}).choose("role", [*builtin, "ops"], passed_over=builtin) == "ops"
+    )
+    assert _check({"target": "live"}).choose("role", builtin, passed_over=builtin) == "default"
     with pytest.raises(InputError, match="this token sees 2 organization"):
         _check({"target": "live"}).choose_one("role", ["acme", "beta"], what="organization")
     # On the sandbox an empty value takes the demo's name; live never does.
     assert _check().choose_one("role", ["acme", "beta"], demo="beta") == "beta"
-    assert _check({"target": "live"}).choose("role", ["x", "web-server"], demo="web") == "web-server"
+    assert (
+        _check({"target": "live"}).choose("role", ["x", "web-server"], demo="web") == "web-server"
+    )
 
 
 def _frame(gaps: int) -> pd.DataFrame:
@@ -150,3 +157,23 @@ def test_a_frame_without_a_record_leaves_the_run_unproven() -> None:
 )
 def test_durations_read_as_an_operator_says_them(value: Any, text: str) -> None:
     assert human_duration(value) == text
+
+
+def test_without_the_cells_in_history_the_declared_set_comes_from_the_runbook_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # nbval runs cells without keeping them in the history: the file's tagged cell counts.
+    import hashlib
+    import json
+
+    cell = {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": PARAMETERS}
+    path = tmp_path / "05_lease_audit.ipynb"
+    path.write_text(json.dumps({"cells": [cell], "metadata": {}}))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.delenv("TOOLKIT_RUNBOOK_SHA256", raising=False)
+    namespace = dict(declared_parameters(PARAMETERS), apply="yes")
+    with pytest.raises(InputError, match="the parameter apply must be True or False"):
+        check_parameters(namespace, "05_lease_audit", history=[])
+    run = check_parameters(dict(declared_parameters(PARAMETERS)), "05_lease_audit", history=[])
+    assert run.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()

@@ -85,7 +85,10 @@ class Header:
         data = self.as_dict()
         params = data.pop("parameters")
         rows = [
-            (k.replace("_", " "), "" if v is None else json.dumps(v) if isinstance(v, dict) else str(v))
+            (
+                k.replace("_", " "),
+                "" if v is None else json.dumps(v) if isinstance(v, dict) else str(v),
+            )
             for k, v in data.items()
         ]
         rows += [(f"parameter {k}", json.dumps(v)) for k, v in params.items()]

@@ -29,6 +29,7 @@ import ast
 import difflib
 import getpass
 import hashlib
+import json
 import os
 import re
 import socket
@@ -93,9 +94,9 @@ def _is_parameters_cell(source: str) -> bool:
     return "target" in declared
 
 
-def _cells(history: Sequence[str]) -> tuple[str, str | None]:
-    """(the parameters cell, papermill's injected cell or None) from the kernel's history,
-    the newest last; the check's own cell (and earlier runs of it) are skipped."""
+def _cells(history: Sequence[str]) -> tuple[str | None, str | None]:
+    """(the parameters cell, papermill's injected cell) from the kernel's input history,
+    the newest last, each None when not there; the check's own cell is skipped."""
     for k in range(len(history) - 1, -1, -1):
         source = history[k]
         if source.lstrip().startswith(_INJECTED):
@@ -104,7 +105,30 @@ def _cells(history: Sequence[str]) -> tuple[str, str | None]:
             after = history[k + 1] if k + 1 < len(history) else None
             injected = after if after and after.lstrip().startswith(_INJECTED) else None
             return source, injected
-    raise InputError("run the parameters cell first: no cell before this one declares `target`")
+    injected = next((h for h in reversed(history) if h.lstrip().startswith(_INJECTED)), None)
+    return None, injected
+
+
+def _runbook_file(name: str) -> Path | None:
+    """The runbook's file: the one Jupyter names for this kernel, else ``<name>.ipynb`` in
+    the kernel's folder (where papermill, nbval and the fleet start it)."""
+    session = os.environ.get("JPY_SESSION_NAME")
+    for candidate in (Path(session) if session else None, Path.cwd() / f"{name}.ipynb"):
+        if candidate is not None and candidate.is_file() and candidate.stem == name:
+            return candidate
+    return None
+
+
+def _parameters_cell_of(path: Path) -> str | None:
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for cell in notebook.get("cells", []):
+        if "parameters" in ((cell.get("metadata") or {}).get("tags") or []):
+            source = cell.get("source", "")
+            return "".join(source) if isinstance(source, list) else str(source)
+    return None
 
 
 def _same_kind(default: Any, value: Any) -> bool:
@@ -129,17 +153,11 @@ def _kind_name(default: Any) -> str:
     )
 
 
-def _runbook_sha256(name: str) -> str | None:
+def _runbook_sha256(path: Path | None) -> str | None:
     given = os.environ.get(ENV_RUNBOOK_SHA256)
     if given:
         return given
-    for candidate in (
-        os.environ.get("JPY_SESSION_NAME"),
-        Path.cwd() / f"{name}.ipynb",
-    ):
-        if candidate and Path(candidate).is_file() and Path(candidate).stem == name:
-            return hashlib.sha256(Path(candidate).read_bytes()).hexdigest()
-    return None
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path is not None else None
 
 
 def check_parameters(
@@ -152,12 +170,21 @@ def check_parameters(
     """Check the parameters in ``namespace`` (the notebook's ``globals()``) against
     the ones its parameters cell declares; the :class:`Run` that files the evidence.
 
-    ``history`` is the kernel's input history (``In``), read from ``namespace`` when
-    not given. Raises :class:`InputError` with one line naming the first problem.
+    The declared parameters come from the kernel's input history (``history``,
+    else ``In`` in ``namespace``): the nearest earlier cell of ``name = value``
+    lines that declares ``target``; where the history does not keep cells (nbval),
+    from the cell tagged ``parameters`` in the runbook's file. What papermill
+    injected is the ``# Parameters`` cell in the history. Raises
+    :class:`InputError` with one line naming the first problem.
     """
     started = datetime.now(UTC)
     inputs = list(history if history is not None else namespace.get("In", [])[:-1])
     source, injected = _cells(inputs)
+    path = _runbook_file(name)
+    if source is None and path is not None:
+        source = _parameters_cell_of(path)
+    if source is None:
+        raise InputError("run the parameters cell first: no cell before this one declares `target`")
     declared = declared_parameters(source)
     if injected is not None:
         given = declared_parameters(injected.split("\n", 1)[1] if "\n" in injected else "")
@@ -166,8 +193,7 @@ def check_parameters(
                 close = difflib.get_close_matches(key, list(declared), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise InputError(
-                    f"unknown parameter {key!r}{hint}: {name} takes "
-                    f"{', '.join(sorted(declared))}"
+                    f"unknown parameter {key!r}{hint}: {name} takes {', '.join(sorted(declared))}"
                 )
     values = {key: namespace.get(key, default) for key, default in declared.items()}
     for key, default in declared.items():
@@ -210,7 +236,7 @@ def check_parameters(
         started_at=started,
         rehearsal=rehearsal,
         allow_incomplete=allow,
-        sha256=_runbook_sha256(name),
+        sha256=_runbook_sha256(path),
     )
 
 
@@ -238,14 +264,21 @@ class Run:
     # -- demo names ---------------------------------------------------------------------------
 
     def choose(
-        self, key: str, available: Iterable[str], *, what: str | None = None, demo: str = ""
+        self,
+        key: str,
+        available: Iterable[str],
+        *,
+        what: str | None = None,
+        demo: str = "",
+        passed_over: Iterable[str] = (),
     ) -> str:
         """The value of the parameter ``key``, checked against what the server has.
 
         A value the server does not have is an :class:`InputError` naming what it
         has. An empty value takes ``demo`` on the sandbox, else the first the server
-        has (in sorted order), or stays empty when it has none. The evidence
-        records the value chosen.
+        has (in sorted order) that is not ``passed_over`` (built-ins such as the
+        ``default`` and ``root`` policies, taken only when nothing else is there),
+        or stays empty when it has none. The evidence records the value chosen.
         """
         have = sorted(str(a) for a in available)
         value = self.parameters.get(key) or self._demo(demo)
@@ -259,7 +292,8 @@ class Run:
                 )
             chosen = str(value)
         else:
-            chosen = have[0] if have else ""
+            skipped = set(passed_over)
+            chosen = next((h for h in have if h not in skipped), have[0] if have else "")
         self.parameters[key] = chosen
         return chosen
 
@@ -371,9 +405,7 @@ class Run:
         evidence = {**frames, "coverage": self.coverage_frame()}
         filed = report.save(evidence, folder, header, name=self.name)
         marked = "" if self.verdict == "complete" else f" (marked {self.verdict})"
-        print(
-            f"Filed {len(filed)} file(s) into {folder}{marked}: {', '.join(sorted(evidence))}"
-        )
+        print(f"Filed {len(filed)} file(s) into {folder}{marked}: {', '.join(sorted(evidence))}")
         return filed
 
     def provenance(self) -> dict[str, Any]:

@@ -404,7 +404,9 @@ token_env = "FLEET_TEST_GOOD"
 """
     )
     out = tmp_path / "o"
-    code = main(["fleet", str(probe), "--targets", str(targets), "--out", str(out), "--no-progress"])
+    code = main(
+        ["fleet", str(probe), "--targets", str(targets), "--out", str(out), "--no-progress"]
+    )
     printed = capsys.readouterr().out
     assert code == 2, printed  # incomplete, none failed; the skipped one changes nothing
     saved = {r["name"]: r for r in json.loads((out / "results.json").read_text())["results"]}
@@ -461,8 +463,7 @@ def test_without_papermill_the_fleet_says_so_once_before_anything_starts(
     monkeypatch.setattr(sys, "meta_path", [Hide(), *sys.meta_path])
     targets = tmp_path / "targets.toml"
     targets.write_text(
-        f'[[target]]\nname="a"\nkind="secrets"\naddress="{demo_sandbox.address}"\n'
-        'token_env="T"\n'
+        f'[[target]]\nname="a"\nkind="secrets"\naddress="{demo_sandbox.address}"\ntoken_env="T"\n'
     )
     out = tmp_path / "o"
     assert main(["fleet", str(PROBE), "--targets", str(targets), "--out", str(out)]) == 2

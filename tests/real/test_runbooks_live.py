@@ -347,3 +347,109 @@ def test_with_apply_the_agent_clean_up_removes_and_the_proxy_log_sees_it(
     _live_run("01_agent_pool_health.ipynb", tmp_path, token, organization="acme", apply=True)
     writes = judge_access_log(recorded.access_records()).writes
     assert writes and {method for method, _, _ in writes} == {"DELETE"}
+
+
+# -- a server whose names are not the demo's (issue 23) ----------------------------------------
+
+# Every object a runbook default used to name, under another name.
+OWN_NAMES = {
+    "policy": "platform-ops",
+    "scoped": "readers",
+    "password_policy": "pw-32-lower",
+    "database_role": "reporting",
+    "broker_role": "reader",
+    "pki_role": "intranet",
+}
+
+
+@pytest.fixture(scope="module")
+def own_names(postgres: Postgres, rabbitmq: RabbitMQ) -> Iterator[OpenBao]:
+    """A dev OpenBao with a file audit device whose policies, roles and sets have names of
+    their own: none of the demo's."""
+    with launch(lambda: OpenBao(audit=True)) as server:
+        with postgres.connect() as conn:
+            for statement in (
+                "DROP ROLE IF EXISTS own_admin",
+                "CREATE ROLE own_admin LOGIN CREATEROLE PASSWORD 'own-admin'",
+            ):
+                conn.execute(statement)
+        with rabbitmq.management() as admin:
+            assert admin.put("vhosts/own").status_code in (201, 204)
+        with SecretsClient(server.address, server.token) as client:
+            client.policies.write("acl", OWN_NAMES["policy"], OPERATORS)
+            client.policies.write("acl", OWN_NAMES["scoped"], AUDITORS)
+            client.password_policies.write(OWN_NAMES["password_policy"], PASSWORD_POLICY)
+            client.enable_engine("database", "database")
+            client.database.configure_connection(
+                "warehouse",
+                "postgresql-database-plugin",
+                connection_url=postgres.template_url,
+                username="own_admin",
+                password="own-admin",
+                allowed_roles="*",
+            )
+            client.database.write_role(
+                OWN_NAMES["database_role"],
+                "warehouse",
+                [_seed.CREATE_ROLE],
+                revocation_statements=[_seed.DROP_ROLE],
+            )
+            client.enable_engine("broker", "rabbitmq")
+            client.broker.configure_connection(
+                rabbitmq.management_url, rabbitmq.user, Sensitive(rabbitmq.password, "password")
+            )
+            client.broker.write_role(
+                OWN_NAMES["broker_role"],
+                vhosts={"own": {"configure": "", "write": "", "read": ".*"}},
+            )
+            client.enable_engine("pki", "pki", max_lease_ttl="87600h")
+            client.pki.generate_root(
+                "Own Root", key_type="ec", issuer_name="own-root", ttl="87600h"
+            )
+            client.pki.write_role(
+                OWN_NAMES["pki_role"],
+                allowed_domains=["corp.test"],
+                allow_subdomains=True,
+                key_type="ec",
+            )
+        yield server
+
+
+@pytest.fixture
+def own_bao(own_names: OpenBao, monkeypatch: pytest.MonkeyPatch) -> OpenBao:
+    for name in ("VAULT_NAMESPACE", "BAO_ADDR", "BAO_TOKEN", ENV_ADDRESS, ENV_TOKEN):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("VAULT_ADDR", own_names.address)
+    monkeypatch.setenv("VAULT_TOKEN", own_names.token)
+    return own_names
+
+
+@pytest.mark.parametrize("name", [n for n in OPENBAO_RUNBOOKS if not n.startswith("04_")])
+def test_a_runbook_runs_live_on_a_server_whose_names_are_its_own(
+    name: str, own_bao: OpenBao, tmp_path: Path
+) -> None:
+    start = len(own_bao.audit_records())
+    notebook = json.dumps(_live_run(name, tmp_path, own_bao.token))
+    assert judge_audit(own_bao.audit_records()[start:]).writes == []
+    for demo in ("'operators'", "'strong-32'", "'readonly'", "'consumer'", "'web-server'"):
+        assert f"={demo}" not in notebook  # no demo name was used
+    header = json.loads(next((tmp_path / "evidence").glob("*.header.json")).read_text())
+    chosen = {k: v for k, v in header["parameters"].items() if v in OWN_NAMES.values()}
+    expected = {
+        "06_policy_review.ipynb": {"policy_name", "password_policy", "scoped_policy"},
+        "09_database_credentials.ipynb": {"creds_role"},
+        "11_certificates.ipynb": {"role"},
+        "12_broker_roles.ipynb": {"creds_role"},
+    }.get(name, set())
+    assert set(chosen) == expected, header["parameters"]
+
+
+def test_a_demo_name_the_real_server_lacks_is_one_line(own_bao: OpenBao, tmp_path: Path) -> None:
+    import papermill
+
+    with pytest.raises(papermill.PapermillExecutionError) as caught:
+        _live_run("11_certificates.ipynb", tmp_path, own_bao.token, role="web-server")
+    assert caught.value.ename == "InputError"
+    assert "role = 'web-server': no role of that name on this server (it has: intranet)" in (
+        caught.value.evalue
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import time
@@ -33,9 +34,9 @@ def private_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
 
 
 def _run(name: str, tmp_path: Path, **parameters: object) -> str:
-    notebook = run_runbook(
-        name, tmp_path, {"organization": "acme", **parameters}, DEMO_SECRETS, timeout=120
-    )
+    if name < "04":  # the platform runbooks
+        parameters = {"organization": "acme", **parameters}
+    notebook = run_runbook(name, tmp_path, parameters, DEMO_SECRETS, timeout=120)
     return json.dumps(notebook)
 
 
@@ -70,19 +71,31 @@ def test_a_runbook_runs_headless_files_its_evidence_and_its_output_holds_no_secr
     name: str, private_sandbox: Sandbox, tmp_path: Path
 ) -> None:
     evidence = tmp_path / "evidence"
-    text = _run(name, tmp_path, evidence_dir=str(evidence))
+    stem = name.removesuffix(".ipynb")
+    # A runbook that files nothing declares no evidence_dir, and would refuse one.
+    filing = {} if stem in UNFILED else {"evidence_dir": str(evidence)}
+    text = _run(name, tmp_path, **filing)
     assert private_sandbox.token not in text
     for secret in DEMO_SECRETS:
         assert secret not in text
     assert "already running" in text  # the environment's sandbox, not one in the kernel
-    stem = name.removesuffix(".ipynb")
     if stem in UNFILED:
         assert not evidence.exists()
         return
     header = json.loads((evidence / f"{stem}.header.json").read_text())
     assert header["runbook"] == stem and header["parameters"]["target"] == "sandbox"
+    # Provenance: who, where, which runbook (its hash), when, every parameter as applied,
+    # and what its views could see.
+    assert header["runbook_sha256"] == hashlib.sha256((NOTEBOOKS / name).read_bytes()).hexdigest()
+    assert header["os_user"] and header["host"] and header["toolkit_version"]
+    assert header["started_at"] <= header["finished_at"]
+    assert header["coverage"]["verdict"] in ("complete", "unproven")
+    assert "allow_incomplete" in header["parameters"] and "evidence_dir" in header["parameters"]
+    assert header["token_display_name"] or header["token_owner"]
     filed = {p.name for p in evidence.iterdir()}
-    assert {f"{stem}.html", f"{stem}.xlsx"} <= filed
+    assert {f"{stem}.html", f"{stem}.xlsx", "MANIFEST.json", f"{stem}-coverage.csv"} <= filed
+    manifest = json.loads((evidence / "MANIFEST.json").read_text())
+    assert {e["file"] for e in manifest["files"]} == filed - {"MANIFEST.json"}
     assert any(n.endswith(".parquet") for n in filed) and any(n.endswith(".csv") for n in filed)
     for path in evidence.iterdir():
         content = path.read_bytes()
@@ -186,3 +199,66 @@ def test_the_secrets_audits_leave_leases_catalog_and_tokens_as_they_were(
         _run(name, tmp_path)
     assert (len(service.leases), len(service.plugins.entries())) == (leases, catalog)
     assert len(service.tokens.live()) == tokens  # the scoped token revoked itself
+
+
+# -- issue 23: the mistakes operators make, each refused in one line before a request ------
+
+
+def _refused(name: str, tmp_path: Path, parameters: dict[str, object]) -> str:
+    """The one-line error a run stopped on, checking it stopped in the check cell."""
+    with pytest.raises(papermill.PapermillExecutionError) as caught:
+        run_runbook(name, tmp_path, parameters, timeout=120)
+    executed = json.loads((tmp_path / Path(name).name).read_text())
+    failed = [
+        c
+        for c in executed["cells"]
+        if any(o.get("output_type") == "error" for o in c.get("outputs", []))
+    ]
+    assert len(failed) == 1 and "check_parameters" in "".join(failed[0]["source"])
+    return f"{caught.value.ename}: {caught.value.evalue}"
+
+
+def test_a_mistyped_target_with_apply_writes_nothing(
+    private_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The live branch would reach this sandbox through TFE_ADDRESS: it must not be reached.
+    monkeypatch.setenv("TFE_ADDRESS", private_sandbox.address)
+    monkeypatch.setenv("TFE_TOKEN", private_sandbox.token)
+    with PlatformClient(private_sandbox.address, private_sandbox.token) as client:
+        agents = len(client.agent_pools.all_agents("acme"))
+    line = _refused(
+        "01_agent_pool_health.ipynb",
+        tmp_path,
+        {"target": "sandbx", "apply": True, "organization": "acme"},
+    )
+    assert "target must be 'sandbox' or 'live', not 'sandbx'" in line
+    with PlatformClient(private_sandbox.address, private_sandbox.token) as client:
+        assert len(client.agent_pools.all_agents("acme")) == agents
+
+
+def test_a_misspelt_parameter_is_refused_naming_the_one_meant(tmp_path: Path) -> None:
+    line = _refused("05_lease_audit.ipynb", tmp_path, {"soon_secnds": 60})
+    assert "unknown parameter 'soon_secnds' (did you mean 'soon_seconds'?)" in line
+
+
+def test_apply_yes_is_not_true(tmp_path: Path) -> None:
+    line = _refused("09_database_credentials.ipynb", tmp_path, {"apply": "yes"})
+    assert "the parameter apply must be True or False, not 'yes'" in line
+
+
+def test_an_evidence_folder_in_use_is_refused_before_the_run(tmp_path: Path) -> None:
+    used = tmp_path / "evidence"
+    used.mkdir()
+    (used / "MANIFEST.json").write_text("{}")
+    line = _refused("07_plugin_catalog_audit.ipynb", tmp_path, {"evidence_dir": str(used)})
+    assert "exists already and is not empty" in line
+
+
+def test_a_demo_name_the_server_lacks_is_one_line_naming_what_it_has(tmp_path: Path) -> None:
+    with pytest.raises(papermill.PapermillExecutionError) as caught:
+        run_runbook("11_certificates.ipynb", tmp_path, {"role": "no-such-role"}, timeout=120)
+    assert caught.value.ename == "InputError"
+    assert "role = 'no-such-role': no role of that name on this server (it has: " in (
+        caught.value.evalue
+    )
+    assert "web-server" in caught.value.evalue

@@ -60,7 +60,9 @@ def _row(result: dict[str, Any]) -> str:
     )
     notebook = _link(result.get("notebook_html") or result.get("notebook_path"))
     folder = result.get("evidence_folder")
-    evidence = _link(folder + "/", f"{len(result.get('evidence_paths') or [])} file(s)") if folder else ""
+    evidence = (
+        _link(folder + "/", f"{len(result.get('evidence_paths') or [])} file(s)") if folder else ""
+    )
     return (
         f"<tr><td>{html.escape(result['name'])}</td><td>{html.escape(result['kind'])}</td>"
         f"<td>{html.escape(result['address'])}</td><td>{verdict}</td>"
