@@ -44,7 +44,13 @@ import pandas as pd
 from ._coverage import Coverage, coverage, coverage_of
 from ._errors import IncompleteAudit, InputError
 
-__all__ = ["Run", "check_parameters", "declared_parameters", "human_duration"]
+__all__ = [
+    "Run",
+    "check_parameters",
+    "declared_parameters",
+    "human_duration",
+    "refuse_undeclared",
+]
 
 TARGETS = ("sandbox", "live")
 # What papermill puts first in the cell it injects after the parameters cell.
@@ -131,6 +137,21 @@ def _parameters_cell_of(path: Path) -> str | None:
     return None
 
 
+def refuse_undeclared(
+    given: Iterable[str], declared: Mapping[str, Any], runbook: str, *, where: str = ""
+) -> None:
+    """:class:`InputError` naming the first of ``given`` that ``declared`` lacks, with the
+    closest declared name; ``where`` (``"target a: "``) starts the message."""
+    for key in given:
+        if key not in declared:
+            close = difflib.get_close_matches(key, list(declared), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise InputError(
+                f"{where}unknown parameter {key!r}{hint}: {runbook} takes "
+                f"{', '.join(sorted(declared))}"
+            )
+
+
 def _same_kind(default: Any, value: Any) -> bool:
     if default is None:
         return value is None or isinstance(value, str | os.PathLike)
@@ -188,13 +209,7 @@ def check_parameters(
     declared = declared_parameters(source)
     if injected is not None:
         given = declared_parameters(injected.split("\n", 1)[1] if "\n" in injected else "")
-        for key in given:
-            if key not in declared:
-                close = difflib.get_close_matches(key, list(declared), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise InputError(
-                    f"unknown parameter {key!r}{hint}: {name} takes {', '.join(sorted(declared))}"
-                )
+        refuse_undeclared(given, declared, name)
     values = {key: namespace.get(key, default) for key, default in declared.items()}
     for key, default in declared.items():
         value = values[key]

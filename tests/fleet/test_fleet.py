@@ -441,7 +441,9 @@ def test_a_misspelt_parameter_in_the_targets_file_is_refused_before_anything_sta
     )
     with pytest.raises(toolkit.InputError) as caught:
         run_fleet(NOTEBOOKS / "05_lease_audit.ipynb", target, tmp_path / "o", show_progress=False)
-    assert "no parameter 'soon_secnds' (did you mean 'soon_seconds'?)" in str(caught.value)
+    assert "target a: unknown parameter 'soon_secnds' (did you mean 'soon_seconds'?)" in str(
+        caught.value
+    )
     assert not (tmp_path / "o").exists()
 
 

@@ -157,7 +157,7 @@ def _notebook(text: str, source: Path) -> dict[str, Any]:
 
 def _check_parameters(notebook: dict[str, Any], runbook: str, targets: Sequence[Target]) -> None:
     """Refuse, before anything starts, a target parameter the runbook does not declare."""
-    from ..runbook import declared_parameters
+    from ..runbook import declared_parameters, refuse_undeclared
 
     cells = [
         c
@@ -170,16 +170,7 @@ def _check_parameters(notebook: dict[str, Any], runbook: str, targets: Sequence[
     declared = declared_parameters("".join(source) if isinstance(source, list) else str(source))
     for target in targets:
         given = [*target.parameters, *(["organization"] if target.organization else [])]
-        for key in given:
-            if key not in declared:
-                import difflib
-
-                close = difflib.get_close_matches(key, list(declared), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise InputError(
-                    f"target {target.name}: {runbook} takes no parameter {key!r}{hint}; "
-                    f"it takes {', '.join(sorted(declared))}"
-                )
+        refuse_undeclared(given, declared, runbook, where=f"target {target.name}: ")
 
 
 def _on_processes(
