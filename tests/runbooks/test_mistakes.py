@@ -107,3 +107,49 @@ def test_a_token_without_sudo_is_not_a_clean_lease_or_token_audit(
     line = _not_clean(name, tmp_path, allow_incomplete=True)
     assert line == "incomplete" or "403" in line, line
     assert line == "incomplete" or ("sys/leases/lookup" in line or "auth/token/accessors" in line)
+
+
+# -- names of its own: an organization that is not the demo's acme --------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "parameters"),
+    [
+        ("01_agent_pool_health.ipynb", {}),
+        ("02_team_access_audit.ipynb", {}),
+        ("03_policy_set_parameters.ipynb", {"policy_set_name": "tagging-rules"}),
+    ],
+)
+def test_a_platform_runbook_runs_live_on_an_organization_with_names_of_its_own(
+    name: str,
+    parameters: dict[str, object],
+    live_sandbox: Sandbox,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # globex's own token sees globex only: the runbook takes it, and none of acme's names.
+    monkeypatch.setenv("TFE_TOKEN", "demo-org-globex")
+    evidence = tmp_path / "evidence"
+    notebook = json.dumps(
+        run_runbook(
+            name,
+            tmp_path,
+            {"target": "live", "evidence_dir": str(evidence), **parameters},
+            timeout=120,
+        )
+    )
+    assert "organization='globex'" in notebook and "acme" not in notebook
+    header = json.loads(next(evidence.glob("*.header.json")).read_text())
+    assert header["parameters"]["organization"] == "globex" and header["cluster"] == "globex"
+
+
+def test_a_policy_set_to_change_is_never_picked_for_the_operator(
+    live_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TFE_TOKEN", "demo-org-globex")
+    with pytest.raises(papermill.PapermillExecutionError) as caught:
+        run_runbook("03_policy_set_parameters.ipynb", tmp_path, {"target": "live"}, timeout=120)
+    assert caught.value.ename == "InputError"
+    assert caught.value.evalue == (
+        "set policy_set_name: this token sees 2 policy set(s): opa-guardrails, tagging-rules"
+    )
