@@ -147,10 +147,13 @@ def test_a_frame_without_a_record_leaves_the_run_unproven() -> None:
 @pytest.mark.parametrize(
     ("value", "text"),
     [
-        (pd.Timedelta("0 days 06:11:43.508485"), "6 h 11 min"),
-        (timedelta(days=3, hours=4, minutes=5), "3 d 4 h"),
-        (timedelta(minutes=25), "25 min"),
-        (45.2, "45 s"),
+        (pd.Timedelta("0 days 06:11:43.508485"), "6h 11m"),
+        (timedelta(days=3, hours=4, minutes=5), "3d 4h"),
+        (timedelta(days=1, minutes=5), "1d 5m"),
+        (timedelta(minutes=25), "25m"),
+        (45.2, "45s"),
+        (0, "0s"),
+        (timedelta(minutes=-2), "-2m"),
         (None, ""),
         (pd.NaT, ""),
     ],

@@ -460,21 +460,16 @@ def _token_source(parameters: Mapping[str, Any]) -> str | None:
 
 
 def human_duration(value: timedelta | pd.Timedelta | float | None) -> str:
-    """``6 h 11 min``, ``3 d 4 h``, ``45 s``: a duration as an operator reads it."""
-    if value is None or (isinstance(value, float) and value != value) or value is pd.NaT:
+    """A duration as an operator writes it, to its two largest units: ``6h 11m``,
+    ``3d 4h``, ``25m``, ``45s`` (``0s``; ``-2m`` when negative; ``""`` when missing),
+    never ``0 days 06:11:43.508485``."""
+    if value is None or value is pd.NaT or (isinstance(value, float) and value != value):
         return ""
     seconds = value if isinstance(value, int | float) else pd.Timedelta(value).total_seconds()
-    sign = "-" if seconds < 0 else ""
-    left = int(abs(seconds))
-    days, left = divmod(left, 86400)
-    hours, left = divmod(left, 3600)
-    minutes, secs = divmod(left, 60)
-    if days:
-        parts = [f"{days} d", f"{hours} h" if hours else ""]
-    elif hours:
-        parts = [f"{hours} h", f"{minutes} min" if minutes else ""]
-    elif minutes:
-        parts = [f"{minutes} min", f"{secs} s" if secs else ""]
-    else:
-        parts = [f"{secs} s"]
-    return sign + " ".join(p for p in parts if p)
+    left = round(abs(seconds))
+    units = []
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m"), (1, "s")):
+        count, left = divmod(left, size)
+        if count:
+            units.append(f"{count}{unit}")
+    return ("-" if seconds < 0 else "") + (" ".join(units[:2]) or "0s")
