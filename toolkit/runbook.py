@@ -413,7 +413,7 @@ class Run:
         header = report.header_of(
             client,
             runbook=self.name,
-            parameters=self.parameters,
+            parameters=self.filed_parameters(),
             organization=organization,
             provenance=self.provenance(),
         )
@@ -422,6 +422,14 @@ class Run:
         marked = "" if self.verdict == "complete" else f" (marked {self.verdict})"
         print(f"Filed {len(filed)} file(s) into {folder}{marked}: {', '.join(sorted(evidence))}")
         return filed
+
+    def filed_parameters(self) -> dict[str, Any]:
+        """The parameters as applied; in a fleet run ``token_env`` names the targets file's
+        variable, not the runner's own ``TOOLKIT_FLEET_TOKEN`` it was handed through."""
+        source = os.environ.get(ENV_FLEET_TOKEN_SOURCE, "")
+        if source.startswith("token_env ") and "token_env" in self.parameters:
+            return {**self.parameters, "token_env": source.removeprefix("token_env ")}
+        return dict(self.parameters)
 
     def provenance(self) -> dict[str, Any]:
         """Who ran it, where, which runbook, when and what it could see (no secret)."""

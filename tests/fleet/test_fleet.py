@@ -426,6 +426,7 @@ token_env = "FLEET_TEST_GOOD"
     assert header["runbook_sha256"] == hashlib.sha256(probe.read_bytes()).hexdigest()
     assert header["os_user"] and header["host"] and header["started_at"] and header["finished_at"]
     assert header["parameters"]["allow_incomplete"] is True
+    assert header["parameters"]["token_env"] == "FLEET_TEST_GOOD"  # the file's, not the runner's
     assert (evidence / "gapped-coverage.csv").read_text().count("permission denied") == 1
     assert (evidence / "MANIFEST.json").is_file()
     index = (out / "index.html").read_text()
