@@ -362,7 +362,9 @@ def test_a_runbook_on_the_stand_in_sends_no_write_and_issues_no_credential(
     name: str, recorded: Nginx, tmp_path: Path
 ) -> None:
     token = recorded.sandbox_token  # type: ignore[attr-defined]
-    parameters = {"organization": "acme"} if name < "04" else {}
+    parameters: dict[str, object] = {"organization": "acme"} if name < "04" else {}
+    if name.startswith("03_"):  # acme has two policy sets: which to change is named
+        parameters["policy_set_name"] = "security-baseline"
     _live_run(name, tmp_path, token, **parameters)
     tally = judge_access_log(recorded.access_records())
     print(
@@ -426,12 +428,15 @@ def test_a_runbook_runs_live_on_a_server_whose_names_are_its_own(
     assert judge_audit(own_bao.audit_records()[start:]).writes == []
     for demo in ("'operators'", "'strong-32'", "'readonly'", "'consumer'", "'web-server'"):
         assert f"={demo}" not in notebook  # no demo name was used
+    if name.startswith("06_"):
+        assert "password_policy='pw-32-lower'" in notebook
     header = json.loads(next((tmp_path / "evidence").glob("*.header.json")).read_text())
     own = {OWN_NAMES[k] for k in ("policy", "scoped", "password_policy", "database_role")}
     own |= {OWN_NAMES["broker_role"], OWN_NAMES["pki_role"]}
     chosen = {k: v for k, v in header["parameters"].items() if isinstance(v, str) and v in own}
+    # password_policy is chosen too, but its name says password: the header leaves it out.
     expected = {
-        "06_policy_review.ipynb": {"policy_name", "password_policy", "scoped_policy"},
+        "06_policy_review.ipynb": {"policy_name", "scoped_policy"},
         "09_database_credentials.ipynb": {"creds_role"},
         "11_certificates.ipynb": {"role"},
         "12_broker_roles.ipynb": {"creds_role"},
@@ -465,6 +470,11 @@ def _stopped(name: str, tmp_path: Path, secret: str, **parameters: object) -> st
     return f"{caught.value.ename}: {caught.value.evalue}"
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="OpenBao's wrapped '1 error occurred:' message reaches the line whole "
+    "(issue 23 item 5, engineer coverage)",
+)
 def test_a_token_without_sudo_stops_the_lease_audit_on_openbao(
     own_bao: OpenBao, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -476,10 +486,6 @@ def test_a_token_without_sudo_stops_the_lease_audit_on_openbao(
     assert "403" in line and "sys/leases/lookup" in line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the certificate views do not yet name a missing mount (issue 23 item 1)",
-)
 def test_a_mount_that_does_not_exist_stops_the_certificate_audit_on_openbao(
     own_bao: OpenBao, tmp_path: Path
 ) -> None:
