@@ -481,3 +481,20 @@ def test_the_targets_file_keys_are_in_the_help(capsys: pytest.CaptureFixture[str
     text = capsys.readouterr().out
     for key in ("token_env", "token_file", "namespace", "organization", "parameters", "[defaults]"):
         assert key in text
+
+
+def test_a_target_with_a_mistyped_namespace_is_never_passed(
+    demo_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLEET_TEST_GOOD", demo_sandbox.token)
+    (target,) = parse_targets(
+        f'[[target]]\nname="typo"\nkind="secrets"\naddress="{demo_sandbox.address}"\n'
+        'token_env="FLEET_TEST_GOOD"\nnamespace="nope/"\n'
+    )
+    run = run_fleet(
+        NOTEBOOKS / "05_lease_audit.ipynb", [target], tmp_path / "o", show_progress=False
+    )
+    (result,) = run.results
+    assert result["status"] in ("failed", "incomplete"), result
+    assert "namespace not found" in result["error"] or "nope" in result["error"]
+    assert run.exit_status != 0

@@ -491,3 +491,11 @@ def test_a_mount_that_does_not_exist_stops_the_certificate_audit_on_openbao(
 ) -> None:
     line = _stopped("11_certificates.ipynb", tmp_path, own_bao.token, mount="pkix")
     assert "pkix" in line
+
+
+def test_a_namespace_that_does_not_exist_stops_the_lease_audit_on_openbao(
+    own_bao: OpenBao, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VAULT_NAMESPACE", "nope")
+    line = _stopped("05_lease_audit.ipynb", tmp_path, own_bao.token)
+    assert "namespace not found" in line or "nope" in line
