@@ -260,13 +260,18 @@ def _seed_names(
         )
 
 
-@pytest.fixture
-def live_bao(audited: OpenBao, monkeypatch: pytest.MonkeyPatch) -> OpenBao:
+def _pointed_at(server: OpenBao, monkeypatch: pytest.MonkeyPatch) -> OpenBao:
+    """``server``, with the kernel's environment pointing at it and nowhere else."""
     for name in ("VAULT_NAMESPACE", "BAO_ADDR", "BAO_TOKEN", ENV_ADDRESS, ENV_TOKEN):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("VAULT_ADDR", audited.address)
-    monkeypatch.setenv("VAULT_TOKEN", audited.token)
-    return audited
+    monkeypatch.setenv("VAULT_ADDR", server.address)
+    monkeypatch.setenv("VAULT_TOKEN", server.token)
+    return server
+
+
+@pytest.fixture
+def live_bao(audited: OpenBao, monkeypatch: pytest.MonkeyPatch) -> OpenBao:
+    return _pointed_at(audited, monkeypatch)
 
 
 OPENBAO_RUNBOOKS = [
@@ -412,11 +417,7 @@ def own_names(postgres: Postgres, rabbitmq: RabbitMQ) -> Iterator[OpenBao]:
 
 @pytest.fixture
 def own_bao(own_names: OpenBao, monkeypatch: pytest.MonkeyPatch) -> OpenBao:
-    for name in ("VAULT_NAMESPACE", "BAO_ADDR", "BAO_TOKEN", ENV_ADDRESS, ENV_TOKEN):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("VAULT_ADDR", own_names.address)
-    monkeypatch.setenv("VAULT_TOKEN", own_names.token)
-    return own_names
+    return _pointed_at(own_names, monkeypatch)
 
 
 @pytest.mark.parametrize("name", [n for n in OPENBAO_RUNBOOKS if not n.startswith("04_")])
