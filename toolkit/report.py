@@ -15,7 +15,11 @@ frames in the forms auditors ask for, each carrying the same :class:`Header`:
 The header names the server and its version, the cluster or organization, the
 namespace, the token's accessor and display name (never the token), the time in
 UTC, the toolkit's version, the runbook and its parameters with anything secret
-left out. :func:`stamp` puts the same header into a frame's ``attrs``.
+left out; for a runbook's run also the token's entity or the platform user, the
+operating-system user and host, the runbook's SHA-256, the fleet target and where
+its token came from, start and end, and what the views could see (its coverage).
+``MANIFEST.json`` lists every file filed with its SHA-256. :func:`stamp` puts the
+same header into a frame's ``attrs``.
 """
 
 from __future__ import annotations
