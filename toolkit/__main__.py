@@ -176,7 +176,13 @@ the targets file (TOML): one [[target]] table per server, and an optional [defau
 
 Never a secret in the file: credentials are named (token_env, token_file), never given.
 Outcomes: passed, incomplete, failed, skipped. Exit status: 1 when any target failed,
-else 2 when any is incomplete, else 0."""
+else 2 when any is incomplete, else 0; 3 when nothing ran (a bad targets file, a
+parameter the runbook does not declare, a missing extra)."""
+
+
+# The fleet's exit status when nothing ran (a bad targets file, a missing extra): not 2,
+# which says a run was incomplete.
+NOTHING_RAN = 3
 
 
 def _fleet_parser() -> argparse.ArgumentParser:
@@ -222,7 +228,7 @@ def fleet_main(argv: Sequence[str] | None = None) -> int:
         )
     except (ToolkitError, MissingExtra) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return NOTHING_RAN
     for result in run.results:
         line = f"{result['status']:10}  {result['name']}  ({result['seconds']:.1f} s)"
         if result.get("error"):

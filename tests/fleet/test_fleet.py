@@ -469,7 +469,7 @@ def test_without_papermill_the_fleet_says_so_once_before_anything_starts(
         f'[[target]]\nname="a"\nkind="secrets"\naddress="{demo_sandbox.address}"\ntoken_env="T"\n'
     )
     out = tmp_path / "o"
-    assert main(["fleet", str(PROBE), "--targets", str(targets), "--out", str(out)]) == 2
+    assert main(["fleet", str(PROBE), "--targets", str(targets), "--out", str(out)]) == 3
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "papermill" in err and "[fleet]" in err
     assert not out.exists()
