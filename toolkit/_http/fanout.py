@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import builtins
 import heapq
+import math
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
@@ -44,8 +46,9 @@ class Request(NamedTuple):
 
 # One try of a request: the answer, or what went wrong instead.
 Attempt = Callable[[Request], Awaitable[Response | Failure]]
-# After try ``attempt`` of a request: None (the answer stands) or a pause; raises the error.
-Verdict = Callable[[Request, int, "Response | Failure"], "float | None"]
+# After try ``attempt`` of a request: None (the answer stands) or a pause ending
+# before the moment given (the fan-out's deadline); raises the error.
+Verdict = Callable[[Request, int, "Response | Failure", float], "float | None"]
 
 
 class OrderedResponses:
@@ -176,9 +179,13 @@ class RequestFanOut:
         self.hold_until = 0.0
         self.stopped = False
         self.blocked = False  # waiting for the reader (``ahead``)
+        self.ends_at = math.inf  # the fan-out's deadline (time.monotonic())
+        # The error a cancel of the fan-out leaves its reader (the client was closed).
+        self.cancelled: ToolkitError | None = None
         self._signal: asyncio.Future[None] | None = None
 
     async def run(self, deadline: float) -> None:
+        self.ends_at = time.monotonic() + deadline
         try:
             async with asyncio.timeout(deadline):
                 await asyncio.gather(*(self._worker(i) for i in range(self.n)))
@@ -188,7 +195,7 @@ class RequestFanOut:
             )
             return
         except BaseException as exc:
-            self.out.finish(exc if isinstance(exc, Exception) else None)
+            self.out.finish(exc if isinstance(exc, Exception) else self.cancelled)
             raise
         self.out.finish(None)
 
@@ -212,8 +219,11 @@ class RequestFanOut:
             return heapq.heappop(later)[1]
         if not self.stopped and self.cursor < self.count:
             if self.cursor - self.out.consumed >= self.ahead:
+                # Waiting for the reader, who may be waiting for a request due
+                # again: wake for the earliest retry (the reader's kick wakes
+                # it otherwise; the minute is a safety net).
                 self.blocked = True
-                return 60.0
+                return float(later[0][0] - now) if later else 60.0
             k = self.cursor
             self.cursor += 1
             return k
@@ -255,7 +265,7 @@ class RequestFanOut:
         """After a try of request ``k``: hand its answer over, queue it again, or stop."""
         tries = self.tries.get(k, 0) + 1  # noted only for a request tried again
         try:
-            pause = self.verdict(self.requests[k], tries, result)
+            pause = self.verdict(self.requests[k], tries, result, self.ends_at)
         except ToolkitError as exc:
             self.stopped = True
             self.out.put(k, exc, failed=True)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import math
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
@@ -24,7 +25,7 @@ from urllib.parse import urlencode
 
 import orjson
 
-from .._errors import ConfigurationError, DecodeError
+from .._errors import ConfigurationError, DecodeError, InputError
 from .._masking import Sensitive
 from .engine import ConnectorFactory, Engine, tls_context
 from .fanout import OrderedResponses, Request, RequestFanOut, ThreadedMap, worker_mark
@@ -40,6 +41,12 @@ R = TypeVar("R")
 # The deadline of a whole fan-out: ten thousand lease lookups take seconds on
 # a healthy server; a quarter of an hour means something is wrong.
 FAN_OUT_TIMEOUT = 900.0
+# The largest body taken, as it arrives and decoded: a LIST of a million lease
+# ids is some 70 MB.
+MAX_BODY = 256 * 1024 * 1024
+# The Date headers believed: a server's clock outside these years is broken, and
+# its dates would not fit a frame's datetimes (pandas ends in 2262).
+_SANE_YEARS = range(2000, 2200)
 # Parsed addresses kept per layer (ten thousand lease lookups share one path).
 _URL_CACHE_SIZE = 512
 _JSON = "application/json"
@@ -68,9 +75,16 @@ class HTTPLayer:
     prefix); ``api_prefix`` (``/api/v2`` or ``/v1``) is added to every path.
     ``headers`` carry authentication: give secrets as :class:`Sensitive`; they
     are never shown in an error or a repr. ``timeout`` is the deadline of each
-    exchange (connect, write, every read); ``fan_out_timeout`` that of a whole
-    :meth:`many`. ``connector`` builds the aiohttp connector to use instead of
-    the TCP one (it is called on the layer's event loop).
+    try (connect, write, the whole answer); ``call_timeout`` (by default
+    ``timeout`` times the retry policy's attempts) bounds a whole call, every
+    try and every pause between tries: a pause the server asks for beyond what
+    is left ends the call (a 429 with :class:`RateLimited`), and the last try
+    gets what is left. ``fan_out_timeout`` bounds a whole :meth:`many` the same
+    way. ``max_body`` bounds an answer's body
+    as it arrives and ``max_decompressed`` once decoded (gzip, deflate), in
+    bytes: an answer over either is a :class:`ProtocolError`. ``connector``
+    builds the aiohttp connector to use instead of the TCP one (it is called on
+    the layer's event loop).
     """
 
     def __init__(
@@ -81,6 +95,7 @@ class HTTPLayer:
         headers: Mapping[str, str | Sensitive] | None = None,
         timeout: float = 30.0,
         fan_out_timeout: float = FAN_OUT_TIMEOUT,
+        call_timeout: float | None = None,
         verify: bool = True,
         ca_file: str | None = None,
         client_cert: str | None = None,
@@ -90,6 +105,8 @@ class HTTPLayer:
         max_concurrency: int = 8,
         redirects: RedirectRule = NO_REDIRECTS,
         connector: ConnectorFactory | None = None,
+        max_body: int = MAX_BODY,
+        max_decompressed: int = MAX_BODY,
     ) -> None:
         if not address:
             raise ConfigurationError("no server address given")
@@ -99,13 +116,17 @@ class HTTPLayer:
             )
         if max_concurrency < 1:
             raise ConfigurationError("max_concurrency must be at least 1")
-        if timeout <= 0 or fan_out_timeout <= 0:
-            raise ConfigurationError("timeouts must be positive")
+        self.retry = retry or RetryPolicy()
+        call_timeout = call_timeout or timeout * self.retry.attempts
+        if not all(0 < t < math.inf for t in (timeout, fan_out_timeout, call_timeout)):
+            raise ConfigurationError("timeouts must be positive numbers of seconds")
+        if max_body < 1 or max_decompressed < 1:
+            raise ConfigurationError("max_body and max_decompressed must be at least 1 byte")
         self.address = address.rstrip("/")
         self.api_prefix = api_prefix
         self.timeout = timeout
         self.fan_out_timeout = fan_out_timeout
-        self.retry = retry or RetryPolicy()
+        self.call_timeout = call_timeout
         self.max_concurrency = max_concurrency
         self.redirects = redirects
         self._plain: dict[str, str] = {}
@@ -137,7 +158,13 @@ class HTTPLayer:
             if self.address.startswith("https")
             else False
         )
-        self._engine = Engine(tls=tls, limit=max_concurrency, connector=connector)
+        self._engine = Engine(
+            tls=tls,
+            limit=max_concurrency,
+            connector=connector,
+            max_body=max_body,
+            max_decompressed=max_decompressed,
+        )
         # A layer nobody closed still stops its loop thread when collected.
         weakref.finalize(self, self._engine.close)
 
@@ -233,8 +260,10 @@ class HTTPLayer:
         self._last_date = date
         try:
             when = parsedate_to_datetime(date)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError, IndexError):
             return
+        if when.year not in _SANE_YEARS:
+            return  # a broken clock: this machine's serves better
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
         with self._lock:
@@ -264,9 +293,19 @@ class HTTPLayer:
         call = Request(
             method.upper(), path, params, json, idempotent, frozenset(ok_statuses), check
         )
+        if headers:
+            for name, value in headers.items():
+                _check_header(name, value)
         future = self._engine.submit(self._call(call, headers))
         try:
             return future.result()
+        except CancelledError:
+            if self._engine.closed:
+                raise ConfigurationError(
+                    f"{call.method} {self.address}{self.api_prefix}{path}: "
+                    "the client was closed while this call was in flight"
+                ) from None
+            raise
         except BaseException:
             future.cancel()  # an interrupt in the notebook stops the call too
             raise
@@ -295,17 +334,19 @@ class HTTPLayer:
         return decode_json(response, method)
 
     async def _call(self, call: Request, headers: Mapping[str, str] | None) -> Response:
+        ends_at = time.monotonic() + self.call_timeout  # the whole call's budget
         result = await self._attempt(call, headers)
-        pause = self._verdict(call, 1, result)
+        pause = self._verdict(call, 1, result, ends_at)
         if pause is None:
             assert isinstance(result, Response)
             return result
-        return await self._again(call, headers, pause)
+        return await self._again(call, headers, pause, ends_at)
 
     async def _again(
-        self, call: Request, headers: Mapping[str, str] | None, pause: float
+        self, call: Request, headers: Mapping[str, str] | None, pause: float, ends_at: float
     ) -> Response:
-        """The tries after the first, with tenacity's loop (our predicate, our pauses).
+        """The tries after the first, with tenacity's loop (our predicate, our pauses),
+        each within what is left of the call's time (``ends_at``).
 
         Only calls that need a second try pay for it: tenacity costs some 40 µs
         a call, a fifth of an exchange (docs/decisions.md).
@@ -318,8 +359,8 @@ class HTTPLayer:
 
         async def once() -> Response | None:
             tries[0] += 1
-            result = await self._attempt(call, headers)
-            wait = self._verdict(call, tries[0], result)  # raises when it should
+            result = await self._attempt(call, headers, min(self.timeout, _left(ends_at)))
+            wait = self._verdict(call, tries[0], result, ends_at)  # raises when it should
             if wait is None:
                 assert isinstance(result, Response)
                 return result
@@ -337,7 +378,15 @@ class HTTPLayer:
         assert answer is not None
         return answer
 
-    def _verdict(self, call: Request, attempt: int, result: Response | Failure) -> float | None:
+    def _verdict(
+        self,
+        call: Request,
+        attempt: int,
+        result: Response | Failure,
+        ends_at: float = math.inf,
+    ) -> float | None:
+        """None when ``result`` stands, else the pause before the next try (raises
+        the call's error instead); every pause ends before ``ends_at``."""
         if isinstance(result, Response):
             # The header has a one-second grain: the first answer carrying a given
             # value places the server's clock best, and parsing it again costs time.
@@ -351,6 +400,7 @@ class HTTPLayer:
             response, failure = result, None
         else:
             response, failure = None, result
+        _, secret = self._header_maps()
         return judge(
             self.retry,
             call.method,
@@ -362,6 +412,8 @@ class HTTPLayer:
             check=call.check,
             response=response,
             failure=failure,
+            budget=ends_at - time.monotonic(),
+            secrets=tuple(secret.values()),
         )
 
     # -- one exchange, on the loop ----------------------------------------------------
@@ -389,22 +441,32 @@ class HTTPLayer:
         return headers
 
     async def _attempt(
-        self, call: Request, extra: Mapping[str, str] | None = None
+        self, call: Request, extra: Mapping[str, str] | None = None, deadline: float = 0.0
     ) -> Response | Failure:
+        """One try of ``call`` within ``deadline`` seconds (``timeout`` when 0)."""
         url = self._url(call.path, call.params)
         body = None if call.json is None else orjson.dumps(call.json, default=_reveal)
         headers = self._send_headers(extra, body is not None)
-        result = await self._engine.exchange(call.method, url, headers, body, self.timeout)
+        deadline = deadline or self.timeout
+        started = time.monotonic()
+        result = await self._engine.exchange(call.method, url, headers, body, deadline)
         if (
             isinstance(result, Response)
             and 300 <= result.status_code < 400
             and result.status_code != 304
         ):
-            result = await self._redirected(call, result, url, headers, body)
+            ends_at = started + deadline
+            result = await self._redirected(call, result, url, headers, body, ends_at)
         return result
 
     async def _redirected(
-        self, call: Request, answer: Response, url: Any, headers: dict[str, str], body: Any
+        self,
+        call: Request,
+        answer: Response,
+        url: Any,
+        headers: dict[str, str],
+        body: Any,
+        ends_at: float,
     ) -> Response | Failure:
         """A 3xx: followed once when the rule allows it, else marked for the error."""
         location = answer.headers.get("Location", "")
@@ -416,13 +478,13 @@ class HTTPLayer:
             return answer
         leader_path = getattr(self.redirects, "leader_path", "/sys/leader")
         asked = await self._engine.exchange(
-            "GET", self._url(leader_path, None), {"Accept": _JSON}, None, self.timeout
+            "GET", self._url(leader_path, None), {"Accept": _JSON}, None, _left(ends_at)
         )
         leader = ""
         if isinstance(asked, Response) and asked.status_code == 200:
             try:
                 found = orjson.loads(asked.content)
-            except orjson.JSONDecodeError:
+            except orjson.JSONDecodeError:  # (orjson refuses deep nesting itself)
                 found = None
             if isinstance(found, dict):
                 data = found["data"] if isinstance(found.get("data"), dict) else found
@@ -433,7 +495,7 @@ class HTTPLayer:
             return answer
         scheme, host, port = origin(leader)
         target = url.with_scheme(scheme).with_host(host).with_port(port)
-        second = await self._engine.exchange(call.method, target, headers, body, self.timeout)
+        second = await self._engine.exchange(call.method, target, headers, body, _left(ends_at))
         if isinstance(second, Response) and 300 <= second.status_code < 400:
             second.note = (
                 f"the active node redirected again, to {second.headers.get('Location', '')}; "
@@ -468,6 +530,10 @@ class HTTPLayer:
         out = OrderedResponses(len(todo), batch=ahead // 2)
 
         fan = RequestFanOut(todo, n, self._attempt, self._verdict, out, ahead=ahead)
+        fan.cancelled = ConfigurationError(
+            f"{self.address}{self.api_prefix}: the client was closed while this fan-out "
+            "was in flight"
+        )
         loop = self._engine.loop()
         future = self._engine.submit(fan.run(self.fan_out_timeout))
         try:
@@ -532,6 +598,7 @@ def _put_header(
     secret.pop(name, None)
     if value is None:
         return
+    _check_header(name, value)
     if isinstance(value, Sensitive):
         secret[name] = value
     elif name.lower() in {"x-vault-token", "x-service-token", "authorization"}:
@@ -540,12 +607,35 @@ def _put_header(
         plain[name] = value
 
 
+# What a header cannot carry: a line break would end it (and start another), a
+# NUL is refused by servers; aiohttp refuses the first two before sending.
+_HEADER_BREAKS = ("\r", "\n", "\x00")
+
+
+def _check_header(name: str, value: str | Sensitive) -> None:
+    """Refuse a header that cannot be sent, naming it (never its value)."""
+    text = value.reveal() if isinstance(value, Sensitive) else value
+    if not isinstance(text, str) or any(c in text for c in _HEADER_BREAKS):
+        what = "is not text" if not isinstance(text, str) else "holds a line break or NUL"
+        raise InputError(
+            f"the {name} header {what}; remove it (a value read from a file "
+            "often ends with a newline: strip it)"
+        )
+    if not name or any(c in name for c in (*_HEADER_BREAKS, ":", " ")):
+        raise InputError(f"the header name {name!r} cannot be sent")
+
+
 @functools.cache
 def _yarl_url() -> Any:
     """yarl's URL class: aiohttp's, loaded with it on first use (not at import)."""
     from yarl import URL
 
     return URL
+
+
+def _left(ends_at: float) -> float:
+    """Seconds left until ``ends_at`` (a moment, at least, to fail a try cleanly)."""
+    return max(ends_at - time.monotonic(), 1e-3)
 
 
 def _mark_worker(layer: weakref.ref[HTTPLayer]) -> None:
@@ -570,7 +660,7 @@ def decode_json(response: Response, method: str = "GET") -> Any:
         pass  # what orjson refuses and the standard decoder takes (NaN, Infinity)
     try:
         return response.json()
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise DecodeError(
             f"{method} {response.url}: the answer ({response.status_code}, "
             f"{len(content)} bytes, {response.headers.get('Content-Type', 'no type')})"
