@@ -29,6 +29,7 @@ import contextlib
 import functools
 import math
 import os
+import selectors
 import ssl
 import threading
 import time
@@ -53,6 +54,8 @@ ConnectorFactory = Callable[[], Any]
 
 # Every engine of this process, for the fork hook below.
 _ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
+# In a forked child, what the parent's engines left: kept, never closed here.
+_ORPHANS: list[Any] = []
 
 
 def _after_fork() -> None:
@@ -160,8 +163,25 @@ class Engine:
 
     def _forked(self) -> None:
         """In a forked child: forget the parent's loop, thread and connections
-        (they are the parent's; the next call starts afresh)."""
+        (they are the parent's; the next call starts afresh).
+
+        The parent's loop is left untouched and kept from collection: its epoll
+        instance is shared with the parent across the fork, and closing a
+        connection or the loop here would unregister the parent's sockets from
+        it (the parent's calls would then wait for answers that never wake it).
+        So the loop gets a fresh selector of its own (``_selector``, asyncio's
+        private attribute; tests/test_hostile_servers_bounds.py checks the
+        parent goes on) and the shared one is closed, in the child only.
+        """
         self._lock = threading.Lock()  # it may have been held at the fork
+        loop = self._loop
+        if loop is not None:
+            shared = getattr(loop, "_selector", None)
+            if shared is not None:
+                loop._selector = selectors.DefaultSelector()  # type: ignore[attr-defined]
+                with contextlib.suppress(Exception):
+                    shared.close()  # the child's descriptor only: no unregistering
+            _ORPHANS.append((loop, self._session))
         self._loop = self._thread = self._session = self._deadlines = None
         self._proxies = None
         self._proxy_names = {}
@@ -269,7 +289,13 @@ class Engine:
 
             try:
                 proxy, auth = get_env_proxy_for_url(url)
-                found = {"proxy": proxy, "proxy_auth": auth}
+                found = {"proxy": proxy}
+                if auth is not None:  # as aiohttp 4 will want them (proxy_auth is deprecated)
+                    from aiohttp import encode_basic_auth
+
+                    found["proxy_headers"] = {
+                        "Proxy-Authorization": encode_basic_auth(auth.login, auth.password)
+                    }
                 self._proxy_names[key] = _proxy_name(proxy, url.scheme)
             except LookupError:  # none, or NO_PROXY names the host
                 found = _NO_PROXY

@@ -13,6 +13,7 @@ import asyncio
 import copy
 import functools
 import math
+import os
 import threading
 import time
 import weakref
@@ -167,6 +168,7 @@ class HTTPLayer:
         )
         # A layer nobody closed still stops its loop thread when collected.
         weakref.finalize(self, self._engine.close)
+        _LAYERS.add(self)
 
     def __repr__(self) -> str:
         return f"<HTTPLayer {self.address}{self.api_prefix}>"
@@ -191,6 +193,9 @@ class HTTPLayer:
         the view alone. Closing a view closes nothing (the owner does). For a
         namespace: ``layer.with_headers({"X-Vault-Namespace": "a/"})``.
         """
+        for name, value in headers.items():
+            if value is not None:
+                _check_header(name, value)
         view = copy.copy(self)
         view._owner = self._owner or self
         view._base = self
@@ -236,6 +241,8 @@ class HTTPLayer:
         header (or any Sensitive value) is kept hidden until a request is sent.
         On a view it changes the view's headers alone."""
         if self._base is not None:
+            if value is not None:
+                _check_header(name, value)
             self._overrides[name] = value
         else:
             _put_header(self._plain, self._secret, name, value)
@@ -588,6 +595,20 @@ class HTTPLayer:
                     initargs=(weakref.ref(self),),
                 )
             return self._pool
+
+
+# Every owner layer of this process: a forked child drops their thread pools
+# (the parent's threads do not exist there) and starts new ones on first use.
+_LAYERS: weakref.WeakSet[HTTPLayer] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for layer in list(_LAYERS):
+        layer._lock = threading.Lock()
+        layer._pool = None
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _put_header(

@@ -293,7 +293,9 @@ def _masked(value: Any, secrets: tuple[Sensitive, ...]) -> Any:
     return value
 
 
-def api_error(response: Response, method: str, url: str, secrets: tuple[Sensitive, ...] = ()) -> APIError:
+def api_error(
+    response: Response, method: str, url: str, secrets: tuple[Sensitive, ...] = ()
+) -> APIError:
     """The :class:`APIError` subclass for an error answer, with the server's messages
     (any of ``secrets``, the client's credentials, that the server echoed hidden)."""
     messages: list[str] = []
