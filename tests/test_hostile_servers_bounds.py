@@ -298,9 +298,11 @@ def test_a_final_status_that_is_no_answer_is_a_protocol_error(serve, status):
 
 def test_an_unrequested_101_to_a_token_create_is_no_success(serve):
     server = serve(answering(lambda n: b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n"))
-    with SecretsClient(server.address, TOKEN, retry=FAST, timeout=1) as client:
-        with pytest.raises(OutcomeUnknown):
-            client.tokens.create(["default"], "1h")
+    with (
+        SecretsClient(server.address, TOKEN, retry=FAST, timeout=1) as client,
+        pytest.raises(OutcomeUnknown),
+    ):
+        client.tokens.create(["default"], "1h")
     assert len(server.requests("POST")) == 1
 
 
