@@ -31,7 +31,7 @@ from .._masking import Sensitive
 from .engine import ConnectorFactory, Engine, tls_context
 from .fanout import OrderedResponses, Request, RequestFanOut, ThreadedMap, worker_mark
 from .policy import Failure, RetryPolicy, judge, repeatable
-from .redirects import NO_REDIRECTS, RedirectRule, origin, standby_refusal
+from .redirects import NO_REDIRECTS, RedirectRule
 from .response import Headers, Response, masked
 
 __all__ = ["HTTPLayer", "decode_json"]
@@ -85,7 +85,9 @@ class HTTPLayer:
     as it arrives and ``max_decompressed`` once decoded (gzip, deflate), in
     bytes: an answer over either is a :class:`ProtocolError`. ``connector``
     builds the aiohttp connector to use instead of the TCP one (it is called on
-    the layer's event loop).
+    the layer's event loop). What the layer knows of the service's API comes
+    from its client: ``redirects``, the rule for 3xx answers, and
+    ``token_headers``, the headers :meth:`set_token` sets.
     """
 
     def __init__(
@@ -105,6 +107,7 @@ class HTTPLayer:
         retry: RetryPolicy | None = None,
         max_concurrency: int = 8,
         redirects: RedirectRule = NO_REDIRECTS,
+        token_headers: tuple[str, ...] = (),
         connector: ConnectorFactory | None = None,
         max_body: int = MAX_BODY,
         max_decompressed: int = MAX_BODY,
@@ -130,6 +133,11 @@ class HTTPLayer:
         self.call_timeout = call_timeout
         self.max_concurrency = max_concurrency
         self.redirects = redirects
+        self.token_headers = token_headers
+        # Header names whose plain values are credentials (hidden like a Sensitive).
+        self._credential_names = frozenset(
+            {"authorization", "proxy-authorization", *(h.lower() for h in token_headers)}
+        )
         self._plain: dict[str, str] = {}
         self._secret: dict[str, Sensitive] = {}
         # A view (:meth:`with_headers`): the layer it views, and its own headers on
@@ -210,7 +218,7 @@ class HTTPLayer:
         plain, secret = self._base._header_maps()
         plain, secret = dict(plain), dict(secret)
         for name, value in self._overrides.items():
-            _put_header(plain, secret, name, value)
+            _put_header(plain, secret, name, value, self._credential_names)
         return plain, secret
 
     # -- lifecycle -----------------------------------------------------------
@@ -224,8 +232,10 @@ class HTTPLayer:
         self._engine.close()
 
     def set_token(self, token: Sensitive | str | None) -> None:
-        """Send ``token`` from now on (None: send none), in both token headers the
-        secrets server reads (``X-Vault-Token``, ``X-Service-Token``)."""
+        """Send ``token`` from now on (None: send none), in every one of the
+        ``token_headers`` the client named."""
+        if not self.token_headers:
+            raise ConfigurationError("this client names no header to carry a token")
         value = (
             None
             if not token
@@ -233,7 +243,7 @@ class HTTPLayer:
             if isinstance(token, Sensitive)
             else Sensitive(token, "token")
         )
-        for name in ("X-Vault-Token", "X-Service-Token"):
+        for name in self.token_headers:
             self.set_header(name, value)
 
     def set_header(self, name: str, value: str | Sensitive | None) -> None:
@@ -245,7 +255,7 @@ class HTTPLayer:
                 _check_header(name, value)
             self._overrides[name] = value
         else:
-            _put_header(self._plain, self._secret, name, value)
+            _put_header(self._plain, self._secret, name, value, self._credential_names)
 
     # -- the server's clock ----------------------------------------------------
     def server_now(self) -> datetime:
@@ -475,32 +485,18 @@ class HTTPLayer:
         body: Any,
         ends_at: float,
     ) -> Response | Failure:
-        """A 3xx: followed once when the rule allows it, else marked for the error."""
-        location = answer.headers.get("Location", "")
-        if not self.redirects.follows_standby() or answer.status_code != 307:
-            answer.note = (
-                f"the server redirected to {location or '(no Location)'}; "
-                "this client follows no such redirect"
+        """A 3xx: followed once when the client's rule allows it, else marked for the error."""
+
+        async def ask(path: str) -> Response | Failure:
+            return await self._engine.exchange(
+                "GET", self._url(path, None), {"Accept": _JSON}, None, _left(ends_at)
             )
+
+        followed = await self.redirects.follow(answer, self.address, ask)
+        if isinstance(followed, str):
+            answer.note = followed
             return answer
-        leader_path = getattr(self.redirects, "leader_path", "/sys/leader")
-        asked = await self._engine.exchange(
-            "GET", self._url(leader_path, None), {"Accept": _JSON}, None, _left(ends_at)
-        )
-        leader = ""
-        if isinstance(asked, Response) and asked.status_code == 200:
-            try:
-                found = orjson.loads(asked.content)
-            except orjson.JSONDecodeError:  # (orjson refuses deep nesting itself)
-                found = None
-            if isinstance(found, dict):
-                data = found["data"] if isinstance(found.get("data"), dict) else found
-                leader = str(data.get("leader_address") or "")
-        refusal = standby_refusal(location, leader, self.address)
-        if refusal:
-            answer.note = f"a standby node redirected to {location}; not followed: {refusal}"
-            return answer
-        scheme, host, port = origin(leader)
+        scheme, host, port = followed
         target = url.with_scheme(scheme).with_host(host).with_port(port)
         second = await self._engine.exchange(call.method, target, headers, body, _left(ends_at))
         if isinstance(second, Response) and 300 <= second.status_code < 400:
@@ -612,9 +608,14 @@ os.register_at_fork(after_in_child=_after_fork)
 
 
 def _put_header(
-    plain: dict[str, str], secret: dict[str, Sensitive], name: str, value: str | Sensitive | None
+    plain: dict[str, str],
+    secret: dict[str, Sensitive],
+    name: str,
+    value: str | Sensitive | None,
+    credentials: frozenset[str],
 ) -> None:
-    """Set ``name`` in whichever map it belongs to (a credential: hidden), or remove it."""
+    """Set ``name`` in whichever map it belongs to (a Sensitive value, or a header
+    named in ``credentials``: hidden), or remove it."""
     plain.pop(name, None)
     secret.pop(name, None)
     if value is None:
@@ -622,7 +623,7 @@ def _put_header(
     _check_header(name, value)
     if isinstance(value, Sensitive):
         secret[name] = value
-    elif name.lower() in {"x-vault-token", "x-service-token", "authorization"}:
+    elif name.lower() in credentials:
         secret[name] = Sensitive(value, "credential")
     else:
         plain[name] = value
