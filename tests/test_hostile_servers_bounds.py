@@ -247,11 +247,16 @@ def test_an_endless_plain_body_stops_at_the_body_limit(serve):
     assert grew < 40
 
 
-def test_the_default_limits_fit_the_largest_real_answer():
-    http = HTTPLayer("http://127.0.0.1:1", "/v1")
-    engine = http._engine
-    assert engine.max_body == engine.max_decompressed == 256 * 2**20  # a LIST of 1e6 ids: 70 MB
-    http.close()
+def test_the_limits_fit_the_largest_real_answer_and_a_client_can_change_them(serve):
+    server = serve(answering(lambda n: answer(200, b'"' + bytes(3000) + b'"')))
+    with SecretsClient(server.address, TOKEN, retry=FAST) as client:
+        http = client.http
+        assert http.max_body == http.max_decompressed == 256 * 2**20  # 1e6 lease ids: 70 MB
+        http.max_body = 1000
+        with pytest.raises(ProtocolError, match="max_body=1000"):
+            http.request("GET", "/sys/health")
+        with pytest.raises(ConfigurationError):
+            http.max_decompressed = 0
 
 
 # -- 3. answers never out of step -----------------------------------------------------------
@@ -343,6 +348,17 @@ def test_a_line_break_in_a_header_is_refused_before_sending_naming_the_header(se
     name = "Token header" if where == "token" else "X-Vault-Namespace header"
     assert name in str(err.value)
     assert TOKEN not in str(err.value) and "team-a" not in str(err.value)
+    assert server.requests() == []
+
+
+def test_what_the_library_refuses_to_build_is_an_input_error_never_retried(serve):
+    server = serve(answering(lambda n: answer()))
+    http = layer(server.address)
+    with pytest.raises(InputError, match="not sent"):
+        http.request("GE T", "/sys/health")
+    with pytest.raises(InputError, match="X-Request-Note header"):
+        http.request("GET", "/sys/health", headers={"X-Request-Note": "a\nb"})
+    http.close()
     assert server.requests() == []
 
 
@@ -450,14 +466,40 @@ def test_close_from_another_thread_fails_what_is_in_flight_at_once(serve, what):
 # -- 7. errors that name the right party -----------------------------------------------------
 
 
+def _no_proxy_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
+def test_a_proxy_refusing_the_tunnel_is_named_and_a_write_through_it_is_no_unknown(
+    serve, monkeypatch
+):
+    def refuse(peer: Peer) -> None:
+        while peer.request() is not None:
+            peer.send(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+
+    proxy = serve(refuse)
+    _no_proxy_settings(monkeypatch)
+    monkeypatch.setenv("HTTPS_PROXY", f"http://auditor:s3cret-pw@127.0.0.1:{proxy.port}")
+    http = HTTPLayer("https://secrets.example.internal:8200", "/v1", retry=FAST, timeout=2)
+    with pytest.raises(ConnectError) as err:
+        http.request("POST", "/auth/token/create", json={})
+    http.close()
+    message = str(err.value)
+    assert f"127.0.0.1:{proxy.port} (from HTTPS_PROXY)" in message and "407" in message
+    assert "s3cret-pw" not in message and "auditor" not in message
+    assert {s.method for s in proxy.requests()} == {"CONNECT"}
+    assert proxy.requests()[0].headers["proxy-authorization"].startswith("Basic ")
+
+
 def test_a_dead_proxy_is_named_without_its_credentials(monkeypatch):
     import socket
 
     with socket.socket() as spare:
         spare.bind(("127.0.0.1", 0))
         port = spare.getsockname()[1]  # nothing listens there once closed
-    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
+    _no_proxy_settings(monkeypatch)
     monkeypatch.setenv("HTTP_PROXY", f"http://operator:hunter2@127.0.0.1:{port}")
     http = layer("http://secrets.example.internal:8200")
     with pytest.raises(ConnectError) as err:

@@ -124,8 +124,8 @@ class HTTPLayer:
         call_timeout = call_timeout or timeout * self.retry.attempts
         if not all(0 < t < math.inf for t in (timeout, fan_out_timeout, call_timeout)):
             raise ConfigurationError("timeouts must be positive numbers of seconds")
-        if max_body < 1 or max_decompressed < 1:
-            raise ConfigurationError("max_body and max_decompressed must be at least 1 byte")
+        _size("max_body", max_body)
+        _size("max_decompressed", max_decompressed)
         self.address = address.rstrip("/")
         self.api_prefix = api_prefix
         self.timeout = timeout
@@ -180,6 +180,24 @@ class HTTPLayer:
 
     def __repr__(self) -> str:
         return f"<HTTPLayer {self.address}{self.api_prefix}>"
+
+    @property
+    def max_body(self) -> int:
+        """The largest body taken as it arrives, in bytes (shared with views)."""
+        return self._engine.max_body
+
+    @max_body.setter
+    def max_body(self, size: int) -> None:
+        self._engine.max_body = _size("max_body", size)
+
+    @property
+    def max_decompressed(self) -> int:
+        """The largest body taken once decoded (gzip, deflate), in bytes (shared with views)."""
+        return self._engine.max_decompressed
+
+    @max_decompressed.setter
+    def max_decompressed(self, size: int) -> None:
+        self._engine.max_decompressed = _size("max_decompressed", size)
 
     @property
     def headers(self) -> Headers:
@@ -653,6 +671,12 @@ def _yarl_url() -> Any:
     from yarl import URL
 
     return URL
+
+
+def _size(name: str, size: int) -> int:
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ConfigurationError(f"{name} must be a whole number of bytes, at least 1")
+    return size
 
 
 def _left(ends_at: float) -> float:
