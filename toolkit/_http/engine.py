@@ -320,6 +320,7 @@ class Engine:
         deadlines = self._deadlines
         assert deadlines is not None
         task = deadlines.start(deadline)
+        answer: Any = None
         try:
             proxies = self._proxies
             answer = await session.request(
@@ -345,7 +346,8 @@ class Engine:
             ):
                 content = await answer.read()  # the parser reads no more than the length
             else:
-                content = await self._read_capped(answer, length)
+                bodiless = method == "HEAD" or status in (204, 304)
+                content = await self._read_capped(answer, None if bodiless else length)
         except asyncio.CancelledError:
             if deadlines.stop(task):  # the deadline's cancel, and nobody else's
                 return Failure("timeout", f"no answer within {deadline:g} s")
@@ -355,7 +357,7 @@ class Engine:
                 return Failure("timeout", f"no answer within {deadline:g} s")
             if isinstance(exc, builtins.TimeoutError):  # the system's own (ETIMEDOUT)
                 return Failure("timeout", _reason(exc))
-            failure = _failure(exc)
+            failure = _failure(exc, answered=answer is not None)
             if proxies:
                 key = (url.scheme, url.raw_host, url.port)
                 if key in self._proxy_names:
@@ -477,7 +479,7 @@ def _serve(loop: asyncio.AbstractEventLoop) -> None:
             loop.close()
 
 
-def _failure(exc: BaseException) -> Failure:
+def _failure(exc: BaseException, *, answered: bool = False) -> Failure:
     """The kind of a library failure, and a reason worth showing (no request content)."""
     import aiohttp
 
@@ -489,8 +491,9 @@ def _failure(exc: BaseException) -> Failure:
     if isinstance(exc, aiohttp.ClientHttpProxyError):
         # The proxy refused to open a tunnel (CONNECT): nothing reached the server.
         return Failure("connect", f"the proxy answered {exc.status} {exc.message}")
-    if isinstance(exc, aiohttp.InvalidURL) or (
-        isinstance(exc, (ValueError, TypeError)) and not isinstance(exc, aiohttp.ClientError)
+    if not answered and (
+        isinstance(exc, aiohttp.InvalidURL)
+        or (isinstance(exc, (ValueError, TypeError)) and not isinstance(exc, aiohttp.ClientError))
     ):
         # The library would not build the request (a header or address it cannot
         # carry): refused before anything was sent.

@@ -447,7 +447,9 @@ class HTTPLayer:
             check=call.check,
             response=response,
             failure=failure,
-            budget=ends_at - time.monotonic(),
+            # A pause must leave the next try time to work: a second, or the
+            # whole per-try timeout when that is shorter.
+            budget=ends_at - time.monotonic() - min(self.timeout, 1.0),
             secrets=tuple(secret.values()),
         )
 
