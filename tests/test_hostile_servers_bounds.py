@@ -379,6 +379,7 @@ def test_a_server_echoing_the_token_never_shows_it(serve):
 # -- 6. process and thread life --------------------------------------------------------------
 
 
+@pytest.mark.slow  # it starts a process (a fork)
 def test_a_forked_child_gets_a_fresh_engine(serve):
     server = serve(answering(lambda n: answer(200, b'{"n": %d}' % n)))
     http = layer(server.address)
