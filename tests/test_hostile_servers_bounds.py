@@ -353,6 +353,15 @@ def test_deeply_nested_json_is_a_decode_error(serve):
     http.close()
 
 
+@pytest.mark.parametrize("number", [b"1e999", b"-1e400", b"1" * 5000])
+def test_a_number_out_of_range_is_a_decode_error(serve, number):
+    server = serve(answering(lambda n: answer(200, b'{"data": {"ttl": ' + number + b"}}")))
+    http = layer(server.address)
+    with pytest.raises(DecodeError):
+        http.json("GET", "/sys/leases/lookup")
+    http.close()
+
+
 def test_a_date_header_in_the_year_9999_does_not_move_the_servers_clock(serve):
     server = serve(answering(lambda n: answer(200, b"{}", "Date: Fri, 31 Dec 9999 23:59:59 GMT")))
     http = layer(server.address)
