@@ -392,13 +392,20 @@ def test_a_server_echoing_the_token_never_shows_it(serve):
 def test_a_forked_child_gets_a_fresh_engine(serve):
     server = serve(answering(lambda n: answer(200, b'{"n": %d}' % n)))
     http = layer(server.address)
-    assert http.json("GET", "/sys/health") == {"n": 1}  # the parent's loop thread runs
+
+    def numbers() -> list[int]:
+        """One call, then two on the layer's thread pool (map)."""
+        first = http.json("GET", "/sys/health")["n"]
+        pooled = http.map(lambda _: http.json("GET", "/sys/health")["n"], range(2))
+        return [first, *sorted(pooled)]
+
+    assert numbers() == [1, 2, 3]  # the parent's loop thread and pool threads run
     read, write = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: one call, its answer to the pipe
+    if pid == 0:  # the child: the same calls, their answers to the pipe
         code = 1
         try:
-            os.write(write, json.dumps(http.json("GET", "/sys/health")).encode())
+            os.write(write, json.dumps(numbers()).encode())
             code = 0
         finally:
             os._exit(code)
@@ -414,9 +421,9 @@ def test_a_forked_child_gets_a_fresh_engine(serve):
         os.waitpid(pid, 0)
         pytest.fail("the forked child hung on its first call")
     assert os.waitstatus_to_exitcode(status) == 0
-    assert json.loads(os.read(read, 100)) == {"n": 2}
+    assert json.loads(os.read(read, 100)) == [4, 5, 6]
     os.close(read)
-    assert http.json("GET", "/sys/health") == {"n": 3}  # the parent engine goes on
+    assert numbers() == [7, 8, 9]  # the parent's engine and pool go on
     http.close()
 
 
