@@ -385,6 +385,16 @@ def test_a_server_echoing_the_token_never_shows_it(serve):
     assert "<hidden>" in error.message
 
 
+def test_a_redirect_quoting_the_token_never_shows_it(serve):
+    server = serve(answering(lambda n: answer(302, b"", f"Location: /login?token={TOKEN}")))
+    http = layer(server.address)
+    with pytest.raises(APIError) as err:
+        http.request("GET", "/sys/health")
+    http.close()
+    assert TOKEN not in str(err.value) and TOKEN not in repr(err.value.headers)
+    assert "/login?token=<hidden>" in str(err.value)
+
+
 # -- 6. process and thread life --------------------------------------------------------------
 
 

@@ -330,7 +330,7 @@ def api_error(
         if snippet:
             messages.append(snippet)
     if response.note:
-        messages.insert(0, response.note)
+        messages.insert(0, mask(response.note, secrets))  # it may quote a Location
     cls = error_for_status(response.status_code)
     return cls(
         response.status_code,
