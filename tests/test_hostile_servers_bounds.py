@@ -17,6 +17,8 @@ import zlib
 from collections.abc import Callable
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests._sockets import Peer, answer
 from tests._stress import stress
@@ -31,6 +33,7 @@ from toolkit import (
     ProtocolError,
     RateLimited,
     RetryPolicy,
+    ToolkitError,
 )
 from toolkit._http import HTTPLayer, Request
 from toolkit.secrets import SecretsClient
@@ -515,3 +518,56 @@ def test_a_dead_proxy_is_named_without_its_credentials(monkeypatch):
     message = str(err.value)
     assert f"127.0.0.1:{port}" in message and "HTTP_PROXY" in message
     assert "hunter2" not in message and "operator" not in message
+
+
+# -- every failure is a toolkit error: a fuzz of answers against the layer ----------------
+
+_STATUSES = st.one_of(
+    st.sampled_from([101, 200, 204, 304, 307, 400, 404, 429, 500, 502, 503, 504, 599, 600, 999]),
+    st.integers(200, 599),
+)
+_TEXT = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=30)
+_HEADERS = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["Retry-After", "X-RateLimit-Reset", "Date", "Content-Encoding", "Location", "X-Any"]
+        ),
+        st.one_of(_TEXT, st.sampled_from(["nan", "-1", "1e999", "0", "gzip", "deflate", "br"])),
+    ),
+    max_size=3,
+)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+_BODIES = st.one_of(
+    _JSON.map(lambda v: json.dumps(v).encode()),
+    st.binary(max_size=40),
+    st.sampled_from([b"[" * 3000, b'{"errors": [{"source": "x", "title": 1}]}', b"1e999"]),
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(status=_STATUSES, headers=_HEADERS, body=_BODIES, method=st.sampled_from(["GET", "POST"]))
+def test_whatever_a_server_answers_only_toolkit_errors_escape(serve, status, headers, body, method):
+    head = f"HTTP/1.1 {status} X\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers)
+    raw = head.encode() + b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+
+    def once(peer: Peer) -> None:
+        if peer.request() is not None:
+            peer.send(raw)
+
+    server = serve(once)
+    http = layer(
+        server.address, timeout=0.5, retry=RetryPolicy(attempts=2, backoff=0.0, max_pause=0.01)
+    )
+    try:
+        http.json(method, "/sys/health", json={} if method == "POST" else None)
+    except ToolkitError:
+        pass
+    finally:
+        http.close()
+        server.stop()
