@@ -571,3 +571,15 @@ def test_whatever_a_server_answers_only_toolkit_errors_escape(serve, status, hea
     finally:
         http.close()
         server.stop()
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_a_map_of_client_calls_ends_within_the_fan_out_timeout(workers):
+    from toolkit import TimeoutError as ToolkitTimeout
+
+    http = HTTPLayer("http://127.0.0.1:1", "/v1", fan_out_timeout=0.3)
+    started = time.perf_counter()
+    with pytest.raises(ToolkitTimeout, match="deadline of 0.3 s"):
+        list(http.map(lambda _: time.sleep(0.1), range(40), workers=workers))
+    http.close()
+    assert time.perf_counter() - started < 0.6

@@ -141,6 +141,10 @@ class OrderedResponses:
         return taken
 
 
+def _late(deadline: float) -> TimeoutError:
+    return TimeoutError(f"the fan-out did not finish within its deadline of {deadline:g} s")
+
+
 def _lost(k: int) -> RuntimeError:
     return RuntimeError(f"the fan-out lost request {k}")  # a bug, not a server's
 
@@ -190,9 +194,7 @@ class RequestFanOut:
             async with asyncio.timeout(deadline):
                 await asyncio.gather(*(self._worker(i) for i in range(self.n)))
         except builtins.TimeoutError:
-            self.out.finish(
-                TimeoutError(f"the fan-out did not finish within its deadline of {deadline:g} s")
-            )
+            self.out.finish(_late(deadline))
             return
         except BaseException as exc:
             self.out.finish(exc if isinstance(exc, Exception) else self.cancelled)
@@ -298,12 +300,24 @@ worker_mark = threading.local()
 
 
 class ThreadedMap(Iterator[Any]):
-    """``n`` pool jobs pulling items from one shared cursor; results yielded in order."""
+    """``n`` pool jobs pulling items from one shared cursor; results yielded in order.
+
+    The whole map has ``deadline`` seconds: past it no item starts, and the
+    reader gets a TimeoutError where the first unfinished item would have been
+    (the calls still running end within their own deadlines).
+    """
 
     def __init__(
-        self, fn: Callable[[Any], Any], items: list[Any], n: int, pool: ThreadPoolExecutor
+        self,
+        fn: Callable[[Any], Any],
+        items: list[Any],
+        n: int,
+        pool: ThreadPoolExecutor,
+        deadline: float = math.inf,
     ) -> None:
         self.fn = fn
+        self.deadline = deadline
+        self.ends_at = time.monotonic() + deadline
         self.items = items
         self.results: list[Any] = [None] * len(items)
         self.done = [False] * len(items)
@@ -317,6 +331,10 @@ class ThreadedMap(Iterator[Any]):
     def _take(self) -> int | None:
         with self.cond:
             if self.stopped or self.cursor >= len(self.items):
+                return None
+            if time.monotonic() > self.ends_at:
+                self.stopped = True
+                self.cond.notify_all()
                 return None
             k = self.cursor
             self.cursor += 1
@@ -346,15 +364,21 @@ class ThreadedMap(Iterator[Any]):
             while not self.done[k]:
                 if self.stopped and k >= self.cursor:
                     break
-                self.cond.wait()
+                left = self.ends_at - time.monotonic()
+                if left <= 0:
+                    break
+                self.cond.wait(min(left, threading.TIMEOUT_MAX))
             if k in self.errors:
                 self.next_out = len(self.items)
                 raise self.errors.pop(k)
             if not self.done[k]:
-                # Stopped before this item was started: raise the failure now.
-                first = min(self.errors)
+                # Stopped before this item was done: raise the failure now, or
+                # the deadline's.
+                self.stopped = True
                 self.next_out = len(self.items)
-                raise self.errors.pop(first)
+                if self.errors:
+                    raise self.errors.pop(min(self.errors))
+                raise _late(self.deadline)
             value = self.results[k]
             self.results[k] = None
         self.next_out = k + 1

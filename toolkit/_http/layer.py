@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 
 import orjson
 
-from .._errors import ConfigurationError, DecodeError, InputError
+from .._errors import ConfigurationError, DecodeError, InputError, TimeoutError
 from .._masking import Sensitive
 from .engine import ConnectorFactory, Engine, tls_context
 from .fanout import OrderedResponses, Request, RequestFanOut, ThreadedMap, worker_mark
@@ -585,15 +585,23 @@ class HTTPLayer:
         on the layer's thread pool; results are yielded as soon as they and all
         before them are done. The first exception stops the iteration (no new
         item is started) and is raised where its item would have been yielded.
-        Called from inside a ``map`` of the same layer, it runs inline.
+        The whole map has ``fan_out_timeout``: past it no item starts, and
+        :class:`TimeoutError` is raised where the first unfinished one would
+        have been. Called from inside a ``map`` of the same layer, it runs inline.
         """
         items = list(items)
         n = min(workers or self.max_concurrency, self.max_concurrency, len(items))
         if n <= 1 or _worker_layer() is (self._owner or self):
+            ends_at = time.monotonic() + self.fan_out_timeout
             for item in items:
+                if time.monotonic() > ends_at:
+                    raise TimeoutError(
+                        "the fan-out did not finish within its deadline of "
+                        f"{self.fan_out_timeout:g} s"
+                    )
                 yield fn(item)
             return
-        fan = ThreadedMap(fn, items, n, self._executor())
+        fan = ThreadedMap(fn, items, n, self._executor(), self.fan_out_timeout)
         try:
             yield from fan
         finally:
