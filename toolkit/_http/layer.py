@@ -421,7 +421,8 @@ class HTTPLayer:
         ends_at: float = math.inf,
     ) -> float | None:
         """None when ``result`` stands, else the pause before the next try (raises
-        the call's error instead); every pause ends before ``ends_at``."""
+        the call's error instead); a pause is one that leaves the next try time
+        to work before ``ends_at``."""
         if isinstance(result, Response):
             # The header has a one-second grain: the first answer carrying a given
             # value places the server's clock best, and parsing it again costs time.
