@@ -124,7 +124,11 @@ def __dir__() -> list[str]:
 
 
 def connect_platform(
-    address: str | None = None, token: str | None = None, *, sandbox: bool = False, **options: Any
+    address: str | None = None,
+    token: str | Sensitive | None = None,
+    *,
+    sandbox: bool = False,
+    **options: Any,
 ) -> PlatformClient:
     """A platform client: against ``address`` / ``TFE_ADDRESS``, or the sandbox when asked.
 
@@ -138,7 +142,11 @@ def connect_platform(
 
 
 def connect_secrets(
-    address: str | None = None, token: str | None = None, *, sandbox: bool = False, **options: Any
+    address: str | None = None,
+    token: str | Sensitive | None = None,
+    *,
+    sandbox: bool = False,
+    **options: Any,
 ) -> SecretsClient:
     """A secrets client: against ``address`` / ``VAULT_ADDR``, or the sandbox when asked."""
     from .secrets import SecretsClient

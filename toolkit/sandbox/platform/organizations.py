@@ -13,10 +13,11 @@ Who may do what (spec part 2 rule 4, part 5):
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..._spec.access import ORGANIZATION_PERMISSIONS
 from .errors import NotFound, Unauthorized
@@ -175,6 +176,39 @@ class OrganizationStore:
         if role is None:
             return False
         return team.visibility == "organization" or caller.token in team.members
+
+    def account(self, caller: Caller) -> dict[str, Any]:
+        """What ``GET /account/details`` says of the caller, as the real service does:
+        a user token names its user; an organization token is a service account of
+        its organization (``api-org-<name>``, ``is-service-account``). The sandbox keeps
+        no user names: a member's user is named from a digest of its token (never the
+        token), and the admin token is the ``admin`` site administrator."""
+        if caller.is_admin:
+            return {
+                "id": "user-sandbox-admin",
+                "username": "admin",
+                "service": False,
+                "site_admin": True,
+                "email": "admin@sandbox.example",
+            }
+        org = self.org_tokens.get(caller.token)
+        if org is not None:
+            digest = hashlib.sha256(caller.token.encode()).hexdigest()[:8]
+            return {
+                "id": f"user-org-{digest}",
+                "username": f"api-org-{org}-{digest}",
+                "service": True,
+                "site_admin": False,
+                "email": f"api-org-{org}-{digest}@sandbox.example",
+            }
+        digest = hashlib.sha256(caller.token.encode()).hexdigest()[:12]
+        return {
+            "id": f"user-{digest}",
+            "username": f"user-{digest[:8]}",
+            "service": False,
+            "site_admin": False,
+            "email": f"user-{digest[:8]}@sandbox.example",
+        }
 
     def describe_tokens(self) -> list[tuple[str, str]]:
         """Every accepted token with what it stands for (the command line prints these)."""
