@@ -24,6 +24,8 @@ from ._errors import (
     IncompleteAudit,
     InputError,
     MethodNotAllowed,
+    MountNotFound,
+    NamespaceNotFound,
     NotFound,
     OutcomeUnknown,
     PermissionDenied,
@@ -33,6 +35,7 @@ from ._errors import (
     ServerError,
     TimeoutError,
     TLSError,
+    TokenRefused,
     ToolkitError,
     TransportError,
     Unauthorized,
@@ -60,6 +63,8 @@ __all__ = [
     "IncompleteAudit",
     "InputError",
     "MethodNotAllowed",
+    "MountNotFound",
+    "NamespaceNotFound",
     "NotFound",
     "OutcomeUnknown",
     "PermissionDenied",
@@ -74,6 +79,7 @@ __all__ = [
     "ServerError",
     "TLSError",
     "TimeoutError",
+    "TokenRefused",
     "ToolkitError",
     "TransportError",
     "Unauthorized",
@@ -83,6 +89,7 @@ __all__ = [
     "coverage",
     "diff",
     "lease_summary",
+    "load_ipython_extension",
     "scrolling",
 ]
 
@@ -117,6 +124,22 @@ def __getattr__(name: str) -> Any:
         module = import_module(module_name, __name__)
         return module if attribute is None else getattr(module, attribute)
     raise AttributeError(f"module 'toolkit' has no attribute {name!r}")
+
+
+def load_ipython_extension(shell: Any) -> None:
+    """``%load_ext toolkit``: toolkit errors in one line (message and hint)."""
+    from ._ipython import register
+
+    register(shell)
+
+
+def _register_in_kernel() -> None:
+    from ._ipython import register_in_kernel
+
+    register_in_kernel()
+
+
+_register_in_kernel()
 
 
 def __dir__() -> list[str]:

@@ -89,7 +89,7 @@ def transport_hint(exc: ToolkitError, address: str) -> str:
         return (
             f"{host}:{port} does not speak TLS: use http://{host}:{port} (or the server's TLS port)"
         )
-    if isinstance(exc, ConnectError) and "refused" in lowered:
+    if isinstance(exc, ConnectError) and ("refused" in lowered or "connect call failed" in lowered):
         return f"is the server running on port {port} of {host}? check the address"
     if parts.scheme == "http" and (
         (isinstance(exc, BadRequest) and "https server" in lowered)

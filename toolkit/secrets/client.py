@@ -384,7 +384,8 @@ class SecretsClient(ServiceClient):
         looks the token up once)."""
         state = self._token_state
         seen = state.accepted_at
-        if seen is not None and time.monotonic() - seen < _TOKEN_VERDICT_SECONDS:
+        lapsed = state.expiry is not None and state.expiry <= self.http.server_now()
+        if not lapsed and seen is not None and time.monotonic() - seen < _TOKEN_VERDICT_SECONDS:
             return True
         try:
             return self.is_authenticated()
