@@ -54,7 +54,9 @@ class ExplainingLayer(HTTPLayer):
         except ToolkitError as exc:
             raise self.explained(exc) from exc.__cause__
         finally:
-            answers.close()  # a raise above stops the fan-out: nothing more is sent
+            close = getattr(answers, "close", None)
+            if close is not None:
+                close()  # a raise above stops the fan-out: nothing more is sent
 
     def explained(self, exc: ToolkitError) -> ToolkitError:
         """``exc`` as the client explains it (also for an error built from an answer

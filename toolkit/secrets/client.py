@@ -6,11 +6,11 @@ import copy
 import re
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from .._card import connection_card, format_seconds
-from .._client import ServiceClient
+from .._client import ExplainingLayer, ServiceClient
 from .._config import secrets_settings
 from .._errors import (
     InputError,
@@ -176,7 +176,10 @@ class SecretsClient(ServiceClient):
         key = "" if key == "root" else key
         view = copy.copy(self)
         view.namespace = key + "/" if key else None
-        view.http = self.http.with_headers({"X-Vault-Namespace": view.namespace})
+        # A copy of this client's layer, so an ExplainingLayer too.
+        view.http = cast(
+            ExplainingLayer, self.http.with_headers({"X-Vault-Namespace": view.namespace})
+        )
         view.last_login = None
         view._bind_explain()
         view._make_areas()

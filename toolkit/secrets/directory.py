@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Self
 
 import pandas as pd
@@ -373,7 +374,7 @@ class Directory(EngineArea):
         cov = self._coverage("roles_frame")
         names = self.list_roles()
         read = [
-            cov.read_or_gap(f"{self.mount}/roles/{name}", lambda n=name: self.read_role(n))
+            cov.read_or_gap(f"{self.mount}/roles/{name}", partial(self.read_role, name))
             for name in names
         ]
         for name, role in zip(names, read, strict=True):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -380,9 +381,9 @@ class KeyManagement(EngineArea):
         providers = self._read_each(cov, self.list_providers(), self.read_provider, "kms")
         pairs: list[tuple[str, str]] = []
         for p in providers:
+            name = str(p["name"])
             held = cov.read_or_gap(
-                self._path("kms", p["name"], "key").lstrip("/"),
-                lambda name=p["name"]: self.provider_keys(name),
+                self._path("kms", name, "key").lstrip("/"), partial(self.provider_keys, name)
             )
             pairs.extend((p["name"], k) for k in held or [])
 
