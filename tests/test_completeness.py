@@ -121,7 +121,7 @@ def test_the_account_card_names_the_token_kind(demo_sandbox: Sandbox) -> None:
     with PlatformClient(demo_sandbox.address, "demo-member-alice") as member:
         assert member.account()["kind"] == "user"
         owner = member.connection()["token_owner"]
-        assert owner.startswith("user ") and "no user account" not in owner
+        assert owner.startswith("user-") and "no user account" not in owner
         assert "demo-member-alice" not in owner
 
 
@@ -166,3 +166,41 @@ def test_connection_refused_is_one_line_naming_the_port() -> None:
     client = SecretsClient(f"http://127.0.0.1:{port}", "t", retry=toolkit.RetryPolicy(attempts=1))
     with client, pytest.raises(ConnectError, match=f"is the server running on port {port}"):
         client.policies.list_policies()
+
+
+def test_agent_views_carry_their_coverage(demo_sandbox: Sandbox) -> None:
+    with PlatformClient(demo_sandbox.address, demo_sandbox.token) as client:
+        agents = client.agent_pools.all_agents("acme")
+        (record,) = toolkit._coverage.coverage_of(agents)
+        assert record.complete and record.read == len(agents) > 0
+        assert "organizations/acme/agent-pools" in record.asked
+        counts = client.agent_pools.agents_by_status_all_organizations_frame()
+        assert toolkit.coverage(counts).attrs["complete"]
+
+
+def test_in_ipython_a_toolkit_error_is_its_last_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from toolkit._ipython import register, unregister
+
+    shell = InteractiveShell.instance(colors="nocolor")
+    register(shell)
+    try:
+        result = shell.run_cell(
+            "import toolkit\n"
+            "raise toolkit.PermissionDenied(403, ['permission denied'], method='GET', url='u')"
+        )
+        shown = capsys.readouterr()
+        assert not result.success  # papermill and nbval still see the cell fail
+        text = shown.out + shown.err
+        assert "PermissionDenied: GET u answered 403: permission denied" in text
+        assert "raise toolkit.PermissionDenied" not in text  # no frames
+        assert "%tb" in text
+        shell.run_cell("%tb")
+        assert "raise toolkit.PermissionDenied" in capsys.readouterr().out
+        # Other errors keep IPython's own traceback.
+        shell.run_cell("1/0")
+        assert "ZeroDivisionError" in capsys.readouterr().out
+    finally:
+        unregister(shell)
+        InteractiveShell.clear_instance()

@@ -198,7 +198,7 @@ class PlatformClient(ServiceClient):
             return f"{kind} ({name})"
         admin = ", site administrator" if account.get("site_admin") else ""
         email = account.get("email")
-        return f"user {name}" + (f" <{email}>" if email else "") + admin
+        return f"{name}" + (f" <{email}>" if email else "") + admin
 
     def _repr_html_(self) -> str:
         return connection_card(
