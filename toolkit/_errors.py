@@ -42,6 +42,7 @@ all name both.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = [
@@ -72,7 +73,27 @@ __all__ = [
     "Unprocessable",
     "WriteTimedOut",
     "error_for_status",
+    "one_line",
 ]
+
+
+# How OpenBao (go-multierror) wraps a message: "1 error occurred:\n\t* permission denied\n\n".
+_WRAPPED = re.compile(r"\d+ errors? occurred:\s*\*\s*(.*?)\s*", re.S)
+
+
+def one_line(message: str) -> str:
+    """A server's error message on one line: OpenBao's ``N error(s) occurred: * ...``
+    wrapping taken off (several items joined by "; "), whitespace runs made one space."""
+    found = _WRAPPED.fullmatch(message)
+    if found:
+        items = re.split(r"\s*\n\s*\*\s*", found.group(1))
+        message = "; ".join(i for i in items if i)
+    return " ".join(message.split())
+
+
+def is_wrapped(message: str) -> bool:
+    """Whether ``message`` carries OpenBao's ``N error(s) occurred:`` wrapping."""
+    return _WRAPPED.fullmatch(message) is not None
 
 
 class ToolkitError(Exception):

@@ -35,6 +35,7 @@ from .._errors import (
     TransportError,
     WriteTimedOut,
     error_for_status,
+    one_line,
 )
 from .response import Response
 
@@ -217,7 +218,7 @@ def api_error(response: Response, method: str, url: str) -> APIError:
             errors = raw
             for item in raw:
                 if isinstance(item, str):
-                    messages.append(item)
+                    messages.append(one_line(item))
                 elif isinstance(item, dict):
                     text = item.get("detail") or item.get("title") or ""
                     if item.get("title") and item.get("detail") and item["title"] not in text:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import re
 import time
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -21,6 +20,7 @@ from .._errors import (
     TokenRefused,
     ToolkitError,
     Unauthorized,
+    is_wrapped,
 )
 from .._http import FollowStandby, RetryPolicy, decode_json
 from .._http.layer import FAN_OUT_TIMEOUT
@@ -339,10 +339,7 @@ class SecretsClient(ServiceClient):
         # capability gets "1 error occurred: * permission denied"; a token it does
         # not accept, a bare "permission denied" (spec README), confirmed by one
         # lookup-self (other 403s are worded plainly too).
-        wrapped = [_unwrapped(m) for m in exc.messages]
-        lacks = wrapped != exc.messages
-        exc.messages[:] = wrapped
-        exc.args = (f"{exc.method} {exc.url} answered {exc.status}: {'; '.join(wrapped)}",)
+        lacks = any(isinstance(e, str) and is_wrapped(e) for e in exc.errors)
         if not lacks and (path == "auth/token/lookup-self" or not self._token_still_accepted()):
             expiry = self._token_state.expiry
             expired = expiry is not None and expiry <= self.http.server_now()
@@ -471,15 +468,6 @@ class _TokenState:
 
 # How long a token the server accepted is taken as accepted without asking again.
 _TOKEN_VERDICT_SECONDS = 10.0
-
-
-def _unwrapped(message: str) -> str:
-    """``1 error occurred:\n\t* permission denied`` as one line: ``permission denied``."""
-    found = _WRAPPED.fullmatch(message)
-    return found.group(1).strip() if found else message
-
-
-_WRAPPED = re.compile(r"\d+ errors? occurred:\s*\*\s*(.*?)\s*", re.S)
 
 
 def _capability(method: str, url: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from .._deprecation import keep_old_names
-from .._errors import APIError, InputError, ToolkitError
+from .._errors import APIError, InputError, ToolkitError, one_line
 from .._frames import Col, Schema, build_frame, frame_from_columns
 from .._gc import collector_paused
 from .._http import HTTPLayer, Request, decode_json, segment
@@ -844,7 +844,7 @@ def _errors_of(response: Any) -> list[str]:
     except ValueError:
         return [response.text[:200]]
     errors = payload.get("errors") if isinstance(payload, Mapping) else None
-    return [str(e) for e in errors or []] or [response.reason_phrase]
+    return [one_line(str(e)) for e in errors or []] or [response.reason_phrase]
 
 
 # The names before the naming rule (docs/decisions.md, "Names"), for one release.
