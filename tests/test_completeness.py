@@ -67,8 +67,8 @@ def test_a_refused_token_and_a_missing_permission_are_different_errors(
         assert type(denied.value) is PermissionDenied
         message = str(denied.value)
         assert "\n" not in message
-        assert "lacks 'list' on 'auth/token/accessors'" in message
-        assert 'path "auth/token/accessors"' in message
+        assert "lacks 'list' and 'sudo' on 'auth/token/accessors'" in message
+        assert 'path "auth/token/accessors" { capabilities = ["list", "sudo"] }' in message
     with SecretsClient(sandbox.address, short["client_token"]) as expiring:
         expiring.tokens.lookup_self()  # the client learns the expiry
         sandbox.clock.advance(seconds=5)
@@ -204,3 +204,18 @@ def test_in_ipython_a_toolkit_error_is_its_last_line(capsys: pytest.CaptureFixtu
     finally:
         unregister(shell)
         InteractiveShell.clear_instance()
+
+
+def test_a_lease_walk_can_check_its_mounts_first(demo_sandbox: Sandbox) -> None:
+    from toolkit.secrets._base import require_mounts
+
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        require_mounts(client.http, ["database", "auth/token/"])
+        with pytest.raises(MountNotFound, match="nothing is mounted at 'keymgmtx/'"):
+            require_mounts(client.http, ["database/", "keymgmtx"])
+
+
+def test_a_platform_client_takes_a_sensitive_token(demo_sandbox: Sandbox) -> None:
+    token = toolkit.Sensitive(demo_sandbox.token, "token")
+    with PlatformClient(demo_sandbox.address, token) as client:
+        assert client.is_authenticated()

@@ -48,7 +48,7 @@ def test_a_token_without_sudo_lacks_a_permission_and_a_bad_token_is_refused_on_o
             with pytest.raises(PermissionDenied) as denied:
                 limited.tokens.inventory()
             assert type(denied.value) is PermissionDenied
-            assert "lacks 'list' on 'auth/token/accessors'" in str(denied.value)
+            assert "lacks 'list' and 'sudo' on 'auth/token/accessors'" in str(denied.value)
             assert "\n" not in str(denied.value)
             frame = limited.policies.policies_frame()
             assert "sys/policies/acl/root" in set(toolkit.coverage(frame)["path"])

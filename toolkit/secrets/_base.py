@@ -138,6 +138,37 @@ def list_keys_of(http: HTTPLayer, paths: Sequence[str]) -> list[list[str]]:
     return found
 
 
+def require_mounts(http: HTTPLayer, mounts: Sequence[str]) -> None:
+    """Raise :class:`~toolkit.MountNotFound` naming each of ``mounts`` that nothing is
+    mounted at (``sys/mounts`` and ``sys/auth``), for a view that walks a tree where a
+    missing mount looks like an empty folder (the lease lookup tree answers
+    ``{"errors":[]}`` for any prefix). When the token may not read the mount tables
+    the names cannot be checked, and nothing is raised."""
+    from .._errors import MountNotFound, PermissionDenied, TokenRefused
+
+    known: list[str] = []
+    for path, prefix in (("/sys/mounts", ""), ("/sys/auth", "auth/")):
+        try:
+            data = unwrap(http.json("GET", path))
+        except TokenRefused:
+            raise
+        except PermissionDenied:
+            return
+        known.extend(prefix + k for k in data if k.endswith("/"))
+    for mount in mounts:
+        wanted = mount.strip("/") + "/"
+        if not any(wanted == k or wanted.startswith(k) for k in known):
+            missing = MountNotFound(
+                404,
+                [f"nothing is mounted at {wanted!r}"],
+                method="GET",
+                url=http.address + http.api_prefix + "/sys/mounts",
+            )
+            missing.mount = wanted
+            missing.hint = "check the mount's name: `client.mounts()` lists the mounted engines"
+            raise missing
+
+
 # What a 404 says when the thing asked for is not a record or folder that is
 # missing or empty, but the place itself: OpenBao's words for each.
 _MISSING_PLACE = (b"namespace not found", b"no handler for route")

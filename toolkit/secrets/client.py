@@ -372,9 +372,11 @@ class SecretsClient(ServiceClient):
             return refused
         capability = _capability(exc.method, exc.url)
         where = f" in namespace {self.namespace.rstrip('/')!r}" if self.namespace else ""
+        needed = [capability, "sudo"] if path.startswith(_SUDO_PATHS) else [capability]
+        granted = ", ".join(f'"{c}"' for c in needed)
         exc.hint = (
-            f"the token is valid but lacks {capability!r} on {path!r}{where}: ask for a policy "
-            f'granting path "{path}" {{ capabilities = ["{capability}"] }}'
+            f"the token is valid but lacks {' and '.join(map(repr, needed))} on {path!r}{where}: "
+            f'ask for a policy granting path "{path}" {{ capabilities = [{granted}] }}'
         )
         return exc
 
@@ -465,6 +467,23 @@ class _TokenState:
         self.expiry: datetime | None = None
         self.accepted_at: float | None = None
 
+
+# Paths OpenBao protects with ``sudo`` on top of the method's capability (those the
+# audits meet): the hint asks for both.
+_SUDO_PATHS = (
+    "auth/token/accessors",
+    "sys/leases/lookup",
+    "sys/leases/revoke-prefix",
+    "sys/leases/revoke-force",
+    "sys/audit",
+    "sys/raw",
+    "sys/rotate",
+    "sys/seal",
+    "sys/step-down",
+    "sys/plugins/catalog",
+    "sys/rekey",
+    "sys/config/auditing",
+)
 
 # How long a token the server accepted is taken as accepted without asking again.
 _TOKEN_VERDICT_SECONDS = 10.0
