@@ -43,7 +43,7 @@ all name both.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "APIError",
@@ -94,6 +94,9 @@ def one_line(message: str) -> str:
 def is_wrapped(message: str) -> bool:
     """Whether ``message`` carries OpenBao's ``N error(s) occurred:`` wrapping."""
     return _WRAPPED.fullmatch(message) is not None
+
+
+E = TypeVar("E", bound="APIError")
 
 
 class ToolkitError(Exception):
@@ -199,6 +202,21 @@ class APIError(ToolkitError):
     def message(self) -> str:
         """The server's messages joined into one line."""
         return "; ".join(self.messages)
+
+    def restated(self, cls: type[E], messages: list[str], *, hint: str = "") -> E:
+        """The same answer as a ``cls`` error saying ``messages`` (and ``hint``): for a
+        client that knows better what the answer means (a missing namespace, a
+        refused token)."""
+        error = cls(
+            self.status,
+            messages,
+            method=self.method,
+            url=self.url,
+            errors=self.errors,
+            headers=self.headers,
+        )
+        error.hint = hint
+        return error
 
 
 class Redirected(APIError):

@@ -227,16 +227,11 @@ def _named_not_found(exc: NotFound, address: str) -> NotFound:
     if len(parts) < 2 or parts[0] not in _RECORDS:
         return exc
     what = _RECORDS[parts[0]]
-    named = NotFound(
-        exc.status,
+    return exc.restated(
+        NotFound,
         [f"{what} {unquote(parts[1])!r} not found, or not visible to this token"],
-        method=exc.method,
-        url=exc.url,
-        errors=exc.errors,
-        headers=exc.headers,
+        hint=(
+            f"check the {what}'s name or id (`client.organizations.list_organizations()` "
+            "lists what this token sees), or use a token of a team that can see it"
+        ),
     )
-    named.hint = (
-        f"check the {what}'s name or id (`client.organizations.list_organizations()` lists "
-        "what this token sees), or use a token of a team that can see it"
-    )
-    return named

@@ -315,19 +315,15 @@ class SecretsClient(ServiceClient):
         text = exc.message.lower()
         if "namespace not found" in text:
             where = (self.namespace or "").rstrip("/") or "root"
-            better: NotFound = NamespaceNotFound(
-                exc.status,
+            better = exc.restated(
+                NamespaceNotFound,
                 [f"namespace {where!r} does not exist (or this token may not see it)"],
-                method=exc.method,
-                url=exc.url,
-                errors=exc.errors,
-                headers=exc.headers,
+                hint=(
+                    "check VAULT_NAMESPACE / namespace=...: "
+                    "`client.namespaces.list_namespaces()` in the parent lists the ones that exist"
+                ),
             )
-            better.namespace = where  # type: ignore[attr-defined]
-            better.hint = (
-                "check VAULT_NAMESPACE / namespace=...: `client.namespaces.list_namespaces()` "
-                "in the parent lists the ones that exist"
-            )
+            better.namespace = where
             return better
         if "no handler for route" in text:
             return mount_not_found(exc, self._api_path(exc.url), self.namespace)
@@ -351,24 +347,20 @@ class SecretsClient(ServiceClient):
                     "or a token that may not look itself up)"
                 )
             )
-            refused = TokenRefused(
-                exc.status,
-                [what, *exc.messages],
-                method=exc.method,
-                url=exc.url,
-                errors=exc.errors,
-                headers=exc.headers,
-            )
-            refused.expired = expired
             source = (
                 f" in place of the one from {self.token_source}"
                 if self.token_source not in ("", "argument")
                 else ""
             )
-            refused.hint = (
-                f"log in again and use the new token{source} "
-                "(`bao login`, VAULT_TOKEN, or SecretsClient.login(...))"
+            refused = exc.restated(
+                TokenRefused,
+                [what, *exc.messages],
+                hint=(
+                    f"log in again and use the new token{source} "
+                    "(`bao login`, VAULT_TOKEN, or SecretsClient.login(...))"
+                ),
             )
+            refused.expired = expired
             return refused
         capability = _capability(exc.method, exc.url)
         where = f" in namespace {self.namespace.rstrip('/')!r}" if self.namespace else ""
@@ -504,16 +496,12 @@ def mount_not_found(exc: NotFound, path: str, namespace: str | None) -> MountNot
     if path.startswith(("sys/", "auth/")):
         mount = "/".join(path.split("/")[:2]) + "/"
     where = f" in namespace {namespace.rstrip('/')!r}" if namespace else ""
-    better = MountNotFound(
-        exc.status,
+    better = exc.restated(
+        MountNotFound,
         [f"nothing is mounted at {mount!r}{where} ({exc.message})"],
-        method=exc.method,
-        url=exc.url,
-        errors=exc.errors,
-        headers=exc.headers,
+        hint="check the mount's name: `client.mounts()` lists the mounted engines",
     )
     better.mount = mount
-    better.hint = "check the mount's name: `client.mounts()` lists the mounted engines"
     return better
 
 

@@ -184,31 +184,15 @@ class OrganizationStore:
         no user names: a member's user is named from a digest of its token (never the
         token), and the admin token is the ``admin`` site administrator."""
         if caller.is_admin:
-            return {
-                "id": "user-sandbox-admin",
-                "username": "admin",
-                "service": False,
-                "site_admin": True,
-                "email": "admin@sandbox.example",
-            }
+            return _account("user-sandbox-admin", "admin", service=False, site_admin=True)
         org = self.org_tokens.get(caller.token)
+        digest = hashlib.sha256(caller.token.encode()).hexdigest()
         if org is not None:
-            digest = hashlib.sha256(caller.token.encode()).hexdigest()[:8]
-            return {
-                "id": f"user-org-{digest}",
-                "username": f"api-org-{org}-{digest}",
-                "service": True,
-                "site_admin": False,
-                "email": f"api-org-{org}-{digest}@sandbox.example",
-            }
-        digest = hashlib.sha256(caller.token.encode()).hexdigest()[:12]
-        return {
-            "id": f"user-{digest}",
-            "username": f"user-{digest[:8]}",
-            "service": False,
-            "site_admin": False,
-            "email": f"user-{digest[:8]}@sandbox.example",
-        }
+            name = f"api-org-{org}-{digest[:8]}"
+            return _account(f"user-org-{digest[:8]}", name, service=True, site_admin=False)
+        return _account(
+            f"user-{digest[:12]}", f"user-{digest[:8]}", service=False, site_admin=False
+        )
 
     def describe_tokens(self) -> list[tuple[str, str]]:
         """Every accepted token with what it stands for (the command line prints these)."""
@@ -375,3 +359,13 @@ class OrganizationStore:
         if ps is None or role is None or (owner and role != "owner"):
             raise NotFound()
         return ps
+
+
+def _account(user_id: str, username: str, *, service: bool, site_admin: bool) -> dict[str, Any]:
+    return {
+        "id": user_id,
+        "username": username,
+        "service": service,
+        "site_admin": site_admin,
+        "email": f"{username}@sandbox.example",
+    }
