@@ -219,3 +219,17 @@ def test_a_platform_client_takes_a_sensitive_token(demo_sandbox: Sandbox) -> Non
     token = toolkit.Sensitive(demo_sandbox.token, "token")
     with PlatformClient(demo_sandbox.address, token) as client:
         assert client.is_authenticated()
+
+
+def test_durations_read_as_people_write_them() -> None:
+    import pandas as pd
+
+    from toolkit.display import format_duration, scrolling
+
+    assert format_duration(pd.Timedelta("0 days 06:11:43.508485")) == "6h 11m"
+    assert format_duration(-130) == "-2m 10s"
+    assert format_duration(pd.NaT) == "" and format_duration(0) == "0s"
+    frame = pd.DataFrame({"silent_for": [pd.Timedelta(hours=6, minutes=11)]})
+    page = scrolling(frame)._repr_html_()
+    assert "6h 11m" in page and "0 days" not in page
+    assert str(frame["silent_for"].dtype).startswith("timedelta64")
