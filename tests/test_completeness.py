@@ -238,8 +238,10 @@ def test_durations_read_as_people_write_them() -> None:
 def test_https_to_a_plain_port_names_the_fix(demo_sandbox: Sandbox) -> None:
     plain = demo_sandbox.address.replace("http://", "https://")
     once = toolkit.RetryPolicy(attempts=1)
-    with SecretsClient(plain, demo_sandbox.token, verify=False, retry=once) as client:
-        with pytest.raises(TLSError) as caught:
-            client.policies.list_policies()
+    with (
+        SecretsClient(plain, demo_sandbox.token, verify=False, retry=once) as client,
+        pytest.raises(TLSError) as caught,
+    ):
+        client.policies.list_policies()
     message = str(caught.value)
     assert "does not speak TLS: use http://" in message and "\n" not in message
