@@ -245,3 +245,12 @@ def test_https_to_a_plain_port_names_the_fix(demo_sandbox: Sandbox) -> None:
         client.policies.list_policies()
     message = str(caught.value)
     assert "does not speak TLS: use http://" in message and "\n" not in message
+
+
+def test_a_mistyped_lease_mount_raises_naming_it(demo_sandbox: Sandbox) -> None:
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        with pytest.raises(MountNotFound, match="'keymgmtx/'"):
+            client.leases.leases_by_mount(mounts=["keymgmtx"])
+        with pytest.raises(MountNotFound, match="'databasex/creds/'"):
+            client.leases.leases_by_mount("databasex/creds/")
+        assert len(client.leases.leases_by_mount(mounts=iter(["database/"]))) > 0

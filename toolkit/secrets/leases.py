@@ -27,7 +27,15 @@ from .._progress import progress
 from .._records import Record
 from .._time import parse_time
 from ..findings import Finding, combine, findings_frame
-from ._base import GONE, Area, list_keys_of, lookup_requests, unwrap, warnings_of
+from ._base import (
+    GONE,
+    Area,
+    list_keys_of,
+    lookup_requests,
+    require_mounts,
+    unwrap,
+    warnings_of,
+)
 
 __all__ = [
     "LEASES",
@@ -300,10 +308,14 @@ class Leases(Area):
         ``expire_time``, ``last_renewal_time`` (UTC datetimes), ``ttl`` (seconds
         left), ``renewable``; sorted by mount then expiry. A lease that expires
         between listing and lookup is left out. ``show_progress`` shows a bar
-        over the lookups.
+        over the lookups. A mount (or a prefix's mount) that nothing is mounted at
+        raises :class:`~toolkit.MountNotFound`: the lookup tree answers an unknown
+        prefix as an empty folder.
         """
         if prefix is not None and mounts is not None:
             raise InputError("pass prefix or mounts, not both")
+        mounts = None if mounts is None else list(mounts)
+        require_mounts(self._http, mounts if mounts is not None else [prefix] if prefix else [])
         starts = [_folder(m) for m in mounts] if mounts is not None else [prefix or ""]
         ids: list[str] = []
         for start in starts:
