@@ -36,6 +36,8 @@ def test_a_missing_mount_raises_and_an_empty_folder_stays_empty_on_openbao(
     with pytest.raises(MountNotFound, match="nothing is mounted at 'databasex/'"):
         bao_client.database.at("databasex").roles_frame()
     assert bao_client.leases.list_leases("no-such-prefix-issue23/") == []
+    with pytest.raises(MountNotFound, match="'databasex/'"):
+        bao_client.leases.leases_by_mount(mounts=["databasex"])
 
 
 def test_a_token_without_sudo_lacks_a_permission_and_a_bad_token_is_refused_on_openbao(
