@@ -254,3 +254,17 @@ def test_a_mistyped_lease_mount_raises_naming_it(demo_sandbox: Sandbox) -> None:
         with pytest.raises(MountNotFound, match="'databasex/creds/'"):
             client.leases.leases_by_mount("databasex/creds/")
         assert len(client.leases.leases_by_mount(mounts=iter(["database/"]))) > 0
+
+
+def test_a_refused_platform_token_says_to_get_a_new_one(demo_sandbox: Sandbox) -> None:
+    with (
+        PlatformClient(demo_sandbox.address, "no-such-token") as client,
+        pytest.raises(toolkit.Unauthorized, match="create a new one"),
+    ):
+        client.organizations.list_organizations()
+
+
+def test_the_prefix_refusal_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VAULT_ADDR", "https://bao.example:8200/v1/")
+    with pytest.raises(ConfigurationError, match=r"\(in VAULT_ADDR or address=\.\.\.\)"):
+        SecretsClient(token="t")
