@@ -116,6 +116,7 @@ class ServiceClient:
         retry: RetryPolicy | None,
         connector: Any,
         redirects: RedirectRule = NO_REDIRECTS,
+        token_headers: tuple[str, ...] = (),
     ) -> None:
         self.address = settings.address.rstrip("/")
         self.http = ExplainingLayer(
@@ -132,6 +133,7 @@ class ServiceClient:
             retry=retry,
             max_concurrency=max_concurrency,
             redirects=redirects,
+            token_headers=token_headers,
             connector=connector,
         )
         self._explaining = threading.local()
