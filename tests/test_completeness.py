@@ -171,7 +171,9 @@ def test_connection_refused_is_one_line_naming_the_port() -> None:
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    client = SecretsClient(f"http://127.0.0.1:{port}", "t", retry=toolkit.RetryPolicy(attempts=1))
+    client = SecretsClient(
+        f"http://127.0.0.1:{port}", "s.issue23-token", retry=toolkit.RetryPolicy(attempts=1)
+    )
     with client, pytest.raises(ConnectError, match=f"is the server running on port {port}"):
         client.policies.list_policies()
 
