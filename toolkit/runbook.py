@@ -470,14 +470,8 @@ def _token_source(parameters: Mapping[str, Any]) -> str | None:
 def human_duration(value: timedelta | pd.Timedelta | float | None) -> str:
     """A duration as an operator writes it, to its two largest units: ``6h 11m``,
     ``3d 4h``, ``25m``, ``45s`` (``0s``; ``-2m`` when negative; ``""`` when missing),
-    never ``0 days 06:11:43.508485``."""
-    if value is None or value is pd.NaT or (isinstance(value, float) and value != value):
-        return ""
-    seconds = value if isinstance(value, int | float) else pd.Timedelta(value).total_seconds()
-    left = round(abs(seconds))
-    units = []
-    for size, unit in ((86400, "d"), (3600, "h"), (60, "m"), (1, "s")):
-        count, left = divmod(left, size)
-        if count:
-            units.append(f"{count}{unit}")
-    return ("-" if seconds < 0 else "") + (" ".join(units[:2]) or "0s")
+    never ``0 days 06:11:43.508485``. The same as the connection card and long
+    frames show (:func:`toolkit._card.format_duration`)."""
+    from ._card import format_duration
+
+    return format_duration(value)
