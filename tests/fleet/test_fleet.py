@@ -123,7 +123,7 @@ def test_a_fleet_reports_every_target_and_loses_none(
     assert by_name["good-env"]["status"] == by_name["good-file"]["status"] == "passed"
     assert by_name["good-env"]["summary"] == {"sealed": False, "policies": 1}
     assert by_name["bad-token"]["status"] == "failed"
-    assert "PermissionDenied" in by_name["bad-token"]["error"]
+    assert "TokenRefused" in by_name["bad-token"]["error"]  # refused, not a permission
     assert "ConnectError" in by_name["down"]["error"]
     assert "timed out" in by_name["slow"]["error"].lower() or "Timeout" in by_name["slow"]["error"]
     assert run.failed == ["bad-token", "down", "slow"] and not run.ok
@@ -138,7 +138,7 @@ def test_a_fleet_reports_every_target_and_loses_none(
     assert index.count("class='failed'") == 3 and index.count("class='passed'") == 2
     # Failures first with their reason on the row; the notebook rendered, the evidence a folder.
     assert index.index("bad-token") < index.index("good-env")
-    assert "PermissionDenied" in index
+    assert "TokenRefused" in index
     assert "good-env/probe.html" in index and "good-env/evidence/" in index
     assert "evidence-policies.csv" not in index
     assert "<html" in (out / "good-env" / "probe.html").read_text()[:2000].lower()
