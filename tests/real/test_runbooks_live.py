@@ -471,11 +471,6 @@ def _stopped(name: str, tmp_path: Path, secret: str, **parameters: object) -> st
     return f"{caught.value.ename}: {caught.value.evalue}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="OpenBao's wrapped '1 error occurred:' message reaches the line whole "
-    "(issue 23 item 5, engineer coverage)",
-)
 def test_a_token_without_sudo_stops_the_lease_audit_on_openbao(
     own_bao: OpenBao, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
