@@ -6,7 +6,7 @@ import pytest
 
 from tests.sandbox.secrets._access_api import assert_error, issue, put_acl, v1
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.secrets.acl import ACL, PolicyParseError, parse_acl_policy, priority
+from toolkit._spec.acl import ACL, PolicyParseError, parse_acl_policy, priority
 
 
 def acl(text: str) -> ACL:

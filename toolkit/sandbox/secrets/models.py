@@ -6,7 +6,7 @@ import threading
 from typing import Any, cast
 
 from .._clock import Clock
-from .acl import ACL
+from ..._spec.acl import ACL
 from .backends import attach_backend, engine_type
 from .errors import SecretsError, permission_denied
 from .leases import LeaseManager

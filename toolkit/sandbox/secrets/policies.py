@@ -17,7 +17,7 @@ import binascii
 from dataclasses import dataclass, field
 from typing import Any
 
-from .acl import ACL, PathRule, PolicyParseError, parse_acl_policy
+from ..._spec.acl import ACL, PathRule, PolicyParseError, parse_acl_policy
 from .errors import SecretsError, bad_request
 
 __all__ = [
