@@ -39,6 +39,7 @@ from typing import Any, Final
 __all__ = [
     "ACL",
     "CAPABILITIES",
+    "CAPABILITIES_CHECK",
     "UNKNOWN_IDENTITY",
     "Alias",
     "Decision",
@@ -51,6 +52,8 @@ __all__ = [
     "parse_hcl",
     "priority",
     "render",
+    "request_paths",
+    "stages",
 ]
 
 CAPABILITIES = ("create", "read", "update", "patch", "delete", "list", "sudo", "deny")
@@ -310,6 +313,10 @@ class PathRule:
         return self.pattern.endswith("*")
 
     @property
+    def is_exact(self) -> bool:
+        return not self.is_glob and "+" not in self.pattern
+
+    @property
     def templated(self) -> bool:
         return is_templated(self.pattern)
 
@@ -331,9 +338,7 @@ class PathRule:
         for i, segment in enumerate(want):
             last = i == len(want) - 1
             if segment == "+":
-                # A ``+`` matches one whole, non-empty segment.
-                if not have[i] and not (last and self.is_glob):
-                    return False
+                # A ``+`` matches one whole segment, an empty one too (``a//c`` for ``a/+/c``).
                 continue
             if last and self.is_glob:
                 # The glob may end mid-segment: "secret/+/db-*" matches "secret/a/db-one/x".
@@ -404,6 +409,11 @@ def parse_acl_policy(text: str, name: str = "") -> list[PathRule]:
     for label, body in blocks(document, "path"):
         pattern = label.lstrip("/")
         _check_template(label)
+        if "+*" in pattern:
+            raise PolicyParseError(
+                f'failed to parse policy: path "{label}": invalid use of wildcards '
+                "('+*' is forbidden)"
+            )
         if "*" in _TEMPLATE.sub("", pattern)[:-1]:
             raise PolicyParseError(
                 f'failed to parse policy: path "{label}": "*" is allowed only at the end'
@@ -438,29 +448,60 @@ class Decision:
         return capability in self.capabilities and "deny" not in self.capabilities
 
 
-def _list_candidates(path: str, capability: str) -> tuple[str, str]:
-    """A LIST of ``p`` is a request on ``p/``; an exact pattern ``p`` covers it too."""
-    if capability != "list":
-        return path, path
-    base = path.rstrip("/")
-    return base + "/", base
+# The capability ``sys/capabilities`` asks with: the server evaluates a path as a LIST
+# without adding the slash, so an exact pattern ``p`` also answers for ``p/``.
+CAPABILITIES_CHECK = "capabilities"
+
+
+def request_paths(path: str, capability: str) -> tuple[str, str]:
+    """The path a request for ``capability`` is checked on, and the one an exact pattern
+    may also match: a LIST of ``p`` is a request on ``p/``, which falls back to an
+    exact pattern ``p`` (one slash trimmed); so does a ``sys/capabilities`` question."""
+    if capability == "list" and not path.endswith("/"):
+        path += "/"
+    if capability in ("list", CAPABILITIES_CHECK) and path.endswith("/"):
+        return path, path[:-1]
+    return path, path
+
+
+def stages(path: str, capability: str) -> list[tuple[bool, str]]:
+    """The server's order of looking, as (exact patterns only?, path) pairs: the first
+    stage where some pattern matches decides, by :func:`priority` among its matches.
+
+    Exact patterns on the path; for a LIST (and ``sys/capabilities``) exact patterns on
+    the path with one trailing slash trimmed; wildcard patterns on the path; then, for
+    a LIST, wildcard patterns on the trimmed path (OpenBao 2.7: ``+`` answers for
+    ``a/`` only when nothing matches ``a/`` itself).
+    """
+    request, trimmed = request_paths(path.lstrip("/"), capability)
+    if trimmed == request:
+        return [(True, request), (False, request)]
+    return [(True, request), (True, trimmed), (False, request), (False, trimmed)]
+
+
+def _stage_matches(rule: PathRule, exact: bool, path: str) -> bool:
+    if rule.is_exact:
+        return exact and rule.pattern == path
+    return not exact and rule.matches(path)
 
 
 def decide(rules: Iterable[PathRule], path: str, capability: str = "read") -> Decision:
     """The :class:`Decision` of ``rules`` (already rendered) on ``path``."""
     path = path.lstrip("/")
-    request, exact_too = _list_candidates(path, capability)
+    rules = list(rules)
     by_pattern: dict[str, list[PathRule]] = {}
-    for rule in rules:
-        hit = rule.matches(request) or (
-            exact_too != request and not rule.is_glob and "+" not in rule.pattern
-            and rule.pattern == exact_too
-        )
-        if hit:
-            by_pattern.setdefault(rule.pattern, []).append(rule)
-    if not by_pattern:
+    winner: str | None = None
+    seen: set[int] = set()
+    for exact, candidate in stages(path, capability):
+        hits = [r for r in rules if _stage_matches(r, exact, candidate)]
+        for rule in hits:
+            if id(rule) not in seen:
+                seen.add(id(rule))
+                by_pattern.setdefault(rule.pattern, []).append(rule)
+        if hits and winner is None:
+            winner = max((r.pattern for r in hits), key=priority)
+    if winner is None:
         return Decision(path, None, frozenset())
-    winner = max(by_pattern, key=priority)
     caps: set[str] = set()
     for rule in by_pattern[winner]:
         caps |= rule.capabilities
@@ -527,11 +568,11 @@ class ACL:
         """The deciding pattern on ``path`` for ``capability``, with its policies and the losers."""
         decision = decide(self.sources, path, capability)
         if self._maybe:
-            request, _ = _list_candidates(path.lstrip("/"), capability)
+            candidates = {p for _, p in stages(path, capability)}
             maybe = tuple(
                 (rule.policy, rule.pattern)
                 for rule, regex in self._maybe
-                if regex.fullmatch(request)
+                if any(regex.fullmatch(p) for p in candidates)
             )
             if maybe:
                 return Decision(
@@ -554,7 +595,7 @@ class ACL:
         """The capabilities the token holds on ``path`` (``sys/capabilities`` answer)."""
         if self.root:
             return ["root"]
-        rule = self.rule_for(path)
+        rule = self.rule_for(path, CAPABILITIES_CHECK)
         if rule is None or not rule.capabilities:
             return ["deny"]
         return sorted(rule.capabilities)

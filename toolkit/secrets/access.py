@@ -39,7 +39,11 @@ from .._spec.acl import (
     merged_patterns,
     parse_acl_policy,
     priority,
+    stages,
 )
+
+# A policy's most specific match at one stage: (priority key, pattern, capabilities).
+_Best = tuple[Any, str, set[str]]
 from ._base import Area, unwrap
 
 __all__ = [
@@ -159,33 +163,38 @@ class AccessModel:
         return ACL(self._rules_of(principal.policies), identity=principal.identity)
 
     # -- who can ---------------------------------------------------------------------
-    def _best_by_policy(self, path: str, capability: str) -> dict[str, tuple[Any, str, set[str]]]:
-        """For each policy with an untemplated pattern matching ``path``: its most
-        specific one (priority key, pattern, capabilities merged within the policy)."""
-        request = path.lstrip("/")
-        exact_too = request
-        if capability == "list":
-            exact_too = request.rstrip("/")
-            request = exact_too + "/"
-        best: dict[str, tuple[Any, str, set[str]]] = {}
-        seen: list[PathRule] = []
-        for i in range(len(request) + 1):
-            seen.extend(self._by_prefix.get(request[:i], ()))
-        for rule in seen:
-            if rule.pattern != exact_too and not rule.matches(request):
-                continue
-            key = priority(rule.pattern)
-            held = best.get(rule.policy)
-            if held is None or key > held[0]:
-                best[rule.policy] = (key, rule.pattern, set(rule.capabilities))
-            elif key == held[0]:
-                held[2].update(rule.capabilities)
-        return best
+    def _stage_bests(self, path: str, capability: str) -> list[dict[str, _Best]]:
+        """For each stage of the server's look-up (:func:`~toolkit._spec.acl.stages`), each
+        policy's most specific untemplated pattern matching there (priority key, pattern,
+        capabilities merged within the policy)."""
+        found: list[dict[str, _Best]] = []
+        for exact, candidate in stages(path, capability):
+            best: dict[str, _Best] = {}
+            if exact:
+                seen: Iterable[PathRule] = (
+                    r for r in self._by_prefix.get(candidate, ()) if r.pattern == candidate
+                )
+            else:
+                seen = (
+                    r
+                    for i in range(len(candidate) + 1)
+                    for r in self._by_prefix.get(candidate[:i], ())
+                    if not r.is_exact and r.matches(candidate)
+                )
+            for rule in seen:
+                key = priority(rule.pattern)
+                held = best.get(rule.policy)
+                if held is None or key > held[0]:
+                    best[rule.policy] = (key, rule.pattern, set(rule.capabilities))
+                elif key == held[0]:
+                    held[2].update(rule.capabilities)
+            found.append(best)
+        return found
 
     def who_can(self, capability: str, path: str) -> pd.DataFrame:
         """Every principal holding ``capability`` on ``path``; see :meth:`Access.who_can`."""
         capability = capability.strip().lower()
-        best = self._best_by_policy(path, capability)
+        best = self._stage_bests(path, capability)
         maybe = self._maybe_policies(path, capability)
         rows: list[dict[str, Any]] = []
         cache: dict[tuple[tuple[str, ...], bool], dict[str, Any] | None] = {}
@@ -233,15 +242,19 @@ class AccessModel:
     @staticmethod
     def _combine(
         policies: Sequence[str],
-        best: Mapping[str, tuple[Any, str, set[str]]],
+        stage_bests: Sequence[Mapping[str, _Best]],
         maybe: Mapping[str, list[PathRule]],
         capability: str,
     ) -> dict[str, Any] | None:
         top: tuple[Any, str] | None = None
-        for name in policies:
-            held = best.get(name)
-            if held is not None and (top is None or held[0] > top[0]):
-                top = (held[0], held[1])
+        best: Mapping[str, _Best] = {}
+        for best in stage_bests:  # the first stage where one of its policies matches decides
+            for name in policies:
+                held = best.get(name)
+                if held is not None and (top is None or held[0] > top[0]):
+                    top = (held[0], held[1])
+            if top is not None:
+                break
         caps: set[str] = set()
         granting: list[str] = []
         if top is not None:
@@ -265,7 +278,7 @@ class AccessModel:
             "status": "granted",
             "pattern": top[1],
             "policies": [n for n in granting if capability in best[n][2]],
-            "capabilities": sorted({"deny"} if "deny" in caps else caps),
+            "capabilities": sorted(caps),
         }
 
     # -- can, explain ----------------------------------------------------------------
