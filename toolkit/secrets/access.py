@@ -41,10 +41,10 @@ from .._spec.acl import (
     priority,
     stages,
 )
+from ._base import Area, unwrap
 
 # A policy's most specific match at one stage: (priority key, pattern, capabilities).
 _Best = tuple[Any, str, set[str]]
-from ._base import Area, unwrap
 
 __all__ = [
     "AUTH_METHODS",
@@ -199,7 +199,7 @@ class AccessModel:
         rows: list[dict[str, Any]] = []
         cache: dict[tuple[tuple[str, ...], bool], dict[str, Any] | None] = {}
         for principal in self.principals:
-            identity_known = not (principal.identity is UNKNOWN_IDENTITY)
+            identity_known = principal.identity is not UNKNOWN_IDENTITY
             templated = any(p in self._templated for p in principal.policies)
             if "root" in principal.policies:
                 row: dict[str, Any] | None = {
