@@ -203,3 +203,26 @@ def test_a_capability_check_on_a_folder_falls_back_to_the_exact_pattern_without_
     )
     # Wildcards on "a/" itself come before wildcards on the trimmed "a".
     assert both.capabilities("a/") == ["update"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'path "a/*" {\n  capabilities = ["read", "list"]\n}\nname = "x"\n',
+        '# comment\npath "a" { capabilities = "read" }\npath "b" {}\n',
+        'path "a" { capabilities = ["read"]\n  max_wrapping_ttl = 300 }',
+        'path "a" { allowed_parameters = { "k" = ["v"] } }',  # read by the full transform
+        'path "a\\"b" { capabilities = ["read"] }',  # an escape: the full transform
+        "",
+    ],
+)
+def test_a_policy_reads_the_same_as_python_hcl2_serializes_it(text: str) -> None:
+    import hcl2
+    from hcl2.utils import SerializationOptions
+
+    from toolkit._spec.acl import parse_hcl
+
+    options = SerializationOptions(
+        with_comments=False, explicit_blocks=False, strip_string_quotes=True, preserve_heredocs=False
+    )
+    assert parse_hcl(text) == dict(hcl2.loads(text, serialization_options=options))

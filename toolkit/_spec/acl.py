@@ -30,6 +30,7 @@ may hold identity templates (``secret/{{identity.entity.name}}/*``, see
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -106,10 +107,71 @@ def parse_hcl(text: str) -> dict[str, Any]:
         preserve_heredocs=False,
     )
     try:
-        return dict(hcl2.loads(text, serialization_options=options))
+        tree = hcl2.parses_to_tree(text)
     except Exception as exc:  # the parser raises several lark error types
         reason = " ".join(str(exc).split())
         raise PolicyParseError(f"failed to parse policy: {reason}") from None
+    # The parse tree of a plain policy is read directly: python-hcl2's own transform
+    # and serialization cost twice the parse, and a server holds thousands of policies.
+    plain = _plain_body(tree.children[0]) if tree.children else {}
+    if plain is not None:
+        return plain
+    try:
+        return dict(hcl2.loads(text, serialization_options=options))
+    except Exception as exc:  # noqa: BLE001 - as above
+        reason = " ".join(str(exc).split())
+        raise PolicyParseError(f"failed to parse policy: {reason}") from None
+
+
+def _plain_value(node: Any) -> Any:
+    """A string, a whole number or a list of strings from the parse tree; None for
+    anything else, which python-hcl2's full transform then reads."""
+    if getattr(node, "data", None) == "expr_term" and len(node.children) == 1:
+        node = node.children[0]
+    kind = getattr(node, "data", None)
+    if kind == "string":
+        parts = [c for c in node.children if getattr(c, "data", None) is not None]
+        if not parts:
+            return ""
+        if len(parts) == 1 and parts[0].data == "string_part" and len(parts[0].children) == 1:
+            chars = str(parts[0].children[0])
+            if getattr(parts[0].children[0], "type", "") == "STRING_CHARS" and "\\" not in chars:
+                return chars
+        return None
+    if kind == "tuple":
+        items = [_plain_value(c) for c in node.children if getattr(c, "data", None) is not None]
+        return items if all(isinstance(i, str) for i in items) else None
+    if kind == "int_lit" and len(node.children) == 1:
+        text = str(node.children[0])
+        return int(text) if text.isdigit() else None
+    return None
+
+
+def _plain_body(body: Any) -> dict[str, Any] | None:
+    """A body of attributes and one-label blocks as python-hcl2 serializes it, or None."""
+    found: dict[str, Any] = {}
+    for child in body.children:
+        kind = getattr(child, "data", None)
+        if kind == "new_line_or_comment":
+            continue
+        if kind == "attribute":
+            name = str(child.children[0].children[0])
+            value = _plain_value(child.children[2])
+            if value is None or name in found:
+                return None
+            found[name] = value
+        elif kind == "block":
+            parts = [c for c in child.children if getattr(c, "data", None) is not None]
+            if len(parts) != 3 or parts[1].data != "string" or parts[2].data != "body":
+                return None
+            label = _plain_value(parts[1])
+            inner = _plain_body(parts[2])
+            if not isinstance(label, str) or inner is None:
+                return None
+            found.setdefault(str(parts[0].children[0]), []).append({label: inner})
+        else:
+            return None
+    return found
 
 
 def blocks(document: Mapping[str, Any], kind: str) -> list[tuple[str, dict[str, Any]]]:
@@ -283,7 +345,8 @@ def _check_template(label: str) -> None:
         )
 
 
-def _could_match(pattern: str) -> re.Pattern[str]:
+@functools.lru_cache(maxsize=65536)
+def could_match(pattern: str) -> re.Pattern[str]:
     """A regex of every path some identity's value of ``pattern``'s templates could match."""
     glob = pattern.endswith("*")
     body = pattern[:-1] if glob else pattern
@@ -562,7 +625,7 @@ class ACL:
             pattern: PathRule(pattern, frozenset({"deny"}) if "deny" in caps else frozenset(caps))
             for pattern, caps in merged.items()
         }
-        self._maybe = [(rule, _could_match(rule.pattern)) for rule in self.unresolved]
+        self._maybe = [(rule, could_match(rule.pattern)) for rule in self.unresolved]
 
     def decide(self, path: str, capability: str = "read") -> Decision:
         """The deciding pattern on ``path`` for ``capability``, with its policies and the losers."""

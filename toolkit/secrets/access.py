@@ -19,7 +19,7 @@ with gaps there is "not known", never "nobody".
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,7 @@ from .._spec.acl import (
     Identity,
     PathRule,
     PolicyParseError,
+    could_match,
     merged_patterns,
     parse_acl_policy,
     priority,
@@ -198,7 +199,11 @@ class AccessModel:
         maybe = self._maybe_policies(path, capability)
         rows: list[dict[str, Any]] = []
         cache: dict[tuple[tuple[str, ...], bool], dict[str, Any] | None] = {}
+        # Policies with any pattern that matches (or could, by identity), and root.
+        relevant = set(maybe).union(*best) | {"root"}
         for principal in self.principals:
+            if relevant.isdisjoint(principal.policies):
+                continue
             identity_known = principal.identity is not UNKNOWN_IDENTITY
             templated = any(p in self._templated for p in principal.policies)
             if "root" in principal.policies:
@@ -226,17 +231,16 @@ class AccessModel:
         return frame
 
     def _maybe_policies(self, path: str, capability: str) -> dict[str, list[PathRule]]:
+        """The templated rules, by policy, that some identity could make match ``path``."""
         if not self._templated:
             return {}
-        acl = ACL(
-            [r for rules in self._templated.values() for r in rules], identity=UNKNOWN_IDENTITY
-        )
+        candidates = {p for _, p in stages(path, capability)}
         found: dict[str, list[PathRule]] = {}
-        decision = acl.decide(path, capability)
-        for policy, pattern in decision.maybe:
-            found.setdefault(policy, []).extend(
-                r for r in self._templated[policy] if r.pattern == pattern
-            )
+        for policy, rules in self._templated.items():
+            for rule in rules:
+                regex = could_match(rule.pattern)
+                if any(regex.fullmatch(c) for c in candidates):
+                    found.setdefault(policy, []).append(rule)
         return found
 
     @staticmethod
@@ -433,17 +437,19 @@ class _Reader:
         data = unwrap(decode_json(response, "LIST"))
         return [str(k) for k in data.get("keys") or []]
 
-    def read_all(self, paths: Sequence[str]) -> list[dict[str, Any] | None]:
+    def read_each(self, paths: Sequence[str]) -> Iterator[dict[str, Any] | None]:
+        """Each path's data (None where refused or gone), in order, as the answers come."""
         calls = [Request("GET", p, ok_statuses=_READ_OK) for p in paths]
-        found: list[dict[str, Any] | None] = []
         for path, response in zip(paths, self.http.many(calls), strict=True):
             if response.status_code in _READ_OK:
                 if response.status_code != 404:  # gone between list and read
                     self.gap(path, response.status_code, _reason(response.status_code, "read"))
-                found.append(None)
+                yield None
             else:
-                found.append(unwrap(decode_json(response, "GET")))
-        return found
+                yield unwrap(decode_json(response, "GET"))
+
+    def read_all(self, paths: Sequence[str]) -> list[dict[str, Any] | None]:
+        return list(self.read_each(paths))
 
     def post_all(self, path: str, field_name: str, values: Sequence[str]) -> list[Any]:
         calls = [
@@ -567,7 +573,8 @@ class Access(Area):
     # -- reading ---------------------------------------------------------------------
     def _read_policies(self, reader: _Reader) -> dict[str, list[PathRule]]:
         names = reader.list("/sys/policies/acl", empty_ok=False)
-        texts = reader.read_all([f"/sys/policies/acl/{segment(n)}" for n in names])
+        # Each answer is parsed as it arrives, while the fan-out reads the next ones.
+        texts = reader.read_each([f"/sys/policies/acl/{segment(n)}" for n in names])
         policies: dict[str, list[PathRule]] = {}
         for name, data in zip(names, texts, strict=True):
             if data is None or name == "root":
