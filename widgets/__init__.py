@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .login import LoginForm
     from .policy_set_parameter import PolicySetParameterEditor
     from .rekey_ceremony import RekeyCeremonyWidget
+    from .access_question import WhoCanForm
     from .team_access import TeamAccessEditor
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "PolicySetParameterEditor",
     "RekeyCeremonyWidget",
     "TeamAccessEditor",
+    "WhoCanForm",
 ]
 
 _MODULES = {
@@ -49,6 +51,7 @@ _MODULES = {
     "PolicySetParameterEditor": "policy_set_parameter",
     "RekeyCeremonyWidget": "rekey_ceremony",
     "TeamAccessEditor": "team_access",
+    "WhoCanForm": "access_question",
 }
 
 
