@@ -82,12 +82,21 @@ def access(args: argparse.Namespace, goals: list[Any]) -> None:
     with OpenBao() as bao, SecretsClient(bao.address, bao.token) as client:
         agree, asked = agreement(bao, 20 if args.quick else 60, rng)
         print(f"  agreement with sys/capabilities: {agree} of {asked} paths")
-        goals.append(Goal("access", "% paths agreeing with sys/capabilities",
-                          100.0 * agree / max(asked, 1), 100.0, True))
+        goals.append(
+            Goal(
+                "access",
+                "% paths agreeing with sys/capabilities",
+                100.0 * agree / max(asked, 1),
+                100.0,
+                True,
+            )
+        )
 
         names = [f"bench-{i:05d}" for i in range(count)]
         writes = [
-            Request("POST", f"/sys/policies/acl/{n}", json={"policy": _policy(rng, rng.randint(2, 4))})
+            Request(
+                "POST", f"/sys/policies/acl/{n}", json={"policy": _policy(rng, rng.randint(2, 4))}
+            )
             for n in names
         ]
         for response in client.http.many(writes):
@@ -103,8 +112,11 @@ def access(args: argparse.Namespace, goals: list[Any]) -> None:
         fetch = min(_timed(fetch_only) for _ in range(2))
         load = min(_timed(client.access.load) for _ in range(2))
         print(f"  {count:,} policies: read {fetch:.2f} s, read and parsed {load:.2f} s")
-        goals.append(Goal("access", f"s to parse {count:,} policies beyond reading", load - fetch,
-                          5.0, False))
+        goals.append(
+            Goal(
+                "access", f"s to parse {count:,} policies beyond reading", load - fetch, 5.0, False
+            )
+        )
 
         model = client.access.load()
         principals = [

@@ -17,6 +17,7 @@ from toolkit.extras import module_dir, require
 require("notebook", "The forms (widgets)", "ipywidgets")
 
 if TYPE_CHECKING:
+    from .access_question import WhoCanForm
     from .agent_cleanup import AgentCleanupForm
     from .certificate_request import CertificateRequestForm
     from .key_distribution import KeyDistributionForm
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from .login import LoginForm
     from .policy_set_parameter import PolicySetParameterEditor
     from .rekey_ceremony import RekeyCeremonyWidget
-    from .access_question import WhoCanForm
     from .team_access import TeamAccessEditor
 
 __all__ = [

@@ -38,7 +38,10 @@ class WhoCanForm(Form):
             options=CAPABILITY_CHOICES, value=capability, description="Capability"
         )
         self.path = w.Text(
-            value=path, description="Path", placeholder="sys/policies/acl/*", layout={"width": "50%"}
+            value=path,
+            description="Path",
+            placeholder="sys/policies/acl/*",
+            layout={"width": "50%"},
         )
         self.ask_button = w.Button(description="Ask", icon="search", button_style="primary")
         self.answer_table = w.Output()
@@ -107,4 +110,6 @@ class WhoCanForm(Form):
         except ToolkitError as exc:
             self.show_error(exc)
             return
-        self.show_note(f"read {len(model.policies)} policies and {len(model.principals)} principals.")
+        self.show_note(
+            f"read {len(model.policies)} policies and {len(model.principals)} principals."
+        )

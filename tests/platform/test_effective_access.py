@@ -62,7 +62,14 @@ EXPECTED = [
     ("auditors", "read", "organization", "organization-level read-workspaces", "", False),
     ("ci", "plan", "workspace", "team access tws-ci-w1: custom", "", True),
     ("devs", "write", "workspace", "team access tws-devs-w1: write", "organization read", True),
-    ("ops", "admin", "organization", "organization-level manage-workspaces", "workspace read", True),
+    (
+        "ops",
+        "admin",
+        "organization",
+        "organization-level manage-workspaces",
+        "workspace read",
+        True,
+    ),
     ("owners", "admin", "owners", "the owners team", "", True),
 ]
 

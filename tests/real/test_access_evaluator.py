@@ -90,7 +90,10 @@ def world(bao: OpenBao) -> World:
         f"ent-{mount}",
         {"team": "blue", "region": "eu"},
         (Alias(accessor, alias, user),),
-        (Group(group, f"ops-{mount}", {"tier": "gold"}), Group(parent, f"parent-{mount}", {"k": "p"})),
+        (
+            Group(group, f"ops-{mount}", {"tier": "gold"}),
+            Group(parent, f"parent-{mount}", {"k": "p"}),
+        ),
     )
     templates = [
         "{{identity.entity.id}}",
@@ -206,12 +209,14 @@ def test_the_evaluator_answers_as_openbao_on_generated_policies(
                 )
             )
             login = _ok(
-                http.post(f"auth/{world.mount}/login/{world.user}", json={"password": "pw-for-tests"})
+                http.post(
+                    f"auth/{world.mount}/login/{world.user}", json={"password": "pw-for-tests"}
+                )
             )["auth"]
             assert login["entity_id"] == world.identity.entity_id
-            plain = _ok(
-                http.post("auth/token/create", json={"policies": names, "ttl": "10m"})
-            )["auth"]["client_token"]
+            plain = _ok(http.post("auth/token/create", json={"policies": names, "ttl": "10m"}))[
+                "auth"
+            ]["client_token"]
             sandbox_plain = _ok(
                 sandbox_http.post("auth/token/create", json={"policies": names, "ttl": "10m"})
             )["auth"]["client_token"]
@@ -312,8 +317,10 @@ def test_who_can_names_exactly_the_principals_whose_logins_hold_the_capability(
                     assert named == held, (capability, path, principal, frame)
             # Roles are named by their configuration.
             role_holds = capability in {"read"} and path.startswith("app/data")
-            assert (f"auth/token/roles/w-role" in frame.index) == role_holds
+            assert ("auth/token/roles/w-role" in frame.index) == role_holds
         explained = client.access.explain(f"auth/{mount}/users/both", "app/data/team/secret")
         assert explained.iloc[0]["policy"] == "w-deny"
         assert explained.iloc[0]["pattern"] == "app/data/team/secret"
-        assert set(explained["outcome"].iloc[1:]) == {"lost to 'app/data/team/secret' (more specific)"}
+        assert set(explained["outcome"].iloc[1:]) == {
+            "lost to 'app/data/team/secret' (more specific)"
+        }

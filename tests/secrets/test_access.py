@@ -223,6 +223,9 @@ def test_a_policy_reads_the_same_as_python_hcl2_serializes_it(text: str) -> None
     from toolkit._spec.acl import parse_hcl
 
     options = SerializationOptions(
-        with_comments=False, explicit_blocks=False, strip_string_quotes=True, preserve_heredocs=False
+        with_comments=False,
+        explicit_blocks=False,
+        strip_string_quotes=True,
+        preserve_heredocs=False,
     )
     assert parse_hcl(text) == dict(hcl2.loads(text, serialization_options=options))

@@ -33,7 +33,9 @@ def test_an_empty_path_is_refused_with_what_to_type(secrets_client: SecretsClien
 
 def test_an_answer_with_unread_parts_says_it_is_incomplete(sandbox: Sandbox) -> None:
     with SecretsClient(sandbox.address, sandbox.token) as root:
-        root.policies.write("acl", "blind", 'path "sys/policies/acl*" { capabilities = ["read", "list"] }')
+        root.policies.write(
+            "acl", "blind", 'path "sys/policies/acl*" { capabilities = ["read", "list"] }'
+        )
         token = root.tokens.create(["blind"])["client_token"].reveal()
     with SecretsClient(sandbox.address, token) as blind:
         form = WhoCanForm(blind, "update", "nothing/here")

@@ -86,6 +86,7 @@ PERMISSIONS_LONG = Schema.of(
     Col("implied", "bool"),
 )
 
+
 class CustomPermissions(TypedDict, total=False):
     """The permissions only the ``custom`` level may set, as keyword arguments."""
 

@@ -372,8 +372,6 @@ def style_matrix(matrix: pd.DataFrame) -> Any:
     return matrix.style.map(colour).format(na_rep="·")
 
 
-
-
 # -- effective access: which grant wins ----------------------------------------------------
 
 # One row per (organization, workspace, holder): the grant that decides and what lost.
@@ -439,7 +437,10 @@ def effective_access(
     user's row is the highest of their teams' rows, ``holder_kind`` ``user``.
     """
     by_key: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
-    for grant in grants.to_dict("records"):
+    records: list[Mapping[str, Any]] = [
+        {str(k): v for k, v in r.items()} for r in grants.to_dict("records")
+    ]
+    for grant in records:
         if grant["level"] is None or pd.isna(grant["level"]):
             continue
         key = (str(grant["organization"]), str(grant["workspace_id"]), str(grant["team_id"]))
@@ -457,17 +458,25 @@ def effective_access(
     frame = pd.DataFrame(rows)
     if members:
         # A user in several teams: the highest of their teams' rows decides.
-        users = frame[frame["holder_kind"] == "user"] if len(frame) else frame
+        user_rows = frame[frame["holder_kind"] == "user"] if len(frame) else frame
         best = (
-            users.assign(_rank=users["level"].map(LEVEL_ORDER.index))
-            .sort_values(["_rank", "source"], ascending=[False, True], kind="stable")
+            user_rows.assign(
+                _rank=user_rows["level"].map(LEVEL_ORDER.index),
+                _pref=user_rows["source"].map(_SOURCE_PREFERENCE),
+            )
+            .sort_values(["_rank", "_pref"], ascending=[False, True], kind="stable")
             .drop_duplicates(["organization", "workspace_id", "holder"])
-            .drop(columns="_rank")
+            .drop(columns=["_rank", "_pref"])
         )
         frame = pd.concat([frame[frame["holder_kind"] == "team"], best], ignore_index=True)
-    built = build_frame(frame.to_dict("records") if len(frame) else [], EFFECTIVE_ACCESS)
+    flat: list[dict[str, Any]] = (
+        [{str(k): v for k, v in r.items()} for r in frame.to_dict("records")] if len(frame) else []
+    )
+    built = build_frame(flat, EFFECTIVE_ACCESS)
     return built.sort_values(
-        ["organization", "workspace_name", "holder_kind", "holder"], kind="stable", ignore_index=True
+        ["organization", "workspace_name", "holder_kind", "holder"],
+        kind="stable",
+        ignore_index=True,
     )
 
 
@@ -495,7 +504,9 @@ def _effective_row(
 def effective_access_matrix(effective: pd.DataFrame, holder_kind: str = "team") -> pd.DataFrame:
     """Workspaces (rows, by ``(organization, workspace)``) by holders: the effective level."""
     rows = effective[effective["holder_kind"] == holder_kind]
-    keys = sorted({(o, w) for o, w in zip(rows["organization"], rows["workspace_name"], strict=True)})
+    keys = sorted(
+        {(o, w) for o, w in zip(rows["organization"], rows["workspace_name"], strict=True)}
+    )
     holders = sorted(set(rows["holder"]))
     cells = {
         (o, w, h): lv

@@ -223,8 +223,12 @@ class AccessModel:
                 row = cache[key]
             if row is not None:
                 rows.append(
-                    {"principal": principal.principal, "kind": principal.kind,
-                     "name": principal.name, **row}
+                    {
+                        "principal": principal.principal,
+                        "kind": principal.kind,
+                        "name": principal.name,
+                        **row,
+                    }
                 )
         frame = build_frame(rows, WHO_CAN).sort_index(kind="stable")
         frame.attrs["coverage"] = list(self.coverage)
@@ -292,16 +296,19 @@ class AccessModel:
         rows: list[dict[str, Any]] = []
         if "root" in principal.policies:
             rows.append(
-                {"pattern": "*", "capabilities": ["root"], "policies": ["root"],
-                 "written_as": "", "status": "granted"}
+                {
+                    "pattern": "*",
+                    "capabilities": ["root"],
+                    "policies": ["root"],
+                    "written_as": "",
+                    "status": "granted",
+                }
             )
         else:
             acl = self.acl(principal)
             for pattern, caps, policies in merged_patterns(acl.sources):
                 origins = {
-                    acl.written_as[(p, pattern)]
-                    for p in policies
-                    if (p, pattern) in acl.written_as
+                    acl.written_as[(p, pattern)] for p in policies if (p, pattern) in acl.written_as
                 }
                 rows.append(
                     {
@@ -335,8 +342,13 @@ class AccessModel:
         rows: list[dict[str, Any]] = []
         if "root" in principal.policies:
             rows.append(
-                {"rank": 1, "policy": "root", "pattern": "", "capabilities": ["root"],
-                 "outcome": "decides: the root policy allows everything"}
+                {
+                    "rank": 1,
+                    "policy": "root",
+                    "pattern": "",
+                    "capabilities": ["root"],
+                    "outcome": "decides: the root policy allows everything",
+                }
             )
         else:
             acl = self.acl(principal)
@@ -345,37 +357,55 @@ class AccessModel:
             for r in acl.sources:
                 caps_of.setdefault((r.policy, r.pattern), set()).update(r.capabilities)
             order: list[str] = []
-            for _policy, pattern in (
-                [(p, decision.pattern) for p in decision.policies] + list(decision.losers)
+            for _policy, pattern in [(p, decision.pattern) for p in decision.policies] + list(
+                decision.losers
             ):
                 if pattern is not None and pattern not in order:
                     order.append(pattern)
             for policy in decision.policies:
                 rows.append(
-                    {"rank": 1, "policy": policy, "pattern": decision.pattern,
-                     "capabilities": sorted(caps_of[(policy, decision.pattern or "")]),
-                     "outcome": "decides" if len(decision.policies) == 1
-                     else "decides (merged with the other policies on this pattern)"}
+                    {
+                        "rank": 1,
+                        "policy": policy,
+                        "pattern": decision.pattern,
+                        "capabilities": sorted(caps_of[(policy, decision.pattern or "")]),
+                        "outcome": "decides"
+                        if len(decision.policies) == 1
+                        else "decides (merged with the other policies on this pattern)",
+                    }
                 )
             for policy, pattern in decision.losers:
                 rows.append(
-                    {"rank": order.index(pattern) + 1, "policy": policy, "pattern": pattern,
-                     "capabilities": sorted(caps_of[(policy, pattern)]),
-                     "outcome": f"lost to {decision.pattern!r} (more specific)"}
+                    {
+                        "rank": order.index(pattern) + 1,
+                        "policy": policy,
+                        "pattern": pattern,
+                        "capabilities": sorted(caps_of[(policy, pattern)]),
+                        "outcome": f"lost to {decision.pattern!r} (more specific)",
+                    }
                 )
             for policy, pattern in decision.maybe:
                 rule = next(
                     r for r in acl.unresolved if r.policy == policy and r.pattern == pattern
                 )
                 rows.append(
-                    {"rank": None, "policy": policy, "pattern": pattern,
-                     "capabilities": sorted(rule.capabilities),
-                     "outcome": "depends on identity: may match, and then may decide"}
+                    {
+                        "rank": None,
+                        "policy": policy,
+                        "pattern": pattern,
+                        "capabilities": sorted(rule.capabilities),
+                        "outcome": "depends on identity: may match, and then may decide",
+                    }
                 )
             if not rows:
                 rows.append(
-                    {"rank": None, "policy": "", "pattern": "", "capabilities": ["deny"],
-                     "outcome": "no pattern of its policies matches: denied"}
+                    {
+                        "rank": None,
+                        "policy": "",
+                        "pattern": "",
+                        "capabilities": ["deny"],
+                        "outcome": "no pattern of its policies matches: denied",
+                    }
                 )
         frame = build_frame(rows, EXPLAIN)
         frame.attrs["principal"] = principal.principal
@@ -427,7 +457,7 @@ class _Reader:
     def gap(self, path: str, status: int | str, reason: str) -> None:
         self.coverage.append({"path": path, "status": str(status), "reason": reason})
 
-    def list(self, path: str, *, empty_ok: bool = True) -> list[str]:
+    def list_keys(self, path: str, *, empty_ok: bool = True) -> list[str]:
         (response,) = self.http.many([Request("LIST", path, ok_statuses=_READ_OK)])
         if response.status_code == 404 and empty_ok:
             return []
@@ -460,8 +490,11 @@ class _Reader:
         for value, response in zip(values, self.http.many(calls), strict=True):
             if response.status_code in _READ_OK:
                 if response.status_code not in (400, 404):
-                    self.gap(f"{path} {value}", response.status_code,
-                             _reason(response.status_code, "look up"))
+                    self.gap(
+                        f"{path} {value}",
+                        response.status_code,
+                        _reason(response.status_code, "look up"),
+                    )
                 found.append(None)
             else:
                 found.append(unwrap(decode_json(response, "POST")))
@@ -516,15 +549,23 @@ class Access(Area):
             for alias in ident.aliases:
                 by_alias[(alias.mount_accessor, alias.name)] = ident
             principals.append(
-                Principal(f"identity/entity/name/{entity.get('name') or ident.entity_id}",
-                          "entity", str(entity.get("name") or ""),
-                          entity_policies[ident.entity_id], ident)
+                Principal(
+                    f"identity/entity/name/{entity.get('name') or ident.entity_id}",
+                    "entity",
+                    str(entity.get("name") or ""),
+                    entity_policies[ident.entity_id],
+                    ident,
+                )
             )
         for group in groups.values():
             principals.append(
-                Principal(f"identity/group/name/{group.get('name') or group.get('id')}",
-                          "group", str(group.get("name") or ""),
-                          group_policies.get(str(group.get("id")), ()), UNKNOWN_IDENTITY)
+                Principal(
+                    f"identity/group/name/{group.get('name') or group.get('id')}",
+                    "group",
+                    str(group.get("name") or ""),
+                    group_policies.get(str(group.get("id")), ()),
+                    UNKNOWN_IDENTITY,
+                )
             )
         principals.extend(self._read_token_roles(reader))
         principals.extend(self._read_auth(reader, by_alias, entity_policies))
@@ -572,7 +613,7 @@ class Access(Area):
 
     # -- reading ---------------------------------------------------------------------
     def _read_policies(self, reader: _Reader) -> dict[str, list[PathRule]]:
-        names = reader.list("/sys/policies/acl", empty_ok=False)
+        names = reader.list_keys("/sys/policies/acl", empty_ok=False)
         # Each answer is parsed as it arrives, while the fan-out reads the next ones.
         texts = reader.read_each([f"/sys/policies/acl/{segment(n)}" for n in names])
         policies: dict[str, list[PathRule]] = {}
@@ -588,9 +629,9 @@ class Access(Area):
     def _read_identity(
         self, reader: _Reader
     ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-        ids = reader.list("/identity/entity/id")
+        ids = reader.list_keys("/identity/entity/id")
         entities = [e for e in reader.read_all([f"/identity/entity/id/{i}" for i in ids]) if e]
-        gids = reader.list("/identity/group/id")
+        gids = reader.list_keys("/identity/group/id")
         groups = {
             str(g.get("id")): g
             for g in reader.read_all([f"/identity/group/id/{i}" for i in gids])
@@ -599,16 +640,14 @@ class Access(Area):
         return entities, groups
 
     def _read_token_roles(self, reader: _Reader) -> list[Principal]:
-        names = reader.list("/auth/token/roles")
+        names = reader.list_keys("/auth/token/roles")
         found = []
         for name, data in zip(
             names, reader.read_all([f"/auth/token/roles/{segment(n)}" for n in names]), strict=True
         ):
             if data is not None:
                 policies = _with_default(data, _policies_of(data, "allowed_policies"))
-                found.append(
-                    Principal(f"auth/token/roles/{name}", "token_role", name, policies)
-                )
+                found.append(Principal(f"auth/token/roles/{name}", "token_role", name, policies))
         return found
 
     def _read_auth(
@@ -636,7 +675,7 @@ class Access(Area):
             group_map: dict[str, tuple[str, ...]] = {}
             for folder, what in folders:
                 base = f"/auth/{mount.rstrip('/')}/{folder}"
-                names = reader.list(base)
+                names = reader.list_keys(base)
                 datas = reader.read_all([f"{base}/{segment(n)}" for n in names])
                 for name, data in zip(names, datas, strict=True):
                     if data is None:
@@ -664,7 +703,7 @@ class Access(Area):
         return found
 
     def _read_tokens(self, reader: _Reader, identities: Mapping[str, Identity]) -> list[Principal]:
-        accessors = reader.list("/auth/token/accessors")
+        accessors = reader.list_keys("/auth/token/accessors")
         found = []
         for accessor, data in zip(
             accessors,
@@ -683,8 +722,13 @@ class Access(Area):
             if entity:
                 identity = identities.get(entity, UNKNOWN_IDENTITY)
             found.append(
-                Principal(f"auth/token/accessors/{accessor}", "token",
-                          str(data.get("display_name") or ""), policies, identity)
+                Principal(
+                    f"auth/token/accessors/{accessor}",
+                    "token",
+                    str(data.get("display_name") or ""),
+                    policies,
+                    identity,
+                )
             )
         return found
 

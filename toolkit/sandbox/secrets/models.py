@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any, cast
 
-from .._clock import Clock
 from ..._spec.acl import ACL
+from .._clock import Clock
 from .backends import attach_backend, engine_type
 from .errors import SecretsError, permission_denied
 from .leases import LeaseManager
