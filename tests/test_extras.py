@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 NOTEBOOK_LIBRARIES = ["ipywidgets", "matplotlib", "papermill", "jupyterlab", "ipykernel"]
@@ -40,6 +42,7 @@ def _run(blocked: list[str], code: str, *args: str) -> subprocess.CompletedProce
     )
 
 
+@pytest.mark.slow
 def test_a_form_without_the_notebook_extra_says_which_extra_to_install() -> None:
     done = _run(
         ["ipywidgets"],
@@ -56,6 +59,7 @@ def test_a_form_without_the_notebook_extra_says_which_extra_to_install() -> None
     assert "pip install 'operator-toolkit[notebook]'" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_chart_without_the_notebook_extra_says_which_extra_to_install() -> None:
     done = _run(
         ["matplotlib"],
@@ -74,6 +78,7 @@ def test_a_chart_without_the_notebook_extra_says_which_extra_to_install() -> Non
         assert "matplotlib" in line and "pip install 'operator-toolkit[notebook]'" in line
 
 
+@pytest.mark.slow
 def test_the_sandbox_without_its_extra_says_which_extra_to_install() -> None:
     done = _run(
         ["starlette"],
@@ -98,6 +103,7 @@ def test_the_sandbox_without_its_extra_says_which_extra_to_install() -> None:
     assert "Traceback" not in command.stderr
 
 
+@pytest.mark.slow
 def test_a_client_only_install_reads_both_services_and_builds_frames() -> None:
     # The sandbox runs in this process; the client in an interpreter without the extras.
     from toolkit.sandbox import Sandbox

@@ -7,6 +7,9 @@
     │   ├── TLSError            certificate or handshake failure
     │   ├── TimeoutError        no answer within the timeout (or the deadline of a fan-out)
     │   ├── DecodeError         the answer was not the JSON the API promises
+    │   ├── ProtocolError       the answer broke HTTP's rules: its framing, a status
+    │   │                       that is no final one (1xx, outside 200-599), a pause
+    │   │                       header that is not a number, a body over the size limit
     │   └── OutcomeUnknown      a write that is not safe to repeat was sent, and no
     │                           usable answer came back (the connection broke after
     │                           the request was written, a gateway answered 502/504,
@@ -26,7 +29,8 @@
     │   ├── Unprocessable       422
     │   ├── RateLimited         429
     │   └── ServerError         5xx
-    └── InputError              the toolkit refused bad input before sending anything
+    ├── InputError              the toolkit refused bad input before sending anything
+    └── IncompleteAudit         an audit could not read all it was asked to (toolkit.coverage)
 
 Every message names the address and what went wrong, and never carries a request
 body, a header or any other value that could be a secret.
@@ -43,12 +47,14 @@ __all__ = [
     "ConnectError",
     "Conflict",
     "DecodeError",
+    "IncompleteAudit",
     "InputError",
     "MethodNotAllowed",
     "NotFound",
     "OutcomeUnknown",
     "PermissionDenied",
     "PreconditionFailed",
+    "ProtocolError",
     "RateLimited",
     "Redirected",
     "ServerError",
@@ -75,6 +81,13 @@ class InputError(ToolkitError, ValueError):
     """The toolkit refused a value before sending it (wrong format, out of range)."""
 
 
+class IncompleteAudit(ToolkitError):
+    """An audit could not read everything it was asked to, and incomplete was not allowed.
+
+    The message names the places not read; ``allow_incomplete=True`` lets the audit
+    finish marked incomplete instead."""
+
+
 class TransportError(ToolkitError):
     """The request did not produce a usable answer from the server."""
 
@@ -98,6 +111,10 @@ class TimeoutError(TransportError):  # noqa: A001 - deliberately the toolkit's o
 
 class DecodeError(TransportError):
     """The answer was not valid JSON, or was cut short."""
+
+
+class ProtocolError(TransportError):
+    """The answer broke HTTP's rules, or a limit the client sets on answers."""
 
 
 class OutcomeUnknown(TransportError):
