@@ -49,6 +49,7 @@ __all__ = [
     "PathRule",
     "PolicyParseError",
     "blocks",
+    "hcl_document",
     "parse_acl_policy",
     "parse_hcl",
     "priority",
@@ -98,14 +99,7 @@ def parse_hcl(text: str) -> dict[str, Any]:
             raise PolicyParseError("failed to parse policy: the JSON document is not an object")
         return parsed
     import hcl2
-    from hcl2.utils import SerializationOptions
 
-    options = SerializationOptions(
-        with_comments=False,
-        explicit_blocks=False,
-        strip_string_quotes=True,
-        preserve_heredocs=False,
-    )
     try:
         tree = hcl2.parses_to_tree(text)
     except Exception as exc:  # the parser raises several lark error types
@@ -117,10 +111,27 @@ def parse_hcl(text: str) -> dict[str, Any]:
     if plain is not None:
         return plain
     try:
-        return dict(hcl2.loads(text, serialization_options=options))
+        return hcl_document(text)
     except Exception as exc:  # noqa: BLE001 - as above
         reason = " ".join(str(exc).split())
         raise PolicyParseError(f"failed to parse policy: {reason}") from None
+
+
+def hcl_document(text: str) -> dict[str, Any]:
+    """``text`` as python-hcl2 serializes it (blocks as lists of ``{label: body}``, quotes
+    stripped); the library's own exception when it cannot. The one HCL reader: policies
+    here, the CLI configuration files in :mod:`toolkit._config`."""
+    import hcl2
+    from hcl2.utils import SerializationOptions
+
+    options = SerializationOptions(
+        with_comments=False,
+        explicit_blocks=False,
+        strip_string_quotes=True,
+        preserve_heredocs=False,
+    )
+    parsed = hcl2.loads(text, serialization_options=options)
+    return dict(parsed) if isinstance(parsed, dict) else {}
 
 
 def _plain_value(node: Any) -> Any:
