@@ -164,6 +164,32 @@ def _paths(values: list[str]) -> st.SearchStrategy[list[str]]:
     return st.lists(joined, min_size=10, max_size=30, unique=True)
 
 
+def _self_signed_pem() -> str:
+    """A throwaway CA certificate for a cert role (its key is not kept)."""
+    from datetime import UTC, datetime, timedelta
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "access-test")])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=1))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
 def _server_caps(http: httpx.Client, token: str, paths: list[str]) -> dict[str, list[str]]:
     data = _ok(http.post("sys/capabilities", json={"token": token, "paths": paths}))["data"]
     return {p: sorted(data[p]) for p in paths}
@@ -293,6 +319,48 @@ def test_who_can_names_exactly_the_principals_whose_logins_hold_the_capability(
             )
         )
         _ok(http.post(f"auth/{approle}/role/ci", json={"token_policies": ["w-writers"]}))
+        # Every method whose configuration names policies: JWT, Kubernetes and cert roles,
+        # identity groups (inherited by their member entities).
+        jwt_mount, k8s_mount, cert_mount = (
+            f"{k}-{uuid.uuid4().hex[:6]}" for k in ("jwt", "k8s", "cert")
+        )
+        _ok(http.post(f"sys/auth/{jwt_mount}", json={"type": "jwt"}))
+        _ok(http.post(f"sys/auth/{k8s_mount}", json={"type": "kubernetes"}))
+        _ok(http.post(f"sys/auth/{cert_mount}", json={"type": "cert"}))
+        _ok(
+            http.post(
+                f"auth/{jwt_mount}/role/deployer",
+                json={
+                    "role_type": "jwt",
+                    "user_claim": "sub",
+                    "bound_audiences": ["ci"],
+                    "token_policies": ["w-writers"],
+                },
+            )
+        )
+        _ok(
+            http.post(
+                f"auth/{k8s_mount}/role/pods",
+                json={
+                    "bound_service_account_names": ["app"],
+                    "bound_service_account_namespaces": ["prod"],
+                    "token_policies": ["w-readers"],
+                },
+            )
+        )
+        _ok(
+            http.post(
+                f"auth/{cert_mount}/certs/ops-cert",
+                json={"certificate": _self_signed_pem(), "token_policies": ["w-writers"]},
+            )
+        )
+        group_name = f"writers-{mount}"
+        _ok(
+            http.post(
+                "identity/group",
+                json={"name": group_name, "policies": ["w-writers"], "member_entity_ids": [owner]},
+            )
+        )
         _ok(http.post("auth/token/roles/w-role", json={"allowed_policies": ["w-readers"]}))
         tokens = {}
         for user in users:
@@ -318,6 +386,16 @@ def test_who_can_names_exactly_the_principals_whose_logins_hold_the_capability(
             # Roles are named by their configuration.
             role_holds = capability in {"read"} and path.startswith("app/data")
             assert ("auth/token/roles/w-role" in frame.index) == role_holds
+        writers = client.access.who_can("update", "app/data/team/x")
+        kinds = dict(zip(writers.index, writers["kind"], strict=True))
+        assert kinds[f"auth/{jwt_mount}/role/deployer"] == "jwt_role"
+        assert kinds[f"auth/{cert_mount}/certs/ops-cert"] == "cert_role"
+        assert kinds[f"identity/group/name/{group_name}"] == "group"
+        # The entity inherits its group's policy, and so does the user aliased to it.
+        assert kinds["identity/entity/name/owner"] == "entity"
+        assert f"auth/{mount}/users/owner" in writers.index
+        readers = client.access.who_can("read", "app/data/other")
+        assert readers.loc[f"auth/{k8s_mount}/role/pods", "kind"] == "kubernetes_role"
         explained = client.access.explain(f"auth/{mount}/users/both", "app/data/team/secret")
         assert explained.iloc[0]["policy"] == "w-deny"
         assert explained.iloc[0]["pattern"] == "app/data/team/secret"
