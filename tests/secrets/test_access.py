@@ -229,3 +229,8 @@ def test_a_policy_reads_the_same_as_python_hcl2_serializes_it(text: str) -> None
         preserve_heredocs=False,
     )
     assert parse_hcl(text) == dict(hcl2.loads(text, serialization_options=options))
+
+
+def test_the_loaded_model_says_what_it_holds_in_one_line(demo_client: SecretsClient) -> None:
+    text = repr(demo_client.access.load())
+    assert text.startswith("<AccessModel ") and "userpass_user" in text and "\n" not in text

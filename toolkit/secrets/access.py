@@ -115,7 +115,7 @@ class Principal:
     identity: Any = UNKNOWN_IDENTITY
 
 
-@dataclass
+@dataclass(repr=False)
 class AccessModel:
     """Policies (name -> rules) and principals, read once; every question answered from them."""
 
@@ -135,6 +135,14 @@ class AccessModel:
                     self._templated.setdefault(rule.policy, []).append(rule)
                 else:
                     self._by_prefix.setdefault(rule.fixed_prefix, []).append(rule)
+
+    def __repr__(self) -> str:
+        kinds: dict[str, int] = {}
+        for p in self.principals:
+            kinds[p.kind] = kinds.get(p.kind, 0) + 1
+        held = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "none"
+        gaps = f"; {len(self.coverage)} read(s) refused" if self.coverage else ""
+        return f"<AccessModel {len(self.policies)} ACL policies; principals: {held}{gaps}>"
 
     # -- lookups ---------------------------------------------------------------------
     def principal(self, ref: str | Principal | Sequence[str]) -> Principal:
