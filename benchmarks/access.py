@@ -123,7 +123,7 @@ def access(args: argparse.Namespace, goals: list[Any]) -> None:
             Principal(f"bench/{i}", "bench", str(i), tuple(rng.sample(names, rng.randint(1, 4))))
             for i in range(count)
         ]
-        scaled = AccessModel(model.policies, principals, [])
+        scaled = AccessModel(model.policies, principals)
         questions = [("read", _path(rng)) for _ in range(5)] + [("update", "sys/policies/acl/x")]
         worst = 0.0
         for capability, path in questions:

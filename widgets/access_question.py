@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+import toolkit
 from toolkit import InputError, ToolkitError
 from toolkit.secrets import SecretsClient
 
@@ -77,11 +78,11 @@ class WhoCanForm(Form):
         show_frame(self.answer_table, frame)
         self.principal.options = list(frame.index)
         self.explain_button.disabled = not len(frame)
-        gaps = frame.attrs.get("coverage") or []
-        unread = f"; not read: {', '.join(g['path'] for g in gaps)}" if gaps else ""
+        gaps = toolkit.coverage(frame)
+        unread = f"; not read: {', '.join(gaps['path'])}" if len(gaps) else ""
         if len(frame):
             self.show_ok(f"{len(frame)} principal(s) can {self.capability.value} {path}{unread}.")
-        elif gaps:
+        elif len(gaps):
             self.show_note(f"none found among what was read{unread}: the answer is incomplete.")
         else:
             self.show_ok(f"nobody can {self.capability.value} {path}.")

@@ -146,4 +146,6 @@ def test_effective_access_on_the_sandbox_names_manage_workspaces_over_a_read_rec
     assert frame.loc["ops", "overridden"] == "workspace read"
     assert frame.loc["ci", "level"] == "plan"
     # The sandbox's teams name no users: said, not shown as nobody.
-    assert frame.attrs["coverage"][0]["status"] == "not served"
+    record = frame.attrs["coverage"]
+    assert not record["complete"]
+    assert "no users relationship" in record["gaps"][0]["reason"]

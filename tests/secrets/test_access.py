@@ -11,6 +11,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+import toolkit
 from toolkit import InputError
 from toolkit._spec.acl import ACL, UNKNOWN_IDENTITY, Identity, parse_acl_policy, render
 from toolkit.sandbox import Sandbox
@@ -61,7 +62,7 @@ def test_who_can_names_exactly_the_users_whose_logins_hold_the_capability(
         held_by[principal] = _capabilities(demo_sandbox, token, paths)
     for capability, path in QUESTIONS:
         frame = demo_client.access.who_can(capability, path)
-        assert frame.attrs["coverage"] == []
+        assert frame.attrs["coverage"]["complete"], frame.attrs["coverage"]
         for principal, held in held_by.items():
             assert (principal in frame.index) == (capability in held[path]), (principal, frame)
 
@@ -150,10 +151,14 @@ def test_what_the_token_may_not_read_is_recorded_not_reported_as_nobody(
         token = root.tokens.create(["narrow-auditor"])["client_token"].reveal()
     with SecretsClient(sandbox.address, str(token)) as auditor:
         frame = auditor.access.who_can("update", "sys/policies/acl/x")
-    gaps = {gap["path"]: gap for gap in frame.attrs["coverage"]}
-    assert gaps["/auth/token/accessors"]["status"] == "403"
-    assert gaps["/auth/userpass/users"]["status"] == "403"
-    assert "permission denied" in gaps["/auth/userpass/users"]["reason"]
+    record = frame.attrs["coverage"]
+    assert not record["complete"]
+    gaps = {gap["path"]: gap for gap in record["gaps"]}
+    assert gaps["auth/token/accessors"]["status"] == 403
+    assert gaps["auth/userpass/users"]["status"] == 403
+    assert "permission denied" in gaps["auth/userpass/users"]["reason"]
+    # The house's coverage view reads the same record.
+    assert "auth/token/accessors" in set(toolkit.coverage(frame)["path"])
 
 
 # -- the evaluator itself (toolkit/_spec/acl.py) ------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypedDict, Unpack
 
 import pandas as pd
@@ -417,18 +417,15 @@ class TeamAccess(Area):
         grants, teams, _ = self._grants_and_teams(organizations)
         members = {str(t["id"]): [str(u) for u in t["user_ids"]] for t in teams if "user_ids" in t}
         frame = effective_access(grants, members if users else None)
-        gaps: builtins.list[dict[str, str]] = []
+        cov = Coverage("team_access.effective_access", read=len(grants))
         if users:
             for org in sorted({str(t["organization"]) for t in teams if "user_ids" not in t}):
-                gaps.append(
-                    {
-                        "path": f"/organizations/{org}/teams",
-                        "status": "not served",
-                        "reason": "the teams name no users relationship: access by user unknown",
-                    }
+                cov.note_gap(
+                    f"organizations/{org}/teams",
+                    None,
+                    "the teams name no users relationship: access by user unknown",
                 )
-        frame.attrs["coverage"] = gaps
-        return frame
+        return cov.attach(frame)
 
     def effective_access_matrix(
         self, organizations: str | Sequence[str] | None = None

@@ -13,7 +13,7 @@ A principal is named by where it is configured: ``auth/token/roles/NAME``,
 ``auth/<mount>/certs/NAME``, ``identity/entity/name/NAME``,
 ``identity/group/name/NAME``, ``auth/token/accessors/ACCESSOR``. What could not
 be read (a 403, a method the toolkit does not analyse) is listed in each
-frame's ``attrs["coverage"]`` as ``{path, status, reason}``: an empty answer
+frame's ``attrs["coverage"]`` (a :class:`toolkit.Coverage` record): an empty answer
 with gaps there is "not known", never "nobody".
 """
 
@@ -25,7 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from .._errors import APIError, InputError
+from .._coverage import Coverage
+from .._errors import APIError, InputError, MountNotFound
 from .._frames import Col, Schema, build_frame
 from .._http import Request, decode_json, segment
 from .._spec.acl import (
@@ -121,7 +122,7 @@ class AccessModel:
 
     policies: dict[str, list[PathRule]]
     principals: list[Principal]
-    coverage: list[dict[str, str]] = field(default_factory=list)
+    coverage: Coverage = field(default_factory=lambda: Coverage("access.load"))
 
     def __post_init__(self) -> None:
         self._by_name = {p.principal: p for p in self.principals}
@@ -141,7 +142,7 @@ class AccessModel:
         for p in self.principals:
             kinds[p.kind] = kinds.get(p.kind, 0) + 1
         held = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "none"
-        gaps = f"; {len(self.coverage)} read(s) refused" if self.coverage else ""
+        gaps = "" if self.coverage.complete else f"; {len(self.coverage.gaps)} place(s) not read"
         return f"<AccessModel {len(self.policies)} ACL policies; principals: {held}{gaps}>"
 
     # -- lookups ---------------------------------------------------------------------
@@ -239,7 +240,7 @@ class AccessModel:
                     }
                 )
         frame = build_frame(rows, WHO_CAN).sort_index(kind="stable")
-        frame.attrs["coverage"] = list(self.coverage)
+        self.coverage.attach(frame)
         return frame
 
     def _maybe_policies(self, path: str, capability: str) -> dict[str, list[PathRule]]:
@@ -339,7 +340,7 @@ class AccessModel:
                 )
         frame = build_frame(rows, CAN)
         frame.attrs["principal"] = principal.principal
-        frame.attrs["coverage"] = list(self.coverage)
+        self.coverage.attach(frame)
         return frame
 
     def explain(
@@ -417,7 +418,7 @@ class AccessModel:
                 )
         frame = build_frame(rows, EXPLAIN)
         frame.attrs["principal"] = principal.principal
-        frame.attrs["coverage"] = list(self.coverage)
+        self.coverage.attach(frame)
         return frame
 
 
@@ -460,19 +461,28 @@ class _Reader:
 
     def __init__(self, area: Access) -> None:
         self.http = area._http
-        self.coverage: list[dict[str, str]] = []
+        self.coverage = Coverage("access.load")
 
-    def gap(self, path: str, status: int | str, reason: str) -> None:
-        self.coverage.append({"path": path, "status": str(status), "reason": reason})
+    def gap(self, path: str, status: int | None, reason: str) -> None:
+        self.coverage.note_gap(path.lstrip("/"), status, reason)
 
     def list_keys(self, path: str, *, empty_ok: bool = True) -> list[str]:
-        (response,) = self.http.many([Request("LIST", path, ok_statuses=_READ_OK)])
+        try:
+            (response,) = self.http.many([Request("LIST", path, ok_statuses=_READ_OK)])
+        except MountNotFound:
+            if not empty_ok:
+                raise
+            # The server has no such store at all (the sandbox has no identity store):
+            # there is nothing of that kind to read, so nothing was missed.
+            self.coverage.asked.append(f"{path.lstrip('/')} (not served)")
+            return []
         if response.status_code == 404 and empty_ok:
             return []
         if response.status_code in _READ_OK:
             self.gap(path, response.status_code, _reason(response.status_code, "list"))
             return []
         data = unwrap(decode_json(response, "LIST"))
+        self.coverage.note_read()
         return [str(k) for k in data.get("keys") or []]
 
     def read_each(self, paths: Sequence[str]) -> Iterator[dict[str, Any] | None]:
@@ -484,6 +494,7 @@ class _Reader:
                     self.gap(path, response.status_code, _reason(response.status_code, "read"))
                 yield None
             else:
+                self.coverage.note_read()
                 yield unwrap(decode_json(response, "GET"))
 
     def read_all(self, paths: Sequence[str]) -> list[dict[str, Any] | None]:
@@ -631,7 +642,7 @@ class Access(Area):
             try:
                 policies[name] = parse_acl_policy(str(data.get("policy") or ""), name)
             except PolicyParseError as exc:
-                reader.gap(f"sys/policies/acl/{name}", "unreadable", str(exc))
+                reader.gap(f"sys/policies/acl/{name}", None, str(exc))
         return policies
 
     def _read_identity(
@@ -678,7 +689,7 @@ class Access(Area):
             folders = AUTH_METHODS.get(kind)
             if folders is None:
                 if kind != "token":
-                    reader.gap(f"auth/{mount}", kind, f"auth method {kind!r} is not analysed")
+                    reader.gap(f"auth/{mount}", None, f"auth method {kind!r} is not analysed")
                 continue
             group_map: dict[str, tuple[str, ...]] = {}
             for folder, what in folders:
