@@ -17,6 +17,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from tests._sockets import certificate_files
 from tests.servers.openbao import OpenBao
 from toolkit._spec.acl import ACL, Alias, Group, Identity, parse_acl_policy
 from toolkit.sandbox import Sandbox
@@ -164,32 +166,6 @@ def _paths(values: list[str]) -> st.SearchStrategy[list[str]]:
     return st.lists(joined, min_size=10, max_size=30, unique=True)
 
 
-def _self_signed_pem() -> str:
-    """A throwaway CA certificate for a cert role (its key is not kept)."""
-    from datetime import UTC, datetime, timedelta
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "access-test")])
-    now = datetime.now(UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(minutes=1))
-        .not_valid_after(now + timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM).decode()
-
-
 def _server_caps(http: httpx.Client, token: str, paths: list[str]) -> dict[str, list[str]]:
     data = _ok(http.post("sys/capabilities", json={"token": token, "paths": paths}))["data"]
     return {p: sorted(data[p]) for p in paths}
@@ -287,7 +263,7 @@ WHO_POLICIES = {
 
 
 def test_who_can_names_exactly_the_principals_whose_logins_hold_the_capability(
-    bao: OpenBao,
+    bao: OpenBao, tmp_path: Path
 ) -> None:
     mount = f"who-{uuid.uuid4().hex[:6]}"
     approle = f"ar-{uuid.uuid4().hex[:6]}"
@@ -351,7 +327,10 @@ def test_who_can_names_exactly_the_principals_whose_logins_hold_the_capability(
         _ok(
             http.post(
                 f"auth/{cert_mount}/certs/ops-cert",
-                json={"certificate": _self_signed_pem(), "token_policies": ["w-writers"]},
+                json={
+                    "certificate": certificate_files(tmp_path)[0].read_text(),
+                    "token_policies": ["w-writers"],
+                },
             )
         )
         group_name = f"writers-{mount}"
