@@ -1,0 +1,124 @@
+"""The HTTP layer against hostile servers: cases a second reading of issue 24's
+change found. Every server is a scripted socket server (tests/_sockets.py);
+every case ends within the layer's own deadlines, a second or two.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+
+import pytest
+
+from tests._sockets import Peer, answer
+from tests.test_hostile_servers import TOKEN, layer, serve
+from toolkit import ConfigurationError, OutcomeUnknown, Redirected, TimeoutError
+from toolkit.secrets.standby import FollowStandby
+
+__all__ = ["serve"]  # the scripted servers' fixture, shared with the first round
+
+
+@pytest.mark.parametrize(
+    ("location", "leader"),
+    [
+        ("http://[::1", "http://127.0.0.1:1"),  # urlsplit: "Invalid IPv6 URL"
+        ("http://127.0.0.1:1/v1/sys/health", "http://[zz]/"),  # not an address
+    ],
+)
+def test_a_standby_redirect_to_an_address_that_does_not_parse_is_a_redirected_error(
+    serve, location, leader
+):
+    """A raw ValueError once escaped from the redirect rule, with the layer's
+    frames (their revealed token headers) in its traceback."""
+
+    def handler(peer: Peer) -> None:
+        while (seen := peer.request()) is not None:
+            if seen.target == "/v1/sys/leader":
+                peer.send(answer(200, f'{{"leader_address": "{leader}"}}'.encode()))
+            else:
+                peer.send(answer(307, b"", f"Location: {location}"))
+
+    server = serve(handler)
+    http = layer(server.address, redirects=FollowStandby())
+    with pytest.raises(Redirected) as err:
+        http.request("GET", "/secret/data/app")
+    http.close()
+    assert "not followed" in str(err.value)
+    shown = "".join(
+        traceback.TracebackException.from_exception(err.value, capture_locals=True).format()
+    )
+    assert TOKEN not in shown
+
+
+def test_a_call_timeout_shorter_than_the_timeout_bounds_the_first_try(serve):
+    """``call_timeout`` bounds the whole call: the first try once had the
+    per-try ``timeout`` whatever the call had left."""
+
+    def silent(peer: Peer) -> None:
+        peer.request()
+        time.sleep(3)
+
+    server = serve(silent)
+    http = layer(server.address, timeout=5.0, call_timeout=0.3)
+    started = time.perf_counter()
+    with pytest.raises(TimeoutError):
+        http.request("GET", "/sys/health")
+    http.close()
+    assert time.perf_counter() - started < 1.5
+
+
+def test_a_write_in_flight_when_the_client_is_closed_is_an_unknown_outcome(serve):
+    """The POST's bytes left before close(): its caller must not read "closed"
+    as "not done" (once a ConfigurationError)."""
+    arrived = threading.Event()
+
+    def slow(peer: Peer) -> None:
+        peer.request()
+        arrived.set()
+        time.sleep(3)
+
+    server = serve(slow)
+    http = layer(server.address)
+    outcome: list[BaseException] = []
+
+    def post() -> None:
+        try:
+            http.request("POST", "/sys/rotate")
+        except BaseException as exc:  # noqa: BLE001 - the test looks at it
+            outcome.append(exc)
+
+    caller = threading.Thread(target=post)
+    caller.start()
+    assert arrived.wait(2)
+    http.close()
+    caller.join(3)
+    assert not caller.is_alive()
+    assert isinstance(outcome[0], OutcomeUnknown), outcome
+    assert len(server.requests()) == 1
+
+
+def test_a_read_in_flight_when_the_client_is_closed_says_the_client_was_closed(serve):
+    arrived = threading.Event()
+
+    def slow(peer: Peer) -> None:
+        peer.request()
+        arrived.set()
+        time.sleep(3)
+
+    server = serve(slow)
+    http = layer(server.address)
+    outcome: list[BaseException] = []
+
+    def get() -> None:
+        try:
+            http.request("GET", "/sys/health")
+        except BaseException as exc:  # noqa: BLE001 - the test looks at it
+            outcome.append(exc)
+
+    caller = threading.Thread(target=get)
+    caller.start()
+    assert arrived.wait(2)
+    http.close()
+    caller.join(3)
+    assert isinstance(outcome[0], ConfigurationError), outcome
