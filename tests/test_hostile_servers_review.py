@@ -13,7 +13,7 @@ import pytest
 
 from tests._sockets import Peer, answer
 from tests.test_hostile_servers import TOKEN, layer, serve
-from toolkit import ConfigurationError, OutcomeUnknown, Redirected, TimeoutError
+from toolkit import ConfigurationError, OutcomeUnknown, ProtocolError, Redirected, TimeoutError
 from toolkit.secrets.standby import FollowStandby
 
 __all__ = ["serve"]  # the scripted servers' fixture, shared with the first round
@@ -122,3 +122,32 @@ def test_a_read_in_flight_when_the_client_is_closed_says_the_client_was_closed(s
     http.close()
     caller.join(3)
     assert isinstance(outcome[0], ConfigurationError), outcome
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "HTTP/1.1 4000 {token}\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: {token}\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{token}\r\n",
+    ],
+    ids=["status line", "content-length", "chunk size"],
+)
+def test_a_token_echoed_in_a_broken_answer_is_in_no_frame_of_the_error(serve, raw):
+    """aiohttp's parser quotes the broken line: the message was masked, but the
+    layer's frames held the unmasked reason (their Failure)."""
+
+    def handler(peer: Peer) -> None:
+        if peer.request() is not None:
+            peer.send(raw.format(token=TOKEN).encode())
+
+    server = serve(handler)
+    http = layer(server.address)
+    with pytest.raises(ProtocolError) as err:
+        http.request("GET", "/sys/health")
+    http.close()
+    shown = "".join(
+        traceback.TracebackException.from_exception(err.value, capture_locals=True).format()
+    )
+    assert "<hidden>" in str(err.value)
+    assert TOKEN not in shown

@@ -36,7 +36,7 @@ from .._errors import (
 from .._masking import Sensitive
 from .engine import ConnectorFactory, Engine, tls_context
 from .fanout import OrderedResponses, Request, RequestFanOut, ThreadedMap, worker_mark
-from .policy import Failure, RetryPolicy, judge, repeatable
+from .policy import Failure, RetryPolicy, judge, mask, repeatable
 from .redirects import NO_REDIRECTS, RedirectRule
 from .response import Headers, Response, masked
 
@@ -513,6 +513,13 @@ class HTTPLayer:
         ):
             ends_at = started + deadline
             result = await self._redirected(call, result, url, headers, body, ends_at)
+        if isinstance(result, Failure):
+            # The library's reason may quote what the server echoed (a token in a
+            # broken status line): masked before it reaches any frame of an error.
+            _, secret = self._header_maps()
+            if secret:
+                reason = mask(result.reason, tuple(secret.values()))
+                result = Failure(result.kind, reason, result.via)
         return result
 
     async def _redirected(
