@@ -5,6 +5,8 @@ every case ends within the layer's own deadlines, a second or two.
 
 from __future__ import annotations
 
+import gc
+import os
 import threading
 import time
 import traceback
@@ -12,11 +14,12 @@ import traceback
 import pytest
 
 from tests._sockets import Peer, answer
-from tests.test_hostile_servers import TOKEN, layer, serve
+from tests.test_hostile_servers import TOKEN, keep_answering, layer, serve, tls
 from toolkit import ConfigurationError, OutcomeUnknown, ProtocolError, Redirected, TimeoutError
+from toolkit._http import engine as engine_module
 from toolkit.secrets.standby import FollowStandby
 
-__all__ = ["serve"]  # the scripted servers' fixture, shared with the first round
+__all__ = ["serve", "tls"]  # the scripted servers' fixture, shared with the first round
 
 
 @pytest.mark.parametrize(
@@ -151,3 +154,41 @@ def test_a_token_echoed_in_a_broken_answer_is_in_no_frame_of_the_error(serve, ra
     )
     assert "<hidden>" in str(err.value)
     assert TOKEN not in shown
+
+
+@pytest.mark.slow  # it starts a process (a fork)
+def test_what_a_forked_child_drops_of_the_parents_engine_says_nothing_on_its_connections(
+    serve, tls
+):
+    """The child keeps the parent's loop and its kept TLS connection; when those
+    are collected (the child's interpreter ending), aiohttp closes the idle
+    connection, and a TLS close once wrote a close_notify from the child's copy
+    of the session: the server ended the parent's connection."""
+    ca_file, context = tls
+    server = serve(keep_answering, context)
+    http = layer(server.address, ca_file=ca_file)
+    http.request("GET", "/sys/health")  # a kept TLS connection
+    pid = os.fork()
+    if pid == 0:  # the child: lets go of what the parent's engine left, as its end would
+        code = 1
+        try:
+            engine_module._ORPHANS.clear()
+            gc.collect()
+            code = 0
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.02)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung")
+    assert os.waitstatus_to_exitcode(status) == 0
+    time.sleep(0.05)  # a close_notify, had it been sent, reaches the server
+    http.request("GET", "/sys/health")
+    http.close()
+    assert server.connections == 1  # the parent's connection went on

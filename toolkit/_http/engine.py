@@ -181,6 +181,16 @@ class Engine:
                 loop._selector = selectors.DefaultSelector()  # type: ignore[attr-defined]
                 with contextlib.suppress(Exception):
                     shared.close()  # the child's descriptor only: no unregistering
+            # Nothing of the parent's may write on its connections from here: a
+            # TLS close would send a close_notify from this copy of the session
+            # (the server then ends the parent's connection). Closing any of
+            # them needs the loop, now marked closed (asyncio's private
+            # ``_closed``), and the connector, marked closed, closes none when
+            # collected (the child's end).
+            loop._closed = True  # type: ignore[attr-defined]
+            connector = getattr(self._session, "connector", None)
+            if connector is not None:
+                connector._closed = True
             _ORPHANS.append((loop, self._session))
         self._loop = self._thread = self._session = self._deadlines = None
         self._proxies = None
