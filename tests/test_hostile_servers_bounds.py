@@ -430,21 +430,25 @@ def test_a_forked_child_gets_a_fresh_engine(serve):
         finally:
             os._exit(code)
     os.close(write)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        time.sleep(0.02)
-    else:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        pytest.fail("the forked child hung on its first call")
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert exit_code(pid) == 0
     assert json.loads(os.read(read, 100)) == [4, 5, 6]
     os.close(read)
     assert numbers() == [7, 8, 9]  # the parent's engine and pool go on
     http.close()
+
+
+def exit_code(pid: int, within: float = 5.0) -> int:
+    """The exit code of the forked child ``pid``; the test fails if it does not end
+    ``within`` seconds (it is killed)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child hung")
 
 
 def _never_answering(peer: Peer) -> None:
