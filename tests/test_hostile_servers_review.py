@@ -163,3 +163,26 @@ def test_what_a_forked_child_drops_of_the_parents_engine_says_nothing_on_its_con
     http.request("GET", "/sys/health")
     http.close()
     assert server.connections == 1  # the parent's connection went on
+
+
+def test_a_proxy_named_with_credentials_gets_them_for_an_http_server(serve, monkeypatch):
+    """An http:// server through ``HTTP_PROXY=http://user:pass@...``: aiohttp sends
+    ``proxy_headers`` on a CONNECT only, so the credentials once never reached
+    the proxy (407) unless given as ``proxy_auth``."""
+
+    def proxy(peer: Peer) -> None:
+        while (seen := peer.request()) is not None:
+            given = seen.headers.get("proxy-authorization")
+            peer.send(answer(200, b"{}") if given else answer(407, b"{}"))
+
+    server = serve(proxy)
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://operator:pr0xy-pass@127.0.0.1:{server.port}")
+    http = layer("http://secrets.example:8200")
+    http.request("GET", "/sys/health")
+    http.close()
+    (seen,) = server.requests()
+    assert seen.target == "http://secrets.example:8200/v1/sys/health"  # it went by the proxy
+    assert seen.headers["proxy-authorization"] == "Basic b3BlcmF0b3I6cHIweHktcGFzcw=="

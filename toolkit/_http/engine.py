@@ -333,13 +333,18 @@ class Engine:
         answer: Any = None
         try:
             proxies = self._proxies
+            proxied = _NO_PROXY if proxies is None else self._proxy_of(url, proxies)
+            if "proxy_headers" in proxied and url.scheme == "http":
+                # aiohttp sends proxy_headers on a CONNECT (https) only: a request
+                # the proxy forwards carries the proxy's credentials itself.
+                headers = {**headers, **proxied["proxy_headers"]}
             answer = await session.request(
                 method,
                 url,
                 data=body,
                 headers=headers,
                 allow_redirects=False,
-                **(_NO_PROXY if proxies is None else self._proxy_of(url, proxies)),
+                **proxied,
             )
             status = answer.status
             if not 200 <= status <= 599:  # 1xx answers are read past by the parser
