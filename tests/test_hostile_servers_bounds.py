@@ -41,6 +41,13 @@ from toolkit.secrets import SecretsClient
 __all__ = ["serve"]  # the scripted servers' fixture, shared with the first round
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _aiohttp_imported() -> None:
+    """The first call of a process imports aiohttp (half a second on a busy
+    machine), inside that call's time: not the time of whichever case runs first."""
+    import aiohttp  # noqa: F401
+
+
 def answering(make: Callable[[int], bytes]) -> Callable[[Peer], None]:
     """A handler answering the n-th request on the server (1-based) with ``make(n)``."""
     count = [0]

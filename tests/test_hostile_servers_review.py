@@ -23,6 +23,13 @@ from toolkit.secrets.standby import FollowStandby
 __all__ = ["serve", "tls"]  # the scripted servers' fixture, shared with the first round
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _aiohttp_imported() -> None:
+    """The first call of a process imports aiohttp (half a second on a busy
+    machine), inside that call's time: not the time of whichever case runs first."""
+    import aiohttp  # noqa: F401
+
+
 @pytest.mark.parametrize(
     ("location", "leader"),
     [
