@@ -100,6 +100,10 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "findings": (".findings", None),
     "fleet": (".fleet", None),
     "plan": (".plan", None),
+    "history": (".history", None),
+    "catalog": (".catalog", None),
+    "sql": (".catalog", "sql"),
+    "auditlog": (".auditlog", None),
 }
 
 
