@@ -242,11 +242,12 @@ def append_evidence(
 
 
 def _pandas_attrs(table: pa.Table) -> dict[str, Any]:
-    meta = (table.schema.metadata or {}).get(b"pandas")
+    # pandas keeps DataFrame.attrs as JSON under its own key of the Parquet metadata.
+    meta = (table.schema.metadata or {}).get(b"PANDAS_ATTRS")
     if not meta:
         return {}
     try:
-        attrs = json.loads(meta).get("attrs") or {}
+        attrs = json.loads(meta)
     except ValueError:
         return {}
     return attrs if isinstance(attrs, dict) else {}

@@ -113,7 +113,7 @@ def header_of(
             pass
     else:
         facts["cluster"] = organization
-    http = getattr(client, "_http", None)
+    http = getattr(client, "http", None) or getattr(client, "_http", None)
     if http is not None and hasattr(http, "server_now"):
         facts["server_time"] = http.server_now()
     return Header(
