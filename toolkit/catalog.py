@@ -24,6 +24,7 @@ a table the catalog does not have is an error naming the ones it has.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -108,8 +109,12 @@ class Catalog:
 
         try:
             named = duckdb.get_table_names(query)
-        except duckdb.Error as exc:
+        except duckdb.ParserException as exc:
             raise InputError(f"the query does not parse: {str(exc).splitlines()[0]}") from None
+        except duckdb.Error:
+            # Some queries (a lateral UNNEST) are bound to be named: fall back to the words.
+            words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query.lower()))
+            named = words & set(self._loaders)
         for name in sorted(named):
             if name in self._loaders and name not in self._read:
                 self._load(name)
