@@ -16,6 +16,7 @@ import resource
 import sys
 import time
 from pathlib import Path
+from typing import IO
 
 PRINCIPALS = 2_000
 _PATHS = ("secret/data/app/config", "database/creds/readonly", "auth/token/lookup-self",
@@ -26,14 +27,18 @@ def _hmac(text: str) -> str:
     return "hmac-sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
+def _writer(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(path, "wt", compresslevel=1)
+    return path.open("w")
+
+
 def generate(path: Path, lines: int) -> Path:
     """Write ``lines`` entries (request / response pairs) to ``path`` (``.gz``: gzip, level 1)."""
     accessors = [_hmac(f"accessor-{i}") for i in range(PRINCIPALS)]
     tokens = [_hmac(f"token-{i}") for i in range(PRINCIPALS)]
     start = 1_764_000_000
-    opener = (lambda p: gzip.open(p, "wt", compresslevel=1)) if path.suffix == ".gz" else (
-        lambda p: open(p, "w"))  # fmt: skip
-    with opener(path) as out:
+    with _writer(path) as out:
         batch: list[str] = []
         for n in range(lines // 2):
             i = (n * 7919) % PRINCIPALS

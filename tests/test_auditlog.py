@@ -59,9 +59,7 @@ def test_requests_per_principal_count_requests_failures_and_denials() -> None:
     principals = auditlog.open(OPENBAO_LOG).principals_frame()
     alice = principals[principals["role"] == "alice"].iloc[0]
     assert (alice["requests"], alice["denied"], alice["addresses"]) == (1, 1, 1)
-    assert principals["requests"].sum() == LINES - len(
-        auditlog.open(OPENBAO_LOG).responses_frame()
-    )
+    assert principals["requests"].sum() == LINES - len(auditlog.open(OPENBAO_LOG).responses_frame())
     assert str(principals["requests"].dtype) == "int64"
 
 
@@ -121,8 +119,13 @@ def test_the_live_inventory_gives_never_used_unused_for_n_days_and_unexpected_ad
             + "\n"
         )
         roles = pd.DataFrame(
-            {"mount": ["approle/"], "method": ["approle"], "kind": ["approle role"],
-             "name": ["ci"], "mount_accessor": ["auth_approle_1"]}  # fmt: skip
+            {
+                "mount": ["approle/"],
+                "method": ["approle"],
+                "kind": ["approle role"],
+                "name": ["ci"],
+                "mount_accessor": ["auth_approle_1"],
+            }  # fmt: skip
         )
         usage = auditlog.unused_frame(
             auditlog.open(log_file), client, days=30, tokens=tokens, roles=roles,

@@ -114,9 +114,11 @@ def test_filed_evidence_is_appended_when_a_history_is_named(
     monkeypatch.setenv("TOOLKIT_HISTORY", str(tmp_path / "h"))
     monkeypatch.setenv("TOOLKIT_TARGET", "nightly-eu")
     report.save(frames, tmp_path / "ev2", _header(1), formats=["csv"])
-    rows = history.open(tmp_path / "h").sql(
-        "select audit_target, mount from lease_counts order by audit_at, mount"
-    ).fetchall()
+    rows = (
+        history.open(tmp_path / "h")
+        .sql("select audit_target, mount from lease_counts order by audit_at, mount")
+        .fetchall()
+    )
     assert rows == [("prod-eu", "database/"), ("prod-eu", "pki/"),
                     ("nightly-eu", "database/"), ("nightly-eu", "pki/")]  # fmt: skip
 

@@ -10,7 +10,7 @@
 The file device writes one JSON object a line: a ``request`` entry when a
 request arrives and a ``response`` entry when it is answered. DuckDB reads the
 lines in parallel (compressed ones too) and keeps only the fields named here;
-nothing is parsed line by line in Python. :meth:`AuditLog.usage` is one pass that
+nothing is parsed line by line in Python. :meth:`AuditLog.usage_frame` is one pass that
 groups every line by principal, mount, address and outcome; the summaries are
 read from it, so a log of millions of lines is read once.
 
@@ -39,7 +39,9 @@ from typing import Any
 import pandas as pd
 
 from ._errors import InputError
+from .extras import require
 
+require("sql", "The audit-log reader", "duckdb")
 __all__ = [
     "AuditLog",
     "SECRET_ID_CAVEAT",
@@ -139,7 +141,7 @@ class AuditLog:
     def _entries(self) -> str:
         return _ENTRIES.format(source=self._source())
 
-    def usage(self) -> pd.DataFrame:
+    def usage_frame(self) -> pd.DataFrame:
         """Every entry grouped by principal, mount, address and outcome (one pass, kept)."""
         self._read_usage()
         return self.con.execute("select * from usage").df()
@@ -157,9 +159,7 @@ class AuditLog:
             first, last, lines = self.con.execute(
                 "select min(first_time), max(last_time), sum(entries) from usage"
             ).fetchone() or (None, None, 0)
-            unread = self.con.execute(
-                "select count(*) from usage where entry is null"
-            ).fetchone()
+            unread = self.con.execute("select count(*) from usage where entry is null").fetchone()
             unreadable = int(
                 self.con.execute(
                     "select coalesce(sum(entries), 0) from usage where entry is null"
@@ -457,15 +457,13 @@ def _usage_row(
         row.update(state="not matched", requests=None)
         return row
     if (kind, log_name) in last.index:
-        found = last.loc[(kind, log_name)]
+        found: Any = last.loc[(kind, log_name)]
         row.update(last_login=found["last_login"], last_use=found["last_use"],
                    requests=int(found["requests"]))  # fmt: skip
     return row
 
 
-def _unexpected(
-    per_address: pd.DataFrame, kind: str, log_name: Any, networks: list[Any]
-) -> str:
+def _unexpected(per_address: pd.DataFrame, kind: str, log_name: Any, networks: list[Any]) -> str:
     if not networks or log_name is None or pd.isna(log_name):
         return ""
     column = "accessor" if kind == "token" else "role"

@@ -34,7 +34,9 @@ from typing import Any
 import pandas as pd
 
 from ._errors import APIError, InputError, PermissionDenied
+from .extras import require
 
+require("sql", "SQL over the live views", "duckdb")
 __all__ = ["Catalog", "SECRETS_TABLES", "PLATFORM_TABLES", "sql"]
 
 SECRETS_TABLES = (
@@ -129,7 +131,9 @@ class Catalog:
         """Forget what was read (of ``name``, or all): the next query reads it again."""
         for key in [name] if name else list(self._read):
             if key not in self._loaders:
-                raise InputError(f"no table {key!r}: the tables are {', '.join(self.list_tables())}")
+                raise InputError(
+                    f"no table {key!r}: the tables are {', '.join(self.list_tables())}"
+                )
             self._read.pop(key, None)
             self._gaps = [g for g in self._gaps if g["table"] != key]
             self.con.execute(f'drop view if exists "{key}"')

@@ -96,14 +96,18 @@ class InteractiveFrame:
     def _repr_html_(self) -> str:
         import hashlib
 
+        from .extras import require
+
+        require("notebook", "Interactive tables", "itables")
         from itables import javascript as itables_js
         from itables import options as itables_options
 
         from .report import _safe_frame
 
         total = len(self.frame)
-        sampled = self.limit is not None and total > self.limit
-        shown = _safe_frame(self.frame.head(self.limit) if sampled else self.frame)
+        limit = self.limit if self.limit is not None else total
+        sampled = total > limit
+        shown = _safe_frame(self.frame.head(limit) if sampled else self.frame)
         shown.attrs = {}
         # A stable id: the same frame gives the same page (no random id in saved outputs).
         digest = hashlib.sha256(

@@ -37,7 +37,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ._errors import InputError
+from .extras import require
 
+require("sql", "The history store", "duckdb")
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
@@ -214,9 +216,7 @@ def append(
     ]
 
 
-def append_evidence(
-    root: str | Path, files: Mapping[str, bytes], *, target: str
-) -> list[Path]:
+def append_evidence(root: str | Path, files: Mapping[str, bytes], *, target: str) -> list[Path]:
     """Append the Parquet evidence a run filed (file name → bytes) to the history.
 
     This is how a fleet run keeps every target's frames: the header and frame name
@@ -290,9 +290,7 @@ def open(
     return con
 
 
-def compact(
-    root: str | Path, *, frames: Iterable[str] | None = None, min_files: int = 2
-) -> int:
+def compact(root: str | Path, *, frames: Iterable[str] | None = None, min_files: int = 2) -> int:
     """Merge each month's files per frame, target and runbook into one; files removed.
 
     A month with fewer than ``min_files`` files is left as it is.
@@ -333,4 +331,3 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
     pa, _ = _arrow()
     tables = [t.replace_schema_metadata(None) for t in tables]
     return pa.concat_tables(tables, promote_options="permissive")
-

@@ -27,8 +27,9 @@ def _notebook(folder: Path) -> str:
             "execution_count": None}  # fmt: skip
     notebook = {
         "cells": [cell],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                    "language": "python"}},  # fmt: skip
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },  # fmt: skip
         "nbformat": 4,
         "nbformat_minor": 5,
     }
@@ -80,9 +81,7 @@ def test_a_10000_row_frame_is_searched_sorted_and_filtered_in_the_page_over_ever
     footer = page.locator("table.dataTable tfoot input").first
     footer.click()
     footer.press_sequentially("/04242")  # typed, as the filter listens for keys
-    page.wait_for_function(
-        "() => /of 1 entr/.test(document.querySelector('.dt-info').innerText)"
-    )
+    page.wait_for_function("() => /of 1 entr/.test(document.querySelector('.dt-info').innerText)")
     assert "filtered from 10,000" in _info(page)
     assert "database/creds/role-0/04242" in _first_row(page)
     screenshot(page, "interactive-table-filtered")

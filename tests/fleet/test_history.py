@@ -81,9 +81,7 @@ token_env = "HISTORY_TEST_WEST"
     west_counts = [n for t, _, n in tokens if t == "west"]
     assert east_counts[1] - east_counts[0] == 25 and east_counts[2] - east_counts[1] == 25
     assert len(set(west_counts)) == 1
-    header = con.sql(
-        "select distinct audit_runbook, audit_server_version from findings"
-    ).fetchall()
+    header = con.sql("select distinct audit_runbook, audit_server_version from findings").fetchall()
     assert header == [("05_lease_audit", "2.7.2")]
 
     monkeypatch.setenv(ENV_ADDRESS, east.address)

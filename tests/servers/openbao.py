@@ -314,8 +314,7 @@ class OpenBao(Launcher):
             "  options {\n"
             f"    file_path = {_hcl(self.folder / 'audit.log' if self.folder else '')}\n"
             + ('    log_raw = "true"\n' if self.audit_raw else "")
-            +
-            '    mode = "0600"\n'
+            + '    mode = "0600"\n'
             "  }\n"
             "}\n"
         )
