@@ -139,7 +139,7 @@ class Catalog:
             self.con.execute(f'drop view if exists "{key}"')
 
     def tables_frame(self) -> pd.DataFrame:
-        """Each live table: whether it was read, when (UTC), in how long, and its rows."""
+        """Each live table: whether it was read, when (UTC), its API walk's seconds, its rows."""
         rows = []
         for name in self.list_tables():
             got = self._read.get(name)
@@ -168,11 +168,12 @@ class Catalog:
 
         started = time.monotonic()
         frame = self._loaders[name]()
+        walked = time.monotonic() - started  # the API walk alone
         safe = _safe_frame(frame)
         if safe.index.name is not None or isinstance(safe.index, pd.MultiIndex):
             safe = safe.reset_index()
         safe.attrs = {}
-        self._read[name] = _Read(safe, datetime.now(UTC), time.monotonic() - started)
+        self._read[name] = _Read(safe, datetime.now(UTC), walked)
         self.con.register(name, safe)
 
     def _gap(self, table: str, part: str, exc: Exception) -> None:
