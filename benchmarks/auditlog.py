@@ -4,7 +4,8 @@ A generated log only: request and response entries shaped as OpenBao's file
 device writes them (HMAC'd tokens and accessors, auth metadata, policy results,
 remote addresses), for ``PRINCIPALS`` principals. Run in a fresh process, it
 prints one JSON line: seconds for the requests-per-principal summary and the
-last-use table (one read of the log), lines per second, and the peak RSS.
+last-use table (one read of the log), lines per second, the CPU seconds (all
+threads) and the lines per second they make on 2 idle cores, and the peak RSS.
 """
 
 from __future__ import annotations
@@ -79,16 +80,21 @@ def measure(path: Path) -> dict[str, float]:
     from toolkit import auditlog
 
     started = time.perf_counter()
+    cpu_before = time.process_time()
     log = auditlog.open(path)
     principals = log.principals_frame()
     last = log.last_use_frame()
     seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu_before  # every thread of this process
     lines = log.coverage.lines
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
         "seconds": seconds,
         "lines": lines,
         "lines_per_second": lines / seconds,
+        "cpu_seconds": cpu,
+        # What 2 idle cores would do: the CPU time spread over both.
+        "lines_per_second_of_2_cores_cpu": lines / (cpu / 2),
         "principals": len(principals),
         "last_use_rows": len(last),
         "rss_mb": peak,

@@ -53,7 +53,9 @@ def audit_log(args: argparse.Namespace, goals: list[Any]) -> None:
             kind = "gzip" if suffix else "plain"
             print(
                 f"    {kind:5s}: {lines:,} lines ({size:,.0f} MB, generated in {made:.0f}s): "
-                f"best {best['seconds']:.2f}s = {best['lines_per_second']:,.0f} lines/s, "
+                f"best {best['seconds']:.2f}s = {best['lines_per_second']:,.0f} lines/s "
+                f"({best['cpu_seconds']:.1f} CPU s: "
+                f"{best['lines_per_second_of_2_cores_cpu']:,.0f} lines/s on 2 idle cores), "
                 f"peak RSS {rss:.0f} MB, {best['principals']} principals"
             )
             goals.append(Goal("audit-log", f"{kind}: lines a second", best["lines_per_second"],
