@@ -86,7 +86,7 @@ def measure(path: Path) -> dict[str, float]:
     last = log.last_use_frame()
     seconds = time.perf_counter() - started
     cpu = time.process_time() - cpu_before  # every thread of this process
-    lines = log.coverage.lines
+    lines = log.span.lines
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
         "seconds": seconds,

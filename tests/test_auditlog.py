@@ -25,13 +25,13 @@ def test_the_requests_and_responses_of_a_real_log_are_typed_frames() -> None:
     log = auditlog.open(OPENBAO_LOG)
     requests = log.requests_frame()
     responses = log.responses_frame()
-    assert len(requests) + len(responses) == LINES == log.coverage.lines
+    assert len(requests) + len(responses) == LINES == log.span.lines
     assert str(requests["time"].dtype) == "datetime64[us, UTC]"
     assert requests["time"].is_monotonic_increasing
     login = requests[requests["path"] == "auth/approle/login"].iloc[0]
     assert login["mount"] == "auth/approle/" and login["remote_address"] == "127.0.0.1"
     assert login["operation"] == "update"
-    assert log.coverage.first_time is not None and log.coverage.unreadable == 0
+    assert log.span.first_time is not None and log.span.unreadable == 0
 
 
 def test_denied_requests_are_kept_apart_with_their_principal() -> None:
@@ -81,7 +81,7 @@ def test_a_line_cut_short_is_counted_not_read_and_a_glob_reads_every_file(tmp_pa
     (tmp_path / "audit-2.log").write_bytes(data.splitlines()[5][:120])  # the writer mid-line
     log = auditlog.open(tmp_path / "audit-*.log")
     assert len(log.paths) == 2
-    assert (log.coverage.lines, log.coverage.unreadable) == (LINES + 1, 1)
+    assert (log.span.lines, log.span.unreadable) == (LINES + 1, 1)
     assert len(log.requests_frame()) == len(auditlog.open(OPENBAO_LOG).requests_frame())
 
 
@@ -138,7 +138,8 @@ def test_the_live_inventory_gives_never_used_unused_for_n_days_and_unexpected_ad
     assert by.loc[("token", accessors[2]), "state"] == "never used since the log begins"
     assert by.loc[("approle role", "ci"), "state"] == "never used since the log begins"
     assert by.loc[("approle role", "ci"), "note"] == auditlog.SECRET_ID_CAVEAT
-    assert usage.attrs["coverage"]["first_time"].startswith("2026-01-01")
+    assert usage.attrs["log"]["first_time"].startswith("2026-01-01")
+    assert usage.attrs["coverage"]["complete"]  # a raw log: nothing to hash, nothing refused
     assert isinstance(usage["last_use"].dtype, pd.DatetimeTZDtype)
     assert str(usage["last_use"].dt.tz) == "UTC"
     with pytest.raises(InputError, match="days must be at least 1"):

@@ -85,3 +85,17 @@ def test_secret_values_never_reach_a_table(demo_sandbox: Sandbox) -> None:
     with PlatformClient(demo_sandbox.address, demo_sandbox.token) as client:
         values = toolkit.sql(client, "select value from parameters", organization="acme")
     assert "demo-cost-api-key" not in " ".join(map(str, values["value"]))
+
+
+def test_a_mount_the_token_may_not_read_is_a_gap_not_a_smaller_table(sandbox: Sandbox) -> None:
+    with SecretsClient(sandbox.address, sandbox.token) as root:
+        root.policies.write("acl", "mounts-only", 'path "sys/mounts" { capabilities = ["read"] }')
+        made = root.tokens.create(policies=["mounts-only"], ttl="1h")
+        token = made["client_token"].reveal()
+    with SecretsClient(sandbox.address, token) as limited:
+        catalog = Catalog(limited)
+        certificates = catalog.sql("select * from certificates")
+        gaps = catalog.gaps_frame()
+    assert len(certificates) == 0
+    assert list(gaps["table"]) == ["certificates"] and list(gaps["part"]) == ["pki/"]
+    assert "permission denied" in gaps["reason"].iloc[0]

@@ -20,11 +20,11 @@ What the log cannot say, each view says:
   by hashing each live accessor through ``sys/audit-hash/<device>`` (``update``
   there; the device names from ``sys/audit``, ``sudo``, unless given). Without
   those, :func:`unused_frame` says so in its ``coverage`` instead of calling
-  every token unused.
+  every token unused; the frame's coverage record names what was refused.
 - An AppRole login logs its secret id only as an HMAC of the value, never with
   the secret id's accessor: a secret id's own use cannot be matched. The
   last-use view says so on every AppRole row.
-- "Never used" means never since the log begins (``coverage``'s ``first_time``).
+- "Never used" means never since the log begins (:attr:`AuditLog.span`'s ``first_time``).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ group by all
 
 
 @dataclass(frozen=True)
-class Coverage:
+class LogSpan:
     """What the log covers: its files, lines read, lines that were not JSON, and times."""
 
     files: tuple[str, ...]
@@ -125,7 +125,7 @@ class AuditLog:
         self.paths = tuple(paths)
         self.con = duckdb.connect()
         self._usage_read = False
-        self._coverage: Coverage | None = None
+        self._span: LogSpan | None = None
 
     def __repr__(self) -> str:
         return f"<AuditLog {len(self.paths)} file(s)>"
@@ -152,9 +152,9 @@ class AuditLog:
             self._usage_read = True
 
     @property
-    def coverage(self) -> Coverage:
+    def span(self) -> LogSpan:
         """The log's span (first and last time), its lines, and how many were not JSON."""
-        if self._coverage is None:
+        if self._span is None:
             self._read_usage()
             first, last, lines = self.con.execute(
                 "select min(first_time), max(last_time), sum(entries) from usage"
@@ -165,14 +165,14 @@ class AuditLog:
                     "select coalesce(sum(entries), 0) from usage where entry is null"
                 ).fetchone()[0]  # type: ignore[index]
             ) if unread and unread[0] else 0  # fmt: skip
-            self._coverage = Coverage(
+            self._span = LogSpan(
                 tuple(str(p) for p in self.paths),
                 int(lines or 0),
                 unreadable,
                 _ts(first),
                 _ts(last),
             )
-        return self._coverage
+        return self._span
 
     # -- detail --------------------------------------------------------------------
     def entries_frame(self, where: str | None = None, *, limit: int | None = None) -> pd.DataFrame:
@@ -362,16 +362,21 @@ def unused_frame(
     ``last_use``, ``requests``, ``state`` (``never used since the log
     begins``, ``unused for N days``, ``used``, or ``not matched`` when the
     accessors could not be hashed), ``unexpected_addresses`` (addresses outside
-    ``expected_networks``), ``note``. ``attrs["coverage"]`` says what the log
-    covers and what could not be matched and why.
+    ``expected_networks``), ``note``. ``attrs["coverage"]`` is the house's
+    completeness record (:mod:`toolkit._coverage`): a refused ``sys/audit`` or
+    ``sys/audit-hash``, or tokens left unmatched, are its gaps. ``attrs["log"]``
+    says what the log covers (first and last time, lines, unreadable lines) and
+    any note.
     """
+    from ._coverage import Coverage
     from ._errors import APIError, PermissionDenied
 
     if days < 1:
         raise InputError(f"days must be at least 1, not {days}")
     networks = [ipaddress.ip_network(n, strict=False) for n in expected_networks or []]
-    cover = log.coverage
+    cover = log.span
     notes: list[str] = []
+    record = Coverage("auditlog.unused_frame", asked=[str(p) for p in log.paths])
     if tokens is None:
         tokens = client.tokens.inventory()
     if roles is None:
@@ -379,7 +384,8 @@ def unused_frame(
 
         catalog = Catalog(client)
         roles = catalog.sql("select * from auth_roles")
-        notes += [f"{g.part}: {g.reason}" for g in catalog.gaps_frame().itertuples()]
+        for gap in catalog.gaps_frame().itertuples():
+            record.note_gap(str(gap.part), None, str(gap.reason))
     last = log.last_use_frame().set_index(["kind", "name"])
     per_address = log.addresses_frame()
     logged = set(last.index.get_level_values("name"))
@@ -393,19 +399,29 @@ def unused_frame(
             names = list(devices) if devices else audit_devices(client)
         except (PermissionDenied, APIError) as exc:
             names = []
-            notes.append(
-                f"audit devices not listed (sys/audit needs sudo: {exc}); pass devices=[...]"
+            record.note_gap(
+                "sys/audit",
+                getattr(exc, "status", None),
+                f"audit devices not listed (sys/audit needs sudo: {exc}); pass devices=[...]",
             )
         for device in names:
             try:
                 hashes = audit_hashes(client, device, accessors)
             except (PermissionDenied, APIError) as exc:
-                notes.append(f"sys/audit-hash/{device} refused ({exc}): needs update there")
+                record.note_gap(
+                    f"sys/audit-hash/{device}",
+                    getattr(exc, "status", None),
+                    f"refused ({exc}): needs update there",
+                )
                 continue
             matched.update({a: h for a, h in hashes.items() if h in logged or a not in matched})
         tokens_matched = bool(matched) or not accessors
         if not tokens_matched:
-            notes.append("token accessors not matched: the log holds only their HMACs")
+            record.note_gap(
+                "auth/token/accessors",
+                None,
+                "token accessors not matched: the log holds only their HMACs",
+            )
     now = cover.last_time
     rows = []
     for accessor in accessors:
@@ -437,7 +453,9 @@ def unused_frame(
         frame[column] = frame[column].astype("string")
     if not networks:
         notes.append("no expected_networks given: addresses not judged")
-    frame.attrs["coverage"] = {
+    record.note_read(len(frame))
+    record.attach(frame)
+    frame.attrs["log"] = {
         "first_time": None if cover.first_time is None else cover.first_time.isoformat(),
         "last_time": None if now is None else now.isoformat(),
         "lines": cover.lines,

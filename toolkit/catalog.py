@@ -169,6 +169,12 @@ class Catalog:
         started = time.monotonic()
         frame = self._loaders[name]()
         walked = time.monotonic() - started  # the API walk alone
+        from ._coverage import coverage_of
+
+        for record in coverage_of(frame):  # what the view itself could not read
+            for gap in record.gaps:
+                status = f"{gap.status} " if gap.status is not None else ""
+                self._gaps.append({"table": name, "part": gap.path, "reason": status + gap.reason})
         safe = _safe_frame(frame)
         if safe.index.name is not None or isinstance(safe.index, pd.MultiIndex):
             safe = safe.reset_index()

@@ -89,7 +89,7 @@ def test_the_log_openbao_wrote_gives_requests_denials_and_last_use(
     packed = tmp_path / "audit.log.gz"
     with open(hashed.audit_log, "rb") as src, gzip.open(packed, "wb") as dst:
         shutil.copyfileobj(src, dst)
-    assert auditlog.open(packed).coverage.lines == log.coverage.lines
+    assert auditlog.open(packed).span.lines == log.span.lines
 
 
 def pd_notna(value: object) -> bool:
@@ -114,7 +114,7 @@ def test_live_tokens_and_roles_are_matched_through_the_audit_hash_endpoint(
     # Every address here is loopback: outside the expected network.
     assert by.loc[("approle role", "builds"), "unexpected_addresses"] == "127.0.0.1"
     assert "secret id" in by.loc[("approle role", "dormant"), "note"]
-    assert not [n for n in usage.attrs["coverage"]["notes"] if "not matched" in n]
+    assert usage.attrs["coverage"]["complete"], usage.attrs["coverage"]
 
 
 def test_without_sudo_on_sys_audit_nor_a_device_the_tokens_are_not_called_unused(
@@ -124,12 +124,17 @@ def test_without_sudo_on_sys_audit_nor_a_device_the_tokens_are_not_called_unused
         usage = auditlog.unused_frame(auditlog.open(hashed.audit_log), client)
         tokens = usage[usage["kind"] == "token"]
         assert len(tokens) >= 4 and set(tokens["state"]) == {"not matched"}
-        notes = " ".join(usage.attrs["coverage"]["notes"])
-        assert "sys/audit needs sudo" in notes and "not matched" in notes
+        gaps = usage.attrs["coverage"]["gaps"]
+        assert not usage.attrs["coverage"]["complete"]
+        assert [g["path"] for g in gaps] == ["sys/audit", "auth/token/accessors"]
+        assert gaps[0]["status"] == 403 and "needs sudo" in gaps[0]["reason"]
+        assert "not matched" in gaps[1]["reason"]
         # Given the device name, the hash endpoint still needs update there.
         named = auditlog.unused_frame(
             auditlog.open(hashed.audit_log), client, devices=[AUDIT_DEVICE]
         )
-        assert "needs update there" in " ".join(named.attrs["coverage"]["notes"])
+        refused = named.attrs["coverage"]["gaps"][0]
+        assert refused["path"] == f"sys/audit-hash/{AUDIT_DEVICE}" and refused["status"] == 403
+        assert "needs update there" in refused["reason"]
     roles = usage[usage["kind"] == "approle role"].set_index("name")
     assert roles.loc["dormant", "state"] == "never used since the log begins"
