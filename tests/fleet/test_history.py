@@ -11,6 +11,7 @@ import pytest
 
 from tests._runbooks import NOTEBOOKS, run_runbook
 from toolkit import SecretsClient, history
+from toolkit.__main__ import main
 from toolkit.fleet import parse_targets, run_fleet
 from toolkit.sandbox import ENV_ADDRESS, ENV_TOKEN, Sandbox
 
@@ -98,3 +99,31 @@ token_env = "HISTORY_TEST_WEST"
     growth = (tmp_path / "evidence" / "14_trends-growth.csv").read_text().splitlines()
     assert "east,auth/token/,4,54,50,25.0" in growth
     assert east.token not in text and west.token not in text
+
+
+def test_the_command_keeps_the_history_under_out_or_in_the_shared_folder_it_is_given(
+    demo_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = json.loads((Path(__file__).with_name("probe.ipynb")).read_text())
+    for cell in probe["cells"]:
+        text = "".join(cell["source"]).replace('["csv", "html"]', '["parquet"]')
+        cell["source"] = text
+    runbook = tmp_path / "probe-parquet.ipynb"
+    runbook.write_text(json.dumps(probe))
+    monkeypatch.setenv("HISTORY_TEST_TOKEN", demo_sandbox.token)
+    monkeypatch.setenv(
+        "TOOLKIT_HISTORY", str(tmp_path / "not-here")
+    )  # the runner's, not the kernel's
+    targets = tmp_path / "targets.toml"
+    targets.write_text(
+        f'[[target]]\nname = "one"\nkind = "secrets"\naddress = "{demo_sandbox.address}"\n'
+        'token_env = "HISTORY_TEST_TOKEN"\n'
+    )
+    common = ["fleet", str(runbook), "--targets", str(targets), "--no-progress"]
+    assert main([*common, "--out", str(tmp_path / "a")]) == 0
+    assert main([*common, "--out", str(tmp_path / "b"), "--history", str(tmp_path / "h")]) == 0
+    assert not (tmp_path / "not-here").exists()
+    assert not (tmp_path / "b" / "history").exists()
+    for root in (tmp_path / "a" / "history", tmp_path / "h"):
+        rows = history.open(root).sql("select audit_target, policy from policies").fetchall()
+        assert rows == [("one", "root")]
