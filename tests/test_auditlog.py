@@ -40,6 +40,9 @@ def test_denied_requests_are_kept_apart_with_their_principal() -> None:
     assert denied["display_name"].iloc[0] == "userpass-alice"
     assert pd.isna(denied["display_name"].iloc[1])  # a token the server did not know
     assert denied["error"].str.contains("permission denied").all()
+    assert set(denied["outcome"]) == {"denied"}
+    outcomes = auditlog.open(OPENBAO_LOG).responses_frame()["outcome"].value_counts()
+    assert outcomes["denied"] == 2 and outcomes["ok"] == outcomes.sum() - 2
 
 
 def test_last_use_per_accessor_role_and_user_says_what_the_log_cannot_show() -> None:

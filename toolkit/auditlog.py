@@ -87,6 +87,9 @@ select
     auth.metadata.cert_name as cert_name,
     request.remote_address as remote_address,
     auth.policy_results.allowed as allowed,
+    case when nullif("error", '') is null then 'ok'
+         when auth.policy_results.allowed = false or "error" like '%permission denied%'
+         then 'denied' else 'error' end as outcome,
     nullif("error", '') as error
 from {source}
 """
@@ -190,7 +193,8 @@ class AuditLog:
         return self.entries_frame("entry = 'request'", limit=limit)
 
     def responses_frame(self, *, limit: int | None = None) -> pd.DataFrame:
-        """The response entries, with the outcome (``error`` empty when it succeeded)."""
+        """The response entries, with the ``outcome`` (``ok``, ``denied``, ``error``) and
+        the ``error`` (empty when it succeeded)."""
         return self.entries_frame("entry = 'response'", limit=limit)
 
     def denied_frame(self, *, limit: int | None = None) -> pd.DataFrame:
