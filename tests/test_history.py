@@ -73,7 +73,7 @@ def test_a_column_added_by_a_later_version_is_kept_and_none_is_dropped(tmp_path:
     assert frame["new"].iloc[:2].isna().all() and list(frame["new"].iloc[2:]) == [1.5, 2.5]
 
 
-def test_compaction_merges_a_months_small_files_and_keeps_every_row(tmp_path: Path) -> None:
+def test_compaction_merges_a_years_small_files_and_keeps_every_row(tmp_path: Path) -> None:
     for day in range(12):
         history.append(tmp_path, {"lease_counts": _counts(day)}, _header(day), target="eu")
     before = history.open(tmp_path).sql("select count(*), sum(count) from lease_counts").fetchall()
@@ -81,7 +81,7 @@ def test_compaction_merges_a_months_small_files_and_keeps_every_row(tmp_path: Pa
     assert history.compact(tmp_path, min_files=20) == 0  # fewer than asked: left alone
     assert history.compact(tmp_path) == 12
     files = list(tmp_path.rglob("*.parquet"))
-    assert len(files) == 1 and files[0].parent.name == "month=2026-03"
+    assert len(files) == 1 and files[0].parent.name == "year=2026"
     after = history.open(tmp_path).sql("select count(*), sum(count) from lease_counts").fetchall()
     assert after == before
     history.append(tmp_path, {"lease_counts": _counts(99)}, _header(12), target="eu")

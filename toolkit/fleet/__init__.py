@@ -117,7 +117,7 @@ def run_fleet(
     if keep.is_dir():
         from ..history import compact
 
-        compact(keep, min_files=8)  # a month's daily files merged once there are a few
+        compact(keep, min_files=8)  # a year's daily files merged once there are a few
     done = [r for r in results if r is not None]
     write_index(folder, source.name, done)
     return FleetRun(source.name, folder, done)
