@@ -127,3 +127,27 @@ def test_the_command_keeps_the_history_under_out_or_in_the_shared_folder_it_is_g
     for root in (tmp_path / "a" / "history", tmp_path / "h"):
         rows = history.open(root).sql("select audit_target, policy from policies").fetchall()
         assert rows == [("one", "root")]
+
+
+def test_frames_the_history_cannot_take_are_a_note_on_the_target_not_a_failed_run(
+    demo_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = json.loads((Path(__file__).with_name("probe.ipynb")).read_text())
+    for cell in probe["cells"]:
+        text = "".join(cell["source"]).replace('["csv", "html"]', '["parquet"]')
+        cell["source"] = text.replace(
+            '{"policy": list(me["policies"])}',
+            '{"policy": list(me["policies"]), "audit_target": "mine"}',
+        )
+    runbook = tmp_path / "probe-clash.ipynb"
+    runbook.write_text(json.dumps(probe))
+    monkeypatch.setenv("HISTORY_TEST_TOKEN", demo_sandbox.token)
+    targets = parse_targets(
+        f'[[target]]\nname = "one"\nkind = "secrets"\naddress = "{demo_sandbox.address}"\n'
+        'token_env = "HISTORY_TEST_TOKEN"\n'
+    )
+    run = run_fleet(runbook, targets, tmp_path / "out", show_progress=False)
+    assert run.ok
+    (record,) = run.results
+    assert "column named 'audit_target'" in record["history_error"]
+    assert (tmp_path / "out" / "one" / "evidence" / "evidence-policies.parquet").is_file()

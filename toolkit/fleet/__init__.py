@@ -112,8 +112,10 @@ def run_fleet(
     results: list[dict[str, Any] | None] = [None] * len(jobs)
     keep = Path(history) if history is not None else folder / "history"
     for k, result in _progress(finished, len(jobs), show_progress):
-        results[k] = _file(folder, source.name, result)
-        _keep_history(keep, result)
+        results[k] = record = _file(folder, source.name, result)
+        kept = _keep_history(keep, result)
+        if kept:
+            record["history_error"] = kept
     if keep.is_dir():
         from ..history import compact
 
@@ -205,12 +207,21 @@ def _file(folder: Path, runbook: str, result: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def _keep_history(root: Path, result: dict[str, Any]) -> None:
-    evidence = result.get("evidence") or {}
-    if any(name.endswith(".parquet") for name in evidence):
-        from ..history import append_evidence
+def _keep_history(root: Path, result: dict[str, Any]) -> str | None:
+    """Append the target's Parquet evidence to the history; what went wrong, or None.
 
+    A history that cannot take a run's frames is that target's note, never the
+    end of the fleet run: the evidence itself is filed already."""
+    evidence = result.get("evidence") or {}
+    if not any(name.endswith(".parquet") for name in evidence):
+        return None
+    from ..history import append_evidence
+
+    try:
         append_evidence(root, evidence, target=result["name"])
+    except (InputError, OSError, ValueError) as exc:  # pyarrow's errors are ValueErrors
+        return f"not kept in the history {root}: {str(exc).splitlines()[0][:200]}"
+    return None
 
 
 def results_json(run: FleetRun) -> str:
