@@ -9,8 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from toolkit import InputError, Sensitive, history, report
+from toolkit import InputError, SecretsClient, Sensitive, history, report
 from toolkit.report import Header
+from toolkit.sandbox import Sandbox
 
 DAY0 = datetime(2026, 3, 1, 6, 0, tzinfo=UTC)
 
@@ -133,3 +134,17 @@ def test_a_fleets_parquet_evidence_is_appended_with_its_own_header(tmp_path: Pat
     assert len(written) == 1 and "date=2026-03-03" in str(written[0])
     row = history.open(tmp_path / "h").sql("select * from lease_counts limit 1").df().iloc[0]
     assert row["audit_target"] == "fleet-a" and row["audit_runbook"] == "05_lease_audit"
+
+
+def test_the_header_carries_the_servers_clock_which_dates_the_snapshot(
+    empty_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    with SecretsClient(empty_sandbox.address, empty_sandbox.token) as client:
+        moved = empty_sandbox.clock.advance(40 * 24 * 3600).date().isoformat()
+        header = report.header_of(client, runbook="05_lease_audit")
+    assert header.server_time is not None
+    assert header.server_time.date().isoformat() == moved  # the server's clock, not ours
+    assert header.generated_at.date() < header.server_time.date()
+    assert header.as_dict()["server_time"].startswith(moved)
+    (path,) = history.append(tmp_path, {"n": pd.DataFrame({"n": [1]})}, header, target="sb")
+    assert f"date={moved}" in str(path)
