@@ -37,15 +37,12 @@ Scenarios and goals:
   alone, under 3 s and under 300 MB of client peak RSS, on the sandbox and on
   a raft OpenBao (token leases over ten token roles); the full lease audit
   over the same leases reported beside it.
-<<<<<<< HEAD
 - ``audit-log``, ``history``, ``sql``: the audit-log reader, the history store and
   SQL over the live views (:mod:`benchmarks.trends` says what each measures and
   its goals); reduced in size with ``--quick`` and ``--report-only``.
-=======
 - ``fan-out-faults``: a fan-out of 10,000 reads (2,000 with ``--report-only``)
   with 1% of them reset, refused with 429 or sent on a stale kept connection,
   at random positions, within 2x the wall time of the same fan-out clean.
->>>>>>> main
 - ``fleet``: a runbook over 20 sandboxes, a real OpenBao and three broken
   targets with 1, 2 and 4 runs at a time and on a 2-worker Dask cluster; every
   target reported right each time, and a run's fixed cost under 3 s.
@@ -790,13 +787,10 @@ SCENARIOS: dict[str, Callable[[argparse.Namespace, list[Goal]], None]] = {
     "state-write": state_write,
     "fleet": fleet,
     "lease-counts": lease_counts,
-<<<<<<< HEAD
     "audit-log": audit_log,
     "history": history,
     "sql": sql,
-=======
     "fan-out-faults": fan_out_faults,
->>>>>>> main
 }
 
 

@@ -140,21 +140,27 @@ def history(args: argparse.Namespace, goals: list[Any]) -> None:
         goals.append(Goal("history", "trend query seconds (median of 5)", trend, 1.0, False))
 
         evidence = Path(work) / "evidence"
-        blobs = []
-        for t in range(targets):
-            header = report.Header(server=f"https://bao-{t}.example:8200",
-                                   runbook="05_lease_audit",
-                                   server_time=start + timedelta(days=days))  # fmt: skip
-            paths = report.save(_frames(t, days), evidence / str(t), header,
-                                name="05_lease_audit", formats=["parquet"])  # fmt: skip
-            blobs.append({p.name: p.read_bytes() for p in paths})
-        began = time.perf_counter()
-        for t, files_of in enumerate(blobs):
-            store.append_evidence(root, files_of, target=f"cluster-{t:02d}")
-        store.compact(root, min_files=8)
-        appended = time.perf_counter() - began
-        print(f"    appending one fleet run ({targets} targets' evidence): {appended:.3f}s")
-        goals.append(Goal("history", "seconds to append a fleet run", appended, 1.0, False))
+        appends = []
+        for extra in range(3):  # three nightly runs after the year: the median
+            blobs = []
+            for t in range(targets):
+                header = report.Header(server=f"https://bao-{t}.example:8200",
+                                       runbook="05_lease_audit",
+                                       server_time=start + timedelta(days=days + extra))  # fmt: skip
+                paths = report.save(_frames(t, days + extra), evidence / f"{extra}-{t}", header,
+                                    name="05_lease_audit", formats=["parquet"])  # fmt: skip
+                blobs.append({p.name: p.read_bytes() for p in paths})
+            began = time.perf_counter()
+            for t, files_of in enumerate(blobs):
+                store.append_evidence(root, files_of, target=f"cluster-{t:02d}")
+            store.compact(root, min_files=8)
+            appends.append(time.perf_counter() - began)
+        appended = sorted(appends)[1]
+        print(f"    appending one fleet run ({targets} targets' evidence, with the runner's "
+              f"compaction): {', '.join(f'{a:.3f}s' for a in appends)}")  # fmt: skip
+        goals.append(
+            Goal("history", "seconds to append a fleet run (median of 3)", appended, 1.0, False)
+        )
 
 
 # -- sql ------------------------------------------------------------------------------------------
