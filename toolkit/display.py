@@ -132,6 +132,9 @@ class InteractiveFrame:
         )
         bundle = ""
         if not _INTERACTIVE["loaded"]:
+            # What itables' init_notebook_mode(connected=False) displays, as HTML here:
+            # the table and the code it needs arrive in one output, without a display
+            # call from inside a repr (itables 2.x's helpers; the version is pinned).
             bundle = itables_js.read_package_file("html/init_datatables.html")
             bundle = itables_js.replace_value(
                 bundle,
