@@ -101,19 +101,23 @@ token_env = "HISTORY_TEST_WEST"
     assert east.token not in text and west.token not in text
 
 
-def test_the_command_keeps_the_history_under_out_or_in_the_shared_folder_it_is_given(
-    demo_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _parquet_probe(path: Path, *change: str) -> Path:
+    """The fleet probe filing its evidence as Parquet (and ``change``d: old, new), at ``path``."""
     probe = json.loads((Path(__file__).with_name("probe.ipynb")).read_text())
     for cell in probe["cells"]:
         text = "".join(cell["source"]).replace('["csv", "html"]', '["parquet"]')
-        cell["source"] = text
-    runbook = tmp_path / "probe-parquet.ipynb"
-    runbook.write_text(json.dumps(probe))
+        cell["source"] = text.replace(*change) if change else text
+    path.write_text(json.dumps(probe))
+    return path
+
+
+def test_the_command_keeps_the_history_under_out_or_in_the_shared_folder_it_is_given(
+    demo_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runbook = _parquet_probe(tmp_path / "probe-parquet.ipynb")
     monkeypatch.setenv("HISTORY_TEST_TOKEN", demo_sandbox.token)
-    monkeypatch.setenv(
-        "TOOLKIT_HISTORY", str(tmp_path / "not-here")
-    )  # the runner's, not the kernel's
+    # Set in the runner: the kernels must not see it (the runner appends, they do not).
+    monkeypatch.setenv("TOOLKIT_HISTORY", str(tmp_path / "not-here"))
     targets = tmp_path / "targets.toml"
     targets.write_text(
         f'[[target]]\nname = "one"\nkind = "secrets"\naddress = "{demo_sandbox.address}"\n'
@@ -132,15 +136,11 @@ def test_the_command_keeps_the_history_under_out_or_in_the_shared_folder_it_is_g
 def test_frames_the_history_cannot_take_are_a_note_on_the_target_not_a_failed_run(
     demo_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    probe = json.loads((Path(__file__).with_name("probe.ipynb")).read_text())
-    for cell in probe["cells"]:
-        text = "".join(cell["source"]).replace('["csv", "html"]', '["parquet"]')
-        cell["source"] = text.replace(
-            '{"policy": list(me["policies"])}',
-            '{"policy": list(me["policies"]), "audit_target": "mine"}',
-        )
-    runbook = tmp_path / "probe-clash.ipynb"
-    runbook.write_text(json.dumps(probe))
+    runbook = _parquet_probe(
+        tmp_path / "probe-clash.ipynb",
+        '{"policy": list(me["policies"])}',
+        '{"policy": list(me["policies"]), "audit_target": "mine"}',
+    )
     monkeypatch.setenv("HISTORY_TEST_TOKEN", demo_sandbox.token)
     targets = parse_targets(
         f'[[target]]\nname = "one"\nkind = "secrets"\naddress = "{demo_sandbox.address}"\n'
