@@ -35,6 +35,7 @@ def _aiohttp_imported() -> None:
     [
         ("http://[::1", "http://127.0.0.1:1"),  # urlsplit: "Invalid IPv6 URL"
         ("http://127.0.0.1:1/v1/sys/health", "http://[zz]/"),  # not an address
+        ("http://bad host:8200/v1/x", "http://bad host:8200"),  # yarl: no host name
     ],
 )
 def test_a_standby_redirect_to_an_address_that_does_not_parse_is_a_redirected_error(

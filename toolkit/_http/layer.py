@@ -543,7 +543,11 @@ class HTTPLayer:
             answer.note = followed
             return answer
         scheme, host, port = followed
-        target = url.with_scheme(scheme).with_host(host).with_port(port)
+        try:
+            target = url.with_scheme(scheme).with_host(host).with_port(port)
+        except ValueError:  # yarl refuses the host (a space in it, say)
+            answer.note = f"the redirect names {host!r}, which is no host name; not followed"
+            return answer
         second = await self._engine.exchange(call.method, target, headers, body, _left(ends_at))
         if isinstance(second, Response) and 300 <= second.status_code < 400:
             second.note = (
