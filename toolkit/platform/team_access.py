@@ -12,7 +12,7 @@ import pandas as pd
 from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
-from .._http import segment
+from .._http import api_path
 from .._records import Record
 from .._spec.access import (
     ACCESS_LEVELS,
@@ -204,7 +204,10 @@ class TeamAccess(Area):
 
     def get(self, team_access_id: str) -> Record:
         """One record. ``GET /team-workspaces/:id``."""
-        return self._record(self._get(f"/team-workspaces/{segment(team_access_id)}"), "team-access")
+        return self._record(
+            self._get(api_path("/team-workspaces/{team_access_id}", team_access_id=team_access_id)),
+            "team-access",
+        )
 
     def add(
         self,
@@ -242,12 +245,19 @@ class TeamAccess(Area):
         attrs = _attributes(access, dict(permissions))
         body = {"data": {"type": "team-workspaces", "id": team_access_id, "attributes": attrs}}
         return self._record(
-            self._send("PATCH", f"/team-workspaces/{segment(team_access_id)}", body), "team-access"
+            self._send(
+                "PATCH",
+                api_path("/team-workspaces/{team_access_id}", team_access_id=team_access_id),
+                body,
+            ),
+            "team-access",
         )
 
     def remove(self, team_access_id: str) -> None:
         """Remove a team's access. ``DELETE /team-workspaces/:id``."""
-        self._send("DELETE", f"/team-workspaces/{segment(team_access_id)}")
+        self._send(
+            "DELETE", api_path("/team-workspaces/{team_access_id}", team_access_id=team_access_id)
+        )
 
     # -- views ---------------------------------------------------------------------
     def organization_access(self, organization: str) -> pd.DataFrame:
@@ -352,7 +362,10 @@ class TeamAccess(Area):
         listings = read_lists(
             self._http,
             [
-                (f"/organizations/{segment(org)}/{kind}", None)
+                (
+                    api_path("/organizations/{organization}/{kind}", organization=org, kind=kind),
+                    None,
+                )
                 for org in names
                 for kind in ("workspaces", "teams")
             ],

@@ -14,7 +14,7 @@ from typing import Any, Self
 
 from .._area import Area as BaseArea
 from .._errors import NotFound
-from .._http import HTTPLayer, Request, decode_json, segment
+from .._http import HTTPLayer, Request, api_path, decode_json, segments
 from .._masking import Sensitive
 from .._records import Record
 from .._reprs import area_repr
@@ -176,8 +176,8 @@ class EngineArea(Area):
     def __init__(self, http: HTTPLayer, mount: str | None = None) -> None:
         super().__init__(http)
         self.mount = (mount if mount is not None else self.DEFAULT_MOUNT).strip("/")
-        if not self.mount:
-            raise ValueError(f"{type(self).__name__}: a mount path is required")
+        # Checked once, by the rule every name in an address follows.
+        self._mount_path = segments(self.mount, "mount")
 
     def __repr__(self) -> str:
         return area_repr(self, "secrets engine", self._http.address, self.mount)
@@ -186,6 +186,7 @@ class EngineArea(Area):
         """The same engine's calls against the mount at ``mount``."""
         return type(self)(self._http, mount)
 
-    def _path(self, *parts: str) -> str:
-        """``/<mount>/<parts...>``, each part percent-encoded (the mount may hold ``/``)."""
-        return "/" + "/".join([self.mount, *(segment(p) for p in parts)])
+    def _path(self, template: str, **names: object) -> str:
+        """``/<mount>/<template>``, each ``{name}`` of the template filled with a
+        name by the one rule (:func:`~toolkit._http.api_path`)."""
+        return f"/{self._mount_path}/{api_path(template, **names)}"

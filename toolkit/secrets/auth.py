@@ -33,7 +33,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from .._errors import APIError, InputError, ToolkitError
-from .._http import HTTPLayer, segment
+from .._http import HTTPLayer, api_path, segments
 from .._masking import Sensitive, reveal
 from .._records import Record
 from .._time import parse_duration
@@ -61,10 +61,9 @@ def _sensitive(value: Secret | None, label: str) -> Sensitive:
 
 
 def _mount(mount: str) -> str:
-    cleaned = mount.strip().strip("/")
-    if not cleaned:
+    if not mount or not mount.strip().strip("/"):
         raise InputError("mount must name the auth method's path, e.g. 'approle'")
-    return "/".join(segment(part) for part in cleaned.split("/"))
+    return segments(mount.strip(), "mount")
 
 
 class TokenExpiryWarning(UserWarning):
@@ -263,7 +262,7 @@ class Auth(Area):
         if not username:
             raise InputError("a username is required")
         body = {"password": _sensitive(password, "password")}
-        return self._login(method, mount, f"login/{segment(username)}", body)
+        return self._login(method, mount, api_path("login/{username}", username=username), body)
 
     def _login(self, method: str, mount: str, tail: str, body: dict[str, Any]) -> Record:
         wire = {k: reveal(v) for k, v in body.items()}

@@ -132,14 +132,14 @@ class Broker(EngineArea):
         }
         if password_policy is not None:
             body["password_policy"] = password_policy
-        self._send("POST", self._path("config", "connection"), body)
+        self._send("POST", self._path("config/connection"), body)
 
     def configure_lease(self, ttl: int | str = 0, max_ttl: int | str = 0) -> Record:
         """Set the creds' lease ttls (0: the mount's). ``POST /broker/config/lease``.
 
         Returns the setting as :meth:`read_lease` does.
         """
-        self._send("POST", self._path("config", "lease"), {"ttl": ttl, "max_ttl": max_ttl})
+        self._send("POST", self._path("config/lease"), {"ttl": ttl, "max_ttl": max_ttl})
         found = self.read_lease()
         assert found is not None  # just written
         return found
@@ -147,7 +147,7 @@ class Broker(EngineArea):
     def read_lease(self) -> Record | None:
         """The creds' lease ttls in seconds, None before they were set. ``GET /broker/config/lease``."""
         try:
-            data = self._read(self._path("config", "lease"))
+            data = self._read(self._path("config/lease"))
         except NotFound:
             return None
         return Record(
@@ -185,7 +185,7 @@ class Broker(EngineArea):
             body["vhosts"] = _encoded_vhosts(vhosts)
         if vhost_topics:
             body["vhost_topics"] = _encoded_topics(vhost_topics)
-        self._send("POST", self._path("roles", name), body)
+        self._send("POST", self._path("roles/{name}", name=name), body)
         return self.read_role(name)
 
     def read_role(self, name: str) -> Record:
@@ -194,7 +194,7 @@ class Broker(EngineArea):
         ``GET /broker/roles/:name``.
         """
         required(role_name=name)
-        data = self._read(self._path("roles", name))
+        data = self._read(self._path("roles/{name}", name=name))
         tags = str(data.get("tags") or "")
         return Record(
             {
@@ -209,7 +209,7 @@ class Broker(EngineArea):
     def delete_role(self, name: str) -> None:
         """Delete a role (issued creds stay until their leases end). ``DELETE /broker/roles/:name``."""
         required(role_name=name)
-        self._send("DELETE", self._path("roles", name))
+        self._send("DELETE", self._path("roles/{name}", name=name))
 
     def generate_credentials(self, role: str) -> Record:
         """A new broker user for ``role``. ``GET /broker/creds/:name``.

@@ -159,7 +159,7 @@ class Database(EngineArea):
         if statements is not None:
             body["root_rotation_statements"] = statements
         body.update(details)
-        payload = self._send("POST", self._path("config", name), body)
+        payload = self._send("POST", self._path("config/{name}", name=name), body)
         record = self.read_connection(name)
         record["warnings"] = warnings_of(payload)
         return record
@@ -173,7 +173,7 @@ class Database(EngineArea):
         ``password_policy``, ``verify_connection``.
         """
         required(connection_name=name)
-        data = self._read(self._path("config", name))
+        data = self._read(self._path("config/{name}", name=name))
         details = dict(data.get("connection_details") or {})
         details.pop("password", None)
         rotation = data.get("root_credentials_rotate_statements")
@@ -201,12 +201,12 @@ class Database(EngineArea):
         Leases issued through it can no longer be revoked by the engine.
         """
         required(connection_name=name)
-        self._send("DELETE", self._path("config", name))
+        self._send("DELETE", self._path("config/{name}", name=name))
 
     def reset_connection(self, name: str) -> None:
         """Close the connection and restart its plugin. ``POST /database/reset/:name``."""
         required(connection_name=name)
-        self._send("POST", self._path("reset", name))
+        self._send("POST", self._path("reset/{name}", name=name))
 
     def rotate_root(self, name: str) -> None:
         """Rotate the connection's root password. ``POST /database/rotate-root/:name``.
@@ -214,7 +214,7 @@ class Database(EngineArea):
         The new password is known only to the server; it is never returned.
         """
         required(connection_name=name)
-        self._send("POST", self._path("rotate-root", name))
+        self._send("POST", self._path("rotate-root/{name}", name=name))
 
     # -- roles -------------------------------------------------------------------------
     def list_roles(self) -> Names:
@@ -256,7 +256,7 @@ class Database(EngineArea):
             body["default_ttl"] = default_ttl
         if max_ttl is not None:
             body["max_ttl"] = max_ttl
-        self._send("POST", self._path("roles", name), body)
+        self._send("POST", self._path("roles/{name}", name=name), body)
         return self.read_role(name)
 
     def read_role(self, name: str) -> Record:
@@ -266,7 +266,7 @@ class Database(EngineArea):
         and ``max_ttl`` (seconds).
         """
         required(role_name=name)
-        data = self._read(self._path("roles", name))
+        data = self._read(self._path("roles/{name}", name=name))
         return Record(
             {
                 "name": name,
@@ -281,7 +281,7 @@ class Database(EngineArea):
     def delete_role(self, name: str) -> None:
         """Delete a role (issued creds stay until their leases end). ``DELETE /database/roles/:name``."""
         required(role_name=name)
-        self._send("DELETE", self._path("roles", name))
+        self._send("DELETE", self._path("roles/{name}", name=name))
 
     def generate_credentials(self, role: str) -> Record:
         """New database credentials for ``role``. ``GET /database/creds/:name``.
@@ -323,7 +323,7 @@ class Database(EngineArea):
         statements = _statements("rotation_statements", rotation_statements)
         if statements is not None:
             body["rotation_statements"] = statements
-        self._send("POST", self._path("static-roles", name), body)
+        self._send("POST", self._path("static-roles/{name}", name=name), body)
         return self.read_static_role(name)
 
     def read_static_role(self, name: str) -> Record:
@@ -334,7 +334,7 @@ class Database(EngineArea):
         (aware datetimes; None when the server has not rotated yet).
         """
         required(role_name=name)
-        data = self._read(self._path("static-roles", name))
+        data = self._read(self._path("static-roles/{name}", name=name))
         period = _seconds(data.get("rotation_period"))
         last = parse_time(data.get("last_service_rotation") or data.get("last_vault_rotation"))
         return Record(
@@ -356,7 +356,7 @@ class Database(EngineArea):
         ``DELETE /database/static-roles/:name``.
         """
         required(role_name=name)
-        self._send("DELETE", self._path("static-roles", name))
+        self._send("DELETE", self._path("static-roles/{name}", name=name))
 
     def static_credentials(self, name: str) -> Record:
         """A static role's current credentials. ``GET /database/static-creds/:name``.
@@ -366,7 +366,7 @@ class Database(EngineArea):
         (seconds until the next rotation).
         """
         required(role_name=name)
-        data = self._read(self._path("static-creds", name))
+        data = self._read(self._path("static-creds/{name}", name=name))
         hide(data, "password", label="password")
         return Record(
             {
@@ -389,7 +389,7 @@ class Database(EngineArea):
         :meth:`read_static_role` does, with the new ``last_rotation``.
         """
         required(role_name=name)
-        self._send("POST", self._path("rotate-role", name))
+        self._send("POST", self._path("rotate-role/{name}", name=name))
         return self.read_static_role(name)
 
     # -- views -------------------------------------------------------------------------

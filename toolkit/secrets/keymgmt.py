@@ -145,7 +145,7 @@ class KeyManagement(EngineArea):
         type is refused by the server (400).
         """
         _required(key_name=name, key_type=type)
-        self._send("POST", self._path("key", name), {"type": type})
+        self._send("POST", self._path("key/{name}", name=name), {"type": type})
         return self.read_key(name)
 
     def read_key(self, name: str) -> Record:
@@ -156,7 +156,7 @@ class KeyManagement(EngineArea):
         (aware datetime) and ``public_key`` (PEM; None for a symmetric key).
         """
         _required(key_name=name)
-        data = self._read(self._path("key", name))
+        data = self._read(self._path("key/{name}", name=name))
         return Record(
             {
                 "name": data.get("name") or name,
@@ -194,7 +194,12 @@ class KeyManagement(EngineArea):
             body["deletion_allowed"] = deletion_allowed
         if not body:
             raise InputError("nothing to update: give min_enabled_version or deletion_allowed")
-        self._send("POST", self._path("key", name), body, check="read the key (keymgmt.read_key)")
+        self._send(
+            "POST",
+            self._path("key/{name}", name=name),
+            body,
+            check="read the key (keymgmt.read_key)",
+        )
         return self.read_key(name)
 
     def rotate_key(self, name: str) -> Record:
@@ -205,7 +210,7 @@ class KeyManagement(EngineArea):
         _required(key_name=name)
         self._send(
             "POST",
-            self._path("key", name, "rotate"),
+            self._path("key/{name}/rotate", name=name),
             check=f"read the key's latest_version (keymgmt.read_key({name!r}))",
         )
         return self.read_key(name)
@@ -217,12 +222,12 @@ class KeyManagement(EngineArea):
         provider or while ``deletion_allowed`` is false.
         """
         _required(key_name=name)
-        self._send("DELETE", self._path("key", name))
+        self._send("DELETE", self._path("key/{name}", name=name))
 
     def key_providers(self, name: str) -> Names:
         """The KMS providers holding the key (one at most). ``LIST /keymgmt/key/:name/kms``."""
         _required(key_name=name)
-        return self._list(self._path("key", name, "kms"))
+        return self._list(self._path("key/{name}/kms", name=name))
 
     # -- KMS providers -------------------------------------------------------------------
     def list_providers(self) -> Names:
@@ -248,13 +253,13 @@ class KeyManagement(EngineArea):
         body: dict[str, Any] = {"provider": provider, "key_collection": key_collection}
         if credentials:
             body["credentials"] = {str(k): hidden(v, "credential") for k, v in credentials.items()}
-        self._send("POST", self._path("kms", name), body)
+        self._send("POST", self._path("kms/{name}", name=name), body)
         return self.read_provider(name)
 
     def read_provider(self, name: str) -> Record:
         """A KMS provider: ``name``, ``provider``, ``key_collection``. ``GET /keymgmt/kms/:name``."""
         _required(provider_name=name)
-        data = self._read(self._path("kms", name))
+        data = self._read(self._path("kms/{name}", name=name))
         return Record(
             {
                 "name": name,
@@ -267,7 +272,7 @@ class KeyManagement(EngineArea):
     def delete_provider(self, name: str) -> None:
         """Delete a KMS provider. ``DELETE /keymgmt/kms/:name``; refused while it holds keys."""
         _required(provider_name=name)
-        self._send("DELETE", self._path("kms", name))
+        self._send("DELETE", self._path("kms/{name}", name=name))
 
     # -- distribution --------------------------------------------------------------------
     def distribute(
@@ -291,7 +296,7 @@ class KeyManagement(EngineArea):
         body = {"purpose": purposes, "protection": protection or "hsm"}
         self._send(
             "POST",
-            self._path("kms", provider, "key", key),
+            self._path("kms/{provider}/key/{key}", provider=provider, key=key),
             body,
             check="read the distribution (keymgmt.read_distribution)",
         )
@@ -306,7 +311,7 @@ class KeyManagement(EngineArea):
         ``distributed_at`` (the time in the name).
         """
         _required(provider_name=provider, key_name=key)
-        data = self._read(self._path("kms", provider, "key", key))
+        data = self._read(self._path("kms/{provider}/key/{key}", provider=provider, key=key))
         name = str(data.get("name") or "")
         return Record(
             {
@@ -326,7 +331,7 @@ class KeyManagement(EngineArea):
     def provider_keys(self, provider: str) -> Names:
         """Keys in a KMS provider. ``LIST /keymgmt/kms/:name/key``."""
         _required(provider_name=provider)
-        return self._list(self._path("kms", provider, "key"))
+        return self._list(self._path("kms/{provider}/key", provider=provider))
 
     def remove_from_provider(self, provider: str, key: str) -> None:
         """Take a key out of a provider; it stays in the engine.
@@ -334,7 +339,7 @@ class KeyManagement(EngineArea):
         ``DELETE /keymgmt/kms/:name/key/:key_name``.
         """
         _required(provider_name=provider, key_name=key)
-        self._send("DELETE", self._path("kms", provider, "key", key))
+        self._send("DELETE", self._path("kms/{provider}/key/{key}", provider=provider, key=key))
 
     # -- views ---------------------------------------------------------------------------
     def _all_keys(self) -> list[Record]:

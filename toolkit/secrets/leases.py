@@ -22,7 +22,7 @@ from .._deprecation import keep_old_names
 from .._errors import APIError, InputError, ToolkitError
 from .._frames import Col, Schema, build_frame, frame_from_columns
 from .._gc import collector_paused
-from .._http import HTTPLayer, Request, decode_json, segment
+from .._http import HTTPLayer, Request, decode_json, segments
 from .._progress import progress
 from .._records import Record
 from .._time import parse_time
@@ -182,10 +182,9 @@ class Leases(Area):
 
     def revoke_prefix(self, prefix: str, *, sync: bool = True) -> None:
         """Revoke every lease under ``prefix``. ``POST /sys/leases/revoke-prefix/:prefix`` (sudo)."""
-        path = _prefix(prefix)
         self._http.json(
             "POST",
-            f"/sys/leases/revoke-prefix/{path}",
+            f"/sys/leases/revoke-prefix/{_prefix(prefix)}",
             json={"sync": sync},
             check="list the leases under the prefix (leases.list)",
         )
@@ -551,15 +550,21 @@ def _folder(prefix: str) -> str:
     return prefix if not prefix or prefix.endswith("/") else prefix + "/"
 
 
+# The walks list the folders the server named: a key such as ``../../auth/`` is
+# refused by the same rule as a prefix given, before anything is sent.
+_FOLDER = "prefix (or a folder the server listed under it)"
+
+
 def _lookup_path(prefix: str) -> str:
+    """``/sys/leases/lookup/<folder>/``: the folder's names by the one rule (root: empty)."""
     folder = _folder(prefix)
-    return "/sys/leases/lookup/" + "/".join(segment(p) for p in folder.split("/"))
+    return "/sys/leases/lookup/" + (segments(folder, _FOLDER) + "/" if folder else "")
 
 
 def _prefix(prefix: str) -> str:
     if not prefix or not prefix.strip("/"):
         raise InputError("a prefix is required (revoking everything is not offered)")
-    return "/".join(segment(p) for p in prefix.lstrip("/").split("/"))
+    return segments(prefix, "prefix") + ("/" if prefix.endswith("/") else "")
 
 
 def _query(params: Mapping[str, Any]) -> dict[str, str]:

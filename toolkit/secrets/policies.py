@@ -16,7 +16,7 @@ import pandas as pd
 from .._deprecation import keep_old_names
 from .._errors import APIError, DecodeError, InputError, MethodNotAllowed, NotFound
 from .._frames import Col, Schema, build_frame
-from .._http import segment
+from .._http import api_path
 from .._records import Record
 from ._base import Area, unwrap
 
@@ -65,7 +65,7 @@ class Policies(Area):
         """
         if _kind(kind) == "egp":
             return list(self.name_path_map())
-        return self._list(f"/sys/policies/{kind}")
+        return self._list(api_path("/sys/policies/{kind}", kind=kind))
 
     def name_path_map(self) -> NamePathMap:
         """Each EGP's name, and the paths it governs: ``{"path", "glob"}`` dicts.
@@ -98,7 +98,7 @@ class Policies(Area):
         A record with ``kind``, ``name``, ``policy`` (the text), and for RGP/EGP
         ``enforcement_level``, for EGP ``paths`` (a list).
         """
-        data = self._read(f"/sys/policies/{_kind(kind)}/{segment(name)}")
+        data = self._read(api_path("/sys/policies/{kind}/{name}", kind=_kind(kind), name=name))
         record: dict[str, Any] = {
             "kind": kind,
             "name": data.get("name", name),
@@ -147,11 +147,11 @@ class Policies(Area):
             body["paths"] = path_list
         elif paths is not None:
             raise InputError("paths applies to egp policies only")
-        self._send("POST", f"/sys/policies/{kind}/{segment(name)}", body)
+        self._send("POST", api_path("/sys/policies/{kind}/{name}", kind=kind, name=name), body)
 
     def delete(self, kind: str, name: str) -> None:
         """Delete a policy, with immediate effect. ``DELETE /sys/policies/{kind}/:name``."""
-        self._send("DELETE", f"/sys/policies/{_kind(kind)}/{segment(name)}")
+        self._send("DELETE", api_path("/sys/policies/{kind}/{name}", kind=_kind(kind), name=name))
 
     def policies_frame(self, kinds: Iterable[str] = KINDS) -> pd.DataFrame:
         """Every policy of ``kinds`` in one frame, read concurrently.

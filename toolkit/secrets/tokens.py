@@ -19,7 +19,7 @@ import pandas as pd
 from .._deprecation import keep_old_names
 from .._errors import InputError, PermissionDenied
 from .._frames import Col, Schema, build_frame
-from .._http import Request, decode_json, segment
+from .._http import Request, api_path, decode_json
 from .._records import Record
 from .._time import parse_duration
 from ..findings import Finding, findings_frame
@@ -159,7 +159,12 @@ class Tokens(Area):
         them) is an empty frame.
         """
         names = self._list("/auth/token/roles")
-        calls = [Request("GET", f"/auth/token/roles/{segment(n)}", ok_statuses=GONE) for n in names]
+        calls = [
+            Request(
+                "GET", api_path("/auth/token/roles/{listed_role}", listed_role=n), ok_statuses=GONE
+            )
+            for n in names
+        ]
         rows = []
         for name, response in zip(names, self._http.many(calls), strict=True):
             if response.status_code in GONE:
