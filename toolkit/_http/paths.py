@@ -117,10 +117,8 @@ def check_path(method: str, prefix: str, path: str) -> None:
     another way. Raises :class:`InputError` (the path is not shown: it may
     hold a name that is a secret).
     """
-    bad = not path.startswith("/") or "?" in path or "#" in path or _UNSENDABLE.search(path)
-    if not bad:
-        bad = any(part.lower() in _DOTS for part in path.split("/"))
-    if bad:
+    bad = not path.startswith("/") or "?" in path or "#" in path
+    if bad or _UNSENDABLE.search(path) or any(part.lower() in _DOTS for part in path.split("/")):
         raise InputError(
             f"{method} under {prefix}: the path would leave {prefix} or be rewritten "
             "('.', '..', '?', '#' or a control character in a segment); "

@@ -61,9 +61,9 @@ def _sensitive(value: Secret | None, label: str) -> Sensitive:
 
 
 def _mount(mount: str) -> str:
-    if not mount or not mount.strip().strip("/"):
+    if not mount or not mount.strip("/"):
         raise InputError("mount must name the auth method's path, e.g. 'approle'")
-    return segments(mount.strip(), "mount")
+    return segments(mount, "mount")
 
 
 class TokenExpiryWarning(UserWarning):
