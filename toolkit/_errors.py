@@ -7,6 +7,7 @@
     │   ├── TLSError            certificate or handshake failure
     │   ├── TimeoutError        no answer within the timeout (or the deadline of a fan-out)
     │   ├── DecodeError         the answer was not the JSON the API promises
+    │   │   └── MissingField    a field the API promises is not there (also a KeyError)
     │   └── OutcomeUnknown      a write that is not safe to repeat was sent, and no
     │                           usable answer came back (the connection broke after
     │                           the request was written, a gateway answered 502/504,
@@ -45,6 +46,7 @@ __all__ = [
     "DecodeError",
     "InputError",
     "MethodNotAllowed",
+    "MissingField",
     "NotFound",
     "OutcomeUnknown",
     "PermissionDenied",
@@ -98,6 +100,14 @@ class TimeoutError(TransportError):  # noqa: A001 - deliberately the toolkit's o
 
 class DecodeError(TransportError):
     """The answer was not valid JSON, or was cut short."""
+
+
+class MissingField(DecodeError, KeyError):
+    """A field the API promises is not in the answer: ``record["name"]`` of a record
+    read from the server. Also a KeyError, for code that asks whether it is there."""
+
+    def __str__(self) -> str:  # not quoted, as KeyError's would be
+        return str(self.args[0]) if self.args else ""
 
 
 class OutcomeUnknown(TransportError):

@@ -234,8 +234,10 @@ class HTTPLayer:
         self._last_date = date
         try:
             when = parsedate_to_datetime(date)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return
+        if not 1970 <= when.year <= 9000:
+            return  # no clock: the year 9999 would overflow every sum of times
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
         with self._lock:

@@ -219,11 +219,12 @@ def api_error(response: Response, method: str, url: str) -> APIError:
                 if isinstance(item, str):
                     messages.append(item)
                 elif isinstance(item, dict):
-                    text = item.get("detail") or item.get("title") or ""
-                    if item.get("title") and item.get("detail") and item["title"] not in text:
+                    text = str(item.get("detail") or item.get("title") or "")
+                    if item.get("title") and item.get("detail") and str(item["title"]) not in text:
                         text = f"{item['title']}: {item['detail']}"
-                    pointer = (item.get("source") or {}).get("pointer")
-                    if pointer and pointer not in text:
+                    source = item.get("source")
+                    pointer = source.get("pointer") if isinstance(source, dict) else None
+                    if pointer and str(pointer) not in text:
                         text = f"{text} ({pointer})"
                     messages.append(str(text))
         elif isinstance(payload.get("message"), str):

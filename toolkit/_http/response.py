@@ -104,8 +104,15 @@ class Response:
         return self.content.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
-        """The body decoded as JSON (the standard decoder: it takes ``NaN`` too)."""
-        return jsonlib.loads(self.content)
+        """The body decoded as JSON (the standard decoder: it takes ``NaN`` too).
+
+        Raises ValueError for what is not JSON, and for JSON nested too deep to
+        decode (which would otherwise be a RecursionError).
+        """
+        try:
+            return jsonlib.loads(self.content)
+        except RecursionError:
+            raise ValueError("the JSON is nested too deep to decode") from None
 
     @property
     def is_success(self) -> bool:

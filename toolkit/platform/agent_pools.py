@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from .._deprecation import keep_old_names
-from .._errors import APIError, InputError, NotFound
+from .._errors import APIError, DecodeError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
 from .._http import api_path
@@ -519,7 +519,14 @@ class StatusTally:
 
     def add(self, resources: Sequence[Mapping[str, Any]]) -> None:
         pid = self.pool_id
-        self.pairs.update((pid, (r.get("attributes") or {}).get("status")) for r in resources)
+        self.pairs.update((pid, _status(r)) for r in resources)
+
+
+def _status(agent: Mapping[str, Any]) -> str | None:
+    status = (agent.get("attributes") or {}).get("status")
+    if status is None or isinstance(status, str):
+        return status
+    raise DecodeError("the server's answer has an agent 'status' that is not text")
 
 
 def count_by_status(pools: pd.DataFrame, pairs: Counter[tuple[str, Any]]) -> pd.DataFrame:

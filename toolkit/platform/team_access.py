@@ -13,7 +13,7 @@ from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
-from .._records import Record
+from .._records import Record, integer
 from .._spec.access import (
     ACCESS_LEVELS,
     CUSTOM_DEFAULTS,
@@ -484,8 +484,8 @@ class TeamAccess(Area):
             for api in PERMISSION_ATTRIBUTES:
                 col = api.replace("-", "_")
                 value = rec[col]
-                if implied:
-                    value = IMPLIED_PERMISSIONS[level][api]
+                if implied:  # an access level this client does not know implies nothing known
+                    value = IMPLIED_PERMISSIONS.get(level, {}).get(api)
                 rows.append(
                     {
                         "workspace_id": rec["workspace_id"],
@@ -644,7 +644,7 @@ def team_access_findings(
     for team in teams:
         org, name = team.get("organization"), team.get("name")
         obj = f"{org}/teams/{name}"
-        size = int(team.get("users_count") or 0)
+        size = integer(team.get("users_count"), "users_count")
         if _is_owners(team):
             if size > max_owners:
                 found.append(

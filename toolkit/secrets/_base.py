@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
 from .._area import Area as BaseArea
-from .._errors import NotFound
+from .._errors import DecodeError, MissingField, NotFound
 from .._http import HTTPLayer, Request, api_path, decode_json, segments
 from .._masking import Sensitive
 from .._records import Record
@@ -23,9 +23,12 @@ __all__ = [
     "Area",
     "ENVELOPE_KEYS",
     "EngineArea",
+    "fields_of",
     "is_envelope",
     "list_keys",
     "list_keys_of",
+    "records_of",
+    "listed_keys",
     "unwrap",
     "warnings_of",
 ]
@@ -59,20 +62,42 @@ def lookup_requests(path: str, field: str, values: Sequence[str]) -> list[Reques
     ]
 
 
+class Fields(dict[str, Any]):
+    """An answer's fields: a missing one read with ``fields["name"]`` is a
+    :class:`~toolkit.MissingField` naming it (the answer is not what the API
+    promises), never a bare KeyError."""
+
+    def __missing__(self, key: str) -> Any:
+        raise MissingField(f"the server's answer has no {str(key)[:60]!r} field")
+
+
 def unwrap(payload: Any) -> dict[str, Any]:
-    """The answer's fields: ``data`` of an envelope, else the payload itself ({} for none)."""
+    """The answer's fields: ``data`` of an envelope, else the payload itself ({} for none).
+
+    An answer, or a ``data``, that is not an object is a :class:`DecodeError`.
+    """
     if payload is None:
-        return {}
+        return Fields()
     if is_envelope(payload):
-        return dict(payload.get("data") or {})
-    return dict(payload) if isinstance(payload, Mapping) else {}
+        data = payload.get("data")
+        if data is None:
+            return Fields()
+        if not isinstance(data, Mapping):
+            raise DecodeError("the server's answer has a 'data' that is not an object")
+        return Fields(data)
+    if not isinstance(payload, Mapping):
+        raise DecodeError("the server's answer is not a JSON object")
+    return Fields(payload)
 
 
 def warnings_of(payload: Any) -> list[str]:
     """The envelope's ``warnings`` (an empty list when there are none)."""
-    if isinstance(payload, Mapping):
-        return [str(w) for w in payload.get("warnings") or []]
-    return []
+    warnings = payload.get("warnings") if isinstance(payload, Mapping) else None
+    if not warnings:
+        return []
+    if not isinstance(warnings, list):
+        raise DecodeError("the server's answer has 'warnings' that are not a list")
+    return [str(w) for w in warnings]
 
 
 def lease_of(payload: Any) -> dict[str, Any]:
@@ -120,9 +145,38 @@ def _keys(payload: Any) -> list[str]:
     keys = data.get("keys")
     if keys is None and isinstance(payload, Mapping):
         keys = payload.get("keys")
+    return listed_keys(keys)
+
+
+def listed_keys(keys: Any, field: str = "keys") -> list[str]:
+    """A list of names in an answer (a LIST's ``keys``, a token's ``policies``; or an
+    object keyed by them), checked: anything but text is a :class:`DecodeError`,
+    never a name made up from it."""
+    if keys is None:
+        return []
     if isinstance(keys, Mapping):
-        return [str(k) for k in keys]
-    return [str(k) for k in keys or []]
+        keys = list(keys)
+    if not isinstance(keys, list) or not all(type(k) is str for k in keys):
+        raise DecodeError(f"the server's answer has {field!r} that are not a list of names")
+    return keys
+
+
+def records_of(value: Any, field: str) -> list[Fields]:
+    """A list of objects in an answer (``[]`` for none), or a :class:`DecodeError`."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        raise DecodeError(f"the server's answer has {field!r} that are not a list of objects")
+    return [Fields(v) for v in value]
+
+
+def fields_of(value: Any, field: str) -> Fields:
+    """An object nested in an answer (``{}`` for none), or a :class:`DecodeError`."""
+    if value is None:
+        return Fields()
+    if not isinstance(value, Mapping):
+        raise DecodeError(f"the server's answer has a {field!r} that is not an object")
+    return Fields(value)
 
 
 def hide(record: dict[str, Any], *fields: str, label: str = "secret") -> dict[str, Any]:

@@ -35,7 +35,7 @@ from urllib.parse import parse_qs, urlsplit
 from .._errors import APIError, InputError, ToolkitError
 from .._http import HTTPLayer, api_path, segments
 from .._masking import Sensitive, reveal
-from .._records import Record
+from .._records import Record, integer
 from .._time import parse_duration
 from ._base import Area, unwrap
 
@@ -214,7 +214,7 @@ class Auth(Area):
                 "accessor": data.get("accessor"),
                 "policies": list(data.get("policies") or []),
                 "token_policies": list(data.get("policies") or []),
-                "ttl": int(data.get("ttl") or 0),
+                "ttl": integer(data.get("ttl"), "ttl"),
                 "renewable": bool(data.get("renewable")),
                 "display_name": data.get("display_name"),
                 "entity_id": data.get("entity_id"),
@@ -291,7 +291,7 @@ class Auth(Area):
                 "accessor": auth.get("accessor"),
                 "policies": list(auth.get("policies") or []),
                 "token_policies": list(auth.get("token_policies") or auth.get("policies") or []),
-                "ttl": int(auth.get("lease_duration") or 0),
+                "ttl": integer(auth.get("lease_duration"), "lease_duration"),
                 "renewable": bool(auth.get("renewable")),
                 "display_name": display_name,
                 "entity_id": auth.get("entity_id") or None,
@@ -341,7 +341,7 @@ class TokenRenewal:
 
     def start(self) -> None:
         data = unwrap(self._http.json("GET", "/auth/token/lookup-self"))
-        ttl = int(data.get("ttl") or 0)
+        ttl = integer(data.get("ttl"), "ttl")
         if not ttl:
             self.state = "not_needed"
             return
@@ -351,7 +351,7 @@ class TokenRenewal:
                 "not_renewable", f"the token cannot be renewed; it expires at {self._when()}"
             )
             return
-        self._ttl = int(data.get("creation_ttl") or ttl)
+        self._ttl = integer(data.get("creation_ttl"), "creation_ttl", ttl)
         self.state = "renewing"
         self._thread = threading.Thread(target=self._run, name="token-renewal", daemon=True)
         self._thread.start()

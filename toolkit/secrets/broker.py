@@ -25,10 +25,10 @@ from typing import Any
 import pandas as pd
 
 from .._deprecation import keep_old_names
-from .._errors import InputError, NotFound
+from .._errors import DecodeError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden, reveal
-from .._records import Record
+from .._records import Record, integer
 from ._base import EngineArea
 from ._credentials import issue_credentials, required
 
@@ -64,11 +64,25 @@ _VHOST_KEYS = ("configure", "write", "read")
 _TOPIC_KEYS = ("write", "read")
 
 
-def _decoded(value: Any) -> dict[str, Any]:
-    """A role map as read: a JSON string or an object (empty when absent)."""
+def _decoded(value: Any, field: str, depth: int) -> dict[str, Any]:
+    """A role map as read: a JSON string or an object (empty when absent), objects
+    ``depth`` levels down to text patterns (``vhosts`` 2, ``vhost_topics`` 3)."""
     if isinstance(value, str):
-        value = json.loads(value) if value.strip() else {}
-    return dict(value) if isinstance(value, Mapping) else {}
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except (ValueError, RecursionError):
+            raise DecodeError(f"the server's role holds a {field!r} that is not JSON") from None
+    if value is None:
+        return {}
+    if not _nested(value, depth):
+        raise DecodeError(f"the server's role holds a {field!r} that is not a permissions map")
+    return dict(value)
+
+
+def _nested(value: Any, depth: int) -> bool:
+    if depth == 0:
+        return isinstance(value, str)
+    return isinstance(value, Mapping) and all(_nested(v, depth - 1) for v in value.values())
 
 
 def _check(field: str, where: str, perms: Any, keys: tuple[str, ...]) -> None:
@@ -151,7 +165,10 @@ class Broker(EngineArea):
         except NotFound:
             return None
         return Record(
-            {"ttl": int(data.get("ttl") or 0), "max_ttl": int(data.get("max_ttl") or 0)},
+            {
+                "ttl": integer(data.get("ttl"), "ttl"),
+                "max_ttl": integer(data.get("max_ttl"), "max_ttl"),
+            },
             kind="broker-lease",
         )
 
@@ -200,8 +217,8 @@ class Broker(EngineArea):
             {
                 "name": name,
                 "tags": [t.strip() for t in tags.split(",") if t.strip()],
-                "vhosts": _decoded(data.get("vhosts")),
-                "vhost_topics": _decoded(data.get("vhost_topics")),
+                "vhosts": _decoded(data.get("vhosts"), "vhosts", 2),
+                "vhost_topics": _decoded(data.get("vhost_topics"), "vhost_topics", 3),
             },
             kind="broker-role",
         )

@@ -27,12 +27,12 @@ from typing import Any
 import pandas as pd
 
 from .._deprecation import keep_old_names
-from .._errors import InputError
+from .._errors import DecodeError, InputError
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
 from .._records import Record
 from .._time import parse_time
-from ._base import EngineArea, hide, warnings_of
+from ._base import EngineArea, hide, listed_keys, warnings_of
 from ._credentials import issue_credentials, required
 
 __all__ = ["CONNECTIONS", "DB_ROLES", "STATIC_ROLES", "Database", "connection_findings"]
@@ -100,7 +100,11 @@ def _allows(patterns: Sequence[str], role: str) -> bool:
 
 
 def _seconds(value: Any) -> int:
-    return int(float(value or 0))
+    """Seconds as the server gives a ttl (a number, or digits)."""
+    try:
+        return int(float(value or 0))
+    except (ValueError, TypeError, OverflowError):
+        raise DecodeError("the server's answer has a ttl that is not a number of seconds") from None
 
 
 class Database(EngineArea):
@@ -187,7 +191,7 @@ class Database(EngineArea):
                 "connection_url": details.get("connection_url"),
                 "username": details.get("username"),
                 "connection_details": details,
-                "allowed_roles": list(data.get("allowed_roles") or []),
+                "allowed_roles": listed_keys(data.get("allowed_roles"), "allowed_roles"),
                 "root_rotation_statements": list(rotation or []),
                 "password_policy": data.get("password_policy") or "",
                 "verify_connection": data.get("verify_connection"),
@@ -271,7 +275,7 @@ class Database(EngineArea):
             {
                 "name": name,
                 "db_name": data.get("db_name") or "",
-                **{key: list(data.get(key) or []) for key in _STATEMENT_LISTS},
+                **{key: listed_keys(data.get(key), key) for key in _STATEMENT_LISTS},
                 "default_ttl": _seconds(data.get("default_ttl")),
                 "max_ttl": _seconds(data.get("max_ttl")),
             },

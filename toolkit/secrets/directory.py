@@ -27,9 +27,9 @@ from .._errors import APIError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._http import HTTPLayer
 from .._masking import Sensitive, hidden, reveal
-from .._records import Record
+from .._records import Record, integer
 from .._time import parse_duration, parse_time
-from ._base import EngineArea, hide, lease_of, unwrap, warnings_of
+from ._base import EngineArea, fields_of, hide, lease_of, unwrap, warnings_of
 from .leases import Leases
 
 __all__ = ["LIBRARY_STATUS", "ROLES", "Directory"]
@@ -280,7 +280,7 @@ class Directory(EngineArea):
         """
         data = self._read(self._path("library/{name}/status", name=name))
         return {
-            account: self._record(dict(fields or {}), "library-account")
+            account: self._record(fields_of(fields, account), "library-account")
             for account, fields in sorted(data.items())
         }
 
@@ -376,7 +376,7 @@ class Directory(EngineArea):
             except NotFound:
                 continue  # deleted since the listing
             last = role.get("last_service_rotation")
-            ttl = int(role.get("ttl") or 0)
+            ttl = integer(role.get("ttl"), "ttl")
             rows.append(
                 {
                     "role": name,

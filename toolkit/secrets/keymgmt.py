@@ -18,7 +18,7 @@ the server does not answer them, and the client neither keeps nor shows them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pandas as pd
@@ -27,9 +27,9 @@ from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
-from .._records import Record
-from .._time import parse_time
-from ._base import EngineArea
+from .._records import Record, integer
+from .._time import from_epoch, parse_time
+from ._base import EngineArea, fields_of, listed_keys
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -109,12 +109,17 @@ def _required(**values: str) -> None:
             raise InputError(f"a {what.replace('_', ' ')} is required")
 
 
+def _names(value: Any, field: str) -> str | list[str]:
+    """Purposes as a server gives them: comma-separated text, or a list of names."""
+    return value if isinstance(value, str) else listed_keys(value, field)
+
+
 def _versions(raw: Any) -> dict[int, dict[str, Any]]:
     """``keys`` of a key read: version number -> ``creation_time`` (datetime), ``public_key``."""
     versions: dict[int, dict[str, Any]] = {}
-    for number, entry in (raw or {}).items():
+    for number, entry in fields_of(raw, "keys").items():
         entry = entry if isinstance(entry, Mapping) else {}
-        versions[int(number)] = {
+        versions[integer(number, "keys")] = {
             "creation_time": parse_time(entry.get("creation_time")),
             "public_key": entry.get("public_key") or None,
         }
@@ -124,7 +129,7 @@ def _versions(raw: Any) -> dict[int, dict[str, Any]]:
 def _distributed_at(name_in_provider: str) -> datetime | None:
     """The unix timestamp the server appends to a key's name in a provider, as a datetime."""
     _, _, suffix = name_in_provider.rpartition("-")
-    return datetime.fromtimestamp(int(suffix), UTC) if suffix.isdigit() else None
+    return from_epoch(suffix) if suffix.isdigit() else None
 
 
 class KeyManagement(EngineArea):
@@ -162,8 +167,10 @@ class KeyManagement(EngineArea):
                 "name": data.get("name") or name,
                 "type": data.get("type"),
                 "deletion_allowed": bool(data.get("deletion_allowed")),
-                "min_enabled_version": int(data.get("min_enabled_version") or 0),
-                "latest_version": int(data.get("latest_version") or 0),
+                "min_enabled_version": integer(
+                    data.get("min_enabled_version"), "min_enabled_version"
+                ),
+                "latest_version": integer(data.get("latest_version"), "latest_version"),
                 "versions": _versions(data.get("keys")),
             },
             kind="managed-key",
@@ -318,10 +325,11 @@ class KeyManagement(EngineArea):
                 "key": key,
                 "kms": provider,
                 "name": name,
-                "purpose": purposes_of(data.get("purpose") or []),
+                "purpose": purposes_of(_names(data.get("purpose"), "purpose")),
                 "protection": data.get("protection"),
                 "versions": {
-                    int(v): str(i) for v, i in sorted((data.get("versions") or {}).items())
+                    integer(v, "versions"): str(i)
+                    for v, i in sorted(fields_of(data.get("versions"), "versions").items())
                 },
                 "distributed_at": _distributed_at(name),
             },
@@ -364,7 +372,7 @@ class KeyManagement(EngineArea):
         rows = []
         for key in keys:
             versions = key["versions"]
-            times = [v["creation_time"] for v in versions.values()]
+            times = [v["creation_time"] for v in versions.values() if v["creation_time"]]
             minimum = key["min_enabled_version"]
             rows.append(
                 {

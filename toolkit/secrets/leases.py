@@ -24,10 +24,19 @@ from .._frames import Col, Schema, build_frame, frame_from_columns
 from .._gc import collector_paused
 from .._http import HTTPLayer, Request, decode_json, segments
 from .._progress import progress
-from .._records import Record
+from .._records import Record, integer
 from .._time import parse_time
 from ..findings import Finding, combine, findings_frame
-from ._base import GONE, Area, list_keys_of, lookup_requests, unwrap, warnings_of
+from ._base import (
+    GONE,
+    Area,
+    list_keys_of,
+    listed_keys,
+    lookup_requests,
+    records_of,
+    unwrap,
+    warnings_of,
+)
 
 __all__ = [
     "LEASES",
@@ -211,7 +220,7 @@ class Leases(Area):
         data = unwrap(self._http.json("GET", "/sys/leases/count", params=_query(params)))
         return Record(
             {
-                "lease_count": int(data.get("lease_count") or 0),
+                "lease_count": integer(data.get("lease_count"), "lease_count"),
                 "counts": dict(data.get("counts") or {}),
             },
             kind="lease-count",
@@ -238,9 +247,9 @@ class Leases(Area):
         items: list[Mapping[str, Any]] = []
         if isinstance(raw, Mapping):  # per mount point
             for mount, leases in raw.items():
-                items.extend({"mount": mount, **lease} for lease in leases or [])
+                items.extend({"mount": mount, **lease} for lease in records_of(leases, "leases"))
         else:
-            items = list(raw)
+            items = list(records_of(raw, "leases"))
         rows = [
             {
                 "lease_id": item.get("lease_id") or item.get("id"),
@@ -253,7 +262,7 @@ class Leases(Area):
             for item in items
         ]
         frame = build_frame(rows, IRREVOCABLE)
-        frame.attrs["lease_count"] = int(data.get("lease_count") or len(rows))
+        frame.attrs["lease_count"] = integer(data.get("lease_count"), "lease_count", len(rows))
         frame.attrs["warnings"] = warnings_of(payload)
         return frame
 
@@ -830,8 +839,7 @@ _LIST_EMPTY = frozenset({404})
 
 def _keys_of(payload: Any) -> list[str]:
     data = payload.get("data") if isinstance(payload, Mapping) else None
-    keys = (data or {}).get("keys") if isinstance(data, Mapping) else None
-    return list(keys or [])
+    return listed_keys((data or {}).get("keys") if isinstance(data, Mapping) else None)
 
 
 def _mount_role(folder: str, mounts: Sequence[str]) -> tuple[str, str]:

@@ -45,15 +45,16 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 
-from .._errors import InputError
+from .._errors import DecodeError, InputError
 from .._frames import Col, Schema, build_frame
 from .._http import HTTPLayer, Request, decode_json
 from .._masking import Sensitive
-from .._records import Record
+from .._records import Record, integer
 from .._spec import certificate_names as policy
+from .._time import from_epoch
 from .._x509 import path_length
 from ..findings import Finding, findings_frame
-from ._base import EngineArea, hide, lease_of, unwrap, warnings_of
+from ._base import EngineArea, hide, lease_of, listed_keys, unwrap, warnings_of
 
 __all__ = [
     "certificate_findings",
@@ -145,9 +146,11 @@ _LIST_FIELDS = ("allowed_domains", "allowed_uri_sans", "allowed_other_sans", "al
 
 def _load_certificate(text: str) -> x509.Certificate:
     """The first certificate of PEM text, or of base64 DER (the ``der`` format)."""
-    if "-----BEGIN CERTIFICATE-----" in text:
-        return x509.load_pem_x509_certificates(text.encode())[0]
+    if not isinstance(text, str):
+        raise DecodeError("a certificate the server gave is not text")
     try:
+        if "-----BEGIN CERTIFICATE-----" in text:
+            return x509.load_pem_x509_certificates(text.encode())[0]
         return x509.load_der_x509_certificate(base64.b64decode(text, validate=True))
     except (ValueError, binascii.Error) as exc:
         raise InputError(f"not a PEM or base64 DER certificate: {exc}") from None
@@ -423,7 +426,10 @@ class PKI(EngineArea):
         for name in self.list_roles():
             role = dict(self.read_role(name))
             for field in _LIST_FIELDS:
-                role[field] = ", ".join(role.get(field) or [])
+                value = role.get(field)
+                role[field] = (
+                    value if isinstance(value, str) else ", ".join(listed_keys(value, field))
+                )
             rows.append({"name": name, **role})
         return build_frame(rows, PKI_ROLES)
 
@@ -880,7 +886,7 @@ class PKI(EngineArea):
                 continue
             data = unwrap(decode_json(response, "GET"))
             cert = _load_certificate(str(data.get("certificate") or ""))
-            revoked_at = int(data.get("revocation_time") or 0)
+            revoked_at = integer(data.get("revocation_time"), "revocation_time")
             try:
                 is_ca = cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
             except x509.ExtensionNotFound:
@@ -895,9 +901,7 @@ class PKI(EngineArea):
                     "not_after": cert.not_valid_after_utc,
                     "expired": cert.not_valid_after_utc <= now,
                     "revoked": bool(revoked_at),
-                    "revocation_time": datetime.fromtimestamp(revoked_at, UTC)
-                    if revoked_at
-                    else None,
+                    "revocation_time": from_epoch(revoked_at),
                     "is_ca": is_ca,
                 }
             )
@@ -929,7 +933,7 @@ class PKI(EngineArea):
             raise InputError("serial: give the serial number of the certificate to revoke")
         data = unwrap(self._send("POST", self._path("revoke"), {"serial_number": serial.strip()}))
         if data.get("revocation_time"):
-            data["revocation_time"] = datetime.fromtimestamp(int(data["revocation_time"]), UTC)
+            data["revocation_time"] = from_epoch(data["revocation_time"])
         return self._record(data, "pki_revocation")
 
     def crl(self, issuer_ref: str = "default", *, delta: bool = False) -> Record:

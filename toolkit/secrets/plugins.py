@@ -141,7 +141,10 @@ class Plugins(Area):
         """
         catalog = self.catalog().reset_index()
         external = catalog[~catalog["builtin"].fillna(False).astype(bool)]
-        entries = [(str(r.type), str(r.name), str(r.version or "")) for r in external.itertuples()]
+        entries = [
+            (str(r.type), str(r.name), r.version if isinstance(r.version, str) else "")
+            for r in external.itertuples()
+        ]
         details = list(self._http.map(lambda e: self.read(*e[:2], e[2] or None), entries))
         mounts = self._mounts()
         rows = []

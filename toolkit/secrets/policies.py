@@ -17,7 +17,7 @@ from .._deprecation import keep_old_names
 from .._errors import APIError, DecodeError, InputError, MethodNotAllowed, NotFound
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
-from .._records import Record
+from .._records import Record, text
 from ._base import Area, unwrap
 
 __all__ = ["ENFORCEMENT_LEVELS", "HOLDERS", "KINDS", "POLICIES", "Policies"]
@@ -102,7 +102,7 @@ class Policies(Area):
         record: dict[str, Any] = {
             "kind": kind,
             "name": data.get("name", name),
-            "policy": data.get("policy", ""),
+            "policy": text(data.get("policy"), "policy") or "",
         }
         if kind != "acl":
             record["enforcement_level"] = data.get("enforcement_level")

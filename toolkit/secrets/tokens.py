@@ -11,7 +11,7 @@ finding rather than failing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pandas as pd
@@ -21,9 +21,9 @@ from .._errors import InputError, PermissionDenied
 from .._frames import Col, Schema, build_frame
 from .._http import Request, api_path, decode_json
 from .._records import Record
-from .._time import parse_duration
+from .._time import from_epoch, parse_duration
 from ..findings import Finding, findings_frame
-from ._base import GONE, Area, hide, lookup_requests, unwrap
+from ._base import GONE, Area, hide, listed_keys, lookup_requests, unwrap
 
 __all__ = ["TOKEN_INVENTORY", "TOKEN_ROLES", "Tokens", "token_findings"]
 
@@ -219,7 +219,8 @@ def token_findings(inventory: pd.DataFrame) -> pd.DataFrame:
         policies = list(row["policies"] or [])
         if "root" in policies:
             found.append(Finding("critical", "tokens", name, "root token: holds the root policy"))
-        if pd.isna(row["expire_time"]) and not row["ttl"]:
+        # No expiry and a ttl of 0; a ttl the answer left out says nothing either way.
+        if pd.isna(row["expire_time"]) and pd.notna(row["ttl"]) and row["ttl"] == 0:
             found.append(
                 Finding("high", "tokens", name, f"never expires (policies {', '.join(policies)})")
             )
@@ -229,11 +230,12 @@ def token_findings(inventory: pd.DataFrame) -> pd.DataFrame:
 def _inventory_row(accessor: str, data: dict[str, Any]) -> dict[str, Any]:
     issue = data.get("issue_time")
     if not issue and data.get("creation_time"):
-        issue = datetime.fromtimestamp(int(data["creation_time"]), UTC).isoformat()
+        when = from_epoch(data["creation_time"])
+        issue = when.isoformat() if when else None
     return {
         "accessor": data.get("accessor") or accessor,
         "display_name": data.get("display_name"),
-        "policies": sorted(data.get("policies") or []),
+        "policies": sorted(listed_keys(data.get("policies"), "policies")),
         "ttl": data.get("ttl"),
         "creation_ttl": data.get("creation_ttl"),
         "issue_time": issue or None,
