@@ -24,10 +24,11 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from yarl import URL
 
+from tests._hypothesis import driving_servers
 from tests._sockets import Threaded
 from toolkit import InputError, PlatformClient, RetryPolicy, ToolkitError
 from toolkit._area import Area
@@ -402,11 +403,7 @@ names = st.one_of(
 )
 
 
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@driving_servers(EXAMPLES)
 @given(data=st.data())
 def test_any_text_given_as_a_name_is_refused_or_sent_as_exactly_that_name(
     recorder: Recorder, named_calls: list[NamedCall], data: st.DataObject
