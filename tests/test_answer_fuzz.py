@@ -27,6 +27,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import orjson
@@ -37,9 +38,19 @@ from hypothesis import strategies as st
 from tests._hypothesis import driving_servers
 from tests._sockets import Threaded
 from tests.test_naming_rule import VIEWS
-from toolkit import PlatformClient, RetryPolicy, ToolkitError
+from toolkit import (
+    DecodeError,
+    MissingField,
+    NotFound,
+    PlatformClient,
+    RetryPolicy,
+    ToolkitError,
+)
 from toolkit._area import Area
+from toolkit._frames import Col, Schema, build_frame
 from toolkit._http import Response
+from toolkit._records import Record, integer
+from toolkit._time import from_epoch, parse_time
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 
@@ -316,3 +327,73 @@ def test_only_toolkit_errors_come_out_of_a_view_whatever_the_server_answers(
         player.view, player.seed, player.rate = view, seed, rate
     with contextlib.suppress(ToolkitError):
         view.run(player.clients)
+
+
+# -- the cases the probe named, one by one ------------------------------------------------------
+
+
+def _serve_one(body: bytes, *, date: str = "", status: int = 200) -> Threaded:
+    def answer(head: bytes, n: int) -> tuple[bytes, bool]:
+        extra = f"Date: {date}\r\n".encode() if date else b""
+        return (
+            b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s"
+            % (status, extra, len(body), body),
+            False,
+        )
+
+    return Threaded(answer)
+
+
+def test_deeply_nested_json_is_a_decode_error_in_an_answer_and_in_an_error_answer() -> None:
+    for status in (200, 404):
+        server = _serve_one(DEEP, status=status)
+        client = SecretsClient(server.address, "s.t", retry=RetryPolicy(attempts=1))
+        try:
+            with pytest.raises(DecodeError if status == 200 else NotFound):
+                client.policies.read("acl", "ops")
+        finally:
+            client.close()
+            server.stop()
+
+
+def test_a_date_header_in_the_year_9999_does_not_set_the_servers_clock() -> None:
+    server = _serve_one(b'{"initialized": true}', date="Fri, 31 Dec 9999 23:59:59 GMT")
+    client = SecretsClient(server.address, "s.t", retry=RetryPolicy(attempts=1))
+    try:
+        client.health()
+        assert client.http.server_now().year < 9000
+        assert client.http.server_now() + timedelta(days=365) > client.http.server_now()
+    finally:
+        client.close()
+        server.stop()
+
+
+def test_times_a_frame_cannot_hold_are_empty_and_garbage_is_a_decode_error() -> None:
+    schema = Schema.of(Col("expire_time", "datetime"), Col("ttl", "int"))
+    frame = build_frame(
+        [
+            {"expire_time": "9999-12-31T23:59:59Z", "ttl": 1},
+            {"expire_time": "0001-01-01T00:00:00Z", "ttl": 2},
+            {"expire_time": "2026-06-01T12:00:00.123456789Z", "ttl": 3},
+        ],
+        schema,
+    )
+    assert str(frame["expire_time"].dtype) == "datetime64[ns, UTC]"
+    assert frame["expire_time"].isna().tolist() == [True, True, False]
+    for bad in ({"expire_time": "1h"}, {"expire_time": 5}, {"ttl": 10**30}, {"ttl": "x"}):
+        with pytest.raises(DecodeError, match="column"):
+            build_frame([bad], schema)
+
+
+def test_a_field_an_answer_lacks_or_gives_in_the_wrong_type_is_a_decode_error() -> None:
+    with pytest.raises(MissingField, match="'certificate'"):
+        Record({}, kind="pki_issuer")["certificate"]
+    with pytest.raises(KeyError):  # still a KeyError for code that asks
+        Record({})["x"]
+    with pytest.raises(DecodeError, match="'lease_count'"):
+        integer("many", "lease_count")
+    assert integer("12", "n") == 12 and integer(None, "n", 7) == 7
+    with pytest.raises(DecodeError):
+        parse_time("not a time")
+    with pytest.raises(DecodeError):
+        from_epoch(10**30)
