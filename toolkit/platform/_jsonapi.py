@@ -226,38 +226,34 @@ def _page_document(response: Any, path: str, number: int) -> dict[str, Any]:
     document = decode_json(response)
     if document is None:
         return {}
-    data = document.get("data") if isinstance(document, dict) else None
-    if not isinstance(document, dict) or not isinstance(data, list | None):
-        raise DecodeError(
-            f"GET {path} page {number}: the answer is not a JSON:API list document",
-            method="GET",
-            url=path,
-        )
-    for key, kind in (("meta", dict), ("links", dict), ("included", list)):
-        if not isinstance(document.get(key), kind | None):
-            raise DecodeError(
-                f"GET {path} page {number}: its {key!r} is not {_KIND_NAMES[kind]}",
-                method="GET",
-                url=path,
-            )
-    if not isinstance((document.get("meta") or {}).get("pagination"), dict | None):
-        raise DecodeError(
-            f"GET {path} page {number}: its 'meta.pagination' is not an object",
-            method="GET",
-            url=path,
-        )
-    for resource in chain(data or (), document.get("included") or ()):
-        if not (
-            isinstance(resource, dict)
-            and isinstance(resource.get("attributes"), dict | None)
-            and isinstance(resource.get("relationships"), dict | None)
-        ):
-            raise DecodeError(
-                f"GET {path} page {number}: a resource is not a JSON:API resource object",
-                method="GET",
-                url=path,
-            )
+    problem = _not_a_page(document)
+    if problem:
+        raise DecodeError(f"GET {path} page {number}: {problem}", method="GET", url=path)
     return document
+
+
+def _not_a_page(document: Any) -> str:
+    """What makes ``document`` no JSON:API list page ("" when nothing does)."""
+    if type(document) is not dict:
+        return "the answer is not a JSON:API document"
+    for key, kind in (("data", list), ("meta", dict), ("links", dict), ("included", list)):
+        value = document.get(key)
+        if value is not None and type(value) is not kind:
+            return f"its {key!r} is not {_KIND_NAMES[kind]}"
+    pagination = (document.get("meta") or {}).get("pagination")
+    if pagination is not None and type(pagination) is not dict:
+        return "its 'meta.pagination' is not an object"
+    # The types are compared directly: a page of 100 resources is checked in microseconds.
+    for resource in chain(document.get("data") or (), document.get("included") or ()):
+        if type(resource) is not dict:
+            return "a resource is not an object"
+        attributes = resource.get("attributes")
+        relationships = resource.get("relationships")
+        if (attributes is not None and type(attributes) is not dict) or (
+            relationships is not None and type(relationships) is not dict
+        ):
+            return "a resource's attributes or relationships are not an object"
+    return ""
 
 
 _KIND_NAMES = {dict: "an object", list: "a list"}
