@@ -197,6 +197,8 @@ DEEP = b"[" * 100_000 + b"]" * 100_000
 STATUSES = [200, 201, 204, 301, 307, 400, 401, 403, 404, 405, 409, 412, 422, 429, 500, 502, 503]
 DATES = ["Fri, 31 Dec 9999 23:59:59 GMT", "garbage", "Mon, 01 Jan 0001 00:00:00 GMT", ""]
 REASONS = {200: b"OK", 204: b"No Content", 404: b"Not Found"}
+CONTENT_TYPES = ["text/html", "application/json; charset=utf-16", "", "application/vnd.api+json"]
+JUNK_HEADERS = ["", "0", "-1", "nan", "http://elsewhere.example/v1/x", "/relative", "é"]
 
 
 def _nodes(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
@@ -251,10 +253,13 @@ def spoil(rng: random.Random, rate: float, answer: Answer) -> bytes:
     if rng.random() < rate / 4:
         headers["Date"] = rng.choice(DATES)
     if rng.random() < rate / 8:
-        headers["Content-Type"] = "text/html"
+        headers["Content-Type"] = rng.choice(CONTENT_TYPES)
+    if rng.random() < rate / 8:
+        headers[rng.choice(["Location", "Retry-After", "X-Junk"])] = rng.choice(JUNK_HEADERS)
     if status == 204:
         body = b""
-    head = [b"HTTP/1.1 %d %s" % (status, REASONS.get(status, b"Spoiled"))]
+    reason = rng.choice([b"", b"Spoiled " * 40]) if rng.random() < rate / 8 else None
+    head = [b"HTTP/1.1 %d %s" % (status, reason or REASONS.get(status, b"Spoiled"))]
     head += [f"{k}: {v}".encode("latin-1", "replace") for k, v in headers.items()]
     head.append(b"Content-Length: %d" % len(body))
     return b"\r\n".join(head) + b"\r\n\r\n" + body
