@@ -191,9 +191,10 @@ class Leases(Area):
 
     def revoke_prefix(self, prefix: str, *, sync: bool = True) -> None:
         """Revoke every lease under ``prefix``. ``POST /sys/leases/revoke-prefix/:prefix`` (sudo)."""
+        path = _prefix(prefix)
         self._http.json(
             "POST",
-            f"/sys/leases/revoke-prefix/{_prefix(prefix)}",
+            f"/sys/leases/revoke-prefix/{path}",
             json={"sync": sync},
             check="list the leases under the prefix (leases.list)",
         )
