@@ -8,6 +8,9 @@
     │   ├── TimeoutError        no answer within the timeout (or the deadline of a fan-out)
     │   ├── DecodeError         the answer was not the JSON the API promises
     │   │   └── MissingField    a field the API promises is not there (also a KeyError)
+    │   ├── ProtocolError       the answer broke HTTP's rules: its framing, a status
+    │   │                       that is no final one (1xx, outside 200-599), a pause
+    │   │                       header that is not a number, a body over the size limit
     │   └── OutcomeUnknown      a write that is not safe to repeat was sent, and no
     │                           usable answer came back (the connection broke after
     │                           the request was written, a gateway answered 502/504,
@@ -53,6 +56,7 @@ __all__ = [
     "OutcomeUnknown",
     "PermissionDenied",
     "PreconditionFailed",
+    "ProtocolError",
     "RateLimited",
     "Redirected",
     "ServerError",
@@ -117,6 +121,10 @@ class MissingField(DecodeError, KeyError):
 
     def __str__(self) -> str:  # not quoted, as KeyError's would be
         return str(self.args[0]) if self.args else ""
+
+
+class ProtocolError(TransportError):
+    """The answer broke HTTP's rules, or a limit the client sets on answers."""
 
 
 class OutcomeUnknown(TransportError):

@@ -8,6 +8,7 @@ client code does not depend on which library carried the bytes.
 from __future__ import annotations
 
 import json as jsonlib
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -105,14 +106,8 @@ class Response:
 
     def json(self) -> Any:
         """The body decoded as JSON (the standard decoder: it takes ``NaN`` too).
-
-        Raises ValueError for what is not JSON, and for JSON nested too deep to
-        decode (which would otherwise be a RecursionError).
-        """
-        try:
-            return jsonlib.loads(self.content)
-        except RecursionError:
-            raise ValueError("the JSON is nested too deep to decode") from None
+        A number too large for a float (``1e999``) is a ValueError, not infinity."""
+        return jsonlib.loads(self.content, parse_float=_float)
 
     @property
     def is_success(self) -> bool:
@@ -120,3 +115,10 @@ class Response:
 
     def __repr__(self) -> str:
         return f"<Response {self.status_code} {self.method} {self.url}>"
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:20]} is out of range")
+    return value
