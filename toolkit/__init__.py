@@ -25,6 +25,8 @@ from ._errors import (
     InputError,
     MethodNotAllowed,
     MissingField,
+    MountNotFound,
+    NamespaceNotFound,
     NotFound,
     OutcomeUnknown,
     PermissionDenied,
@@ -35,6 +37,7 @@ from ._errors import (
     ServerError,
     TimeoutError,
     TLSError,
+    TokenRefused,
     ToolkitError,
     TransportError,
     Unauthorized,
@@ -63,6 +66,8 @@ __all__ = [
     "InputError",
     "MethodNotAllowed",
     "MissingField",
+    "MountNotFound",
+    "NamespaceNotFound",
     "NotFound",
     "OutcomeUnknown",
     "PermissionDenied",
@@ -78,6 +83,7 @@ __all__ = [
     "ServerError",
     "TLSError",
     "TimeoutError",
+    "TokenRefused",
     "ToolkitError",
     "TransportError",
     "Unauthorized",
@@ -87,6 +93,7 @@ __all__ = [
     "coverage",
     "diff",
     "lease_summary",
+    "load_ipython_extension",
     "scrolling",
 ]
 
@@ -123,12 +130,32 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'toolkit' has no attribute {name!r}")
 
 
+def load_ipython_extension(shell: Any) -> None:
+    """``%load_ext toolkit``: toolkit errors in one line (message and hint)."""
+    from ._ipython import register
+
+    register(shell)
+
+
+def _register_in_kernel() -> None:
+    from ._ipython import register_in_kernel
+
+    register_in_kernel()
+
+
+_register_in_kernel()
+
+
 def __dir__() -> list[str]:
     return module_dir(globals(), _LAZY)
 
 
 def connect_platform(
-    address: str | None = None, token: str | None = None, *, sandbox: bool = False, **options: Any
+    address: str | None = None,
+    token: str | Sensitive | None = None,
+    *,
+    sandbox: bool = False,
+    **options: Any,
 ) -> PlatformClient:
     """A platform client: against ``address`` / ``TFE_ADDRESS``, or the sandbox when asked.
 
@@ -142,7 +169,11 @@ def connect_platform(
 
 
 def connect_secrets(
-    address: str | None = None, token: str | None = None, *, sandbox: bool = False, **options: Any
+    address: str | None = None,
+    token: str | Sensitive | None = None,
+    *,
+    sandbox: bool = False,
+    **options: Any,
 ) -> SecretsClient:
     """A secrets client: against ``address`` / ``VAULT_ADDR``, or the sandbox when asked."""
     from .secrets import SecretsClient
