@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
@@ -85,6 +86,7 @@ def _series(values: list[Any], dtype: str, name: str) -> pd.Series:
         ) from None
 
 
+_TIME_TEXT = {str, type(None), datetime, pd.Timestamp}
 _WHAT = {"int": "an integer in range", "float": "a number", "bool": "true or false"}
 
 
@@ -116,6 +118,10 @@ def _times_one_by_one(values: list[Any], name: str) -> pd.Series:
 def _typed(values: list[Any], dtype: str, name: str) -> pd.Series:
     if dtype == "datetime":
         cleaned: Any = [None if v == "" else v for v in values] if "" in values else values
+        if not set(map(type, cleaned)) <= _TIME_TEXT:
+            # A number or anything else is read one by one: pandas would take a number
+            # as a format error now and as an epoch later (a deprecation, not an answer).
+            raise TypeError("not text")
         parsed: Any = pd.to_datetime(cleaned, utc=True, format="ISO8601")
         return pd.Series(parsed, name=name, dtype=DTYPES["datetime"])
     if dtype in ("str", "category") and not set(map(type, values)) <= _PLAIN:
