@@ -10,7 +10,9 @@ in local processes or on an existing Dask cluster, and writes into ``DIR``:
 - ``index.html``: each target's outcome, failures and incomplete runs first with
   the reason on the row, the key numbers each run reported (:func:`summary`),
   links to each rendered notebook and its evidence folder;
-- ``results.json``: the same, for machines.
+- ``results.json``: the same, for machines;
+- ``history/``: every target's Parquet evidence appended to a history
+  (:mod:`toolkit.history`), or to ``--history DIR`` shared across runs.
 
 Each target has one of four outcomes: ``passed``; ``incomplete`` (the runbook
 could not read everything: it stopped, or finished marked incomplete because
@@ -98,13 +100,15 @@ def run_fleet(
     dask: str | Any | None = None,
     show_progress: bool = True,
     options: dict[str, Any] | None = None,
+    history: str | Path | None = None,
 ) -> FleetRun:
     """Run ``runbook`` against every target and write what each run left into ``out``.
 
     ``parallel`` runs at a time in local processes (1: in this process, one
     after another); ``dask`` an address of (or a ``distributed.Client`` to) an
     existing Dask cluster, whose workers then run them, resolving credentials
-    from their own environment and files.
+    from their own environment and files. ``history`` (default ``out/history``)
+    is the history every target's Parquet evidence is appended to.
     """
     source = Path(runbook)
     if not source.is_file():
@@ -135,8 +139,16 @@ def run_fleet(
     else:
         finished = _on_processes(jobs, parallel)
     results: dict[str, dict[str, Any]] = {}
+    keep = Path(history) if history is not None else folder / "history"
     for k, result in _progress(finished, len(jobs), show_progress):
-        results[runs[k].name] = _file(folder, source.name, result)
+        results[runs[k].name] = record = _file(folder, source.name, result)
+        kept = _keep_history(keep, result)
+        if kept:
+            record["history_error"] = kept
+    if keep.is_dir():
+        from ..history import compact
+
+        compact(keep, min_files=8)  # a year's daily files merged once there are a few
     for target in targets:
         if target.name not in results:
             results[target.name] = _file(folder, source.name, skipped(target, kind or ""))
@@ -275,6 +287,23 @@ def _rendered(path: Path) -> Path | None:
     page = path.with_suffix(".html")
     page.write_text(body, encoding="utf-8")
     return page
+
+
+def _keep_history(root: Path, result: dict[str, Any]) -> str | None:
+    """Append the target's Parquet evidence to the history; what went wrong, or None.
+
+    A history that cannot take a run's frames is that target's note, never the
+    end of the fleet run: the evidence itself is filed already."""
+    evidence = result.get("evidence") or {}
+    if not any(name.endswith(".parquet") for name in evidence):
+        return None
+    from ..history import append_evidence
+
+    try:
+        append_evidence(root, evidence, target=result["name"])
+    except (InputError, OSError, ValueError) as exc:  # pyarrow's errors are ValueErrors
+        return f"not kept in the history {root}: {str(exc).splitlines()[0][:200]}"
+    return None
 
 
 def results_json(run: FleetRun) -> str:
