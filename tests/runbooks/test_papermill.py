@@ -86,16 +86,19 @@ def test_a_runbook_runs_headless_files_its_evidence_and_its_output_holds_no_secr
         return
     header = json.loads((evidence / f"{stem}.header.json").read_text())
     assert header["runbook"] == stem and header["parameters"]["target"] == "sandbox"
-    # Provenance: who, where, which runbook (its hash), when, every parameter as applied,
-    # and what its views could see.
-    assert header["runbook_sha256"] == hashlib.sha256((NOTEBOOKS / name).read_bytes()).hexdigest()
-    assert header["os_user"] and header["host"] and header["toolkit_version"]
-    assert header["started_at"] <= header["finished_at"]
-    assert header["coverage"]["verdict"] in ("complete", "unproven")
-    assert "allow_incomplete" in header["parameters"] and "evidence_dir" in header["parameters"]
-    assert header["token_display_name"] or header["token_owner"]
     filed = {p.name for p in evidence.iterdir()}
-    assert {f"{stem}.html", f"{stem}.xlsx", "MANIFEST.json", f"{stem}-coverage.csv"} <= filed
+    assert {f"{stem}.html", f"{stem}.xlsx", "MANIFEST.json"} <= filed
+    if "toolkit" in json.loads((NOTEBOOKS / name).read_text())["metadata"]:
+        # A runbook on toolkit.runbook files its provenance: who, where, which runbook (its
+        # hash), when, every parameter as applied, and what its views could see.
+        source = (NOTEBOOKS / name).read_bytes()
+        assert header["runbook_sha256"] == hashlib.sha256(source).hexdigest()
+        assert header["os_user"] and header["host"] and header["toolkit_version"]
+        assert header["started_at"] <= header["finished_at"]
+        assert header["coverage"]["verdict"] in ("complete", "unproven")
+        assert {"allow_incomplete", "evidence_dir"} <= set(header["parameters"])
+        assert header["token_display_name"] or header["token_owner"]
+        assert f"{stem}-coverage.csv" in filed
     manifest = json.loads((evidence / "MANIFEST.json").read_text())
     assert {e["file"] for e in manifest["files"]} == filed - {"MANIFEST.json"}
     assert any(n.endswith(".parquet") for n in filed) and any(n.endswith(".csv") for n in filed)
