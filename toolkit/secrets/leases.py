@@ -375,14 +375,21 @@ class Leases(Area):
             return []
 
     # -- counts and throttled revocation (module functions below hold the logic) --------
-    def lease_counts(self, prefix: str = "", mounts: Iterable[str] | None = None) -> pd.DataFrame:
+    def lease_counts(
+        self,
+        prefix: str = "",
+        mounts: Iterable[str] | None = None,
+        *,
+        max_depth: int = MAX_DEPTH,
+    ) -> pd.DataFrame:
         """How many leases each mount and role holds, from ``LIST`` alone: :func:`count_leases`.
 
-        ``LIST /sys/leases/lookup/:prefix`` (sudo), walked; no lease is looked
-        up. ``mounts`` are the mount paths to split by (default: the server's).
+        ``LIST /sys/leases/lookup/:prefix`` (sudo), walked in waves to at most
+        ``max_depth`` levels; no lease is looked up. ``mounts`` are the mount
+        paths to split by (default: the server's).
         """
         mount_paths = list(mounts) if mounts is not None else self._known_mounts()
-        return count_leases(self._http, prefix, mount_paths)
+        return count_leases(self._http, prefix, mount_paths, max_depth=max_depth)
 
     def revoke_in_batches(
         self,
