@@ -14,7 +14,8 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -28,6 +29,7 @@ from .._records import Record
 from .._time import parse_time
 from ..findings import combine
 from ._base import GONE, Area, lookup_requests, unwrap, warnings_of
+from .checkpoint import DEFAULT_MAX_ROWS
 from .lease_rules import (
     EXPIRING,
     LEASE_COUNTS,
@@ -42,7 +44,18 @@ from .lease_rules import (
     lease_summary,
     top_roles,
 )
-from .walk import MAX_DEPTH, Walk, walk_tree
+from .radar import (
+    ADVISORY_LIMIT,
+    LeaseScan,
+    lease_radar,
+    radar_since_snapshot,
+    revocation_plan,
+    scan_leases,
+)
+from .walk import CHUNK, MAX_DEPTH, Walk, walk_tree
+
+if TYPE_CHECKING:
+    from ..drift import Snapshots
 
 __all__ = [
     "LEASES",
@@ -374,6 +387,96 @@ class Leases(Area):
         except ToolkitError:
             return []
 
+    # -- at scale: the streamed scan, the radar, the revocation plan (radar.py) -------------
+    def scan(
+        self,
+        mounts: Iterable[str] | None = None,
+        *,
+        checkpoint: str | Path | None = None,
+        max_rows: int = DEFAULT_MAX_ROWS,
+        chunk: int = CHUNK,
+        deadline: float | None = None,
+        show_progress: bool = False,
+    ) -> LeaseScan:
+        """Every lease looked up, streamed in chunks, resumable: :func:`~toolkit.secrets.radar.scan_leases`.
+
+        ``checkpoint`` (a file) makes an interrupted scan resume where it stopped;
+        ``max_rows`` bounds the rows held in memory (beyond it they go to Parquet).
+        Feed the result to :func:`~toolkit.secrets.radar.ttl_buckets` and
+        :func:`~toolkit.secrets.radar.expiry_calendar`, or take ``.frame()``.
+        ``show_progress`` shows a bar of the leases looked up.
+        """
+        bar: Any = None
+        if show_progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(desc="looking up leases", unit=" leases")
+        done = [0]
+
+        def moved(rows: int) -> None:
+            if bar is not None:
+                bar.update(rows - done[0])
+            done[0] = rows
+
+        try:
+            return scan_leases(
+                self,
+                mounts,
+                checkpoint=checkpoint,
+                max_rows=max_rows,
+                chunk=chunk,
+                deadline=deadline,
+                on_chunk=moved,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def lease_radar(
+        self,
+        snapshots: str | Path | Snapshots | None = None,
+        *,
+        threshold: int = ADVISORY_LIMIT,
+        mounts: Iterable[str] | None = None,
+        save: bool = True,
+    ) -> pd.DataFrame:
+        """Lease counts by mount (LIST alone) against ``threshold`` (Vault's advisory
+        256,000 by default): :func:`~toolkit.secrets.radar.lease_radar`.
+
+        With ``snapshots`` (a folder, or :class:`toolkit.drift.Snapshots`) the counts
+        are compared with the newest stored ones (growth, growth a day, the projected
+        crossing date) and then stored (``save``). Judged by the server's clock.
+        """
+        counts = self.lease_counts(mounts=mounts)
+        now = self._http.server_now()
+        if snapshots is None:
+            radar = lease_radar(counts, now=now, threshold=threshold)
+        else:
+            from ..drift import Snapshots
+
+            store = snapshots if isinstance(snapshots, Snapshots) else Snapshots(snapshots)
+            radar = radar_since_snapshot(counts, store, threshold=threshold, now=now, save=save)
+        radar.attrs["coverage"] = counts.attrs.get("coverage")
+        return radar
+
+    def revocation_plan(
+        self,
+        ids: Iterable[str],
+        *,
+        rate: float,
+        batch_size: int = 100,
+        apply: bool = False,
+        journal: str | Path | None = None,
+    ) -> pd.DataFrame:
+        """The throttled revocation of ``ids``, shown first: :func:`~toolkit.secrets.radar.revocation_plan`.
+
+        Nothing is sent without ``apply``; with ``journal`` (a file) a lease whose
+        revocation was sent is never sent again by a later run.
+        """
+        return revocation_plan(
+            self, list(ids), rate=rate, batch_size=batch_size, apply=apply, journal=journal
+        )
+
     # -- counts and throttled revocation (module functions below hold the logic) --------
     def lease_counts(
         self,
@@ -634,6 +737,7 @@ def revoke_in_batches(
     dry_run: bool = True,
     sync: bool = True,
     on_batch: Callable[[int, int], None] | None = None,
+    before_batch: Callable[[list[str]], None] | None = None,
 ) -> pd.DataFrame:
     """Revoke leases in batches, at most ``rate`` leases a second on average.
 
@@ -644,7 +748,8 @@ def revoke_in_batches(
     default) nothing is sent. One row per lease: ``batch``, ``action``
     (``would revoke``, ``revoked``, ``failed``), ``detail`` (the server's
     error). A refused revocation never stops the rest; ``on_batch(done,
-    total)`` is called after each batch.
+    total)`` is called after each batch, ``before_batch(ids)`` before any of
+    it is sent (a journal of what went out).
     """
     if not rate or rate <= 0:
         raise InputError(f"rate must be a positive number of leases a second, not {rate!r}")
@@ -670,6 +775,8 @@ def revoke_in_batches(
         pause = due - time.monotonic()
         if pause > 0:
             time.sleep(pause)
+        if before_batch is not None:
+            before_batch(batch)
         calls = [
             Request(
                 "POST",
