@@ -43,12 +43,14 @@ VIEWS = {
     "lease_counts",
     "leases_by_mount",
     "leases_by_namespace",
+    "lease_radar",
     "library_status",
     "mounts_by_namespace",
     "organization_access",
     "permissions_long",
     "permissions_matrix",
     "policies_by_namespace",
+    "revocation_plan",
     "rotation_audit",
     "session_certificates",
     "stale_agents",
@@ -75,8 +77,9 @@ ACTIONS = {
 def _area_classes() -> list[type]:
     found = set()
     for package in (toolkit.secrets, toolkit.platform):
-        for info in pkgutil.iter_modules(package.__path__):
-            module = importlib.import_module(f"{package.__name__}.{info.name}")
+        # Packages too (``toolkit.secrets.pki`` is one module a part).
+        for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            module = importlib.import_module(info.name)
             for value in vars(module).values():
                 if (
                     inspect.isclass(value)
