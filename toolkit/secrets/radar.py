@@ -123,7 +123,7 @@ def scan_leases(
     ``checkpoint`` (a file path) every chunk is written to disk as it is
     done and the file notes the folders done and the last lease of the one
     in progress (LIST answers come sorted); run again with the same path, the
-    scan resumes there. ``deadline`` (seconds) stops it between chunks. A
+    scan resumes there. ``deadline`` (seconds) stops it after the chunk during which it passes. A
     scan cut short raises :class:`WalkInterrupted` (or re-raises Ctrl-C with a
     note) saying how many leases were done and where the checkpoint is.
     ``on_chunk(rows)`` is called after each chunk is stored (a progress bar).
@@ -173,8 +173,6 @@ def scan_leases(
                 keys = [k for k in keys if k > after]
                 if not keys:
                     continue
-            if stop_at is not None and time.monotonic() > stop_at:
-                raise WalkInterrupted(f"the scan's deadline of {deadline:g} s passed: ")
             part = leases.lookup_leases([folder + k for k in keys], mounts=mount_paths)
             spool.add(part)
             looked_up += len(part)
@@ -182,6 +180,8 @@ def scan_leases(
             _save(point, done, partial)
             if on_chunk is not None:
                 on_chunk(spool.rows)
+            if stop_at is not None and time.monotonic() >= stop_at:
+                raise WalkInterrupted(f"the scan's deadline of {deadline:g} s passed: ")
         if current is not None:
             done.add(current)
             partial.pop(current, None)

@@ -42,6 +42,7 @@ from ._common import (
 )
 from .certificate import IssuedCertificate
 from .engine import PKI
+from .estate import CertificateEstate, certificate_estate, scan_certificates
 from .findings import certificate_findings
 
 __all__ = [
@@ -54,6 +55,9 @@ __all__ = [
     "PKI_ISSUERS",
     "PKI_ROLES",
     "PRIVATE_KEY_FORMATS",
+    "CertificateEstate",
     "IssuedCertificate",
+    "certificate_estate",
+    "scan_certificates",
     "certificate_names",
 ]

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
+from pathlib import Path
 
 import pandas as pd
 
 from ..._frames import build_frame
+from ..checkpoint import DEFAULT_MAX_ROWS
 from ._common import (
     ISSUED_CERTIFICATES,
 )
 from .certificate import IssuedCertificate
+from .estate import PAGE, CertificateEstate, certificate_estate
 from .findings import certificate_findings
 from .issuance import IssuanceCalls
 from .issuers import IssuerCalls
@@ -35,6 +39,26 @@ class PKI(RoleCalls, IssuerCalls, IssuanceCalls, RevocationCalls, TidyCalls):
             mount=self.mount,
             now=self._http.server_now(),
             expiring_within=expiring_within,
+        )
+
+    # -- the estate, at scale (estate.py) ---------------------------------------------------
+    def certificate_estate(
+        self,
+        mounts: Iterable[str] | None = None,
+        *,
+        page: int = PAGE,
+        checkpoint_dir: str | Path | None = None,
+        max_rows: int = DEFAULT_MAX_ROWS,
+    ) -> CertificateEstate:
+        """Every certificate of every PKI mount (or of ``mounts``), listed a page at a time
+        and parsed, with issuers, roles and CRL sizes: :func:`~.estate.certificate_estate`.
+
+        Its views: ``.frame()``, ``.calendar()``, ``.crl_sizes``, ``.tidy()``,
+        ``.roles_from_root()``, ``.outliving_issuer()``. ``checkpoint_dir`` makes an
+        interrupted run resume.
+        """
+        return certificate_estate(
+            self, mounts, page=page, checkpoint_dir=checkpoint_dir, max_rows=max_rows
         )
 
     # -- the session's certificates -----------------------------------------------------
