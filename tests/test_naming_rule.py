@@ -55,6 +55,7 @@ VIEWS = {
     "session_certificates",
     "stale_agents",
     "summary",
+    "token_sprawl",
     "topic_permissions",
     "vhost_permissions",
 }
