@@ -31,6 +31,7 @@ from toolkit.secrets._base import Area as SecretsArea
 # The views: DataFrames named for what they show, not for the resource they list.
 VIEWS = {
     "across",
+    "agent_capacity",
     "agents_by_status",
     "all_agents",
     "catalog",
