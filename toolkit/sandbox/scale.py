@@ -93,12 +93,14 @@ def _leases(secrets: Any, count: int) -> None:
     now = leases.now()
     for i in range(count):
         folder = "database/creds/role-00" if i % 10 < 4 else LEASE_FOLDERS[i % len(LEASE_FOLDERS)]
+        ttl = 600 + (i * 7919) % (40 * 86400)
         leases.create(
             folder,
-            ttl=600 + (i * 7919) % (40 * 86400),
+            ttl=ttl,
             renewable=True,
             suffix=f"scale{i:09d}",
-            issue_time=now - timedelta(seconds=i % 86400),
+            # Issued up to a day ago, never so long ago that it has already expired.
+            issue_time=now - timedelta(seconds=(i % 86400) % (ttl // 2)),
         )
 
 
