@@ -68,5 +68,5 @@ def test_a_token_without_sudo_gets_a_sprawl_that_says_it_is_incomplete(
     with SecretsClient(tokens_sandbox.address, answer["auth"]["client_token"]) as narrow:
         sprawl = narrow.tokens.token_sprawl()
     coverage = sprawl.attrs["coverage"]
-    assert not coverage["complete"] and coverage["unread"][0]["status"] == 403
+    assert not coverage["complete"] and coverage["gaps"][0]["status"] == 403
     assert sprawl.attrs["tokens"] == 0

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests._sockets import Threaded, answer
+from toolkit import IncompleteAudit
+from toolkit._coverage import require_complete
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.walk import Walk, stream_keys
 
@@ -49,9 +51,11 @@ def test_a_server_listing_a_under_every_a_ends_the_walk_and_records_the_cycle(
     assert time.monotonic() - started < 5
     coverage = counts.attrs["coverage"]
     assert not coverage["complete"]
-    assert [u["path"] for u in coverage["unread"]] == ["a/a/"]
-    assert "cycle" in coverage["unread"][0]["reason"]
+    assert [u["path"] for u in coverage["gaps"]] == ["a/a/"]
+    assert "cycle" in coverage["gaps"][0]["reason"]
     assert int(counts["count"].sum()) == 2  # the top folder's lease and a/'s
+    with pytest.raises(IncompleteAudit, match="a/a/"):
+        require_complete(counts)  # the house's completeness record, not a private shape
 
 
 def test_a_walk_deeper_than_its_limit_stops_there_and_says_so(server_of: list[Threaded]) -> None:
@@ -63,7 +67,7 @@ def test_a_walk_deeper_than_its_limit_stops_there_and_says_so(server_of: list[Th
     server_of.append(server)
     with _client(server) as bao:
         counts = bao.leases.lease_counts(mounts=[], max_depth=5)
-    unread = counts.attrs["coverage"]["unread"]
+    unread = counts.attrs["coverage"]["gaps"]
     assert len(unread) == 1 and "depth limit of 5" in unread[0]["reason"]
     assert len(server.heads) == 5
 
@@ -89,7 +93,7 @@ def test_list_refused_is_asked_again_as_get_and_a_forbidden_folder_is_recorded(
     assert ids == ["db/l1", "db/l2"]
     unread = {u.path: u for u in walk.unread}
     assert unread["secret/"].status == 403
-    assert unread["../"].status == 0 and "one path segment" in unread["../"].reason
+    assert unread["../"].status is None and "one path segment" in unread["../"].reason
     # No request ever left the lookup tree.
     assert all(_path(h)[1].startswith("/v1/sys/leases/lookup/") for h in server.heads)
 

@@ -334,7 +334,7 @@ class Leases(Area):
         frame = self.lookup_leases(
             ids, mounts=starts if mounts is not None else None, show_progress=show_progress
         )
-        frame.attrs["coverage"] = walk.coverage()
+        frame.attrs["coverage"] = walk.coverage("leases.leases_by_mount", starts)
         return frame
 
     def lookup_leases(
@@ -724,7 +724,7 @@ def count_leases(
     frame = frame.sort_values(
         ["count", "mount", "role"], ascending=[False, True, True], kind="stable", ignore_index=True
     )
-    frame.attrs["coverage"] = walk.coverage()
+    frame.attrs["coverage"] = walk.coverage("leases.lease_counts", folders)
     return frame
 
 

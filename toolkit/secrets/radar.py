@@ -90,6 +90,7 @@ class LeaseScan:
     leases: int
     resumed: bool = False
     parquet: Path | None = None
+    starts: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def __repr__(self) -> str:
@@ -102,7 +103,7 @@ class LeaseScan:
         from .leases import LEASES
 
         frame = self.spool.frame(build_frame([], LEASES))
-        frame.attrs["coverage"] = self.walk.coverage()
+        frame.attrs["coverage"] = self.walk.coverage("leases.scan", self.starts)
         return frame
 
 
@@ -204,6 +205,7 @@ def scan_leases(
         spool.rows,
         resumed=point.resumed if point is not None else False,
         parquet=spool.folder if spool.spooled else None,
+        starts=starts,
     )
     if scan.resumed:
         scan.notes.append(f"resumed: {spool.rows - looked_up:,} leases came from the checkpoint")

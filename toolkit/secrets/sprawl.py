@@ -78,7 +78,7 @@ class TokenScan:
         from .tokens import TOKEN_INVENTORY
 
         frame = self.spool.frame(build_frame([], TOKEN_INVENTORY))
-        frame.attrs["coverage"] = self.walk.coverage()
+        frame.attrs["coverage"] = self.walk.coverage("tokens.scan", ["auth/token/accessors"])
         return frame
 
 

@@ -178,7 +178,9 @@ class Tokens(Area):
         (``frame.attrs["coverage"]`` says what could not be read)."""
         scan = self.scan(checkpoint=checkpoint)
         frame = token_sprawl(scan, max_age=max_age)
-        frame.attrs["coverage"] = scan.walk.coverage()
+        frame.attrs["coverage"] = scan.walk.coverage(
+            "tokens.token_sprawl", ["auth/token/accessors"]
+        )
         return frame
 
     def roles_frame(self) -> pd.DataFrame:

@@ -48,14 +48,11 @@ _LIST_REPORTED = frozenset({403, 404, 405})
 @dataclass(frozen=True)
 class Unread:
     """A folder the walk could not read, and why: ``status`` (the HTTP status, or
-    0 for a key refused before it was sent) and ``reason``."""
+    None for a key refused before it was sent, or a limit) and ``reason``."""
 
     path: str
-    status: int
+    status: int | None
     reason: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "status": self.status, "reason": self.reason}
 
 
 @dataclass
@@ -70,13 +67,14 @@ class Walk:
     def complete(self) -> bool:
         return not self.unread
 
-    def coverage(self) -> dict[str, Any]:
-        """The record filed in ``frame.attrs["coverage"]``: complete or not, and what was not read."""
-        return {
-            "complete": self.complete,
-            "folders_listed": self.folders,
-            "unread": [u.as_dict() for u in self.unread],
-        }
+    def coverage(self, view: str, asked: Sequence[str] = ()) -> dict[str, Any]:
+        """The completeness record (:class:`toolkit.Coverage`) filed in
+        ``frame.attrs["coverage"]``: what ``view`` was asked, read, and could not read."""
+        from .._coverage import Coverage, Gap
+
+        record = Coverage(view, asked=list(asked), read=self.leaves)
+        record.gaps = [Gap(u.path, u.status, u.reason) for u in self.unread]
+        return record.as_dict()
 
 
 def stream_keys(content: bytes) -> Iterator[str]:
@@ -142,7 +140,7 @@ def walk_tree(
                         continue
                     refused = _refusal(folder, key, depth, max_depth)
                     if refused:
-                        seen.unread.append(Unread(folder + key, 0, refused))
+                        seen.unread.append(Unread(folder + key, None, refused))
                     else:
                         level.append(folder + key)
             except DecodeError as exc:

@@ -129,7 +129,7 @@ def scan_certificates(
             seen.folders += 1
             if after and serials[0] <= after:
                 seen.unread.append(
-                    Unread(f"{pki.mount}/certs", 0, "the server ignores after= (paging refused)")
+                    Unread(f"{pki.mount}/certs", None, "the server ignores after= (paging refused)")
                 )
                 break
             spool.add(_read_page(pki, serials))
@@ -143,7 +143,7 @@ def scan_certificates(
             if stop_at is not None and time.monotonic() >= stop_at:
                 raise WalkInterrupted(f"the scan's deadline of {deadline:g} s passed")
         else:
-            seen.unread.append(Unread(f"{pki.mount}/certs", 0, f"stopped at {max_pages} pages"))
+            seen.unread.append(Unread(f"{pki.mount}/certs", None, f"stopped at {max_pages} pages"))
     except WalkInterrupted as exc:
         raise WalkInterrupted(f"{exc}; {_how_far(spool, point, after)}") from None
     except ToolkitError as exc:
@@ -362,7 +362,7 @@ class CertificateEstate:
         empty = build_frame([], CERTIFICATE_ESTATE)
         parts = [s.frame(empty) for s in self.spools.values()]
         frame = pd.concat(parts) if len(parts) > 1 else (parts[0] if parts else empty)
-        frame.attrs["coverage"] = self.walk.coverage()
+        frame.attrs["coverage"] = self.walk.coverage("pki.certificate_estate", list(self.spools))
         return frame
 
     def _all(self) -> list[pd.DataFrame]:
