@@ -603,7 +603,9 @@ def agent_capacity(
     if hold.total_seconds() < 0 or window.total_seconds() <= 0:
         raise InputError("hold must not be negative and window must be positive")
     rows = []
-    grouped = dict(tuple(agents.groupby("pool_id", sort=False))) if len(agents) else {}
+    grouped: dict[Any, pd.DataFrame] = (
+        {k: g for k, g in agents.groupby("pool_id", sort=False)} if len(agents) else {}
+    )
     for pool_id, pool in pools.iterrows():
         group = grouped.get(pool_id)
         if group is None:

@@ -174,7 +174,10 @@ def _certificates(secrets: Any, count: int) -> None:
         raise ScaleError("--demo-scale certificates needs the demo's pki/ mount: leave out --empty")
     if not engine.issuers:
         load_demo_pki(secrets)
-    issuer, key = engine._signer("default")
+    issuer, signer = engine._signer("default")
+    if not isinstance(signer, ec.EllipticCurvePrivateKey):
+        raise ScaleError("--demo-scale certificates needs an EC default issuer (the demo's)")
+    key = signer
     issuer_cert = issuer.cert
     leaf_key = ec.generate_private_key(ec.SECP256R1()).public_key()
     name = f"h{_CN.decode()}.scale.example.com"

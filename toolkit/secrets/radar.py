@@ -245,8 +245,9 @@ def ttl_buckets(scan: LeaseScan | pd.DataFrame) -> pd.DataFrame:
             .groupby(level=[0, 1])
             .size()
         )
-        for (mount, bucket), n in sizes.items():
-            tally.setdefault(str(mount), Counter())[str(bucket)] += int(n)
+        for key, n in sizes.items():
+            pair: tuple[Any, Any] = key  # type: ignore[assignment]
+            tally.setdefault(str(pair[0]), Counter())[str(pair[1])] += int(n)
     rows = [
         {"mount": m, "count": sum(c.values()), **{n: c.get(n, 0) for n in [*names, "no_expiry"]}}
         for m, c in sorted(tally.items())
@@ -319,7 +320,7 @@ def lease_radar(
             if mount == SERVER:
                 old = int(before["count"].sum())
             elif mount in before.index:
-                old = int(before.at[mount, "count"])
+                old = int(before["count"].get(mount, 0))
             else:
                 old = 0
         rows.append(_radar_row(mount, kind, count, old, days, moment, threshold))
