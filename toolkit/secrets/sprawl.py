@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .._errors import InputError, ToolkitError
+from .._errors import InputError, PermissionDenied, ToolkitError
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
 from .._http import decode_json
 from ._base import GONE, lookup_requests, unwrap
 from .checkpoint import DEFAULT_MAX_ROWS, Checkpoint, Spool, WalkInterrupted
-from .walk import Unread, Walk, stream_keys
+from .walk import Walk, stream_keys
 
 if TYPE_CHECKING:
     from .tokens import Tokens
@@ -92,8 +92,8 @@ def scan_tokens(
 ) -> TokenScan:
     """Every token, looked up by accessor ``chunk`` at a time; see the module's text.
 
-    A refused listing (403) is recorded in the coverage, not raised: the scan
-    is then empty and says it is incomplete.
+    A refused listing raises :class:`~toolkit.PermissionDenied` (it needs sudo),
+    as :meth:`Tokens.inventory` does.
     """
     from .tokens import _inventory_row
 
@@ -132,10 +132,10 @@ def scan_tokens(
             point.save()
 
     try:
-        response = http.request("LIST", "/auth/token/accessors", ok_statuses=(403, 404))
-        if response.status_code == 403:
-            walk.unread.append(Unread("auth/token/accessors", 403, "not permitted (needs sudo)"))
-        elif response.status_code != 404:
+        # A refusal (403: listing accessors needs sudo) is raised, as by the inventory:
+        # nothing at all could be read, and empty counts would read as "no tokens".
+        response = http.request("LIST", "/auth/token/accessors", ok_statuses=(404,))
+        if response.status_code != 404:
             walk.folders = 1
             batch: list[str] = []
             for accessor in stream_keys(response.content):
@@ -153,6 +153,8 @@ def scan_tokens(
             del response
     except WalkInterrupted as exc:
         raise WalkInterrupted(f"{exc}; {how_far()}") from None
+    except PermissionDenied:
+        raise
     except ToolkitError as exc:
         raise WalkInterrupted(
             f"the token scan stopped ({type(exc).__name__}: {exc}); {how_far()}; "

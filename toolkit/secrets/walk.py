@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import APIError, DecodeError, InputError
+from .._errors import APIError, DecodeError, InputError, error_for_status
 from .._http import HTTPLayer, Request, Response, segment
 
 __all__ = ["MAX_DEPTH", "Unread", "Walk", "encoded", "stream_keys", "walk_tree"]
@@ -122,7 +122,7 @@ def walk_tree(
         answers = list(http.many(calls))
         folders, level = level, []
         for folder, response in zip(folders, answers, strict=True):
-            content = _listing(http, folder, path_of, response, seen)
+            content = _listing(http, folder, path_of, response, seen, start=depth == 1)
             if content is None:
                 continue
             seen.folders += 1
@@ -153,10 +153,18 @@ def walk_tree(
 
 
 def _listing(
-    http: HTTPLayer, folder: str, path_of: Callable[[str], str], response: Response, seen: Walk
+    http: HTTPLayer,
+    folder: str,
+    path_of: Callable[[str], str],
+    response: Response,
+    seen: Walk,
+    *,
+    start: bool = False,
 ) -> bytes | None:
     """The body of ``folder``'s listing, asked again as ``GET ?list=true`` when LIST is
-    refused; None for an empty folder, or one recorded as unread."""
+    refused; None for an empty folder, or one recorded as unread. A start folder
+    that is not permitted raises :class:`~toolkit.PermissionDenied`: nothing at all
+    could be read, and an empty answer would read as "nothing there"."""
     status = response.status_code
     if status == 405:
         try:
@@ -171,11 +179,23 @@ def _listing(
         return None
     if status == 204 or (status < 300 and not response.content):
         return None
+    if status == 403 and start:
+        raise error_for_status(403)(
+            403, _messages(response), method=response.method, url=response.url
+        )
     if status >= 300:
         why = {403: "not permitted", 405: "LIST refused, and GET ?list=true as well"}
         seen.unread.append(Unread(folder, status, why.get(status, f"answered {status}")))
         return None
     return response.content
+
+
+def _messages(response: Response) -> list[str]:
+    try:
+        errors = response.json().get("errors")
+    except (ValueError, AttributeError):
+        errors = None
+    return [str(e) for e in errors or []] or ["permission denied"]
 
 
 def _refusal(folder: str, key: str, depth: int, max_depth: int) -> str:
