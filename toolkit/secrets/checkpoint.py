@@ -21,15 +21,22 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .._errors import InputError, ToolkitError
+from .._errors import InputError, PermissionDenied, ToolkitError
 
-__all__ = ["DEFAULT_MAX_ROWS", "Checkpoint", "Spool", "WalkInterrupted"]
+__all__ = [
+    "DEFAULT_MAX_ROWS",
+    "Checkpoint",
+    "Spool",
+    "WalkInterrupted",
+    "open_checkpoint",
+    "reported",
+]
 
 # Rows a walk keeps in memory before it spools to Parquet (about 300 MB of lease rows).
 DEFAULT_MAX_ROWS = 2_000_000
@@ -110,6 +117,47 @@ class Checkpoint:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         shutil.rmtree(self.parts, ignore_errors=True)
+
+
+def open_checkpoint(
+    path: str | Path | None, kind: str, params: dict[str, Any]
+) -> Checkpoint | None:
+    """The checkpoint at ``path`` to resume (None without a path); one left by a walk
+    that finished is removed, and a new walk starts."""
+    if path is None:
+        return None
+    point = Checkpoint(path, kind, params)
+    if point.finished:
+        point.remove()
+        point = Checkpoint(path, kind, params)
+    return point
+
+
+@contextlib.contextmanager
+def reported(what: str, how_far: Callable[[], str]) -> Iterator[None]:
+    """Around a walk: a stop says how far it got (``how_far()``). A lost connection or a
+    server failing past the layer's retries becomes :class:`WalkInterrupted`; Ctrl-C
+    stays a ``KeyboardInterrupt`` with that line as a note; a refusal of the whole
+    walk (:class:`~toolkit.PermissionDenied`) is raised as it is."""
+    try:
+        yield
+    except WalkInterrupted as exc:
+        raise WalkInterrupted(f"{exc}; {how_far()}") from None
+    except PermissionDenied:
+        raise
+    except ToolkitError as exc:
+        raise WalkInterrupted(
+            f"the {what} stopped ({type(exc).__name__}: {exc}); {how_far()}; "
+            "run it again with the same checkpoint to resume"
+        ) from exc
+    except KeyboardInterrupt as exc:
+        exc.add_note(f"{what} interrupted: {how_far()}")
+        raise
+
+
+def where(point: Checkpoint | None) -> str:
+    """Where the progress is kept, for a line saying how far a walk got."""
+    return f"checkpoint {point.path}" if point is not None else "no checkpoint (pass one to resume)"
 
 
 class Spool:

@@ -31,10 +31,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .._errors import InputError, ToolkitError
+from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from ..plan import Write, plan
-from .checkpoint import DEFAULT_MAX_ROWS, Checkpoint, Spool, WalkInterrupted
+from .checkpoint import (
+    DEFAULT_MAX_ROWS,
+    Checkpoint,
+    Spool,
+    WalkInterrupted,
+    open_checkpoint,
+    reported,
+    where,
+)
 from .lease_rules import counts_by_mount
 from .walk import CHUNK, Walk, walk_tree
 
@@ -135,10 +143,7 @@ def scan_leases(
 
     starts = [_folder(m) for m in mounts] if mounts is not None else [""]
     mount_paths = starts if mounts is not None else leases._known_mounts()
-    point = Checkpoint(checkpoint, "leases", {"starts": starts}) if checkpoint else None
-    if point is not None and point.finished:
-        point.remove()  # a finished scan is not resumed: a new one starts
-        point = Checkpoint(checkpoint, "leases", {"starts": starts})  # type: ignore[arg-type]
+    point = open_checkpoint(checkpoint, "leases", {"starts": starts})
     spool = Spool(max_rows, point)
     state = point.state if point is not None else {}
     done: set[str] = set(state.get("done") or [])
@@ -148,14 +153,13 @@ def scan_leases(
     looked_up = 0
     current: str | None = None
 
-    def progress_note() -> str:
-        where = f"; checkpoint {point.path}" if point is not None else " (no checkpoint: pass one)"
+    def how_far() -> str:
         return (
             f"{spool.rows:,} leases looked up in {len(done)} folders done, "
-            f"{walk.folders} listed{where}"
+            f"{walk.folders} listed; {where(point)}"
         )
 
-    try:
+    with reported("lease scan", how_far):
         for folder, keys in walk_tree(
             leases._http,
             starts,
@@ -182,20 +186,10 @@ def scan_leases(
             if on_chunk is not None:
                 on_chunk(spool.rows)
             if stop_at is not None and time.monotonic() >= stop_at:
-                raise WalkInterrupted(f"the scan's deadline of {deadline:g} s passed: ")
+                raise WalkInterrupted(f"the scan's deadline of {deadline:g} s passed")
         if current is not None:
             done.add(current)
             partial.pop(current, None)
-    except WalkInterrupted as exc:
-        raise WalkInterrupted(f"{exc}{progress_note()}") from None
-    except ToolkitError as exc:
-        raise WalkInterrupted(
-            f"the scan stopped ({type(exc).__name__}: {exc}) after {progress_note()}; "
-            "run it again with the same checkpoint to resume"
-        ) from exc
-    except KeyboardInterrupt as exc:
-        exc.add_note(f"lease scan interrupted after {progress_note()}")
-        raise
     if point is not None:
         point.finished = True
         _save(point, done, partial)

@@ -28,12 +28,19 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .._errors import InputError, PermissionDenied, ToolkitError
+from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
 from .._http import decode_json
 from ._base import GONE, lookup_requests, unwrap
-from .checkpoint import DEFAULT_MAX_ROWS, Checkpoint, Spool, WalkInterrupted
+from .checkpoint import (
+    DEFAULT_MAX_ROWS,
+    Spool,
+    WalkInterrupted,
+    open_checkpoint,
+    reported,
+    where,
+)
 from .walk import Walk, stream_keys
 
 if TYPE_CHECKING:
@@ -100,19 +107,14 @@ def scan_tokens(
     if chunk < 1:
         raise InputError(f"chunk must be at least 1, not {chunk}")
     http = tokens._http
-    point = Checkpoint(checkpoint, "tokens", {}) if checkpoint else None
-    if point is not None and point.finished:
-        point.remove()
-        point = Checkpoint(checkpoint, "tokens", {})  # type: ignore[arg-type]
+    point = open_checkpoint(checkpoint, "tokens", {})
     spool = Spool(max_rows, point)
     walk = Walk()
     after = str((point.state if point is not None else {}).get("after") or "")
     stop_at = time.monotonic() + deadline if deadline is not None else None
-    now = http.server_now()
 
     def how_far() -> str:
-        where = f"checkpoint {point.path}" if point is not None else "no checkpoint (pass one)"
-        return f"{spool.rows:,} tokens looked up; {where}"
+        return f"{spool.rows:,} tokens looked up; {where(point)}"
 
     def look_up(accessors: list[str]) -> None:
         calls = lookup_requests("/auth/token/lookup-accessor", "accessor", accessors)
@@ -131,10 +133,11 @@ def scan_tokens(
             point.state = {"after": accessors[-1]}
             point.save()
 
-    try:
+    with reported("token scan", how_far):
         # A refusal (403: listing accessors needs sudo) is raised, as by the inventory:
         # nothing at all could be read, and empty counts would read as "no tokens".
         response = http.request("LIST", "/auth/token/accessors", ok_statuses=(404,))
+        now = http.server_now()  # ages are judged by the server's clock, from its answer
         if response.status_code != 404:
             walk.folders = 1
             batch: list[str] = []
@@ -151,18 +154,6 @@ def scan_tokens(
             if batch:
                 look_up(batch)
             del response
-    except WalkInterrupted as exc:
-        raise WalkInterrupted(f"{exc}; {how_far()}") from None
-    except PermissionDenied:
-        raise
-    except ToolkitError as exc:
-        raise WalkInterrupted(
-            f"the token scan stopped ({type(exc).__name__}: {exc}); {how_far()}; "
-            "run it again with the same checkpoint to resume"
-        ) from exc
-    except KeyboardInterrupt as exc:
-        exc.add_note(f"token scan interrupted: {how_far()}")
-        raise
     if point is not None:
         point.finished = True
         point.save()

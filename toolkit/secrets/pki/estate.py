@@ -32,11 +32,18 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from cryptography import x509
 
-from ..._errors import APIError, InputError, ToolkitError
+from ..._errors import APIError, InputError
 from ..._frames import Col, Schema, build_frame
 from ..._gc import collector_paused
 from ..._http import Request, decode_json
-from ..checkpoint import DEFAULT_MAX_ROWS, Checkpoint, Spool, WalkInterrupted
+from ..checkpoint import (
+    DEFAULT_MAX_ROWS,
+    Spool,
+    WalkInterrupted,
+    open_checkpoint,
+    reported,
+    where,
+)
 from ..walk import Unread, Walk, stream_keys
 from ._common import _load_certificate, certificate_names
 
@@ -106,15 +113,16 @@ def scan_certificates(
     if page < 1:
         raise InputError(f"page must be at least 1, not {page}")
     seen = walk if walk is not None else Walk()
-    point = Checkpoint(checkpoint, "certificates", {"mount": pki.mount}) if checkpoint else None
-    if point is not None and point.finished:
-        point.remove()
-        point = Checkpoint(checkpoint, "certificates", {"mount": pki.mount})  # type: ignore[arg-type]
+    point = open_checkpoint(checkpoint, "certificates", {"mount": pki.mount})
     spool = Spool(max_rows, point)
     after = str((point.state if point is not None else {}).get("after") or "")
     stop_at = time.monotonic() + deadline if deadline is not None else None
     http = pki._http
-    try:
+
+    def how_far() -> str:
+        return f"{spool.rows:,} certificates read, up to serial {after or '(none)'}; {where(point)}"
+
+    with reported(f"certificate scan of {pki.mount}/", how_far):
         for _ in range(max_pages):
             params = {"limit": str(page), **({"after": after} if after else {})}
             response = http.request(
@@ -144,25 +152,10 @@ def scan_certificates(
                 raise WalkInterrupted(f"the scan's deadline of {deadline:g} s passed")
         else:
             seen.unread.append(Unread(f"{pki.mount}/certs", None, f"stopped at {max_pages} pages"))
-    except WalkInterrupted as exc:
-        raise WalkInterrupted(f"{exc}; {_how_far(spool, point, after)}") from None
-    except ToolkitError as exc:
-        raise WalkInterrupted(
-            f"the certificate scan of {pki.mount}/ stopped ({type(exc).__name__}: {exc}); "
-            f"{_how_far(spool, point, after)}"
-        ) from exc
-    except KeyboardInterrupt as exc:
-        exc.add_note(f"certificate scan interrupted: {_how_far(spool, point, after)}")
-        raise
     if point is not None:
         point.finished = True
         point.save()
     return spool
-
-
-def _how_far(spool: Spool, point: Checkpoint | None, after: str) -> str:
-    where = f"checkpoint {point.path}" if point is not None else "no checkpoint (pass one)"
-    return f"{spool.rows:,} certificates read, up to serial {after or '(none)'}; {where}"
 
 
 def _read_page(pki: PKI, serials: list[str]) -> pd.DataFrame:
