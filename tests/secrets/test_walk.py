@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests._sockets import Threaded, answer
-from toolkit import IncompleteAudit
+from toolkit import DecodeError, IncompleteAudit
 from toolkit._coverage import require_complete
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.walk import Walk, stream_keys
@@ -101,3 +101,6 @@ def test_list_refused_is_asked_again_as_get_and_a_forbidden_folder_is_recorded(
 def test_keys_stream_from_either_listing_shape() -> None:
     assert list(stream_keys(b'{"data": {"keys": ["a", "b/"]}}')) == ["a", "b/"]
     assert list(stream_keys(b'{"keys": ["p"]}')) == ["p"]
+    assert list(stream_keys(b'{ "warnings": null, "keys" : ["q"] }')) == ["q"]
+    with pytest.raises(DecodeError):
+        list(stream_keys(b'{"data": {"keys": ["a", '))

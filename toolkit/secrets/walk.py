@@ -83,10 +83,14 @@ def stream_keys(content: bytes) -> Iterator[str]:
     that is not JSON."""
     import ijson  # the C backend loads with it; kept off `import toolkit`
 
-    prefix = "keys.item" if content.lstrip()[:8].startswith(b'{"keys"') else "data.keys.item"
+    yielded = False
     try:
-        for key in ijson.items(io.BytesIO(content), prefix, use_float=True):
-            yield key if isinstance(key, str) else str(key)
+        for prefix in ("data.keys.item", "keys.item"):
+            if yielded:
+                return
+            for key in ijson.items(io.BytesIO(content), prefix, use_float=True):
+                yielded = True
+                yield key if isinstance(key, str) else str(key)
     except ijson.JSONError as exc:
         raise DecodeError(f"a LIST answer is not valid JSON: {exc}") from None
 
