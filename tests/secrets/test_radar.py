@@ -31,7 +31,7 @@ def client(empty_sandbox: Sandbox) -> Iterator[SecretsClient]:
         yield c
 
 
-def _seed(sandbox: Sandbox, per_role: int = 120) -> None:
+def _seed(sandbox: Sandbox, per_role: int = 40) -> None:
     with sandbox.secrets.lock:
         for i in range(per_role * 3):
             folder = f"database/creds/scale-{i % 3}"
@@ -43,7 +43,7 @@ def test_a_chunked_scan_finds_what_the_lease_audit_finds(
 ) -> None:
     _seed(empty_sandbox)
     whole = client.leases.leases_by_mount()
-    scan = client.leases.scan(chunk=37, max_rows=100)  # spools to Parquet past 100 rows
+    scan = client.leases.scan(chunk=13, max_rows=30)  # spools to Parquet past 30 rows
     frame = scan.frame()
     assert scan.parquet is not None and scan.walk.complete
     assert sorted(frame.index) == sorted(whole.index)
@@ -70,20 +70,20 @@ def test_an_interrupted_scan_resumes_from_its_checkpoint(
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt) as stopped:
-        scan_leases(client.leases, checkpoint=point, chunk=50, on_chunk=stop_after_three)
-    assert seen == [50, 100, 120]
-    assert any("120 leases looked up" in n for n in getattr(stopped.value, "__notes__", []))
+        scan_leases(client.leases, checkpoint=point, chunk=15, on_chunk=stop_after_three)
+    assert seen == [15, 30, 40]
+    assert any("40 leases looked up" in n for n in getattr(stopped.value, "__notes__", []))
     saved = json.loads(point.read_text())
-    assert saved["rows"] == 120 and not saved["finished"]
+    assert saved["rows"] == 40 and not saved["finished"]
 
     whole = client.leases.leases_by_mount()
     lookups: list[str] = []
     client.http.response_hooks.append(
         lambda r: lookups.append(r.url) if r.method == "POST" else None
     )
-    scan = client.leases.scan(checkpoint=point, chunk=50)
+    scan = client.leases.scan(checkpoint=point, chunk=15)
     assert scan.resumed and sorted(scan.frame().index) == sorted(whole.index)
-    assert len(lookups) == len(whole) - 120  # the done ones are not looked up again
+    assert len(lookups) == len(whole) - 40  # the done ones are not looked up again
     assert json.loads(point.read_text())["finished"]
 
 
@@ -96,7 +96,7 @@ def test_a_lost_connection_stops_the_scan_saying_how_far_it_got(
             empty_sandbox.secrets.leases.create("auth/token/create/deep", ttl=60, suffix=f"d{i}")
     empty_sandbox.faults.drop_after_apply("LIST", "/v1/sys/leases/lookup/auth/token/create/deep", 9)
     point = tmp_path / "scan.json"
-    with pytest.raises(WalkInterrupted, match=r"360 leases looked up .*run it again"):
+    with pytest.raises(WalkInterrupted, match=r"120 leases looked up .*run it again"):
         client.leases.scan(checkpoint=point, chunk=50)
     empty_sandbox.faults.clear()
     lookups: list[str] = []
@@ -104,7 +104,7 @@ def test_a_lost_connection_stops_the_scan_saying_how_far_it_got(
         lambda r: lookups.append(r.url) if r.method == "POST" else None
     )
     scan = client.leases.scan(checkpoint=point, chunk=50)
-    assert scan.resumed and len(scan.frame()) == 390 and len(lookups) == 30
+    assert scan.resumed and len(scan.frame()) == 150 and len(lookups) == 30
 
 
 def test_radar_projects_the_crossing_from_growth_since_the_snapshot(tmp_path: Path) -> None:
