@@ -120,7 +120,10 @@ def _run(server: dict[str, Any], what: str, *extra: str) -> dict[str, Any]:
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=3600)
     if done.returncode:
         raise RuntimeError(f"scale client {what} failed: {done.stderr[-2000:]}")
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    result = dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    # Each run's figures as they come: a long scenario on a busy machine shows its progress.
+    print(f"      {what} {' '.join(extra)}: {json.dumps(result)}", flush=True)
+    return result
 
 
 def _server(scale: str) -> Any:
