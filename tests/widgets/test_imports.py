@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-
 import importlib
 import subprocess
 import sys
+
+import pytest
 
 import widgets
 
