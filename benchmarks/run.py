@@ -42,6 +42,9 @@ Scenarios and goals:
   aiohttp-16, resumable, under 1 GB), 100,000 accessors (within 1.25x of
   aiohttp-16, under 1 GB), 200,000 certificates listed and parsed (under 4
   minutes, under 1 GB); a tenth of that with ``--report-only`` (``make test``).
+- ``audit-log``, ``history``, ``sql``: the audit-log reader, the history store and
+  SQL over the live views (:mod:`benchmarks.trends` says what each measures and
+  its goals); reduced in size with ``--quick`` and ``--report-only``.
 - ``fan-out-faults``: a fan-out of 10,000 reads (2,000 with ``--report-only``)
   with 1% of them reset, refused with 429 or sent on a stale kept connection,
   at random positions, within 2x the wall time of the same fan-out clean.
@@ -770,14 +773,32 @@ def scale_leases(args: argparse.Namespace, goals: list[Goal]) -> None:
     run(args, goals)
 
 
+def audit_log(args: argparse.Namespace, goals: list[Goal]) -> None:
+    from benchmarks.trends import audit_log as run
+
+    run(args, goals)
+
+
 def scale_tokens(args: argparse.Namespace, goals: list[Goal]) -> None:
     from benchmarks.scale import scale_tokens as run
 
     run(args, goals)
 
 
+def history(args: argparse.Namespace, goals: list[Goal]) -> None:
+    from benchmarks.trends import history as run
+
+    run(args, goals)
+
+
 def scale_certificates(args: argparse.Namespace, goals: list[Goal]) -> None:
     from benchmarks.scale import scale_certificates as run
+
+    run(args, goals)
+
+
+def sql(args: argparse.Namespace, goals: list[Goal]) -> None:
+    from benchmarks.trends import sql as run
 
     run(args, goals)
 
@@ -795,6 +816,9 @@ SCENARIOS: dict[str, Callable[[argparse.Namespace, list[Goal]], None]] = {
     "scale-leases": scale_leases,
     "scale-tokens": scale_tokens,
     "scale-certificates": scale_certificates,
+    "audit-log": audit_log,
+    "history": history,
+    "sql": sql,
     "fan-out-faults": fan_out_faults,
 }
 

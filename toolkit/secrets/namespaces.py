@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .._errors import NotFound, PermissionDenied
+from .._coverage import Coverage, Gap, coverage_of
+from .._errors import NamespaceNotFound, NotFound, PermissionDenied, TokenRefused
 from .._frames import Col, Schema, build_frame
 from .._http import HTTPLayer, decode_json
 from .._records import Record
@@ -110,6 +111,8 @@ class Namespaces(Area):
                 headers={NAMESPACE_HEADER: path} if path else None,
                 ok_statuses=frozenset({404}),
             )
+        except TokenRefused:
+            raise
         except PermissionDenied as exc:
             return [], f"children not listed, not permitted in namespace {_label(path)}: {exc}"
         if response.status_code == 404:
@@ -155,8 +158,15 @@ class Namespaces(Area):
         """Every namespace below this one, indexed by full ``path``: ``id``, ``parent``
         (``root`` for the top level), ``depth`` (1 for the top level), ``custom_metadata``,
         and ``problem`` (why its children could not be listed, else empty).
-        ``LIST /sys/namespaces`` in each namespace."""
-        return build_frame(self._walk(), NAMESPACES)
+        ``LIST /sys/namespaces`` in each namespace. ``attrs["coverage"]`` has a gap
+        for each namespace whose children could not be listed."""
+        rows = self._walk()
+        cov = Coverage("namespaces.namespaces_frame", asked=[self._start() or ROOT])
+        cov.note_read(len(rows))
+        for row in rows:
+            if row.get("problem"):
+                cov.note_gap(f"{row['path']}sys/namespaces", 403, str(row["problem"]))
+        return cov.attach(build_frame(rows, NAMESPACES))
 
     # -- any call, in every namespace -------------------------------------------------
     def across(
@@ -175,18 +185,29 @@ class Namespaces(Area):
         those full paths (default: the walk's, starting here).
         """
         paths = [self._start(), *self.list_all()] if namespaces is None else list(namespaces)
+        cov = Coverage("namespaces.across", asked=[p or ROOT for p in paths])
 
         def one(path: str) -> pd.DataFrame:
             key = path.strip().strip("/")
             label = key + "/" if key and key != ROOT else ROOT
             try:
                 frame = call(self._view(path))
+            except TokenRefused:
+                raise  # not a namespace's refusal: nothing anywhere could be read
             except PermissionDenied as exc:
+                cov.note_error(label, exc)
                 return _problem(label, f"not permitted in namespace {label}: {exc}")
             except NotFound as exc:
-                if "namespace not found" not in str(exc):
+                if "namespace not found" not in str(exc) and not isinstance(exc, NamespaceNotFound):
                     raise
+                cov.note_error(label, exc)
                 return _problem(label, f"namespace {label} no longer exists")
+            for inner in coverage_of(frame):  # what the call could not read there
+                cov.gaps.extend(
+                    Gap(f"{'' if label == ROOT else label}{g.path}", g.status, g.reason)
+                    for g in inner.gaps
+                )
+            cov.note_read(len(frame))
             named = any(name is not None for name in frame.index.names)
             part = frame.reset_index() if named else frame.reset_index(drop=True)
             part.insert(0, "namespace", pd.Series([label] * len(part), dtype="string"))
@@ -195,16 +216,20 @@ class Namespaces(Area):
 
         parts = list(self._http.map(one, paths))
         if not parts:
-            return pd.DataFrame(
-                {"namespace": pd.Series(dtype="string"), "problem": pd.Series(dtype="string")}
+            return cov.attach(
+                pd.DataFrame(
+                    {"namespace": pd.Series(dtype="string"), "problem": pd.Series(dtype="string")}
+                )
             )
         frames = [p for p in parts if not p.empty] or parts[:1]
         stacked = pd.concat(frames, ignore_index=True)
         stacked["namespace"] = stacked["namespace"].astype("string")
         stacked["problem"] = stacked["problem"].astype("string")
-        return stacked[
-            ["namespace", *[c for c in stacked if c not in ("namespace", "problem")], "problem"]
-        ]
+        return cov.attach(
+            stacked[
+                ["namespace", *[c for c in stacked if c not in ("namespace", "problem")], "problem"]
+            ]
+        )
 
     def policies_by_namespace(self, kinds: Sequence[str] = ("acl",)) -> pd.DataFrame:
         """Every namespace's policies: :meth:`across` of ``policies.policies_frame(kinds)``
