@@ -69,3 +69,18 @@ def test_a_token_without_sudo_is_refused_rather_than_shown_no_tokens(
     narrow = SecretsClient(tokens_sandbox.address, answer["auth"]["client_token"])
     with narrow, pytest.raises(PermissionDenied):
         narrow.tokens.token_sprawl()
+
+
+def test_lookups_refused_one_by_one_are_gaps_in_the_coverage(
+    tokens_sandbox: Sandbox, bao: SecretsClient
+) -> None:
+    rules = 'path "auth/token/accessors" { capabilities = ["list", "sudo"] }'
+    bao.policies.write("acl", "list-accessors-only", rules)
+    body = {"policies": ["list-accessors-only"], "no_default_policy": True}
+    answer = bao.http.json("POST", "/auth/token/create", json=body)
+    lister = SecretsClient(tokens_sandbox.address, answer["auth"]["client_token"])
+    with lister:
+        scan = lister.tokens.scan(chunk=500)
+    coverage = scan.frame().attrs["coverage"]
+    assert scan.tokens == 0 and not coverage["complete"]
+    assert len(coverage["gaps"]) >= COUNT and {g["status"] for g in coverage["gaps"]} == {403}

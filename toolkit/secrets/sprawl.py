@@ -32,7 +32,7 @@ from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
 from .._http import decode_json
-from ._base import GONE, lookup_requests, unwrap
+from ._base import GONE, GONE_OR_REFUSED, lookup_requests, unwrap
 from .checkpoint import (
     DEFAULT_MAX_ROWS,
     Spool,
@@ -41,7 +41,7 @@ from .checkpoint import (
     reported,
     where,
 )
-from .walk import Walk, stream_keys
+from .walk import Unread, Walk, stream_keys
 
 if TYPE_CHECKING:
     from .tokens import Tokens
@@ -117,10 +117,16 @@ def scan_tokens(
         return f"{spool.rows:,} tokens looked up; {where(point)}"
 
     def look_up(accessors: list[str]) -> None:
-        calls = lookup_requests("/auth/token/lookup-accessor", "accessor", accessors)
+        calls = lookup_requests(
+            "/auth/token/lookup-accessor", "accessor", accessors, ok_statuses=GONE_OR_REFUSED
+        )
         rows = []
         with collector_paused():
             for accessor, response in zip(accessors, http.many(calls), strict=True):
+                if response.status_code == 403:  # a lookup refused: a gap, not "no token"
+                    where = f"auth/token/lookup-accessor ({accessor})"
+                    walk.unread.append(Unread(where, 403, "not permitted"))
+                    continue
                 if response.status_code in GONE:  # revoked since the listing
                     continue
                 data = unwrap(decode_json(response, "POST"))
