@@ -158,3 +158,24 @@ def test_the_revocation_plan_sends_nothing_until_apply_and_never_twice(
     again = client.leases.revocation_plan(ids, rate=1000, batch_size=4, apply=True, journal=journal)
     assert len(again) == 4 and len(posts) == 10  # the six already sent are not sent again
     assert client.leases.lease_ids("database/creds/scale-0/") == []
+
+
+def test_the_area_radar_compares_with_its_last_snapshot_by_the_servers_clock(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    def add(count: int, tag: str) -> None:
+        with empty_sandbox.secrets.lock:
+            for i in range(count):
+                folder = "database/creds/scale-0"
+                empty_sandbox.secrets.leases.create(folder, ttl=7 * 86400, suffix=f"{tag}{i}")
+
+    add(30, "a")
+    first = client.leases.lease_radar(tmp_path, threshold=1000)
+    assert set(first["status"]) == {"first snapshot"} and first.attrs["coverage"]["complete"]
+    add(20, "b")
+    empty_sandbox.clock.advance(86400)  # a day later, by the server's clock
+    client.http.json("GET", "/sys/health")  # the layer reads the server's Date again
+    second = client.leases.lease_radar(tmp_path, threshold=1000)
+    database = second.loc["database/"]
+    assert database["growth"] == 20 and 19 <= database["growth_per_day"] <= 21
+    assert database["status"] == "growing" and len(Snapshots(tmp_path).list("lease-counts")) == 2
