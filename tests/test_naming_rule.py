@@ -34,8 +34,12 @@ VIEWS = {
     "agent_capacity",
     "agents_by_status",
     "all_agents",
+    "can",
     "catalog",
     "crl_entries",
+    "effective_access",
+    "effective_access_matrix",
+    "explain",
     "expiry",
     "findings",
     "holders",
@@ -59,6 +63,7 @@ VIEWS = {
     "token_sprawl",
     "topic_permissions",
     "vhost_permissions",
+    "who_can",
 }
 # The actions: verbs that return what they did (names or a frame of outcomes).
 ACTIONS = {
