@@ -84,3 +84,13 @@ def test_lookups_refused_one_by_one_are_gaps_in_the_coverage(
     coverage = scan.frame().attrs["coverage"]
     assert scan.tokens == 0 and not coverage["complete"]
     assert len(coverage["gaps"]) >= COUNT and {g["status"] for g in coverage["gaps"]} == {403}
+
+
+def test_the_widest_policy_sets_by_the_access_evaluator(bao: SecretsClient) -> None:
+    bao.policies.write(
+        "acl", "scale-policy-0003", 'path "sys/*" { capabilities = ["sudo", "read"] }'
+    )
+    widest = widest_access(bao.tokens.scan(), breadth=lambda p: len(bao.access.can(list(p))))
+    assert widest.loc[0, "policies"] == "root"
+    assert widest.loc[1, "policies"] == "default, scale-policy-0003"
+    assert widest["breadth"].iloc[1:].is_monotonic_decreasing

@@ -227,20 +227,22 @@ def widest_access(
     """The distinct policy sets the tokens carry, widest first: columns ``policies``
     (comma-separated), ``tokens``, ``breadth``.
 
-    ``breadth(policies)`` measures what a set of policies grants; it is the seam for
-    the access evaluator (the access-analysis issue), which is not in this module.
-    Without it, a set holding ``root`` is infinitely wide and every other set is
-    unranked (``breadth`` empty): nothing is claimed that was not evaluated.
+    ``breadth(policies)`` measures what a set of policies grants: the access
+    evaluator's, e.g. ``lambda p: len(bao.access.can(list(p)))`` (the grants the
+    set holds, by :class:`~toolkit.secrets.access.Access`). A set holding ``root``
+    is infinitely wide; without ``breadth`` every other set is unranked
+    (``breadth`` empty): nothing is claimed that was not evaluated.
     """
     sets: Counter[tuple[str, ...]] = Counter()
     for piece in _pieces(scan, ["policies"]):
         sets.update(tuple(sorted(p)) if p is not None else () for p in piece["policies"])
     rows: list[dict[str, Any]] = []
     for policies, count in sets.items():
-        if breadth is not None:
-            score: float | None = float(breadth(policies))
+        score: float | None
+        if "root" in policies:
+            score = float("inf")  # root is wider than anything a policy can grant
         else:
-            score = float("inf") if "root" in policies else None
+            score = float(breadth(policies)) if breadth is not None else None
         rows.append({"policies": ", ".join(policies), "tokens": count, "breadth": score})
     schema = Schema.of(Col("policies"), Col("tokens", "int"), Col("breadth", "float"))
     frame = build_frame(rows, schema)
