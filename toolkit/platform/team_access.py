@@ -10,7 +10,7 @@ import pandas as pd
 
 from .._coverage import Coverage
 from .._deprecation import keep_old_names
-from .._errors import InputError
+from .._errors import DecodeError, InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
 from .._records import Record
@@ -303,7 +303,9 @@ class TeamAccess(Area):
             payload = self._http.json(
                 "GET", api_path("/organizations/{organization}", organization=org)
             )
-            flat = flatten((payload or {}).get("data") or {})
+            if not isinstance(payload, Mapping):
+                raise DecodeError(f"the server's answer for organization {org!r} is not an object")
+            flat = flatten(payload.get("data"))
             permissions = flat.get("permissions")
             # A service that shows no permissions is taken at its word: all visible.
             owner[org] = not isinstance(permissions, Mapping) or bool(
