@@ -278,3 +278,25 @@ def test_the_prefix_refusal_names_the_variable(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("VAULT_ADDR", "https://bao.example:8200/v1/")
     with pytest.raises(ConfigurationError, match=r"\(in VAULT_ADDR or address=\.\.\.\)"):
         SecretsClient(token="t")
+
+
+def test_a_members_token_that_sees_each_listed_teams_grant_is_still_not_whole(
+    empty_sandbox: Sandbox,
+) -> None:
+    # Every team the member can list has a grant it sees (the owners' organization-level
+    # one, its own team's); a secret team's admin grant stays hidden from it.
+    platform = empty_sandbox.platform
+    platform.add_organization("initech")
+    payroll = platform.add_workspace("initech", "payroll")
+    platform.add_team("initech", "owners", members=["initech-owner-token"], owners=True)
+    ops = platform.add_team("initech", "ops", members=["initech-member-token"])
+    audit = platform.add_team("initech", "audit", members=["initech-other-token"], secret=True)
+    platform.add_team_access(payroll, ops, "read")
+    platform.add_team_access(payroll, audit, "admin")
+    with PlatformClient(empty_sandbox.address, "initech-owner-token") as owner:
+        full = owner.team_access.grants_all_organizations_frame("initech")
+        assert toolkit.coverage(full).attrs["complete"]
+    with PlatformClient(empty_sandbox.address, "initech-member-token") as member:
+        part = member.team_access.grants_all_organizations_frame("initech")
+    assert len(part) < len(full)
+    assert not toolkit.coverage(part).attrs["complete"]
