@@ -300,3 +300,13 @@ def test_a_members_token_that_sees_each_listed_teams_grant_is_still_not_whole(
         part = member.team_access.grants_all_organizations_frame("initech")
     assert len(part) < len(full)
     assert not toolkit.coverage(part).attrs["complete"]
+
+
+def test_a_mount_of_another_engine_is_not_an_empty_folder(demo_sandbox: Sandbox) -> None:
+    # `-p mount pki` on the key view: the mount exists, the path does not
+    # ("unsupported path"), so nothing was read, and nothing is not "no keys".
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        with pytest.raises(NotFound, match="unsupported path") as caught:
+            client.keymgmt.at("pki").keys_frame()
+        assert "is 'pki/' a mount of this engine?" in str(caught.value)
+        assert client.leases.list_leases("keymgmt/") == []  # an empty folder still is

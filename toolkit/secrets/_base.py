@@ -131,7 +131,14 @@ def list_keys_of(http: HTTPLayer, paths: Sequence[str]) -> list[list[str]]:
                     raise
                 payload = None
         elif response.status_code == 404:
-            payload = None  # an empty folder (the layer raised for any other 404)
+            # An empty folder answers {"errors":[]} (the layer raised for a missing
+            # namespace or mount). A 404 with words ("unsupported path": a mount of
+            # another engine) is not one.
+            error = api_error(response, "LIST", response.url)
+            if error.messages:
+                explained = getattr(http, "explained", None)
+                raise explained(error) if explained is not None else error
+            payload = None
         else:
             payload = decode_json(response, "LIST")
         found.append(_keys(payload))

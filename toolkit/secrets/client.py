@@ -329,6 +329,12 @@ class SecretsClient(ServiceClient):
             return better
         if "no handler for route" in text:
             return mount_not_found(exc, self._api_path(exc.url), self.namespace)
+        if "unsupported path" in text and not exc.hint:
+            mount = self._api_path(exc.url).split("/", 1)[0]
+            exc.hint = (
+                f"is {mount + '/'!r} a mount of this engine? "
+                "`client.mounts()` lists the mounted engines and their types"
+            )
         return exc
 
     def _denied(self, exc: PermissionDenied | Unauthorized) -> ToolkitError:
