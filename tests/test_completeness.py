@@ -16,6 +16,8 @@ from toolkit import (
     SecretsClient,
     TokenRefused,
 )
+from tests._sockets import Peer, answer
+from tests.test_hostile_servers import serve  # noqa: F401 - the fixture
 from toolkit._client import transport_hint
 from toolkit._errors import ConnectError, TLSError
 from toolkit.sandbox import Sandbox
@@ -310,3 +312,21 @@ def test_a_mount_of_another_engine_is_not_an_empty_folder(demo_sandbox: Sandbox)
             client.keymgmt.at("pki").keys_frame()
         assert "is 'pki/' a mount of this engine?" in str(caught.value)
         assert client.leases.list_leases("keymgmt/") == []  # an empty folder still is
+
+
+def test_a_token_lookup_without_a_verdict_is_not_repeated_for_each_refusal(serve) -> None:
+    # Bare 403s (the wording of a refused token) while lookup-self itself fails: the
+    # client says "missing permission" and must not look the token up again each time.
+    def handler(peer: Peer) -> None:
+        while (seen := peer.request()) is not None:
+            refused = b'{"errors":["permission denied"]}'
+            lookup = "lookup-self" in seen.target
+            peer.send(answer(500, b'{"errors":["internal"]}') if lookup else answer(403, refused))
+
+    server = serve(handler)
+    retry = toolkit.RetryPolicy(attempts=1)
+    with SecretsClient(server.address, "s.issue23-review-token", retry=retry) as client:
+        for _ in range(3):
+            with pytest.raises(PermissionDenied):
+                client.policies.read("acl", "operators")
+    assert len([r for r in server.requests() if "lookup-self" in r.target]) == 1
