@@ -330,3 +330,24 @@ def test_a_token_lookup_without_a_verdict_is_not_repeated_for_each_refusal(serve
             with pytest.raises(PermissionDenied):
                 client.policies.read("acl", "operators")
     assert len([r for r in server.requests() if "lookup-self" in r.target]) == 1
+
+
+def test_a_refusal_taken_back_as_a_gap_never_shows_the_token(serve) -> None:
+    # A lookup fan-out takes 403s back as gaps: the server's words go into the
+    # coverage record (and so into evidence files), masked like any error.
+    token = "s.issue23-review-token"
+
+    def handler(peer: Peer) -> None:
+        while (seen := peer.request()) is not None:
+            if seen.method == "LIST":
+                body = b'{"request_id": "r", "data": {"keys": ["acc1"]}}'
+                peer.send(answer(200, body))
+            else:
+                echoed = f'{{"errors": ["1 error occurred: * {token} may not"]}}'
+                peer.send(answer(403, echoed.encode()))
+
+    server = serve(handler)
+    with SecretsClient(server.address, token, retry=toolkit.RetryPolicy(attempts=1)) as client:
+        frame = client.tokens.inventory()
+    (reason,) = toolkit.coverage(frame)["reason"]
+    assert token not in reason and "<hidden>" in reason

@@ -14,7 +14,7 @@ from typing import Any, Self
 
 from .._area import Area as BaseArea
 from .._coverage import Coverage
-from .._errors import NotFound
+from .._errors import APIError, NotFound
 from .._http import HTTPLayer, Request, decode_json, segment
 from .._http.policy import api_error
 from .._http.response import Response
@@ -71,14 +71,20 @@ def lookup_requests(
 GONE_OR_REFUSED = GONE | {403}
 
 
-def skipped(cov: Coverage, path: str, response: Response) -> bool:
+def error_of(http: HTTPLayer, response: Response) -> APIError:
+    """The error an answer taken back (``ok_statuses``) stands for, the client's
+    credentials masked in the server's words as in the layer's own errors."""
+    return api_error(response, response.method, response.url, http.credentials())
+
+
+def skipped(cov: Coverage, path: str, response: Response, http: HTTPLayer) -> bool:
     """Whether a lookup's answer gives no row: a record gone since it was listed
     (:data:`GONE`), or one refused (403), which ``cov`` notes as a gap."""
     status = response.status_code
     if status < 300:
         return False
     if status == 403:
-        cov.note_error(path, api_error(response, response.method, response.url))
+        cov.note_error(path, error_of(http, response))
     return True
 
 
@@ -134,7 +140,7 @@ def list_keys_of(http: HTTPLayer, paths: Sequence[str]) -> list[list[str]]:
             # An empty folder answers {"errors":[]} (the layer raised for a missing
             # namespace or mount). A 404 with words ("unsupported path": a mount of
             # another engine) is not one.
-            error = api_error(response, "LIST", response.url)
+            error = error_of(http, response)
             if error.messages:
                 explained = getattr(http, "explained", None)
                 raise explained(error) if explained is not None else error
@@ -193,7 +199,7 @@ def refuse_missing(http: HTTPLayer, response: Response) -> None:
     content = response.content
     if not content or not any(words in content for words in _MISSING_PLACE):
         return
-    error = api_error(response, response.method, response.url)
+    error = error_of(http, response)
     explained = getattr(http, "explained", None)
     raise explained(error) if explained is not None else error
 
