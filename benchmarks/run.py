@@ -37,6 +37,9 @@ Scenarios and goals:
   alone, under 3 s and under 300 MB of client peak RSS, on the sandbox and on
   a raft OpenBao (token leases over ten token roles); the full lease audit
   over the same leases reported beside it.
+- ``audit-log``, ``history``, ``sql``: the audit-log reader, the history store and
+  SQL over the live views (:mod:`benchmarks.trends` says what each measures and
+  its goals); reduced in size with ``--quick`` and ``--report-only``.
 - ``fan-out-faults``: a fan-out of 10,000 reads (2,000 with ``--report-only``)
   with 1% of them reset, refused with 429 or sent on a stale kept connection,
   at random positions, within 2x the wall time of the same fan-out clean.
@@ -756,6 +759,24 @@ def fleet(args: argparse.Namespace, goals: list[Goal]) -> None:
     run(args, goals)
 
 
+def audit_log(args: argparse.Namespace, goals: list[Goal]) -> None:
+    from benchmarks.trends import audit_log as run
+
+    run(args, goals)
+
+
+def history(args: argparse.Namespace, goals: list[Goal]) -> None:
+    from benchmarks.trends import history as run
+
+    run(args, goals)
+
+
+def sql(args: argparse.Namespace, goals: list[Goal]) -> None:
+    from benchmarks.trends import sql as run
+
+    run(args, goals)
+
+
 SCENARIOS: dict[str, Callable[[argparse.Namespace, list[Goal]], None]] = {
     "import": import_time,
     "frames": frames,
@@ -766,6 +787,9 @@ SCENARIOS: dict[str, Callable[[argparse.Namespace, list[Goal]], None]] = {
     "state-write": state_write,
     "fleet": fleet,
     "lease-counts": lease_counts,
+    "audit-log": audit_log,
+    "history": history,
+    "sql": sql,
     "fan-out-faults": fan_out_faults,
 }
 

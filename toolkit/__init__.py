@@ -113,6 +113,10 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "findings": (".findings", None),
     "fleet": (".fleet", None),
     "plan": (".plan", None),
+    "history": (".history", None),
+    "catalog": (".catalog", None),
+    "sql": (".catalog", "sql"),
+    "auditlog": (".auditlog", None),
     "coverage": ("._coverage", "coverage"),
     "Coverage": ("._coverage", "Coverage"),
 }
