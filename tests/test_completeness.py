@@ -3,9 +3,13 @@ read, and each mistake an operator makes reads as one line naming what to do."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 import toolkit
+from tests._sockets import Peer, Scripted, answer
+from tests.test_hostile_servers import serve  # noqa: F401 - the fixture
 from toolkit import (
     ConfigurationError,
     MountNotFound,
@@ -16,11 +20,12 @@ from toolkit import (
     SecretsClient,
     TokenRefused,
 )
-from tests._sockets import Peer, answer
-from tests.test_hostile_servers import serve  # noqa: F401 - the fixture
 from toolkit._client import transport_hint
 from toolkit._errors import ConnectError, TLSError
 from toolkit.sandbox import Sandbox
+
+# The scripted-server fixture (tests.test_hostile_servers.serve).
+Serve = Callable[[Callable[[Peer], None]], Scripted]
 
 LIMITED = """
 path "sys/policies/acl" { capabilities = ["list"] }
@@ -314,7 +319,7 @@ def test_a_mount_of_another_engine_is_not_an_empty_folder(demo_sandbox: Sandbox)
         assert client.leases.list_leases("keymgmt/") == []  # an empty folder still is
 
 
-def test_a_token_lookup_without_a_verdict_is_not_repeated_for_each_refusal(serve) -> None:
+def test_a_token_lookup_without_a_verdict_is_not_repeated_for_each_refusal(serve: Serve) -> None:  # noqa: F811
     # Bare 403s (the wording of a refused token) while lookup-self itself fails: the
     # client says "missing permission" and must not look the token up again each time.
     def handler(peer: Peer) -> None:
@@ -332,7 +337,7 @@ def test_a_token_lookup_without_a_verdict_is_not_repeated_for_each_refusal(serve
     assert len([r for r in server.requests() if "lookup-self" in r.target]) == 1
 
 
-def test_a_refusal_taken_back_as_a_gap_never_shows_the_token(serve) -> None:
+def test_a_refusal_taken_back_as_a_gap_never_shows_the_token(serve: Serve) -> None:  # noqa: F811
     # A lookup fan-out takes 403s back as gaps: the server's words go into the
     # coverage record (and so into evidence files), masked like any error.
     token = "s.issue23-review-token"

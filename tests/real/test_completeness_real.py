@@ -63,7 +63,6 @@ def test_a_token_without_sudo_lacks_a_permission_and_a_bad_token_is_refused_on_o
         bao_client.policies.delete("acl", "no-sudo-issue23")
 
 
-
 def test_a_mount_of_another_engine_is_not_an_empty_folder_on_openbao(
     bao_client: SecretsClient,
 ) -> None:
