@@ -3,7 +3,8 @@ read, and each mistake an operator makes reads as one line naming what to do."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -356,3 +357,28 @@ def test_a_refusal_taken_back_as_a_gap_never_shows_the_token(serve: Serve) -> No
         frame = client.tokens.inventory()
     (reason,) = toolkit.coverage(frame)["reason"]
     assert token not in reason and "<hidden>" in reason
+
+
+@pytest.mark.parametrize(
+    ("client", "address"),
+    [(SecretsClient, "http://127.0.0.1:8200/v1"), (PlatformClient, "http://127.0.0.1:1/api/v2")],
+)
+def test_a_refused_address_leaves_a_sensitive_token_hidden_in_the_frames(
+    client: type, address: str
+) -> None:
+    value = "hvs.issue23-review-frames"
+    with pytest.raises(ConfigurationError) as caught:
+        client(address, toolkit.Sensitive(value, "token"))
+    plain = [
+        (tb.tb_frame.f_code.co_name, name)
+        for tb in list(_frames(caught.value.__traceback__))[1:]  # past this test's frame
+        for name, local in tb.tb_frame.f_locals.items()
+        if isinstance(local, str) and value in local
+    ]
+    assert plain == []
+
+
+def _frames(tb: Any) -> Iterator[Any]:
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
