@@ -382,3 +382,22 @@ def _frames(tb: Any) -> Iterator[Any]:
     while tb is not None:
         yield tb
         tb = tb.tb_next
+
+
+LEASES_ONLY = """
+path "sys/leases/lookup/*" { capabilities = ["list", "sudo"] }
+path "sys/leases/lookup" { capabilities = ["update"] }
+"""
+
+
+def test_a_lease_walk_that_cannot_check_its_mount_says_so(sandbox: Sandbox) -> None:
+    # A token that may walk leases but not read sys/mounts: a mistyped mount cannot be
+    # told from an empty one, so the empty frame is not a clean "no leases".
+    with SecretsClient(sandbox.address, sandbox.token) as root:
+        root.policies.write("acl", "leases-only", LEASES_ONLY)
+        token = root.tokens.create(policies=["leases-only"], ttl="1h")["client_token"]
+    with SecretsClient(sandbox.address, token) as client:
+        frame = client.leases.leases_by_mount(mounts=["keymgmtx"])
+    assert len(frame) == 0
+    cov = toolkit.coverage(frame)
+    assert not cov.attrs["complete"] and "sys/mounts" in set(cov["path"])

@@ -151,12 +151,13 @@ def list_keys_of(http: HTTPLayer, paths: Sequence[str]) -> list[list[str]]:
     return found
 
 
-def require_mounts(http: HTTPLayer, mounts: Sequence[str]) -> None:
+def require_mounts(http: HTTPLayer, mounts: Sequence[str]) -> bool:
     """Raise :class:`~toolkit.MountNotFound` naming each of ``mounts`` that nothing is
     mounted at (``sys/mounts`` and ``sys/auth``), for a view that walks a tree where a
     missing mount looks like an empty folder (the lease lookup tree answers
     ``{"errors":[]}`` for any prefix). When the token may not read the mount tables
-    the names cannot be checked, and nothing is raised."""
+    the names cannot be checked: nothing is raised, and False is returned (the
+    caller notes it as a gap)."""
     from .._errors import MountNotFound, PermissionDenied, TokenRefused
 
     known: list[str] = []
@@ -166,7 +167,7 @@ def require_mounts(http: HTTPLayer, mounts: Sequence[str]) -> None:
         except TokenRefused:
             raise
         except PermissionDenied:
-            return
+            return False
         known.extend(prefix + k for k in data if k.endswith("/"))
     for mount in mounts:
         wanted = mount.strip("/") + "/"
@@ -180,6 +181,7 @@ def require_mounts(http: HTTPLayer, mounts: Sequence[str]) -> None:
             missing.mount = wanted
             missing.hint = "check the mount's name: `client.mounts()` lists the mounted engines"
             raise missing
+    return True
 
 
 # What a 404 says when the thing asked for is not a record or folder that is

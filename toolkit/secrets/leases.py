@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._coverage import Coverage
 from .._deprecation import keep_old_names
 from .._errors import APIError, InputError, ToolkitError, one_line
 from .._frames import Col, Schema, build_frame, frame_from_columns
@@ -315,14 +316,26 @@ class Leases(Area):
         if prefix is not None and mounts is not None:
             raise InputError("pass prefix or mounts, not both")
         mounts = None if mounts is None else list(mounts)
-        require_mounts(self._http, mounts if mounts is not None else [prefix] if prefix else [])
+        named = mounts if mounts is not None else [prefix] if prefix else []
+        checked = require_mounts(self._http, named)
         starts = [_folder(m) for m in mounts] if mounts is not None else [prefix or ""]
         ids: list[str] = []
         for start in starts:
             ids.extend(self.lease_ids(start))
-        return self.lookup_leases(
+        frame = self.lookup_leases(
             ids, mounts=starts if mounts is not None else None, show_progress=show_progress
         )
+        # The walk raises for whatever it cannot read; what it cannot tell is a
+        # mistyped mount from an empty one when the mount tables are refused.
+        cov = Coverage("leases.leases_by_mount", asked=[s or "sys/leases/lookup/" for s in starts])
+        cov.note_read(len(frame))
+        if named and not checked:
+            cov.note_gap(
+                "sys/mounts",
+                403,
+                "the mount names could not be checked (a mistyped mount reads as empty)",
+            )
+        return cov.attach(frame)
 
     def lookup_leases(
         self,
