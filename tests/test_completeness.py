@@ -51,6 +51,9 @@ def test_a_missing_mount_raises_naming_it_and_an_empty_folder_stays_empty(
         with pytest.raises(MountNotFound, match="nothing is mounted at 'keymgmtx/'") as caught:
             client.keymgmt.at("keymgmtx").keys_frame()
         assert caught.value.mount == "keymgmtx/" and "client.mounts()" in str(caught.value)
+        with pytest.raises(MountNotFound, match="'keymgmtx/'"):
+            client.leases.lease_counts("keymgmtx/")
+        assert len(client.leases.lease_counts("keymgmt/")) == 0  # mounted, no leases
         # An empty folder is still an empty list (404 with no message).
         assert client.leases.list_leases("keymgmt/") == []
         with pytest.raises(NotFound, match="no key 'nope'"):

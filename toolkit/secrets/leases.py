@@ -393,7 +393,11 @@ class Leases(Area):
 
         ``LIST /sys/leases/lookup/:prefix`` (sudo), walked; no lease is looked
         up. ``mounts`` are the mount paths to split by (default: the server's).
+        A ``prefix`` whose mount does not exist raises :class:`~toolkit.MountNotFound`
+        (the lookup tree answers it as an empty folder).
         """
+        if prefix:
+            require_mounts(self._http, [prefix])
         mount_paths = list(mounts) if mounts is not None else self._known_mounts()
         return count_leases(self._http, prefix, mount_paths)
 
