@@ -17,6 +17,7 @@ from toolkit.extras import module_dir, require
 require("notebook", "The forms (widgets)", "ipywidgets")
 
 if TYPE_CHECKING:
+    from .access_question import WhoCanForm
     from .agent_cleanup import AgentCleanupForm
     from .certificate_request import CertificateRequestForm
     from .key_distribution import KeyDistributionForm
@@ -37,6 +38,7 @@ __all__ = [
     "PolicySetParameterEditor",
     "RekeyCeremonyWidget",
     "TeamAccessEditor",
+    "WhoCanForm",
 ]
 
 _MODULES = {
@@ -49,6 +51,7 @@ _MODULES = {
     "PolicySetParameterEditor": "policy_set_parameter",
     "RekeyCeremonyWidget": "rekey_ceremony",
     "TeamAccessEditor": "team_access",
+    "WhoCanForm": "access_question",
 }
 
 

@@ -244,6 +244,7 @@ OPENBAO_RUNBOOKS = [
     "09_database_credentials.ipynb",
     "11_certificates.ipynb",
     "12_broker_roles.ipynb",
+    "13_access_review.ipynb",
     "14_trends.ipynb",
 ]
 

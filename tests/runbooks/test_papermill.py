@@ -62,6 +62,7 @@ def test_every_runbook_is_covered() -> None:
         "10_key_distribution.ipynb",
         "11_certificates.ipynb",
         "12_broker_roles.ipynb",
+        "13_access_review.ipynb",
         "14_trends.ipynb",
     ]
 
