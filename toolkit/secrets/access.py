@@ -20,7 +20,6 @@ with gaps there is "not known", never "nobody".
 from __future__ import annotations
 
 import re
-
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
