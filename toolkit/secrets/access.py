@@ -645,8 +645,10 @@ class Access(Area):
     # -- reading ---------------------------------------------------------------------
     def _read_policies(self, reader: _Reader) -> dict[str, list[PathRule]]:
         names = reader.list_keys("/sys/policies/acl", empty_ok=False)
-        # Each answer is parsed as it arrives, while the fan-out reads the next ones.
-        texts = reader.read_each([f"/sys/policies/acl/{segment(n)}" for n in names])
+        # Every answer is read before any is parsed: parsing while the fan-out reads holds
+        # the GIL against its event loop and slows the reads by more than the parse costs
+        # (10,000 policies: 15.5 s beyond the reads, against the parse's own ~4 s).
+        texts = reader.read_all([f"/sys/policies/acl/{segment(n)}" for n in names])
         policies: dict[str, list[PathRule]] = {}
         for name, data in zip(names, texts, strict=True):
             if data is None or name == "root":
