@@ -31,6 +31,7 @@ from toolkit.secrets._base import Area as SecretsArea
 # The views: DataFrames named for what they show, not for the resource they list.
 VIEWS = {
     "across",
+    "agent_capacity",
     "agents_by_status",
     "all_agents",
     "can",
@@ -47,16 +48,19 @@ VIEWS = {
     "lease_counts",
     "leases_by_mount",
     "leases_by_namespace",
+    "lease_radar",
     "library_status",
     "mounts_by_namespace",
     "organization_access",
     "permissions_long",
     "permissions_matrix",
     "policies_by_namespace",
+    "revocation_plan",
     "rotation_audit",
     "session_certificates",
     "stale_agents",
     "summary",
+    "token_sprawl",
     "topic_permissions",
     "vhost_permissions",
     "who_can",
@@ -80,8 +84,9 @@ ACTIONS = {
 def _area_classes() -> list[type]:
     found = set()
     for package in (toolkit.secrets, toolkit.platform):
-        for info in pkgutil.iter_modules(package.__path__):
-            module = importlib.import_module(f"{package.__name__}.{info.name}")
+        # Packages too (``toolkit.secrets.pki`` is one module a part).
+        for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            module = importlib.import_module(info.name)
             for value in vars(module).values():
                 if (
                     inspect.isclass(value)

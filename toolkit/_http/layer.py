@@ -36,6 +36,7 @@ from .._errors import (
 from .._masking import Sensitive
 from .engine import ConnectorFactory, Engine, tls_context
 from .fanout import OrderedResponses, Request, RequestFanOut, ThreadedMap, worker_mark
+from .paths import check_path
 from .policy import Failure, RetryPolicy, judge, mask, repeatable
 from .redirects import NO_REDIRECTS, RedirectRule
 from .response import Headers, Response, masked
@@ -331,6 +332,7 @@ class HTTPLayer:
         ``check`` tells, for a write whose outcome could be unknown, how to find
         out (it goes into :class:`OutcomeUnknown`'s message).
         """
+        check_path(method, self.api_prefix, path)  # nothing leaves on a rewritten path
         call = Request(
             method.upper(), path, params, json, idempotent, frozenset(ok_statuses), check
         )
@@ -576,6 +578,11 @@ class HTTPLayer:
         todo = list(requests)
         if not todo:
             return
+        checked: set[str] = set()
+        for r in todo:  # nothing leaves on a rewritten path (a fan-out shares few paths)
+            if r.path not in checked:
+                check_path(r.method, self.api_prefix, r.path)
+                checked.add(r.path)
         n = min(workers or self.max_concurrency, self.max_concurrency, len(todo))
         # Sending runs at most ``ahead`` answers ahead of the reader; the reader is
         # woken for half of that at once (fewer at the end).

@@ -12,10 +12,10 @@ import pandas as pd
 
 from .._coverage import Coverage
 from .._deprecation import keep_old_names
-from .._errors import APIError, InputError, NotFound
+from .._errors import APIError, DecodeError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
-from .._http import segment
+from .._http import api_path
 from .._progress import progress
 from .._records import Record
 from .._spec.access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
@@ -39,7 +39,9 @@ __all__ = [
     "POOLS_WITH_WORKSPACES",
     "REMOVABLE_AGENT_STATUSES",
     "STATUS_COUNTS_ALL_ORGANIZATIONS",
+    "AGENT_CAPACITY",
     "AgentPools",
+    "agent_capacity",
     "agents_frame",
 ]
 
@@ -94,6 +96,8 @@ CLEANUP = Schema.of(
 # How long an agent must have been silent before the clean-up removes it by default:
 # an ``unknown`` agent silent for minutes may be a network blip, not a dead host.
 DEFAULT_SILENCE = timedelta(hours=1)
+# How long an agent in ``unknown`` keeps counting against the pool's capacity.
+UNKNOWN_HOLD = timedelta(hours=2)
 
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
@@ -173,7 +177,7 @@ class AgentPools(Area):
             params["sort"] = sort
         if allowed_workspace:
             params["filter[allowed_workspaces][name]"] = allowed_workspace
-        path = f"/organizations/{segment(organization)}/agent-pools"
+        path = api_path("/organizations/{organization}/agent-pools", organization=organization)
         if not includes:
             return self._frame(path, POOLS, params)
         params["include"] = ",".join(includes)
@@ -195,7 +199,7 @@ class AgentPools(Area):
         next(
             iter_resources(
                 self._http,
-                f"/organizations/{segment(organization)}/agent-pools",
+                api_path("/organizations/{organization}/agent-pools", organization=organization),
                 params,
                 page_size=1,
                 meta=meta,
@@ -208,7 +212,7 @@ class AgentPools(Area):
     def get(self, pool_id: str, *, include_workspaces: bool = False) -> Record:
         """One pool. ``GET /agent-pools/:id`` (``include=workspaces`` adds ``workspaces``)."""
         params = {"include": "workspaces"} if include_workspaces else None
-        doc = self._get(f"/agent-pools/{segment(pool_id)}", params)
+        doc = self._get(api_path("/agent-pools/{pool_id}", pool_id=pool_id), params)
         record = self._record(doc, "agent-pool")
         if include_workspaces:
             record["workspaces"] = [flatten(r) for r in (doc or {}).get("included") or []]
@@ -224,7 +228,11 @@ class AgentPools(Area):
     ) -> Record:
         """Create a pool. ``POST /organizations/:organization_name/agent-pools``."""
         body = _pool_body(name, organization_scoped, allowed_workspace_ids)
-        doc = self._send("POST", f"/organizations/{segment(organization)}/agent-pools", body)
+        doc = self._send(
+            "POST",
+            api_path("/organizations/{organization}/agent-pools", organization=organization),
+            body,
+        )
         return self._record(doc, "agent-pool")
 
     def update(
@@ -241,12 +249,13 @@ class AgentPools(Area):
         """
         body = _pool_body(name, organization_scoped, allowed_workspace_ids, pool_id)
         return self._record(
-            self._send("PATCH", f"/agent-pools/{segment(pool_id)}", body), "agent-pool"
+            self._send("PATCH", api_path("/agent-pools/{pool_id}", pool_id=pool_id), body),
+            "agent-pool",
         )
 
     def delete(self, pool_id: str) -> None:
         """Delete a pool. ``DELETE /agent-pools/:agent_pool_id``."""
-        self._send("DELETE", f"/agent-pools/{segment(pool_id)}")
+        self._send("DELETE", api_path("/agent-pools/{pool_id}", pool_id=pool_id))
 
     # -- agents --------------------------------------------------------------------
     def agents_frame(
@@ -256,16 +265,18 @@ class AgentPools(Area):
         params = (
             {"filter[last-ping-since]": format_iso_ms(last_ping_since)} if last_ping_since else None
         )
-        resources = iter_resources(self._http, f"/agent-pools/{segment(pool_id)}/agents", params)
+        resources = iter_resources(
+            self._http, api_path("/agent-pools/{pool_id}/agents", pool_id=pool_id), params
+        )
         return agents_frame(resources, pool_id)
 
     def agent(self, agent_id: str) -> Record:
         """One agent with its status. ``GET /agents/:id``."""
-        return self._record(self._get(f"/agents/{segment(agent_id)}"), "agent")
+        return self._record(self._get(api_path("/agents/{agent_id}", agent_id=agent_id)), "agent")
 
     def delete_agent(self, agent_id: str) -> None:
         """Delete an agent. ``DELETE /agents/:id``: 412 (PreconditionFailed) while idle or busy."""
-        self._send("DELETE", f"/agents/{segment(agent_id)}")
+        self._send("DELETE", api_path("/agents/{agent_id}", agent_id=agent_id))
 
     # -- views ---------------------------------------------------------------------
     def all_agents(
@@ -315,7 +326,7 @@ class AgentPools(Area):
         """Every page of each pool's agent list into that pool's sink, as pages arrive."""
         read_lists(
             self._http,
-            [(f"/agent-pools/{segment(pid)}/agents", None) for pid in pool_ids],
+            [(api_path("/agent-pools/{pool_id}/agents", pool_id=pid), None) for pid in pool_ids],
             show_progress=show_progress,
             desc="reading agents",
             builders=sinks,
@@ -348,7 +359,10 @@ class AgentPools(Area):
             pool_builders = [FrameBuilder(POOLS) for _ in names]
             read_lists(
                 self._http,
-                [(f"/organizations/{segment(org)}/agent-pools", None) for org in names],
+                [
+                    (api_path("/organizations/{organization}/agent-pools", organization=org), None)
+                    for org in names
+                ],
                 builders=pool_builders,
             )
             pool_frames = [b.frame() for b in pool_builders]
@@ -386,6 +400,20 @@ class AgentPools(Area):
         agents = self.all_agents(organization)
         reference = now or self._http.server_now()
         return stale(agents, reference, older_than)
+
+    def agent_capacity(
+        self,
+        organization: str,
+        *,
+        hold: timedelta = UNKNOWN_HOLD,
+        window: timedelta = timedelta(hours=24),
+    ) -> pd.DataFrame:
+        """Per pool: agents working, idle, holding capacity while ``unknown``, to remove,
+        and when the pool runs out at the current rate of errors: :func:`agent_capacity`,
+        judged by the server's clock."""
+        pools = self.pools_frame(organization)
+        agents = self.all_agents(organization, pools=pools)
+        return agent_capacity(agents, pools, now=self._http.server_now(), hold=hold, window=window)
 
     # -- bulk ----------------------------------------------------------------------
     def remove_agents(
@@ -533,7 +561,14 @@ class StatusTally:
 
     def add(self, resources: Sequence[Mapping[str, Any]]) -> None:
         pid = self.pool_id
-        self.pairs.update((pid, (r.get("attributes") or {}).get("status")) for r in resources)
+        self.pairs.update((pid, _status(r)) for r in resources)
+
+
+def _status(agent: Mapping[str, Any]) -> str | None:
+    status = (agent.get("attributes") or {}).get("status")
+    if status is None or isinstance(status, str):
+        return status
+    raise DecodeError("the server's answer has an agent 'status' that is not text")
 
 
 def count_by_status(pools: pd.DataFrame, pairs: Counter[tuple[str, Any]]) -> pd.DataFrame:
@@ -568,3 +603,82 @@ def stale(agents: pd.DataFrame, now: datetime, older_than: timedelta) -> pd.Data
 
 # The names before the naming rule (docs/decisions.md, "Names"), for one release.
 keep_old_names(AgentPools, list="pools_frame", agents="agents_frame")
+
+
+# -- capacity --------------------------------------------------------------------------------
+AGENT_CAPACITY = Schema.of(
+    "pool_id",
+    Col("pool_name"),
+    Col("agents", "int"),
+    Col("working", "int"),
+    Col("idle", "int"),
+    Col("holding_unknown", "int"),
+    Col("to_remove", "int"),
+    Col("errors_per_hour", "float"),
+    Col("runs_out_at", "datetime"),
+    Col("status"),
+    index="pool_id",
+)
+
+
+def agent_capacity(
+    agents: pd.DataFrame,
+    pools: pd.DataFrame,
+    *,
+    now: datetime,
+    hold: timedelta = UNKNOWN_HOLD,
+    window: timedelta = timedelta(hours=24),
+) -> pd.DataFrame:
+    """Per pool of ``pools`` (:meth:`AgentPools.pools_frame`), from ``agents``
+    (:meth:`AgentPools.all_agents`), at ``now``:
+
+    - ``working`` (busy) and ``idle`` agents;
+    - ``holding_unknown``: agents in ``unknown`` whose last ping is within ``hold``
+      (two hours): they count against capacity without working;
+    - ``to_remove``: exited and errored agents, and unknown ones silent past ``hold``;
+    - ``errors_per_hour``: agents that went ``errored`` within ``window`` (by their
+      last ping), an hour; ``runs_out_at``: when the working and idle agents are all
+      gone at that rate (empty when none erred). ``status``: ``exhausted`` (none
+      working or idle), ``runs out within a day``, ``eroding``, or ``steady``.
+    """
+    if hold.total_seconds() < 0 or window.total_seconds() <= 0:
+        raise InputError("hold must not be negative and window must be positive")
+    rows = []
+    grouped: dict[Any, pd.DataFrame] = (
+        {k: g for k, g in agents.groupby("pool_id", sort=False)} if len(agents) else {}
+    )
+    for pool_id, pool in pools.iterrows():
+        group = grouped.get(pool_id)
+        if group is None:
+            group = agents.iloc[0:0]
+        status = group["status"].astype("object")
+        ping = group["last_ping_at"]
+        silent = ping.isna() | (ping < now - hold)
+        unknown = status == "unknown"
+        usable = int(status.isin(["busy", "idle"]).sum())
+        erred = int(((status == "errored") & ping.notna() & (ping >= now - window)).sum())
+        rate = erred / (window.total_seconds() / 3600)
+        runs_out = now + timedelta(hours=usable / rate) if rate > 0 else None
+        if usable == 0:
+            verdict = "exhausted"
+        elif runs_out is not None and runs_out - now <= timedelta(days=1):
+            verdict = "runs out within a day"
+        elif runs_out is not None:
+            verdict = "eroding"
+        else:
+            verdict = "steady"
+        rows.append(
+            {
+                "pool_id": pool_id,
+                "pool_name": pool.get("name"),
+                "agents": len(group),
+                "working": int((status == "busy").sum()),
+                "idle": int((status == "idle").sum()),
+                "holding_unknown": int((unknown & ~silent).sum()),
+                "to_remove": int((status.isin(["exited", "errored"]) | (unknown & silent)).sum()),
+                "errors_per_hour": rate,
+                "runs_out_at": runs_out,
+                "status": verdict,
+            }
+        )
+    return build_frame(rows, AGENT_CAPACITY)

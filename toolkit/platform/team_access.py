@@ -10,9 +10,9 @@ import pandas as pd
 
 from .._coverage import Coverage
 from .._deprecation import keep_old_names
-from .._errors import InputError
+from .._errors import DecodeError, InputError
 from .._frames import Col, Schema, build_frame
-from .._http import segment
+from .._http import api_path
 from .._records import Record
 from .._spec.access import (
     ACCESS_LEVELS,
@@ -144,7 +144,10 @@ class TeamAccess(Area):
 
     def get(self, team_access_id: str) -> Record:
         """One record. ``GET /team-workspaces/:id``."""
-        return self._record(self._get(f"/team-workspaces/{segment(team_access_id)}"), "team-access")
+        return self._record(
+            self._get(api_path("/team-workspaces/{team_access_id}", team_access_id=team_access_id)),
+            "team-access",
+        )
 
     def add(
         self,
@@ -182,12 +185,19 @@ class TeamAccess(Area):
         attrs = _attributes(access, dict(permissions))
         body = {"data": {"type": "team-workspaces", "id": team_access_id, "attributes": attrs}}
         return self._record(
-            self._send("PATCH", f"/team-workspaces/{segment(team_access_id)}", body), "team-access"
+            self._send(
+                "PATCH",
+                api_path("/team-workspaces/{team_access_id}", team_access_id=team_access_id),
+                body,
+            ),
+            "team-access",
         )
 
     def remove(self, team_access_id: str) -> None:
         """Remove a team's access. ``DELETE /team-workspaces/:id``."""
-        self._send("DELETE", f"/team-workspaces/{segment(team_access_id)}")
+        self._send(
+            "DELETE", api_path("/team-workspaces/{team_access_id}", team_access_id=team_access_id)
+        )
 
     # -- views ---------------------------------------------------------------------
     def organization_access(self, organization: str) -> pd.DataFrame:
@@ -290,8 +300,12 @@ class TeamAccess(Area):
         owner: dict[str, bool] = {}
         for org in names:
             # A missing organization raises NotFound naming it (PlatformClient.explain).
-            payload = self._http.json("GET", f"/organizations/{segment(org)}")
-            flat = flatten((payload or {}).get("data") or {})
+            payload = self._http.json(
+                "GET", api_path("/organizations/{organization}", organization=org)
+            )
+            if not isinstance(payload, Mapping):
+                raise DecodeError(f"the server's answer for organization {org!r} is not an object")
+            flat = flatten(payload.get("data"))
             permissions = flat.get("permissions")
             # A service that shows no permissions is taken at its word: all visible.
             owner[org] = not isinstance(permissions, Mapping) or bool(
@@ -310,7 +324,10 @@ class TeamAccess(Area):
         listings = read_lists(
             self._http,
             [
-                (f"/organizations/{segment(org)}/{kind}", None)
+                (
+                    api_path("/organizations/{organization}/{kind}", organization=org, kind=kind),
+                    None,
+                )
                 for org in names
                 for kind in ("workspaces", "teams")
             ],
@@ -475,8 +492,8 @@ class TeamAccess(Area):
             for api in PERMISSION_ATTRIBUTES:
                 col = api.replace("-", "_")
                 value = rec[col]
-                if implied:
-                    value = IMPLIED_PERMISSIONS[level][api]
+                if implied:  # an access level this client does not know implies nothing known
+                    value = IMPLIED_PERMISSIONS.get(level, {}).get(api)
                 rows.append(
                     {
                         "workspace_id": rec["workspace_id"],

@@ -16,6 +16,7 @@ import pandas as pd
 
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
+from .._records import integer
 from .._spec.access import (
     ACCESS_LEVELS,
     CUSTOM_DEFAULTS,
@@ -260,7 +261,7 @@ def team_access_findings(
     for team in teams:
         org, name = team.get("organization"), team.get("name")
         obj = f"{org}/teams/{name}"
-        size = int(team.get("users_count") or 0)
+        size = integer(team.get("users_count"), "users_count")
         if is_owners(team):
             if size > max_owners:
                 found.append(

@@ -57,6 +57,8 @@ class SandboxOptions:
     # The administrative namespace (``--admin-namespace``), where restricted
     # endpoints answer as in the root; created at start when missing.
     admin_namespace: str | None = None
+    # Generated records at scale by kind (``--demo-scale leases=1M,...``; see ``scale``).
+    demo_scale: dict[str, int] = field(default_factory=dict)
 
 
 class Sandbox:
@@ -115,6 +117,10 @@ class Sandbox:
 
             load_platform_demo(self.platform)
             load_secrets_demo(self.secrets)
+        if opts.demo_scale:
+            from .scale import load_scale
+
+            load_scale(self, opts.demo_scale)
         if opts.init_file:
             self.secrets.write_init_file(opts.init_file)
 

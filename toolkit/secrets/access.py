@@ -29,7 +29,7 @@ import pandas as pd
 from .._coverage import Coverage
 from .._errors import APIError, InputError, MountNotFound
 from .._frames import Col, Schema, build_frame
-from .._http import Request, decode_json, segment
+from .._http import Request, decode_json, segment, segments
 from .._spec.acl import (
     ACL,
     UNKNOWN_IDENTITY,
@@ -645,10 +645,11 @@ class Access(Area):
     # -- reading ---------------------------------------------------------------------
     def _read_policies(self, reader: _Reader) -> dict[str, list[PathRule]]:
         names = reader.list_keys("/sys/policies/acl", empty_ok=False)
-        # Every answer is read before any is parsed: parsing while the fan-out reads holds
-        # the GIL against its event loop and slows the reads by more than the parse costs
-        # (10,000 policies: 15.5 s beyond the reads, against the parse's own ~4 s).
-        texts = reader.read_all([f"/sys/policies/acl/{segment(n)}" for n in names])
+        # Every answer is read before any is parsed: parsing between answers holds the GIL
+        # against the fan-out's event loop and slows the reads (docs/decisions.md, access).
+        texts = reader.read_all(
+            [f"/sys/policies/acl/{segment(n, 'policy name listed by the server')}" for n in names]
+        )
         policies: dict[str, list[PathRule]] = {}
         for name, data in zip(names, texts, strict=True):
             if data is None or name == "root":
@@ -663,11 +664,19 @@ class Access(Area):
         self, reader: _Reader
     ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
         ids = reader.list_keys("/identity/entity/id")
-        entities = [e for e in reader.read_all([f"/identity/entity/id/{i}" for i in ids]) if e]
+        entities = [
+            e
+            for e in reader.read_all(
+                [f"/identity/entity/id/{segment(i, 'entity id listed by the server')}" for i in ids]
+            )
+            if e
+        ]
         gids = reader.list_keys("/identity/group/id")
         groups = {
             str(g.get("id")): g
-            for g in reader.read_all([f"/identity/group/id/{i}" for i in gids])
+            for g in reader.read_all(
+                [f"/identity/group/id/{segment(i, 'group id listed by the server')}" for i in gids]
+            )
             if g
         }
         return entities, groups
@@ -676,7 +685,14 @@ class Access(Area):
         names = reader.list_keys("/auth/token/roles")
         found = []
         for name, data in zip(
-            names, reader.read_all([f"/auth/token/roles/{segment(n)}" for n in names]), strict=True
+            names,
+            reader.read_all(
+                [
+                    f"/auth/token/roles/{segment(n, 'token role listed by the server')}"
+                    for n in names
+                ]
+            ),
+            strict=True,
         ):
             if data is not None:
                 policies = _with_default(data, _policies_of(data, "allowed_policies"))
@@ -707,9 +723,11 @@ class Access(Area):
                 continue
             group_map: dict[str, tuple[str, ...]] = {}
             for folder, what in folders:
-                base = f"/auth/{mount.rstrip('/')}/{folder}"
+                base = f"/auth/{segments(mount, 'auth mount listed by the server')}/{folder}"
                 names = reader.list_keys(base)
-                datas = reader.read_all([f"{base}/{segment(n)}" for n in names])
+                datas = reader.read_all(
+                    [f"{base}/{segment(n, 'name listed by the server')}" for n in names]
+                )
                 for name, data in zip(names, datas, strict=True):
                     if data is None:
                         continue

@@ -11,7 +11,8 @@ finding rather than failing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -20,11 +21,14 @@ from .._coverage import Coverage
 from .._deprecation import keep_old_names
 from .._errors import InputError, PermissionDenied, TokenRefused
 from .._frames import Col, Schema, build_frame
-from .._http import Request, decode_json, segment
+from .._http import Request, api_path, decode_json
 from .._records import Record
-from .._time import parse_duration
+from .._time import from_epoch, parse_duration
 from ..findings import Finding, findings_frame
-from ._base import GONE_OR_REFUSED, Area, hide, lookup_requests, skipped, unwrap
+from ._base import GONE_OR_REFUSED, Area, hide, listed_keys, lookup_requests, skipped, unwrap
+from .checkpoint import DEFAULT_MAX_ROWS
+from .sprawl import CHUNK as SCAN_CHUNK
+from .sprawl import TokenScan, scan_tokens, token_sprawl
 
 __all__ = ["TOKEN_INVENTORY", "TOKEN_ROLES", "Tokens", "token_findings"]
 
@@ -154,6 +158,36 @@ class Tokens(Area):
         cov.note_read(len(rows))
         return cov.attach(build_frame(rows, TOKEN_INVENTORY))
 
+    def scan(
+        self,
+        *,
+        chunk: int = SCAN_CHUNK,
+        checkpoint: str | Path | None = None,
+        max_rows: int = DEFAULT_MAX_ROWS,
+        deadline: float | None = None,
+    ) -> TokenScan:
+        """Every token by accessor, streamed, memory bounded and resumable:
+        :func:`~toolkit.secrets.sprawl.scan_tokens` (the inventory at scale)."""
+        return scan_tokens(
+            self, chunk=chunk, checkpoint=checkpoint, max_rows=max_rows, deadline=deadline
+        )
+
+    def token_sprawl(
+        self,
+        *,
+        max_age: timedelta = timedelta(days=90),
+        checkpoint: str | Path | None = None,
+    ) -> pd.DataFrame:
+        """Root tokens, tokens that never expire, orphans, tokens older than ``max_age``,
+        by creation path: :func:`~toolkit.secrets.sprawl.token_sprawl` of :meth:`scan`
+        (``frame.attrs["coverage"]`` says what could not be read)."""
+        scan = self.scan(checkpoint=checkpoint)
+        frame = token_sprawl(scan, max_age=max_age)
+        frame.attrs["coverage"] = scan.walk.coverage(
+            "tokens.token_sprawl", ["auth/token/accessors"]
+        )
+        return frame
+
     def roles_frame(self) -> pd.DataFrame:
         """Token roles and the policies they may grant.
 
@@ -166,7 +200,11 @@ class Tokens(Area):
         cov = Coverage("tokens.roles_frame", asked=["auth/token/roles"])
         names = self._list("/auth/token/roles")
         calls = [
-            Request("GET", f"/auth/token/roles/{segment(n)}", ok_statuses=GONE_OR_REFUSED)
+            Request(
+                "GET",
+                api_path("/auth/token/roles/{listed_role}", listed_role=n),
+                ok_statuses=GONE_OR_REFUSED,
+            )
             for n in names
         ]
         rows = []
@@ -232,7 +270,8 @@ def token_findings(inventory: pd.DataFrame) -> pd.DataFrame:
         policies = list(row["policies"] or [])
         if "root" in policies:
             found.append(Finding("critical", "tokens", name, "root token: holds the root policy"))
-        if pd.isna(row["expire_time"]) and not row["ttl"]:
+        # No expiry and a ttl of 0; a ttl the answer left out says nothing either way.
+        if pd.isna(row["expire_time"]) and pd.notna(row["ttl"]) and row["ttl"] == 0:
             found.append(
                 Finding("high", "tokens", name, f"never expires (policies {', '.join(policies)})")
             )
@@ -242,11 +281,12 @@ def token_findings(inventory: pd.DataFrame) -> pd.DataFrame:
 def _inventory_row(accessor: str, data: dict[str, Any]) -> dict[str, Any]:
     issue = data.get("issue_time")
     if not issue and data.get("creation_time"):
-        issue = datetime.fromtimestamp(int(data["creation_time"]), UTC).isoformat()
+        when = from_epoch(data["creation_time"])
+        issue = when.isoformat() if when else None
     return {
         "accessor": data.get("accessor") or accessor,
         "display_name": data.get("display_name"),
-        "policies": sorted(data.get("policies") or []),
+        "policies": sorted(listed_keys(data.get("policies"), "policies")),
         "ttl": data.get("ttl"),
         "creation_ttl": data.get("creation_ttl"),
         "issue_time": issue or None,
