@@ -142,7 +142,7 @@ def json_policies(draw: st.DrawFn) -> str:
     return draw(st.sampled_from([text, text[:-1] + ', "n": 184467440737095516160}', "{[1]"]))
 
 
-_fast = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_fast = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_fast
@@ -248,3 +248,25 @@ def test_the_built_parser_is_saved_private_to_the_user() -> None:
         info = path.stat()
         assert info.st_uid == os.getuid()
         assert not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+
+
+def test_without_a_private_cache_folder_python_hcl2s_own_parser_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hcl2.parser import parser
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared))
+    (shared / "operator-toolkit").mkdir(mode=0o777)
+    (shared / "operator-toolkit").chmod(0o777)
+    acl._hcl_parser.cache_clear()
+    try:
+        assert acl._hcl_parser() is parser()
+        assert parse_acl_policy('path "kv/+/x" { capabilities = ["read"] }', "p")[0].pattern == (
+            "kv/+/x"
+        )
+        assert not list((shared / "operator-toolkit").iterdir())
+    finally:
+        acl._hcl_parser.cache_clear()

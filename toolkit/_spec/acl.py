@@ -172,8 +172,14 @@ def _hcl_parser() -> Any:
         grammar.read_bytes() + f"|{lark.__version__}|{version}|nopos".encode()
     ).hexdigest()[:24]
     folder = _cache_dir()
-    cached = folder / f"hcl2-parser-{digest}.lark" if folder is not None else None
-    if cached is not None and _owned_private_file(cached):
+    if folder is None:
+        # Nowhere private to keep it: python-hcl2's own parser (its cache ships with it)
+        # rather than seconds of building in every process.
+        from hcl2.parser import parser
+
+        return parser()
+    cached = folder / f"hcl2-parser-{digest}.lark"
+    if _owned_private_file(cached):
         try:
             with cached.open("rb") as f:
                 return lark.Lark.load(f)
@@ -185,14 +191,13 @@ def _hcl_parser() -> Any:
         propagate_positions=False,
         postlex=PostLexer(),
     )
-    if cached is not None:
-        try:
-            handle, temporary = tempfile.mkstemp(dir=cached.parent, suffix=".tmp")  # 0600
-            with os.fdopen(handle, "wb") as f:
-                built.save(f)
-            os.replace(temporary, cached)
-        except OSError:
-            pass
+    try:
+        handle, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")  # 0600
+        with os.fdopen(handle, "wb") as f:
+            built.save(f)
+        os.replace(temporary, cached)
+    except OSError:
+        pass
     return built
 
 
