@@ -45,7 +45,7 @@ def snake(name: str) -> str:
     return name.replace("-", "_")
 
 
-def flatten(resource: Mapping[str, Any]) -> dict[str, Any]:
+def flatten(resource: Any) -> dict[str, Any]:
     """One JSON:API resource as a flat dict: id, attributes in snake_case, related ids.
 
     A to-one relationship ``workspace`` becomes ``workspace_id``; a to-many

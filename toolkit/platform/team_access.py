@@ -382,13 +382,15 @@ class TeamAccess(Area):
                 continue
             listed = [t for t, team in teams.items() if team["organization"] == org]
             unseen = [t for t in listed if t not in granted]
-            if unseen:
-                cov.note_gap(
-                    f"organizations/{org}/team-workspaces",
-                    None,
-                    f"team access of {len(unseen)} of {len(listed)} teams not visible to this "
-                    "token (a member sees its own teams' grants; an owner's token sees all)",
-                )
+            # Even when every listed team shows a grant, a member's token cannot see
+            # the secret teams (nor their grants): its view is never whole.
+            which = f"{len(unseen)} of {len(listed)} teams" if unseen else "secret teams"
+            cov.note_gap(
+                f"organizations/{org}/team-workspaces",
+                None,
+                f"team access of {which} not visible to this token (a member sees its own "
+                "teams' grants; an owner's token sees all)",
+            )
         cov.note_read(len(rows))
         frame = cov.attach(build_frame(rows, GRANTS))
         return frame, list(teams.values()), list(workspaces.values())

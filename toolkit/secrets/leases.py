@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from .._coverage import Coverage
 from .._deprecation import keep_old_names
 from .._errors import APIError, InputError, ToolkitError, one_line
 from .._frames import Col, Schema, build_frame, frame_from_columns
@@ -335,7 +336,8 @@ class Leases(Area):
         if prefix is not None and mounts is not None:
             raise InputError("pass prefix or mounts, not both")
         mounts = None if mounts is None else list(mounts)
-        require_mounts(self._http, mounts if mounts is not None else [prefix] if prefix else [])
+        named = mounts if mounts is not None else [prefix] if prefix else []
+        checked = require_mounts(self._http, named)
         starts = [_folder(m) for m in mounts] if mounts is not None else [_folder(prefix or "")]
         walk = Walk()
         ids = [
@@ -346,8 +348,16 @@ class Leases(Area):
         frame = self.lookup_leases(
             ids, mounts=starts if mounts is not None else None, show_progress=show_progress
         )
-        frame.attrs["coverage"] = walk.coverage("leases.leases_by_mount", starts)
-        return frame
+        cov = Coverage.from_dict(walk.coverage("leases.leases_by_mount", starts))
+        if named and not checked:
+            # What the walk cannot tell: a mistyped mount from an empty one, when the
+            # mount tables are refused.
+            cov.note_gap(
+                "sys/mounts",
+                403,
+                "the mount names could not be checked (a mistyped mount reads as empty)",
+            )
+        return cov.attach(frame)
 
     def lookup_leases(
         self,
@@ -501,8 +511,12 @@ class Leases(Area):
 
         ``LIST /sys/leases/lookup/:prefix`` (sudo), walked in waves to at most
         ``max_depth`` levels; no lease is looked up. ``mounts`` are the mount
-        paths to split by (default: the server's).
+        paths to split by (default: the server's). A ``prefix`` whose mount does
+        not exist raises :class:`~toolkit.MountNotFound` (the lookup tree answers
+        it as an empty folder).
         """
+        if prefix:
+            require_mounts(self._http, [prefix])
         mount_paths = list(mounts) if mounts is not None else self._known_mounts()
         return count_leases(self._http, prefix, mount_paths, max_depth=max_depth)
 

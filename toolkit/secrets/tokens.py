@@ -151,7 +151,7 @@ class Tokens(Area):
         )
         rows = []
         for accessor, response in zip(todo, self._http.many(calls), strict=True):
-            if skipped(cov, f"auth/token/lookup-accessor ({accessor})", response):
+            if skipped(cov, f"auth/token/lookup-accessor ({accessor})", response, self._http):
                 continue
             data = unwrap(decode_json(response, "POST"))
             rows.append(_inventory_row(accessor, data))
@@ -209,7 +209,7 @@ class Tokens(Area):
         ]
         rows = []
         for name, response in zip(names, self._http.many(calls), strict=True):
-            if skipped(cov, f"auth/token/roles/{name}", response):
+            if skipped(cov, f"auth/token/roles/{name}", response, self._http):
                 continue
             data = unwrap(decode_json(response, "GET"))
             rows.append(

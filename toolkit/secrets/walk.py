@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import APIError, DecodeError, InputError, error_for_status
-from .._http import HTTPLayer, Request, Response, segment
+from .._http import HTTPLayer, Request, Response
 
-__all__ = ["MAX_DEPTH", "Unread", "Walk", "encoded", "stream_keys", "walk_tree"]
+__all__ = ["MAX_DEPTH", "Unread", "Walk", "stream_keys", "walk_tree"]
 
 # Deeper than any lease id an engine makes (``auth/<method>/<path...>/<id>``).
 MAX_DEPTH = 32
