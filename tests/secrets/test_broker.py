@@ -8,7 +8,7 @@ import pytest
 
 from toolkit import BadRequest, InputError, Sensitive
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.secrets.broker import Broker as BrokerState
+from toolkit.sandbox.secrets.engines.broker.state import Broker as BrokerState
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.broker import BROKER_ROLES, TOPIC_PERMISSIONS, VHOST_PERMISSIONS
 

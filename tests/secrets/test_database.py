@@ -11,7 +11,7 @@ import pytest
 from toolkit import InputError, Sensitive
 from toolkit._errors import BadRequest, NotFound
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.secrets.database import Database as DatabaseState
+from toolkit.sandbox.secrets.engines.database.state import Database as DatabaseState
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.database import CONNECTIONS, DB_ROLES, STATIC_ROLES
 

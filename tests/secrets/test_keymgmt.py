@@ -10,7 +10,7 @@ import pytest
 from toolkit import BadRequest, InputError, NotFound, Sensitive
 from toolkit._frames import Schema
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.secrets.demo_keymgmt import DEMO_KEYS, DEMO_PROVIDERS
+from toolkit.sandbox.secrets.engines.keymgmt.demo import DEMO_KEYS, DEMO_PROVIDERS
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.keymgmt import DISTRIBUTIONS, KEY_VERSIONS, KEYS, KMS_PROVIDERS
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.secrets.keymgmt import KeyManagement
+from toolkit.sandbox.secrets.engines.keymgmt.state import KeyManagement
 from toolkit.secrets import SecretsClient
 from widgets import KeyDistributionForm
 from widgets._common import output_text

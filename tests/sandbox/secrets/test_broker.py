@@ -9,7 +9,7 @@ import pytest
 
 from tests.sandbox.secrets._access_api import assert_error, issue, put_acl, v1
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.secrets.broker import Broker
+from toolkit.sandbox.secrets.engines.broker.state import Broker
 
 ADMIN_PASSWORD = "broker-admin-pw-91x"
 VHOSTS = {

@@ -11,7 +11,7 @@ from tests.sandbox.secrets._access_api import assert_error, issue, put_acl, v1
 from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._plain import round_trip
-from toolkit.sandbox.secrets.database import Database
+from toolkit.sandbox.secrets.engines.database.state import Database
 
 URL = "postgresql://{{username}}:{{password}}@db.internal:5432/orders"
 ROOT_PASSWORD = "root-pw-Zq81x"

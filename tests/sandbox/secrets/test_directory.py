@@ -13,8 +13,8 @@ from tests.sandbox.secrets._access_api import assert_error, issue, v1
 from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._plain import round_trip
-from toolkit.sandbox.secrets.demo_directory import BIND_DN
-from toolkit.sandbox.secrets.directory import Directory, borrower_token
+from toolkit.sandbox.secrets.engines.ad.demo import BIND_DN
+from toolkit.sandbox.secrets.engines.ad.state import Directory, borrower_token
 
 CONFIG_FIELDS = {
     "binddn",

@@ -15,8 +15,8 @@ from tests.sandbox.secrets._access_api import assert_error, issue, put_acl, v1
 from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._plain import dump, round_trip
-from toolkit.sandbox.secrets.demo_keymgmt import DEMO_KEYS, DEMO_PROVIDERS
-from toolkit.sandbox.secrets.keymgmt import KeyManagement
+from toolkit.sandbox.secrets.engines.keymgmt.demo import DEMO_KEYS, DEMO_PROVIDERS
+from toolkit.sandbox.secrets.engines.keymgmt.state import KeyManagement
 
 
 @pytest.fixture

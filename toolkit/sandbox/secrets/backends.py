@@ -19,12 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .broker import Broker
-from .database import Database
-from .directory import Directory
+from .engines.ad.state import Directory
+from .engines.broker.state import Broker
+from .engines.database.state import Database
+from .engines.keymgmt.state import KeyManagement
+from .engines.pki import PKI
 from .errors import SecretsError
-from .keymgmt import KeyManagement
-from .pki import PKI
 
 if TYPE_CHECKING:
     from .models import SecretsService

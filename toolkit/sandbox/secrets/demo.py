@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .demo_broker import load_demo_broker
-from .demo_database import load_demo_database
-from .demo_directory import load_demo_directory
-from .demo_keymgmt import load_demo_keymgmt
 from .demo_leases import load_demo_leases
 from .demo_logins import load_demo_logins
-from .demo_pki import load_demo_pki
+from .engines.ad.demo import load_demo_directory
+from .engines.broker.demo import load_demo_broker
+from .engines.database.demo import load_demo_database
+from .engines.keymgmt.demo import load_demo_keymgmt
+from .engines.pki.demo import load_demo_pki
 
 if TYPE_CHECKING:
     from .models import SecretsService

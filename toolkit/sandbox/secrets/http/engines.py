@@ -19,7 +19,11 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Route, compile_path
 
 from ..backends import ENGINE_TYPES
-from . import broker, database, directory, keymgmt, pki
+from ..engines.ad import http as directory
+from ..engines.broker import http as broker
+from ..engines.database import http as database
+from ..engines.keymgmt import http as keymgmt
+from ..engines.pki import http as pki
 from ._base import EngineRoute, error, serve
 
 if TYPE_CHECKING:

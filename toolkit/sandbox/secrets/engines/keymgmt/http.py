@@ -14,10 +14,9 @@ from typing import Any
 
 from starlette.responses import Response
 
-from .. import fields
-from ..errors import SecretsError
-from ..keymgmt import DEFAULT_PROTECTION, KeyManagement
-from ._base import (
+from ... import fields
+from ...errors import SecretsError
+from ...http._base import (
     EngineRoute,
     SecretsRequest,
     engine_route,
@@ -26,6 +25,7 @@ from ._base import (
     no_content,
     resource,
 )
+from .state import DEFAULT_PROTECTION, KeyManagement
 
 # One route per path for all its methods, and lists that are 404 when empty:
 # the helpers the credential engines use too.

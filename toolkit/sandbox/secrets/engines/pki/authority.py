@@ -17,9 +17,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from ...._spec import certificate_names as policy
-from ...._x509 import path_length
-from ..errors import SecretsError
+from ....._spec import certificate_names as policy
+from ....._x509 import path_length
+from ...errors import SecretsError
 from . import x509 as certs
 from .issuers import IssuerAdmin
 from .requests import CAOptions, KeyRequest, Names, Output, Validity

@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ._credentials import Requester, creds_lease, generate_password, lease_ttls
-from .errors import SecretsError
+from ..._credentials import Requester, creds_lease, generate_password, lease_ttls
+from ...errors import SecretsError
 
 if TYPE_CHECKING:
-    from .leases import Lease
-    from .models import SecretsService
-    from .mounts import Mount
+    from ...leases import Lease
+    from ...models import SecretsService
+    from ...mounts import Mount
 
 __all__ = [
     "Broker",

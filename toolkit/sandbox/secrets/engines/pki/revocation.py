@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from ..errors import SecretsError
+from ...errors import SecretsError
 from . import x509 as certs
 from .issuance import normal_serial
 from .requests import CRLConfig, RevokedEntry, URLConfig, short_duration

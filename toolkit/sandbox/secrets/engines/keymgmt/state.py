@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from ..._time import format_rfc3339
-from .errors import SecretsError
+from ....._time import format_rfc3339
+from ...errors import SecretsError
 
 if TYPE_CHECKING:
-    from .models import SecretsService
-    from .mounts import Mount
+    from ...models import SecretsService
+    from ...mounts import Mount
 
 __all__ = [
     "DEFAULT_KEY_TYPE",

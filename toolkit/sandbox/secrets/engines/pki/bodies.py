@@ -16,10 +16,10 @@ from typing import Any
 
 from cryptography import x509
 
-from .. import fields
-from ..errors import SecretsError
-from ..pki import x509 as certs
-from ..pki.requests import (
+from ... import fields
+from ...errors import SecretsError
+from . import x509 as certs
+from .requests import (
     FORMATS,
     PRIVATE_KEY_FORMATS,
     SIGNATURE_BITS,
@@ -39,7 +39,7 @@ from ..pki.requests import (
     parse_other_san,
     parse_uri,
 )
-from ..pki.roles import DURATIONS, INTEGERS, ROLE_DEFAULTS
+from .roles import DURATIONS, INTEGERS, ROLE_DEFAULTS
 
 __all__ = [
     "ca_options",

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .errors import SecretsError
+from ...errors import SecretsError
 
 __all__ = [
     "Dialect",

@@ -1,6 +1,6 @@
 """The typed requests of the certificate engine (spec 4.10): what the state methods take.
 
-The HTTP side (:mod:`toolkit.sandbox.secrets.http.pki_bodies`) reads request
+The HTTP side (:mod:`toolkit.sandbox.secrets.engines.pki.bodies`) reads request
 bodies into these; the state never sees a wire document. Issue, sign,
 sign-verbatim, sign-intermediate and root generation share :class:`Names`,
 :class:`Validity` and :class:`Output`; the CA requests add :class:`CAOptions`;
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
-from ...._spec import certificate_names as policy
-from ..errors import SecretsError
+from ....._spec import certificate_names as policy
+from ...errors import SecretsError
 
 __all__ = [
     "FORMATS",

@@ -14,10 +14,9 @@ from typing import Any
 
 from starlette.responses import Response
 
-from .. import fields
-from ..broker import Broker
-from ..errors import SecretsError
-from ._base import (
+from ... import fields
+from ...errors import SecretsError
+from ...http._base import (
     EngineRoute,
     SecretsRequest,
     engine_route,
@@ -27,7 +26,8 @@ from ._base import (
     no_content,
     resource,
 )
-from ._credentials import caller, secret_answer
+from ...http._credentials import caller, secret_answer
+from .state import Broker
 
 __all__ = ["routes"]
 

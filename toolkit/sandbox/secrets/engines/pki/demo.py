@@ -13,12 +13,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from .pki import PKI
-from .pki.requests import CAOptions, KeyRequest, Names, Output, Validity
-from .pki.x509 import read_csr
+from . import PKI
+from .requests import CAOptions, KeyRequest, Names, Output, Validity
+from .x509 import read_csr
 
 if TYPE_CHECKING:
-    from .models import SecretsService
+    from ...models import SecretsService
 
 __all__ = ["DEMO_PKI_ROLES", "load_demo_pki"]
 

@@ -13,10 +13,9 @@ from typing import Any
 
 from starlette.responses import Response
 
-from .. import fields
-from ..database import ENGINE_FIELDS, ConnectionWrite, Database, RoleWrite, StaticRoleWrite
-from ..errors import SecretsError
-from ._base import (
+from ... import fields
+from ...errors import SecretsError
+from ...http._base import (
     EngineRoute,
     Handler,
     SecretsRequest,
@@ -27,7 +26,8 @@ from ._base import (
     no_content,
     resource,
 )
-from ._credentials import caller, secret_answer
+from ...http._credentials import caller, secret_answer
+from .state import ENGINE_FIELDS, ConnectionWrite, Database, RoleWrite, StaticRoleWrite
 
 __all__ = ["routes"]
 

@@ -13,10 +13,8 @@ from typing import Any
 
 from starlette.responses import Response
 
-from .. import fields
-from ..directory import DEFAULT_URL, REQUEST_TIMEOUT, ROTATION_TOLERANCE, ConfigWrite, Directory
-from ..tokens import Token
-from ._base import (
+from ... import fields
+from ...http._base import (
     EngineRoute,
     Handler,
     SecretsRequest,
@@ -26,6 +24,8 @@ from ._base import (
     no_content,
     resource,
 )
+from ...tokens import Token
+from .state import DEFAULT_URL, REQUEST_TIMEOUT, ROTATION_TOLERANCE, ConfigWrite, Directory
 
 __all__ = ["routes"]
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from cryptography import x509
 
-from ..errors import SecretsError
+from ...errors import SecretsError
 from . import x509 as certs
 from .requests import (
     CRLConfig,
@@ -32,8 +32,8 @@ from .requests import (
 )
 
 if TYPE_CHECKING:
-    from ..models import SecretsService
-    from ..mounts import Mount
+    from ...models import SecretsService
+    from ...mounts import Mount
 
 __all__ = [
     "USAGES",

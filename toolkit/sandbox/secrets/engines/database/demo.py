@@ -13,11 +13,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from ._credentials import Requester
-from .database import ConnectionWrite, Database, RoleWrite, StaticRoleWrite
+from ..._credentials import Requester
+from .state import ConnectionWrite, Database, RoleWrite, StaticRoleWrite
 
 if TYPE_CHECKING:
-    from .models import SecretsService
+    from ...models import SecretsService
 
 __all__ = ["load_demo_database"]
 

@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..._time import format_rfc3339
-from .errors import SecretsError, bad_request, not_found
+from ....._time import format_rfc3339
+from ...errors import SecretsError, bad_request, not_found
 from .library import LIBRARY_TTL, CheckOut, Library, LibrarySet, borrower_token
 
 if TYPE_CHECKING:
-    from .models import SecretsService
-    from .mounts import Mount
+    from ...models import SecretsService
+    from ...mounts import Mount
 
 __all__ = [
     "DEFAULT_LENGTH",

@@ -14,7 +14,7 @@ from typing import Any
 
 from cryptography import x509
 
-from ..errors import SecretsError
+from ...errors import SecretsError
 from . import x509 as certs
 from .requests import KeyRequest
 from .roles import build_role, key_bits

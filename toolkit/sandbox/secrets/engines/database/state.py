@@ -37,9 +37,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..._time import format_rfc3339
-from ._credentials import Requester, creds_lease, generate_password, lease_ttls
-from .database_plugins import (
+from ....._time import format_rfc3339
+from ..._credentials import Requester, creds_lease, generate_password, lease_ttls
+from ...errors import SecretsError
+from .plugins import (
     check_details,
     default_password,
     dialect_of,
@@ -48,12 +49,11 @@ from .database_plugins import (
     url_password,
     username_for,
 )
-from .errors import SecretsError
 
 if TYPE_CHECKING:
-    from .leases import Lease
-    from .models import SecretsService
-    from .mounts import Mount
+    from ...leases import Lease
+    from ...models import SecretsService
+    from ...mounts import Mount
 
 __all__ = [
     "ENGINE_FIELDS",

@@ -18,12 +18,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 from starlette.responses import Response
 
-from .. import fields
-from ..errors import SecretsError
-from ..pki import PKI
-from ..pki.x509 import load_cert
-from . import pki_bodies as bodies
-from ._base import (
+from ... import fields
+from ...errors import SecretsError
+from ...http._base import (
     EngineRoute,
     Handler,
     Rule,
@@ -34,6 +31,8 @@ from ._base import (
     no_content,
     resource,
 )
+from . import PKI, bodies
+from .x509 import load_cert
 
 __all__ = ["routes"]
 

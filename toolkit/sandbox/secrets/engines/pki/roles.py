@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...._spec import certificate_names as policy
-from ..errors import SecretsError
+from ....._spec import certificate_names as policy
+from ...errors import SecretsError
 from .requests import OID, SIGNATURE_BITS, parse_not_after
 from .x509 import EC_CURVES, EXT_KEY_USAGES, KEY_USAGES, RSA_BITS
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._credentials import Requester
-from .broker import Broker
+from ..._credentials import Requester
+from .state import Broker
 
 if TYPE_CHECKING:
-    from .models import SecretsService
+    from ...models import SecretsService
 
 __all__ = ["load_demo_broker"]
 

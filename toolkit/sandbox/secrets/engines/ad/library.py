@@ -17,14 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import bad_request, not_found
+from ...errors import bad_request, not_found
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from .directory import Directory
-    from .leases import Lease
-    from .tokens import Token
+    from ...leases import Lease
+    from ...tokens import Token
+    from .state import Directory
 
 __all__ = ["LIBRARY_TTL", "CheckOut", "Library", "LibrarySet", "borrower_token"]
 

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from cryptography import x509
 
-from ...._spec import certificate_names as policy
-from ..errors import SecretsError
+from ....._spec import certificate_names as policy
+from ...errors import SecretsError
 from . import x509 as certs
 from .requests import SUBJECT_FIELDS, KeyRequest, Names, Output, Validity, VerbatimOptions
 from .roles import key_bits, role_ext_key_usage
 from .state import Issuer, PKIState, csr_common_name, csr_sans, rfc3339, template
 
 if TYPE_CHECKING:
-    from ..leases import Lease
+    from ...leases import Lease
 
 __all__ = ["Issuance"]
 

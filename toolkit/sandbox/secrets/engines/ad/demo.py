@@ -14,10 +14,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from .directory import Directory, DirectoryConfig, Role
+from .state import Directory, DirectoryConfig, Role
 
 if TYPE_CHECKING:
-    from .models import SecretsService
+    from ...models import SecretsService
 
 __all__ = ["DEMO_ACCOUNTS", "DEMO_LIBRARY", "DEMO_ROLES", "load_demo_directory"]
 

@@ -15,8 +15,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .keymgmt import KeyManagement
-    from .models import SecretsService
+    from ...models import SecretsService
+    from .state import KeyManagement
 
 __all__ = ["DEMO_KEYS", "DEMO_PROVIDERS", "load_demo_keymgmt"]
 

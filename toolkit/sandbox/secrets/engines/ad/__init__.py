@@ -1,0 +1,1 @@
+"""The ad engine: state, HTTP and demo data."""

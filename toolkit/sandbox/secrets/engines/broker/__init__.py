@@ -1,0 +1,1 @@
+"""The broker engine: state, HTTP and demo data."""

@@ -1,0 +1,1 @@
+"""The database engine: state, HTTP and demo data."""

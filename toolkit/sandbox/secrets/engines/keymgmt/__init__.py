@@ -1,0 +1,1 @@
+"""The keymgmt engine: state, HTTP and demo data."""
