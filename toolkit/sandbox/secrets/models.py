@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from .._clock import Clock
 from .acl import ACL
-from .backends import attach_backend, engine_type
+from .backends import EngineRegistry
 from .errors import SecretsError, permission_denied
 from .leases import LeaseManager
 from .logins import LoginService
@@ -31,12 +31,15 @@ class SecretsService:
         *,
         clock: Clock,
         root_token: str,
+        engines: EngineRegistry,
         key_shares: int = 5,
         key_threshold: int = 3,
         recovery_seal: bool = False,
     ) -> None:
         self.clock = clock
         self.root_token = root_token
+        # The engines this server can mount (``engines.ENGINES``: each one's descriptor).
+        self.engines = engines
         # One lock for the whole service: handlers run one at a time under it,
         # so concurrent requests see each change whole.
         self.lock = threading.RLock()
@@ -54,22 +57,24 @@ class SecretsService:
         self.policies = PolicyStore()
         self.password_policies = PasswordPolicyStore()
         self.leases = LeaseManager(clock)
-        self.plugins = PluginCatalog()
+        self.plugins = PluginCatalog(engines.catalog_names())
         self.tokens = TokenStore(clock, root_token, lease_manager=self._lease_manager)
         self.logins = LoginService(self.tokens)
-        self.mounts = MountTable()
+        self.mounts = MountTable(engines.default_mounts())
         # Child namespaces and the administrative one (``sys/namespaces``).
         self.namespaces = NamespaceTree()
         for mount in list(self.mounts.engines.values()):
-            attach_backend(self, mount)
+            engines.attach_backend(self, mount)
 
-    # Stored state (``--state``): everything but the lock.
+    # Stored state (``--state``): everything but the lock and the engines, which are code;
+    # whoever resumes a stored service hands it its engines again (``Sandbox``).
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "lock"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("lock", "engines")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.lock = threading.RLock()
+        self.engines = EngineRegistry()
         if "namespaces" not in state:
             # A state stored before namespaces existed: it had none.
             self.namespaces = NamespaceTree()
@@ -87,9 +92,9 @@ class SecretsService:
     # -- engine mounts --------------------------------------------------------------
     def enable_engine(self, path: str, kind: str, **settings: Any) -> Mount:
         """Mount a fresh engine of type ``kind`` at ``path`` (``POST sys/mounts/:path``)."""
-        engine_type(kind)
+        self.engines.get(kind)
         mount = self.mounts.enable(path, kind, **settings)
-        attach_backend(self, mount)
+        self.engines.attach_backend(self, mount)
         return mount
 
     def disable_engine(self, path: str) -> None:

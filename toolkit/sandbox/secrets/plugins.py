@@ -20,6 +20,7 @@ may hold credentials: it is stored but never returned nor shown in a repr.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,18 +57,9 @@ _BUILTINS: dict[str, tuple[str, ...]] = {
         "redis-database-plugin",
         "valkey-database-plugin",
     ),
-    "secret": (
-        "ad",
-        "database",
-        "kubernetes",
-        "kv",
-        "ldap",
-        "pki",
-        "rabbitmq",
-        "ssh",
-        "totp",
-        "transit",
-    ),
+    # The secret plugins the real server ships that the sandbox serves no engine for; the
+    # engines it serves add their own (``Engine.catalog_name``, see ``backends``).
+    "secret": ("kubernetes", "kv", "ldap", "ssh", "totp", "transit"),
 }
 _DEPRECATED = {("secret", "ad"), ("database", "mysql-legacy-database-plugin")}
 
@@ -142,10 +134,12 @@ def canonical_version(version: str) -> str:
 class PluginCatalog:
     """Builtin plugins plus registered ones, keyed by type, name and version."""
 
-    def __init__(self) -> None:
+    def __init__(self, engine_plugins: Iterable[str] = ()) -> None:
+        """``engine_plugins``: the builtin secret plugins of the engines the server serves."""
+        builtins = {**_BUILTINS, "secret": (*_BUILTINS["secret"], *engine_plugins)}
         self._builtin: dict[tuple[str, str], PluginEntry] = {}
-        for plugin_type, names in _BUILTINS.items():
-            for name in names:
+        for plugin_type, names in builtins.items():
+            for name in sorted(names):
                 status = "deprecated" if (plugin_type, name) in _DEPRECATED else "supported"
                 self._builtin[(plugin_type, name)] = PluginEntry(
                     type=plugin_type,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from .state import Directory, DirectoryConfig, Role
 
 if TYPE_CHECKING:
-    from ...models import SecretsService
+    from ...host import EngineHost
 
 __all__ = ["DEMO_ACCOUNTS", "DEMO_LIBRARY", "DEMO_ROLES", "load_demo_directory"]
 
@@ -92,7 +92,7 @@ _LENT: tuple[tuple[str, str, str, int, int, str], ...] = (
 )
 
 
-def load_demo_directory(service: SecretsService) -> None:
+def load_demo_directory(service: EngineHost) -> None:
     """Fill the directory engine at ``ad/`` with the demo set (tokens must exist already)."""
     mount = service.mounts.engine("ad")
     if mount is None or not isinstance(mount.backend, Directory):

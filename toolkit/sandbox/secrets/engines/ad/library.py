@@ -6,8 +6,10 @@ by expiry, ``sys/leases/revoke`` or the borrower's token being revoked, checks
 the account in through :meth:`Library.lease_ended`; every check-in gives the
 account a new password, as the real engine does.
 
-:class:`Library` belongs to one :class:`~.directory.Directory` (its mount), whose
-directory of accounts, configuration and password generation it uses.
+:class:`Library` belongs to one :class:`~.state.Directory` (its mount), whose
+directory of accounts, configuration and password generation it uses, through
+the narrow :class:`LendingDirectory` (so the library does not import the engine
+that holds it).
 """
 
 from __future__ import annotations
@@ -15,16 +17,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...errors import bad_request, not_found
 
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from ...host import EngineHost
     from ...leases import Lease
+    from ...mounts import Mount
     from ...tokens import Token
-    from .state import Directory
+    from .accounts import DirectoryEntry
 
 __all__ = ["LIBRARY_TTL", "CheckOut", "Library", "LibrarySet", "borrower_token"]
 
@@ -65,10 +69,34 @@ def borrower_token(token: Token) -> str:
     return hashlib.sha256(f"library-borrower:{token.id}".encode()).hexdigest()
 
 
+class LendingDirectory(Protocol):
+    """What a library uses of its engine (:class:`~.state.Directory`)."""
+
+    @property
+    def service(self) -> EngineHost: ...
+
+    @property
+    def mount(self) -> Mount: ...
+
+    def require_config(self) -> object: ...
+
+    def key(self, name: str) -> str: ...
+
+    def entry(self, name: str, field_name: str = ...) -> DirectoryEntry: ...
+
+    def account_free(self, account: str, *, role: str = "", library_set: str = "") -> None: ...
+
+    def generate_password(self) -> str: ...
+
+    def set_password(
+        self, entry: DirectoryEntry, when: datetime | None = None, password: str | None = None
+    ) -> str: ...
+
+
 class Library:
     """One directory mount's library sets and their check-outs."""
 
-    def __init__(self, directory: Directory) -> None:
+    def __init__(self, directory: LendingDirectory) -> None:
         self.directory = directory
         self.sets: dict[str, LibrarySet] = {}
 

@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 from ....._time import format_rfc3339
 from ...errors import SecretsError, bad_request, not_found
+from .accounts import DirectoryEntry
 from .library import LIBRARY_TTL, CheckOut, Library, LibrarySet, borrower_token
 
 if TYPE_CHECKING:
-    from ...models import SecretsService
+    from ...host import EngineHost
     from ...mounts import Mount
 
 __all__ = [
@@ -66,16 +67,6 @@ ROTATION_TOLERANCE = 5
 MIN_GENERATED = 8
 TLS_VERSIONS = ("tls10", "tls11", "tls12", "tls13")
 _ALPHABET = string.ascii_letters + string.digits
-
-
-@dataclass
-class DirectoryEntry:
-    """One account in the directory the engine binds to (the sandbox's LDAP server)."""
-
-    name: str  # the account name roles and sets use (userPrincipalName or sAMAccountName)
-    dn: str
-    password: str = field(default="", repr=False)
-    password_last_set: datetime | None = None
 
 
 @dataclass
@@ -161,7 +152,7 @@ class Directory:
     # How long a root rotation runs on the sandbox clock (a second request meanwhile is warned).
     ROOT_ROTATION_SECONDS = 2.0
 
-    def __init__(self, service: SecretsService, mount: Mount) -> None:
+    def __init__(self, service: EngineHost, mount: Mount) -> None:
         self.service = service
         self.mount = mount
         self.config: DirectoryConfig | None = None

@@ -14,7 +14,7 @@ from ..._credentials import Requester
 from .state import Broker
 
 if TYPE_CHECKING:
-    from ...models import SecretsService
+    from ...host import EngineHost
 
 __all__ = ["load_demo_broker"]
 
@@ -58,7 +58,7 @@ _LIVE_CREDS = (
 )
 
 
-def load_demo_broker(service: SecretsService) -> None:
+def load_demo_broker(service: EngineHost) -> None:
     """Fill the ``broker/`` mount with the demo set."""
     mount = service.mounts.engine("broker")
     if mount is None or not isinstance(mount.backend, Broker):

@@ -35,8 +35,8 @@ from ..._credentials import Requester, creds_lease, generate_password, lease_ttl
 from ...errors import SecretsError
 
 if TYPE_CHECKING:
+    from ...host import EngineHost
     from ...leases import Lease
-    from ...models import SecretsService
     from ...mounts import Mount
 
 __all__ = [
@@ -100,7 +100,7 @@ class BrokerUser:
 class Broker:
     """One mount's state of the message-broker engine (spec 4.9)."""
 
-    def __init__(self, service: SecretsService, mount: Mount) -> None:
+    def __init__(self, service: EngineHost, mount: Mount) -> None:
         self.service = service
         self.mount = mount
         self.connection: BrokerConnection | None = None

@@ -17,7 +17,7 @@ from ..._credentials import Requester
 from .state import ConnectionWrite, Database, RoleWrite, StaticRoleWrite
 
 if TYPE_CHECKING:
-    from ...models import SecretsService
+    from ...host import EngineHost
 
 __all__ = ["load_demo_database"]
 
@@ -121,7 +121,7 @@ _LIVE_CREDS = (
 )
 
 
-def load_demo_database(service: SecretsService) -> None:
+def load_demo_database(service: EngineHost) -> None:
     """Fill the ``database/`` mount with the demo set (after the plugins are registered)."""
     mount = service.mounts.engine("database")
     if mount is None or not isinstance(mount.backend, Database):

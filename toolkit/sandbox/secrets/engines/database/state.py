@@ -51,8 +51,8 @@ from .plugins import (
 )
 
 if TYPE_CHECKING:
+    from ...host import EngineHost
     from ...leases import Lease
-    from ...models import SecretsService
     from ...mounts import Mount
 
 __all__ = [
@@ -238,7 +238,7 @@ class ExecutedStatement:
 class Database:
     """One mount's state of the database engine (spec 4.8)."""
 
-    def __init__(self, service: SecretsService, mount: Mount) -> None:
+    def __init__(self, service: EngineHost, mount: Mount) -> None:
         self.service = service
         self.mount = mount
         self.connections: dict[str, Connection] = {}

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ...models import SecretsService
+    from ...host import EngineHost
     from .state import KeyManagement
 
 __all__ = ["DEMO_KEYS", "DEMO_PROVIDERS", "load_demo_keymgmt"]
@@ -82,7 +82,7 @@ DEMO_KEYS: tuple[DemoKey, ...] = (
 )
 
 
-def load_demo_keymgmt(service: SecretsService) -> None:
+def load_demo_keymgmt(service: EngineHost) -> None:
     """The demo keys and providers, on the engine mounted at ``keymgmt/``."""
     mount = service.mounts.engine("keymgmt")
     if mount is None or mount.backend is None:

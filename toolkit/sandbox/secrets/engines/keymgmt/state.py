@@ -32,7 +32,7 @@ from ....._time import format_rfc3339
 from ...errors import SecretsError
 
 if TYPE_CHECKING:
-    from ...models import SecretsService
+    from ...host import EngineHost
     from ...mounts import Mount
 
 __all__ = [
@@ -140,7 +140,7 @@ def _named(table: dict[str, _T], name: str, what: str) -> _T:
 class KeyManagement:
     """One mount's state of the key management engine (spec 4.6, part 2 'Managed key', 'KMS provider', part 3 'Key distribution')."""
 
-    def __init__(self, service: SecretsService, mount: Mount) -> None:
+    def __init__(self, service: EngineHost, mount: Mount) -> None:
         self.service = service
         self.mount = mount
         self.keys: dict[str, ManagedKey] = {}

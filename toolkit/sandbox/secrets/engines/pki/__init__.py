@@ -7,10 +7,26 @@
 - :mod:`.roles`: role fields, defaults and rules;
 - :mod:`.requests`: the typed requests the state methods take;
 - :mod:`.x509`: keys, encodings, certificate and CRL building with ``cryptography``.
+
+
+The folder's HTTP side is :mod:`.http` (with :mod:`.bodies`), its demo data
+:mod:`.demo`; :data:`ENGINE` describes the engine to the server.
 """
 
 from __future__ import annotations
 
+from ...backends import Engine
+from . import demo, http
 from .engine import PKI
 
-__all__ = ["PKI"]
+__all__ = ["ENGINE", "PKI"]
+
+ENGINE = Engine(
+    type="pki",
+    mount="pki/",
+    description="certificates",
+    catalog_name="pki",
+    state=PKI,
+    routes=http.routes,
+    demo=demo.load_demo_pki,
+)

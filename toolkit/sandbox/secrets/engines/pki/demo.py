@@ -13,12 +13,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from . import PKI
+from .engine import PKI
 from .requests import CAOptions, KeyRequest, Names, Output, Validity
 from .x509 import read_csr
 
 if TYPE_CHECKING:
-    from ...models import SecretsService
+    from ...host import EngineHost
 
 __all__ = ["DEMO_PKI_ROLES", "load_demo_pki"]
 
@@ -70,11 +70,11 @@ DEMO_PKI_ROLES: dict[str, dict[str, Any]] = {
 }
 
 
-def _at(service: SecretsService, days: int) -> datetime:
+def _at(service: EngineHost, days: int) -> datetime:
     return (service.clock.start + timedelta(days=days)).replace(microsecond=0)
 
 
-def load_demo_pki(service: SecretsService) -> None:
+def load_demo_pki(service: EngineHost) -> None:
     """Two issuers (the intermediate the default) and the demo roles, on the ``pki/`` mount."""
     mount = service.mounts.engine("pki")
     if mount is None or not isinstance(mount.backend, PKI):

@@ -31,7 +31,8 @@ from ...http._base import (
     no_content,
     resource,
 )
-from . import PKI, bodies
+from . import bodies
+from .engine import PKI
 from .x509 import load_cert
 
 __all__ = ["routes"]

@@ -32,7 +32,7 @@ from .requests import (
 )
 
 if TYPE_CHECKING:
-    from ...models import SecretsService
+    from ...host import EngineHost
     from ...mounts import Mount
 
 __all__ = [
@@ -104,7 +104,7 @@ class StoredCRL:
 class PKIState:
     """One mount's state of the certificate engine (spec 4.10), and the helpers all parts use."""
 
-    def __init__(self, service: SecretsService, mount: Mount) -> None:
+    def __init__(self, service: EngineHost, mount: Mount) -> None:
         self.service = service
         self.mount = mount
         self.issuers: dict[str, Issuer] = {}
