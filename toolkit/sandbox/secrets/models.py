@@ -92,6 +92,8 @@ class SecretsService:
     # -- engine mounts --------------------------------------------------------------
     def enable_engine(self, path: str, kind: str, **settings: Any) -> Mount:
         """Mount a fresh engine of type ``kind`` at ``path`` (``POST sys/mounts/:path``)."""
+        if kind not in self.engines and self.plugins.get("secret", kind) is not None:
+            self.plugins.runnable("secret", kind)  # a registered plugin: refused, as it cannot run
         self.engines.get(kind)
         mount = self.mounts.enable(path, kind, **settings)
         self.engines.attach_backend(self, mount)

@@ -4,7 +4,10 @@ The catalog holds the builtin plugins the server ships with, as the real
 server lists them (version ``v<server version>+builtin.bao``), plus the
 plugins an operator registers with a SHA-256 sum and a command. The sandbox
 has no plugin directory and runs no plugin: registering stores the entry and
-reports it back; the sum is what a real server checks before every run.
+reports it back. The sum is what a real server checks before every run, so a
+registered plugin the sandbox would have to run (a database connection on it,
+a mount of it) is refused, as the real server refuses a plugin whose binary is
+missing or whose sum differs (:meth:`PluginCatalog.runnable`).
 
     catalog.register("secret", "my-plugin", sha256="ab...", command="my-plugin",
                      version="v1.0.0")
@@ -82,6 +85,10 @@ class PluginEntry:
     env: list[str] = field(default_factory=list, repr=False)
     builtin: bool = False
     deprecation_status: str = ""
+    # Whether the plugin directory holds a binary whose sum is ``sha256``. The sandbox
+    # has no plugin directory: only the demo data, written as a server that had the
+    # binary, sets it. Never shown on the wire.
+    installed: bool = field(default=False, repr=False)
 
     def read(self) -> dict[str, Any]:
         """The fields of ``GET sys/plugins/catalog/:type/:name`` (never ``env``)."""
@@ -163,10 +170,12 @@ class PluginCatalog:
         args: Any = None,
         env: Any = None,
         version: Any = "",
+        installed: bool = False,
     ) -> PluginEntry:
         """Register or replace a plugin; every field is checked before anything is stored.
 
-        Endpoint: ``POST sys/plugins/catalog/:type/:name``.
+        Endpoint: ``POST sys/plugins/catalog/:type/:name``. ``installed`` says the
+        binary whose sum is ``sha256`` is in place (the demo data's plugins only).
         """
         check_type(plugin_type)
         if not name or "/" in name:
@@ -207,6 +216,7 @@ class PluginCatalog:
             command=command,
             args=args_list,
             env=env_list,
+            installed=installed,
         )
         self._registered[(plugin_type, name, version)] = entry
         return entry
@@ -222,6 +232,28 @@ class PluginCatalog:
         if builtin is not None and version in ("", builtin.version):
             return builtin
         return None
+
+    def runnable(self, plugin_type: str, name: str, version: str = "") -> PluginEntry:
+        """The entry a mount or a connection would run; 400 when it cannot run.
+
+        The real server runs a registered plugin only when its command is a file
+        in the plugin directory whose SHA-256 is the catalog's, and refuses to use
+        it otherwise ("checksums did not match"). The sandbox has no plugin
+        directory, so no plugin registered through the API has a binary there to
+        match: it is refused, whatever its sum. The builtins run, and so do the demo
+        data's plugins, stored as a server that had their binaries would hold them.
+        """
+        entry = self.get(plugin_type, name, version)
+        if entry is None:
+            shown = f"{name} {canonical_version(version)}".strip()
+            raise SecretsError(400, f"plugin not found in the catalog: {shown}")
+        if not (entry.builtin or entry.installed):
+            raise SecretsError(
+                400,
+                f"cannot run plugin {name!r}: no binary in the plugin directory matches its "
+                "catalog sha256 (the sandbox has none; builtin plugins run)",
+            )
+        return entry
 
     def delete(self, plugin_type: str, name: str, version: str = "") -> bool:
         """Remove a registered entry; False when there was none. Builtins cannot go.

@@ -285,11 +285,10 @@ class Database:
         if not plugin_name:
             raise SecretsError(400, "empty plugin name")
         version = _keep(request.plugin_version, base.plugin_version)
-        if self.service.plugins.get("database", plugin_name, version) is None:
-            shown = f"{plugin_name} {version}".strip()
-            raise SecretsError(
-                400, f"error creating database object: plugin not found in the catalog: {shown}"
-            )
+        try:
+            self.service.plugins.runnable("database", plugin_name, version)
+        except SecretsError as exc:
+            raise SecretsError(400, "error creating database object: " + exc.messages[0]) from None
         verify = request.verify_connection
         allowed = list(_keep(request.allowed_roles, base.allowed_roles))
         rotation = list(_keep(request.root_rotation_statements, base.root_rotation_statements))
@@ -329,8 +328,11 @@ class Database:
         self.connections.pop(name, None)
 
     def reset(self, name: str) -> None:
-        """``POST reset/:name``: close the plugin and start it again from the stored config."""
-        self.connection(name).restarts += 1
+        """``POST reset/:name``: close the plugin and start it again from the stored config
+        (which checks its binary against the catalog again, as every start does)."""
+        connection = self.connection(name)
+        self.service.plugins.runnable("database", connection.plugin_name, connection.plugin_version)
+        connection.restarts += 1
 
     def rotate_root(self, name: str) -> None:
         """``POST rotate-root/:name``: a new root password, set in the database and stored."""
