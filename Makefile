@@ -16,22 +16,41 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 SYSTEM_PACKAGES := postgresql rabbitmq-server chromium nginx-light tinyproxy
 SLOW_SUITES := tests/real tests/browser tests/binder tests/launch tests/fleet tests/runbooks
 
-.PHONY: setup system-deps lab sandbox check test test-fast test-notebooks test-real \
-	test-browser test-binder test-launch test-fleet bench bench-report lint typecheck clean ceremony
+.PHONY: setup setup-lab python-version system-deps lab sandbox check test test-fast test-slow \
+	test-notebooks test-real test-browser test-binder test-launch test-fleet bench bench-report \
+	lint typecheck clean ceremony
+
+# What `make lab` needs ([all]: clients, forms, sandbox, JupyterLab), and what the tests
+# add (the test, browser and benchmark stacks). Each stamp is remade when pyproject changes.
+LAB_STAMP := $(VENV)/.installed-lab
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+setup-lab: $(LAB_STAMP)
+
+python-version:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+		echo "error: the toolkit needs Python 3.11 or newer; '$(PYTHON)' is $$($(PYTHON) --version 2>&1). Run: make PYTHON=python3.11 ..." >&2; \
+		exit 1; }
+
+$(VENV)/bin/python: | python-version
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(LAB_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e ".[all]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(LAB_STAMP)
+
+$(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet -e ".[test,real,browser,bench]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
-	touch $(STAMP)
+	touch $(LAB_STAMP) $(STAMP)
 
-sandbox: setup
+sandbox: setup-lab
 	$(BIN)/python -m toolkit sandbox --port $(SANDBOX_PORT)
 
-lab: setup
+lab: setup-lab
 	TOOLKIT_SANDBOX_ADDRESS=http://127.0.0.1:$(SANDBOX_PORT) \
 	$(BIN)/python -m toolkit.sandbox.lab --port $(SANDBOX_PORT) -- \
 	$(BIN)/jupyter lab notebooks/
@@ -45,8 +64,15 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
+# The fast suite: every test not marked slow (tests/conftest.py marks the slow folders'
+# tests slow too; ignoring them here only saves their collection).
 test-fast: setup
-	$(BIN)/python -m pytest -n 2 -q tests $(addprefix --ignore=,$(SLOW_SUITES))
+	$(BIN)/python -m pytest -n 2 -q -m "not slow" tests $(addprefix --ignore=,$(SLOW_SUITES))
+
+# The tests outside the slow folders that start processes or servers (a real tinyproxy,
+# the bao binary, a sandbox killed with SIGKILL, subprocesses): marked slow.
+test-slow: setup system-deps
+	$(BIN)/python -m pytest -n 2 -q -m slow tests $(addprefix --ignore=,$(SLOW_SUITES))
 
 # The runbooks as saved, under nbval; then each run headless by papermill
 # against a sandbox (evidence filed, drift kept, no secret in any output).
@@ -66,9 +92,12 @@ system-deps:
 
 check: setup lint typecheck test-fast test-notebooks
 
-# The whole suite, as CI runs it. The benchmark reports its goals here without
-# failing the run (timings on a shared machine vary); `make bench` fails on a miss.
-test: check test-real test-browser test-binder test-launch test-fleet bench-report
+# The whole suite, as CI runs it. The Debian packages come first, before any test that
+# needs them (tests/test_makefile.py reads `make -n test` to hold that order). The
+# benchmark reports its goals here without failing the run (timings on a shared machine
+# vary); `make bench` fails on a miss.
+test: setup system-deps check test-slow test-real test-browser test-binder test-launch \
+	test-fleet bench-report
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

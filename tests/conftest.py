@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,20 @@ from toolkit.sandbox import Sandbox
 
 # Plugins: the leak tests' fixtures (``leaks``, ``debug_logs``) and the suites' tallies.
 pytest_plugins = ["tests._leaks", "tests._tally"]
+
+
+# The folders whose every test starts servers or processes; each has a make target of its
+# own (the Makefile's SLOW_SUITES, held equal to this by tests/test_makefile.py). Their
+# tests are marked slow, so that `-m "not slow"` is the fast suite wherever it is run.
+SLOW_FOLDERS = ("real", "browser", "binder", "launch", "fleet", "runbooks")
+_TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(item.path).resolve().relative_to(_TESTS).parts
+        if len(parts) > 1 and parts[0] in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

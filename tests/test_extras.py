@@ -6,6 +6,8 @@ Each test runs a fresh interpreter whose import system refuses the extra's libra
 
 from __future__ import annotations
 
+import pytest
+
 import subprocess
 import sys
 import textwrap
@@ -40,6 +42,7 @@ def _run(blocked: list[str], code: str, *args: str) -> subprocess.CompletedProce
     )
 
 
+@pytest.mark.slow
 def test_a_form_without_the_notebook_extra_says_which_extra_to_install() -> None:
     done = _run(
         ["ipywidgets"],
@@ -56,6 +59,7 @@ def test_a_form_without_the_notebook_extra_says_which_extra_to_install() -> None
     assert "pip install 'operator-toolkit[notebook]'" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_chart_without_the_notebook_extra_says_which_extra_to_install() -> None:
     done = _run(
         ["matplotlib"],
@@ -74,6 +78,7 @@ def test_a_chart_without_the_notebook_extra_says_which_extra_to_install() -> Non
         assert "matplotlib" in line and "pip install 'operator-toolkit[notebook]'" in line
 
 
+@pytest.mark.slow
 def test_the_sandbox_without_its_extra_says_which_extra_to_install() -> None:
     done = _run(
         ["starlette"],
@@ -98,6 +103,7 @@ def test_the_sandbox_without_its_extra_says_which_extra_to_install() -> None:
     assert "Traceback" not in command.stderr
 
 
+@pytest.mark.slow
 def test_a_client_only_install_reads_both_services_and_builds_frames() -> None:
     # The sandbox runs in this process; the client in an interpreter without the extras.
     from toolkit.sandbox import Sandbox

@@ -163,6 +163,7 @@ def test_known_secret_values_can_be_added(tmp_path: Path) -> None:
     assert [f.kind for f in found] == ["known secret value"]
 
 
+@pytest.mark.slow
 def test_the_command_exits_1_on_a_finding_and_0_on_a_clean_tree(tmp_path: Path) -> None:
     clean = subprocess.run(
         [sys.executable, "-m", "toolkit", "check-notebooks", str(NOTEBOOKS)],

@@ -153,6 +153,7 @@ def test_a_chart_shows_in_jupyter_as_a_png_with_a_stable_text(
     assert (tmp_path / "agents.svg").read_text().lstrip().startswith("<?xml")
 
 
+@pytest.mark.slow
 def test_matplotlib_is_loaded_only_when_a_chart_is_drawn() -> None:
     code = (
         "import sys, toolkit, toolkit.plots\n"

@@ -26,6 +26,7 @@ def test_a_bar_counts_every_item_against_the_total(capsys: pytest.CaptureFixture
     assert last.startswith("walking: 100%") and "7/7" in last
 
 
+@pytest.mark.slow
 def test_a_disabled_bar_prints_nothing_and_does_not_load_tqdm() -> None:
     code = (
         "import sys\n"

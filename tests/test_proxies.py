@@ -14,6 +14,9 @@ from tests.servers._common import ServerMissing
 from tests.servers.tinyproxy import Tinyproxy
 from toolkit.secrets import SecretsClient
 
+# A real tinyproxy process: the slow suite (make test-slow), after make system-deps.
+pytestmark = pytest.mark.slow
+
 TOKEN = "s.proxy-test-token"
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +22,7 @@ def _runbooks(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_every_runbook_is_copied_into_a_new_folder_byte_for_byte(tmp_path: Path) -> None:
     target = tmp_path / "ops" / "runbooks"
     done = _runbooks(str(target))
@@ -31,6 +34,7 @@ def test_every_runbook_is_copied_into_a_new_folder_byte_for_byte(tmp_path: Path)
     assert f"Copied {len(RUNBOOKS)} runbooks" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_runbook_already_there_is_not_overwritten_and_nothing_is_copied(
     tmp_path: Path,
 ) -> None:
@@ -43,6 +47,7 @@ def test_a_runbook_already_there_is_not_overwritten_and_nothing_is_copied(
     assert [p.name for p in tmp_path.iterdir()] == [RUNBOOKS[0].name]
 
 
+@pytest.mark.slow
 def test_force_overwrites_the_runbooks_already_there(tmp_path: Path) -> None:
     edited = tmp_path / RUNBOOKS[0].name
     edited.write_text("my edited runbook")
@@ -52,6 +57,7 @@ def test_force_overwrites_the_runbooks_already_there(tmp_path: Path) -> None:
     assert len(list(tmp_path.iterdir())) == len(RUNBOOKS)
 
 
+@pytest.mark.slow
 def test_a_file_in_place_of_the_folder_is_refused(tmp_path: Path) -> None:
     blocker = tmp_path / "runbooks"
     blocker.write_text("")

@@ -21,6 +21,7 @@ from ._errors import (
     Conflict,
     ConnectError,
     DecodeError,
+    IncompleteAudit,
     InputError,
     MethodNotAllowed,
     NotFound,
@@ -54,7 +55,9 @@ __all__ = [
     "ConfigurationError",
     "Conflict",
     "ConnectError",
+    "Coverage",
     "DecodeError",
+    "IncompleteAudit",
     "InputError",
     "MethodNotAllowed",
     "NotFound",
@@ -77,6 +80,7 @@ __all__ = [
     "Unprocessable",
     "connect_platform",
     "connect_secrets",
+    "coverage",
     "diff",
     "lease_summary",
     "scrolling",
@@ -100,6 +104,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "findings": (".findings", None),
     "fleet": (".fleet", None),
     "plan": (".plan", None),
+    "coverage": ("._coverage", "coverage"),
+    "Coverage": ("._coverage", "Coverage"),
 }
 
 

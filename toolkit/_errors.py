@@ -26,7 +26,8 @@
     │   ├── Unprocessable       422
     │   ├── RateLimited         429
     │   └── ServerError         5xx
-    └── InputError              the toolkit refused bad input before sending anything
+    ├── InputError              the toolkit refused bad input before sending anything
+    └── IncompleteAudit         an audit could not read all it was asked to (toolkit.coverage)
 
 Every message names the address and what went wrong, and never carries a request
 body, a header or any other value that could be a secret.
@@ -43,6 +44,7 @@ __all__ = [
     "ConnectError",
     "Conflict",
     "DecodeError",
+    "IncompleteAudit",
     "InputError",
     "MethodNotAllowed",
     "NotFound",
@@ -73,6 +75,13 @@ class ConfigurationError(ToolkitError):
 
 class InputError(ToolkitError, ValueError):
     """The toolkit refused a value before sending it (wrong format, out of range)."""
+
+
+class IncompleteAudit(ToolkitError):
+    """An audit could not read everything it was asked to, and incomplete was not allowed.
+
+    The message names the places not read; ``allow_incomplete=True`` lets the audit
+    finish marked incomplete instead."""
 
 
 class TransportError(ToolkitError):

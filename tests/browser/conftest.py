@@ -19,10 +19,11 @@ import pytest
 
 from tests.browser._page import NOTEBOOKS
 from tests.browser._servers import free_port, start_jupyter, start_voila, stop
+from tests.servers._common import chromium_missing, system_path
 from toolkit._masking import Sensitive
 from toolkit.sandbox import Sandbox
 
-CHROMIUM = Path(os.environ.get("TOOLKIT_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM = Path(os.environ.get("TOOLKIT_CHROMIUM") or system_path("/usr/bin/chromium"))
 CHROMIUM_FLAGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -37,7 +38,7 @@ CHROMIUM_FLAGS = [
 def _require_chromium() -> None:
     if CHROMIUM.exists():
         return
-    message = f"{CHROMIUM} is missing: run `make system-deps` to install Debian's chromium"
+    message = chromium_missing(CHROMIUM)
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)

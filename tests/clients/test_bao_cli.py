@@ -9,10 +9,14 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
 from cryptography import x509
 
 from tests.clients._bao import BaoCLI
 from toolkit.sandbox import Sandbox
+
+# Runs the bao binary as a subprocess for every call: the slow suite (make test-slow).
+pytestmark = pytest.mark.slow
 
 
 def _live_lease(sandbox: Sandbox, prefix: str) -> str:

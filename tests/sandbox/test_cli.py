@@ -69,6 +69,7 @@ def test_empty_starts_without_demo_data():
         proc.wait(10)
 
 
+@pytest.mark.slow
 def test_a_threshold_above_the_share_count_is_refused_with_a_message():
     done = subprocess.run(
         [sys.executable, "-m", "toolkit", "sandbox", "--key-shares", "2", "--key-threshold", "3"],

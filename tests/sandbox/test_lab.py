@@ -45,6 +45,7 @@ def _answers(port: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_the_command_sees_a_sandbox_that_answers_and_it_stops_afterwards() -> None:
     port = _free_port()
     done = _lab(port, sys.executable, "-c", PRINT_ENV)
@@ -58,11 +59,13 @@ def test_the_command_sees_a_sandbox_that_answers_and_it_stops_afterwards() -> No
     assert not _answers(port)
 
 
+@pytest.mark.slow
 def test_the_command_exit_status_is_passed_on() -> None:
     done = _lab(_free_port(), sys.executable, "-c", "raise SystemExit(3)")
     assert done.returncode == 3
 
 
+@pytest.mark.slow
 def test_a_sandbox_already_serving_on_the_port_is_reused_and_left_running(
     sandbox: Sandbox,
 ) -> None:
@@ -74,10 +77,24 @@ def test_a_sandbox_already_serving_on_the_port_is_reused_and_left_running(
     assert _answers(port)
 
 
+@pytest.mark.slow
 def test_without_a_command_it_refuses_with_a_usage_error() -> None:
     done = _lab(_free_port())
     assert done.returncode == 2
     assert "command" in done.stderr
+
+
+@pytest.mark.slow
+def test_a_port_taken_by_another_program_is_refused_naming_sandbox_port() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        done = _lab(port, sys.executable, "-c", "print('ran')")
+    assert done.returncode == 1
+    assert "ran" not in done.stdout
+    (line,) = done.stderr.strip().splitlines()
+    assert f"port {port} is taken" in line and "SANDBOX_PORT" in line
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,8 @@ that was acknowledged must be there after a restart on the same file.
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import random
 import signal
@@ -44,6 +46,7 @@ def _kill(proc: subprocess.Popen[str]) -> None:
     proc.wait(10)
 
 
+@pytest.mark.slow
 def test_every_acknowledged_write_survives_kill_9(
     record_property: Callable[[str, object], None], tmp_path: Path
 ) -> None:
@@ -124,6 +127,7 @@ def test_every_acknowledged_write_survives_kill_9(
         assert proc.wait(10) == 0
 
 
+@pytest.mark.slow
 def test_a_rekey_in_progress_and_tokens_survive_a_restart(tmp_path: Path) -> None:
     state = tmp_path / "sandbox.db"
     init_file = tmp_path / "init.json"
@@ -161,6 +165,7 @@ def test_a_rekey_in_progress_and_tokens_survive_a_restart(tmp_path: Path) -> Non
         assert proc.wait(10) == 0
 
 
+@pytest.mark.slow
 def test_a_checked_out_account_is_still_out_after_kill_9(tmp_path: Path) -> None:
     state = tmp_path / "sandbox.db"
     proc, lines = start("--token", ROOT, "--state", str(state))
@@ -190,6 +195,7 @@ def test_a_checked_out_account_is_still_out_after_kill_9(tmp_path: Path) -> None
         assert proc.wait(10) == 0
 
 
+@pytest.mark.slow
 def test_a_file_that_is_not_a_state_file_is_refused_clearly(tmp_path: Path) -> None:
     bogus = tmp_path / "notes.txt"
     bogus.write_text("these are not the droids\n" * 100)
@@ -272,6 +278,7 @@ def test_the_state_file_and_its_wal_and_shm_files_are_created_0600(tmp_path: Pat
     assert all(mode == 0o600 for mode in made.values()), {k: oct(v) for k, v in made.items()}
 
 
+@pytest.mark.slow
 def test_a_state_file_others_may_write_is_refused_naming_the_file_and_the_mode(
     tmp_path: Path,
 ) -> None:
@@ -287,6 +294,7 @@ def test_a_state_file_others_may_write_is_refused_naming_the_file_and_the_mode(
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_state_file_owned_by_another_user_is_refused(tmp_path: Path) -> None:
     import os
 
@@ -319,6 +327,7 @@ db.commit()
 """
 
 
+@pytest.mark.slow
 def test_a_planted_pickle_in_the_old_state_table_runs_nothing_and_is_refused(
     tmp_path: Path,
 ) -> None:
@@ -339,6 +348,7 @@ def test_a_planted_pickle_in_the_old_state_table_runs_nothing_and_is_refused(
     assert "older sandbox as a pickle" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_planted_pickle_in_a_state_row_runs_nothing_and_is_refused(tmp_path: Path) -> None:
     from toolkit.sandbox import Sandbox
 
@@ -357,6 +367,7 @@ def test_a_planted_pickle_in_a_state_row_runs_nothing_and_is_refused(tmp_path: P
     assert "the stored state cannot be read" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_stored_object_naming_code_outside_the_sandbox_is_refused(tmp_path: Path) -> None:
     import sqlite3
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import pwd
 import shutil
@@ -15,6 +16,31 @@ from pathlib import Path
 from typing import Self
 
 INSTALL_HINT = "run `make system-deps` (Debian packages) and `make setup` (Python packages)"
+# Where the Debian packages' files are looked for: "/" but for the test of the install
+# hints (tests/test_makefile.py), which points it at an empty folder.
+SYSTEM_ROOT_ENV = "TOOLKIT_TEST_SYSTEM_ROOT"
+
+
+def system_path(path: str) -> Path:
+    """``path`` (absolute, as Debian installs it) under the system root."""
+    return Path(os.environ.get(SYSTEM_ROOT_ENV, "/")) / path.lstrip("/")
+
+
+def chromium_missing(path: Path) -> str:
+    """What the browser suite says when Debian's chromium is not at ``path``."""
+    return f"{path} is missing: run `make system-deps` to install Debian's chromium"
+
+
+def system_glob(pattern: str) -> list[str]:
+    """The sorted matches of an absolute ``pattern`` under the system root."""
+    return sorted(glob.glob(str(system_path(pattern))))
+
+
+def system_which(name: str) -> str | None:
+    """``name`` on PATH, unless the system root is moved (then only under it)."""
+    if os.environ.get(SYSTEM_ROOT_ENV):
+        return None
+    return shutil.which(name)
 
 
 class ServerMissing(RuntimeError):

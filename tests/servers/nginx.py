@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -46,6 +45,8 @@ from ._common import (
     ServerMissing,
     free_port,
     stop_process,
+    system_path,
+    system_which,
     unprivileged_prefix,
     wait_until,
 )
@@ -62,7 +63,8 @@ _LOG_FORMAT = (
 
 
 def nginx_binary() -> str:
-    found = NGINX if os.access(NGINX, os.X_OK) else shutil.which("nginx")
+    nginx = system_path(NGINX)
+    found = str(nginx) if os.access(nginx, os.X_OK) else system_which("nginx")
     if not found:
         raise ServerMissing(f"nginx (Debian package nginx-light) is not installed: {INSTALL_HINT}")
     return found

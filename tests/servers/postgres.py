@@ -10,7 +10,6 @@ unprivileged system user (see ``_common.unprivileged_prefix``).
 
 from __future__ import annotations
 
-import glob
 import os
 import secrets
 import subprocess
@@ -24,6 +23,7 @@ from ._common import (
     ServerMissing,
     free_port,
     log_tail,
+    system_glob,
     unprivileged_prefix,
     wait_until,
 )
@@ -34,7 +34,7 @@ SUPERUSER = "postgres"
 def postgres_bin() -> Path:
     """The newest ``/usr/lib/postgresql/<version>/bin`` that has ``initdb`` and ``pg_ctl``."""
     candidates = sorted(
-        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        system_glob("/usr/lib/postgresql/*/bin/initdb"),
         key=lambda p: (
             int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0
         ),

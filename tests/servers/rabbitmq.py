@@ -11,7 +11,6 @@ runs as an unprivileged system user (see ``_common.unprivileged_prefix``).
 
 from __future__ import annotations
 
-import glob
 import os
 import secrets
 import shutil
@@ -26,6 +25,7 @@ from ._common import (
     ServerMissing,
     free_port,
     stop_process,
+    system_glob,
     unprivileged_prefix,
     wait_until,
 )
@@ -37,7 +37,7 @@ START_TIMEOUT = 180
 
 def rabbitmq_server_script() -> Path:
     """The package's ``rabbitmq-server`` script itself (not the wrapper that switches user)."""
-    found = sorted(glob.glob("/usr/lib/rabbitmq/lib/rabbitmq_server-*/sbin/rabbitmq-server"))
+    found = system_glob("/usr/lib/rabbitmq/lib/rabbitmq_server-*/sbin/rabbitmq-server")
     if not found:
         raise ServerMissing(f"RabbitMQ (rabbitmq-server) is not installed: {INSTALL_HINT}")
     return Path(found[-1])

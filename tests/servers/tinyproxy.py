@@ -12,7 +12,6 @@ opened. As root it runs as the tests' unprivileged user (``setpriv``).
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 from pathlib import Path
@@ -23,6 +22,8 @@ from ._common import (
     ServerMissing,
     free_port,
     stop_process,
+    system_path,
+    system_which,
     unprivileged_prefix,
     wait_until,
 )
@@ -37,7 +38,7 @@ class Tinyproxy(Launcher):
 
     def __init__(self) -> None:
         super().__init__()
-        binary = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"
+        binary = system_which("tinyproxy") or str(system_path("/usr/bin/tinyproxy"))
         if not Path(binary).exists():
             raise ServerMissing(f"tinyproxy is not installed: {INSTALL_HINT}")
         self.binary = binary

@@ -137,6 +137,7 @@ def test_the_form_works_on_another_mount(secrets_client: SecretsClient) -> None:
     )
 
 
+@pytest.mark.slow
 def test_importing_the_form_module_does_not_load_ipywidgets() -> None:
     import subprocess
     import sys

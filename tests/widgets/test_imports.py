@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import importlib
 import subprocess
 import sys
@@ -17,6 +19,7 @@ def test_every_form_in_all_has_a_module() -> None:
     assert len(FORM_MODULES) == len(widgets.__all__)
 
 
+@pytest.mark.slow
 def test_importing_the_toolkit_and_every_form_module_does_not_load_ipywidgets() -> None:
     check = f"import sys, toolkit, {', '.join(FORM_MODULES)}; print('ipywidgets' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)

@@ -152,6 +152,7 @@ def test_the_form_works_on_an_engine_mounted_elsewhere(secrets_client: SecretsCl
     assert "payments-dek" not in output_text(form.table)
 
 
+@pytest.mark.slow
 def test_importing_the_form_module_does_not_load_ipywidgets() -> None:
     check = "import sys, widgets.key_distribution; print('ipywidgets' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)

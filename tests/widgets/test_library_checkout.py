@@ -113,6 +113,7 @@ def test_the_form_works_against_another_mount(
     assert form.checkout is not None and form.checkout["lease_id"].startswith("corp-ad/")
 
 
+@pytest.mark.slow
 def test_the_module_loads_ipywidgets_only_when_a_form_is_built() -> None:
     check = "import sys, widgets.library_checkout; print('ipywidgets' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)

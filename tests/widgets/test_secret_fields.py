@@ -277,6 +277,7 @@ def test_revealed_secrets_are_cleared_when_the_kernel_shuts_down(
     form.check_in()
 
 
+@pytest.mark.slow
 def test_the_exit_handler_is_registered_so_a_process_exit_clears_what_is_revealed() -> None:
     import subprocess
     import sys

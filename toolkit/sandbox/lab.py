@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -135,6 +136,18 @@ def sandbox_answers(address: str, token: str, timeout: float = 1.0) -> bool:
     return response.is_success
 
 
+def port_taken(host: str, port: int) -> bool:
+    """True when something accepts TCP connections on ``host:port``."""
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+PORT_HINT = "set SANDBOX_PORT to a free port (make lab SANDBOX_PORT=8201)"
+
+
 def start_sandbox(port: int, host: str, token: str) -> subprocess.Popen[bytes]:
     """``python -m toolkit sandbox`` as a child process, its output passed through."""
     command = [sys.executable, "-m", "toolkit", "sandbox", "--host", host, "--port", str(port)]
@@ -199,13 +212,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     process = None
     if sandbox_answers(address, args.token):
         print(f"Reusing the sandbox already serving on {address}.", flush=True)
+    elif port_taken(args.host, args.port):
+        print(
+            f"error: port {args.port} is taken by a program that is not a sandbox: {PORT_HINT}",
+            file=sys.stderr,
+        )
+        return 1
     else:
         process = start_sandbox(args.port, args.host, args.token)
     try:
         try:
             wait_for_sandbox(address, args.token, process, args.wait)
         except RuntimeError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {exc}; if port {args.port} is taken, {PORT_HINT}", file=sys.stderr)
             return 1
         env = {**os.environ, ENV_ADDRESS: address, ENV_TOKEN: args.token}
         if needs_allow_root(command, root=_running_as_root()):

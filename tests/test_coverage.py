@@ -1,0 +1,62 @@
+"""The completeness record: what a view asked, read and could not read."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+
+import toolkit
+from toolkit import Coverage, IncompleteAudit
+
+
+def test_a_view_with_no_gaps_is_complete_and_says_how_much_it_read():
+    cov = Coverage("leases.leases_by_mount", asked=["database/"])
+    cov.note_read(3)
+    frame = toolkit.coverage(cov.attach(pd.DataFrame({"a": [1, 2, 3]})))
+    assert frame.empty and frame.attrs["complete"]
+    assert frame.attrs["views"] == ["leases.leases_by_mount: complete (3 read)"]
+
+
+def test_a_gap_makes_the_view_incomplete_and_the_requirement_fails_in_one_line():
+    cov = Coverage("policies.policies_frame", asked=["acl"])
+    cov.note_gap("sys/policies/acl", 403, "permission denied")
+    frame = cov.attach(pd.DataFrame())
+    table = toolkit.coverage(frame)
+    assert list(table.columns) == ["view", "path", "status", "reason"]
+    assert table.loc[0, "status"] == 403 and str(table["status"].dtype) == "Int64"
+    with pytest.raises(IncompleteAudit) as caught:
+        toolkit._coverage.require_complete(frame)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "sys/policies/acl (403 permission denied)" in message
+    assert "allow_incomplete=True" in message
+    allowed = toolkit._coverage.require_complete(frame, allow_incomplete=True)
+    assert not allowed.attrs["complete"]
+
+
+def test_a_frame_without_a_record_is_not_evidence_of_completeness():
+    table = toolkit.coverage(pd.DataFrame({"a": [1]}))
+    assert not table.attrs["complete"]
+    assert table.loc[0, "reason"] == "no coverage record"
+
+
+def test_the_record_survives_parquet_and_copies():
+    cov = Coverage("tokens.accessors_frame", asked=["auth/token/accessors"])
+    cov.note_gap("auth/token/lookup-accessor", None, "deadline reached")
+    frame = cov.attach(pd.DataFrame({"a": [1]}))
+    buffer = io.BytesIO()
+    frame.copy().to_parquet(buffer)
+    back = pd.read_parquet(io.BytesIO(buffer.getvalue()))
+    (again,) = toolkit._coverage.coverage_of(back)
+    assert again == cov
+    assert not again.complete
+
+
+def test_a_long_list_of_gaps_stays_one_line():
+    cov = Coverage("leases.leases_by_mount")
+    for i in range(50):
+        cov.note_gap(f"sys/leases/lookup/m{i}/", 403, "permission denied")
+    summary = cov.summary()
+    assert "and 47 more" in summary and "\n" not in summary

@@ -1,0 +1,86 @@
+"""The README's test command on a bare machine: the Debian packages come before any test
+that needs them, and each suite that needs one says how to get it."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SLOW_FOLDERS
+from tests.servers._common import SYSTEM_ROOT_ENV, ServerMissing, chromium_missing
+from tests.servers.nginx import nginx_binary
+from tests.servers.postgres import postgres_bin
+from tests.servers.rabbitmq import rabbitmq_server_script
+from tests.servers.tinyproxy import Tinyproxy
+
+ROOT = Path(__file__).resolve().parents[1]
+MAKE = shutil.which("make")
+
+
+def _dry_run(target: str) -> list[str]:
+    """What ``make TARGET`` runs on a machine that has run nothing yet (-B: as if no
+    stamp were there), printed, not run."""
+    assert MAKE, "make is not installed"
+    done = subprocess.run(
+        [MAKE, "-n", "-B", "-C", str(ROOT), target], capture_output=True, text=True, check=True
+    )
+    return done.stdout.splitlines()
+
+
+def _first(lines: list[str], pattern: str) -> int:
+    return next(i for i, line in enumerate(lines) if re.search(pattern, line))
+
+
+def test_make_test_installs_the_debian_packages_before_the_first_test_runs() -> None:
+    lines = _dry_run("test")
+    install = _first(lines, r"apt-get install")
+    first_test = _first(lines, r"-m pytest")
+    assert install < first_test, lines[first_test]
+
+
+def test_every_debian_package_is_installed_by_system_deps() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    (packages,) = re.findall(r"^SYSTEM_PACKAGES := (.+)$", makefile, re.M)
+    assert {"tinyproxy", "nginx-light", "postgresql", "rabbitmq-server", "chromium"} <= set(
+        packages.split()
+    )
+
+
+def test_the_fast_suite_leaves_out_exactly_the_slow_folders() -> None:
+    (fast,) = [line for line in _dry_run("test-fast") if "-m pytest" in line]
+    assert '-m "not slow"' in fast or "-m not slow" in fast
+    ignored = {Path(p).name for p in re.findall(r"--ignore=(\S+)", fast)}
+    assert ignored == set(SLOW_FOLDERS)
+
+
+def test_make_lab_installs_only_what_the_lab_needs() -> None:
+    lines = _dry_run("lab")
+    installs = [line for line in lines if "pip install" in line and "-e" in line]
+    assert installs and all('".[all]"' in line for line in installs), installs
+
+
+LAUNCHERS: dict[str, Callable[[], object]] = {
+    "nginx": nginx_binary,
+    "postgresql": postgres_bin,
+    "rabbitmq-server": rabbitmq_server_script,
+    "tinyproxy": Tinyproxy,
+}
+
+
+@pytest.mark.parametrize("package", sorted(LAUNCHERS))
+def test_a_missing_debian_package_says_to_run_make_system_deps(
+    package: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SYSTEM_ROOT_ENV, str(tmp_path))
+    with pytest.raises(ServerMissing) as missing:
+        LAUNCHERS[package]()
+    assert "make system-deps" in str(missing.value)
+
+
+def test_a_missing_chromium_says_to_run_make_system_deps(tmp_path: Path) -> None:
+    assert "make system-deps" in chromium_missing(tmp_path / "chromium")

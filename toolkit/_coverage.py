@@ -1,0 +1,172 @@
+"""What a view could see: the completeness record every walking view carries.
+
+A view that walks (leases, tokens, policies, certificates, keys, team access,
+agents) notes what it was asked to read, how much it read, and every place it
+could not read (a 403, a 404 that is not an empty folder, a refused LIST, a
+limit reached). The record travels with its frame as ``frame.attrs["coverage"]``,
+a plain JSON-able dict, so it survives copies, Parquet and evidence files.
+
+    cov = Coverage("leases.leases_by_mount", asked=["database/", "pki/"])
+    cov.note_read(120)
+    cov.note_gap("sys/leases/lookup/pki/", 403, "permission denied")
+    frame = cov.attach(frame)
+    toolkit.coverage(frame)        # a frame: a row per gap, attrs say complete or not
+    require_complete(frame)        # raises IncompleteAudit with one line naming the gaps
+
+An audit whose coverage is incomplete fails, or, when the operator allowed it,
+says "incomplete" in every output (see toolkit.runbook and docs/decisions.md,
+"Completeness").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ._errors import IncompleteAudit
+
+__all__ = ["Coverage", "Gap", "coverage", "coverage_of", "require_complete"]
+
+ATTR = "coverage"
+COLUMNS = ("view", "path", "status", "reason")
+# A summary names this many gaps and counts the rest, so it stays one line.
+NAMED_IN_SUMMARY = 3
+
+
+@dataclass(frozen=True)
+class Gap:
+    """One place a view could not read: its path, the HTTP status (None when no
+    answer came, or a limit stopped the walk) and why, in the server's words."""
+
+    path: str
+    status: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        status = f"{self.status} " if self.status is not None else ""
+        return f"{self.path} ({status}{self.reason})"
+
+
+@dataclass
+class Coverage:
+    """What ``view`` was asked to read, how much it read, and what it could not."""
+
+    view: str
+    asked: list[str] = field(default_factory=list)
+    read: int = 0
+    gaps: list[Gap] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.gaps
+
+    def note_read(self, count: int = 1) -> None:
+        self.read += count
+
+    def note_gap(self, path: str, status: int | None, reason: str) -> None:
+        self.gaps.append(Gap(path, status, reason))
+
+    def summary(self) -> str:
+        """One line: complete, or incomplete with the first gaps named."""
+        if self.complete:
+            return f"{self.view}: complete ({self.read} read)"
+        named = ", ".join(str(gap) for gap in self.gaps[:NAMED_IN_SUMMARY])
+        more = len(self.gaps) - NAMED_IN_SUMMARY
+        tail = f" and {more} more" if more > 0 else ""
+        return (
+            f"{self.view}: incomplete, {len(self.gaps)} place(s) not read: {named}{tail} "
+            f"({self.read} read)"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "view": self.view,
+            "asked": list(self.asked),
+            "read": self.read,
+            "complete": self.complete,
+            "gaps": [{"path": g.path, "status": g.status, "reason": g.reason} for g in self.gaps],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Coverage:
+        return cls(
+            view=str(data.get("view", "")),
+            asked=[str(a) for a in data.get("asked", ())],
+            read=int(data.get("read", 0)),
+            gaps=[
+                Gap(
+                    str(g["path"]),
+                    None if g.get("status") is None else int(g["status"]),
+                    str(g.get("reason", "")),
+                )
+                for g in data.get("gaps", ())
+            ],
+        )
+
+    def attach(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` with this record in ``attrs["coverage"]`` (the frame itself, changed)."""
+        frame.attrs[ATTR] = self.as_dict()
+        return frame
+
+    def __repr__(self) -> str:
+        return f"<Coverage {self.summary()}>"
+
+
+def coverage_of(obj: Any) -> list[Coverage]:
+    """The coverage records ``obj`` carries: a frame's ``attrs["coverage"]`` (one
+    record or a list of them), a :class:`Coverage`, or an iterable of either."""
+    if isinstance(obj, Coverage):
+        return [obj]
+    if isinstance(obj, Mapping) and "view" in obj:
+        return [Coverage.from_dict(obj)]
+    attrs = getattr(obj, "attrs", None)
+    if isinstance(attrs, Mapping):
+        found = attrs.get(ATTR)
+        if found is None:
+            return []
+        items = found if isinstance(found, list) else [found]
+        return [c if isinstance(c, Coverage) else Coverage.from_dict(c) for c in items]
+    if isinstance(obj, Iterable) and not isinstance(obj, str | bytes):
+        return [c for item in obj for c in coverage_of(item)]
+    return []
+
+
+def coverage(*objs: Any) -> pd.DataFrame:
+    """A frame with a row per place the given frames' views could not read.
+
+    ``attrs["complete"]`` says whether every record was complete, and
+    ``attrs["views"]`` lists each record's one-line summary. A frame that carries
+    no record is not evidence of completeness: it is listed as a gap.
+    """
+    rows: list[dict[str, Any]] = []
+    summaries: list[str] = []
+    for obj in objs:
+        found = coverage_of(obj)
+        if not found:
+            rows.append({"view": "?", "path": "", "status": None, "reason": "no coverage record"})
+            summaries.append("?: no coverage record")
+        for cov in found:
+            summaries.append(cov.summary())
+            rows.extend({"view": cov.view, **vars(gap)} for gap in cov.gaps)
+    frame = pd.DataFrame(rows, columns=list(COLUMNS)).astype(
+        {"view": "string", "path": "string", "status": "Int64", "reason": "string"}
+    )
+    frame.attrs["complete"] = not rows
+    frame.attrs["views"] = summaries
+    return frame
+
+
+def require_complete(*objs: Any, allow_incomplete: bool = False) -> pd.DataFrame:
+    """The coverage frame of ``objs``; raises :class:`IncompleteAudit` with one line
+    naming what was not read, unless ``allow_incomplete``."""
+    frame = coverage(*objs)
+    if not frame.attrs["complete"] and not allow_incomplete:
+        incomplete = [s for s in frame.attrs["views"] if ": complete (" not in s]
+        raise IncompleteAudit(
+            "; ".join(incomplete)
+            + " — grant the token what it lacks, fix the name, or rerun with allow_incomplete=True"
+        )
+    return frame
