@@ -49,13 +49,16 @@ if TYPE_CHECKING:
     from .secrets import SecretsClient
     from .secrets.leases import lease_summary
 
+# What users call or catch: the clients and their connectors, the secret wrapper, the
+# retry policy, and the error tree. Other names stay reachable (``toolkit.drift.diff``,
+# ``client.leases`` for the lease summary, ``toolkit.display.scrolling``, the records
+# calls return) without being offered by ``from toolkit import *``.
 __all__ = [
     "APIError",
     "BadRequest",
     "ConfigurationError",
     "Conflict",
     "ConnectError",
-    "Coverage",
     "DecodeError",
     "IncompleteAudit",
     "InputError",
@@ -66,7 +69,6 @@ __all__ = [
     "PlatformClient",
     "PreconditionFailed",
     "RateLimited",
-    "Record",
     "Redirected",
     "RetryPolicy",
     "SecretsClient",
@@ -80,10 +82,6 @@ __all__ = [
     "Unprocessable",
     "connect_platform",
     "connect_secrets",
-    "coverage",
-    "diff",
-    "lease_summary",
-    "scrolling",
 ]
 
 __version__ = "0.1.0"

@@ -148,7 +148,7 @@ def test_the_form_works_on_an_engine_mounted_elsewhere(secrets_client: SecretsCl
     form = KeyDistributionForm(secrets_client, "kms/eu")
     assert list(form.key.options) == ["eu-data"] and list(form.provider.options) == ["gcp"]
     form.distribute_button.click()
-    assert eu.key_providers("eu-data") == ["gcp"]
+    assert eu.list_key_providers("eu-data") == ["gcp"]
     assert "payments-dek" not in output_text(form.table)
 
 

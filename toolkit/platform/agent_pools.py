@@ -10,7 +10,6 @@ from typing import Any
 
 import pandas as pd
 
-from .._deprecation import keep_old_names
 from .._errors import APIError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
@@ -541,6 +540,3 @@ def stale(agents: pd.DataFrame, now: datetime, older_than: timedelta) -> pd.Data
     selected["silent_for"] = pd.Timestamp(now) - selected["last_ping_at"]
     return selected.sort_values("last_ping_at")
 
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(AgentPools, list="pools_frame", agents="agents_frame")

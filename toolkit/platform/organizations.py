@@ -7,7 +7,6 @@ import builtins
 
 import pandas as pd
 
-from .._deprecation import keep_old_names
 from .._frames import Col, Schema
 from .._http import segment
 from .._records import Record
@@ -80,12 +79,3 @@ class Organizations(Area):
         """One policy set. ``GET /policy-sets/:id``."""
         return self._record(self._get(f"/policy-sets/{segment(policy_set_id)}"), "policy-set")
 
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(
-    Organizations,
-    list="organizations_frame",
-    teams="teams_frame",
-    workspaces="workspaces_frame",
-    policy_sets="policy_sets_frame",
-)

@@ -9,7 +9,6 @@ from typing import Any, TypedDict, Unpack
 
 import pandas as pd
 
-from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import segment
@@ -742,6 +741,3 @@ def style_matrix(matrix: pd.DataFrame) -> Any:
 
     return matrix.style.map(colour).format(na_rep="·")
 
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(TeamAccess, list="access_frame")

@@ -24,7 +24,6 @@ from typing import Any
 
 import pandas as pd
 
-from .._deprecation import keep_old_names
 from .._errors import InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden, reveal
@@ -262,6 +261,3 @@ class Broker(EngineArea):
         ]
         return build_frame(rows, TOPIC_PERMISSIONS)
 
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(Broker, roles="roles_frame")

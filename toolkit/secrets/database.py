@@ -26,7 +26,6 @@ from typing import Any
 
 import pandas as pd
 
-from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
@@ -489,11 +488,3 @@ def connection_findings(connections: pd.DataFrame, mount: str = "database") -> p
             found.append(Finding("medium", "database", where, reason))
     return findings_frame(found)
 
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(
-    Database,
-    connections="connections_frame",
-    roles="roles_frame",
-    static_roles="static_roles_frame",
-)

@@ -22,7 +22,6 @@ from typing import Any, Self
 
 import pandas as pd
 
-from .._deprecation import keep_old_names
 from .._errors import APIError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._http import HTTPLayer
@@ -389,6 +388,3 @@ class Directory(EngineArea):
             )
         return build_frame(rows, ROLES)
 
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(Directory, roles="list_roles", sets="list_sets")

@@ -23,7 +23,6 @@ from typing import Any
 
 import pandas as pd
 
-from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
@@ -219,7 +218,7 @@ class KeyManagement(EngineArea):
         _required(key_name=name)
         self._send("DELETE", self._path("key", name))
 
-    def key_providers(self, name: str) -> Names:
+    def list_key_providers(self, name: str) -> Names:
         """The KMS providers holding the key (one at most). ``LIST /keymgmt/key/:name/kms``."""
         _required(key_name=name)
         return self._list(self._path("key", name, "kms"))
@@ -323,7 +322,7 @@ class KeyManagement(EngineArea):
             kind="distributed-key",
         )
 
-    def provider_keys(self, provider: str) -> Names:
+    def list_provider_keys(self, provider: str) -> Names:
         """Keys in a KMS provider. ``LIST /keymgmt/kms/:name/key``."""
         _required(provider_name=provider)
         return self._list(self._path("kms", provider, "key"))
@@ -343,7 +342,7 @@ class KeyManagement(EngineArea):
     def _all_distributions(self) -> tuple[list[Record], list[Record]]:
         """Every provider, and every key in every provider."""
         providers = list(self._http.map(self.read_provider, self.list_providers()))
-        pairs = [(p["name"], k) for p in providers for k in self.provider_keys(p["name"])]
+        pairs = [(p["name"], k) for p in providers for k in self.list_provider_keys(p["name"])]
         return providers, list(self._http.map(lambda pk: self.read_distribution(*pk), pairs))
 
     def keys_frame(self) -> pd.DataFrame:
@@ -556,12 +555,3 @@ def key_findings(audit: pd.DataFrame, mount: str = "keymgmt") -> pd.DataFrame:
         found.append(Finding("medium", "keymgmt", where, reason))
     return findings_frame(found)
 
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(
-    KeyManagement,
-    keys="keys_frame",
-    providers="providers_frame",
-    key_versions="key_versions_frame",
-    distributions="distributions_frame",
-)

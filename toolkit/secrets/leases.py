@@ -18,7 +18,6 @@ from typing import Any
 
 import pandas as pd
 
-from .._deprecation import keep_old_names
 from .._errors import APIError, InputError, ToolkitError
 from .._frames import Col, Schema, build_frame, frame_from_columns
 from .._gc import collector_paused
@@ -187,7 +186,7 @@ class Leases(Area):
             "POST",
             f"/sys/leases/revoke-prefix/{path}",
             json={"sync": sync},
-            check="list the leases under the prefix (leases.list)",
+            check="list the leases under the prefix (leases.list_leases)",
         )
 
     def revoke_force(self, prefix: str) -> None:
@@ -199,7 +198,7 @@ class Leases(Area):
         self._http.json(
             "POST",
             f"/sys/leases/revoke-force/{_prefix(prefix)}",
-            check="list the leases under the prefix (leases.list)",
+            check="list the leases under the prefix (leases.list_leases)",
         )
 
     def tidy(self) -> Names:
@@ -259,7 +258,7 @@ class Leases(Area):
         return frame
 
     # -- mounts ------------------------------------------------------------------
-    def mounts(self) -> Names:
+    def list_mounts(self) -> Names:
         """Mount paths of the secrets engines and auth methods (``sys/mounts``, ``sys/auth``)."""
         found: list[str] = []
         for path, prefix in (("/sys/mounts", ""), ("/sys/auth", "auth/")):
@@ -358,7 +357,7 @@ class Leases(Area):
 
     def _known_mounts(self) -> Names:
         try:
-            return self.mounts()
+            return self.list_mounts()
         except ToolkitError:
             return []
 
@@ -846,6 +845,3 @@ def _errors_of(response: Any) -> list[str]:
     errors = payload.get("errors") if isinstance(payload, Mapping) else None
     return [str(e) for e in errors or []] or [response.reason_phrase]
 
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(Leases, list="list_leases", list_irrevocable="irrevocable_frame")

@@ -8,7 +8,6 @@ from typing import Any
 
 import pandas as pd
 
-from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import segment
@@ -205,6 +204,3 @@ def plugin_findings(inventory: pd.DataFrame) -> pd.DataFrame:
             found.append(Finding("low", "plugins", name, reason))
     return findings_frame(found)
 
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(Plugins, list="list_plugins")

@@ -13,7 +13,6 @@ from typing import Any
 
 import pandas as pd
 
-from .._deprecation import keep_old_names
 from .._errors import APIError, DecodeError, InputError, MethodNotAllowed, NotFound
 from .._frames import Col, Schema, build_frame
 from .._http import segment
@@ -258,6 +257,3 @@ class Policies(Area):
         frame.attrs["not_permitted"] = refused
         return frame
 
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(Policies, list="list_policies")

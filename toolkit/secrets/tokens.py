@@ -16,7 +16,6 @@ from typing import Any
 
 import pandas as pd
 
-from .._deprecation import keep_old_names
 from .._errors import InputError, PermissionDenied
 from .._frames import Col, Schema, build_frame
 from .._http import Request, decode_json, segment
@@ -238,6 +237,3 @@ def _inventory_row(accessor: str, data: dict[str, Any]) -> dict[str, Any]:
         "type": data.get("type"),
     }
 
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(Tokens, accessors="list_accessors", roles="roles_frame")
