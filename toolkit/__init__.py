@@ -49,10 +49,10 @@ if TYPE_CHECKING:
     from .secrets import SecretsClient
     from .secrets.leases import lease_summary
 
-# What users call or catch: the clients and their connectors, the secret wrapper, the
-# retry policy, and the error tree. Other names stay reachable (``toolkit.drift.diff``,
-# ``client.leases`` for the lease summary, ``toolkit.display.scrolling``, the records
-# calls return) without being offered by ``from toolkit import *``.
+# What users call or catch: the clients and their connectors, the secret wrapper and
+# the error tree. Other names stay reachable (``toolkit.RetryPolicy``, ``toolkit.Record``,
+# ``toolkit.drift.diff``, ``toolkit.coverage``, the lease summary, ``scrolling``) without
+# being offered by ``from toolkit import *`` (tests/test_public_api.py holds it to that).
 __all__ = [
     "APIError",
     "BadRequest",
@@ -70,7 +70,6 @@ __all__ = [
     "PreconditionFailed",
     "RateLimited",
     "Redirected",
-    "RetryPolicy",
     "SecretsClient",
     "Sensitive",
     "ServerError",
