@@ -38,16 +38,16 @@ from ._errors import (
     Unauthorized,
     Unprocessable,
 )
-from ._http import RetryPolicy
+from ._http import RetryPolicy as RetryPolicy
 from ._masking import Sensitive
-from ._records import Record
+from ._records import Record as Record
 from .extras import module_dir
 from .platform import PlatformClient
 
 if TYPE_CHECKING:
-    from .display import scrolling
+    from .display import scrolling as scrolling
     from .secrets import SecretsClient
-    from .secrets.leases import lease_summary
+    from .secrets.leases import lease_summary as lease_summary
 
 # What users call or catch: the clients and their connectors, the secret wrapper and
 # the error tree. Other names stay reachable (``toolkit.RetryPolicy``, ``toolkit.Record``,

@@ -539,4 +539,3 @@ def stale(agents: pd.DataFrame, now: datetime, older_than: timedelta) -> pd.Data
     selected = agents[agents["last_ping_at"] < cutoff].copy()
     selected["silent_for"] = pd.Timestamp(now) - selected["last_ping_at"]
     return selected.sort_values("last_ping_at")
-

@@ -78,4 +78,3 @@ class Organizations(Area):
     def policy_set(self, policy_set_id: str) -> Record:
         """One policy set. ``GET /policy-sets/:id``."""
         return self._record(self._get(f"/policy-sets/{segment(policy_set_id)}"), "policy-set")
-

@@ -113,4 +113,3 @@ class PolicySetParameters(Area):
     def delete(self, policy_set_id: str, parameter_id: str) -> None:
         """Delete a parameter. ``DELETE /policy-sets/:policy_set_id/parameters/:parameter_id``."""
         self._send("DELETE", self._path(policy_set_id, parameter_id))
-

@@ -740,4 +740,3 @@ def style_matrix(matrix: pd.DataFrame) -> Any:
         return ""
 
     return matrix.style.map(colour).format(na_rep="·")
-

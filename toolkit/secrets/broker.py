@@ -260,4 +260,3 @@ class Broker(EngineArea):
             for exchange, perms in sorted(exchanges.items())
         ]
         return build_frame(rows, TOPIC_PERMISSIONS)
-

@@ -13,7 +13,7 @@ from .._http import FollowStandby, RetryPolicy, decode_json
 from .._http.layer import FAN_OUT_TIMEOUT
 from .._masking import Sensitive
 from .._records import Record
-from ._base import unwrap
+from ._base import EngineArea, unwrap
 from .auth import Auth
 from .broker import Broker
 from .database import Database
@@ -29,7 +29,11 @@ from .rekey import Rekey
 from .seal import Seal
 from .tokens import Tokens
 
-__all__ = ["LOGIN_METHODS", "SecretsClient"]
+__all__ = ["ENGINE_AREAS", "LOGIN_METHODS", "SecretsClient"]
+
+# The engines' areas: each is the client's attribute named for its default mount
+# (``client.keymgmt``, ``client.ad``, ...), the sandbox's engine folder of the same name.
+ENGINE_AREAS: tuple[type[EngineArea], ...] = (KeyManagement, Directory, Database, Broker, PKI)
 
 LOGIN_METHODS = ("approle", "userpass", "ldap", "jwt", "kubernetes", "oidc", "cert")
 _CLIENT_OPTIONS = frozenset(
@@ -69,10 +73,17 @@ class SecretsClient(ServiceClient):
     :attr:`recovery_rekey`,
     :attr:`seal`, :attr:`leases`, :attr:`plugins`, :attr:`tokens`,
     :attr:`namespaces` (the namespace walk; :meth:`in_namespace` for one); the
-    engines at their default mounts: :attr:`keymgmt`, :attr:`ad`,
-    :attr:`database`, :attr:`broker`, :attr:`pki` (each has ``.at(mount)``
-    for an engine mounted elsewhere).
+    engines of :data:`ENGINE_AREAS`, each at its default mount and named for it
+    (:attr:`keymgmt`, :attr:`ad`, :attr:`database`, :attr:`broker`, :attr:`pki`;
+    each has ``.at(mount)`` for an engine mounted elsewhere).
     """
+
+    # The engine areas, made from ENGINE_AREAS (annotated here for type checkers).
+    keymgmt: KeyManagement
+    ad: Directory
+    database: Database
+    broker: Broker
+    pki: PKI
 
     def __init__(
         self,
@@ -138,11 +149,8 @@ class SecretsClient(ServiceClient):
         self.leases = Leases(self.http)
         self.plugins = Plugins(self.http)
         self.tokens = Tokens(self.http)
-        self.keymgmt = KeyManagement(self.http)
-        self.ad = Directory(self.http)
-        self.database = Database(self.http)
-        self.broker = Broker(self.http)
-        self.pki = PKI(self.http)
+        for area in ENGINE_AREAS:
+            setattr(self, area.DEFAULT_MOUNT, area(self.http))
         self.namespaces = Namespaces(self.http, self.in_namespace)
 
     def in_namespace(self, path: str) -> SecretsClient:

@@ -487,4 +487,3 @@ def connection_findings(connections: pd.DataFrame, mount: str = "database") -> p
             reason = "verify_connection is false: saved without checking it connects"
             found.append(Finding("medium", "database", where, reason))
     return findings_frame(found)
-

@@ -387,4 +387,3 @@ class Directory(EngineArea):
                 }
             )
         return build_frame(rows, ROLES)
-

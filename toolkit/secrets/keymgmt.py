@@ -554,4 +554,3 @@ def key_findings(audit: pd.DataFrame, mount: str = "keymgmt") -> pd.DataFrame:
         where = f"{mount.strip('/')}/key/{rec['key']}"
         found.append(Finding("medium", "keymgmt", where, reason))
     return findings_frame(found)
-

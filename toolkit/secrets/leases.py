@@ -844,4 +844,3 @@ def _errors_of(response: Any) -> list[str]:
         return [response.text[:200]]
     errors = payload.get("errors") if isinstance(payload, Mapping) else None
     return [str(e) for e in errors or []] or [response.reason_phrase]
-

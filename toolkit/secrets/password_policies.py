@@ -116,4 +116,3 @@ def summarize_samples(frame: pd.DataFrame) -> dict[str, Any]:
         "max_length": int(frame["length"].max()),
         **{c: float(frame[c].astype(bool).mean()) for c in CLASSES},
     }
-

@@ -203,4 +203,3 @@ def plugin_findings(inventory: pd.DataFrame) -> pd.DataFrame:
             reason = f"external plugin registered but run by no mount (command {row['command']!r})"
             found.append(Finding("low", "plugins", name, reason))
     return findings_frame(found)
-

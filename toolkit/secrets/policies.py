@@ -256,4 +256,3 @@ class Policies(Area):
         )
         frame.attrs["not_permitted"] = refused
         return frame
-

@@ -236,4 +236,3 @@ def _inventory_row(accessor: str, data: dict[str, Any]) -> dict[str, Any]:
         "path": data.get("path"),
         "type": data.get("type"),
     }
-
