@@ -6,12 +6,12 @@ Each test runs a fresh interpreter whose import system refuses the extra's libra
 
 from __future__ import annotations
 
-import pytest
-
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,8 +7,6 @@ that was acknowledged must be there after a restart on the same file.
 
 from __future__ import annotations
 
-import pytest
-
 import json
 import random
 import signal
@@ -20,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.sandbox._process import address_of, start
 

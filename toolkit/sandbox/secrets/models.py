@@ -16,7 +16,7 @@ from .namespaces import NamespaceTree
 from .password_policies import PasswordPolicyStore
 from .plugins import PluginCatalog
 from .policies import PolicyStore
-from .rekey import RekeyCeremony
+from .rekey import RekeyOperation
 from .seal import Seal
 from .tokens import Token, TokenStore
 
@@ -46,8 +46,8 @@ class SecretsService:
         # ``recovery_seal``: an auto-unseal seal that stores the root key; the
         # shares are then recovery shares (spec 4.3, "seals with stored keys").
         self.seal = Seal(key_shares, key_threshold, recovery=recovery_seal)
-        self.rekey = RekeyCeremony(self.seal)
-        self.recovery_rekey = RekeyCeremony(self.seal, recovery=True)
+        self.rekey = RekeyOperation(self.seal)
+        self.recovery_rekey = RekeyOperation(self.seal, recovery=True)
         # Whether the legacy ``sys/rekey/{init,update,verify}`` endpoints answer.
         # OpenBao 2.5 and later disable them by default (405 "unsupported
         # operation"); set False to serve only ``sys/rotate/root/*`` like it.

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._time import format_rfc3339, parse_duration
 from .._clock import Clock
-from .._plain import Record, RecordTable
+from .._plain import RecordTable, StoredRecord
 from .errors import SecretsError, bad_request, permission_denied
 
 if TYPE_CHECKING:
@@ -53,10 +53,10 @@ def _random_id(length: int = 24) -> str:
 
 
 @dataclass
-class Token(Record):
+class Token(StoredRecord):
     """One token. Its ``id`` is the secret and never appears in ``repr``.
 
-    A :class:`Record`: assigning a field marks the token changed for ``--state``.
+    A :class:`~.._plain.StoredRecord`: assigning a field marks the token changed for ``--state``.
     """
 
     id: str = field(repr=False)

@@ -12,7 +12,7 @@ ENGINE = Engine(
     mount="ad/",
     description="directory service accounts",
     catalog_name="ad",
-    state=state.Directory,
+    state=state.DirectoryEngine,
     routes=http.routes,
     demo=demo.load_demo_directory,
 )

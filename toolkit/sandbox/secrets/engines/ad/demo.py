@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from .state import Directory, DirectoryConfig, Role
+from .state import DirectoryConfig, DirectoryEngine, Role
 
 if TYPE_CHECKING:
     from ...host import EngineHost
@@ -95,7 +95,7 @@ _LENT: tuple[tuple[str, str, str, int, int, str], ...] = (
 def load_demo_directory(service: EngineHost) -> None:
     """Fill the directory engine at ``ad/`` with the demo set (tokens must exist already)."""
     mount = service.mounts.engine("ad")
-    if mount is None or not isinstance(mount.backend, Directory):
+    if mount is None or not isinstance(mount.backend, DirectoryEngine):
         return
     engine = mount.backend
     start = service.clock.start.replace(microsecond=0)

@@ -25,14 +25,14 @@ from ...http._base import (
     resource,
 )
 from ...tokens import Token
-from .state import DEFAULT_URL, REQUEST_TIMEOUT, ROTATION_TOLERANCE, ConfigWrite, Directory
+from .state import DEFAULT_URL, REQUEST_TIMEOUT, ROTATION_TOLERANCE, ConfigWrite, DirectoryEngine
 
 __all__ = ["routes"]
 
 
-def _backend(call: SecretsRequest) -> Directory:
+def _backend(call: SecretsRequest) -> DirectoryEngine:
     backend = call.backend
-    assert isinstance(backend, Directory)
+    assert isinstance(backend, DirectoryEngine)
     return backend
 
 
@@ -167,7 +167,7 @@ async def rotate_root(call: SecretsRequest) -> Response:
 
 def _named(path: str, owner: str, read: str, write: Handler, delete: str) -> EngineRoute:
     """``GET``/``POST``/``PUT``/``DELETE`` of one named item: a role (``owner`` empty: the
-    Directory's) or a set (``owner`` "library"); ``write`` reads the body."""
+    DirectoryEngine's) or a set (``owner`` "library"); ``write`` reads the body."""
 
     def state(call: SecretsRequest) -> Any:
         backend = _backend(call)

@@ -6,7 +6,7 @@ by expiry, ``sys/leases/revoke`` or the borrower's token being revoked, checks
 the account in through :meth:`Library.lease_ended`; every check-in gives the
 account a new password, as the real engine does.
 
-:class:`Library` belongs to one :class:`~.state.Directory` (its mount), whose
+:class:`Library` belongs to one :class:`~.state.DirectoryEngine` (its mount), whose
 directory of accounts, configuration and password generation it uses, through
 the narrow :class:`LendingDirectory` (so the library does not import the engine
 that holds it).
@@ -70,7 +70,7 @@ def borrower_token(token: Token) -> str:
 
 
 class LendingDirectory(Protocol):
-    """What a library uses of its engine (:class:`~.state.Directory`)."""
+    """What a library uses of its engine (:class:`~.state.DirectoryEngine`)."""
 
     @property
     def service(self) -> EngineHost: ...

@@ -1,6 +1,6 @@
 """The directory (AD) engine (spec 4.7, part 3 'Library service account'): state and rules, no HTTP.
 
-One :class:`Directory` per mount holds the engine's configuration, its roles,
+One :class:`DirectoryEngine` per mount holds the engine's configuration, its roles,
 its :class:`~.library.Library` of sets with their check-outs, and a built-in directory of service
 accounts: the sandbox's stand-in for the LDAP server the real engine binds to.
 Roles and library sets may only name accounts that exist there (spec part 7),
@@ -17,7 +17,7 @@ The library (check-out, check-in, their leases) is in :mod:`.library`. The
 state methods take typed arguments; ``http/directory.py`` reads them from the
 request bodies.
 
-Root rotation (``rotate-root``) takes :attr:`Directory.root_rotation_seconds`
+Root rotation (``rotate-root``) takes :attr:`DirectoryEngine.root_rotation_seconds`
 on the sandbox clock; a second request while one runs answers with a warning.
 """
 
@@ -47,7 +47,7 @@ __all__ = [
     "MIN_LENGTH",
     "CheckOut",
     "ConfigWrite",
-    "Directory",
+    "DirectoryEngine",
     "DirectoryConfig",
     "DirectoryEntry",
     "Library",
@@ -146,7 +146,7 @@ class Role:
     last_password: str = field(default="", repr=False)
 
 
-class Directory:
+class DirectoryEngine:
     """One mount's state of the directory (AD) engine (spec 4.7, part 3 'Library service account')."""
 
     # How long a root rotation runs on the sandbox clock (a second request meanwhile is warned).
@@ -165,7 +165,7 @@ class Directory:
 
     def __repr__(self) -> str:
         return (
-            f"<Directory {self.mount.path} {len(self.entries)} accounts, "
+            f"<DirectoryEngine {self.mount.path} {len(self.entries)} accounts, "
             f"{len(self.roles)} roles, {len(self.library.sets)} sets>"
         )
 

@@ -13,7 +13,7 @@ ENGINE = Engine(
     mount="broker/",
     description="message broker credentials",
     catalog_name="rabbitmq",
-    state=state.Broker,
+    state=state.BrokerEngine,
     routes=http.routes,
     demo=demo.load_demo_broker,
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..._credentials import Requester
-from .state import Broker
+from .state import BrokerEngine
 
 if TYPE_CHECKING:
     from ...host import EngineHost
@@ -61,7 +61,7 @@ _LIVE_CREDS = (
 def load_demo_broker(service: EngineHost) -> None:
     """Fill the ``broker/`` mount with the demo set."""
     mount = service.mounts.engine("broker")
-    if mount is None or not isinstance(mount.backend, Broker):
+    if mount is None or not isinstance(mount.backend, BrokerEngine):
         return
     broker = mount.backend
     start = service.clock.start.replace(microsecond=0)

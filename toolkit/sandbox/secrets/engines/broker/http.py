@@ -3,7 +3,7 @@
 As on the real server, the connection can be written but not read, a read of
 something absent and an empty list answer 404 with no message, and role
 writes need ``update`` (this engine does not tell create from update). Request
-bodies are read here into the typed arguments of :class:`~..broker.Broker`;
+bodies are read here into the typed arguments of :class:`~..broker.BrokerEngine`;
 ``vhosts`` and ``vhost_topics`` arrive as JSON text and are decoded here.
 """
 
@@ -27,13 +27,13 @@ from ...http._base import (
     resource,
 )
 from ...http._credentials import caller, secret_answer
-from .state import Broker
+from .state import BrokerEngine
 
 __all__ = ["routes"]
 
 
-def _broker(call: SecretsRequest) -> Broker:
-    backend: Broker = call.backend
+def _broker(call: SecretsRequest) -> BrokerEngine:
+    backend: BrokerEngine = call.backend
     return backend
 
 

@@ -1,9 +1,9 @@
 """The message-broker engine (spec 4.9): state and rules, no HTTP.
 
-One :class:`Broker` per mount holds the connection to the broker's management
+One :class:`BrokerEngine` per mount holds the connection to the broker's management
 API, the lease settings and the roles, and a simulated broker: the users the
 engine created, each with its tags and its permissions per virtual host and
-per exchange, which tests read through :meth:`Broker.users`.
+per exchange, which tests read through :meth:`BrokerEngine.users`.
 
 Rules, as the real server applies them (OpenBao's ``rabbitmq`` engine):
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ...mounts import Mount
 
 __all__ = [
-    "Broker",
+    "BrokerEngine",
     "BrokerConnection",
     "BrokerRole",
     "BrokerUser",
@@ -97,7 +97,7 @@ class BrokerUser:
     topic_permissions: dict[str, dict[str, dict[str, str]]]
 
 
-class Broker:
+class BrokerEngine:
     """One mount's state of the message-broker engine (spec 4.9)."""
 
     def __init__(self, service: EngineHost, mount: Mount) -> None:
@@ -112,7 +112,7 @@ class Broker:
         self._users: dict[str, BrokerUser] = {}
 
     def __repr__(self) -> str:
-        return f"<Broker {self.mount.path} {len(self.roles)} roles, {len(self._users)} users>"
+        return f"<BrokerEngine {self.mount.path} {len(self.roles)} roles, {len(self._users)} users>"
 
     def users(self) -> dict[str, BrokerUser]:
         """The broker's users the engine created and has not deleted (for tests)."""

@@ -12,7 +12,7 @@ ENGINE = Engine(
     mount="database/",
     description="database credentials",
     catalog_name="database",
-    state=state.Database,
+    state=state.DatabaseEngine,
     routes=http.routes,
     demo=demo.load_demo_database,
 )

@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from ..._credentials import Requester
-from .state import ConnectionWrite, Database, RoleWrite, StaticRoleWrite
+from .state import ConnectionWrite, DatabaseEngine, RoleWrite, StaticRoleWrite
 
 if TYPE_CHECKING:
     from ...host import EngineHost
@@ -124,7 +124,7 @@ _LIVE_CREDS = (
 def load_demo_database(service: EngineHost) -> None:
     """Fill the ``database/`` mount with the demo set (after the plugins are registered)."""
     mount = service.mounts.engine("database")
-    if mount is None or not isinstance(mount.backend, Database):
+    if mount is None or not isinstance(mount.backend, DatabaseEngine):
         return
     db = mount.backend
     start = service.clock.start.replace(microsecond=0)

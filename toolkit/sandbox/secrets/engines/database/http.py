@@ -27,13 +27,13 @@ from ...http._base import (
     resource,
 )
 from ...http._credentials import caller, secret_answer
-from .state import ENGINE_FIELDS, ConnectionWrite, Database, RoleWrite, StaticRoleWrite
+from .state import ENGINE_FIELDS, ConnectionWrite, DatabaseEngine, RoleWrite, StaticRoleWrite
 
 __all__ = ["routes"]
 
 
-def _db(call: SecretsRequest) -> Database:
-    backend: Database = call.backend
+def _db(call: SecretsRequest) -> DatabaseEngine:
+    backend: DatabaseEngine = call.backend
     backend.rotate_due()
     return backend
 
@@ -100,7 +100,7 @@ def _entries(kind: str) -> dict[str, Handler]:
     """GET, POST and DELETE of one ``connections``/``roles``/``static_roles`` entry.
 
     Each entry answers ``describe()``; a write reads the body into the kind's typed
-    request and calls ``Database.<writer>(name, request)``.
+    request and calls ``DatabaseEngine.<writer>(name, request)``.
     """
     writer = {
         "connections": "configure",

@@ -1,11 +1,11 @@
 """The database engine (spec 4.8): state and rules, no HTTP.
 
-One :class:`Database` per mount holds the connections, roles and static roles,
+One :class:`DatabaseEngine` per mount holds the connections, roles and static roles,
 and a simulated database behind each connection: the sandbox reaches no real
 database, so each connection keeps the users it knows and a log of the
 statements the engine ran (``{{name}}``, ``{{username}}``, ``{{password}}``,
-``{{expiration}}`` rendered), which tests read through :meth:`Database.statements`
-and :meth:`Database.users`. That log holds passwords, as a real database's
+``{{expiration}}`` rendered), which tests read through :meth:`DatabaseEngine.statements`
+and :meth:`DatabaseEngine.users`. That log holds passwords, as a real database's
 statement log would: it is never served over HTTP, never in a ``repr``.
 
 Rules, as the real server applies them (OpenBao's ``database`` engine):
@@ -59,7 +59,7 @@ __all__ = [
     "ENGINE_FIELDS",
     "Connection",
     "ConnectionWrite",
-    "Database",
+    "DatabaseEngine",
     "ExecutedStatement",
     "Role",
     "RoleWrite",
@@ -235,7 +235,7 @@ class ExecutedStatement:
     statement: str = field(repr=False)
 
 
-class Database:
+class DatabaseEngine:
     """One mount's state of the database engine (spec 4.8)."""
 
     def __init__(self, service: EngineHost, mount: Mount) -> None:
@@ -250,7 +250,7 @@ class Database:
 
     def __repr__(self) -> str:
         return (
-            f"<Database {self.mount.path} {len(self.connections)} connections, "
+            f"<DatabaseEngine {self.mount.path} {len(self.connections)} connections, "
             f"{len(self.roles)} roles, {len(self.static_roles)} static roles>"
         )
 
@@ -627,7 +627,7 @@ def _keep(given: T | None, current: T) -> T:
     return current if given is None else given
 
 
-def _builtin_version(db: Database, plugin_name: str) -> str:
+def _builtin_version(db: DatabaseEngine, plugin_name: str) -> str:
     entry = db.service.plugins.get("database", plugin_name)
     return entry.version if entry is not None and entry.builtin else ""
 

@@ -13,7 +13,7 @@ ENGINE = Engine(
     description="key management",
     # OpenBao ships no key management plugin: the sandbox serves the spec's engine.
     catalog_name=None,
-    state=state.KeyManagement,
+    state=state.KeyManagementEngine,
     routes=http.routes,
     demo=demo.load_demo_keymgmt,
 )

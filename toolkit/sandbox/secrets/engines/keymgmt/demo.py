@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ...host import EngineHost
-    from .state import KeyManagement
+    from .state import KeyManagementEngine
 
 __all__ = ["DEMO_KEYS", "DEMO_PROVIDERS", "load_demo_keymgmt"]
 
@@ -87,7 +87,7 @@ def load_demo_keymgmt(service: EngineHost) -> None:
     mount = service.mounts.engine("keymgmt")
     if mount is None or mount.backend is None:
         return
-    engine: KeyManagement = mount.backend
+    engine: KeyManagementEngine = mount.backend
     start = service.clock.start
 
     for name, (provider, collection) in DEMO_PROVIDERS.items():

@@ -25,7 +25,7 @@ from ...http._base import (
     no_content,
     resource,
 )
-from .state import DEFAULT_PROTECTION, KeyManagement
+from .state import DEFAULT_PROTECTION, KeyManagementEngine
 
 # One route per path for all its methods, and lists that are 404 when empty:
 # the helpers the credential engines use too.
@@ -43,8 +43,8 @@ def _read(describe: Callable[..., dict[str, Any]], *names: str) -> Response:
         raise
 
 
-def _engine(call: SecretsRequest) -> KeyManagement:
-    backend: KeyManagement = call.backend
+def _engine(call: SecretsRequest) -> KeyManagementEngine:
+    backend: KeyManagementEngine = call.backend
     return backend
 
 

@@ -43,7 +43,7 @@ __all__ = [
     "PROVIDERS",
     "PURPOSES",
     "Distribution",
-    "KeyManagement",
+    "KeyManagementEngine",
     "KeyVersion",
     "KmsProvider",
     "ManagedKey",
@@ -137,7 +137,7 @@ def _named(table: dict[str, _T], name: str, what: str) -> _T:
     return found
 
 
-class KeyManagement:
+class KeyManagementEngine:
     """One mount's state of the key management engine (spec 4.6, part 2 'Managed key', 'KMS provider', part 3 'Key distribution')."""
 
     def __init__(self, service: EngineHost, mount: Mount) -> None:

@@ -1,6 +1,6 @@
 """The certificate engine (spec 4.10): state and rules, no HTTP.
 
-- :mod:`.engine`: :class:`PKI`, one mount's engine, made of the concerns below;
+- :mod:`.engine`: :class:`PKIEngine`, one mount's engine, made of the concerns below;
 - :mod:`.state`: what a mount holds, and the rules every concern shares;
 - :mod:`.issuers`, :mod:`.authority`, :mod:`.issuance`, :mod:`.revocation`,
   :mod:`.tidy`: one concern each;
@@ -17,16 +17,16 @@ from __future__ import annotations
 
 from ...backends import Engine
 from . import demo, http
-from .engine import PKI
+from .engine import PKIEngine
 
-__all__ = ["ENGINE", "PKI"]
+__all__ = ["ENGINE", "PKIEngine"]
 
 ENGINE = Engine(
     type="pki",
     mount="pki/",
     description="certificates",
     catalog_name="pki",
-    state=PKI,
+    state=PKIEngine,
     routes=http.routes,
     demo=demo.load_demo_pki,
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from .engine import PKI
+from .engine import PKIEngine
 from .requests import CAOptions, KeyRequest, Names, Output, Validity
 from .x509 import read_csr
 
@@ -77,9 +77,9 @@ def _at(service: EngineHost, days: int) -> datetime:
 def load_demo_pki(service: EngineHost) -> None:
     """Two issuers (the intermediate the default) and the demo roles, on the ``pki/`` mount."""
     mount = service.mounts.engine("pki")
-    if mount is None or not isinstance(mount.backend, PKI):
+    if mount is None or not isinstance(mount.backend, PKIEngine):
         return
-    pki: PKI = mount.backend
+    pki: PKIEngine = mount.backend
     organization = {"organization": ["Example Corp"]}
     root, _ = pki.generate_root(
         KeyRequest("internal", "ec", 384, key_name=ROOT_NAME),

@@ -1,6 +1,6 @@
 """The certificate engine (spec 4.10, part 2 "Certificate engine role", multi-issuer model).
 
-:class:`PKI` is one mount's engine: the state of :class:`~.state.PKIState`
+:class:`PKIEngine` is one mount's engine: the state of :class:`~.state.PKIState`
 with each concern's calls, each in its module:
 
 - :class:`~.issuers.IssuerAdmin`: issuers, keys, the default issuer, roles;
@@ -23,8 +23,8 @@ from .revocation import Revocation
 from .state import IssuedCert, Issuer, StoredKey
 from .tidy import Tidy
 
-__all__ = ["PKI", "IssuedCert", "Issuer", "StoredKey"]
+__all__ = ["PKIEngine", "IssuedCert", "Issuer", "StoredKey"]
 
 
-class PKI(Authority, Issuance, Revocation, Tidy):
+class PKIEngine(Authority, Issuance, Revocation, Tidy):
     """One mount's state of the certificate engine (spec 4.10)."""

@@ -32,7 +32,7 @@ from ...http._base import (
     resource,
 )
 from . import bodies
-from .engine import PKI
+from .engine import PKIEngine
 from .x509 import load_cert
 
 __all__ = ["routes"]
@@ -43,8 +43,8 @@ CRL_DER = "application/pkix-crl"
 CRL_PEM = "application/x-pem-file"
 
 
-def _engine(call: SecretsRequest) -> PKI:
-    backend: PKI = call.backend
+def _engine(call: SecretsRequest) -> PKIEngine:
+    backend: PKIEngine = call.backend
     return backend
 
 

@@ -6,7 +6,7 @@ revocation lists, URL and CRL configuration and tidy status, as plain data
 :mod:`.issuers` (issuers, keys, roles), :mod:`.issuance` (issue, sign,
 sign-verbatim, the kept certificates), :mod:`.authority` (CA generation,
 signing and import), :mod:`.revocation` (revoke, CRLs) and :mod:`.tidy`; the
-engine (:class:`~.engine.PKI`) is all of them on one state.
+engine (:class:`~.engine.PKIEngine`) is all of them on one state.
 """
 
 from __future__ import annotations
