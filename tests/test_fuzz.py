@@ -32,7 +32,7 @@ from toolkit.sandbox.secrets.backends import EngineRegistry
 from toolkit.sandbox.secrets.engines import ENGINES
 from toolkit.sandbox.secrets.http.routes import routes as secrets_routes
 
-# Examples per endpoint: a few in the quick suite, many in `make test-fuzz` (FUZZ_EXAMPLES).
+# Examples per endpoint: a few in the quick suite, more with FUZZ_EXAMPLES=200 in the environment.
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "6"))
 TRIED: dict[str, int] = {"requests": 0}
 

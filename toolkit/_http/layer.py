@@ -30,7 +30,7 @@ from .engine import ConnectorFactory, Engine, tls_context
 from .fanout import OrderedResponses, Request, RequestFanOut, ThreadedMap, worker_mark
 from .policy import Failure, RetryPolicy, judge, repeatable
 from .redirects import NO_REDIRECTS, RedirectRule, origin, standby_refusal
-from .response import Headers, Response, masked
+from .response import Headers, Response
 
 __all__ = ["HTTPLayer", "decode_json"]
 
@@ -149,10 +149,6 @@ class HTTPLayer:
         """The default headers, credentials masked in their repr."""
         plain, secret = self._header_maps()
         return Headers({**plain, **{k: str(v) for k, v in secret.items()}})
-
-    def masked_headers(self) -> dict[str, str]:
-        plain, secret = self._header_maps()
-        return masked({**plain, **secret})
 
     def with_headers(self, headers: Mapping[str, str | Sensitive | None]) -> HTTPLayer:
         """A view of this layer that sends ``headers`` too (None removes one).

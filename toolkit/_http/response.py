@@ -107,9 +107,5 @@ class Response:
         """The body decoded as JSON (the standard decoder: it takes ``NaN`` too)."""
         return jsonlib.loads(self.content)
 
-    @property
-    def is_success(self) -> bool:
-        return 200 <= self.status_code < 300
-
     def __repr__(self) -> str:
         return f"<Response {self.status_code} {self.method} {self.url}>"

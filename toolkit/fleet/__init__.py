@@ -19,7 +19,6 @@ names where each target's credentials are, never the credentials
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -193,8 +192,3 @@ def _file(folder: Path, runbook: str, result: dict[str, Any]) -> dict[str, Any]:
         path.write_bytes(blob)
         record["evidence_paths"].append(str(path.relative_to(folder.resolve())))
     return record
-
-
-def results_json(run: FleetRun) -> str:
-    """The run's results as JSON text (what ``results.json`` holds)."""
-    return json.dumps({"runbook": run.runbook, "results": run.results}, indent=2, default=str)
