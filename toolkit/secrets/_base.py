@@ -23,12 +23,16 @@ __all__ = [
     "Area",
     "ENVELOPE_KEYS",
     "EngineArea",
+    "Names",
     "is_envelope",
     "list_keys",
     "list_keys_of",
     "unwrap",
     "warnings_of",
 ]
+
+# What a ``list_*`` call returns (docs/decisions.md, "Names"): the areas annotate with it.
+Names = list[str]
 
 ENVELOPE_KEYS = frozenset(
     {"request_id", "lease_id", "renewable", "lease_duration", "data", "wrap_info", "warnings"}

@@ -28,7 +28,7 @@ from .._errors import InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden, reveal
 from .._records import Record
-from ._base import EngineArea
+from ._base import EngineArea, Names
 from ._credentials import issue_credentials, required
 
 __all__ = ["BROKER_ROLES", "TOPIC_PERMISSIONS", "VHOST_PERMISSIONS", "Broker"]
@@ -56,7 +56,6 @@ TOPIC_PERMISSIONS = Schema.of(
     Col("read"),
 )
 
-Names = list[str]
 VhostMap = Mapping[str, Mapping[str, str]]
 TopicMap = Mapping[str, Mapping[str, Mapping[str, str]]]
 _VHOST_KEYS = ("configure", "write", "read")

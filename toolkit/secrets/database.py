@@ -31,7 +31,7 @@ from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
 from .._records import Record
 from .._time import parse_time
-from ._base import EngineArea, hide, warnings_of
+from ._base import EngineArea, Names, hide, warnings_of
 from ._credentials import issue_credentials, required
 
 __all__ = ["CONNECTIONS", "DB_ROLES", "STATIC_ROLES", "Database", "connection_findings"]
@@ -75,7 +75,6 @@ STATIC_ROLES = Schema.of(
 
 Duration = int | str
 # A list of names (the class defines methods named like the types).
-Names = list[str]
 _STATEMENT_LISTS = (
     "creation_statements",
     "revocation_statements",

@@ -27,8 +27,9 @@ from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
 from .._records import Record
+from .._spec.keymgmt import PROTECTIONS, PURPOSES
 from .._time import parse_time
-from ._base import EngineArea
+from ._base import EngineArea, Names
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -47,8 +48,6 @@ __all__ = [
 
 # The values a form offers; the server decides what a provider and key type take.
 KEY_TYPES = ("aes256-gcm96", "rsa-2048", "rsa-3072", "rsa-4096")
-PURPOSES = ("encrypt", "decrypt", "sign", "verify", "wrap", "unwrap")
-PROTECTIONS = ("hsm", "software")
 
 KEYS = Schema.of(
     "name",
@@ -93,7 +92,6 @@ DISTRIBUTIONS = Schema.of(
 )
 
 # A list of names (the class defines methods named like the types).
-Names = list[str]
 
 
 def purposes_of(purpose: str | Iterable[str]) -> list[str]:

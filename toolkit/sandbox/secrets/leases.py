@@ -61,11 +61,10 @@ from typing import Any
 from .._clock import Clock
 from .._plain import RecordTable, StoredRecord
 from .errors import SecretsError
+from .mounts import SYSTEM_MAX_TTL
 
 __all__ = ["SYSTEM_MAX_TTL", "Lease", "LeaseManager", "mount_of"]
 
-# The system-wide maximum lease ttl of the real server's default configuration.
-SYSTEM_MAX_TTL = 768 * 3600
 
 _SUFFIX_ALPHABET = string.ascii_letters + string.digits
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from ....._spec.keymgmt import PROTECTIONS, PURPOSES, SYMMETRIC_PURPOSES
 from ....._time import format_rfc3339
 from ...errors import SecretsError
 
@@ -60,10 +61,7 @@ KEY_TYPES: dict[str, int | None] = {
     "rsa-4096": 4096,
 }
 DEFAULT_KEY_TYPE = "rsa-2048"
-PURPOSES = ("encrypt", "decrypt", "sign", "verify", "wrap", "unwrap")
-# A symmetric key cannot sign or verify.
-_SYMMETRIC_PURPOSES = frozenset({"encrypt", "decrypt", "wrap", "unwrap"})
-PROTECTIONS = ("hsm", "software")
+_SYMMETRIC_PURPOSES = SYMMETRIC_PURPOSES
 DEFAULT_PROTECTION = "hsm"
 
 
