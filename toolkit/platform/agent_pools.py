@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -27,7 +26,6 @@ from ._jsonapi import (
     read_lists,
     resources_frame,
 )
-from .organizations import Organizations
 
 __all__ = [
     "AGENTS",
@@ -36,7 +34,6 @@ __all__ = [
     "POOLS",
     "POOLS_WITH_WORKSPACES",
     "REMOVABLE_AGENT_STATUSES",
-    "STATUS_COUNTS_ALL_ORGANIZATIONS",
     "AgentPools",
     "agents_frame",
 ]
@@ -69,13 +66,6 @@ STATUS_COUNTS = Schema.of(
     Col("pool_name"),
     *(Col(s, "int") for s in AGENT_STATUSES),
     Col("total", "int"),
-    index="pool_id",
-)
-# ``agents_by_status`` of several organizations: the same counts with the pool's organization.
-STATUS_COUNTS_ALL_ORGANIZATIONS = Schema.of(
-    "pool_id",
-    Col("organization"),
-    *(c for c in STATUS_COUNTS.columns if c.name != "pool_id"),
     index="pool_id",
 )
 CLEANUP = Schema.of(
@@ -313,51 +303,6 @@ class AgentPools(Area):
             desc="reading agents",
             builders=sinks,
         )
-
-    def agents_by_status_all_organizations_frame(
-        self,
-        organizations: str | Sequence[str] | None = None,
-        *,
-        show_progress: bool = False,
-    ) -> pd.DataFrame:
-        """:meth:`agents_by_status` of several organizations, with an ``organization`` column.
-
-        ``organizations``: a name, several, or None for every organization the
-        token can see (``GET /organizations``). The pool lists of all
-        organizations are read together
-        (``GET /organizations/:organization_name/agent-pools``), then the agent
-        lists of all their pools (``GET /agent-pools/:agent_pool_id/agents``),
-        each in two waves (first pages, then the rest). Indexed by ``pool_id``;
-        an organization without pools has no row.
-        """
-        if organizations is None:
-            listed = self._get_organization_names()
-        else:
-            listed = [organizations] if isinstance(organizations, str) else list(organizations)
-            if not all(isinstance(n, str) and n for n in listed):
-                raise InputError(f"organizations must be names, not {organizations!r}")
-        names: builtins.list[str] = builtins.list(dict.fromkeys(listed))
-        with collector_paused():
-            pool_builders = [FrameBuilder(POOLS) for _ in names]
-            read_lists(
-                self._http,
-                [(f"/organizations/{segment(org)}/agent-pools", None) for org in names],
-                builders=pool_builders,
-            )
-            pool_frames = [b.frame() for b in pool_builders]
-            owner = {pid: org for org, f in zip(names, pool_frames, strict=True) for pid in f.index}
-            pools = pd.concat(pool_frames) if pool_frames else build_frame([], POOLS)
-            pool_ids = list(pools.index)
-        counts = count_by_status(pools, self._tally(pool_ids, show_progress))
-        rows: builtins.list[dict[str, Any]] = [
-            {str(k): v for k, v in r.items()} for r in counts.reset_index().to_dict("records")
-        ]
-        for row in rows:
-            row["organization"] = owner.get(row["pool_id"])
-        return build_frame(rows, STATUS_COUNTS_ALL_ORGANIZATIONS)
-
-    def _get_organization_names(self) -> builtins.list[str]:
-        return Organizations(self._http).list_organizations()
 
     def stale_agents(
         self,
