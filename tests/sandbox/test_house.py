@@ -13,6 +13,7 @@ it elsewhere and fuzz it, with nothing else in the sandbox told about it.
 from __future__ import annotations
 
 import json
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -282,3 +283,22 @@ def test_a_new_engine_is_fuzzed_like_the_others(
     known_method: bool,
 ) -> None:
     fuzz_once(echo_server, api, template, allowed, method, value, body, known_method, _echo_state)
+
+
+def test_the_client_s_engine_areas_are_the_sandbox_s_engines_by_one_name() -> None:
+    # One name per engine: the client's attribute and module, the sandbox's folder and
+    # descriptor mount are all the engine's default mount.
+    from toolkit.secrets import SecretsClient
+    from toolkit.secrets.client import ENGINE_AREAS
+
+    assert {a.DEFAULT_MOUNT for a in ENGINE_AREAS} == {e.mount.rstrip("/") for e in ENGINES}
+    hints = typing.get_type_hints(SecretsClient)
+    for area in ENGINE_AREAS:
+        assert area.__module__ == f"toolkit.secrets.{area.DEFAULT_MOUNT}"
+        assert hints[area.DEFAULT_MOUNT] is area
+    client = SecretsClient("http://127.0.0.1:9", "t")
+    try:
+        for area in ENGINE_AREAS:
+            assert type(getattr(client, area.DEFAULT_MOUNT)) is area
+    finally:
+        client.close()

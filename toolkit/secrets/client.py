@@ -14,10 +14,10 @@ from .._http.layer import FAN_OUT_TIMEOUT
 from .._masking import Sensitive
 from .._records import Record
 from ._base import EngineArea, unwrap
+from .ad import Directory
 from .auth import Auth
 from .broker import Broker
 from .database import Database
-from .directory import Directory
 from .keymgmt import KeyManagement
 from .leases import Leases
 from .namespaces import Namespaces
