@@ -167,7 +167,7 @@ class Engine:
         )
         # aiohttp re-sends PUT and DELETE once when a kept connection turns out
         # closed (ClientSession._retry_connection, a private attribute; a test
-        # in tests/test_hostile_servers.py fails if it stops taking effect).
+        # in tests/_http/test_hostile_servers.py fails if it stops taking effect).
         # Whether a call goes twice is the layer's decision alone.
         session._retry_connection = False
         # The environment is read once, when the session opens: with no proxy
