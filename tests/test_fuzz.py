@@ -134,6 +134,21 @@ def _fill(template: str, value: str) -> str:
     return re.sub(r"\{\w+(?::\w+)?\}", lambda _: encoded, template)
 
 
+# What each fuzzed endpoint gets: EXAMPLES requests, the same ones on every run.
+FUZZ_SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+FUZZ_INPUTS = given(method=methods, value=odd_text, body=raw_body, known_method=st.booleans())
+
+
+def fuzzed(test: Callable[..., None]) -> Callable[..., None]:
+    """A test taking ``method``, ``value``, ``body``, ``known_method`` made a fuzz test."""
+    return FUZZ_SETTINGS(FUZZ_INPUTS(test))
+
+
 # -- the sandbox under fuzz ---------------------------------------------------------------
 @pytest.fixture(scope="module")
 def target() -> Iterator[tuple[Sandbox, httpx.Client]]:
@@ -177,13 +192,7 @@ def _error_shape_ok(api: str, answer: httpx.Response) -> bool:
 @pytest.mark.parametrize(
     ("api", "template", "allowed"), ENDPOINTS, ids=[f"{a}:{t}" for a, t, _ in ENDPOINTS]
 )
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(method=methods, value=odd_text, body=raw_body, known_method=st.booleans())
+@fuzzed
 def test_bad_input_is_a_4xx_that_changes_nothing(
     record_property: Callable[[str, object], None],
     target: tuple[Sandbox, httpx.Client],

@@ -21,11 +21,9 @@ from typing import Any
 import grimp
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from starlette.responses import Response
 
-from tests.test_fuzz import EXAMPLES, engine_endpoints, fuzz_once, methods, odd_text, raw_body
+from tests.test_fuzz import engine_endpoints, fuzz_once, fuzzed
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets import fields
 from toolkit.sandbox.secrets.backends import Engine, EngineRegistry
@@ -265,13 +263,7 @@ ECHO_ENDPOINTS = engine_endpoints(EngineRegistry(ECHO))
 
 
 @pytest.mark.parametrize(("api", "template", "allowed"), ECHO_ENDPOINTS)
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(method=methods, value=odd_text, body=raw_body, known_method=st.booleans())
+@fuzzed
 def test_a_new_engine_is_fuzzed_like_the_others(
     echo_server: tuple[Sandbox, httpx.Client],
     api: str,
