@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.x509.oid import AuthorityInformationAccessOID, ExtendedKeyUsageOID, NameOID
 
+from ....._x509 import format_serial
 from ...errors import SecretsError
 
 __all__ = [
@@ -169,12 +170,6 @@ def encode_cert(pem: str, fmt: str) -> str:
     if fmt == "der":
         return base64.b64encode(load_cert(pem).public_bytes(serialization.Encoding.DER)).decode()
     return pem
-
-
-def format_serial(serial: int) -> str:
-    """``1f:0a:...``: the serial's big-endian bytes in colon-separated lowercase hex."""
-    raw = serial.to_bytes(max(1, (serial.bit_length() + 7) // 8), "big")
-    return ":".join(f"{b:02x}" for b in raw)
 
 
 def new_serial() -> int:
