@@ -1,4 +1,4 @@
-"""HTTP for the directory (AD) engine (spec 4.7, part 3 'Library service account'), relative to its mount; thin over :mod:`..directory` and :mod:`..library`.
+"""HTTP for the directory (AD) engine (spec 4.7, part 3 'Library service account'), relative to its mount; thin over :mod:`.state` and :mod:`.library`.
 
 Request bodies are read here, each field by :mod:`..fields` (400 naming the
 field), into the typed arguments the state methods take.

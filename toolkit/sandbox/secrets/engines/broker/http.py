@@ -1,9 +1,9 @@
-"""HTTP for the message-broker engine (spec 4.9), relative to its mount; thin over :mod:`..broker`.
+"""HTTP for the message-broker engine (spec 4.9), relative to its mount; thin over :mod:`.state`.
 
 As on the real server, the connection can be written but not read, a read of
 something absent and an empty list answer 404 with no message, and role
 writes need ``update`` (this engine does not tell create from update). Request
-bodies are read here into the typed arguments of :class:`~..broker.BrokerEngine`;
+bodies are read here into the typed arguments of :class:`~.state.BrokerEngine`;
 ``vhosts`` and ``vhost_topics`` arrive as JSON text and are decoded here.
 """
 

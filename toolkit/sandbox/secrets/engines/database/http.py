@@ -1,10 +1,10 @@
-"""HTTP for the database engine (spec 4.8), relative to its mount; thin over :mod:`..database`.
+"""HTTP for the database engine (spec 4.8), relative to its mount; thin over :mod:`.state`.
 
 Connection, role and static-role writes ask for ``create`` or ``update``
 depending on whether the entry exists (spec part 1, convention 6). A read of
 something absent, and a list with nothing in it, answer 404 with no message,
 as the real server does. Request bodies are read here, field by field, into the
-typed requests the state takes (:class:`~..database.ConnectionWrite`, ...).
+typed requests the state takes (:class:`~.state.ConnectionWrite`, ...).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ Rules, as the real server applies them (OpenBao's ``database`` engine):
   at the instant it fell due, as a server running all along would have.
 
 What each plugin family requires and how its statements look is in
-:mod:`.database_plugins`. The state methods take typed requests
+:mod:`.plugins`. The state methods take typed requests
 (:class:`ConnectionWrite`, :class:`RoleWrite`, :class:`StaticRoleWrite`) that
 ``http/database.py`` reads from the request bodies.
 """

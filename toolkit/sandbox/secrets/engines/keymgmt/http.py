@@ -1,4 +1,4 @@
-"""HTTP for the key management engine (spec 4.6, part 2 'Managed key', 'KMS provider', part 3 'Key distribution'), relative to its mount; thin over :mod:`..keymgmt`.
+"""HTTP for the key management engine (spec 4.6, part 2 'Managed key', 'KMS provider', part 3 'Key distribution'), relative to its mount; thin over :mod:`.state`.
 
 Writes answer 204, reads ``data``, lists ``data.keys`` (404 with no errors
 when there is nothing to list, as the real server answers an empty list).

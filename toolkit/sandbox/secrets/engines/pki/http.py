@@ -1,4 +1,4 @@
-"""HTTP for the certificate engine (spec 4.10), relative to its mount; thin over :mod:`..pki`.
+"""HTTP for the certificate engine (spec 4.10), relative to its mount; thin over :mod:`.engine`.
 
 Paths and answers follow the real server: role writes answer the role,
 issue/sign answer ``data`` with no lease unless the role has
@@ -7,7 +7,7 @@ certificate read is 404 with no errors; an empty list is 404. The
 certificate and CRL reads (``ca``, ``ca/pem``, ``ca_chain``, ``cert/:serial``,
 ``issuer/:ref/{json,pem,der,crl}``, ``crl``, ``crl/pem``, ``LIST issuers``) need
 no token, as on the real server. Bodies are read into typed requests by
-:mod:`.pki_bodies`; the state never sees one. ``root/sign-self-issued`` needs ``sudo``; its per-issuer form does not.
+:mod:`.bodies`; the state never sees one. ``root/sign-self-issued`` needs ``sudo``; its per-issuer form does not.
 """
 
 from __future__ import annotations
