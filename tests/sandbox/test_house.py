@@ -12,6 +12,7 @@ it elsewhere and fuzz it, with nothing else in the sandbox told about it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import typing
 from collections.abc import Iterator
@@ -294,3 +295,14 @@ def test_the_client_s_engine_areas_are_the_sandbox_s_engines_by_one_name() -> No
             assert type(getattr(client, area.DEFAULT_MOUNT)) is area
     finally:
         client.close()
+
+
+def test_the_registry_refuses_a_second_engine_of_a_type_or_a_mount_and_a_bad_mount() -> None:
+    with pytest.raises(ValueError, match="registered twice"):
+        EngineRegistry(ECHO, ECHO)
+    with pytest.raises(ValueError, match="default mount 'echo/'"):
+        EngineRegistry(ECHO, dataclasses.replace(ECHO, type="echo2"))
+    with pytest.raises(ValueError, match="write it as 'name/'"):
+        EngineRegistry(dataclasses.replace(ECHO, mount="/echo"))
+    with pytest.raises(SecretsError, match="plugin not found in the catalog: nope"):
+        ENGINES.get("nope")

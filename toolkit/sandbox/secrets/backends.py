@@ -60,7 +60,7 @@ class Engine:
     catalog_name: str | None
     state: Callable[[EngineHost, Mount], Any]
     routes: Callable[[], Sequence[Any]]
-    demo: Callable[[Any], None] | None = None
+    demo: Callable[[EngineHost], None] | None = None
 
     def make_backend(self, host: EngineHost, mount: Mount) -> Any:
         return self.state(host, mount)
