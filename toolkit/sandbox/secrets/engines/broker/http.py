@@ -27,7 +27,7 @@ from ...http._base import (
     resource,
 )
 from ...http._credentials import caller, secret_answer
-from .state import BrokerEngine
+from .state import BrokerEngine, BrokerRole
 
 __all__ = ["routes"]
 
@@ -99,7 +99,7 @@ async def write_role(call: SecretsRequest) -> Response:
 
 async def read_role(call: SecretsRequest) -> Response:
     found = _broker(call).roles.get(call.params["name"])
-    return envelope(found.describe()) if found else error(404)
+    return envelope(role_data(found)) if found else error(404)
 
 
 async def delete_role(call: SecretsRequest) -> Response:
@@ -111,6 +111,19 @@ async def issue_creds(call: SecretsRequest) -> Response:
     """``GET creds/:name``: a new broker user and password, as a renewable lease."""
     data, lease = _broker(call).issue_creds(call.params["name"], caller(call))
     return secret_answer(data, lease)
+
+
+def role_data(role: BrokerRole) -> dict[str, Any]:
+    """The ``data`` of ``GET roles/:name``: the maps as objects, as OpenBao shows them
+    (the spec shows a string holding a map: docs/differences.md)."""
+    return {
+        "tags": role.tags,
+        "vhosts": {v: dict(p) for v, p in role.vhosts.items()},
+        "vhost_topics": {
+            v: {e: dict(p) for e, p in exchanges.items()}
+            for v, exchanges in role.vhost_topics.items()
+        },
+    }
 
 
 def routes() -> list[EngineRoute]:

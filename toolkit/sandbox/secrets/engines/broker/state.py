@@ -74,17 +74,6 @@ class BrokerRole:
     vhosts: dict[str, dict[str, str]] = field(default_factory=dict)
     vhost_topics: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
 
-    def describe(self) -> dict[str, Any]:
-        """The ``data`` of ``GET roles/:name``: the maps as objects, as the server shows them."""
-        return {
-            "tags": self.tags,
-            "vhosts": {v: dict(p) for v, p in self.vhosts.items()},
-            "vhost_topics": {
-                v: {e: dict(p) for e, p in exchanges.items()}
-                for v, exchanges in self.vhost_topics.items()
-            },
-        }
-
 
 @dataclass
 class BrokerUser:

@@ -9,6 +9,7 @@ typed requests the state takes (:class:`~.state.ConnectionWrite`, ...).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from starlette.responses import Response
@@ -27,7 +28,19 @@ from ...http._base import (
     resource,
 )
 from ...http._credentials import caller, secret_answer
-from .state import ENGINE_FIELDS, ConnectionWrite, DatabaseEngine, RoleWrite, StaticRoleWrite
+from .plugins import redact_url
+from .state import (
+    ENGINE_FIELDS,
+    SECRET_DETAILS,
+    Connection,
+    ConnectionWrite,
+    DatabaseEngine,
+    Role,
+    RoleWrite,
+    StaticRole,
+    StaticRoleWrite,
+    rfc3339,
+)
 
 __all__ = ["routes"]
 
@@ -96,10 +109,64 @@ def static_role_write(body: dict[str, Any]) -> StaticRoleWrite:
     )
 
 
+# -- what the reads answer (the wire shapes of the engine's records) ----------------------
+def connection_data(connection: Connection) -> dict[str, Any]:
+    """The ``data`` of ``GET config/:name``: no password; one in the URL is redacted."""
+    details = {k: v for k, v in connection.details.items() if k not in SECRET_DETAILS}
+    url = details.get("connection_url")
+    if isinstance(url, str):
+        details["connection_url"] = redact_url(url)
+    return {
+        "plugin_name": connection.plugin_name,
+        "plugin_version": connection.plugin_version,
+        "connection_details": details,
+        "allowed_roles": list(connection.allowed_roles),
+        # OpenBao's name for what is written as root_rotation_statements (docs/differences.md).
+        "root_credentials_rotate_statements": list(connection.root_rotation_statements),
+        "password_policy": connection.password_policy,
+        "verify_connection": connection.verify_connection,
+    }
+
+
+def role_data(role: Role) -> dict[str, Any]:
+    """The ``data`` of ``GET roles/:name``."""
+    return {
+        "db_name": role.db_name,
+        "creation_statements": list(role.creation_statements),
+        "revocation_statements": list(role.revocation_statements),
+        "rollback_statements": list(role.rollback_statements),
+        "renew_statements": list(role.renew_statements),
+        "default_ttl": role.default_ttl,
+        "max_ttl": role.max_ttl,
+        "credential_type": "password",
+    }
+
+
+def static_role_data(role: StaticRole) -> dict[str, Any]:
+    """The ``data`` of ``GET static-roles/:name``."""
+    data: dict[str, Any] = {
+        "db_name": role.db_name,
+        "username": role.username,
+        "rotation_statements": list(role.rotation_statements),
+        "rotation_period": role.rotation_period,
+        "credential_type": "password",
+    }
+    if role.last_rotation is not None:
+        data["last_service_rotation"] = rfc3339(role.last_rotation)
+    return data
+
+
+_DATA: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "connections": connection_data,
+    "roles": role_data,
+    "static_roles": static_role_data,
+}
+
+
 def _entries(kind: str) -> dict[str, Handler]:
     """GET, POST and DELETE of one ``connections``/``roles``/``static_roles`` entry.
 
-    Each entry answers ``describe()``; a write reads the body into the kind's typed
+    Each entry answers its kind's data (``_DATA``); a write reads the body into the kind's typed
     request and calls ``DatabaseEngine.<writer>(name, request)``.
     """
     writer = {
@@ -120,7 +187,7 @@ def _entries(kind: str) -> dict[str, Handler]:
 
     async def read(call: SecretsRequest) -> Response:
         found: Any = getattr(_db(call), kind).get(call.params["name"])
-        return envelope(found.describe()) if found else error(404)
+        return envelope(_DATA[kind](found)) if found else error(404)
 
     async def write(call: SecretsRequest) -> Response:
         # A connection write may warn (a password in connection_url); roles never do.

@@ -44,7 +44,6 @@ from .plugins import (
     check_details,
     default_password,
     dialect_of,
-    redact_url,
     render,
     url_password,
     username_for,
@@ -85,7 +84,7 @@ ENGINE_FIELDS = (
     "password_policy",
 )
 # Connection parameters never returned on read.
-_SECRET_DETAILS = ("password", "private_key")
+SECRET_DETAILS = ("password", "private_key")
 
 
 @dataclass
@@ -109,22 +108,6 @@ class Connection:
             for pattern in self.allowed_roles
         )
 
-    def describe(self) -> dict[str, Any]:
-        """The ``data`` of ``GET config/:name``: no password; one in the URL is redacted."""
-        details = {k: v for k, v in self.details.items() if k not in _SECRET_DETAILS}
-        url = details.get("connection_url")
-        if isinstance(url, str):
-            details["connection_url"] = redact_url(url)
-        return {
-            "plugin_name": self.plugin_name,
-            "plugin_version": self.plugin_version,
-            "connection_details": details,
-            "allowed_roles": list(self.allowed_roles),
-            "root_credentials_rotate_statements": list(self.root_rotation_statements),
-            "password_policy": self.password_policy,
-            "verify_connection": self.verify_connection,
-        }
-
 
 @dataclass
 class Role:
@@ -138,18 +121,6 @@ class Role:
     renew_statements: list[str] = field(default_factory=list)
     default_ttl: int = 0
     max_ttl: int = 0
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "db_name": self.db_name,
-            "creation_statements": list(self.creation_statements),
-            "revocation_statements": list(self.revocation_statements),
-            "rollback_statements": list(self.rollback_statements),
-            "renew_statements": list(self.renew_statements),
-            "default_ttl": self.default_ttl,
-            "max_ttl": self.max_ttl,
-            "credential_type": "password",
-        }
 
 
 @dataclass
@@ -169,18 +140,6 @@ class StaticRole:
         if self.last_rotation is None:
             return None
         return self.last_rotation + timedelta(seconds=self.rotation_period)
-
-    def describe(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "db_name": self.db_name,
-            "username": self.username,
-            "rotation_statements": list(self.rotation_statements),
-            "rotation_period": self.rotation_period,
-            "credential_type": "password",
-        }
-        if self.last_rotation is not None:
-            data["last_service_rotation"] = rfc3339(self.last_rotation)
-        return data
 
 
 @dataclass(frozen=True)
