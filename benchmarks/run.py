@@ -37,6 +37,9 @@ Scenarios and goals:
   alone, under 3 s and under 300 MB of client peak RSS, on the sandbox and on
   a raft OpenBao (token leases over ten token roles); the full lease audit
   over the same leases reported beside it.
+- ``fan-out-faults``: a fan-out of 10,000 reads (2,000 with ``--report-only``)
+  with 1% of them reset, refused with 429 or sent on a stale kept connection,
+  at random positions, within 2x the wall time of the same fan-out clean.
 - ``fleet``: a runbook over 20 sandboxes, a real OpenBao and three broken
   targets with 1, 2 and 4 runs at a time and on a 2-worker Dask cluster; every
   target reported right each time, and a run's fixed cost under 3 s.
@@ -602,6 +605,32 @@ def sandbox(args: argparse.Namespace, goals: list[Goal]) -> None:
     )
 
 
+# -- scenario: fan-out faults --------------------------------------------------------------
+
+
+def fan_out_faults(args: argparse.Namespace, goals: list[Goal]) -> None:
+    """``args.faulty`` reads in one fan-out against a scripted server, clean and with
+    1% of them reset, refused with 429 (``Retry-After: 0``) or answered on a
+    connection the server then closes (stale keep-alive), at random positions."""
+    sys.path.insert(0, str(ROOT))
+    from tests._stress import stress
+
+    count = args.faulty
+    faults = max(3, count // 100)
+    clean: list[float] = []
+    hostile: list[float] = []
+    for r in range(max(1, min(args.rounds, 3))):
+        c, h, served = stress(count, faults, seed=24 + r)
+        clean.append(c)
+        hostile.append(h)
+    ratio = statistics.median(hostile) / statistics.median(clean)
+    print(
+        f"  {count} reads, {faults} faults {served}: clean {statistics.median(clean):.2f} s, "
+        f"with faults {statistics.median(hostile):.2f} s (medians of {len(clean)}), {ratio:.2f}x"
+    )
+    goals.append(Goal("fan-out-faults", "with faults / clean (medians)", ratio, 2.0, False))
+
+
 # -- scenario: rate limit ----------------------------------------------------------------
 
 
@@ -737,6 +766,7 @@ SCENARIOS: dict[str, Callable[[argparse.Namespace, list[Goal]], None]] = {
     "state-write": state_write,
     "fleet": fleet,
     "lease-counts": lease_counts,
+    "fan-out-faults": fan_out_faults,
 }
 
 
@@ -765,6 +795,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.reads = 1_000 if quick else 4_000
     args.limited = 45 if quick else 120
     args.count_leases = 5_000 if quick else 100_000
+    # The fan-out under faults: 10,000 reads in `make bench`, fewer in a CI report.
+    args.faulty = 1_000 if quick else 2_000 if args.report_only else 10_000
     chosen = [s for s in args.only.split(",") if s] or list(SCENARIOS)
     unknown = [s for s in chosen if s not in SCENARIOS]
     if unknown:

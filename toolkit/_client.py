@@ -27,6 +27,7 @@ class ServiceClient:
         retry: RetryPolicy | None,
         connector: Any,
         redirects: RedirectRule = NO_REDIRECTS,
+        token_headers: tuple[str, ...] = (),
     ) -> None:
         self.address = settings.address.rstrip("/")
         self.http = HTTPLayer(
@@ -43,6 +44,7 @@ class ServiceClient:
             retry=retry,
             max_concurrency=max_concurrency,
             redirects=redirects,
+            token_headers=token_headers,
             connector=connector,
         )
 

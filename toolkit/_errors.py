@@ -7,6 +7,9 @@
     │   ├── TLSError            certificate or handshake failure
     │   ├── TimeoutError        no answer within the timeout (or the deadline of a fan-out)
     │   ├── DecodeError         the answer was not the JSON the API promises
+    │   ├── ProtocolError       the answer broke HTTP's rules: its framing, a status
+    │   │                       that is no final one (1xx, outside 200-599), a pause
+    │   │                       header that is not a number, a body over the size limit
     │   └── OutcomeUnknown      a write that is not safe to repeat was sent, and no
     │                           usable answer came back (the connection broke after
     │                           the request was written, a gateway answered 502/504,
@@ -51,6 +54,7 @@ __all__ = [
     "OutcomeUnknown",
     "PermissionDenied",
     "PreconditionFailed",
+    "ProtocolError",
     "RateLimited",
     "Redirected",
     "ServerError",
@@ -107,6 +111,10 @@ class TimeoutError(TransportError):  # noqa: A001 - deliberately the toolkit's o
 
 class DecodeError(TransportError):
     """The answer was not valid JSON, or was cut short."""
+
+
+class ProtocolError(TransportError):
+    """The answer broke HTTP's rules, or a limit the client sets on answers."""
 
 
 class OutcomeUnknown(TransportError):

@@ -57,6 +57,7 @@ def serve() -> Iterator[Callable[..., Scripted]]:
 def layer(address: str, **options: Any) -> HTTPLayer:
     options.setdefault("retry", FAST)
     options.setdefault("timeout", 2.0)
+    options.setdefault("token_headers", ("X-Vault-Token",))
     return HTTPLayer(address, "/v1", headers={"X-Vault-Token": TOKEN}, **options)
 
 

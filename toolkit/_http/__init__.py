@@ -6,7 +6,7 @@
   :meth:`~HTTPLayer.map`).
 - :mod:`.policy`: which calls may go again, the pauses, which error an answer
   or a failure becomes (:class:`RetryPolicy`, :func:`~.policy.judge`).
-- :mod:`.redirects`: which redirects a client follows.
+- :mod:`.redirects`: the rule a client passes in for the redirects it follows.
 - :mod:`.fanout`: the fan-outs' machinery (:class:`Request` describes one request).
 - :mod:`.engine`: how bytes move (aiohttp on a private event loop).
 - :mod:`.response`: the toolkit's :class:`Response` and masked :class:`Headers`.
@@ -21,12 +21,11 @@ from urllib.parse import quote
 from .fanout import Request
 from .layer import HTTPLayer, decode_json
 from .policy import RetryPolicy
-from .redirects import NO_REDIRECTS, FollowStandby, RedirectRule
+from .redirects import NO_REDIRECTS, RedirectRule
 from .response import Headers, Response
 
 __all__ = [
     "NO_REDIRECTS",
-    "FollowStandby",
     "HTTPLayer",
     "Headers",
     "RedirectRule",

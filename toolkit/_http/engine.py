@@ -26,10 +26,14 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import functools
 import math
+import os
+import selectors
 import ssl
 import threading
 import time
+import weakref
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -47,6 +51,51 @@ _NO_PROXY: dict[str, Any] = {}  # a server reached directly: no proxy arguments
 
 # Builds the connector inside the engine's loop (connectors bind to a running loop).
 ConnectorFactory = Callable[[], Any]
+
+# Every engine of this process, for the fork hook below.
+_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
+# In a forked child, what the parent's engines left: kept, never closed here.
+_ORPHANS: list[Any] = []
+
+
+def _after_fork() -> None:
+    for engine in list(_ENGINES):
+        engine._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def _refuse_unread(connector: Any) -> None:
+    """Make ``connector``'s pool refuse a kept connection that received bytes while
+    idle (an answer nobody asked for): aiohttp reuses any connection whose socket
+    is open, and every later answer on it would be one out of step.
+
+    aiohttp's protocol already knows such a connection ``should_close`` (it
+    parsed the stray bytes into its buffer); the pool asks only
+    ``is_connected()`` before reuse and before keeping it, so the protocol
+    built for each connection answers that with both (docs/decisions.md,
+    "Answers in step"). The protocol class is set on the connector's private
+    ``_factory``; a test in tests/_http/test_hostile_servers_bounds.py fails if it
+    stops taking effect.
+    """
+    factory = getattr(connector, "_factory", None)
+    if isinstance(factory, functools.partial) and factory.func is _protocol_class().__base__:
+        connector._factory = functools.partial(_protocol_class(), *factory.args, **factory.keywords)
+
+
+@functools.cache
+def _protocol_class() -> type:
+    from aiohttp.client_proto import ResponseHandler
+
+    class KeptInStep(ResponseHandler):
+        """aiohttp's protocol, not reusable once it has bytes nobody asked for."""
+
+        def is_connected(self) -> bool:
+            transport = self.transport
+            return transport is not None and not transport.is_closing() and not self.should_close
+
+    return KeptInStep
 
 
 def tls_context(
@@ -75,7 +124,13 @@ class Engine:
 
     ``limit`` bounds the connections kept and opened at once; ``connector``
     replaces the TCP connector aiohttp would build (tests, custom sockets),
-    and everything else stays the same.
+    and everything else stays the same. ``max_body`` bounds an answer's body
+    as it arrives (its ``Content-Length``, or the bytes read when it is not
+    encoded), ``max_decompressed`` the bytes a gzip or deflate body decodes to.
+
+    A forked child gets a fresh engine on its first call (the parent's loop
+    has no thread there). :meth:`close` from any thread fails every call in
+    flight at once.
     """
 
     def __init__(
@@ -84,17 +139,52 @@ class Engine:
         tls: ssl.SSLContext | bool,
         limit: int,
         connector: ConnectorFactory | None = None,
+        max_body: int = 256 * 1024 * 1024,
+        max_decompressed: int = 256 * 1024 * 1024,
     ) -> None:
         self._tls = tls
         self._limit = limit
         self._connector = connector
+        self.max_body = max_body
+        self.max_decompressed = max_decompressed
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._session: Any = None
         self._lock = threading.Lock()
         self._closed = False
         self._proxies: dict[tuple[str, str, int | None], dict[str, Any]] | None = None
+        self._proxy_names: dict[tuple[str, str, int | None], str] = {}
         self._deadlines: DeadlineWatch | None = None
+        _ENGINES.add(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _forked(self) -> None:
+        """In a forked child: forget the parent's loop, thread and connections
+        (they are the parent's; the next call starts afresh).
+
+        The parent's loop is left untouched and kept from collection: its epoll
+        instance is shared with the parent across the fork, and closing a
+        connection or the loop here would unregister the parent's sockets from
+        it (the parent's calls would then wait for answers that never wake it).
+        So the loop gets a fresh selector of its own (``_selector``, asyncio's
+        private attribute; tests/_http/test_hostile_servers_bounds.py checks the
+        parent goes on) and the shared one is closed, in the child only.
+        """
+        self._lock = threading.Lock()  # it may have been held at the fork
+        loop = self._loop
+        if loop is not None:
+            shared = getattr(loop, "_selector", None)
+            if shared is not None:
+                loop._selector = selectors.DefaultSelector()  # type: ignore[attr-defined]
+                with contextlib.suppress(Exception):
+                    shared.close()  # the child's descriptor only: no unregistering
+            _ORPHANS.append((loop, self._session))
+        self._loop = self._thread = self._session = self._deadlines = None
+        self._proxies = None
+        self._proxy_names = {}
 
     # -- the loop --------------------------------------------------------------------------
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -123,6 +213,8 @@ class Engine:
         return asyncio.run_coroutine_threadsafe(coro, self.loop())
 
     def close(self) -> None:
+        """Close the connections and stop the loop; every call and fan-out in
+        flight is cancelled at once (its caller gets a ConfigurationError)."""
         with self._lock:
             self._closed = True
             loop, self._loop = self._loop, None
@@ -133,12 +225,19 @@ class Engine:
             loop.call_soon(loop.stop)
             return
         with contextlib.suppress(Exception):  # closing is best effort
-            asyncio.run_coroutine_threadsafe(self._close_session(), loop).result(5)
+            asyncio.run_coroutine_threadsafe(self._shut_down(), loop).result(5)
         loop.call_soon_threadsafe(loop.stop)
         if thread is not None:
             thread.join(5)
 
-    async def _close_session(self) -> None:
+    async def _shut_down(self) -> None:
+        """Cancel every task in flight (calls, fan-outs), then close the session."""
+        here = asyncio.current_task()
+        tasks = [t for t in asyncio.all_tasks() if t is not here]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=2)
         session, self._session = self._session, None
         if session is not None:
             await session.close()
@@ -152,6 +251,7 @@ class Engine:
             if self._connector is not None
             else aiohttp.TCPConnector(limit=self._limit, limit_per_host=0, ssl=self._tls)
         )
+        _refuse_unread(connector)
         session = aiohttp.ClientSession(
             connector=connector,
             # Each exchange has its own deadline (DeadlineWatch).
@@ -175,6 +275,7 @@ class Engine:
         from aiohttp.helpers import proxies_from_env
 
         self._proxies = {} if proxies_from_env() else None
+        self._proxy_names = {}
         return session
 
     def _proxy_of(
@@ -188,7 +289,14 @@ class Engine:
 
             try:
                 proxy, auth = get_env_proxy_for_url(url)
-                found = {"proxy": proxy, "proxy_auth": auth}
+                found = {"proxy": proxy}
+                if auth is not None:  # as aiohttp 4 will want them (proxy_auth is deprecated)
+                    from aiohttp import encode_basic_auth
+
+                    found["proxy_headers"] = {
+                        "Proxy-Authorization": encode_basic_auth(auth.login, auth.password)
+                    }
+                self._proxy_names[key] = _proxy_name(proxy, url.scheme)
             except LookupError:  # none, or NO_PROXY names the host
                 found = _NO_PROXY
             proxies[key] = found
@@ -205,11 +313,14 @@ class Engine:
         """One request and its whole answer within ``deadline`` seconds, or what went wrong."""
         session = self._session
         if session is None:
+            if self._closed:
+                return Failure("refused", "the client was closed")
             session = self._session = self._open_session()
             self._deadlines = DeadlineWatch(asyncio.get_running_loop())
         deadlines = self._deadlines
         assert deadlines is not None
         task = deadlines.start(deadline)
+        answer: Any = None
         try:
             proxies = self._proxies
             answer = await session.request(
@@ -220,9 +331,23 @@ class Engine:
                 allow_redirects=False,
                 **(_NO_PROXY if proxies is None else self._proxy_of(url, proxies)),
             )
+            status = answer.status
+            if not 200 <= status <= 599:  # 1xx answers are read past by the parser
+                answer.close()
+                deadlines.stop(task)
+                return Failure("malformed", f"the final status {status} is not an answer")
             # The whole body; the connection goes back to the pool at its end. A
             # read that fails or is cancelled closes the answer (and its connection).
-            content = await answer.read()
+            length = answer.content_length
+            if (
+                length is not None
+                and length <= self.max_body
+                and not answer.headers.get("Content-Encoding")
+            ):
+                content = await answer.read()  # the parser reads no more than the length
+            else:
+                bodiless = method == "HEAD" or status in (204, 304)
+                content = await self._read_capped(answer, None if bodiless else length)
         except asyncio.CancelledError:
             if deadlines.stop(task):  # the deadline's cancel, and nobody else's
                 return Failure("timeout", f"no answer within {deadline:g} s")
@@ -232,13 +357,44 @@ class Engine:
                 return Failure("timeout", f"no answer within {deadline:g} s")
             if isinstance(exc, builtins.TimeoutError):  # the system's own (ETIMEDOUT)
                 return Failure("timeout", _reason(exc))
-            return _failure(exc)
+            failure = _failure(exc, answered=answer is not None)
+            if proxies:
+                key = (url.scheme, url.raw_host, url.port)
+                if key in self._proxy_names:
+                    return Failure(failure.kind, failure.reason, self._proxy_names[key])
+            return failure
         except BaseException:  # an interrupt: the watch lets the task go all the same
             deadlines.stop(task)
             raise
         # A cancel the library swallowed while the answer came in: the answer stands.
         deadlines.stop(task)
-        return Response(answer.status, answer.headers, content, method, url)
+        if isinstance(content, Failure):
+            return content
+        return Response(status, answer.headers, content, method, url)
+
+    async def _read_capped(self, answer: Any, length: int | None) -> bytes | Failure:
+        """The body of an answer that may be too large, read a chunk at a time
+        (aiohttp inflates a chunk at a time too); the answer and its connection
+        are closed at the first byte over the limit."""
+        if length is not None and length > self.max_body:
+            answer.close()
+            return _oversize(f"its Content-Length is {length} bytes", "max_body", self.max_body)
+        encoded = bool(answer.headers.get("Content-Encoding"))
+        limit, name = (
+            (self.max_decompressed, "max_decompressed") if encoded else (self.max_body, "max_body")
+        )
+        chunks: list[bytes] = []
+        size = 0
+        stream = answer.content
+        while chunk := await stream.readany():
+            size += len(chunk)
+            if size > limit:
+                answer.close()
+                what = "its body decodes to more" if encoded else "its body is longer"
+                return _oversize(what, name, limit)
+            chunks.append(chunk)
+        await answer.wait_for_close()  # the request's writer done, the connection back
+        return b"".join(chunks)
 
 
 class DeadlineWatch:
@@ -323,16 +479,28 @@ def _serve(loop: asyncio.AbstractEventLoop) -> None:
             loop.close()
 
 
-def _failure(exc: BaseException) -> Failure:
+def _failure(exc: BaseException, *, answered: bool = False) -> Failure:
     """The kind of a library failure, and a reason worth showing (no request content)."""
     import aiohttp
 
     reason = _reason(exc)
-    if isinstance(exc, (aiohttp.ClientSSLError, ssl.SSLError)) or _has_ssl_cause(exc):
-        return Failure("tls", reason)
     if isinstance(exc, aiohttp.ClientConnectorError):
-        # Includes a proxy refusing the connection: nothing of the request was sent.
-        return Failure("connect", reason)
+        # No connection (to the server, or to a proxy): nothing of the request was sent.
+        tls = isinstance(exc, aiohttp.ClientSSLError) or _has_ssl_cause(exc)
+        return Failure("tls" if tls else "connect", reason)
+    if isinstance(exc, aiohttp.ClientHttpProxyError):
+        # The proxy refused to open a tunnel (CONNECT): nothing reached the server.
+        return Failure("connect", f"the proxy answered {exc.status} {exc.message}")
+    if not answered and (
+        isinstance(exc, aiohttp.InvalidURL)
+        or (isinstance(exc, (ValueError, TypeError)) and not isinstance(exc, aiohttp.ClientError))
+    ):
+        # The library would not build the request (a header or address it cannot
+        # carry): refused before anything was sent.
+        return Failure("refused", f"the request cannot be sent: {reason}")
+    if isinstance(exc, ssl.SSLError) or _has_ssl_cause(exc):
+        # A TLS record broken once connected: the request may have left.
+        return Failure("dropped", f"TLS failure: {reason}")
     if isinstance(exc, aiohttp.ClientResponseError):
         # The parser refused the answer's head or framing (or a proxy's CONNECT).
         return Failure("malformed", reason)
@@ -340,9 +508,23 @@ def _failure(exc: BaseException) -> Failure:
         return Failure("malformed" if "length" not in reason.lower() else "dropped", reason)
     if isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError, OSError)):
         return Failure("dropped", reason)
-    if isinstance(exc, aiohttp.InvalidURL):
-        return Failure("connect", reason)
     return Failure("dropped", f"{type(exc).__name__}: {reason}")
+
+
+def _oversize(what: str, name: str, limit: int) -> Failure:
+    return Failure(
+        "oversize",
+        f"{what} than this client takes ({name}={limit} bytes); raise {name} "
+        "if such answers are expected",
+    )
+
+
+def _proxy_name(proxy: Any, scheme: str) -> str:
+    """A proxy's address without its credentials, and the variable naming it."""
+    shown = proxy.with_user(None).with_password(None) if proxy.user or proxy.password else proxy
+    var = f"{scheme}_proxy"
+    var = var if var in os.environ else var.upper()
+    return f"{shown} (from {var})"
 
 
 def _has_ssl_cause(exc: BaseException) -> bool:

@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import builtins
 import heapq
+import math
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
@@ -44,8 +46,9 @@ class Request(NamedTuple):
 
 # One try of a request: the answer, or what went wrong instead.
 Attempt = Callable[[Request], Awaitable[Response | Failure]]
-# After try ``attempt`` of a request: None (the answer stands) or a pause; raises the error.
-Verdict = Callable[[Request, int, "Response | Failure"], "float | None"]
+# After try ``attempt`` of a request: None (the answer stands) or a pause ending
+# before the moment given (the fan-out's deadline); raises the error.
+Verdict = Callable[[Request, int, "Response | Failure", float], "float | None"]
 
 
 class OrderedResponses:
@@ -138,6 +141,10 @@ class OrderedResponses:
         return taken
 
 
+def _late(deadline: float) -> TimeoutError:
+    return TimeoutError(f"the fan-out did not finish within its deadline of {deadline:g} s")
+
+
 def _lost(k: int) -> RuntimeError:
     return RuntimeError(f"the fan-out lost request {k}")  # a bug, not a server's
 
@@ -176,19 +183,21 @@ class RequestFanOut:
         self.hold_until = 0.0
         self.stopped = False
         self.blocked = False  # waiting for the reader (``ahead``)
+        self.ends_at = math.inf  # the fan-out's deadline (time.monotonic())
+        # The error a cancel of the fan-out leaves its reader (the client was closed).
+        self.cancelled: ToolkitError | None = None
         self._signal: asyncio.Future[None] | None = None
 
     async def run(self, deadline: float) -> None:
+        self.ends_at = time.monotonic() + deadline
         try:
             async with asyncio.timeout(deadline):
                 await asyncio.gather(*(self._worker(i) for i in range(self.n)))
         except builtins.TimeoutError:
-            self.out.finish(
-                TimeoutError(f"the fan-out did not finish within its deadline of {deadline:g} s")
-            )
+            self.out.finish(_late(deadline))
             return
         except BaseException as exc:
-            self.out.finish(exc if isinstance(exc, Exception) else None)
+            self.out.finish(exc if isinstance(exc, Exception) else self.cancelled)
             raise
         self.out.finish(None)
 
@@ -212,8 +221,11 @@ class RequestFanOut:
             return heapq.heappop(later)[1]
         if not self.stopped and self.cursor < self.count:
             if self.cursor - self.out.consumed >= self.ahead:
+                # Waiting for the reader, who may be waiting for a request due
+                # again: wake for the earliest retry (the reader's kick wakes
+                # it otherwise; the minute is a safety net).
                 self.blocked = True
-                return 60.0
+                return float(later[0][0] - now) if later else 60.0
             k = self.cursor
             self.cursor += 1
             return k
@@ -255,7 +267,7 @@ class RequestFanOut:
         """After a try of request ``k``: hand its answer over, queue it again, or stop."""
         tries = self.tries.get(k, 0) + 1  # noted only for a request tried again
         try:
-            pause = self.verdict(self.requests[k], tries, result)
+            pause = self.verdict(self.requests[k], tries, result, self.ends_at)
         except ToolkitError as exc:
             self.stopped = True
             self.out.put(k, exc, failed=True)
@@ -288,12 +300,24 @@ worker_mark = threading.local()
 
 
 class ThreadedMap(Iterator[Any]):
-    """``n`` pool jobs pulling items from one shared cursor; results yielded in order."""
+    """``n`` pool jobs pulling items from one shared cursor; results yielded in order.
+
+    The whole map has ``deadline`` seconds: past it no item starts, and the
+    reader gets a TimeoutError where the first unfinished item would have been
+    (the calls still running end within their own deadlines).
+    """
 
     def __init__(
-        self, fn: Callable[[Any], Any], items: list[Any], n: int, pool: ThreadPoolExecutor
+        self,
+        fn: Callable[[Any], Any],
+        items: list[Any],
+        n: int,
+        pool: ThreadPoolExecutor,
+        deadline: float = math.inf,
     ) -> None:
         self.fn = fn
+        self.deadline = deadline
+        self.ends_at = time.monotonic() + deadline
         self.items = items
         self.results: list[Any] = [None] * len(items)
         self.done = [False] * len(items)
@@ -307,6 +331,10 @@ class ThreadedMap(Iterator[Any]):
     def _take(self) -> int | None:
         with self.cond:
             if self.stopped or self.cursor >= len(self.items):
+                return None
+            if time.monotonic() > self.ends_at:
+                self.stopped = True
+                self.cond.notify_all()
                 return None
             k = self.cursor
             self.cursor += 1
@@ -336,15 +364,21 @@ class ThreadedMap(Iterator[Any]):
             while not self.done[k]:
                 if self.stopped and k >= self.cursor:
                     break
-                self.cond.wait()
+                left = self.ends_at - time.monotonic()
+                if left <= 0:
+                    break
+                self.cond.wait(min(left, threading.TIMEOUT_MAX))
             if k in self.errors:
                 self.next_out = len(self.items)
                 raise self.errors.pop(k)
             if not self.done[k]:
-                # Stopped before this item was started: raise the failure now.
-                first = min(self.errors)
+                # Stopped before this item was done: raise the failure now, or
+                # the deadline's.
+                self.stopped = True
                 self.next_out = len(self.items)
-                raise self.errors.pop(first)
+                if self.errors:
+                    raise self.errors.pop(min(self.errors))
+                raise _late(self.deadline)
             value = self.results[k]
             self.results[k] = None
         self.next_out = k + 1

@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import math
+import os
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
@@ -24,12 +26,12 @@ from urllib.parse import urlencode
 
 import orjson
 
-from .._errors import ConfigurationError, DecodeError
+from .._errors import ConfigurationError, DecodeError, InputError, TimeoutError
 from .._masking import Sensitive
 from .engine import ConnectorFactory, Engine, tls_context
 from .fanout import OrderedResponses, Request, RequestFanOut, ThreadedMap, worker_mark
 from .policy import Failure, RetryPolicy, judge, repeatable
-from .redirects import NO_REDIRECTS, RedirectRule, origin, standby_refusal
+from .redirects import NO_REDIRECTS, RedirectRule
 from .response import Headers, Response
 
 __all__ = ["HTTPLayer", "decode_json"]
@@ -40,6 +42,12 @@ R = TypeVar("R")
 # The deadline of a whole fan-out: ten thousand lease lookups take seconds on
 # a healthy server; a quarter of an hour means something is wrong.
 FAN_OUT_TIMEOUT = 900.0
+# The largest body taken, as it arrives and decoded: a LIST of a million lease
+# ids is some 70 MB.
+MAX_BODY = 256 * 1024 * 1024
+# The Date headers believed: a server's clock outside these years is broken, and
+# its dates would not fit a frame's datetimes (pandas ends in 2262).
+_SANE_YEARS = range(2000, 2200)
 # Parsed addresses kept per layer (ten thousand lease lookups share one path).
 _URL_CACHE_SIZE = 512
 _JSON = "application/json"
@@ -68,9 +76,18 @@ class HTTPLayer:
     prefix); ``api_prefix`` (``/api/v2`` or ``/v1``) is added to every path.
     ``headers`` carry authentication: give secrets as :class:`Sensitive`; they
     are never shown in an error or a repr. ``timeout`` is the deadline of each
-    exchange (connect, write, every read); ``fan_out_timeout`` that of a whole
-    :meth:`many`. ``connector`` builds the aiohttp connector to use instead of
-    the TCP one (it is called on the layer's event loop).
+    try (connect, write, the whole answer); ``call_timeout`` (by default
+    ``timeout`` times the retry policy's attempts) bounds a whole call, every
+    try and every pause between tries: a pause the server asks for beyond what
+    is left ends the call (a 429 with :class:`RateLimited`), and the last try
+    gets what is left. ``fan_out_timeout`` bounds a whole :meth:`many` the same
+    way. ``max_body`` bounds an answer's body
+    as it arrives and ``max_decompressed`` once decoded (gzip, deflate), in
+    bytes: an answer over either is a :class:`ProtocolError`. ``connector``
+    builds the aiohttp connector to use instead of the TCP one (it is called on
+    the layer's event loop). What the layer knows of the service's API comes
+    from its client: ``redirects``, the rule for 3xx answers, and
+    ``token_headers``, the headers :meth:`set_token` sets.
     """
 
     def __init__(
@@ -81,6 +98,7 @@ class HTTPLayer:
         headers: Mapping[str, str | Sensitive] | None = None,
         timeout: float = 30.0,
         fan_out_timeout: float = FAN_OUT_TIMEOUT,
+        call_timeout: float | None = None,
         verify: bool = True,
         ca_file: str | None = None,
         client_cert: str | None = None,
@@ -89,7 +107,10 @@ class HTTPLayer:
         retry: RetryPolicy | None = None,
         max_concurrency: int = 8,
         redirects: RedirectRule = NO_REDIRECTS,
+        token_headers: tuple[str, ...] = (),
         connector: ConnectorFactory | None = None,
+        max_body: int = MAX_BODY,
+        max_decompressed: int = MAX_BODY,
     ) -> None:
         if not address:
             raise ConfigurationError("no server address given")
@@ -99,15 +120,24 @@ class HTTPLayer:
             )
         if max_concurrency < 1:
             raise ConfigurationError("max_concurrency must be at least 1")
-        if timeout <= 0 or fan_out_timeout <= 0:
-            raise ConfigurationError("timeouts must be positive")
+        self.retry = retry or RetryPolicy()
+        call_timeout = call_timeout or timeout * self.retry.attempts
+        if not all(0 < t < math.inf for t in (timeout, fan_out_timeout, call_timeout)):
+            raise ConfigurationError("timeouts must be positive numbers of seconds")
+        _size("max_body", max_body)
+        _size("max_decompressed", max_decompressed)
         self.address = address.rstrip("/")
         self.api_prefix = api_prefix
         self.timeout = timeout
         self.fan_out_timeout = fan_out_timeout
-        self.retry = retry or RetryPolicy()
+        self.call_timeout = call_timeout
         self.max_concurrency = max_concurrency
         self.redirects = redirects
+        self.token_headers = token_headers
+        # Header names whose plain values are credentials (hidden like a Sensitive).
+        self._credential_names = frozenset(
+            {"authorization", "proxy-authorization", *(h.lower() for h in token_headers)}
+        )
         self._plain: dict[str, str] = {}
         self._secret: dict[str, Sensitive] = {}
         # A view (:meth:`with_headers`): the layer it views, and its own headers on
@@ -137,12 +167,37 @@ class HTTPLayer:
             if self.address.startswith("https")
             else False
         )
-        self._engine = Engine(tls=tls, limit=max_concurrency, connector=connector)
+        self._engine = Engine(
+            tls=tls,
+            limit=max_concurrency,
+            connector=connector,
+            max_body=max_body,
+            max_decompressed=max_decompressed,
+        )
         # A layer nobody closed still stops its loop thread when collected.
         weakref.finalize(self, self._engine.close)
+        _LAYERS.add(self)
 
     def __repr__(self) -> str:
         return f"<HTTPLayer {self.address}{self.api_prefix}>"
+
+    @property
+    def max_body(self) -> int:
+        """The largest body taken as it arrives, in bytes (shared with views)."""
+        return self._engine.max_body
+
+    @max_body.setter
+    def max_body(self, size: int) -> None:
+        self._engine.max_body = _size("max_body", size)
+
+    @property
+    def max_decompressed(self) -> int:
+        """The largest body taken once decoded (gzip, deflate), in bytes (shared with views)."""
+        return self._engine.max_decompressed
+
+    @max_decompressed.setter
+    def max_decompressed(self, size: int) -> None:
+        self._engine.max_decompressed = _size("max_decompressed", size)
 
     @property
     def headers(self) -> Headers:
@@ -160,6 +215,9 @@ class HTTPLayer:
         the view alone. Closing a view closes nothing (the owner does). For a
         namespace: ``layer.with_headers({"X-Vault-Namespace": "a/"})``.
         """
+        for name, value in headers.items():
+            if value is not None:
+                _check_header(name, value)
         view = copy.copy(self)
         view._owner = self._owner or self
         view._base = self
@@ -174,7 +232,7 @@ class HTTPLayer:
         plain, secret = self._base._header_maps()
         plain, secret = dict(plain), dict(secret)
         for name, value in self._overrides.items():
-            _put_header(plain, secret, name, value)
+            _put_header(plain, secret, name, value, self._credential_names)
         return plain, secret
 
     # -- lifecycle -----------------------------------------------------------
@@ -188,8 +246,10 @@ class HTTPLayer:
         self._engine.close()
 
     def set_token(self, token: Sensitive | str | None) -> None:
-        """Send ``token`` from now on (None: send none), in both token headers the
-        secrets server reads (``X-Vault-Token``, ``X-Service-Token``)."""
+        """Send ``token`` from now on (None: send none), in every one of the
+        ``token_headers`` the client named."""
+        if not self.token_headers:
+            raise ConfigurationError("this client names no header to carry a token")
         value = (
             None
             if not token
@@ -197,7 +257,7 @@ class HTTPLayer:
             if isinstance(token, Sensitive)
             else Sensitive(token, "token")
         )
-        for name in ("X-Vault-Token", "X-Service-Token"):
+        for name in self.token_headers:
             self.set_header(name, value)
 
     def set_header(self, name: str, value: str | Sensitive | None) -> None:
@@ -205,9 +265,11 @@ class HTTPLayer:
         header (or any Sensitive value) is kept hidden until a request is sent.
         On a view it changes the view's headers alone."""
         if self._base is not None:
+            if value is not None:
+                _check_header(name, value)
             self._overrides[name] = value
         else:
-            _put_header(self._plain, self._secret, name, value)
+            _put_header(self._plain, self._secret, name, value, self._credential_names)
 
     # -- the server's clock ----------------------------------------------------
     def server_now(self) -> datetime:
@@ -229,8 +291,10 @@ class HTTPLayer:
         self._last_date = date
         try:
             when = parsedate_to_datetime(date)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError, IndexError):
             return
+        if when.year not in _SANE_YEARS:
+            return  # a broken clock: this machine's serves better
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
         with self._lock:
@@ -260,9 +324,19 @@ class HTTPLayer:
         call = Request(
             method.upper(), path, params, json, idempotent, frozenset(ok_statuses), check
         )
+        if headers:
+            for name, value in headers.items():
+                _check_header(name, value)
         future = self._engine.submit(self._call(call, headers))
         try:
             return future.result()
+        except CancelledError:
+            if self._engine.closed:
+                raise ConfigurationError(
+                    f"{call.method} {self.address}{self.api_prefix}{path}: "
+                    "the client was closed while this call was in flight"
+                ) from None
+            raise
         except BaseException:
             future.cancel()  # an interrupt in the notebook stops the call too
             raise
@@ -291,17 +365,19 @@ class HTTPLayer:
         return decode_json(response, method)
 
     async def _call(self, call: Request, headers: Mapping[str, str] | None) -> Response:
+        ends_at = time.monotonic() + self.call_timeout  # the whole call's budget
         result = await self._attempt(call, headers)
-        pause = self._verdict(call, 1, result)
+        pause = self._verdict(call, 1, result, ends_at)
         if pause is None:
             assert isinstance(result, Response)
             return result
-        return await self._again(call, headers, pause)
+        return await self._again(call, headers, pause, ends_at)
 
     async def _again(
-        self, call: Request, headers: Mapping[str, str] | None, pause: float
+        self, call: Request, headers: Mapping[str, str] | None, pause: float, ends_at: float
     ) -> Response:
-        """The tries after the first, with tenacity's loop (our predicate, our pauses).
+        """The tries after the first, with tenacity's loop (our predicate, our pauses),
+        each within what is left of the call's time (``ends_at``).
 
         Only calls that need a second try pay for it: tenacity costs some 40 µs
         a call, a fifth of an exchange (docs/decisions.md).
@@ -314,8 +390,8 @@ class HTTPLayer:
 
         async def once() -> Response | None:
             tries[0] += 1
-            result = await self._attempt(call, headers)
-            wait = self._verdict(call, tries[0], result)  # raises when it should
+            result = await self._attempt(call, headers, min(self.timeout, _left(ends_at)))
+            wait = self._verdict(call, tries[0], result, ends_at)  # raises when it should
             if wait is None:
                 assert isinstance(result, Response)
                 return result
@@ -333,7 +409,16 @@ class HTTPLayer:
         assert answer is not None
         return answer
 
-    def _verdict(self, call: Request, attempt: int, result: Response | Failure) -> float | None:
+    def _verdict(
+        self,
+        call: Request,
+        attempt: int,
+        result: Response | Failure,
+        ends_at: float = math.inf,
+    ) -> float | None:
+        """None when ``result`` stands, else the pause before the next try (raises
+        the call's error instead); a pause is one that leaves the next try time
+        to work before ``ends_at``."""
         if isinstance(result, Response):
             # The header has a one-second grain: the first answer carrying a given
             # value places the server's clock best, and parsing it again costs time.
@@ -347,6 +432,7 @@ class HTTPLayer:
             response, failure = result, None
         else:
             response, failure = None, result
+        _, secret = self._header_maps()
         return judge(
             self.retry,
             call.method,
@@ -358,6 +444,10 @@ class HTTPLayer:
             check=call.check,
             response=response,
             failure=failure,
+            # A pause must leave the next try time to work: a second, or the
+            # whole per-try timeout when that is shorter.
+            budget=ends_at - time.monotonic() - min(self.timeout, 1.0),
+            secrets=tuple(secret.values()),
         )
 
     # -- one exchange, on the loop ----------------------------------------------------
@@ -385,51 +475,47 @@ class HTTPLayer:
         return headers
 
     async def _attempt(
-        self, call: Request, extra: Mapping[str, str] | None = None
+        self, call: Request, extra: Mapping[str, str] | None = None, deadline: float = 0.0
     ) -> Response | Failure:
+        """One try of ``call`` within ``deadline`` seconds (``timeout`` when 0)."""
         url = self._url(call.path, call.params)
         body = None if call.json is None else orjson.dumps(call.json, default=_reveal)
         headers = self._send_headers(extra, body is not None)
-        result = await self._engine.exchange(call.method, url, headers, body, self.timeout)
+        deadline = deadline or self.timeout
+        started = time.monotonic()
+        result = await self._engine.exchange(call.method, url, headers, body, deadline)
         if (
             isinstance(result, Response)
             and 300 <= result.status_code < 400
             and result.status_code != 304
         ):
-            result = await self._redirected(call, result, url, headers, body)
+            ends_at = started + deadline
+            result = await self._redirected(call, result, url, headers, body, ends_at)
         return result
 
     async def _redirected(
-        self, call: Request, answer: Response, url: Any, headers: dict[str, str], body: Any
+        self,
+        call: Request,
+        answer: Response,
+        url: Any,
+        headers: dict[str, str],
+        body: Any,
+        ends_at: float,
     ) -> Response | Failure:
-        """A 3xx: followed once when the rule allows it, else marked for the error."""
-        location = answer.headers.get("Location", "")
-        if not self.redirects.follows_standby() or answer.status_code != 307:
-            answer.note = (
-                f"the server redirected to {location or '(no Location)'}; "
-                "this client follows no such redirect"
+        """A 3xx: followed once when the client's rule allows it, else marked for the error."""
+
+        async def ask(path: str) -> Response | Failure:
+            return await self._engine.exchange(
+                "GET", self._url(path, None), {"Accept": _JSON}, None, _left(ends_at)
             )
+
+        followed = await self.redirects.follow(answer, self.address, ask)
+        if isinstance(followed, str):
+            answer.note = followed
             return answer
-        leader_path = getattr(self.redirects, "leader_path", "/sys/leader")
-        asked = await self._engine.exchange(
-            "GET", self._url(leader_path, None), {"Accept": _JSON}, None, self.timeout
-        )
-        leader = ""
-        if isinstance(asked, Response) and asked.status_code == 200:
-            try:
-                found = orjson.loads(asked.content)
-            except orjson.JSONDecodeError:
-                found = None
-            if isinstance(found, dict):
-                data = found["data"] if isinstance(found.get("data"), dict) else found
-                leader = str(data.get("leader_address") or "")
-        refusal = standby_refusal(location, leader, self.address)
-        if refusal:
-            answer.note = f"a standby node redirected to {location}; not followed: {refusal}"
-            return answer
-        scheme, host, port = origin(leader)
+        scheme, host, port = followed
         target = url.with_scheme(scheme).with_host(host).with_port(port)
-        second = await self._engine.exchange(call.method, target, headers, body, self.timeout)
+        second = await self._engine.exchange(call.method, target, headers, body, _left(ends_at))
         if isinstance(second, Response) and 300 <= second.status_code < 400:
             second.note = (
                 f"the active node redirected again, to {second.headers.get('Location', '')}; "
@@ -464,6 +550,10 @@ class HTTPLayer:
         out = OrderedResponses(len(todo), batch=ahead // 2)
 
         fan = RequestFanOut(todo, n, self._attempt, self._verdict, out, ahead=ahead)
+        fan.cancelled = ConfigurationError(
+            f"{self.address}{self.api_prefix}: the client was closed while this fan-out "
+            "was in flight"
+        )
         loop = self._engine.loop()
         future = self._engine.submit(fan.run(self.fan_out_timeout))
         try:
@@ -492,15 +582,23 @@ class HTTPLayer:
         on the layer's thread pool; results are yielded as soon as they and all
         before them are done. The first exception stops the iteration (no new
         item is started) and is raised where its item would have been yielded.
-        Called from inside a ``map`` of the same layer, it runs inline.
+        The whole map has ``fan_out_timeout``: past it no item starts, and
+        :class:`TimeoutError` is raised where the first unfinished one would
+        have been. Called from inside a ``map`` of the same layer, it runs inline.
         """
         items = list(items)
         n = min(workers or self.max_concurrency, self.max_concurrency, len(items))
         if n <= 1 or _worker_layer() is (self._owner or self):
+            ends_at = time.monotonic() + self.fan_out_timeout
             for item in items:
+                if time.monotonic() > ends_at:
+                    raise TimeoutError(
+                        "the fan-out did not finish within its deadline of "
+                        f"{self.fan_out_timeout:g} s"
+                    )
                 yield fn(item)
             return
-        fan = ThreadedMap(fn, items, n, self._executor())
+        fan = ThreadedMap(fn, items, n, self._executor(), self.fan_out_timeout)
         try:
             yield from fan
         finally:
@@ -520,20 +618,58 @@ class HTTPLayer:
             return self._pool
 
 
+# Every owner layer of this process: a forked child drops their thread pools
+# (the parent's threads do not exist there) and starts new ones on first use.
+_LAYERS: weakref.WeakSet[HTTPLayer] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for layer in list(_LAYERS):
+        layer._lock = threading.Lock()
+        layer._pool = None
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def _put_header(
-    plain: dict[str, str], secret: dict[str, Sensitive], name: str, value: str | Sensitive | None
+    plain: dict[str, str],
+    secret: dict[str, Sensitive],
+    name: str,
+    value: str | Sensitive | None,
+    credentials: frozenset[str],
 ) -> None:
-    """Set ``name`` in whichever map it belongs to (a credential: hidden), or remove it."""
+    """Set ``name`` in whichever map it belongs to (a Sensitive value, or a header
+    named in ``credentials``: hidden), or remove it."""
     plain.pop(name, None)
     secret.pop(name, None)
     if value is None:
         return
+    _check_header(name, value)
     if isinstance(value, Sensitive):
         secret[name] = value
-    elif name.lower() in {"x-vault-token", "x-service-token", "authorization"}:
+    elif name.lower() in credentials:
         secret[name] = Sensitive(value, "credential")
     else:
         plain[name] = value
+
+
+# What a header cannot carry: a line break would end it (and start another), a
+# NUL is refused by servers; aiohttp refuses the first two before sending.
+_HEADER_BREAKS = ("\r", "\n", "\x00")
+
+
+def _check_header(name: str, value: str | Sensitive) -> None:
+    """Refuse a header that cannot be sent, naming it (never its value)."""
+    text = value.reveal() if isinstance(value, Sensitive) else value
+    if not isinstance(text, str) or any(c in text for c in _HEADER_BREAKS):
+        what = "is not text" if not isinstance(text, str) else "holds a line break or NUL"
+        raise InputError(
+            f"the {name} header {what}; remove it (a value read from a file "
+            "often ends with a newline: strip it)"
+        )
+    if not name or any(c in name for c in (*_HEADER_BREAKS, ":", " ")):
+        raise InputError(f"the header name {name!r} cannot be sent")
 
 
 @functools.cache
@@ -542,6 +678,17 @@ def _yarl_url() -> Any:
     from yarl import URL
 
     return URL
+
+
+def _size(name: str, size: int) -> int:
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ConfigurationError(f"{name} must be a whole number of bytes, at least 1")
+    return size
+
+
+def _left(ends_at: float) -> float:
+    """Seconds left until ``ends_at`` (a moment, at least, to fail a try cleanly)."""
+    return max(ends_at - time.monotonic(), 1e-3)
 
 
 def _mark_worker(layer: weakref.ref[HTTPLayer]) -> None:
@@ -566,7 +713,7 @@ def decode_json(response: Response, method: str = "GET") -> Any:
         pass  # what orjson refuses and the standard decoder takes (NaN, Infinity)
     try:
         return response.json()
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise DecodeError(
             f"{method} {response.url}: the answer ({response.status_code}, "
             f"{len(content)} bytes, {response.headers.get('Content-Type', 'no type')})"

@@ -14,11 +14,20 @@ The rules (issue 13, "safe repetition"):
 - A connection that could not be opened sent nothing: any call may go again.
 - 429 means the server did not act: waited out and sent again for every method.
 - 503 (and 502 / 504, a dropped connection, a timeout) only for repeatable calls.
-- A non-repeatable call whose outcome is unknown raises :class:`OutcomeUnknown`.
+- A non-repeatable call whose outcome is unknown raises :class:`OutcomeUnknown`:
+  whatever failed once the request's bytes left (TCP, TLS, a proxy).
+- A request the library refused before sending is an :class:`InputError`, never retried.
+- A dropped connection is tried again at once the first time (a kept connection
+  the server or a proxy closed while idle is the common case), then after pauses.
+- Every pause is finite, non-negative and at most ``max_pause``; a pause header
+  that is not a number is a :class:`ProtocolError`. A call's pauses and tries
+  stay within its budget: a pause beyond it ends the call (a 429 with
+  :class:`RateLimited`, anything else with the error of its last try).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,13 +38,16 @@ from typing import Any, Literal
 from .._errors import (
     APIError,
     ConnectError,
+    InputError,
     OutcomeUnknown,
+    ProtocolError,
     TimeoutError,
     TLSError,
     TransportError,
     WriteTimedOut,
     error_for_status,
 )
+from .._masking import HIDDEN, Sensitive
 from .response import Response
 
 __all__ = [
@@ -44,6 +56,7 @@ __all__ = [
     "RetryPolicy",
     "api_error",
     "judge",
+    "mask",
     "repeatable",
     "server_pause",
 ]
@@ -55,7 +68,7 @@ SLOW_DOWN = frozenset({429, 503})
 # A gateway's word that it does not know what its upstream did.
 _GATEWAY_UNSURE = frozenset({502, 504})
 
-FailureKind = Literal["connect", "tls", "timeout", "dropped", "malformed"]
+FailureKind = Literal["connect", "tls", "timeout", "dropped", "malformed", "oversize", "refused"]
 
 
 @dataclass(frozen=True)
@@ -65,11 +78,17 @@ class Failure:
     ``connect``: no connection, nothing sent. ``tls``: the handshake or the
     certificate failed, nothing sent. ``timeout``: the deadline passed.
     ``dropped``: the connection broke after the request may have been written.
-    ``malformed``: the answer broke HTTP's framing rules.
+    ``malformed``: the answer broke HTTP's framing rules (or its status is no
+    final one). ``oversize``: the answer's body is over the client's limit.
+    ``refused``: the library would not send the request (a header
+    or address it cannot carry); nothing was sent. ``via`` names the proxy the
+    connection went through (its address, never its credentials, and the
+    variable it came from), or is empty.
     """
 
     kind: FailureKind
     reason: str
+    via: str = ""
 
 
 def repeatable(method: str, idempotent: bool | None) -> bool:
@@ -92,39 +111,55 @@ class RetryPolicy:
     max_pause: float = 30.0
     statuses: frozenset[int] = field(default=RETRY_STATUSES)
 
-    def pause(self, attempt: int, response: Response | None) -> float:
-        """Seconds to wait after try number ``attempt`` (1-based) before the next."""
+    def pause(self, attempt: int, response: Response | None, *, dropped: bool = False) -> float:
+        """Seconds to wait after try number ``attempt`` (1-based) before the next:
+        finite, at least 0, at most ``max_pause``. The first retry of a dropped
+        connection goes at once. Raises ValueError for a pause header that is
+        not a number."""
         if response is not None:
             hinted = server_pause(response.headers)
             if hinted is not None:
                 return min(max(hinted, 0.0), self.max_pause)
+        if dropped:
+            if attempt == 1:
+                return 0.0
+            attempt -= 1
         return min(self.backoff * (2 ** (attempt - 1)), self.max_pause)
 
 
 def server_pause(headers: Mapping[str, str]) -> float | None:
     """The wait a server asked for, in seconds: ``X-RateLimit-Reset`` (seconds, or an
-    epoch time) or ``Retry-After`` (seconds, or an HTTP date); None without one."""
+    epoch time) or ``Retry-After`` (seconds, or an HTTP date); None without one.
+    Raises ValueError when a header is there but holds no finite number or date."""
     reset = headers.get("X-RateLimit-Reset")
     if reset:
-        try:
-            value = float(reset)
-        except ValueError:
-            value = None
-        if value is not None:
-            return value - time.time() if value > 1e9 else value
+        value = _finite(reset, "X-RateLimit-Reset")
+        return value - time.time() if value > 1e9 else value
     retry_after = headers.get("Retry-After")
     if retry_after:
         try:
-            return float(retry_after)
+            return _finite(retry_after, "Retry-After")
         except ValueError:
             try:
                 when = parsedate_to_datetime(retry_after)
-            except (TypeError, ValueError):
-                return None
+            except (TypeError, ValueError, OverflowError):
+                raise ValueError(
+                    "its Retry-After header is neither a number of seconds nor a date"
+                ) from None
             if when.tzinfo is None:
                 when = when.replace(tzinfo=UTC)
             return (when - datetime.now(UTC)).total_seconds()
     return None
+
+
+def _finite(text: str, name: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"its {name} header is not a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"its {name} header is not a finite number")
+    return value
 
 
 def _unknown(method: str, url: str, what: str, check: str) -> str:
@@ -147,19 +182,28 @@ def judge(
     check: str,
     response: Response | None,
     failure: Failure | None,
+    budget: float = math.inf,
+    secrets: tuple[Sensitive, ...] = (),
 ) -> float | None:
     """After one try: ``None`` when the answer stands, a pause in seconds before the
-    next try, or the error to raise (raised here)."""
+    next try, or the error to raise (raised here). ``budget`` is what is left of
+    the call's time: a pause must end within it. ``secrets`` are the client's own
+    credentials, masked wherever the server's words reach the error."""
     more = attempt < policy.attempts
     if failure is not None:
-        kind, reason = failure.kind, failure.reason
+        kind, reason = failure.kind, mask(failure.reason, secrets)
+        where = f"{address} through the proxy {failure.via}" if failure.via else address
+        if kind == "refused":
+            raise InputError(f"{method} {url}: not sent: {reason}")
         if kind == "tls":
-            raise TLSError(f"{method} {url}: TLS failure: {reason}", method=method, url=url)
+            raise TLSError(
+                f"{method} {url}: TLS failure with {where}: {reason}", method=method, url=url
+            )
         if kind == "connect":
-            if more:
-                return policy.pause(attempt, None)
+            if more and (pause := policy.pause(attempt, None)) < budget:
+                return pause
             raise ConnectError(
-                f"{method} {url}: cannot connect to {address}: {reason}", method=method, url=url
+                f"{method} {url}: cannot connect to {where}: {reason}", method=method, url=url
             )
         if kind == "timeout":
             if not may_repeat:
@@ -169,30 +213,55 @@ def judge(
                     url=url,
                     check=check,
                 )
-            if more:
-                return policy.pause(attempt, None)
+            if more and (pause := policy.pause(attempt, None)) < budget:
+                return pause
             raise TimeoutError(
                 f"{method} {url}: no answer within the timeout", method=method, url=url
             )
         if not may_repeat:
             what = (
-                f"the answer from {address} was malformed ({reason})"
+                f"the answer from {where} was malformed ({reason})"
                 if kind == "malformed"
-                else f"the connection to {address} broke before an answer ({reason})"
+                else f"the answer from {where} was too large ({reason})"
+                if kind == "oversize"
+                else f"the connection to {where} broke before an answer ({reason})"
             )
             raise OutcomeUnknown(
                 _unknown(method, url, what, check), method=method, url=url, check=check
             )
-        if kind == "dropped" and more:
-            return policy.pause(attempt, None)
-        what = "sent a malformed answer" if kind == "malformed" else "broke the connection"
-        raise TransportError(f"{method} {url}: {address} {what}: {reason}", method=method, url=url)
+        if (
+            kind == "dropped"
+            and more
+            and (pause := policy.pause(attempt, None, dropped=True)) < budget
+        ):
+            return pause
+        if kind in ("malformed", "oversize"):
+            what = "a malformed answer" if kind == "malformed" else "an answer too large"
+            raise ProtocolError(
+                f"{method} {url}: {where} sent {what}: {reason}", method=method, url=url
+            )
+        raise TransportError(
+            f"{method} {url}: {where} broke the connection: {reason}", method=method, url=url
+        )
     assert response is not None
     status = response.status_code
     if status < 300 or status == 304 or status in ok:
         return None
     if status in policy.statuses and more and (status == 429 or may_repeat):
-        return policy.pause(attempt, response)
+        try:
+            pause = policy.pause(attempt, response)
+        except ValueError as exc:  # the server did not act (429) or may be repeated
+            raise ProtocolError(
+                f"{method} {url}: {address} answered {status}, and {exc}",
+                method=method,
+                url=url,
+            ) from None
+        if pause < budget:
+            return pause
+        response.note = (
+            f"the server asked for a pause of {pause:g} s before trying again, beyond "
+            f"the {max(budget, 0.0):.3g} s left of this call's time; not tried again"
+        )
     if status in _GATEWAY_UNSURE and not may_repeat:
         raise OutcomeUnknown(
             _unknown(method, url, f"a gateway answered {status}", check),
@@ -200,17 +269,43 @@ def judge(
             url=url,
             check=check,
         )
-    raise api_error(response, method, url)
+    raise api_error(response, method, url, secrets)
 
 
-def api_error(response: Response, method: str, url: str) -> APIError:
-    """The :class:`APIError` subclass for an error answer, with the server's messages."""
+def mask(text: str, secrets: tuple[Sensitive, ...]) -> str:
+    """``text`` with every one of ``secrets`` (the client's own credentials) hidden.
+    They stay Sensitive until here, so that no frame of an error holds them plain."""
+    for secret in secrets:
+        value = secret.reveal()
+        if value and value in text:
+            text = text.replace(value, HIDDEN)
+    return text
+
+
+def _masked(value: Any, secrets: tuple[Sensitive, ...]) -> Any:
+    """A server's JSON value with the client's credentials hidden in every string."""
+    if isinstance(value, str):
+        return mask(value, secrets)
+    if isinstance(value, list):
+        return [_masked(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {mask(str(k), secrets): _masked(v, secrets) for k, v in value.items()}
+    return value
+
+
+def api_error(
+    response: Response, method: str, url: str, secrets: tuple[Sensitive, ...] = ()
+) -> APIError:
+    """The :class:`APIError` subclass for an error answer, with the server's messages
+    (any of ``secrets``, the client's credentials, that the server echoed hidden)."""
     messages: list[str] = []
     errors: list[Any] = []
     try:
         payload = response.json()
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         payload = None
+    if secrets:
+        payload = _masked(payload, secrets)
     if isinstance(payload, dict):
         raw = payload.get("errors")
         if isinstance(raw, list):
@@ -219,21 +314,23 @@ def api_error(response: Response, method: str, url: str) -> APIError:
                 if isinstance(item, str):
                     messages.append(item)
                 elif isinstance(item, dict):
-                    text = item.get("detail") or item.get("title") or ""
-                    if item.get("title") and item.get("detail") and item["title"] not in text:
-                        text = f"{item['title']}: {item['detail']}"
-                    pointer = (item.get("source") or {}).get("pointer")
+                    title, detail = str(item.get("title") or ""), str(item.get("detail") or "")
+                    text = detail or title
+                    if title and detail and title not in text:
+                        text = f"{title}: {detail}"
+                    source = item.get("source")
+                    pointer = str(source.get("pointer") or "") if isinstance(source, dict) else ""
                     if pointer and pointer not in text:
                         text = f"{text} ({pointer})"
-                    messages.append(str(text))
+                    messages.append(text)
         elif isinstance(payload.get("message"), str):
             messages.append(payload["message"])
     elif response.content:
-        snippet = response.text[:200].strip()
+        snippet = mask(response.text, secrets)[:200].strip()
         if snippet:
             messages.append(snippet)
     if response.note:
-        messages.insert(0, response.note)
+        messages.insert(0, mask(response.note, secrets))  # it may quote a Location
     cls = error_for_status(response.status_code)
     return cls(
         response.status_code,
@@ -241,5 +338,7 @@ def api_error(response: Response, method: str, url: str) -> APIError:
         method=method,
         url=url,
         errors=errors,
-        headers={k: v for k, v in response.headers.items() if k.lower() != "set-cookie"},
+        headers={
+            k: mask(v, secrets) for k, v in response.headers.items() if k.lower() != "set-cookie"
+        },
     )

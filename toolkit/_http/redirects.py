@@ -1,39 +1,46 @@
-"""Which redirects a client follows.
+"""Which redirects a client follows: a rule the client passes in.
 
 The layer asks the server not to redirect silently (aiohttp's
-``allow_redirects=False``) and applies a rule the client configures:
-
-- :data:`NO_REDIRECTS` (the platform client): every 3xx is an error.
-- :class:`FollowStandby` (the secrets client): a 307 from a standby node is
-  followed once, to the active node that ``GET sys/leader`` names, when the
-  ``Location`` points at that node's scheme, host and port, and never from
-  https to http. Anything else is an error, and the token goes nowhere else.
+``allow_redirects=False``) and hands every 3xx to its client's
+:class:`RedirectRule`. The rule may ask the server an unauthenticated GET
+(``ask``) and answers with where to send the request again (scheme, host,
+port: the path stays), or with the reason it is not followed, which the
+:class:`~toolkit._errors.Redirected` error carries. At most one redirect is
+followed. :data:`NO_REDIRECTS` follows none; the secrets client's rule for a
+standby node lives with the secrets client (``toolkit.secrets.standby``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-__all__ = ["NO_REDIRECTS", "FollowStandby", "RedirectRule", "origin", "standby_refusal"]
+if TYPE_CHECKING:
+    from .policy import Failure
+    from .response import Response
+
+__all__ = ["NO_REDIRECTS", "Ask", "Origin", "RedirectRule", "origin"]
+
+# (scheme, host, port) of an address.
+Origin = tuple[str, str, int]
+# An unauthenticated GET of a path under the API prefix, within the call's deadline.
+Ask = Callable[[str], Awaitable["Response | Failure"]]
 
 
 @dataclass(frozen=True)
 class RedirectRule:
     """Follow nothing."""
 
-    def follows_standby(self) -> bool:
-        return False
-
-
-@dataclass(frozen=True)
-class FollowStandby(RedirectRule):
-    """Follow a standby's 307 once, to the leader ``leader_path`` names (unauthenticated GET)."""
-
-    leader_path: str = "/sys/leader"
-
-    def follows_standby(self) -> bool:
-        return True
+    async def follow(self, answer: Response, sent_to: str, ask: Ask) -> Origin | str:
+        """Where to send the request that got ``answer`` (a 3xx) again, or why not
+        (a sentence for the error). ``sent_to`` is the client's configured address."""
+        location = answer.headers.get("Location", "")
+        return (
+            f"the server redirected to {location or '(no Location)'}; "
+            "this client follows no such redirect"
+        )
 
 
 NO_REDIRECTS = RedirectRule()
@@ -41,7 +48,7 @@ NO_REDIRECTS = RedirectRule()
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def origin(url: str) -> tuple[str, str, int]:
+def origin(url: str) -> Origin:
     """(scheme, host, port) of an address, the port filled in from the scheme."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
@@ -50,19 +57,3 @@ def origin(url: str) -> tuple[str, str, int]:
     except ValueError:
         port = None
     return scheme, (parts.hostname or "").lower(), port or _DEFAULT_PORTS.get(scheme, 0)
-
-
-def standby_refusal(location: str, leader_address: str, sent_to: str) -> str:
-    """Why a standby's redirect to ``location`` is not followed, or ``""`` to follow it."""
-    if not location:
-        return "the redirect names no Location"
-    if not leader_address:
-        return "sys/leader names no active node"
-    target, leader, here = origin(location), origin(leader_address), origin(sent_to)
-    if here[0] == "https" and target[0] != "https":
-        return "it would go from https to http"
-    if target != leader:
-        return f"the Location is not the active node that sys/leader names ({leader_address})"
-    if target == here:
-        return "it points back at the node that sent it"
-    return ""

@@ -8,6 +8,7 @@ client code does not depend on which library carried the bytes.
 from __future__ import annotations
 
 import json as jsonlib
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -104,8 +105,16 @@ class Response:
         return self.content.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
-        """The body decoded as JSON (the standard decoder: it takes ``NaN`` too)."""
-        return jsonlib.loads(self.content)
+        """The body decoded as JSON (the standard decoder: it takes ``NaN`` too).
+        A number too large for a float (``1e999``) is a ValueError, not infinity."""
+        return jsonlib.loads(self.content, parse_float=_float)
 
     def __repr__(self) -> str:
         return f"<Response {self.status_code} {self.method} {self.url}>"
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:20]} is out of range")
+    return value

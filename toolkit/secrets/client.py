@@ -9,7 +9,7 @@ from .._card import connection_card, format_seconds
 from .._client import ServiceClient
 from .._config import secrets_settings
 from .._errors import InputError, PermissionDenied, ToolkitError, Unauthorized
-from .._http import FollowStandby, RetryPolicy, decode_json
+from .._http import RetryPolicy, decode_json
 from .._http.layer import FAN_OUT_TIMEOUT
 from .._masking import Sensitive
 from .._records import Record
@@ -27,6 +27,7 @@ from .plugins import Plugins
 from .policies import Policies
 from .rekey import Rekey
 from .seal import Seal
+from .standby import TOKEN_HEADERS, FollowStandby
 from .tokens import Tokens
 
 __all__ = ["ENGINE_AREAS", "LOGIN_METHODS", "SecretsClient"]
@@ -119,7 +120,7 @@ class SecretsClient(ServiceClient):
         headers: dict[str, str | Sensitive] = {}
         if settings.token:
             hidden_token = Sensitive(settings.token, "token")
-            headers = {"X-Service-Token": hidden_token, "X-Vault-Token": hidden_token}
+            headers = dict.fromkeys(TOKEN_HEADERS, hidden_token)
         if settings.namespace:
             headers["X-Vault-Namespace"] = settings.namespace
         super().__init__(
@@ -132,6 +133,7 @@ class SecretsClient(ServiceClient):
             retry=retry,
             connector=connector,
             redirects=FollowStandby(),
+            token_headers=TOKEN_HEADERS,
         )
         self._client_cert = settings.client_cert
         self.last_login: Record | None = None
