@@ -14,5 +14,5 @@ ENGINE = Engine(
     catalog_name="ad",
     state=state.DirectoryEngine,
     routes=http.routes,
-    demo=demo.load_demo_directory,
+    demo=demo.load_demo,
 )

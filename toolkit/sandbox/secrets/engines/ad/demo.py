@@ -19,7 +19,7 @@ from .state import DirectoryConfig, DirectoryEngine, Role
 if TYPE_CHECKING:
     from ...host import EngineHost
 
-__all__ = ["DEMO_ACCOUNTS", "DEMO_LIBRARY", "DEMO_ROLES", "load_demo_directory"]
+__all__ = ["DEMO_ACCOUNTS", "DEMO_LIBRARY", "DEMO_ROLES", "load_demo"]
 
 _HOUR = 3600
 _DAY = 24 * _HOUR
@@ -92,7 +92,7 @@ _LENT: tuple[tuple[str, str, str, int, int, str], ...] = (
 )
 
 
-def load_demo_directory(service: EngineHost) -> None:
+def load_demo(service: EngineHost) -> None:
     """Fill the directory engine at ``ad/`` with the demo set (tokens must exist already)."""
     mount = service.mounts.engine("ad")
     if mount is None or not isinstance(mount.backend, DirectoryEngine):

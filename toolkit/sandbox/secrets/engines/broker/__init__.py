@@ -15,5 +15,5 @@ ENGINE = Engine(
     catalog_name="rabbitmq",
     state=state.BrokerEngine,
     routes=http.routes,
-    demo=demo.load_demo_broker,
+    demo=demo.load_demo,
 )

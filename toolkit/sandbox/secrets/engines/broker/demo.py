@@ -16,7 +16,7 @@ from .state import BrokerEngine
 if TYPE_CHECKING:
     from ...host import EngineHost
 
-__all__ = ["load_demo_broker"]
+__all__ = ["load_demo"]
 
 _ROLES: dict[str, dict[str, object]] = {
     "producer": {
@@ -58,7 +58,7 @@ _LIVE_CREDS = (
 )
 
 
-def load_demo_broker(service: EngineHost) -> None:
+def load_demo(service: EngineHost) -> None:
     """Fill the ``broker/`` mount with the demo set."""
     mount = service.mounts.engine("broker")
     if mount is None or not isinstance(mount.backend, BrokerEngine):

@@ -14,5 +14,5 @@ ENGINE = Engine(
     catalog_name="database",
     state=state.DatabaseEngine,
     routes=http.routes,
-    demo=demo.load_demo_database,
+    demo=demo.load_demo,
 )

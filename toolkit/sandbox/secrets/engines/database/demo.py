@@ -19,7 +19,7 @@ from .state import ConnectionWrite, DatabaseEngine, RoleWrite, StaticRoleWrite
 if TYPE_CHECKING:
     from ...host import EngineHost
 
-__all__ = ["load_demo_database"]
+__all__ = ["load_demo"]
 
 _PG_CREATE = [
     "CREATE ROLE \"{{name}}\" WITH LOGIN PASSWORD '{{password}}' VALID UNTIL '{{expiration}}';",
@@ -121,7 +121,7 @@ _LIVE_CREDS = (
 )
 
 
-def load_demo_database(service: EngineHost) -> None:
+def load_demo(service: EngineHost) -> None:
     """Fill the ``database/`` mount with the demo set (after the plugins are registered)."""
     mount = service.mounts.engine("database")
     if mount is None or not isinstance(mount.backend, DatabaseEngine):

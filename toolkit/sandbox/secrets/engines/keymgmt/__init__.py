@@ -15,5 +15,5 @@ ENGINE = Engine(
     catalog_name=None,
     state=state.KeyManagementEngine,
     routes=http.routes,
-    demo=demo.load_demo_keymgmt,
+    demo=demo.load_demo,
 )

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ...host import EngineHost
     from .state import KeyManagementEngine
 
-__all__ = ["DEMO_KEYS", "DEMO_PROVIDERS", "load_demo_keymgmt"]
+__all__ = ["DEMO_KEYS", "DEMO_PROVIDERS", "load_demo"]
 
 # name -> (provider, key_collection)
 DEMO_PROVIDERS: dict[str, tuple[str, str]] = {
@@ -82,7 +82,7 @@ DEMO_KEYS: tuple[DemoKey, ...] = (
 )
 
 
-def load_demo_keymgmt(service: EngineHost) -> None:
+def load_demo(service: EngineHost) -> None:
     """The demo keys and providers, on the engine mounted at ``keymgmt/``."""
     mount = service.mounts.engine("keymgmt")
     if mount is None or mount.backend is None:

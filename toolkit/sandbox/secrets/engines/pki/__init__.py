@@ -28,5 +28,5 @@ ENGINE = Engine(
     catalog_name="pki",
     state=PKIEngine,
     routes=http.routes,
-    demo=demo.load_demo_pki,
+    demo=demo.load_demo,
 )

@@ -20,7 +20,7 @@ from .x509 import read_csr
 if TYPE_CHECKING:
     from ...host import EngineHost
 
-__all__ = ["DEMO_PKI_ROLES", "load_demo_pki"]
+__all__ = ["DEMO_PKI_ROLES", "load_demo"]
 
 _HOUR = 3600
 ROOT_NAME = "root-2026"
@@ -74,7 +74,7 @@ def _at(service: EngineHost, days: int) -> datetime:
     return (service.clock.start + timedelta(days=days)).replace(microsecond=0)
 
 
-def load_demo_pki(service: EngineHost) -> None:
+def load_demo(service: EngineHost) -> None:
     """Two issuers (the intermediate the default) and the demo roles, on the ``pki/`` mount."""
     mount = service.mounts.engine("pki")
     if mount is None or not isinstance(mount.backend, PKIEngine):
