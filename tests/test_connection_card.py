@@ -123,7 +123,7 @@ def test_the_platform_card_shows_the_api_version_and_the_organizations_the_token
     assert facts["api_version"] == "2.6"
     assert facts["authenticated"] is True
     assert facts["organizations"] == ["acme", "globex", "initech"]
-    assert facts["token_owner"] == "no user account (an organization or team token)"
+    assert facts["token_owner"] == "admin <admin@sandbox.example>, site administrator"
     assert "acme, globex, initech" in page
     assert demo_sandbox.token not in page
 

@@ -24,6 +24,8 @@ from ._errors import (
     IncompleteAudit,
     InputError,
     MethodNotAllowed,
+    MountNotFound,
+    NamespaceNotFound,
     NotFound,
     OutcomeUnknown,
     PermissionDenied,
@@ -34,6 +36,7 @@ from ._errors import (
     ServerError,
     TimeoutError,
     TLSError,
+    TokenRefused,
     ToolkitError,
     TransportError,
     Unauthorized,
@@ -64,6 +67,8 @@ __all__ = [
     "IncompleteAudit",
     "InputError",
     "MethodNotAllowed",
+    "MountNotFound",
+    "NamespaceNotFound",
     "NotFound",
     "OutcomeUnknown",
     "PermissionDenied",
@@ -77,6 +82,7 @@ __all__ = [
     "ServerError",
     "TLSError",
     "TimeoutError",
+    "TokenRefused",
     "ToolkitError",
     "TransportError",
     "Unauthorized",
@@ -118,12 +124,32 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'toolkit' has no attribute {name!r}")
 
 
+def load_ipython_extension(shell: Any) -> None:
+    """``%load_ext toolkit``: toolkit errors in one line (message and hint)."""
+    from ._ipython import register
+
+    register(shell)
+
+
+def _register_in_kernel() -> None:
+    from ._ipython import register_in_kernel
+
+    register_in_kernel()
+
+
+_register_in_kernel()
+
+
 def __dir__() -> list[str]:
     return module_dir(globals(), _LAZY)
 
 
 def connect_platform(
-    address: str | None = None, token: str | None = None, *, sandbox: bool = False, **options: Any
+    address: str | None = None,
+    token: str | Sensitive | None = None,
+    *,
+    sandbox: bool = False,
+    **options: Any,
 ) -> PlatformClient:
     """A platform client: against ``address`` / ``TFE_ADDRESS``, or the sandbox when asked.
 
@@ -137,7 +163,11 @@ def connect_platform(
 
 
 def connect_secrets(
-    address: str | None = None, token: str | None = None, *, sandbox: bool = False, **options: Any
+    address: str | None = None,
+    token: str | Sensitive | None = None,
+    *,
+    sandbox: bool = False,
+    **options: Any,
 ) -> SecretsClient:
     """A secrets client: against ``address`` / ``VAULT_ADDR``, or the sandbox when asked."""
     from .secrets import SecretsClient

@@ -14,7 +14,7 @@ from typing import Any
 
 from ._masking import Sensitive
 
-__all__ = ["connection_card", "format_seconds", "render_card"]
+__all__ = ["connection_card", "format_duration", "format_seconds", "render_card"]
 
 # Shown in this order when present; other fields follow as they come.
 _LABELS: dict[str, str] = {
@@ -46,13 +46,32 @@ def format_seconds(seconds: Any) -> str:
         return "unknown"
     if total <= 0:
         return "never expires"
+    return _two_units(total)
+
+
+def format_duration(value: Any) -> str:
+    """A duration (a ``timedelta``, pandas ``Timedelta`` or seconds) as people write
+    it: ``6h 11m``, ``3d 4h``, ``45s``, ``0s``; ``-2m`` for a negative one; ``""``
+    for a missing value. Never ``0 days 06:11:43.508485``."""
+    if value is None or type(value).__name__ == "NaTType" or value != value:
+        return ""
+    seconds = value.total_seconds() if hasattr(value, "total_seconds") else value
+    try:
+        total = int(round(float(seconds)))
+    except (TypeError, ValueError):
+        return str(value)
+    sign = "-" if total < 0 else ""
+    return sign + (_two_units(abs(total)) or "0s")
+
+
+def _two_units(total: int) -> str:
     days, rest = divmod(total, 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
     parts = [
         f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")) if n
     ]
-    # The two largest units are precise enough to judge a token's remaining life.
+    # The two largest units are precise enough to judge a remaining life or an age.
     return " ".join(parts[:2])
 
 

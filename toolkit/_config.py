@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ._errors import ConfigurationError
+from ._masking import Sensitive
 
 __all__ = ["Settings", "platform_settings", "secrets_settings", "terraform_token"]
 
@@ -109,6 +110,27 @@ def _home() -> Path:
     return Path(os.environ.get("HOME") or Path.home())
 
 
+def _plain_token(token: str | Sensitive | None) -> str | None:
+    """A token given as text or as the :class:`Sensitive` a create or login returned."""
+    if isinstance(token, Sensitive):
+        value = token.reveal()
+        return value if isinstance(value, str) else str(value)
+    return token
+
+
+def _checked_address(address: str, prefix: str, variable: str) -> str:
+    """``address``, refused when it ends with the API's own prefix (``/v1``,
+    ``/api/v2``): the client adds that to every path, and ``…/v1/v1/…`` answers 404."""
+    path = urlsplit(address).path.rstrip("/")
+    if path == prefix or path.endswith(prefix):
+        base = address.rstrip("/")[: -len(prefix)]
+        raise ConfigurationError(
+            f"the server address {address!r} ends with the API prefix {prefix}, which the "
+            f"client adds itself: use {base!r} (in {variable} or address=...)"
+        )
+    return address
+
+
 # -- the secrets server ---------------------------------------------------------------
 def _cli_token_helper() -> str | None:
     """The ``token_helper`` the CLI is configured with (``BAO_CONFIG_PATH`` / ``~/.bao``,
@@ -146,7 +168,7 @@ def _cli_token() -> tuple[str, str] | None:
 
 def secrets_settings(
     address: str | None = None,
-    token: str | None = None,
+    token: str | Sensitive | None = None,
     *,
     namespace: str | None = None,
     ca_file: str | None = None,
@@ -162,6 +184,7 @@ def secrets_settings(
     ``require_token=False`` is for a client that will log in: no token is looked for.
     """
     address = address or _env("VAULT_ADDR", "BAO_ADDR")
+    token = _plain_token(token)
     namespace = namespace if namespace is not None else _env("VAULT_NAMESPACE", "BAO_NAMESPACE")
     ca_file = ca_file or _env("VAULT_CACERT", "BAO_CACERT")
     client_cert = client_cert or _env("VAULT_CLIENT_CERT", "BAO_CLIENT_CERT")
@@ -175,6 +198,7 @@ def secrets_settings(
             "no secrets server address: pass address=... or set VAULT_ADDR (or BAO_ADDR) "
             "(for the local sandbox, use toolkit.connect_secrets(sandbox=True))"
         )
+    address = _checked_address(address, "/v1", "VAULT_ADDR")
     source = ""
     if token:
         source = "argument"
@@ -240,9 +264,12 @@ def _host_of(address: str) -> str:
 
 
 def _env_token_name(host: str) -> str:
-    """``TF_TOKEN_<host>``: dots as underscores, dashes as double underscores (the
-    Terraform CLI also accepts dashes as they are, which few shells can set)."""
-    return "TF_TOKEN_" + host.replace("-", "__").replace(".", "_")
+    """``TF_TOKEN_<host>`` as a shell can set it: dots as underscores, dashes as double
+    underscores (the Terraform CLI's encoding). A port cannot be spelt in a variable
+    name; the Terraform CLI has no variable for a host with a port, and the toolkit
+    reads ``TF_TOKEN_<host>`` for that host on any port."""
+    name = host.split(":", 1)[0]
+    return "TF_TOKEN_" + name.replace("-", "__").replace(".", "_")
 
 
 def _token_from_env(host: str) -> tuple[str, str] | None:
@@ -321,7 +348,7 @@ def terraform_token(address: str) -> tuple[str, str] | None:
 
 def platform_settings(
     address: str | None = None,
-    token: str | None = None,
+    token: str | Sensitive | None = None,
     *,
     ca_file: str | None = None,
     verify: bool | None = None,
@@ -330,11 +357,13 @@ def platform_settings(
     ``TFE_TOKEN``, else the token the Terraform CLI would use for the host
     (:func:`terraform_token`)."""
     address = address or _env("TFE_ADDRESS")
+    token = _plain_token(token)
     if not address:
         raise ConfigurationError(
             "no platform address: pass address=... or set TFE_ADDRESS "
             "(for the local sandbox, use toolkit.connect_platform(sandbox=True))"
         )
+    address = _checked_address(address, "/api/v2", "TFE_ADDRESS")
     source = "argument" if token else ""
     if not token:
         found = _first_env("TFE_TOKEN")

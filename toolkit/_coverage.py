@@ -20,15 +20,25 @@ says "incomplete" in every output (see toolkit.runbook and docs/decisions.md,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
-from ._errors import IncompleteAudit
+from ._errors import (
+    APIError,
+    IncompleteAudit,
+    MountNotFound,
+    NamespaceNotFound,
+    NotFound,
+    PermissionDenied,
+    TokenRefused,
+)
 
-__all__ = ["Coverage", "Gap", "coverage", "coverage_of", "require_complete"]
+T = TypeVar("T")
+
+__all__ = ["Coverage", "Gap", "coverage", "coverage_of", "is_gap", "require_complete"]
 
 ATTR = "coverage"
 COLUMNS = ("view", "path", "status", "reason")
@@ -68,6 +78,25 @@ class Coverage:
 
     def note_gap(self, path: str, status: int | None, reason: str) -> None:
         self.gaps.append(Gap(path, status, reason))
+
+    def note_error(self, path: str, exc: APIError) -> None:
+        """A gap for an error met on the way, in the server's words."""
+        self.note_gap(path, exc.status, exc.message or type(exc).__name__)
+
+    def read_or_gap(self, path: str, read: Callable[[], T]) -> T | None:
+        """``read()``, or None: with a gap noted when the server refused it (403) or
+        answered 404 with a reason; without one when a record listed a moment before
+        is gone (404, no reason: deleted or expired since). A refused token, a missing
+        namespace or mount is not a gap: it is raised (nothing could be read)."""
+        try:
+            return read()
+        except APIError as exc:
+            if not is_gap(exc):
+                raise
+            if isinstance(exc, NotFound) and not exc.messages:
+                return None
+            self.note_error(path, exc)
+            return None
 
     def summary(self) -> str:
         """One line: complete, or incomplete with the first gaps named."""
@@ -113,6 +142,14 @@ class Coverage:
 
     def __repr__(self) -> str:
         return f"<Coverage {self.summary()}>"
+
+
+def is_gap(exc: BaseException) -> bool:
+    """Whether a view notes ``exc`` as a place not read and walks on: a 403 for a
+    token the server accepts, or a 404 that names no missing namespace or mount."""
+    if isinstance(exc, TokenRefused | NamespaceNotFound | MountNotFound):
+        return False
+    return isinstance(exc, PermissionDenied | NotFound)
 
 
 def coverage_of(obj: Any) -> list[Coverage]:

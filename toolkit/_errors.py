@@ -21,8 +21,11 @@
     │   ├── Redirected          3xx the toolkit would not follow (see the client's redirect rule)
     │   ├── BadRequest          400
     │   ├── Unauthorized        401
-    │   ├── PermissionDenied    403
+    │   ├── PermissionDenied    403 (the token lacks a capability)
+    │   │   └── TokenRefused    403/401 for a token the server does not accept at all
     │   ├── NotFound            404
+    │   │   ├── NamespaceNotFound  the namespace the client is set to does not exist
+    │   │   └── MountNotFound      nothing is mounted at the path (no handler for route)
     │   ├── MethodNotAllowed    405 (OpenBao's "unsupported operation")
     │   ├── Conflict            409
     │   ├── PreconditionFailed  412 (agent still idle or busy)
@@ -33,12 +36,17 @@
     └── IncompleteAudit         an audit could not read all it was asked to (toolkit.coverage)
 
 Every message names the address and what went wrong, and never carries a request
-body, a header or any other value that could be a secret.
+body, a header or any other value that could be a secret. An error may carry a
+``hint``, what the operator can do about it (log in again, ask for a policy, fix
+the address); ``str(error)`` ends with it, so the last line of a traceback, a
+papermill failure and the one-line rendering in Jupyter (:mod:`toolkit._ipython`)
+all name both.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, TypeVar
 
 __all__ = [
     "APIError",
@@ -50,6 +58,8 @@ __all__ = [
     "IncompleteAudit",
     "InputError",
     "MethodNotAllowed",
+    "MountNotFound",
+    "NamespaceNotFound",
     "NotFound",
     "OutcomeUnknown",
     "PermissionDenied",
@@ -60,17 +70,54 @@ __all__ = [
     "ServerError",
     "TLSError",
     "TimeoutError",
+    "TokenRefused",
     "ToolkitError",
     "TransportError",
     "Unauthorized",
     "Unprocessable",
     "WriteTimedOut",
     "error_for_status",
+    "one_line",
 ]
 
 
+# How OpenBao (go-multierror) wraps a message: "1 error occurred:\n\t* permission denied\n\n".
+_WRAPPED = re.compile(r"\d+ errors? occurred:\s*\*\s*(.*?)\s*", re.S)
+
+
+def one_line(message: str) -> str:
+    """A server's error message on one line: OpenBao's ``N error(s) occurred: * ...``
+    wrapping taken off (several items joined by "; "), whitespace runs made one space."""
+    found = _WRAPPED.fullmatch(message)
+    if found:
+        items = re.split(r"\s*\n\s*\*\s*", found.group(1))
+        message = "; ".join(i for i in items if i)
+    return " ".join(message.split())
+
+
+def is_wrapped(message: str) -> bool:
+    """Whether ``message`` carries OpenBao's ``N error(s) occurred:`` wrapping."""
+    return _WRAPPED.fullmatch(message) is not None
+
+
+E = TypeVar("E", bound="APIError")
+
+
 class ToolkitError(Exception):
-    """Base of every error the toolkit raises."""
+    """Base of every error the toolkit raises.
+
+    ``hint`` says what to do about it, in one sentence (empty when the message
+    says it already); ``str()`` gives the message and the hint on one line.
+    """
+
+    hint: str = ""
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        hint = self.hint
+        if hint and hint not in text:
+            return f"{text} (hint: {hint})"
+        return text
 
 
 class ConfigurationError(ToolkitError):
@@ -164,6 +211,21 @@ class APIError(ToolkitError):
         """The server's messages joined into one line."""
         return "; ".join(self.messages)
 
+    def restated(self, cls: type[E], messages: list[str], *, hint: str = "") -> E:
+        """The same answer as a ``cls`` error saying ``messages`` (and ``hint``): for a
+        client that knows better what the answer means (a missing namespace, a
+        refused token)."""
+        error = cls(
+            self.status,
+            messages,
+            method=self.method,
+            url=self.url,
+            errors=self.errors,
+            headers=self.headers,
+        )
+        error.hint = hint
+        return error
+
 
 class Redirected(APIError):
     """3xx: the server sent the request elsewhere, and the toolkit did not follow."""
@@ -183,6 +245,32 @@ class PermissionDenied(APIError):
 
 class NotFound(APIError):
     """404: the record does not exist, or the caller may not see it."""
+
+
+class NamespaceNotFound(NotFound):
+    """404 ``namespace not found``: the namespace the client sends does not exist
+    (or the token may not see it). ``namespace`` names it."""
+
+    namespace: str = ""
+
+
+class MountNotFound(NotFound):
+    """404 ``no handler for route``: nothing is mounted at the path asked
+    (a mistyped mount, or an engine not enabled). ``mount`` names the path."""
+
+    mount: str = ""
+
+
+class TokenRefused(PermissionDenied):
+    """The server does not accept the token at all (invalid, revoked or expired),
+    as opposed to a token that lacks one capability (:class:`PermissionDenied`).
+
+    OpenBao answers both with 403 ``permission denied``; the secrets client tells
+    them apart by looking the token up once (``auth/token/lookup-self``).
+    ``expired`` is True only when the client knew the token's expiry from an
+    earlier look-up and that time has passed."""
+
+    expired: bool = False
 
 
 class MethodNotAllowed(APIError):

@@ -8,7 +8,8 @@ look through all of them. :func:`scrolling` renders the rows in a box of fixed
 height with a sticky header that takes the notebook theme's background, so it
 reads in light and dark themes alike. Secret values stay hidden: a
 :class:`~toolkit._masking.Sensitive` cell renders as its placeholder, and the
-HTML is escaped.
+HTML is escaped. Durations (timedelta columns) are shown as people write them
+(``6h 11m``, :func:`format_duration`); the frame keeps its timedelta dtype.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import html
 
 import pandas as pd
 
-__all__ = ["ScrollingFrame", "scrolling"]
+from ._card import format_duration
+
+__all__ = ["ScrollingFrame", "format_duration", "scrolling"]
 
 _STYLE = (
     "<style>"
@@ -38,8 +41,17 @@ class ScrollingFrame:
 
     def _repr_html_(self) -> str:
         shown = self.frame.head(self.limit)
+        durations = {
+            column: format_duration
+            for column in shown.columns
+            if pd.api.types.is_timedelta64_dtype(shown[column].dtype)
+        }
         table = shown.to_html(
-            max_rows=len(shown) + 1, max_cols=len(shown.columns) + 1, escape=True, border=0
+            max_rows=len(shown) + 1,
+            max_cols=len(shown.columns) + 1,
+            escape=True,
+            border=0,
+            formatters=durations or None,
         )
         total = len(self.frame)
         note = (

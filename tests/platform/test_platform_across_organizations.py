@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from toolkit import InputError, PlatformClient
+from toolkit._coverage import coverage_of
 from toolkit._spec.access import AGENT_STATUSES
 from toolkit.sandbox import Sandbox
 
@@ -322,3 +323,11 @@ def test_an_organization_without_problems_has_no_findings(empty_sandbox):
     with PlatformClient(empty_sandbox.address, empty_sandbox.token) as client:
         found = client.team_access.findings()
     assert found.empty and list(found.columns) == ["severity", "area", "object", "reason"]
+
+
+def test_a_refused_organization_is_a_gap_in_the_coverage_of_across(demo_sandbox):
+    with PlatformClient(demo_sandbox.address, "demo-org-acme") as acme:
+        seen = acme.organizations.across(acme.agent_pools.agents_by_status, ["acme", "globex"])
+    (record,) = coverage_of(seen)
+    assert not record.complete
+    assert [g.path for g in record.gaps] == ["organizations/globex"]

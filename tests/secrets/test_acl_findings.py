@@ -176,5 +176,10 @@ def test_holders_show_which_tokens_carry_which_policy(empty_sandbox: Sandbox) ->
     ]
     assert holders[holders["policy"] == "safe"].empty
     assert holders.attrs["not_permitted"] == []
-    # The sandbox has no token roles (docs/differences.md): only the accessors are refused.
-    assert refused.empty and refused.attrs["not_permitted"] == ["auth/token/accessors"]
+    # The sandbox keeps no token roles but lists them as a server with none does; this
+    # token may list neither, and the frame says so in its coverage.
+    assert refused.empty
+    assert refused.attrs["not_permitted"] == ["auth/token/accessors", "auth/token/roles"]
+    gaps = toolkit.coverage(refused)
+    assert list(gaps["path"]) == ["auth/token/accessors", "auth/token/roles"]
+    assert toolkit.coverage(holders).attrs["complete"]

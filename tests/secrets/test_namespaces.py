@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+import toolkit
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._plain import round_trip
 from toolkit.secrets import SecretsClient
@@ -96,6 +97,11 @@ def test_a_refused_restricted_endpoint_is_a_row_not_an_error(client: SecretsClie
     findings = refusal_findings(frame)
     assert set(findings["object"]) == set(refused.index)
     assert (findings["severity"] == "info").all()
+    # The refusals are the frame's coverage gaps too (issue 23): incomplete, not clean.
+    gaps = toolkit.coverage(frame)
+    assert not gaps.attrs["complete"]
+    assert set(gaps["path"]) == set(refused.index)
+    assert set(gaps["status"]) == {403}
 
 
 def test_leases_are_listed_in_the_admin_namespace_and_refused_in_others(

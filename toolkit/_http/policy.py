@@ -46,6 +46,7 @@ from .._errors import (
     TransportError,
     WriteTimedOut,
     error_for_status,
+    one_line,
 )
 from .._masking import HIDDEN, Sensitive
 from .response import Response
@@ -312,7 +313,7 @@ def api_error(
             errors = raw
             for item in raw:
                 if isinstance(item, str):
-                    messages.append(item)
+                    messages.append(one_line(item))
                 elif isinstance(item, dict):
                     title, detail = str(item.get("title") or ""), str(item.get("detail") or "")
                     text = detail or title

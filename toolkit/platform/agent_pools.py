@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._coverage import Coverage
 from .._errors import APIError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
@@ -275,13 +276,18 @@ class AgentPools(Area):
             self._read_agents(pool_ids, builders, show_progress)
             frames = [builder.frame() for builder in builders]
         if not frames:
-            return build_frame([], AGENTS)
-        return pd.concat(frames) if len(frames) > 1 else frames[0]
+            agents = build_frame([], AGENTS)
+        else:
+            agents = pd.concat(frames) if len(frames) > 1 else frames[0]
+        return _covered("agent_pools.all_agents", [organization], pool_ids, agents, len(agents))
 
     def agents_by_status(self, organization: str, *, show_progress: bool = False) -> pd.DataFrame:
         """Per pool, how many agents are in each status (one column per status, and ``total``)."""
         pools = self.pools_frame(organization)
-        return count_by_status(pools, self._tally(list(pools.index), show_progress))
+        tally = self._tally(list(pools.index), show_progress)
+        counts = count_by_status(pools, tally)
+        read = sum(tally.values())
+        return _covered("agent_pools.agents_by_status", [organization], pools.index, counts, read)
 
     def _tally(self, pool_ids: Sequence[str], show_progress: bool) -> Counter[tuple[str, Any]]:
         """The agents of ``pool_ids`` counted by status as their pages arrive (no frame)."""
@@ -419,6 +425,20 @@ class AgentPools(Area):
         except APIError as exc:
             return "failed", f"{exc.status}: {exc.message}"
         return "removed", ""
+
+
+def _covered(
+    view: str, organizations: Sequence[str], pool_ids: Iterable[Any], frame: pd.DataFrame, read: int
+) -> pd.DataFrame:
+    """``frame`` with its completeness record: each organization's pool list and each
+    pool's agent list were read whole (a list that could not be read raises: a
+    missing organization or pool names itself, and every member of an organization
+    sees all its pools and agents), ``read`` agents."""
+    asked = [f"organizations/{o}/agent-pools" for o in organizations]
+    asked += [f"agent-pools/{p}/agents" for p in pool_ids]
+    cov = Coverage(view, asked=asked)
+    cov.note_read(read)
+    return cov.attach(frame)
 
 
 def _silence(older_than: timedelta | float) -> timedelta:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from .._card import connection_card
 from .._client import ServiceClient
 from .._config import platform_settings
-from .._errors import ToolkitError, Unauthorized
+from .._errors import NotFound, ToolkitError, Unauthorized
 from .._http import RetryPolicy, decode_json
 from .._http.layer import FAN_OUT_TIMEOUT
 from .._masking import Sensitive
@@ -33,7 +34,7 @@ class PlatformClient(ServiceClient):
     def __init__(
         self,
         address: str | None = None,
-        token: str | None = None,
+        token: str | Sensitive | None = None,
         *,
         timeout: float = 30.0,
         verify: bool | None = None,
@@ -58,6 +59,20 @@ class PlatformClient(ServiceClient):
         self.agent_pools = AgentPools(self.http)
         self.policy_set_parameters = PolicySetParameters(self.http)
         self.team_access = TeamAccess(self.http)
+
+    def explain(self, exc: ToolkitError) -> ToolkitError:
+        """A 404 names what was not found (an organization, workspace, team, agent
+        pool, agent or policy set), and that it may exist unseen by this token; a 401
+        says to get a new token."""
+        exc = super().explain(exc)
+        if type(exc) is NotFound:
+            return _named_not_found(exc, self.address)
+        if type(exc) is Unauthorized and not exc.hint:
+            exc.hint = (
+                "the service refused the token: create a new one (user settings, "
+                "or `terraform login`) and set TFE_TOKEN"
+            )
+        return exc
 
     def ping(self) -> bool:
         """True when the API answers and accepts the token; raises otherwise.
@@ -135,18 +150,88 @@ class PlatformClient(ServiceClient):
         facts["token_owner"] = self._token_owner()
         return Record(facts, kind="connection")
 
+    def account(self) -> Record:
+        """Who the token stands for. ``GET /account/details``.
+
+        ``username``, ``email``, ``user_id``, ``service_account`` (True for an
+        organization or team token, which the service gives a service-account user
+        of its own), ``site_admin``, and ``kind``: ``user``, ``organization token``,
+        ``team token`` or ``service account``. A service that answers 404 (an
+        installation without the endpoint) gives ``kind`` "unknown".
+        """
+        response = self.http.request("GET", "/account/details", ok_statuses={404})
+        if response.status_code == 404:
+            return Record({"kind": "unknown", "username": None}, kind="account")
+        user = flatten((decode_json(response) or {}).get("data") or {})
+        service = bool(user.get("is_service_account"))
+        name = str(user.get("username") or "")
+        kind = "user"
+        if service:
+            kind = (
+                "organization token"
+                if name.startswith("api-org-")
+                else "team token"
+                if name.startswith("api-team")
+                else "service account"
+            )
+        return Record(
+            {
+                "kind": kind,
+                "username": name or None,
+                "email": user.get("email"),
+                "user_id": user.get("id"),
+                "service_account": service,
+                "site_admin": bool(user.get("is_site_admin")),
+            },
+            kind="account",
+        )
+
     def _token_owner(self) -> str:
         try:
-            response = self.http.request("GET", "/account/details", ok_statuses={403, 404})
+            account = self.account()
         except ToolkitError as exc:
             return f"not read: {exc}"
-        if response.status_code in (403, 404):
-            return "no user account (an organization or team token)"
-        user = flatten((decode_json(response) or {}).get("data") or {})
-        name, email = user.get("username"), user.get("email")
-        return f"{name} <{email}>" if email else str(name)
+        name, kind = account.get("username"), account["kind"]
+        if kind == "unknown":
+            return "unknown (the service has no account/details)"
+        if kind != "user":
+            return f"{kind} ({name})"
+        admin = ", site administrator" if account.get("site_admin") else ""
+        email = account.get("email")
+        return f"{name}" + (f" <{email}>" if email else "") + admin
 
     def _repr_html_(self) -> str:
         return connection_card(
             f"Workspace platform {self.address}", self.address, self.connection, "answering"
         )
+
+
+# The platform's records by the first segment of their path, as the message names them.
+_RECORDS = {
+    "organizations": "organization",
+    "workspaces": "workspace",
+    "teams": "team",
+    "agent-pools": "agent pool",
+    "agents": "agent",
+    "policy-sets": "policy set",
+    "team-workspaces": "team access record",
+}
+
+
+def _named_not_found(exc: NotFound, address: str) -> NotFound:
+    """``exc`` naming the record the path asked for: the service answers 404 both
+    for a record that does not exist and for one the token may not see."""
+    path = urlsplit(exc.url).path
+    prefix = urlsplit(address).path.rstrip("/") + "/api/v2/"
+    parts = path[len(prefix) :].split("/") if path.startswith(prefix) else []
+    if len(parts) < 2 or parts[0] not in _RECORDS:
+        return exc
+    what = _RECORDS[parts[0]]
+    return exc.restated(
+        NotFound,
+        [f"{what} {unquote(parts[1])!r} not found, or not visible to this token"],
+        hint=(
+            f"check the {what}'s name or id (`client.organizations.list_organizations()` "
+            "lists what this token sees), or use a token of a team that can see it"
+        ),
+    )

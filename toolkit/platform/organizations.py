@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 
 import pandas as pd
 
+from .._coverage import Coverage, coverage_of
 from .._errors import InputError, NotFound, PermissionDenied
 from .._frames import Col, Schema, scope_part, stack_scopes
 from .._http import segment
@@ -67,7 +68,8 @@ class Organizations(Area):
         first column, each frame's named index kept as a column, and ``problem`` as
         the last: an organization that refuses the call (403) or does not exist
         (404) gives one row with only ``organization`` and ``problem`` set, and the
-        others go on.
+        others go on. Its completeness record (``toolkit.coverage``) holds those
+        refusals and what each call could not read.
         """
         if organizations is None:
             names = self.list_organizations()
@@ -77,16 +79,23 @@ class Organizations(Area):
                 raise InputError(f"organizations must be names, not {organizations!r}")
             names = builtins.list(dict.fromkeys(listed))
 
+        cov = Coverage("organizations.across", asked=[f"organizations/{n}" for n in names])
+
         def one(name: str) -> pd.DataFrame:
             try:
                 frame = call(name)
             except PermissionDenied as exc:
+                cov.note_error(f"organizations/{name}", exc)
                 return scope_part("organization", name, None, f"not permitted in {name}: {exc}")
             except NotFound as exc:
+                cov.note_error(f"organizations/{name}", exc)
                 return scope_part("organization", name, None, f"organization {name}: {exc}")
+            for inner in coverage_of(frame):  # what the call could not read there
+                cov.gaps.extend(inner.gaps)
+            cov.note_read(len(frame))
             return scope_part("organization", name, frame)
 
-        return stack_scopes("organization", builtins.list(self._http.map(one, names)))
+        return cov.attach(stack_scopes("organization", builtins.list(self._http.map(one, names))))
 
     def get(self, name: str) -> Record:
         """One organization. ``GET /organizations/:name``."""

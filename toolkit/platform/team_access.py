@@ -9,6 +9,7 @@ from typing import Any, TypedDict, Unpack
 
 import pandas as pd
 
+from .._coverage import Coverage
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import segment
@@ -342,12 +343,30 @@ class TeamAccess(Area):
         """
         return self._grants_and_teams(organizations)[0]
 
+    def _standing(self, names: Sequence[str], cov: Coverage) -> dict[str, bool]:
+        """Whether the token sees all of each organization's team access: an owner's
+        (the organization's ``permissions.can-update``) does, a member's sees only its
+        own teams' (spec part 2, rule 4). A missing organization raises naming it."""
+        owner: dict[str, bool] = {}
+        for org in names:
+            # A missing organization raises NotFound naming it (PlatformClient.explain).
+            payload = self._http.json("GET", f"/organizations/{segment(org)}")
+            flat = flatten((payload or {}).get("data") or {})
+            permissions = flat.get("permissions")
+            # A service that shows no permissions is taken at its word: all visible.
+            owner[org] = not isinstance(permissions, Mapping) or bool(
+                permissions.get("can-update", True)
+            )
+        return owner
+
     def _grants_and_teams(
         self, organizations: str | Sequence[str] | None
     ) -> tuple[pd.DataFrame, builtins.list[dict[str, Any]], builtins.list[tuple[str, str]]]:
         """The :data:`GRANTS` frame, the teams read for it (flat, with ``organization``),
         and every (organization, workspace name), granted or not."""
         names = self._organization_names(organizations)
+        cov = Coverage("team_access.grants", asked=[f"organizations/{n}" for n in names])
+        owner = self._standing(names, cov)
         listings = read_lists(
             self._http,
             [
@@ -400,7 +419,22 @@ class TeamAccess(Area):
                         workspaces, ws_id, team_id, team, source, level, IMPLIED_PERMISSIONS[level]
                     )
                 )
-        return build_frame(rows, GRANTS), list(teams.values()), list(workspaces.values())
+        granted = {str(r["team_id"]) for r in rows}
+        for org in names:
+            if owner[org]:
+                continue
+            listed = [t for t, team in teams.items() if team["organization"] == org]
+            unseen = [t for t in listed if t not in granted]
+            if unseen:
+                cov.note_gap(
+                    f"organizations/{org}/team-workspaces",
+                    None,
+                    f"team access of {len(unseen)} of {len(listed)} teams not visible to this "
+                    "token (a member sees its own teams' grants; an owner's token sees all)",
+                )
+        cov.note_read(len(rows))
+        frame = cov.attach(build_frame(rows, GRANTS))
+        return frame, list(teams.values()), list(workspaces.values())
 
     def permissions_matrix_all_organizations_frame(
         self,

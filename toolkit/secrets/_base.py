@@ -9,12 +9,15 @@ a server (or proxy) that refuses it gets ``GET ?list=true`` instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Self
 
 from .._area import Area as BaseArea
+from .._coverage import Coverage
 from .._errors import NotFound
 from .._http import HTTPLayer, Request, decode_json, segment
+from .._http.policy import api_error
+from .._http.response import Response
 from .._masking import Sensitive
 from .._records import Record
 from .._reprs import area_repr
@@ -55,12 +58,32 @@ def is_envelope(payload: Any) -> bool:
 GONE = frozenset({400, 404})
 
 
-def lookup_requests(path: str, field: str, values: Sequence[str]) -> list[Request]:
+def lookup_requests(
+    path: str, field: str, values: Sequence[str], ok_statuses: frozenset[int] = GONE
+) -> list[Request]:
     """One read-only ``POST path`` a value, ``{field: value}`` as its body: lookups
-    the server takes only as POST, repeatable, a gone record answered (:data:`GONE`)."""
+    the server takes only as POST, repeatable, a gone record answered (:data:`GONE`;
+    :data:`GONE_OR_REFUSED` to take refusals back too)."""
     return [
-        Request("POST", path, json={field: v}, idempotent=True, ok_statuses=GONE) for v in values
+        Request("POST", path, json={field: v}, idempotent=True, ok_statuses=ok_statuses)
+        for v in values
     ]
+
+
+# What a fan-out of lookups takes back as answers: a gone record, or one refused
+# (a 403 noted as a gap by :func:`skipped`).
+GONE_OR_REFUSED = GONE | {403}
+
+
+def skipped(cov: Coverage, path: str, response: Response) -> bool:
+    """Whether a lookup's answer gives no row: a record gone since it was listed
+    (:data:`GONE`), or one refused (403), which ``cov`` notes as a gap."""
+    status = response.status_code
+    if status < 300:
+        return False
+    if status == 403:
+        cov.note_error(path, api_error(response, response.method, response.url))
+    return True
 
 
 def unwrap(payload: Any) -> dict[str, Any]:
@@ -90,7 +113,11 @@ def list_keys(http: HTTPLayer, path: str) -> list[str]:
     """The names under ``path``: ``LIST path``, or ``GET path?list=true`` where LIST is refused.
 
     Keys come from ``data.keys`` or, for the policy endpoints, top-level ``keys``.
-    An empty folder answers 404 on the real server: that is an empty list here.
+    An empty folder answers 404 with no message on the real server (``{"errors":[]}``):
+    that is an empty list here. Any other 404 is raised by the client's layer
+    (:func:`refuse_missing`): ``namespace not found``
+    (:class:`~toolkit.NamespaceNotFound`), ``no handler for route`` (nothing mounted
+    there, :class:`~toolkit.MountNotFound`).
     """
     return list_keys_of(http, [path])[0]
 
@@ -103,14 +130,69 @@ def list_keys_of(http: HTTPLayer, paths: Sequence[str]) -> list[list[str]]:
         if response.status_code == 405:
             try:
                 payload = http.json("GET", path, params={"list": "true"})
-            except NotFound:
+            except NotFound as exc:
+                if type(exc) is not NotFound or exc.messages:
+                    raise
                 payload = None
         elif response.status_code == 404:
-            payload = None
+            payload = None  # an empty folder (the layer raised for any other 404)
         else:
             payload = decode_json(response, "LIST")
         found.append(_keys(payload))
     return found
+
+
+def require_mounts(http: HTTPLayer, mounts: Sequence[str]) -> None:
+    """Raise :class:`~toolkit.MountNotFound` naming each of ``mounts`` that nothing is
+    mounted at (``sys/mounts`` and ``sys/auth``), for a view that walks a tree where a
+    missing mount looks like an empty folder (the lease lookup tree answers
+    ``{"errors":[]}`` for any prefix). When the token may not read the mount tables
+    the names cannot be checked, and nothing is raised."""
+    from .._errors import MountNotFound, PermissionDenied, TokenRefused
+
+    known: list[str] = []
+    for path, prefix in (("/sys/mounts", ""), ("/sys/auth", "auth/")):
+        try:
+            data = unwrap(http.json("GET", path))
+        except TokenRefused:
+            raise
+        except PermissionDenied:
+            return
+        known.extend(prefix + k for k in data if k.endswith("/"))
+    for mount in mounts:
+        wanted = mount.strip("/") + "/"
+        if not any(wanted == k or wanted.startswith(k) for k in known):
+            missing = MountNotFound(
+                404,
+                [f"nothing is mounted at {wanted!r}"],
+                method="GET",
+                url=http.address + http.api_prefix + "/sys/mounts",
+            )
+            missing.mount = wanted
+            missing.hint = "check the mount's name: `client.mounts()` lists the mounted engines"
+            raise missing
+
+
+# What a 404 says when the thing asked for is not a record or folder that is
+# missing or empty, but the place itself: OpenBao's words for each.
+_MISSING_PLACE = (b"namespace not found", b"no handler for route")
+
+
+def refuse_missing(http: HTTPLayer, response: Response) -> None:
+    """Raise for a 404 that names a missing namespace or mount, even where the caller
+    takes 404 back as an answer (an empty folder, ``{"errors":[]}``; a record gone).
+
+    The one place where the secrets client tells them apart: its layer calls this
+    on every 404 taken back (``ExplainingLayer.check_404``), so the LIST helper,
+    the lease walker and every lookup fan-out raise
+    :class:`~toolkit.NamespaceNotFound` or :class:`~toolkit.MountNotFound`
+    instead of reading nothing."""
+    content = response.content
+    if not content or not any(words in content for words in _MISSING_PLACE):
+        return
+    error = api_error(response, response.method, response.url)
+    explained = getattr(http, "explained", None)
+    raise explained(error) if explained is not None else error
 
 
 # Answers to LIST that are not errors: 404 (an empty folder), 405 (LIST refused).
@@ -189,6 +271,27 @@ class EngineArea(Area):
     def at(self, mount: str) -> Self:
         """The same engine's calls against the mount at ``mount``."""
         return type(self)(self._http, mount)
+
+    def _coverage(self, view: str) -> Coverage:
+        """The completeness record of one of this engine's views."""
+        return Coverage(f"{type(self).__name__.lower()}.{view}", asked=[self.mount + "/"])
+
+    def _read_each(
+        self,
+        cov: Coverage,
+        names: Sequence[str],
+        read: Callable[[str], Any],
+        *folder: str,
+    ) -> list[Any]:
+        """``read(name)`` of each name concurrently; one refused (403) is a gap in
+        ``cov``, one gone since the listing is left out."""
+
+        def one(name: str) -> Any:
+            return cov.read_or_gap(self._path(*folder, name).lstrip("/"), lambda: read(name))
+
+        found = [r for r in self._http.map(one, names) if r is not None]
+        cov.note_read(len(found))
+        return found
 
     def _path(self, *parts: str) -> str:
         """``/<mount>/<parts...>``, each part percent-encoded (the mount may hold ``/``)."""

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Self
 
 import pandas as pd
 
-from .._errors import APIError, InputError, NotFound
+from .._errors import APIError, InputError
 from .._frames import Col, Schema, build_frame
 from .._http import HTTPLayer
 from .._masking import Sensitive, hidden, reveal
@@ -369,11 +370,15 @@ class Directory(EngineArea):
         last rotation plus ttl; empty when the service never rotated it).
         """
         rows: list[dict[str, Any]] = []
-        for name in self.list_roles():
-            try:
-                role = self.read_role(name)
-            except NotFound:
-                continue  # deleted since the listing
+        cov = self._coverage("roles_frame")
+        names = self.list_roles()
+        read = [
+            cov.read_or_gap(f"{self.mount}/roles/{name}", partial(self.read_role, name))
+            for name in names
+        ]
+        for name, role in zip(names, read, strict=True):
+            if role is None:
+                continue  # deleted since the listing, or refused (a gap)
             last = role.get("last_service_rotation")
             ttl = int(role.get("ttl") or 0)
             rows.append(
@@ -386,4 +391,5 @@ class Directory(EngineArea):
                     "next_rotation": last + timedelta(seconds=ttl) if last else None,
                 }
             )
-        return build_frame(rows, ROLES)
+        cov.note_read(len(rows))
+        return cov.attach(build_frame(rows, ROLES))

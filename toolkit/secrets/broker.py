@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._coverage import Coverage
 from .._errors import InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden, reveal
@@ -219,11 +220,13 @@ class Broker(EngineArea):
         return issue_credentials(self, role, "broker-credentials")
 
     # -- views -------------------------------------------------------------------------
-    def _roles(self) -> list[Record]:
-        return list(self._http.map(self.read_role, self.list_roles()))
+    def _roles(self, cov: Coverage | None = None) -> list[Record]:
+        cov = cov if cov is not None else self._coverage("roles")
+        return self._read_each(cov, self.list_roles(), self.read_role, "roles")
 
     def roles_frame(self) -> pd.DataFrame:
         """One row per role (index ``name``): ``tags`` (list), how many ``vhosts`` and ``exchanges``."""
+        cov = self._coverage("roles_frame")
         rows = [
             {
                 "name": r["name"],
@@ -231,9 +234,9 @@ class Broker(EngineArea):
                 "vhosts": len(r["vhosts"]),
                 "exchanges": sum(len(ex) for ex in r["vhost_topics"].values()),
             }
-            for r in self._roles()
+            for r in self._roles(cov)
         ]
-        return build_frame(rows, BROKER_ROLES)
+        return cov.attach(build_frame(rows, BROKER_ROLES))
 
     def vhost_permissions(self, roles: list[Record] | None = None) -> pd.DataFrame:
         """One row per role and virtual host: ``configure``, ``write``, ``read`` patterns.

@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+import time
+from datetime import UTC, datetime
+from typing import Any, cast
+from urllib.parse import urlsplit
 
 from .._card import connection_card, format_seconds
-from .._client import ServiceClient
+from .._client import ExplainingLayer, ServiceClient
 from .._config import secrets_settings
-from .._errors import InputError, PermissionDenied, ToolkitError, Unauthorized
+from .._errors import (
+    InputError,
+    MountNotFound,
+    NamespaceNotFound,
+    NotFound,
+    PermissionDenied,
+    TokenRefused,
+    ToolkitError,
+    Unauthorized,
+    is_wrapped,
+)
 from .._http import RetryPolicy, decode_json
 from .._http.layer import FAN_OUT_TIMEOUT
+from .._http.response import Response
 from .._masking import Sensitive
 from .._records import Record
-from ._base import EngineArea, unwrap
+from ._base import EngineArea, refuse_missing, unwrap
 from .ad import Directory
 from .auth import Auth
 from .broker import Broker
@@ -89,7 +103,7 @@ class SecretsClient(ServiceClient):
     def __init__(
         self,
         address: str | None = None,
-        token: str | None = None,
+        token: str | Sensitive | None = None,
         *,
         namespace: str | None = None,
         timeout: float = 30.0,
@@ -137,6 +151,12 @@ class SecretsClient(ServiceClient):
         )
         self._client_cert = settings.client_cert
         self.last_login: Record | None = None
+        # What this run learnt of its token: its expiry (from any lookup-self
+        # answer), and when the server last accepted it (monotonic seconds).
+        # (A namespace view shares this record with its client.)
+        self._token_state = _TokenState()
+        self.http.response_hooks.append(self._note_token)
+        self.http.check_404 = refuse_missing
         self._make_areas()
 
     def _make_areas(self) -> None:
@@ -166,8 +186,12 @@ class SecretsClient(ServiceClient):
         key = "" if key == "root" else key
         view = copy.copy(self)
         view.namespace = key + "/" if key else None
-        view.http = self.http.with_headers({"X-Vault-Namespace": view.namespace})
+        # A copy of this client's layer, so an ExplainingLayer too.
+        view.http = cast(
+            ExplainingLayer, self.http.with_headers({"X-Vault-Namespace": view.namespace})
+        )
         view.last_login = None
+        view._bind_explain()
         view._make_areas()
         return view
 
@@ -261,6 +285,117 @@ class SecretsClient(ServiceClient):
         response = self.http.request("GET", "/sys/health", ok_statuses=_HEALTH_STATUSES)
         return Record(unwrap(decode_json(response)), kind="health")
 
+    # -- errors an operator can act on ------------------------------------------------
+    def _note_token(self, response: Response) -> None:
+        """Keep the token's expiry from any ``lookup-self`` answer (a response hook)."""
+        if response.status_code != 200 or not response.url.endswith("/auth/token/lookup-self"):
+            return
+        state = self._token_state
+        state.accepted_at = time.monotonic()
+        try:
+            expire = unwrap(response.json()).get("expire_time")
+        except ValueError:
+            return
+        if isinstance(expire, str) and expire:
+            try:
+                when = datetime.fromisoformat(expire.replace("Z", "+00:00"))
+            except ValueError:
+                return
+            state.expiry = when if when.tzinfo else when.replace(tzinfo=UTC)
+
+    def explain(self, exc: ToolkitError) -> ToolkitError:
+        """A 403 becomes :class:`TokenRefused` (log in again) or stays a missing
+        permission (ask for a policy granting the capability on the path); a 404
+        ``namespace not found`` becomes :class:`NamespaceNotFound`, ``no handler for
+        route`` :class:`MountNotFound`, each naming what does not exist."""
+        exc = super().explain(exc)
+        if isinstance(exc, NotFound) and type(exc) is NotFound:
+            return self._not_found(exc)
+        if type(exc) in (PermissionDenied, Unauthorized):
+            assert isinstance(exc, PermissionDenied | Unauthorized)
+            return self._denied(exc)
+        return exc
+
+    def _api_path(self, url: str) -> str:
+        path = urlsplit(url).path
+        prefix = urlsplit(self.address).path.rstrip("/") + "/v1/"
+        return path[len(prefix) :] if path.startswith(prefix) else path.lstrip("/")
+
+    def _not_found(self, exc: NotFound) -> NotFound:
+        text = exc.message.lower()
+        if "namespace not found" in text:
+            where = (self.namespace or "").rstrip("/") or "root"
+            better = exc.restated(
+                NamespaceNotFound,
+                [f"namespace {where!r} does not exist (or this token may not see it)"],
+                hint=(
+                    "check VAULT_NAMESPACE / namespace=...: "
+                    "`client.namespaces.list_namespaces()` in the parent lists the ones that exist"
+                ),
+            )
+            better.namespace = where
+            return better
+        if "no handler for route" in text:
+            return mount_not_found(exc, self._api_path(exc.url), self.namespace)
+        return exc
+
+    def _denied(self, exc: PermissionDenied | Unauthorized) -> ToolkitError:
+        path = self._api_path(exc.url)
+        # The server's wording tells first: a token it accepts but that lacks the
+        # capability gets "1 error occurred: * permission denied"; a token it does
+        # not accept, a bare "permission denied" (spec README), confirmed by one
+        # lookup-self (other 403s are worded plainly too).
+        lacks = any(isinstance(e, str) and is_wrapped(e) for e in exc.errors)
+        if not lacks and (path == "auth/token/lookup-self" or not self._token_still_accepted()):
+            expiry = self._token_state.expiry
+            expired = expiry is not None and expiry <= self.http.server_now()
+            what = (
+                f"the token expired at {expiry:%Y-%m-%d %H:%M:%S} UTC"
+                if expired and expiry is not None
+                else (
+                    "the server does not accept the token (invalid, revoked or expired; "
+                    "or a token that may not look itself up)"
+                )
+            )
+            source = (
+                f" in place of the one from {self.token_source}"
+                if self.token_source not in ("", "argument")
+                else ""
+            )
+            refused = exc.restated(
+                TokenRefused,
+                [what, *exc.messages],
+                hint=(
+                    f"log in again and use the new token{source} "
+                    "(`bao login`, VAULT_TOKEN, or SecretsClient.login(...))"
+                ),
+            )
+            refused.expired = expired
+            return refused
+        capability = _capability(exc.method, exc.url)
+        where = f" in namespace {self.namespace.rstrip('/')!r}" if self.namespace else ""
+        needed = [capability, "sudo"] if path.startswith(_SUDO_PATHS) else [capability]
+        granted = ", ".join(f'"{c}"' for c in needed)
+        exc.hint = (
+            f"the token is valid but lacks {' and '.join(map(repr, needed))} on {path!r}{where}: "
+            f'ask for a policy granting path "{path}" {{ capabilities = [{granted}] }}'
+        )
+        return exc
+
+    def _token_still_accepted(self) -> bool:
+        """Whether the server accepts the token: ``lookup-self`` once, unless it answered
+        200 in the last :data:`_TOKEN_VERDICT_SECONDS` (a walk that meets many 403s
+        looks the token up once)."""
+        state = self._token_state
+        seen = state.accepted_at
+        lapsed = state.expiry is not None and state.expiry <= self.http.server_now()
+        if not lapsed and seen is not None and time.monotonic() - seen < _TOKEN_VERDICT_SECONDS:
+            return True
+        try:
+            return self.is_authenticated()
+        except ToolkitError:
+            return True  # no verdict: say what the server said, a missing permission
+
     def is_authenticated(self) -> bool:
         """True when the server accepts the token. ``GET /auth/token/lookup-self``.
 
@@ -325,6 +460,59 @@ class SecretsClient(ServiceClient):
     def __repr__(self) -> str:
         where = f" namespace={self.namespace!r}" if self.namespace else ""
         return f"<SecretsClient {self.address}{where}>"
+
+
+class _TokenState:
+    """What a client learnt of its token in this run (never the token itself)."""
+
+    def __init__(self) -> None:
+        self.expiry: datetime | None = None
+        self.accepted_at: float | None = None
+
+
+# Paths OpenBao protects with ``sudo`` on top of the method's capability (those the
+# audits meet): the hint asks for both.
+_SUDO_PATHS = (
+    "auth/token/accessors",
+    "sys/leases/lookup",
+    "sys/leases/revoke-prefix",
+    "sys/leases/revoke-force",
+    "sys/audit",
+    "sys/raw",
+    "sys/rotate",
+    "sys/seal",
+    "sys/step-down",
+    "sys/plugins/catalog",
+    "sys/rekey",
+    "sys/config/auditing",
+)
+
+# How long a token the server accepted is taken as accepted without asking again.
+_TOKEN_VERDICT_SECONDS = 10.0
+
+
+def _capability(method: str, url: str) -> str:
+    """The ACL capability a request needs (what a policy must grant)."""
+    if method == "LIST" or "list=true" in url:
+        return "list"
+    return {"GET": "read", "HEAD": "read", "DELETE": "delete", "PATCH": "patch"}.get(
+        method, "update"
+    )
+
+
+def mount_not_found(exc: NotFound, path: str, namespace: str | None) -> MountNotFound:
+    """``no handler for route``: nothing is mounted at ``path``'s first segments."""
+    mount = path.split("/", 1)[0] + "/"
+    if path.startswith(("sys/", "auth/")):
+        mount = "/".join(path.split("/")[:2]) + "/"
+    where = f" in namespace {namespace.rstrip('/')!r}" if namespace else ""
+    better = exc.restated(
+        MountNotFound,
+        [f"nothing is mounted at {mount!r}{where} ({exc.message})"],
+        hint="check the mount's name: `client.mounts()` lists the mounted engines",
+    )
+    better.mount = mount
+    return better
 
 
 # sys/health's answers for a server that is up but not active: standby (429),

@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._coverage import Coverage
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
@@ -391,8 +392,9 @@ class Database(EngineArea):
         return self.read_static_role(name)
 
     # -- views -------------------------------------------------------------------------
-    def _connections(self) -> list[Record]:
-        return list(self._http.map(self.read_connection, self.list_connections()))
+    def _connections(self, cov: Coverage | None = None) -> list[Record]:
+        cov = cov if cov is not None else self._coverage("connections")
+        return self._read_each(cov, self.list_connections(), self.read_connection, "config")
 
     def connections_frame(self) -> pd.DataFrame:
         """One row per connection (index ``name``); never a password.
@@ -402,11 +404,12 @@ class Database(EngineArea):
         ``root_rotation_statements`` (how many), ``password_policy``,
         ``verify_connection``.
         """
+        cov = self._coverage("connections_frame")
         rows = [
             {**c, "root_rotation_statements": len(c["root_rotation_statements"])}
-            for c in self._connections()
+            for c in self._connections(cov)
         ]
-        return build_frame(rows, CONNECTIONS)
+        return cov.attach(build_frame(rows, CONNECTIONS))
 
     def roles_frame(self) -> pd.DataFrame:
         """One row per dynamic role (index ``name``).
@@ -415,8 +418,9 @@ class Database(EngineArea):
         mount's), how many statements of each kind, and ``allowed``: whether the
         role's connection exists and lists it in ``allowed_roles``.
         """
-        roles = list(self._http.map(self.read_role, self.list_roles()))
-        allowed = self._allowed_by_connection()
+        cov = self._coverage("roles_frame")
+        roles = self._read_each(cov, self.list_roles(), self.read_role, "roles")
+        allowed = self._allowed_by_connection(cov)
         rows = [
             {
                 **r,
@@ -425,7 +429,7 @@ class Database(EngineArea):
             }
             for r in roles
         ]
-        return build_frame(rows, DB_ROLES)
+        return cov.attach(build_frame(rows, DB_ROLES))
 
     def static_roles_frame(self, *, now: datetime | None = None) -> pd.DataFrame:
         """One row per static role (index ``name``), soonest rotation first.
@@ -437,8 +441,11 @@ class Database(EngineArea):
         lets the role in). Judged on the server's clock (its ``Date`` header)
         unless ``now`` is given.
         """
-        roles = list(self._http.map(self.read_static_role, self.list_static_roles()))
-        allowed = self._allowed_by_connection()
+        cov = self._coverage("static_roles_frame")
+        roles = self._read_each(
+            cov, self.list_static_roles(), self.read_static_role, "static-roles"
+        )
+        allowed = self._allowed_by_connection(cov)
         reference = now or self._http.server_now()
         rows = []
         for role in roles:
@@ -453,10 +460,10 @@ class Database(EngineArea):
                 }
             )
         frame = build_frame(rows, STATIC_ROLES)
-        return frame.sort_values("next_rotation", kind="stable", na_position="last")
+        return cov.attach(frame.sort_values("next_rotation", kind="stable", na_position="last"))
 
-    def _allowed_by_connection(self) -> Mapping[str, Sequence[str]]:
-        return {c["name"]: c["allowed_roles"] for c in self._connections()}
+    def _allowed_by_connection(self, cov: Coverage) -> Mapping[str, Sequence[str]]:
+        return {c["name"]: c["allowed_roles"] for c in self._connections(cov)}
 
     def findings(self) -> pd.DataFrame:
         """What is risky in this mount's connections: :func:`connection_findings` of

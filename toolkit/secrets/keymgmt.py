@@ -19,11 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pandas as pd
 
-from .._errors import InputError
+from .._coverage import Coverage, is_gap
+from .._errors import InputError, NotFound, PermissionDenied
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
 from .._records import Record
@@ -334,14 +336,63 @@ class KeyManagement(EngineArea):
         self._send("DELETE", self._path("kms", provider, "key", key))
 
     # -- views ---------------------------------------------------------------------------
-    def _all_keys(self) -> list[Record]:
-        return list(self._http.map(self.read_key, self.list_keys()))
+    def _all_keys(self, cov: Coverage, names: Iterable[str] | None = None) -> list[Record]:
+        """Every key (or ``names``) read; a key refused is a gap in ``cov``."""
+        todo = self.list_keys() if names is None else list(dict.fromkeys(names))
 
-    def _all_distributions(self) -> tuple[list[Record], list[Record]]:
-        """Every provider, and every key in every provider."""
-        providers = list(self._http.map(self.read_provider, self.list_providers()))
-        pairs = [(p["name"], k) for p in providers for k in self.list_provider_keys(p["name"])]
-        return providers, list(self._http.map(lambda pk: self.read_distribution(*pk), pairs))
+        def read(name: str) -> Record:
+            try:
+                return self.read_key(name)
+            except NotFound as exc:
+                if names is None or type(exc) is not NotFound:
+                    raise
+                # A key asked by name that does not exist is an error, not no rows.
+                missing = NotFound(
+                    exc.status,
+                    [f"no key {name!r} in the key management engine at {self.mount}/"],
+                    method=exc.method,
+                    url=exc.url,
+                )
+                missing.hint = "check the name: `list_keys()` lists the keys"
+                raise missing from None
+
+        if names is None:
+            return self._read_each(cov, todo, self.read_key, "key")
+
+        def one(name: str) -> Record | None:
+            try:  # asked by name: a missing key is raised, a refused one is a gap
+                return read(name)
+            except PermissionDenied as exc:
+                if not is_gap(exc):
+                    raise
+                cov.note_error(self._path("key", name).lstrip("/"), exc)
+                return None
+
+        keys = [k for k in self._http.map(one, todo) if k is not None]
+        cov.note_read(len(keys))
+        return keys
+
+    def _all_distributions(self, cov: Coverage) -> tuple[list[Record], list[Record]]:
+        """Every provider, and every key in every provider; what is refused is a gap."""
+
+        providers = self._read_each(cov, self.list_providers(), self.read_provider, "kms")
+        pairs: list[tuple[str, str]] = []
+        for p in providers:
+            name = str(p["name"])
+            held = cov.read_or_gap(
+                self._path("kms", name, "key").lstrip("/"), partial(self.list_provider_keys, name)
+            )
+            pairs.extend((p["name"], k) for k in held or [])
+
+        def distribution(pk: tuple[str, str]) -> Record | None:
+            return cov.read_or_gap(
+                self._path("kms", pk[0], "key", pk[1]).lstrip("/"),
+                lambda: self.read_distribution(*pk),
+            )
+
+        found = [d for d in self._http.map(distribution, pairs) if d is not None]
+        cov.note_read(len(found))
+        return providers, found
 
     def keys_frame(self) -> pd.DataFrame:
         """One row per key (index ``name``): type, versions, settings, and its provider.
@@ -351,8 +402,9 @@ class KeyManagement(EngineArea):
         ``last_rotated`` (the latest version's creation), ``provider`` (the KMS
         provider holding the key, NA when none).
         """
-        keys = self._all_keys()
-        holders = {d["key"]: d["kms"] for d in self._all_distributions()[1]}
+        cov = self._coverage("keys_frame")
+        keys = self._all_keys(cov)
+        holders = {d["key"]: d["kms"] for d in self._all_distributions(cov)[1]}
         rows = []
         for key in keys:
             versions = key["versions"]
@@ -367,7 +419,7 @@ class KeyManagement(EngineArea):
                     "provider": holders.get(key["name"]),
                 }
             )
-        return build_frame(rows, KEYS)
+        return cov.attach(build_frame(rows, KEYS))
 
     def key_versions_frame(self, names: Iterable[str] | None = None) -> pd.DataFrame:
         """One row per version of each key (all keys, or ``names``), indexed by key and version.
@@ -375,11 +427,8 @@ class KeyManagement(EngineArea):
         Columns ``type``, ``creation_time``, ``enabled`` (at or above
         ``min_enabled_version``), ``public_key`` (PEM; NA for symmetric keys).
         """
-        keys = (
-            self._all_keys()
-            if names is None
-            else list(self._http.map(self.read_key, list(dict.fromkeys(names))))
-        )
+        cov = self._coverage("key_versions_frame")
+        keys = self._all_keys(cov, names)
         rows = [
             {
                 "key": key["name"],
@@ -392,11 +441,12 @@ class KeyManagement(EngineArea):
             for key in keys
             for number, version in key["versions"].items()
         ]
-        return build_frame(rows, KEY_VERSIONS).set_index(["key", "version"])
+        return cov.attach(build_frame(rows, KEY_VERSIONS).set_index(["key", "version"]))
 
     def providers_frame(self) -> pd.DataFrame:
         """One row per KMS provider (index ``name``): ``provider``, ``key_collection``, its keys."""
-        providers, distributions = self._all_distributions()
+        cov = self._coverage("providers_frame")
+        providers, distributions = self._all_distributions(cov)
         held: dict[str, list[str]] = {p["name"]: [] for p in providers}
         for dist in distributions:
             held[dist["kms"]].append(dist["key"])
@@ -404,7 +454,7 @@ class KeyManagement(EngineArea):
             {**p, "keys": sorted(held[p["name"]]), "key_count": len(held[p["name"]])}
             for p in providers
         ]
-        return build_frame(rows, KMS_PROVIDERS)
+        return cov.attach(build_frame(rows, KMS_PROVIDERS))
 
     def distributions_frame(self) -> pd.DataFrame:
         """One row per key in a provider (index ``key``).
@@ -414,7 +464,8 @@ class KeyManagement(EngineArea):
         ``versions`` (how many are in the provider), ``latest_version`` (the
         highest there), ``distributed_at``.
         """
-        providers, distributions = self._all_distributions()
+        cov = self._coverage("distributions_frame")
+        providers, distributions = self._all_distributions(cov)
         by_name = {p["name"]: p for p in providers}
         rows = [
             {
@@ -431,7 +482,7 @@ class KeyManagement(EngineArea):
             }
             for d in distributions
         ]
-        return build_frame(rows, DISTRIBUTIONS).sort_index()
+        return cov.attach(build_frame(rows, DISTRIBUTIONS).sort_index())
 
     def keys_by_provider(self) -> pd.DataFrame:
         """The matrix of keys (rows, every key) and KMS providers (columns, every provider).
@@ -442,7 +493,9 @@ class KeyManagement(EngineArea):
         ``string``; index ``key``, columns named ``kms``.
         """
         names = self.list_keys()
-        providers, distributions = self._all_distributions()
+        cov = self._coverage("keys_by_provider")
+        cov.note_read(len(names))
+        providers, distributions = self._all_distributions(cov)
         columns = sorted(p["name"] for p in providers)
         cells = {(d["key"], d["kms"]): _cell(d) for d in distributions}
         frame = pd.DataFrame(
@@ -453,7 +506,7 @@ class KeyManagement(EngineArea):
             index=pd.Index(names, dtype="string", name="key"),
             columns=pd.Index(columns, dtype="string", name="kms"),
         )
-        return frame
+        return cov.attach(frame)
 
     def rotation_audit(
         self, period: timedelta | int = timedelta(days=90), *, now: datetime | None = None

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._errors import APIError, InputError, ToolkitError
+from .._errors import APIError, InputError, ToolkitError, one_line
 from .._frames import Col, Schema, build_frame, frame_from_columns
 from .._gc import collector_paused
 from .._http import HTTPLayer, Request, decode_json, segment
@@ -26,7 +26,15 @@ from .._progress import progress
 from .._records import Record
 from .._time import parse_time
 from ..findings import Finding, combine, findings_frame
-from ._base import GONE, Area, list_keys_of, lookup_requests, unwrap, warnings_of
+from ._base import (
+    GONE,
+    Area,
+    list_keys_of,
+    lookup_requests,
+    require_mounts,
+    unwrap,
+    warnings_of,
+)
 
 __all__ = [
     "LEASES",
@@ -299,10 +307,14 @@ class Leases(Area):
         ``expire_time``, ``last_renewal_time`` (UTC datetimes), ``ttl`` (seconds
         left), ``renewable``; sorted by mount then expiry. A lease that expires
         between listing and lookup is left out. ``show_progress`` shows a bar
-        over the lookups.
+        over the lookups. A mount (or a prefix's mount) that nothing is mounted at
+        raises :class:`~toolkit.MountNotFound`: the lookup tree answers an unknown
+        prefix as an empty folder.
         """
         if prefix is not None and mounts is not None:
             raise InputError("pass prefix or mounts, not both")
+        mounts = None if mounts is None else list(mounts)
+        require_mounts(self._http, mounts if mounts is not None else [prefix] if prefix else [])
         starts = [_folder(m) for m in mounts] if mounts is not None else [prefix or ""]
         ids: list[str] = []
         for start in starts:
@@ -843,4 +855,4 @@ def _errors_of(response: Any) -> list[str]:
     except ValueError:
         return [response.text[:200]]
     errors = payload.get("errors") if isinstance(payload, Mapping) else None
-    return [str(e) for e in errors or []] or [response.reason_phrase]
+    return [one_line(str(e)) for e in errors or []] or [response.reason_phrase]

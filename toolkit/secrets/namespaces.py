@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .._errors import NotFound, PermissionDenied
+from .._coverage import Coverage, Gap, coverage_of
+from .._errors import NamespaceNotFound, NotFound, PermissionDenied, TokenRefused
 from .._frames import Col, Schema, build_frame, scope_part, stack_scopes
 from .._http import HTTPLayer, decode_json
 from .._records import Record
@@ -110,6 +111,8 @@ class Namespaces(Area):
                 headers={NAMESPACE_HEADER: path} if path else None,
                 ok_statuses=frozenset({404}),
             )
+        except TokenRefused:
+            raise
         except PermissionDenied as exc:
             return [], f"children not listed, not permitted in namespace {_label(path)}: {exc}"
         if response.status_code == 404:
@@ -155,8 +158,15 @@ class Namespaces(Area):
         """Every namespace below this one, indexed by full ``path``: ``id``, ``parent``
         (``root`` for the top level), ``depth`` (1 for the top level), ``custom_metadata``,
         and ``problem`` (why its children could not be listed, else empty).
-        ``LIST /sys/namespaces`` in each namespace."""
-        return build_frame(self._walk(), NAMESPACES)
+        ``LIST /sys/namespaces`` in each namespace. ``attrs["coverage"]`` has a gap
+        for each namespace whose children could not be listed."""
+        rows = self._walk()
+        cov = Coverage("namespaces.namespaces_frame", asked=[self._start() or ROOT])
+        cov.note_read(len(rows))
+        for row in rows:
+            if row.get("problem"):
+                cov.note_gap(f"{row['path']}sys/namespaces", 403, str(row["problem"]))
+        return cov.attach(build_frame(rows, NAMESPACES))
 
     # -- any call, in every namespace -------------------------------------------------
     def across(
@@ -175,23 +185,34 @@ class Namespaces(Area):
         those full paths (default: the walk's, starting here).
         """
         paths = [self._start(), *self.list_all()] if namespaces is None else list(namespaces)
+        cov = Coverage("namespaces.across", asked=[p or ROOT for p in paths])
 
         def one(path: str) -> pd.DataFrame:
             key = path.strip().strip("/")
             label = key + "/" if key and key != ROOT else ROOT
             try:
                 frame = call(self._view(path))
+            except TokenRefused:
+                raise  # not a namespace's refusal: nothing anywhere could be read
             except PermissionDenied as exc:
+                cov.note_error(label, exc)
                 return scope_part(
                     "namespace", label, None, f"not permitted in namespace {label}: {exc}"
                 )
             except NotFound as exc:
-                if "namespace not found" not in str(exc):
+                if "namespace not found" not in str(exc) and not isinstance(exc, NamespaceNotFound):
                     raise
+                cov.note_error(label, exc)
                 return scope_part("namespace", label, None, f"namespace {label} no longer exists")
+            for inner in coverage_of(frame):  # what the call could not read there
+                cov.gaps.extend(
+                    Gap(f"{'' if label == ROOT else label}{g.path}", g.status, g.reason)
+                    for g in inner.gaps
+                )
+            cov.note_read(len(frame))
             return scope_part("namespace", label, frame)
 
-        return stack_scopes("namespace", list(self._http.map(one, paths)))
+        return cov.attach(stack_scopes("namespace", list(self._http.map(one, paths))))
 
     def policies_by_namespace(self, kinds: Sequence[str] = ("acl",)) -> pd.DataFrame:
         """Every namespace's policies: :meth:`across` of ``policies.policies_frame(kinds)``

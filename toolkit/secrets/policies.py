@@ -13,7 +13,17 @@ from typing import Any
 
 import pandas as pd
 
-from .._errors import APIError, DecodeError, InputError, MethodNotAllowed, NotFound
+from .._coverage import Coverage, is_gap
+from .._coverage import coverage_of as coverage_records
+from .._errors import (
+    APIError,
+    DecodeError,
+    InputError,
+    MethodNotAllowed,
+    MountNotFound,
+    NamespaceNotFound,
+    NotFound,
+)
 from .._frames import Col, Schema, build_frame
 from .._http import segment
 from .._records import Record
@@ -74,7 +84,9 @@ class Policies(Area):
         """
         try:
             payload = self._http.json("LIST", "/sys/policies/egp")
-        except NotFound:  # an empty list answers 404
+        except NotFound as exc:  # an empty list answers 404 with no message
+            if type(exc) is not NotFound or exc.messages:
+                raise
             return {}
         data = unwrap(payload)
         raw = data.get("name_path_map")
@@ -157,23 +169,39 @@ class Policies(Area):
 
         Columns: ``kind``, ``name``, ``enforcement_level`` (empty for ACL),
         ``paths`` (a list, EGP only), ``policy_lines`` (lines of the text).
-        A kind the server does not offer (404/405) contributes no rows.
+        A premium kind the server does not offer (400, 404, 405) contributes no
+        rows and is named in ``attrs["not_offered"]``. ``attrs["coverage"]``
+        notes each list or read refused (403) on the way; a refused ACL list, a
+        missing namespace or a refused token is raised.
         """
+        kinds = list(kinds)
+        cov = Coverage("policies.policies_frame", asked=[f"sys/policies/{k}" for k in kinds])
+        not_offered: list[str] = []
         wanted: list[tuple[str, str]] = []
         for kind in kinds:
             try:
                 names = self.list_policies(kind)
-            except (NotFound, MethodNotAllowed):
-                continue
+            except NamespaceNotFound:
+                raise
             except APIError as exc:
                 # OpenBao answers 400 "unsupported path" for the premium kinds.
-                if kind != "acl" and exc.status == 400:
+                premium = kind != "acl" and (
+                    exc.status == 400 or isinstance(exc, MountNotFound | MethodNotAllowed)
+                )
+                if premium or (kind != "acl" and type(exc) is NotFound):
+                    not_offered.append(kind)
+                    continue
+                if kind != "acl" and is_gap(exc):
+                    cov.note_error(f"sys/policies/{kind}", exc)
                     continue
                 raise
             wanted.extend((kind, n) for n in names)
 
-        def one(item: tuple[str, str]) -> dict[str, Any]:
-            record = self.read(*item)
+        def one(item: tuple[str, str]) -> dict[str, Any] | None:
+            path = f"sys/policies/{item[0]}/{item[1]}"
+            record = cov.read_or_gap(path, lambda: self.read(*item))
+            if record is None:
+                return None
             text = record.get("policy") or ""
             return {
                 "kind": item[0],
@@ -183,7 +211,11 @@ class Policies(Area):
                 "policy_lines": len(text.splitlines()),
             }
 
-        return build_frame(list(self._http.map(one, wanted)), POLICIES)
+        rows = [row for row in self._http.map(one, wanted) if row is not None]
+        cov.note_read(len(rows))
+        frame = build_frame(rows, POLICIES)
+        frame.attrs["not_offered"] = not_offered
+        return cov.attach(frame)
 
     # -- findings (ACL rules, and who holds which policy) ---------------------------------
     def acl_texts(self) -> dict[str, str]:
@@ -220,17 +252,24 @@ class Policies(Area):
         accessors may not be listed, only the roles are shown and
         ``frame.attrs["not_permitted"]`` names what was refused.
         """
-        from .._errors import PermissionDenied
+        from .._errors import PermissionDenied, TokenRefused
         from .tokens import Tokens
 
         area = Tokens(self._http)
         refused: list[str] = []
         rows: list[dict[str, Any]] = []
+        cov = Coverage("policies.holders", asked=["auth/token/accessors", "auth/token/roles"])
         if tokens is None:
             try:
                 tokens = area.inventory()
-            except PermissionDenied:
+            except TokenRefused:
+                raise
+            except PermissionDenied as exc:
                 refused.append("auth/token/accessors")
+                cov.note_error("auth/token/accessors", exc)
+        else:
+            for record in coverage_records(tokens):
+                cov.gaps.extend(record.gaps)
         if tokens is not None:
             for accessor, row in tokens.iterrows():
                 rows.extend(
@@ -243,9 +282,14 @@ class Policies(Area):
                 )
         try:
             roles = area.roles_frame()
-        except PermissionDenied:
+        except TokenRefused:
+            raise
+        except PermissionDenied as exc:
             refused.append("auth/token/roles")
+            cov.note_error("auth/token/roles", exc)
         else:
+            for record in coverage_records(roles):
+                cov.gaps.extend(record.gaps)
             for role, row in roles.iterrows():
                 rows.extend(
                     {"policy": p, "holder_kind": "token role", "holder": str(role)}
@@ -255,4 +299,5 @@ class Policies(Area):
             ["policy", "holder_kind", "holder"], kind="stable", ignore_index=True
         )
         frame.attrs["not_permitted"] = refused
-        return frame
+        cov.note_read(len(frame))
+        return cov.attach(frame)

@@ -16,13 +16,14 @@ from typing import Any
 
 import pandas as pd
 
-from .._errors import InputError, PermissionDenied
+from .._coverage import Coverage
+from .._errors import InputError, PermissionDenied, TokenRefused
 from .._frames import Col, Schema, build_frame
 from .._http import Request, decode_json, segment
 from .._records import Record
 from .._time import parse_duration
 from ..findings import Finding, findings_frame
-from ._base import GONE, Area, hide, lookup_requests, unwrap
+from ._base import GONE_OR_REFUSED, Area, hide, lookup_requests, skipped, unwrap
 
 __all__ = ["TOKEN_INVENTORY", "TOKEN_ROLES", "Tokens", "token_findings"]
 
@@ -138,15 +139,19 @@ class Tokens(Area):
         between the listing and its lookup is left out. Raises
         :class:`~toolkit.PermissionDenied` when the caller may not list accessors.
         """
+        cov = Coverage("tokens.inventory", asked=["auth/token/accessors"])
         todo = self.list_accessors()
-        calls = lookup_requests("/auth/token/lookup-accessor", "accessor", todo)
+        calls = lookup_requests(
+            "/auth/token/lookup-accessor", "accessor", todo, ok_statuses=GONE_OR_REFUSED
+        )
         rows = []
         for accessor, response in zip(todo, self._http.many(calls), strict=True):
-            if response.status_code in GONE:
+            if skipped(cov, f"auth/token/lookup-accessor ({accessor})", response):
                 continue
             data = unwrap(decode_json(response, "POST"))
             rows.append(_inventory_row(accessor, data))
-        return build_frame(rows, TOKEN_INVENTORY)
+        cov.note_read(len(rows))
+        return cov.attach(build_frame(rows, TOKEN_INVENTORY))
 
     def roles_frame(self) -> pd.DataFrame:
         """Token roles and the policies they may grant.
@@ -157,11 +162,15 @@ class Tokens(Area):
         ``token_explicit_max_ttl`` (seconds). No roles (or a server without
         them) is an empty frame.
         """
+        cov = Coverage("tokens.roles_frame", asked=["auth/token/roles"])
         names = self._list("/auth/token/roles")
-        calls = [Request("GET", f"/auth/token/roles/{segment(n)}", ok_statuses=GONE) for n in names]
+        calls = [
+            Request("GET", f"/auth/token/roles/{segment(n)}", ok_statuses=GONE_OR_REFUSED)
+            for n in names
+        ]
         rows = []
         for name, response in zip(names, self._http.many(calls), strict=True):
-            if response.status_code in GONE:
+            if skipped(cov, f"auth/token/roles/{name}", response):
                 continue
             data = unwrap(decode_json(response, "GET"))
             rows.append(
@@ -177,7 +186,8 @@ class Tokens(Area):
                     ),
                 }
             )
-        return build_frame(rows, TOKEN_ROLES)
+        cov.note_read(len(rows))
+        return cov.attach(build_frame(rows, TOKEN_ROLES))
 
     def findings(self) -> pd.DataFrame:
         """What is wrong with the tokens: :func:`token_findings` of :meth:`inventory`.
@@ -187,18 +197,26 @@ class Tokens(Area):
         """
         try:
             inventory = self.inventory()
-        except PermissionDenied:
-            return findings_frame(
-                [
-                    Finding(
-                        "medium",
-                        "tokens",
-                        "auth/token/accessors",
-                        "not permitted: listing token accessors needs sudo; tokens not audited",
-                    )
-                ]
+        except TokenRefused:
+            raise
+        except PermissionDenied as exc:
+            cov = Coverage("tokens.findings", asked=["auth/token/accessors"])
+            cov.note_error("auth/token/accessors", exc)
+            return cov.attach(
+                findings_frame(
+                    [
+                        Finding(
+                            "medium",
+                            "tokens",
+                            "auth/token/accessors",
+                            "not permitted: listing token accessors needs sudo; tokens not audited",
+                        )
+                    ]
+                )
             )
-        return token_findings(inventory)
+        found = token_findings(inventory)
+        found.attrs["coverage"] = inventory.attrs.get("coverage")
+        return found
 
 
 def token_findings(inventory: pd.DataFrame) -> pd.DataFrame:

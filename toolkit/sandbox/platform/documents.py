@@ -247,15 +247,65 @@ def _ref(resource_type: str, resource_id: str) -> dict[str, str]:
     return {"id": resource_id, "type": resource_type}
 
 
-def organization_resource(org: Organization) -> dict[str, Any]:
+def account_document(account: Mapping[str, Any]) -> dict[str, Any]:
+    """``GET /account/details``: the caller's user (JSON:API ``users``)."""
+    user_id = account["id"]
+    return {
+        "data": {
+            "id": user_id,
+            "type": "users",
+            "attributes": {
+                "username": account["username"],
+                "email": account["email"],
+                "is-service-account": account["service"],
+                "is-site-admin": account["site_admin"],
+                "is-sso-login": False,
+                "auth-method": "tfc",
+                "v2-only": False,
+                "unconfirmed-email": None,
+                "avatar-url": None,
+                "two-factor": {"enabled": False, "verified": False},
+                "permissions": {
+                    "can-create-organizations": not account["service"],
+                    "can-change-email": not account["service"],
+                    "can-change-username": not account["service"],
+                    "can-manage-user-tokens": not account["service"],
+                },
+            },
+            "relationships": {
+                "authentication-tokens": {
+                    "links": {"related": f"{BASE}/users/{user_id}/authentication-tokens"}
+                }
+            },
+            "links": {"self": f"{BASE}/users/{user_id}"},
+        }
+    }
+
+
+def organization_resource(org: Organization, owner: bool | None = None) -> dict[str, Any]:
+    """An organization; with ``owner`` (the caller's standing), its ``permissions``
+    as the service shows them to that caller (an owner may update it and manage
+    its users and teams; a member may not)."""
+    attributes: dict[str, Any] = {
+        "name": org.name,
+        "email": org.email,
+        "created-at": format_iso_ms(org.created_at),
+    }
+    if owner is not None:
+        attributes["permissions"] = {
+            "can-update": owner,
+            "can-destroy": owner,
+            "can-manage-users": owner,
+            "can-create-team": owner,
+            "can-create-workspace": owner,
+            "can-update-agent-pools": owner,
+            "can-access-via-teams": True,
+            "can-traverse": True,
+        }
     return {
         "id": org.name,
         "type": "organizations",
-        "attributes": {
-            "name": org.name,
-            "email": org.email,
-            "created-at": format_iso_ms(org.created_at),
-        },
+        "attributes": attributes,
         "links": {"self": f"{BASE}/organizations/{org.name}"},
     }
 

@@ -161,16 +161,31 @@ async def ping(request: Request) -> Response:
     return Response(status_code=204, headers=PING_HEADERS)
 
 
+async def account_details(req: PlatformRequest) -> Response:
+    """``GET /account/details``: who the token stands for."""
+    return answer(doc.account_document(req.service.org_store.account(req.caller)))
+
+
 async def list_organizations(req: PlatformRequest) -> Response:
     """``GET /organizations``."""
     found = req.service.org_store.list_organizations(req.caller)
-    return _list(req, found, doc.organization_resource)
+    return _list(req, found, _organization_renderer(req))
 
 
 async def show_organization(req: PlatformRequest) -> Response:
     """``GET /organizations/:name``."""
     org = req.service.org_store.visible(req.caller, req.param("name"))
-    return answer({"data": doc.organization_resource(org)})
+    return answer({"data": _organization_renderer(req)(org)})
+
+
+def _organization_renderer(req: PlatformRequest) -> Callable[[Any], dict[str, Any]]:
+    """An organization's document with its ``permissions`` for this caller."""
+    store = req.service.org_store
+
+    def render(org: Any) -> dict[str, Any]:
+        return doc.organization_resource(org, owner=store.role(req.caller, org.name) == "owner")
+
+    return render
 
 
 async def list_workspaces(req: PlatformRequest) -> Response:

@@ -13,10 +13,11 @@ Who may do what (spec part 2 rule 4, part 5):
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..._spec.access import ORGANIZATION_PERMISSIONS
 from .errors import NotFound, Unauthorized
@@ -175,6 +176,23 @@ class OrganizationStore:
         if role is None:
             return False
         return team.visibility == "organization" or caller.token in team.members
+
+    def account(self, caller: Caller) -> dict[str, Any]:
+        """What ``GET /account/details`` says of the caller, as the real service does:
+        a user token names its user; an organization token is a service account of
+        its organization (``api-org-<name>``, ``is-service-account``). The sandbox keeps
+        no user names: a member's user is named from a digest of its token (never the
+        token), and the admin token is the ``admin`` site administrator."""
+        if caller.is_admin:
+            return _account("user-sandbox-admin", "admin", service=False, site_admin=True)
+        org = self.org_tokens.get(caller.token)
+        digest = hashlib.sha256(caller.token.encode()).hexdigest()
+        if org is not None:
+            name = f"api-org-{org}-{digest[:8]}"
+            return _account(f"user-org-{digest[:8]}", name, service=True, site_admin=False)
+        return _account(
+            f"user-{digest[:12]}", f"user-{digest[:8]}", service=False, site_admin=False
+        )
 
     def describe_tokens(self) -> list[tuple[str, str]]:
         """Every accepted token with what it stands for (the command line prints these)."""
@@ -341,3 +359,13 @@ class OrganizationStore:
         if ps is None or role is None or (owner and role != "owner"):
             raise NotFound()
         return ps
+
+
+def _account(user_id: str, username: str, *, service: bool, site_admin: bool) -> dict[str, Any]:
+    return {
+        "id": user_id,
+        "username": username,
+        "service": service,
+        "site_admin": site_admin,
+        "email": f"{username}@sandbox.example",
+    }

@@ -14,6 +14,7 @@ from .models import PlatformService
 __all__ = ["routes"]
 
 _TABLE: list[tuple[str, h.Handler, list[str]]] = [
+    ("/account/details", h.account_details, ["GET"]),
     ("/organizations", h.list_organizations, ["GET"]),
     ("/organizations/{name}", h.show_organization, ["GET"]),
     ("/organizations/{name}/workspaces", h.list_workspaces, ["GET"]),

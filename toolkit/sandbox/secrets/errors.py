@@ -19,7 +19,18 @@ def bad_request(message: str) -> SecretsError:
 
 
 def permission_denied() -> SecretsError:
+    """403 for a token the server does not accept (missing, unknown, expired)."""
     return SecretsError(403, "permission denied")
+
+
+# A valid token that lacks the capability: the real server wraps its message
+# (spec README: "1 error occurred:\n\t* permission denied").
+CAPABILITY_DENIED = "1 error occurred:\n\t* permission denied\n\n"
+
+
+def capability_denied() -> SecretsError:
+    """403 for a token the server accepts, lacking the capability on the path."""
+    return SecretsError(403, CAPABILITY_DENIED)
 
 
 def not_found(message: str = "") -> SecretsError:

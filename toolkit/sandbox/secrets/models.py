@@ -8,7 +8,7 @@ from typing import Any, cast
 from .._clock import Clock
 from .acl import ACL
 from .backends import EngineRegistry
-from .errors import SecretsError, permission_denied
+from .errors import SecretsError, capability_denied
 from .leases import LeaseManager
 from .logins import LoginService
 from .mounts import Mount, MountTable
@@ -126,7 +126,7 @@ class SecretsService:
         ``sudo`` asks for the ``sudo`` capability as well (endpoints marked sudo).
         """
         if not self.acl_for(token).allows(path, capability, sudo=sudo):
-            raise permission_denied()
+            raise capability_denied()
 
     @property
     def sealed(self) -> bool:

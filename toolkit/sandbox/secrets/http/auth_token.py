@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import SecretsError, bad_request
-from ._base import SecretsRequest, envelope, listing, no_content, route
+from ._base import SecretsRequest, envelope, error, listing, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -97,6 +97,17 @@ async def revoke(call: SecretsRequest) -> Response:
     return no_content()
 
 
+async def list_roles(call: SecretsRequest) -> Response:
+    """``LIST auth/token/roles``: the sandbox keeps no token roles, and answers as a
+    real server with none does (404, no message), not "no handler for route"."""
+    return listing([])
+
+
+async def read_role(call: SecretsRequest) -> Response:
+    """``GET auth/token/roles/:name``: no such role (404, no message, as OpenBao)."""
+    return error(404)
+
+
 def routes(service: SecretsService) -> list[Route]:
     """The token routes (not restricted: any namespace may use its tokens)."""
     write = ["POST", "PUT"]
@@ -105,6 +116,8 @@ def routes(service: SecretsService) -> list[Route]:
         route(service, "auth/token/lookup-self", lookup_self, ["GET", "POST"]),
         route(service, "auth/token/lookup", lookup, write),
         route(service, "auth/token/accessors", list_accessors, ["LIST"], sudo=True),
+        route(service, "auth/token/roles", list_roles, ["LIST"]),
+        route(service, "auth/token/roles/{name}", read_role, ["GET"]),
         route(service, "auth/token/lookup-accessor", lookup_accessor, write),
         route(service, "auth/token/renew-self", renew_self, write),
         route(service, "auth/token/revoke-self", revoke_self, write),

@@ -1,0 +1,280 @@
+"""Issue 23: a missing name is an error naming it, a walk files what it could not
+read, and each mistake an operator makes reads as one line naming what to do."""
+
+from __future__ import annotations
+
+import pytest
+
+import toolkit
+from toolkit import (
+    ConfigurationError,
+    MountNotFound,
+    NamespaceNotFound,
+    NotFound,
+    PermissionDenied,
+    PlatformClient,
+    SecretsClient,
+    TokenRefused,
+)
+from toolkit._client import transport_hint
+from toolkit._errors import ConnectError, TLSError
+from toolkit.sandbox import Sandbox
+
+LIMITED = """
+path "sys/policies/acl" { capabilities = ["list"] }
+path "sys/policies/acl/*" { capabilities = ["read"] }
+path "sys/policies/acl/root" { capabilities = ["deny"] }
+"""
+
+
+def test_a_missing_namespace_raises_naming_it(demo_sandbox: Sandbox) -> None:
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token, namespace="nope") as client:
+        with pytest.raises(NamespaceNotFound, match="namespace 'nope' does not exist"):
+            client.policies.list_policies()
+        with pytest.raises(NamespaceNotFound) as caught:
+            client.leases.leases_by_mount()
+        assert caught.value.namespace == "nope" and "\n" not in str(caught.value)
+
+
+def test_a_missing_mount_raises_naming_it_and_an_empty_folder_stays_empty(
+    demo_sandbox: Sandbox,
+) -> None:
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        with pytest.raises(MountNotFound, match="nothing is mounted at 'keymgmtx/'") as caught:
+            client.keymgmt.at("keymgmtx").keys_frame()
+        assert caught.value.mount == "keymgmtx/" and "client.mounts()" in str(caught.value)
+        # An empty folder is still an empty list (404 with no message).
+        assert client.leases.list_leases("keymgmt/") == []
+        with pytest.raises(NotFound, match="no key 'nope'"):
+            client.keymgmt.key_versions_frame(["nope"])
+
+
+def test_a_refused_token_and_a_missing_permission_are_different_errors(
+    sandbox: Sandbox,
+) -> None:
+    with SecretsClient(sandbox.address, sandbox.token) as root:
+        root.policies.write("acl", "limited", LIMITED)
+        token = root.tokens.create(policies=["limited"], ttl="1h")
+        short = root.tokens.create(policies=["limited"], ttl="1s")
+    with SecretsClient(sandbox.address, "not-a-token") as bad:
+        with pytest.raises(TokenRefused, match="log in again") as refused:
+            bad.policies.list_policies()
+        assert not refused.value.expired
+    # A Sensitive is taken where a token is (it failed as "broke the connection").
+    with SecretsClient(sandbox.address, token["client_token"]) as limited:
+        with pytest.raises(PermissionDenied) as denied:
+            limited.tokens.list_accessors()
+        assert type(denied.value) is PermissionDenied
+        message = str(denied.value)
+        assert "\n" not in message
+        assert "lacks 'list' and 'sudo' on 'auth/token/accessors'" in message
+        assert 'path "auth/token/accessors" { capabilities = ["list", "sudo"] }' in message
+    with SecretsClient(sandbox.address, short["client_token"]) as expiring:
+        expiring.tokens.lookup_self()  # the client learns the expiry
+        sandbox.clock.advance(seconds=5)
+        with pytest.raises(TokenRefused, match="the token expired at") as expired:
+            expiring.policies.list_policies()
+        assert expired.value.expired
+
+
+def test_walking_views_read_whole_by_root_say_complete(demo_sandbox: Sandbox) -> None:
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as root:
+        frames = [
+            root.policies.policies_frame(),
+            root.tokens.inventory(),
+            root.broker.roles_frame(),
+            root.database.roles_frame(),
+        ]
+    table = toolkit.coverage(*frames)
+    assert table.attrs["complete"] and table.empty
+    assert all(": complete (" in line for line in table.attrs["views"])
+
+
+def test_walking_views_file_what_they_could_not_read(sandbox: Sandbox) -> None:
+    with SecretsClient(sandbox.address, sandbox.token) as root:
+        root.policies.write("acl", "limited", LIMITED)
+        token = root.tokens.create(policies=["limited"], ttl="1h")
+    with SecretsClient(sandbox.address, token["client_token"]) as limited:
+        frame = limited.policies.policies_frame()
+        gaps = toolkit.coverage(frame)
+        assert "sys/policies/acl/root" in set(gaps["path"])
+        assert "root" not in set(frame["name"])
+        with pytest.raises(toolkit.IncompleteAudit, match="sys/policies/acl/root"):
+            toolkit._coverage.require_complete(frame)
+        holders = limited.policies.holders()
+        assert set(toolkit.coverage(holders)["path"]) == {
+            "auth/token/accessors",
+            "auth/token/roles",
+        }
+
+
+def test_a_members_token_sees_part_of_the_team_access_and_says_so(
+    demo_sandbox: Sandbox,
+) -> None:
+    with PlatformClient(demo_sandbox.address, demo_sandbox.token) as owner:
+        full = owner.team_access.grants_all_organizations_frame("acme")
+        assert toolkit.coverage(full).attrs["complete"]
+    with PlatformClient(demo_sandbox.address, "demo-member-bob") as member:
+        part = member.team_access.grants_all_organizations_frame("acme")
+        assert len(part) < len(full)
+        (gap,) = toolkit.coverage(part)["reason"]
+        assert "team access of" in gap and "not visible to this token" in gap
+
+
+def test_the_account_card_names_the_token_kind(demo_sandbox: Sandbox) -> None:
+    with PlatformClient(demo_sandbox.address, "demo-org-acme") as org:
+        account = org.account()
+        assert account["kind"] == "organization token" and account["service_account"]
+        assert "organization token (api-org-acme-" in org.connection()["token_owner"]
+    with PlatformClient(demo_sandbox.address, "demo-member-alice") as member:
+        assert member.account()["kind"] == "user"
+        owner = member.connection()["token_owner"]
+        assert owner.startswith("user-") and "no user account" not in owner
+        assert "demo-member-alice" not in owner
+
+
+def test_a_missing_organization_is_named(demo_sandbox: Sandbox) -> None:
+    with PlatformClient(demo_sandbox.address, demo_sandbox.token) as client:
+        with pytest.raises(NotFound, match="organization 'acmex' not found, or not visible"):
+            client.team_access.grants_all_organizations_frame("acmex")
+        with pytest.raises(NotFound, match="organization 'acmex'"):
+            client.agent_pools.pools_frame("acmex")
+
+
+def test_an_api_prefix_in_the_address_is_refused_with_the_address_to_use() -> None:
+    with pytest.raises(ConfigurationError, match="use 'http://127.0.0.1:8200'"):
+        SecretsClient("http://127.0.0.1:8200/v1", "t")
+    with pytest.raises(ConfigurationError, match="use 'https://tfe.example'"):
+        PlatformClient("https://tfe.example/api/v2/", "t")
+
+
+def test_the_tf_token_hint_is_a_name_a_shell_can_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TFE_TOKEN", raising=False)
+    monkeypatch.setenv("HOME", "/nonexistent")
+    monkeypatch.delenv("TF_CLI_CONFIG_FILE", raising=False)
+    with pytest.raises(ConfigurationError) as caught:
+        PlatformClient("http://my-tfe.example.com:8200")
+    assert "TF_TOKEN_my__tfe_example_com," in str(caught.value)
+    assert ":8200" not in str(caught.value).split("TF_TOKEN_")[1].split()[0]
+
+
+def test_address_mistakes_get_a_hint() -> None:
+    wrong = TLSError("GET https://127.0.0.1:8200/v1/x: TLS failure: [SSL: WRONG_VERSION_NUMBER]")
+    assert "use http://127.0.0.1:8200" in transport_hint(wrong, "https://127.0.0.1:8200")
+    refused = ConnectError("cannot connect: Connect call failed ... Connection refused")
+    assert "port 8201" in transport_hint(refused, "http://127.0.0.1:8201")
+
+
+def test_connection_refused_is_one_line_naming_the_port() -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = SecretsClient(
+        f"http://127.0.0.1:{port}", "s.issue23-token", retry=toolkit.RetryPolicy(attempts=1)
+    )
+    with client, pytest.raises(ConnectError, match=f"is the server running on port {port}"):
+        client.policies.list_policies()
+
+
+def test_agent_views_carry_their_coverage(demo_sandbox: Sandbox) -> None:
+    with PlatformClient(demo_sandbox.address, demo_sandbox.token) as client:
+        agents = client.agent_pools.all_agents("acme")
+        (record,) = toolkit._coverage.coverage_of(agents)
+        assert record.complete and record.read == len(agents) > 0
+        assert "organizations/acme/agent-pools" in record.asked
+        counts = client.organizations.across(client.agent_pools.agents_by_status)
+        assert toolkit.coverage(counts).attrs["complete"]
+
+
+def test_in_ipython_a_toolkit_error_is_its_last_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from toolkit._ipython import register, unregister
+
+    shell = InteractiveShell.instance(colors="nocolor")
+    register(shell)
+    try:
+        result = shell.run_cell(
+            "import toolkit\n"
+            "raise toolkit.PermissionDenied(403, ['permission denied'], method='GET', url='u')"
+        )
+        shown = capsys.readouterr()
+        assert not result.success  # papermill and nbval still see the cell fail
+        text = shown.out + shown.err
+        assert "PermissionDenied: GET u answered 403: permission denied" in text
+        assert "raise toolkit.PermissionDenied" not in text  # no frames
+        assert "%tb" in text
+        shell.run_cell("%tb")
+        assert "raise toolkit.PermissionDenied" in capsys.readouterr().out
+        # Other errors keep IPython's own traceback.
+        shell.run_cell("1/0")
+        assert "ZeroDivisionError" in capsys.readouterr().out
+    finally:
+        unregister(shell)
+        InteractiveShell.clear_instance()
+
+
+def test_a_lease_walk_can_check_its_mounts_first(demo_sandbox: Sandbox) -> None:
+    from toolkit.secrets._base import require_mounts
+
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        require_mounts(client.http, ["database", "auth/token/"])
+        with pytest.raises(MountNotFound, match="nothing is mounted at 'keymgmtx/'"):
+            require_mounts(client.http, ["database/", "keymgmtx"])
+
+
+def test_a_platform_client_takes_a_sensitive_token(demo_sandbox: Sandbox) -> None:
+    token = toolkit.Sensitive(demo_sandbox.token, "token")
+    with PlatformClient(demo_sandbox.address, token) as client:
+        assert client.is_authenticated()
+
+
+def test_durations_read_as_people_write_them() -> None:
+    import pandas as pd
+
+    from toolkit.display import format_duration, scrolling
+
+    assert format_duration(pd.Timedelta("0 days 06:11:43.508485")) == "6h 11m"
+    assert format_duration(-130) == "-2m 10s"
+    assert format_duration(pd.NaT) == "" and format_duration(0) == "0s"
+    frame = pd.DataFrame({"silent_for": [pd.Timedelta(hours=6, minutes=11)]})
+    page = scrolling(frame)._repr_html_()
+    assert "6h 11m" in page and "0 days" not in page
+    assert str(frame["silent_for"].dtype).startswith("timedelta64")
+
+
+def test_https_to_a_plain_port_names_the_fix(demo_sandbox: Sandbox) -> None:
+    plain = demo_sandbox.address.replace("http://", "https://")
+    once = toolkit.RetryPolicy(attempts=1)
+    with (
+        SecretsClient(plain, demo_sandbox.token, verify=False, retry=once) as client,
+        pytest.raises(TLSError) as caught,
+    ):
+        client.policies.list_policies()
+    message = str(caught.value)
+    assert "does not speak TLS: use http://" in message and "\n" not in message
+
+
+def test_a_mistyped_lease_mount_raises_naming_it(demo_sandbox: Sandbox) -> None:
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        with pytest.raises(MountNotFound, match="'keymgmtx/'"):
+            client.leases.leases_by_mount(mounts=["keymgmtx"])
+        with pytest.raises(MountNotFound, match="'databasex/creds/'"):
+            client.leases.leases_by_mount("databasex/creds/")
+        assert len(client.leases.leases_by_mount(mounts=iter(["broker/"]))) > 0
+
+
+def test_a_refused_platform_token_says_to_get_a_new_one(demo_sandbox: Sandbox) -> None:
+    with (
+        PlatformClient(demo_sandbox.address, "no-such-token") as client,
+        pytest.raises(toolkit.Unauthorized, match="create a new one"),
+    ):
+        client.organizations.list_organizations()
+
+
+def test_the_prefix_refusal_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VAULT_ADDR", "https://bao.example:8200/v1/")
+    with pytest.raises(ConfigurationError, match=r"\(in VAULT_ADDR or address=\.\.\.\)"):
+        SecretsClient(token="t")
