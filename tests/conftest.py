@@ -22,7 +22,10 @@ _TESTS = Path(__file__).resolve().parent
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        parts = Path(item.path).resolve().relative_to(_TESTS).parts
+        path = Path(item.path).resolve()
+        if not path.is_relative_to(_TESTS):
+            continue  # a notebook collected beside the tests
+        parts = path.relative_to(_TESTS).parts
         if len(parts) > 1 and parts[0] in SLOW_FOLDERS:
             item.add_marker(pytest.mark.slow)
 

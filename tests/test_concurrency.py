@@ -161,12 +161,12 @@ def test_a_429_in_the_middle_is_waited_out_and_every_page_arrives():
     assert seen.count(429) <= 8 * 3
 
 
-def test_lease_lookups_in_parallel_give_the_same_frame_as_one_at_a_time(
-    demo_sandbox: Sandbox,
-):
+def test_lease_lookups_in_parallel_give_the_same_frame_as_one_at_a_time(sandbox: Sandbox):
+    # A fresh sandbox: in the session's shared one, leases issued by earlier tests with
+    # short TTLs can expire between the two walks, and the frames then rightly differ.
     with (
-        SecretsClient(demo_sandbox.address, demo_sandbox.token, max_concurrency=8) as fast,
-        SecretsClient(demo_sandbox.address, demo_sandbox.token, max_concurrency=1) as slow,
+        SecretsClient(sandbox.address, sandbox.token, max_concurrency=8) as fast,
+        SecretsClient(sandbox.address, sandbox.token, max_concurrency=1) as slow,
     ):
         concurrent = fast.leases.leases_by_mount()
         sequential = slow.leases.leases_by_mount()

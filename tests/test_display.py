@@ -52,3 +52,45 @@ def test_a_record_shows_as_a_table_with_its_secret_fields_hidden() -> None:
 def test_a_limit_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="limit"):
         scrolling(pd.DataFrame(), limit=0)
+
+
+def test_an_interactive_table_holds_every_row_with_a_stable_id_and_the_bundle_once() -> None:
+    from toolkit import display
+
+    display._INTERACTIVE["loaded"] = False
+    frame = pd.DataFrame({"lease": [f"db/creds/{i}" for i in range(3000)], "n": range(3000)})
+    first = display.interactive(frame)._repr_html_()
+    again = display.interactive(frame)._repr_html_()
+    assert "db/creds/2999" in again and "3000 rows, all searchable" in again
+    assert "sample" not in again
+    ids = re.findall(r'id="(toolkit_[0-9a-f]+)"', again)
+    assert ids and ids[0] in first  # the same frame, the same id: nothing random
+    assert len(first) > len(again) + 500_000  # the offline bundle came with the first only
+    assert "cdn" not in again.lower() and "https://" not in again.split("<table")[0]
+    assert repr(display.interactive(frame)) == repr(frame)
+
+
+def test_an_interactive_table_says_when_it_shows_a_sample() -> None:
+    from toolkit.display import interactive
+
+    frame = pd.DataFrame({"n": range(50), "password": [Sensitive("pw-7-secret", "password")] * 50})
+    page = interactive(frame, limit=20)._repr_html_()
+    assert "A sample: the first 20 of 50 rows" in page
+    assert "pw-7-secret" not in page
+    with pytest.raises(ValueError, match="at least 1"):
+        interactive(frame, limit=0)
+
+
+def test_scrolling_boxes_become_interactive_only_when_asked() -> None:
+    from toolkit import display
+
+    frame = pd.DataFrame({"n": range(5)})
+    assert "dataTable" not in scrolling(frame)._repr_html_() and "toolkit_" not in (
+        scrolling(frame)._repr_html_()
+    )
+    display.use_interactive(True)
+    try:
+        assert "toolkit_" in scrolling(frame)._repr_html_()
+    finally:
+        display.use_interactive(False)
+    assert "toolkit-scroll" in scrolling(frame)._repr_html_()

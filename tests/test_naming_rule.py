@@ -32,8 +32,12 @@ VIEWS = {
     "across",
     "agents_by_status",
     "all_agents",
+    "can",
     "catalog",
     "crl_entries",
+    "effective_access",
+    "effective_access_matrix",
+    "explain",
     "expiry",
     "findings",
     "holders",
@@ -54,6 +58,7 @@ VIEWS = {
     "summary",
     "topic_permissions",
     "vhost_permissions",
+    "who_can",
 }
 # The actions: verbs that return what they did (names or a frame of outcomes).
 ACTIONS = {

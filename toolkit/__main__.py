@@ -170,6 +170,12 @@ def _fleet_parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="hand the runs to an existing Dask cluster (a tls:// scheduler is recommended)",
     )
+    p.add_argument(
+        "--history",
+        metavar="DIR",
+        help="append every target's frames to this history, shared across runs "
+        "(default: DIR/history under --out)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -188,6 +194,7 @@ def fleet_main(argv: Sequence[str] | None = None) -> int:
             parallel=args.parallel,
             dask=args.dask,
             show_progress=not args.no_progress,
+            history=args.history,
         )
     except ToolkitError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -237,22 +237,15 @@ def secrets_settings(
 
 # -- the platform ---------------------------------------------------------------------
 def _parse_hcl(text: str, path: Path) -> dict[str, Any]:
-    import hcl2
-    from hcl2.utils import SerializationOptions
+    from ._spec.acl import hcl_document
 
-    options = SerializationOptions(
-        with_comments=False,
-        explicit_blocks=False,
-        strip_string_quotes=True,
-        preserve_heredocs=False,
-    )
     try:
-        parsed = hcl2.loads(text, serialization_options=options)
+        return hcl_document(text)
     except Exception as exc:  # the parser raises several types (lark's, its own)
+        # Only the type: the text may hold a token, and a parser's message quotes it.
         raise ConfigurationError(
             f"cannot parse {str(path)!r} as HCL: {type(exc).__name__}"
         ) from None
-    return parsed if isinstance(parsed, dict) else {}
 
 
 def _host_of(address: str) -> str:

@@ -7,6 +7,7 @@
     │   ├── TLSError            certificate or handshake failure
     │   ├── TimeoutError        no answer within the timeout (or the deadline of a fan-out)
     │   ├── DecodeError         the answer was not the JSON the API promises
+    │   │   └── MissingField    a field the API promises is not there (also a KeyError)
     │   ├── ProtocolError       the answer broke HTTP's rules: its framing, a status
     │   │                       that is no final one (1xx, outside 200-599), a pause
     │   │                       header that is not a number, a body over the size limit
@@ -58,6 +59,7 @@ __all__ = [
     "IncompleteAudit",
     "InputError",
     "MethodNotAllowed",
+    "MissingField",
     "MountNotFound",
     "NamespaceNotFound",
     "NotFound",
@@ -158,6 +160,14 @@ class TimeoutError(TransportError):  # noqa: A001 - deliberately the toolkit's o
 
 class DecodeError(TransportError):
     """The answer was not valid JSON, or was cut short."""
+
+
+class MissingField(DecodeError, KeyError):
+    """A field the API promises is not in the answer: ``record["name"]`` of a record
+    read from the server. Also a KeyError, for code that asks whether it is there."""
+
+    def __str__(self) -> str:  # not quoted, as KeyError's would be
+        return str(self.args[0]) if self.args else ""
 
 
 class ProtocolError(TransportError):

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
 
+from ._errors import DecodeError
 from ._masking import HIDDEN, Sensitive
+from ._time import NotATime, parse_time
 
 __all__ = [
     "Col",
@@ -80,8 +83,53 @@ _PLAIN = frozenset({str, type(None)})
 
 
 def _series(values: list[Any], dtype: str, name: str) -> pd.Series:
+    try:
+        return _typed(values, dtype, name)
+    except (ValueError, TypeError, OverflowError, ArithmeticError) as exc:
+        if dtype == "datetime":
+            return _times_one_by_one(values, name)
+        raise DecodeError(
+            f"the server's answer holds a value that is not {_WHAT.get(dtype, dtype)} "
+            f"for column {name!r} ({type(exc).__name__})"
+        ) from None
+
+
+_TIME_TEXT = {str, type(None), datetime, pd.Timestamp}
+_WHAT = {"int": "an integer in range", "float": "a number", "bool": "true or false"}
+
+
+def _times_one_by_one(values: list[Any], name: str) -> pd.Series:
+    """A time column whose values did not convert at once: each on its own. A time
+    outside what the column holds (years 1677 to 2262: Go's zero time ``0001-01-01``,
+    a ``9999-12-31`` meaning never) is empty; a value that is no time is an error."""
+    out: list[Any] = []
+    for value in values:
+        if value is None or value == "" or value is pd.NaT:
+            out.append(pd.NaT)
+            continue
+        try:
+            when = parse_time(value)
+        except NotATime:
+            raise DecodeError(
+                f"the server's answer holds a value that is not a time for column {name!r}"
+            ) from None
+        if when is None:
+            out.append(pd.NaT)
+            continue
+        try:
+            out.append(pd.Timestamp(when).as_unit("ns"))
+        except (pd.errors.OutOfBoundsDatetime, OverflowError, ValueError):
+            out.append(pd.NaT)
+    return pd.Series(out, name=name, dtype=DTYPES["datetime"])
+
+
+def _typed(values: list[Any], dtype: str, name: str) -> pd.Series:
     if dtype == "datetime":
         cleaned: Any = [None if v == "" else v for v in values] if "" in values else values
+        if not set(map(type, cleaned)) <= _TIME_TEXT:
+            # A number or anything else is read one by one: pandas would take a number
+            # as a format error now and as an epoch later (a deprecation, not an answer).
+            raise TypeError("not text")
         parsed: Any = pd.to_datetime(cleaned, utc=True, format="ISO8601")
         return pd.Series(parsed, name=name, dtype=DTYPES["datetime"])
     if dtype in ("str", "category") and not set(map(type, values)) <= _PLAIN:
@@ -95,9 +143,11 @@ def _series(values: list[Any], dtype: str, name: str) -> pd.Series:
 def build_frame(records: Iterable[Mapping[str, Any]], schema: Schema) -> pd.DataFrame:
     """A DataFrame with exactly the schema's columns and dtypes, indexed by its index column."""
     rows: Sequence[Mapping[str, Any]] = records if isinstance(records, list) else list(records)
-    return frame_from_columns(
-        {c.name: [r.get(c.key) for r in rows] for c in schema.columns}, schema
-    )
+    try:
+        columns = {c.name: [r.get(c.key) for r in rows] for c in schema.columns}
+    except AttributeError:  # a record that is not an object (a server's list of anything)
+        raise DecodeError("the server's answer holds a record that is not an object") from None
+    return frame_from_columns(columns, schema)
 
 
 def frame_from_columns(columns: Mapping[str, list[Any]], schema: Schema) -> pd.DataFrame:

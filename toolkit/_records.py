@@ -10,9 +10,33 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ._errors import DecodeError, MissingField
 from ._masking import Sensitive
 
-__all__ = ["Record"]
+__all__ = ["Record", "integer", "text"]
+
+
+def integer(value: Any, field: str, default: int = 0) -> int:
+    """A whole number a server's answer gives for ``field`` (``default`` when absent):
+    an int, or digits; anything else (text, a fraction, a list) is a :class:`DecodeError`
+    naming the field, never a raw ValueError or TypeError."""
+    if value is None or value == "":
+        return default
+    if type(value) is int:
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) < 40:
+        return int(value)
+    if type(value) is float and value.is_integer():
+        return int(value)
+    raise DecodeError(f"the server's answer has a {field!r} that is not a whole number")
+
+
+def text(value: Any, field: str) -> str | None:
+    """Text a server's answer gives for ``field`` (None when absent); anything else
+    is a :class:`DecodeError` naming the field."""
+    if value is None or isinstance(value, str):
+        return value
+    raise DecodeError(f"the server's answer has a {field!r} that is not text")
 
 
 class Record(dict[str, Any]):
@@ -24,6 +48,9 @@ class Record(dict[str, Any]):
         super().__init__(*args, **kwargs)
         if kind:
             self.kind = kind
+
+    def __missing__(self, key: str) -> Any:
+        raise MissingField(f"the {self.kind} has no {str(key)[:60]!r} field")
 
     def __getattr__(self, name: str) -> Any:
         try:

@@ -10,8 +10,24 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-__all__ = ["format_iso_ms", "parse_duration", "parse_time", "format_rfc3339"]
+from ._errors import DecodeError
+
+__all__ = [
+    "NotATime",
+    "format_iso_ms",
+    "from_epoch",
+    "parse_duration",
+    "parse_time",
+    "format_rfc3339",
+]
+
+
+class NotATime(DecodeError, ValueError):
+    """A value that should be a time is not one (a server's field): a toolkit error,
+    and a ValueError for the callers that read a person's input."""
+
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h|d)")
 _UNIT_SECONDS = {
@@ -27,11 +43,36 @@ _UNIT_SECONDS = {
 
 
 def parse_time(value: str | datetime | None) -> datetime | None:
-    """Parse an ISO 8601 / RFC 3339 timestamp to an aware UTC datetime (None stays None)."""
+    """Parse an ISO 8601 / RFC 3339 timestamp to an aware UTC datetime (None stays None).
+
+    Raises :class:`NotATime` for anything else (a number, a duration, garbage).
+    """
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str):
+        raise NotATime(f"expected a time, got {type(value).__name__}")
+    try:
+        return _parse_text(value)
+    except (ValueError, OverflowError):
+        raise NotATime("a value that should be an ISO 8601 time is not one") from None
+
+
+def from_epoch(value: Any) -> datetime | None:
+    """A unix timestamp (seconds, a number or digits) as an aware UTC datetime; None
+    for none. Raises :class:`NotATime` for anything else, or one out of range."""
+    if value is None or value == "" or value == 0:
+        return None
+    try:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise TypeError(type(value).__name__)
+        return datetime.fromtimestamp(int(value), UTC)
+    except (ValueError, TypeError, OverflowError, OSError):
+        raise NotATime("a value that should be a unix time is not one") from None
+
+
+def _parse_text(value: str) -> datetime:
     text = value.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"

@@ -1,7 +1,8 @@
-"""Showing large frames in Jupyter: a box that scrolls, with the header kept in view.
+"""Showing large frames in Jupyter: a box that scrolls, or a table to search, sort and filter.
 
-    from toolkit.display import scrolling
+    from toolkit.display import interactive, scrolling
     scrolling(leases)                 # every row (up to ``limit``) in a scrolling box
+    interactive(leases)               # every row, searchable, sortable, a filter per column
 
 pandas shows a long frame as its first and last rows; an audit often needs to
 look through all of them. :func:`scrolling` renders the rows in a box of fixed
@@ -20,7 +21,14 @@ import pandas as pd
 
 from ._card import format_duration
 
-__all__ = ["ScrollingFrame", "format_duration", "scrolling"]
+__all__ = [
+    "InteractiveFrame",
+    "ScrollingFrame",
+    "format_duration",
+    "interactive",
+    "scrolling",
+    "use_interactive",
+]
 
 _STYLE = (
     "<style>"
@@ -40,6 +48,8 @@ class ScrollingFrame:
         self.limit = limit
 
     def _repr_html_(self) -> str:
+        if _INTERACTIVE["scrolling"]:
+            return InteractiveFrame(self.frame, self.limit, None)._repr_html_()
         shown = self.frame.head(self.limit)
         durations = {
             column: format_duration
@@ -74,3 +84,101 @@ def scrolling(frame: pd.DataFrame, *, height: str = "24em", limit: int = 2000) -
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
     return ScrollingFrame(frame, height, limit)
+
+
+# -- interactive tables (itables, offline) --------------------------------------------
+# Whether scrolling() renders as an interactive table (use_interactive), and whether
+# this kernel has shown the DataTables bundle yet (it goes with the first table).
+_INTERACTIVE = {"scrolling": False, "loaded": False}
+
+
+def use_interactive(on: bool = True) -> None:
+    """Make :func:`scrolling` boxes interactive tables in this kernel (off: the plain box).
+
+    Off by default: a runbook saved by papermill and compared by nbval keeps its
+    small, stable plain tables; an operator in JupyterLab turns this on.
+    """
+    _INTERACTIVE["scrolling"] = bool(on)
+
+
+class InteractiveFrame:
+    """A frame shown as a DataTables table (itables, offline); its text form is the frame's."""
+
+    def __init__(self, frame: pd.DataFrame, limit: int | None, caption: str | None) -> None:
+        self.frame = frame
+        self.limit = limit
+        self.caption = caption
+
+    def __repr__(self) -> str:
+        return repr(self.frame)
+
+    def _repr_html_(self) -> str:
+        import hashlib
+
+        from .extras import require
+
+        require("notebook", "Interactive tables", "itables")
+        from itables import javascript as itables_js
+        from itables import options as itables_options
+
+        from .report import _safe_frame
+
+        total = len(self.frame)
+        limit = self.limit if self.limit is not None else total
+        sampled = total > limit
+        shown = _safe_frame(self.frame.head(limit) if sampled else self.frame)
+        shown.attrs = {}
+        # A stable id: the same frame gives the same page (no random id in saved outputs).
+        digest = hashlib.sha256(
+            f"{total}|{list(shown.columns)}|{shown.head(3).to_json()}".encode()
+        ).hexdigest()[:10]
+        table = itables_js.to_html_datatable(
+            shown,
+            caption=self.caption,
+            table_id=f"toolkit_{digest}",
+            connected=False,
+            maxBytes=0,
+            maxRows=0,
+            column_filters="footer",
+            classes="display compact nowrap",
+            allow_html=False,
+        )
+        note = (
+            f"<div>A sample: the first {len(shown)} of {total} rows; "
+            "slice or filter the frame for the others.</div>"
+            if sampled
+            else f"<div>{total} rows, all searchable</div>"
+        )
+        bundle = ""
+        if not _INTERACTIVE["loaded"]:
+            # What itables' init_notebook_mode(connected=False) displays, as HTML here:
+            # the table and the code it needs arrive in one output, without a display
+            # call from inside a repr (itables 2.x's helpers; the version is pinned).
+            bundle = itables_js.read_package_file("html/init_datatables.html")
+            bundle = itables_js.replace_value(
+                bundle,
+                "import { set_or_remove_dark_class } from '"
+                + itables_js.UNPKG_DT_BUNDLE_URL_NO_VERSION
+                + "';",
+                "const { set_or_remove_dark_class } = await window."
+                + itables_js._itables_underscore_version()
+                + ";",
+            )
+            bundle += itables_js.generate_init_offline_itables_html(itables_options.dt_bundle)
+            _INTERACTIVE["loaded"] = True
+        return bundle + table + note
+
+
+def interactive(
+    frame: pd.DataFrame, *, limit: int | None = None, caption: str | None = None
+) -> InteractiveFrame:
+    """``frame`` as a table to search, sort and filter by column, every row by default.
+
+    Works offline (the DataTables code travels with the first table a kernel
+    shows). ``limit`` shows the first ``limit`` rows only, and the table says it is
+    a sample; every row's data is in the page, so keep ``limit`` for frames of
+    hundreds of thousands of rows.
+    """
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be at least 1, not {limit}")
+    return InteractiveFrame(frame, limit, caption)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -58,11 +59,15 @@ class Header:
     toolkit_version: str = ""
     runbook: str | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    # The server's own time (its ``Date`` header) when the evidence was gathered.
+    server_time: datetime | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values only (the time as ISO 8601 UTC), ready for JSON."""
         data = asdict(self)
         data["generated_at"] = self.generated_at.astimezone(UTC).isoformat(timespec="seconds")
+        if self.server_time is not None:
+            data["server_time"] = self.server_time.astimezone(UTC).isoformat(timespec="seconds")
         data["parameters"] = {k: _plain(v) for k, v in self.parameters.items()}
         return data
 
@@ -108,6 +113,9 @@ def header_of(
             pass
     else:
         facts["cluster"] = organization
+    http = getattr(client, "http", None) or getattr(client, "_http", None)
+    if http is not None and hasattr(http, "server_now"):
+        facts["server_time"] = http.server_now()
     return Header(
         server=str(getattr(client, "address", "")),
         toolkit_version=__version__,
@@ -146,8 +154,13 @@ def save(
     *,
     name: str = "evidence",
     formats: Iterable[str] = FORMATS,
+    history: str | Path | None = None,
 ) -> list[Path]:
     """File ``frames`` (name → frame) into ``folder`` in every format; the paths written.
+
+    With ``history`` (or ``TOOLKIT_HISTORY`` set) the frames are also appended to
+    that history (:func:`toolkit.history.append`); those files are not in the
+    answer.
 
     Nothing is written when an argument is wrong (an unknown format, a frame
     name that cannot be a file name, an existing file of the same name).
@@ -186,8 +199,15 @@ def save(
     if "parquet" in wanted:
         for label, frame in safe.items():
             path = out / f"{name}-{label}.parquet"
-            _parquet_ready(frame).to_parquet(path, index=_keeps_index(frame))
+            ready = _parquet_ready(frame)
+            ready.attrs["evidence_frame"] = label  # a fleet's history reads it back
+            ready.to_parquet(path, index=_keeps_index(frame))
             written.append(path)
+    keep = history or os.environ.get("TOOLKIT_HISTORY")
+    if keep:
+        from . import history as store
+
+        store.append(keep, safe, header)
     return written
 
 

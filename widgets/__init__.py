@@ -17,6 +17,7 @@ from toolkit.extras import module_dir, require
 require("notebook", "The forms (widgets)", "ipywidgets")
 
 if TYPE_CHECKING:  # for type checkers only; tests/widgets/test_imports.py holds it to _MODULES
+    from .who_can import WhoCanForm as WhoCanForm
     from .agent_cleanup import AgentCleanupForm as AgentCleanupForm
     from .certificate_request import CertificateRequestForm as CertificateRequestForm
     from .key_distribution import KeyDistributionForm as KeyDistributionForm
@@ -39,6 +40,7 @@ _FORM_MODULES = (
     "policy_set_parameter",
     "rekey_ceremony",
     "team_access",
+    "who_can",
 )
 
 

@@ -244,14 +244,30 @@ NOT_ON_OPENBAO = {e.mount.rstrip("/") for e in ENGINES if e.catalog_name is None
 OPENBAO_RUNBOOKS = [
     name
     for name in RUNBOOKS
-    if services_of(name) == {"secrets"} and not engines_of(name) & NOT_ON_OPENBAO
+    if "platform" not in services_of(name) and not engines_of(name) & NOT_ON_OPENBAO
 ]
+
+
+def _live_history(folder: Path) -> Path:
+    from toolkit import SecretsClient, history, report
+    from toolkit.secrets.leases import lease_count_findings
+
+    client = SecretsClient()
+    for _ in range(2):
+        counts = client.leases.lease_counts()
+        header = report.header_of(client, runbook="05_lease_audit")
+        frames = {"lease_counts": counts, "findings": lease_count_findings(counts)}
+        history.append(folder, frames, header, target="openbao")
+    client.close()
+    return folder
 
 
 def _live_run(name: str, tmp_path: Path, secret: str, **parameters: object) -> dict[str, object]:
     evidence = tmp_path / "evidence"
     if not name.startswith("04_"):  # the ceremony files no evidence
         parameters.setdefault("evidence_dir", str(evidence))
+    if name.startswith("14_"):  # the trends read a history: two snapshots of this server
+        parameters.setdefault("history_dir", str(_live_history(tmp_path / "history")))
     notebook = run_runbook(
         name, tmp_path, {"target": "live", **parameters}, [secret], timeout=CELL_TIMEOUT
     )

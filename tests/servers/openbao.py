@@ -132,7 +132,8 @@ class OpenBao(Launcher):
     ``token`` the root token. ``legacy_rekey=True`` sets the listener option
     ``disable_unauthed_rekey_endpoints = false``, which re-enables ``sys/rekey/*``.
     ``audit=True``: a file audit device :data:`AUDIT_DEVICE`, declared in the
-    configuration file, writing to :attr:`audit_log`.
+    configuration file, writing to :attr:`audit_log`; with ``audit_raw=False`` it
+    keeps OpenBao's default of HMAC'd tokens, accessors and secrets.
     ``static_seal=True`` (needs ``dev=False``) adds a ``seal "static"`` stanza with a
     random 32-byte key in a 0600 file: the server unseals itself (auto-unseal), and
     ``sys/init`` hands out :data:`KEY_SHARES` recovery shares (``recovery_shares``,
@@ -147,6 +148,7 @@ class OpenBao(Launcher):
         dev: bool = True,
         legacy_rekey: bool = False,
         audit: bool = False,
+        audit_raw: bool = True,
         tls_files: tuple[Path, Path] | None = None,
         static_seal: bool = False,
     ) -> None:
@@ -158,6 +160,8 @@ class OpenBao(Launcher):
         self.legacy_rekey = legacy_rekey
         self.static_seal = static_seal
         self.audit = audit
+        # False: the device HMACs tokens, accessors and secrets, as it does by default.
+        self.audit_raw = audit_raw
         # (certificate, key) for a second listener, over TLS, at ``tls_address``; it asks
         # clients for a certificate (without requiring one), as the cert auth method needs.
         self.tls_files = tls_files
@@ -309,8 +313,8 @@ class OpenBao(Launcher):
             f'audit "file" {_hcl(AUDIT_DEVICE)} {{\n'
             "  options {\n"
             f"    file_path = {_hcl(self.folder / 'audit.log' if self.folder else '')}\n"
-            '    log_raw = "true"\n'
-            '    mode = "0600"\n'
+            + ('    log_raw = "true"\n' if self.audit_raw else "")
+            + '    mode = "0600"\n'
             "  }\n"
             "}\n"
         )

@@ -20,6 +20,7 @@ from widgets import (
     PolicySetParameterForm,
     RekeyCeremonyForm,
     TeamAccessForm,
+    WhoCanForm,
 )
 from widgets._common import Form, _controls
 
@@ -35,6 +36,7 @@ SECRETS_FORMS: dict[str, Callable[[SecretsClient], Form]] = {
     "library check-out": lambda c: LibraryCheckoutForm(c),
     "login": lambda c: LoginForm(c),
     "rekey ceremony": lambda c: RekeyCeremonyForm(c),
+    "who can": lambda c: WhoCanForm(c),
 }
 
 

@@ -10,16 +10,17 @@
 - :mod:`.fanout`: the fan-outs' machinery (:class:`Request` describes one request).
 - :mod:`.engine`: how bytes move (aiohttp on a private event loop).
 - :mod:`.response`: the toolkit's :class:`Response` and masked :class:`Headers`.
+- :mod:`.paths`: the one rule for names in addresses (:func:`segment`,
+  :func:`api_path`), and the last check of a path before it is sent.
 
 Nothing here knows either API's paths; the service packages build on it.
 """
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
 from .fanout import Request
 from .layer import HTTPLayer, decode_json
+from .paths import api_path, check_path, segment, segments
 from .policy import RetryPolicy
 from .redirects import NO_REDIRECTS, RedirectRule
 from .response import Headers, Response
@@ -32,11 +33,9 @@ __all__ = [
     "Request",
     "Response",
     "RetryPolicy",
+    "api_path",
+    "check_path",
     "decode_json",
     "segment",
+    "segments",
 ]
-
-
-def segment(value: str) -> str:
-    """Percent-encode one path segment (ids and names may hold ``/`` or spaces)."""
-    return quote(str(value), safe="")

@@ -181,6 +181,16 @@ class Engine:
                 loop._selector = selectors.DefaultSelector()  # type: ignore[attr-defined]
                 with contextlib.suppress(Exception):
                     shared.close()  # the child's descriptor only: no unregistering
+            # Nothing of the parent's may write on its connections from here: a
+            # TLS close would send a close_notify from this copy of the session
+            # (the server then ends the parent's connection). Closing any of
+            # them needs the loop, now marked closed (asyncio's private
+            # ``_closed``), and the connector, marked closed, closes none when
+            # collected (the child's end).
+            loop._closed = True  # type: ignore[attr-defined]
+            connector = getattr(self._session, "connector", None)
+            if connector is not None:
+                connector._closed = True
             _ORPHANS.append((loop, self._session))
         self._loop = self._thread = self._session = self._deadlines = None
         self._proxies = None
@@ -323,13 +333,18 @@ class Engine:
         answer: Any = None
         try:
             proxies = self._proxies
+            proxied = _NO_PROXY if proxies is None else self._proxy_of(url, proxies)
+            if "proxy_headers" in proxied and url.scheme == "http":
+                # aiohttp sends proxy_headers on a CONNECT (https) only: a request
+                # the proxy forwards carries the proxy's credentials itself.
+                headers = {**headers, **proxied["proxy_headers"]}
             answer = await session.request(
                 method,
                 url,
                 data=body,
                 headers=headers,
                 allow_redirects=False,
-                **(_NO_PROXY if proxies is None else self._proxy_of(url, proxies)),
+                **proxied,
             )
             status = answer.status
             if not 200 <= status <= 599:  # 1xx answers are read past by the parser

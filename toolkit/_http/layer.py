@@ -26,11 +26,18 @@ from urllib.parse import urlencode
 
 import orjson
 
-from .._errors import ConfigurationError, DecodeError, InputError, TimeoutError
+from .._errors import (
+    ConfigurationError,
+    DecodeError,
+    InputError,
+    OutcomeUnknown,
+    TimeoutError,
+)
 from .._masking import Sensitive
 from .engine import ConnectorFactory, Engine, tls_context
 from .fanout import OrderedResponses, Request, RequestFanOut, ThreadedMap, worker_mark
-from .policy import Failure, RetryPolicy, judge, repeatable
+from .paths import check_path
+from .policy import Failure, RetryPolicy, judge, mask, repeatable
 from .redirects import NO_REDIRECTS, RedirectRule
 from .response import Headers, Response
 
@@ -321,6 +328,7 @@ class HTTPLayer:
         ``check`` tells, for a write whose outcome could be unknown, how to find
         out (it goes into :class:`OutcomeUnknown`'s message).
         """
+        check_path(method, self.api_prefix, path)  # nothing leaves on a rewritten path
         call = Request(
             method.upper(), path, params, json, idempotent, frozenset(ok_statuses), check
         )
@@ -331,6 +339,17 @@ class HTTPLayer:
         try:
             return future.result()
         except CancelledError:
+            if self._engine.closed and not repeatable(call.method, call.idempotent):
+                # A write cut short may have left: its outcome is unknown.
+                raise OutcomeUnknown(
+                    f"{call.method} {self.address}{self.api_prefix}{path}: the client was "
+                    "closed while this write was in flight, so the server may or may not "
+                    "have acted on it; it was not sent again. Check before trying again: "
+                    f"{call.check or 'read the record back'}.",
+                    method=call.method,
+                    url=f"{self.address}{self.api_prefix}{path}",
+                    check=call.check,
+                ) from None
             if self._engine.closed:
                 raise ConfigurationError(
                     f"{call.method} {self.address}{self.api_prefix}{path}: "
@@ -366,7 +385,8 @@ class HTTPLayer:
 
     async def _call(self, call: Request, headers: Mapping[str, str] | None) -> Response:
         ends_at = time.monotonic() + self.call_timeout  # the whole call's budget
-        result = await self._attempt(call, headers)
+        # The first try too ends within the call's time (it may be the shorter).
+        result = await self._attempt(call, headers, min(self.timeout, self.call_timeout))
         pause = self._verdict(call, 1, result, ends_at)
         if pause is None:
             assert isinstance(result, Response)
@@ -491,6 +511,13 @@ class HTTPLayer:
         ):
             ends_at = started + deadline
             result = await self._redirected(call, result, url, headers, body, ends_at)
+        if isinstance(result, Failure):
+            # The library's reason may quote what the server echoed (a token in a
+            # broken status line): masked before it reaches any frame of an error.
+            _, secret = self._header_maps()
+            if secret:
+                reason = mask(result.reason, tuple(secret.values()))
+                result = Failure(result.kind, reason, result.via)
         return result
 
     async def _redirected(
@@ -514,7 +541,11 @@ class HTTPLayer:
             answer.note = followed
             return answer
         scheme, host, port = followed
-        target = url.with_scheme(scheme).with_host(host).with_port(port)
+        try:
+            target = url.with_scheme(scheme).with_host(host).with_port(port)
+        except ValueError:  # yarl refuses the host (a space in it, say)
+            answer.note = f"the redirect names {host!r}, which is no host name; not followed"
+            return answer
         second = await self._engine.exchange(call.method, target, headers, body, _left(ends_at))
         if isinstance(second, Response) and 300 <= second.status_code < 400:
             second.note = (
@@ -543,6 +574,11 @@ class HTTPLayer:
         todo = list(requests)
         if not todo:
             return
+        checked: set[str] = set()
+        for r in todo:  # nothing leaves on a rewritten path (a fan-out shares few paths)
+            if r.path not in checked:
+                check_path(r.method, self.api_prefix, r.path)
+                checked.add(r.path)
         n = min(workers or self.max_concurrency, self.max_concurrency, len(todo))
         # Sending runs at most ``ahead`` answers ahead of the reader; the reader is
         # woken for half of that at once (fewer at the end).

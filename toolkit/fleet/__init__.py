@@ -9,7 +9,9 @@ in local processes or on an existing Dask cluster, and writes into ``DIR``:
 - ``<target>/evidence/...``: what the runbook filed (its ``evidence_dir``);
 - ``index.html``: pass or fail per target, the key numbers each run reported
   (:func:`summary`), links to each notebook and its evidence;
-- ``results.json``: the same, for machines.
+- ``results.json``: the same, for machines;
+- ``history/``: every target's Parquet evidence appended to a history
+  (:mod:`toolkit.history`), or to ``--history DIR`` shared across runs.
 
 A target that is down, refuses the token or times out is reported and never
 stops the others; the exit status is 1 when any target failed. The targets file
@@ -77,13 +79,15 @@ def run_fleet(
     dask: str | Any | None = None,
     show_progress: bool = True,
     options: dict[str, Any] | None = None,
+    history: str | Path | None = None,
 ) -> FleetRun:
     """Run ``runbook`` against every target and write what each run left into ``out``.
 
     ``parallel`` runs at a time in local processes (1: in this process, one
     after another); ``dask`` an address of (or a ``distributed.Client`` to) an
     existing Dask cluster, whose workers then run them, resolving credentials
-    from their own environment and files.
+    from their own environment and files. ``history`` (default ``out/history``)
+    is the history every target's Parquet evidence is appended to.
     """
     source = Path(runbook)
     if not source.is_file():
@@ -105,8 +109,16 @@ def run_fleet(
     else:
         finished = _on_processes(jobs, parallel)
     results: list[dict[str, Any] | None] = [None] * len(jobs)
+    keep = Path(history) if history is not None else folder / "history"
     for k, result in _progress(finished, len(jobs), show_progress):
-        results[k] = _file(folder, source.name, result)
+        results[k] = record = _file(folder, source.name, result)
+        kept = _keep_history(keep, result)
+        if kept:
+            record["history_error"] = kept
+    if keep.is_dir():
+        from ..history import compact
+
+        compact(keep, min_files=8)  # a year's daily files merged once there are a few
     done = [r for r in results if r is not None]
     write_index(folder, source.name, done)
     return FleetRun(source.name, folder, done)
@@ -192,3 +204,21 @@ def _file(folder: Path, runbook: str, result: dict[str, Any]) -> dict[str, Any]:
         path.write_bytes(blob)
         record["evidence_paths"].append(str(path.relative_to(folder.resolve())))
     return record
+
+
+def _keep_history(root: Path, result: dict[str, Any]) -> str | None:
+    """Append the target's Parquet evidence to the history; what went wrong, or None.
+
+    A history that cannot take a run's frames is that target's note, never the
+    end of the fleet run: the evidence itself is filed already."""
+    evidence = result.get("evidence") or {}
+    if not any(name.endswith(".parquet") for name in evidence):
+        return None
+    from ..history import append_evidence
+
+    try:
+        append_evidence(root, evidence, target=result["name"])
+    except (InputError, OSError, ValueError) as exc:  # pyarrow's errors are ValueErrors
+        return f"not kept in the history {root}: {str(exc).splitlines()[0][:200]}"
+    return None
+

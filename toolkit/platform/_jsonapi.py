@@ -1,24 +1,29 @@
 """JSON:API for the platform client: flattening resources, and following pages.
 
-Pagination lives here and nowhere else: the first page tells the page count,
-the remaining pages are fetched concurrently (:meth:`HTTPLayer.many`, bounded), and records come back in server order. Several lists are read
-together: first pages of all, then the rest of all.
+Pagination lives here and nowhere else: each list is followed until the
+server's own ``next-page`` is empty, within a limit of pages; the first page's
+``total-pages`` only says how many pages to ask for at once (concurrently,
+:meth:`HTTPLayer.many`, bounded), and records come back in server order.
+Several lists are read together: first pages of all, then the rest of all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Protocol
 
 import pandas as pd
 
+from .._errors import DecodeError
 from .._frames import Schema, frame_from_columns
 from .._gc import collector_paused
 from .._http import HTTPLayer, Request, decode_json
 from .._progress import progress
 
 __all__ = [
+    "MAX_PAGES",
     "MAX_PAGE_SIZE",
     "FrameBuilder",
     "Listing",
@@ -206,6 +211,119 @@ class Listing:
         self.included.extend(document.get("included") or [])
 
 
+_AHEAD_OK = frozenset({404})
+# The most pages one list is followed for (of 100 records: a million records): a
+# server whose ``next-page`` never ends is refused here, not followed forever.
+MAX_PAGES = 10_000
+# The most pages of one list asked for at once on the word of its ``total-pages``,
+# which is only a hint: a server that claims a billion pages costs this many
+# requests at most, and an honest list of up to this many pages one round trip.
+PAGES_AHEAD = 256
+
+
+def _page_document(response: Any, path: str, number: int) -> dict[str, Any]:
+    """A page's JSON:API document, or a :class:`DecodeError` naming the page."""
+    document = decode_json(response)
+    if document is None:
+        return {}
+    problem = _not_a_page(document)
+    if problem:
+        raise DecodeError(f"GET {path} page {number}: {problem}", method="GET", url=path)
+    return document
+
+
+def _not_a_page(document: Any) -> str:
+    """What makes ``document`` no JSON:API list page ("" when nothing does)."""
+    if type(document) is not dict:
+        return "the answer is not a JSON:API document"
+    for key, kind in (("data", list), ("meta", dict), ("links", dict), ("included", list)):
+        value = document.get(key)
+        if value is not None and type(value) is not kind:
+            return f"its {key!r} is not {_KIND_NAMES[kind]}"
+    pagination = (document.get("meta") or {}).get("pagination")
+    if pagination is not None and type(pagination) is not dict:
+        return "its 'meta.pagination' is not an object"
+    # The types are compared directly: a page of 100 resources is checked in microseconds.
+    for resource in chain(document.get("data") or (), document.get("included") or ()):
+        if type(resource) is not dict:
+            return "a resource is not an object"
+        attributes = resource.get("attributes")
+        relationships = resource.get("relationships")
+        if (attributes is not None and type(attributes) is not dict) or (
+            relationships is not None and type(relationships) is not dict
+        ):
+            return "a resource's attributes or relationships are not an object"
+    return ""
+
+
+_KIND_NAMES = {dict: "an object", list: "a list"}
+
+
+def _pagination(document: Mapping[str, Any]) -> Mapping[str, Any]:
+    pagination = (document.get("meta") or {}).get("pagination")
+    return pagination if isinstance(pagination, Mapping) else {}
+
+
+def _next_page(document: Mapping[str, Any], path: str, number: int) -> int | None:
+    """The page after ``number`` as the server names it (``meta.pagination.next-page``,
+    else ``links.next``, else ``total-pages``), or None at the end. Pages must
+    follow one by one."""
+    pagination = _pagination(document)
+    links = document.get("links") or {}
+    if "next-page" in pagination:
+        named = pagination["next-page"]
+    elif "next" in links:
+        named = number + 1 if links["next"] else None
+    else:
+        # Neither says: the count alone, never past the limit of pages (not a silent end).
+        named = number + 1 if number < _hint(document) else None
+    if named is None or named == "":
+        return None
+    if isinstance(named, str) and named.isdigit():
+        named = int(named)
+    if type(named) is not int or named != number + 1:
+        raise DecodeError(
+            f"GET {path}: page {number} names {str(named)[:40]!r} as the next page, "
+            f"not {number + 1}: the server's paging is out of order",
+            method="GET",
+            url=path,
+        )
+    return named
+
+
+def _hint(document: Mapping[str, Any]) -> int:
+    """The server's ``total-pages``, for planning only (0 when it is not a count)."""
+    total = _pagination(document).get("total-pages")
+    if isinstance(total, str) and total.isdigit():
+        total = int(total)
+    return total if type(total) is int and total > 0 else 0
+
+
+@dataclass
+class _Follow:
+    """Where one list's paging stands: the next page the server named, and its hint."""
+
+    listing: Listing
+    path: str
+    params: Mapping[str, Any] | None
+    next: int | None
+    hint: int
+
+    def planned(self, max_pages: int) -> list[int]:
+        """The pages to ask for in the next wave: from ``next`` on, as far as the
+        hint says (bounded), else just ``next``."""
+        assert self.next is not None
+        if self.next > max_pages:
+            raise DecodeError(
+                f"GET {self.path}: the server names more than {max_pages} pages; "
+                "if the list really is that long, pass a larger max_pages",
+                method="GET",
+                url=self.path,
+            )
+        last = min(max(self.hint, self.next), self.next + PAGES_AHEAD - 1, max_pages)
+        return list(range(self.next, last + 1))
+
+
 def read_lists(
     http: HTTPLayer,
     lists: Sequence[tuple[str, Mapping[str, Any] | None]],
@@ -214,14 +332,17 @@ def read_lists(
     show_progress: bool = False,
     desc: str = "reading pages",
     builders: Sequence[PageSink] | None = None,
+    max_pages: int = MAX_PAGES,
 ) -> list[Listing]:
-    """Every page of each ``(path, params)`` list, in two concurrent waves.
+    """Every page of each ``(path, params)`` list, in concurrent waves.
 
-    The first pages of all lists go out together; they tell each list's page
-    count, and then all remaining pages of all lists go out together.
-    ``show_progress`` shows a bar over the lists, each counted once complete.
-    With ``builders`` (one per list), each page's resources go into its list's
-    builder as the page arrives, while later pages are still on their way.
+    The first pages of all lists go out together. Each list is then followed
+    until the server's own ``next-page`` (or ``links.next``) is empty, never
+    past ``max_pages``: its ``total-pages`` only says how many pages to ask
+    for at once (up to :data:`PAGES_AHEAD`), and a page past the end the
+    server names is dropped. ``show_progress`` shows a bar over the lists,
+    each counted once complete. With ``builders`` (one per list), each page's
+    resources go into its list's builder as the page arrives.
     """
     with collector_paused():
         firsts = http.many(
@@ -229,20 +350,17 @@ def read_lists(
             for path, params in lists
         )
         listings: list[Listing] = []
-        rest: list[Request] = []
-        owners: list[Listing] = []
+        following: list[_Follow] = []
         for k, ((path, params), response) in enumerate(zip(lists, firsts, strict=True)):
-            document = decode_json(response) or {}
+            document = _page_document(response, path, 1)
             listing = Listing(meta=dict(document.get("meta") or {}))
             listing.builder = builders[k] if builders is not None else None
             listing.add(document)
             listings.append(listing)
-            pagination = listing.meta.get("pagination") or {}
-            for number in range(2, int(pagination.get("total-pages") or 1) + 1):
-                rest.append(Request("GET", path, params=_page_params(params, number, page_size)))
-                owners.append(listing)
+            nxt = _next_page(document, path, 1)
+            following.append(_Follow(listing, path, params, nxt, _hint(document)))
         done = progress(
-            _completed(http.many(rest), owners, listings),
+            _follow_pages(http, following, page_size, max_pages),
             desc=desc,
             total=len(listings),
             enabled=show_progress,
@@ -252,19 +370,46 @@ def read_lists(
     return listings
 
 
-def _completed(
-    pages: Iterable[Any], owners: list[Listing], listings: list[Listing]
+def _follow_pages(
+    http: HTTPLayer, following: list[_Follow], page_size: int, max_pages: int
 ) -> Iterator[Listing]:
-    """Add each page to its list; yield each list once all its pages are in
-    (the pages come in order, a list's pages one after another)."""
-    last = {id(owner): k for k, owner in enumerate(owners)}
-    for listing in listings:
-        if id(listing) not in last:
-            yield listing  # one page: complete with the first wave
-    for k, (owner, response) in enumerate(zip(owners, pages, strict=True)):
-        owner.add(decode_json(response))
-        if last[id(owner)] == k:
-            yield owner
+    """Waves of the lists' next pages; yields each list once its paging has ended."""
+    for state in following:
+        if state.next is None:
+            yield state.listing  # one page: complete with the first wave
+    open_lists = [s for s in following if s.next is not None]
+    while open_lists:
+        plans = [(s, s.planned(max_pages)) for s in open_lists]
+        # A page asked for on the hint alone may be past the end: a 404 there is no error.
+        requests = [
+            Request(
+                "GET",
+                s.path,
+                params=_page_params(s.params, n, page_size),
+                ok_statuses=_AHEAD_OK if n > pages[0] else frozenset(),
+            )
+            for s, pages in plans
+            for n in pages
+        ]
+        answers = iter(http.many(requests))
+        for state, pages in plans:
+            for number in pages:
+                response = next(answers)
+                if state.next != number:
+                    continue  # past the end the server named: dropped
+                if response.status_code == 404:
+                    raise DecodeError(
+                        f"GET {state.path}: page {number}, which the server named as the "
+                        "next, answered 404",
+                        method="GET",
+                        url=state.path,
+                    )
+                document = _page_document(response, state.path, number)
+                state.listing.add(document)
+                state.next = _next_page(document, state.path, number)
+            if state.next is None:
+                yield state.listing
+        open_lists = [s for s in open_lists if s.next is not None]
 
 
 def iter_resources(
@@ -275,13 +420,14 @@ def iter_resources(
     page_size: int = MAX_PAGE_SIZE,
     included: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
+    max_pages: int = MAX_PAGES,
 ) -> Iterator[dict[str, Any]]:
     """Every resource of a paginated list, in order, following all pages.
 
     ``included`` and ``meta``, when given, collect the documents' ``included``
     resources and the first page's ``meta``.
     """
-    (listing,) = read_lists(http, [(path, params)], page_size=page_size)
+    (listing,) = read_lists(http, [(path, params)], page_size=page_size, max_pages=max_pages)
     if included is not None:
         included.extend(listing.included)
     if meta is not None:

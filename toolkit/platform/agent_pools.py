@@ -10,10 +10,10 @@ from typing import Any
 import pandas as pd
 
 from .._coverage import Coverage
-from .._errors import APIError, InputError, NotFound
+from .._errors import APIError, DecodeError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
-from .._http import segment
+from .._http import api_path
 from .._progress import progress
 from .._records import Record
 from .._spec.access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
@@ -162,7 +162,7 @@ class AgentPools(Area):
             params["sort"] = sort
         if allowed_workspace:
             params["filter[allowed_workspaces][name]"] = allowed_workspace
-        path = f"/organizations/{segment(organization)}/agent-pools"
+        path = api_path("/organizations/{organization}/agent-pools", organization=organization)
         if not includes:
             return self._frame(path, POOLS, params)
         params["include"] = ",".join(includes)
@@ -184,7 +184,7 @@ class AgentPools(Area):
         next(
             iter_resources(
                 self._http,
-                f"/organizations/{segment(organization)}/agent-pools",
+                api_path("/organizations/{organization}/agent-pools", organization=organization),
                 params,
                 page_size=1,
                 meta=meta,
@@ -197,7 +197,7 @@ class AgentPools(Area):
     def get(self, pool_id: str, *, include_workspaces: bool = False) -> Record:
         """One pool. ``GET /agent-pools/:id`` (``include=workspaces`` adds ``workspaces``)."""
         params = {"include": "workspaces"} if include_workspaces else None
-        doc = self._get(f"/agent-pools/{segment(pool_id)}", params)
+        doc = self._get(api_path("/agent-pools/{pool_id}", pool_id=pool_id), params)
         record = self._record(doc, "agent-pool")
         if include_workspaces:
             record["workspaces"] = [flatten(r) for r in (doc or {}).get("included") or []]
@@ -213,7 +213,11 @@ class AgentPools(Area):
     ) -> Record:
         """Create a pool. ``POST /organizations/:organization_name/agent-pools``."""
         body = _pool_body(name, organization_scoped, allowed_workspace_ids)
-        doc = self._send("POST", f"/organizations/{segment(organization)}/agent-pools", body)
+        doc = self._send(
+            "POST",
+            api_path("/organizations/{organization}/agent-pools", organization=organization),
+            body,
+        )
         return self._record(doc, "agent-pool")
 
     def update(
@@ -230,12 +234,13 @@ class AgentPools(Area):
         """
         body = _pool_body(name, organization_scoped, allowed_workspace_ids, pool_id)
         return self._record(
-            self._send("PATCH", f"/agent-pools/{segment(pool_id)}", body), "agent-pool"
+            self._send("PATCH", api_path("/agent-pools/{pool_id}", pool_id=pool_id), body),
+            "agent-pool",
         )
 
     def delete(self, pool_id: str) -> None:
         """Delete a pool. ``DELETE /agent-pools/:agent_pool_id``."""
-        self._send("DELETE", f"/agent-pools/{segment(pool_id)}")
+        self._send("DELETE", api_path("/agent-pools/{pool_id}", pool_id=pool_id))
 
     # -- agents --------------------------------------------------------------------
     def agents_frame(
@@ -245,16 +250,18 @@ class AgentPools(Area):
         params = (
             {"filter[last-ping-since]": format_iso_ms(last_ping_since)} if last_ping_since else None
         )
-        resources = iter_resources(self._http, f"/agent-pools/{segment(pool_id)}/agents", params)
+        resources = iter_resources(
+            self._http, api_path("/agent-pools/{pool_id}/agents", pool_id=pool_id), params
+        )
         return agents_frame(resources, pool_id)
 
     def agent(self, agent_id: str) -> Record:
         """One agent with its status. ``GET /agents/:id``."""
-        return self._record(self._get(f"/agents/{segment(agent_id)}"), "agent")
+        return self._record(self._get(api_path("/agents/{agent_id}", agent_id=agent_id)), "agent")
 
     def delete_agent(self, agent_id: str) -> None:
         """Delete an agent. ``DELETE /agents/:id``: 412 (PreconditionFailed) while idle or busy."""
-        self._send("DELETE", f"/agents/{segment(agent_id)}")
+        self._send("DELETE", api_path("/agents/{agent_id}", agent_id=agent_id))
 
     # -- views ---------------------------------------------------------------------
     def all_agents(
@@ -304,7 +311,7 @@ class AgentPools(Area):
         """Every page of each pool's agent list into that pool's sink, as pages arrive."""
         read_lists(
             self._http,
-            [(f"/agent-pools/{segment(pid)}/agents", None) for pid in pool_ids],
+            [(api_path("/agent-pools/{pool_id}/agents", pool_id=pid), None) for pid in pool_ids],
             show_progress=show_progress,
             desc="reading agents",
             builders=sinks,
@@ -473,7 +480,14 @@ class StatusTally:
 
     def add(self, resources: Sequence[Mapping[str, Any]]) -> None:
         pid = self.pool_id
-        self.pairs.update((pid, (r.get("attributes") or {}).get("status")) for r in resources)
+        self.pairs.update((pid, _status(r)) for r in resources)
+
+
+def _status(agent: Mapping[str, Any]) -> str | None:
+    status = (agent.get("attributes") or {}).get("status")
+    if status is None or isinstance(status, str):
+        return status
+    raise DecodeError("the server's answer has an agent 'status' that is not text")
 
 
 def count_by_status(pools: pd.DataFrame, pairs: Counter[tuple[str, Any]]) -> pd.DataFrame:

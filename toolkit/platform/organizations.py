@@ -11,7 +11,7 @@ import pandas as pd
 from .._coverage import Coverage, coverage_of
 from .._errors import InputError, NotFound, PermissionDenied
 from .._frames import Col, Schema, scope_part, stack_scopes
-from .._http import segment
+from .._http import api_path
 from .._records import Record
 from ._base import Area
 
@@ -99,29 +99,45 @@ class Organizations(Area):
 
     def get(self, name: str) -> Record:
         """One organization. ``GET /organizations/:name``."""
-        return self._record(self._get(f"/organizations/{segment(name)}"), "organization")
+        return self._record(self._get(api_path("/organizations/{name}", name=name)), "organization")
 
     def workspaces_frame(self, organization: str, *, search: str | None = None) -> pd.DataFrame:
         """The organization's workspaces. ``GET /organizations/:name/workspaces``."""
         params = {"search[name]": search} if search else None
-        return self._frame(f"/organizations/{segment(organization)}/workspaces", WORKSPACES, params)
+        return self._frame(
+            api_path("/organizations/{organization}/workspaces", organization=organization),
+            WORKSPACES,
+            params,
+        )
 
     def workspace(self, workspace_id: str) -> Record:
         """One workspace. ``GET /workspaces/:id``."""
-        return self._record(self._get(f"/workspaces/{segment(workspace_id)}"), "workspace")
+        return self._record(
+            self._get(api_path("/workspaces/{workspace_id}", workspace_id=workspace_id)),
+            "workspace",
+        )
 
     def teams_frame(self, organization: str) -> pd.DataFrame:
         """The organization's teams the token may see. ``GET /organizations/:name/teams``."""
-        return self._frame(f"/organizations/{segment(organization)}/teams", TEAMS)
+        return self._frame(
+            api_path("/organizations/{organization}/teams", organization=organization), TEAMS
+        )
 
     def team(self, team_id: str) -> Record:
         """One team. ``GET /teams/:id``."""
-        return self._record(self._get(f"/teams/{segment(team_id)}"), "team")
+        return self._record(self._get(api_path("/teams/{team_id}", team_id=team_id)), "team")
 
     def policy_sets_frame(self, organization: str) -> pd.DataFrame:
         """The organization's policy sets. ``GET /organizations/:name/policy-sets``."""
-        return self._frame(f"/organizations/{segment(organization)}/policy-sets", POLICY_SETS)
+        return self._frame(
+            api_path("/organizations/{organization}/policy-sets", organization=organization),
+            POLICY_SETS,
+        )
 
     def policy_set(self, policy_set_id: str) -> Record:
         """One policy set. ``GET /policy-sets/:id``."""
-        return self._record(self._get(f"/policy-sets/{segment(policy_set_id)}"), "policy-set")
+        return self._record(
+            self._get(api_path("/policy-sets/{policy_set_id}", policy_set_id=policy_set_id)),
+            "policy-set",
+        )
+

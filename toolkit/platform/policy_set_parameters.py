@@ -8,7 +8,7 @@ import pandas as pd
 
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
-from .._http import segment
+from .._http import api_path
 from .._masking import HIDDEN, Sensitive
 from .._records import Record
 from ._base import Area
@@ -40,8 +40,10 @@ class PolicySetParameters(Area):
     """Parameters of a policy set: key/value pairs passed to the policy runtime."""
 
     def _path(self, policy_set_id: str, parameter_id: str | None = None) -> str:
-        base = f"/policy-sets/{segment(policy_set_id)}/parameters"
-        return f"{base}/{segment(parameter_id)}" if parameter_id else base
+        base = api_path("/policy-sets/{policy_set_id}/parameters", policy_set_id=policy_set_id)
+        if parameter_id is None:
+            return base
+        return base + api_path("/{parameter_id}", parameter_id=parameter_id)
 
     def parameters_frame(self, policy_set_id: str) -> pd.DataFrame:
         """Every parameter; sensitive values show as ``<hidden>``.

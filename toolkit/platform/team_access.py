@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
-from fnmatch import fnmatchcase
 from typing import Any, TypedDict, Unpack
 
 import pandas as pd
@@ -12,32 +11,51 @@ import pandas as pd
 from .._coverage import Coverage
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
-from .._http import segment
+from .._http import api_path
 from .._records import Record
 from .._spec.access import (
     ACCESS_LEVELS,
     CUSTOM_DEFAULTS,
     IMPLIED_PERMISSIONS,
-    LEVEL_ORDER,
-    ORGANIZATION_WORKSPACE_LEVELS,
     PERMISSION_ATTRIBUTES,
     PERMISSION_VALUES,
 )
-from ..findings import Finding, findings_frame
 from ._base import Area
 from ._jsonapi import flatten, iter_resources, read_lists
 from .organizations import Organizations
+from .team_access_rules import (
+    EFFECTIVE_ACCESS,
+    GRANTS,
+    LEVEL_COLOURS,
+    effective_access,
+    effective_access_findings,
+    effective_access_matrix,
+    effective_level,
+    grant_row,
+    grants_matrix,
+    implied_permissions,
+    is_owners,
+    organization_grant,
+    security_level,
+    style_matrix,
+    team_access_findings,
+)
 
 # The permission tables are part of this module's public surface (the forms read them).
 __all__ = [
     "ACCESS_LEVELS",
     "CUSTOM_DEFAULTS",
+    "EFFECTIVE_ACCESS",
     "GRANTS",
     "IMPLIED_PERMISSIONS",
+    "LEVEL_COLOURS",
     "PERMISSION_ATTRIBUTES",
     "PERMISSION_VALUES",
     "TEAM_ACCESS",
     "TeamAccess",
+    "effective_access",
+    "effective_access_findings",
+    "effective_access_matrix",
     "effective_level",
     "implied_permissions",
     "security_level",
@@ -67,85 +85,6 @@ PERMISSIONS_LONG = Schema.of(
     Col("value"),
     Col("implied", "bool"),
 )
-
-# Every grant of workspace access, across organizations: team-workspace records, the
-# owners team (admin everywhere) and organization-level permissions. A range index:
-# only the records have an id (``record_id``).
-GRANTS = Schema.of(
-    Col("organization"),
-    Col("workspace_id"),
-    Col("workspace_name"),
-    Col("team_id"),
-    Col("team_name"),
-    Col("team_visibility"),
-    Col("team_size", "int"),
-    Col("source"),
-    Col("access"),
-    Col("level"),
-    Col("runs"),
-    Col("variables"),
-    Col("state_versions"),
-    Col("policy_mocks"),
-    Col("workspace_locking", "bool"),
-    Col("run_tasks", "bool"),
-    Col("record_id"),
-)
-# Where a grant comes from (the ``source`` column).
-GRANT_SOURCES = ("workspace", "owners", "organization")
-
-# Colours of the styled matrix, one per level; readable on light and dark themes.
-LEVEL_COLOURS = {
-    "read": "#4e79a7",
-    "plan": "#59a14f",
-    "write": "#f28e2b",
-    "admin": "#e15759",
-    "custom": "#b07aa1",
-}
-
-
-def implied_permissions(access: str) -> dict[str, Any]:
-    """The permissions a non-custom level implies (custom: the custom defaults)."""
-    if access not in ACCESS_LEVELS:
-        raise InputError(f"access must be one of {ACCESS_LEVELS}, not {access!r}")
-    return dict(IMPLIED_PERMISSIONS.get(access, CUSTOM_DEFAULTS))
-
-
-def effective_level(access: str, permissions: Mapping[str, Any] | None = None) -> str:
-    """The non-custom level a grant amounts to (one of ``LEVEL_ORDER``).
-
-    A non-custom level is itself. A custom record is ``write`` when it may apply
-    runs, write variables or state, lock the workspace or manage run tasks;
-    ``plan`` when it may plan runs; else ``read``. It is never ``admin``: only
-    that level may manage the workspace's team access. ``permissions`` uses the
-    API's or the frames' spelling (``state-versions`` or ``state_versions``).
-    """
-    if access != "custom":
-        if access not in LEVEL_ORDER:
-            raise InputError(f"access must be one of {ACCESS_LEVELS}, not {access!r}")
-        return access
-    perms = {k.replace("_", "-"): v for k, v in (permissions or {}).items()}
-    if (
-        perms.get("runs") == "apply"
-        or perms.get("variables") == "write"
-        or perms.get("state-versions") == "write"
-        or perms.get("workspace-locking") is True
-        or perms.get("run-tasks") is True
-    ):
-        return "write"
-    return "plan" if perms.get("runs") == "plan" else "read"
-
-
-def security_level(level: str) -> int:
-    """How much a level (of ``LEVEL_ORDER``) may do, for a security review: 0 read,
-    2 plan and write, 3 admin.
-
-    ``plan`` ranks with ``write``: a plan runs the configuration's code on the
-    workspace's agents or runners, with its variables (credentials among them)
-    in reach, so whoever may plan may act as the workspace does.
-    """
-    if level not in LEVEL_ORDER:
-        raise InputError(f"level must be one of {LEVEL_ORDER}, not {level!r}")
-    return {"read": 0, "plan": 2, "write": 2, "admin": 3}[level]
 
 
 class CustomPermissions(TypedDict, total=False):
@@ -204,7 +143,10 @@ class TeamAccess(Area):
 
     def get(self, team_access_id: str) -> Record:
         """One record. ``GET /team-workspaces/:id``."""
-        return self._record(self._get(f"/team-workspaces/{segment(team_access_id)}"), "team-access")
+        return self._record(
+            self._get(api_path("/team-workspaces/{team_access_id}", team_access_id=team_access_id)),
+            "team-access",
+        )
 
     def add(
         self,
@@ -242,12 +184,19 @@ class TeamAccess(Area):
         attrs = _attributes(access, dict(permissions))
         body = {"data": {"type": "team-workspaces", "id": team_access_id, "attributes": attrs}}
         return self._record(
-            self._send("PATCH", f"/team-workspaces/{segment(team_access_id)}", body), "team-access"
+            self._send(
+                "PATCH",
+                api_path("/team-workspaces/{team_access_id}", team_access_id=team_access_id),
+                body,
+            ),
+            "team-access",
         )
 
     def remove(self, team_access_id: str) -> None:
         """Remove a team's access. ``DELETE /team-workspaces/:id``."""
-        self._send("DELETE", f"/team-workspaces/{segment(team_access_id)}")
+        self._send(
+            "DELETE", api_path("/team-workspaces/{team_access_id}", team_access_id=team_access_id)
+        )
 
     # -- views ---------------------------------------------------------------------
     def organization_access(self, organization: str) -> pd.DataFrame:
@@ -296,7 +245,7 @@ class TeamAccess(Area):
         grants, _, every = self._grants_and_teams([organization])
         if not organization_level:
             grants = grants[grants["source"] == "workspace"]
-        matrix = _matrix(
+        matrix = grants_matrix(
             grants, ["workspace_name"], teams, workspaces, min_level, [(n,) for _, n in every]
         )
         matrix.index.name = "workspace"
@@ -350,7 +299,9 @@ class TeamAccess(Area):
         owner: dict[str, bool] = {}
         for org in names:
             # A missing organization raises NotFound naming it (PlatformClient.explain).
-            payload = self._http.json("GET", f"/organizations/{segment(org)}")
+            payload = self._http.json(
+                "GET", api_path("/organizations/{organization}", organization=org)
+            )
             flat = flatten((payload or {}).get("data") or {})
             permissions = flat.get("permissions")
             # A service that shows no permissions is taken at its word: all visible.
@@ -370,7 +321,10 @@ class TeamAccess(Area):
         listings = read_lists(
             self._http,
             [
-                (f"/organizations/{segment(org)}/{kind}", None)
+                (
+                    api_path("/organizations/{organization}/{kind}", organization=org, kind=kind),
+                    None,
+                )
                 for org in names
                 for kind in ("workspaces", "teams")
             ],
@@ -403,19 +357,19 @@ class TeamAccess(Area):
                 )
                 team = teams.get(str(record.get("team_id")), {})
                 rows.append(
-                    _grant(
+                    grant_row(
                         workspaces, ws_id, record.get("team_id"), team, "workspace", access, perms
                     )
                     | {"record_id": record.get("id")}
                 )
         for team_id, team in teams.items():
-            level = _organization_grant(team)
+            level = organization_grant(team)
             if level is None:
                 continue
-            source = "owners" if _is_owners(team) else "organization"
+            source = "owners" if is_owners(team) else "organization"
             for ws_id in by_org[team["organization"]]:
                 rows.append(
-                    _grant(
+                    grant_row(
                         workspaces, ws_id, team_id, team, source, level, IMPLIED_PERMISSIONS[level]
                     )
                 )
@@ -459,9 +413,40 @@ class TeamAccess(Area):
         grants, _, every = self._grants_and_teams(organizations)
         if not organization_level:
             grants = grants[grants["source"] == "workspace"]
-        return _matrix(
+        return grants_matrix(
             grants, ["organization", "workspace_name"], teams, workspaces, min_level, every
         )
+
+    def effective_access(
+        self, organizations: str | Sequence[str] | None = None, *, users: bool = True
+    ) -> pd.DataFrame:
+        """Who may do what on every workspace: each team's (and each user's) effective
+        access, the higher of its organization-level and team-access grants, with the
+        grant that decides (:func:`~.team_access_rules.effective_access`).
+
+        Reads as :meth:`grants_all_organizations_frame`. Users come from the teams'
+        ``users`` relationship; where no team lists its users, the user rows are
+        missing and ``attrs["coverage"]`` says so rather than showing nobody.
+        """
+        grants, teams, _ = self._grants_and_teams(organizations)
+        members = {str(t["id"]): [str(u) for u in t["user_ids"]] for t in teams if "user_ids" in t}
+        frame = effective_access(grants, members if users else None)
+        cov = Coverage("team_access.effective_access", read=len(grants))
+        if users:
+            for org in sorted({str(t["organization"]) for t in teams if "user_ids" not in t}):
+                cov.note_gap(
+                    f"organizations/{org}/teams",
+                    None,
+                    "the teams name no users relationship: access by user unknown",
+                )
+        return cov.attach(frame)
+
+    def effective_access_matrix(
+        self, organizations: str | Sequence[str] | None = None
+    ) -> pd.DataFrame:
+        """Workspaces (``(organization, workspace)``) by teams, each cell the effective level
+        (:meth:`effective_access`, the higher grant winning)."""
+        return effective_access_matrix(self.effective_access(organizations, users=False))
 
     def findings(
         self,
@@ -504,8 +489,8 @@ class TeamAccess(Area):
             for api in PERMISSION_ATTRIBUTES:
                 col = api.replace("-", "_")
                 value = rec[col]
-                if implied:
-                    value = IMPLIED_PERMISSIONS[level][api]
+                if implied:  # an access level this client does not know implies nothing known
+                    value = IMPLIED_PERMISSIONS.get(level, {}).get(api)
                 rows.append(
                     {
                         "workspace_id": rec["workspace_id"],
@@ -525,252 +510,3 @@ class TeamAccess(Area):
         return style_matrix(self.permissions_matrix(organization))
 
 
-def _is_owners(team: Mapping[str, Any]) -> bool:
-    # The owners team is the one named "owners": the service forbids renaming it.
-    return team.get("name") == "owners"
-
-
-def _granted(team: Mapping[str, Any]) -> list[str]:
-    """The organization-level permissions a team holds, in the API's spelling."""
-    access = team.get("organization_access")
-    if not isinstance(access, Mapping):
-        return []
-    return [str(k) for k, v in access.items() if v is True]
-
-
-def _organization_grant(team: Mapping[str, Any]) -> str | None:
-    """The level a team holds on every workspace of its organization, or None."""
-    if _is_owners(team):
-        return "admin"
-    held = set(_granted(team))
-    for permission, level in sorted(
-        ORGANIZATION_WORKSPACE_LEVELS.items(), key=lambda kv: -LEVEL_ORDER.index(kv[1])
-    ):
-        if permission in held:
-            return level
-    return None
-
-
-def _grant(
-    workspaces: Mapping[str, tuple[str, str]],
-    ws_id: str,
-    team_id: Any,
-    team: Mapping[str, Any],
-    source: str,
-    access: str,
-    perms: Mapping[str, Any],
-) -> dict[str, Any]:
-    organization, ws_name = workspaces[ws_id]
-    return {
-        "organization": organization,
-        "workspace_id": ws_id,
-        "workspace_name": ws_name,
-        "team_id": team_id,
-        "team_name": team.get("name"),
-        "team_visibility": team.get("visibility"),
-        "team_size": team.get("users_count"),
-        "source": source,
-        "access": access,
-        "level": effective_level(access, perms) if access in ACCESS_LEVELS else None,
-        **{a.replace("-", "_"): perms.get(a) for a in PERMISSION_ATTRIBUTES},
-    }
-
-
-def _matches(name: Any, patterns: str | Iterable[str] | None) -> bool:
-    if patterns is None:
-        return True
-    wanted = [patterns] if isinstance(patterns, str) else list(patterns)
-    return isinstance(name, str) and any(fnmatchcase(name, p) for p in wanted)
-
-
-def _matrix(
-    grants: pd.DataFrame,
-    index: list[str],
-    teams: str | Iterable[str] | None,
-    workspaces: str | Iterable[str] | None,
-    min_level: str | None,
-    every: Sequence[tuple[Any, ...]],
-) -> pd.DataFrame:
-    """Rows ``index`` by team names; a cell is the highest grant's access (custom
-    stays custom unless another grant is higher). Filters as ``permissions_matrix``;
-    without ``min_level`` each key of ``every`` (as ``index``) whose workspace
-    matches has a row, granted or not."""
-    floor = security_level(min_level) if min_level is not None else None
-    rows = grants[
-        grants["team_name"].map(lambda n: _matches(n, teams)).astype(bool)
-        & grants["workspace_name"].map(lambda n: _matches(n, workspaces)).astype(bool)
-    ]
-    if floor is not None:
-        rows = rows[rows["level"].map(lambda lv: security_level(lv) >= floor).astype(bool)]
-    cells: dict[tuple[Any, ...], dict[str, tuple[int, str]]] = {}
-    for row in rows.to_dict("records"):
-        key = tuple(row[c] for c in index)
-        rank = LEVEL_ORDER.index(row["level"])
-        current = cells.setdefault(key, {}).get(row["team_name"])
-        if current is None or rank > current[0]:
-            cells[key][row["team_name"]] = (rank, row["access"])
-    keys = sorted(cells)
-    if floor is None:
-        matching = {tuple(k) for k in every if _matches(k[-1], workspaces)}
-        keys = sorted(matching | set(keys))
-    columns = sorted({t for c in cells.values() for t in c})
-    data = {t: [cells.get(k, {}).get(t, (0, None))[1] for k in keys] for t in columns}
-    labels = [k[0] for k in keys] if len(index) == 1 else keys
-    idx = (
-        pd.Index(labels, name=index[0])
-        if len(index) == 1
-        else pd.MultiIndex.from_tuples(keys, names=["organization", "workspace"])
-        if keys
-        else pd.MultiIndex.from_arrays([[], []], names=["organization", "workspace"])
-    )
-    matrix = pd.DataFrame(data, index=idx, columns=columns, dtype="string")
-    matrix.columns.name = "team"
-    return matrix
-
-
-def team_access_findings(
-    grants: pd.DataFrame,
-    teams: Iterable[Mapping[str, Any]] = (),
-    *,
-    large_team: int = 10,
-    admin_workspaces: int = 5,
-    max_owners: int = 5,
-) -> pd.DataFrame:
-    """Findings (:mod:`toolkit.findings`, area ``team access``) of a :data:`GRANTS`
-    frame and the teams (flat dicts with ``organization``, ``name``,
-    ``users_count``, ``organization_access``).
-
-    Objects are ``ORG/WORKSPACE: TEAM`` for a grant and ``ORG/teams/TEAM`` for a team.
-
-    - **high**: a team other than owners holds ``manage-workspaces`` (admin on
-      every workspace, present and future);
-    - **high**: a write-equivalent grant (``plan``, ``write``, ``admin``, or a
-      custom record that plans or writes) to a team of ``large_team`` members or more;
-    - **medium**: the owners team has more than ``max_owners`` members;
-    - **medium**: a team other than owners holds other organization-level
-      permissions that manage something (policies, overrides, agent pools,
-      teams, membership, secret teams);
-    - **medium**: a team is admin of ``admin_workspaces`` workspaces or more
-      through its records;
-    - **medium**: a write-equivalent grant to a secret team (the organization's
-      members cannot see who holds it);
-    - **medium**: a custom record with ``runs: apply`` (write power under a
-      ``custom`` label);
-    - **low**: every ``plan`` grant (or custom ``runs: plan``): plan is
-      write-equivalent (:func:`security_level`).
-    """
-    found: list[Finding] = []
-    area = "team access"
-    for team in teams:
-        org, name = team.get("organization"), team.get("name")
-        obj = f"{org}/teams/{name}"
-        size = int(team.get("users_count") or 0)
-        if _is_owners(team):
-            if size > max_owners:
-                found.append(
-                    Finding(
-                        "medium",
-                        area,
-                        obj,
-                        f"the owners team has {size} members (more than {max_owners}): each is "
-                        "admin of every workspace and may change all team access",
-                    )
-                )
-            continue
-        held = _granted(team)
-        if "manage-workspaces" in held:
-            found.append(
-                Finding(
-                    "high",
-                    area,
-                    obj,
-                    f"organization-level manage-workspaces: its {size} members are admin of "
-                    "every workspace, present and future, whatever the workspaces' records say",
-                )
-            )
-        managing = [p for p in held if p not in ORGANIZATION_WORKSPACE_LEVELS]
-        if managing:
-            found.append(
-                Finding(
-                    "medium",
-                    area,
-                    obj,
-                    f"organization-level permissions {', '.join(sorted(managing))} "
-                    f"held by {size} members",
-                )
-            )
-    records = grants[grants["source"] == "workspace"]
-    admins = records[records["level"] == "admin"].groupby(["organization", "team_name"]).size()
-    for key, count in admins.items():
-        org, name = key  # type: ignore[misc]  # a two-level groupby key
-        if count >= admin_workspaces:
-            found.append(
-                Finding(
-                    "medium",
-                    area,
-                    f"{org}/teams/{name}",
-                    f"admin on {count} workspaces (threshold {admin_workspaces}): each lets its "
-                    "members change that workspace's team access",
-                )
-            )
-    for row in records.to_dict("records"):
-        level = row["level"]
-        if level is None or security_level(level) < 2:
-            continue
-        obj = f"{row['organization']}/{row['workspace_name']}: {row['team_name'] or row['team_id']}"
-        what = (
-            f"{row['access']} (plan is write-equivalent)" if level == "plan" else str(row["access"])
-        )
-        size = row["team_size"]
-        if not pd.isna(size) and int(size) >= large_team:
-            found.append(
-                Finding(
-                    "high",
-                    area,
-                    obj,
-                    f"{what} granted to a team of {int(size)} members "
-                    f"(large: {large_team} or more); every one may act as the workspace",
-                )
-            )
-        if row["team_visibility"] == "secret":
-            found.append(
-                Finding(
-                    "medium",
-                    area,
-                    obj,
-                    f"{what} granted to a secret team: the organization's members cannot see "
-                    "who holds it",
-                )
-            )
-        if row["access"] == "custom" and row["runs"] == "apply":
-            found.append(
-                Finding(
-                    "medium",
-                    area,
-                    obj,
-                    "custom access with runs: apply: it applies changes, write power under a "
-                    "custom label",
-                )
-            )
-        if level == "plan":
-            found.append(
-                Finding(
-                    "low",
-                    area,
-                    obj,
-                    f"{row['access']} access that plans runs: a plan runs the configuration's "
-                    "code on the workspace's agents and reads its variables; treat it as write",
-                )
-            )
-    return findings_frame(found)
-
-
-def style_matrix(matrix: pd.DataFrame) -> Any:
-    """Colour each cell of a permissions matrix by its access level."""
-
-    def colour(value: Any) -> str:
-        if isinstance(value, str) and value in LEVEL_COLOURS:
-            return f"background-color: {LEVEL_COLOURS[value]}; color: white; font-weight: bold"
-        return ""
-
-    return matrix.style.map(colour).format(na_rep="·")

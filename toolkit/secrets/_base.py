@@ -14,8 +14,8 @@ from typing import Any, Self
 
 from .._area import Area as BaseArea
 from .._coverage import Coverage
-from .._errors import NotFound
-from .._http import HTTPLayer, Request, decode_json, segment
+from .._errors import DecodeError, MissingField, NotFound
+from .._http import HTTPLayer, Request, api_path, decode_json, segments
 from .._http.policy import api_error
 from .._http.response import Response
 from .._masking import Sensitive
@@ -27,9 +27,12 @@ __all__ = [
     "ENVELOPE_KEYS",
     "EngineArea",
     "Names",
+    "fields_of",
     "is_envelope",
     "list_keys",
     "list_keys_of",
+    "records_of",
+    "listed_keys",
     "unwrap",
     "warnings_of",
 ]
@@ -70,6 +73,15 @@ def lookup_requests(
     ]
 
 
+class Fields(dict[str, Any]):
+    """An answer's fields: a missing one read with ``fields["name"]`` is a
+    :class:`~toolkit.MissingField` naming it (the answer is not what the API
+    promises), never a bare KeyError."""
+
+    def __missing__(self, key: str) -> Any:
+        raise MissingField(f"the server's answer has no {str(key)[:60]!r} field")
+
+
 # What a fan-out of lookups takes back as answers: a gone record, or one refused
 # (a 403 noted as a gap by :func:`skipped`).
 GONE_OR_REFUSED = GONE | {403}
@@ -87,19 +99,32 @@ def skipped(cov: Coverage, path: str, response: Response) -> bool:
 
 
 def unwrap(payload: Any) -> dict[str, Any]:
-    """The answer's fields: ``data`` of an envelope, else the payload itself ({} for none)."""
+    """The answer's fields: ``data`` of an envelope, else the payload itself ({} for none).
+
+    An answer, or a ``data``, that is not an object is a :class:`DecodeError`.
+    """
     if payload is None:
-        return {}
+        return Fields()
     if is_envelope(payload):
-        return dict(payload.get("data") or {})
-    return dict(payload) if isinstance(payload, Mapping) else {}
+        data = payload.get("data")
+        if data is None:
+            return Fields()
+        if not isinstance(data, Mapping):
+            raise DecodeError("the server's answer has a 'data' that is not an object")
+        return Fields(data)
+    if not isinstance(payload, Mapping):
+        raise DecodeError("the server's answer is not a JSON object")
+    return Fields(payload)
 
 
 def warnings_of(payload: Any) -> list[str]:
     """The envelope's ``warnings`` (an empty list when there are none)."""
-    if isinstance(payload, Mapping):
-        return [str(w) for w in payload.get("warnings") or []]
-    return []
+    warnings = payload.get("warnings") if isinstance(payload, Mapping) else None
+    if not warnings:
+        return []
+    if not isinstance(warnings, list):
+        raise DecodeError("the server's answer has 'warnings' that are not a list")
+    return [str(w) for w in warnings]
 
 
 def lease_of(payload: Any) -> dict[str, Any]:
@@ -206,9 +231,38 @@ def _keys(payload: Any) -> list[str]:
     keys = data.get("keys")
     if keys is None and isinstance(payload, Mapping):
         keys = payload.get("keys")
+    return listed_keys(keys)
+
+
+def listed_keys(keys: Any, field: str = "keys") -> list[str]:
+    """A list of names in an answer (a LIST's ``keys``, a token's ``policies``; or an
+    object keyed by them), checked: anything but text is a :class:`DecodeError`,
+    never a name made up from it."""
+    if keys is None:
+        return []
     if isinstance(keys, Mapping):
-        return [str(k) for k in keys]
-    return [str(k) for k in keys or []]
+        keys = list(keys)
+    if not isinstance(keys, list) or not all(type(k) is str for k in keys):
+        raise DecodeError(f"the server's answer has {field!r} that are not a list of names")
+    return keys
+
+
+def records_of(value: Any, field: str) -> list[Fields]:
+    """A list of objects in an answer (``[]`` for none), or a :class:`DecodeError`."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        raise DecodeError(f"the server's answer has {field!r} that are not a list of objects")
+    return [Fields(v) for v in value]
+
+
+def fields_of(value: Any, field: str) -> Fields:
+    """An object nested in an answer (``{}`` for none), or a :class:`DecodeError`."""
+    if value is None:
+        return Fields()
+    if not isinstance(value, Mapping):
+        raise DecodeError(f"the server's answer has a {field!r} that is not an object")
+    return Fields(value)
 
 
 def hide(record: dict[str, Any], *fields: str, label: str = "secret") -> dict[str, Any]:
@@ -262,8 +316,8 @@ class EngineArea(Area):
     def __init__(self, http: HTTPLayer, mount: str | None = None) -> None:
         super().__init__(http)
         self.mount = (mount if mount is not None else self.DEFAULT_MOUNT).strip("/")
-        if not self.mount:
-            raise ValueError(f"{type(self).__name__}: a mount path is required")
+        # Checked once, by the rule every name in an address follows.
+        self._mount_path = segments(self.mount, "mount")
 
     def __repr__(self) -> str:
         return area_repr(self, "secrets engine", self._http.address, self.mount)
@@ -281,18 +335,20 @@ class EngineArea(Area):
         cov: Coverage,
         names: Sequence[str],
         read: Callable[[str], Any],
-        *folder: str,
+        folder: str,
     ) -> list[Any]:
         """``read(name)`` of each name concurrently; one refused (403) is a gap in
         ``cov``, one gone since the listing is left out."""
 
         def one(name: str) -> Any:
-            return cov.read_or_gap(self._path(*folder, name).lstrip("/"), lambda: read(name))
+            where = self._path(folder + "/{name}", name=name).lstrip("/")
+            return cov.read_or_gap(where, lambda: read(name))
 
         found = [r for r in self._http.map(one, names) if r is not None]
         cov.note_read(len(found))
         return found
 
-    def _path(self, *parts: str) -> str:
-        """``/<mount>/<parts...>``, each part percent-encoded (the mount may hold ``/``)."""
-        return "/" + "/".join([self.mount, *(segment(p) for p in parts)])
+    def _path(self, template: str, **names: object) -> str:
+        """``/<mount>/<template>``, each ``{name}`` of the template filled with a
+        name by the one rule (:func:`~toolkit._http.api_path`)."""
+        return f"/{self._mount_path}/{api_path(template, **names)}"

@@ -24,7 +24,7 @@ def issue_credentials(area: EngineArea, role: str, kind: str) -> Record:
     The lease fields are ``lease_id``, ``lease_duration``, ``renewable``.
     """
     required(role_name=role)
-    payload = area._http.json("GET", area._path("creds", role))
+    payload = area._http.json("GET", area._path("creds/{role}", role=role))
     data = hide(unwrap(payload), "password", label="password")
     return Record(
         {"role": role, "username": data.get("username"), "password": data.get("password")}

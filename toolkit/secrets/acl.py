@@ -19,8 +19,6 @@ Globs follow the server's rules: a trailing ``*`` matches any rest of the path,
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -28,6 +26,7 @@ import pandas as pd
 
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
+from .._spec.acl import PathRule, PolicyParseError, parse_hcl
 from ..findings import Finding, findings_frame
 
 __all__ = ["RULES", "covers", "rule_findings", "rules_frame", "rules_of"]
@@ -74,16 +73,9 @@ def rules_frame(policies: Mapping[str, str]) -> pd.DataFrame:
 
 
 def covers(glob: str, path: str) -> bool:
-    """Whether the rule path ``glob`` matches the request path ``path``."""
-    pattern = ""
-    rest = glob
-    prefix = rest.endswith("*")
-    if prefix:
-        rest = rest[:-1]
-    for piece in re.split(r"(\+)", rest):
-        pattern += "[^/]+" if piece == "+" else re.escape(piece)
-    pattern += ".*" if prefix else ""
-    return re.fullmatch(pattern, path) is not None
+    """Whether the rule path ``glob`` matches the request path ``path`` (the server's
+    matching, from the one evaluator: :mod:`toolkit._spec.acl`)."""
+    return PathRule(glob, frozenset()).matches(path)
 
 
 def rule_findings(rules: pd.DataFrame | Iterable[Mapping[str, Any]]) -> pd.DataFrame:
@@ -133,24 +125,14 @@ def rule_findings(rules: pd.DataFrame | Iterable[Mapping[str, Any]]) -> pd.DataF
 
 
 def _parse(name: str, text: str) -> dict[str, Any]:
-    stripped = text.strip()
-    if not stripped:
+    """The policy's document, parsed as the evaluator parses it (HCL or JSON)."""
+    if not text.strip():
         return {}
-    if stripped.startswith("{"):
-        try:
-            document = json.loads(stripped)
-        except ValueError as exc:
-            raise InputError(f"policy {name!r} is not valid JSON: {exc}") from None
-    else:
-        import hcl2
-
-        try:
-            document = hcl2.loads(text)
-        except Exception as exc:  # noqa: BLE001 - the parser's own errors vary by version
-            raise InputError(f"policy {name!r} is not valid HCL: {exc}") from None
-    if not isinstance(document, dict):
-        raise InputError(f"policy {name!r}: expected path blocks")
-    return document
+    try:
+        return parse_hcl(text)
+    except PolicyParseError as exc:
+        kind = "JSON" if text.strip().startswith("{") else "HCL"
+        raise InputError(f"policy {name!r} is not valid {kind}: {exc}") from None
 
 
 def _unquote(value: Any) -> str:

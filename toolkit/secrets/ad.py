@@ -27,9 +27,9 @@ from .._errors import APIError, InputError
 from .._frames import Col, Schema, build_frame
 from .._http import HTTPLayer
 from .._masking import Sensitive, hidden, reveal
-from .._records import Record
+from .._records import Record, integer
 from .._time import parse_duration, parse_time
-from ._base import EngineArea, hide, lease_of, unwrap, warnings_of
+from ._base import EngineArea, fields_of, hide, lease_of, unwrap, warnings_of
 from .leases import Leases
 
 __all__ = ["LIBRARY_STATUS", "ROLES", "Directory"]
@@ -146,20 +146,20 @@ class Directory(EngineArea):
         seconds = _seconds(ttl, "ttl")
         if seconds is not None:
             body["ttl"] = seconds
-        self._send("POST", self._path("roles", name), body)
+        self._send("POST", self._path("roles/{name}", name=name), body)
 
     def read_role(self, name: str) -> Record:
         """A role: ``service_account_name``, ``ttl``, ``last_service_rotation`` and
         ``password_last_set`` (UTC datetimes, None when never). ``GET /<mount>/roles/:name``.
         """
-        data = self._read(self._path("roles", name))
+        data = self._read(self._path("roles/{name}", name=name))
         for key in ("last_service_rotation", "password_last_set"):
             data[key] = parse_time(data.get(key) or None)
         return self._record({"name": name, **data}, "directory-role")
 
     def delete_role(self, name: str) -> None:
         """Remove a role. ``DELETE /<mount>/roles/:name``."""
-        self._send("DELETE", self._path("roles", name))
+        self._send("DELETE", self._path("roles/{name}", name=name))
 
     def creds(self, name: str) -> Record:
         """A role's ``username``, ``current_password`` and ``last_password`` (Sensitive).
@@ -167,7 +167,7 @@ class Directory(EngineArea):
         The server rotates the password first when the role's ttl has passed.
         ``GET /<mount>/creds/:name``.
         """
-        data = self._read(self._path("creds", name))
+        data = self._read(self._path("creds/{name}", name=name))
         return self._record(
             hide(data, "current_password", "last_password", label="password"), "directory-creds"
         )
@@ -205,19 +205,19 @@ class Directory(EngineArea):
                 body[key] = seconds
         if disable_check_in_enforcement is not None:
             body["disable_check_in_enforcement"] = disable_check_in_enforcement
-        self._send("POST", self._path("library", name), body)
+        self._send("POST", self._path("library/{name}", name=name), body)
 
     def read_set(self, name: str) -> Record:
         """A set: ``service_account_names``, ``ttl``, ``max_ttl``,
         ``disable_check_in_enforcement``. ``GET /<mount>/library/:name``.
         """
         return self._record(
-            {"name": name, **self._read(self._path("library", name))}, "library-set"
+            {"name": name, **self._read(self._path("library/{name}", name=name))}, "library-set"
         )
 
     def delete_set(self, name: str) -> None:
         """Remove a set. ``DELETE /<mount>/library/:name``."""
-        self._send("DELETE", self._path("library", name))
+        self._send("DELETE", self._path("library/{name}", name=name))
 
     def check_out(self, name: str, *, ttl: Duration | None = None) -> Record:
         """Borrow a free account of the set. ``POST /<mount>/library/:name/check-out``.
@@ -230,7 +230,7 @@ class Directory(EngineArea):
         seconds = _seconds(ttl, "ttl")
         if seconds is not None:
             body["ttl"] = seconds
-        payload = self._send("POST", self._path("library", name, "check-out"), body)
+        payload = self._send("POST", self._path("library/{name}/check-out", name=name), body)
         data = unwrap(payload)
         record = {**hide(data, "password", label="password"), **lease_of(payload)}
         account = str(record.get("service_account_name") or "")
@@ -249,7 +249,7 @@ class Directory(EngineArea):
         server gives each account a new password.
         ``POST /<mount>/library/:name/check-in``.
         """
-        return self._check_in(("library", name, "check-in"), name, service_account_names)
+        return self._check_in("library/{name}/check-in", name, service_account_names)
 
     def manage_check_in(
         self, name: str, service_account_names: str | Iterable[str] | None = None
@@ -258,16 +258,16 @@ class Directory(EngineArea):
 
         ``POST /<mount>/library/manage/:name/check-in``; returns the accounts checked in.
         """
-        return self._check_in(("library", "manage", name, "check-in"), name, service_account_names)
+        return self._check_in("library/manage/{name}/check-in", name, service_account_names)
 
     def _check_in(
-        self, parts: tuple[str, ...], name: str, accounts: str | Iterable[str] | None
+        self, template: str, name: str, accounts: str | Iterable[str] | None
     ) -> list[str]:
         body: dict[str, Any] = {"name": name}
         names = _names(accounts)
         if names:
             body["service_account_names"] = names
-        data = unwrap(self._send("POST", self._path(*parts), body))
+        data = unwrap(self._send("POST", self._path(template, name=name), body))
         done = [str(a) for a in data.get("check_ins") or []]
         for account in done:
             self._lent.pop((self.mount, name, account), None)
@@ -278,9 +278,9 @@ class Directory(EngineArea):
         ``borrower_client_token`` (a hash the server keeps, not a token) and
         ``borrower_entity_id``. ``GET /<mount>/library/:name/status``.
         """
-        data = self._read(self._path("library", name, "status"))
+        data = self._read(self._path("library/{name}/status", name=name))
         return {
-            account: self._record(dict(fields or {}), "library-account")
+            account: self._record(fields_of(fields, account), "library-account")
             for account, fields in sorted(data.items())
         }
 
@@ -380,7 +380,7 @@ class Directory(EngineArea):
             if role is None:
                 continue  # deleted since the listing, or refused (a gap)
             last = role.get("last_service_rotation")
-            ttl = int(role.get("ttl") or 0)
+            ttl = integer(role.get("ttl"), "ttl")
             rows.append(
                 {
                     "role": name,

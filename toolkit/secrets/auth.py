@@ -33,9 +33,9 @@ from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from .._errors import APIError, InputError, ToolkitError
-from .._http import HTTPLayer, segment
+from .._http import HTTPLayer, api_path, segments
 from .._masking import Sensitive, reveal
-from .._records import Record
+from .._records import Record, integer
 from .._time import parse_duration
 from ._base import Area, unwrap
 
@@ -63,10 +63,9 @@ def _sensitive(value: Secret | None, label: str) -> Sensitive:
 
 
 def _mount(mount: str) -> str:
-    cleaned = mount.strip().strip("/")
-    if not cleaned:
+    if not mount or not mount.strip("/"):
         raise InputError("mount must name the auth method's path, e.g. 'approle'")
-    return "/".join(segment(part) for part in cleaned.split("/"))
+    return segments(mount, "mount")
 
 
 class TokenExpiryWarning(UserWarning):
@@ -217,7 +216,7 @@ class Auth(Area):
                 "accessor": data.get("accessor"),
                 "policies": list(data.get("policies") or []),
                 "token_policies": list(data.get("policies") or []),
-                "ttl": int(data.get("ttl") or 0),
+                "ttl": integer(data.get("ttl"), "ttl"),
                 "renewable": bool(data.get("renewable")),
                 "display_name": data.get("display_name"),
                 "entity_id": data.get("entity_id"),
@@ -270,7 +269,7 @@ class Auth(Area):
         if not username:
             raise InputError("a username is required")
         body = {"password": _sensitive(password, "password")}
-        return self._login(method, mount, f"login/{segment(username)}", body)
+        return self._login(method, mount, api_path("login/{username}", username=username), body)
 
     def _login(self, method: str, mount: str, tail: str, body: dict[str, Any]) -> Record:
         wire = {k: reveal(v) for k, v in body.items()}
@@ -299,7 +298,7 @@ class Auth(Area):
                 "accessor": auth.get("accessor"),
                 "policies": list(auth.get("policies") or []),
                 "token_policies": list(auth.get("token_policies") or auth.get("policies") or []),
-                "ttl": int(auth.get("lease_duration") or 0),
+                "ttl": integer(auth.get("lease_duration"), "lease_duration"),
                 "renewable": bool(auth.get("renewable")),
                 "display_name": display_name,
                 "entity_id": auth.get("entity_id") or None,
@@ -378,7 +377,7 @@ class TokenRenewal:
 
     def start(self) -> None:
         data = unwrap(self._http.json("GET", "/auth/token/lookup-self"))
-        ttl = int(data.get("ttl") or 0)
+        ttl = integer(data.get("ttl"), "ttl")
         if not ttl:
             self.state = "not_needed"
             return
@@ -388,7 +387,7 @@ class TokenRenewal:
                 "not_renewable", f"the token cannot be renewed; it expires at {self._when()}"
             )
             return
-        self._ttl = int(data.get("creation_ttl") or ttl)
+        self._ttl = integer(data.get("creation_ttl"), "creation_ttl", ttl)
         self.state = "renewing"
         self._thread = threading.Thread(target=self._run, name="token-renewal", daemon=True)
         self._thread.start()

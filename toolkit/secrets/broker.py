@@ -25,10 +25,10 @@ from typing import Any
 import pandas as pd
 
 from .._coverage import Coverage
-from .._errors import InputError, NotFound
+from .._errors import DecodeError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden, reveal
-from .._records import Record
+from .._records import Record, integer
 from ._base import EngineArea, Names
 from ._credentials import issue_credentials, required
 
@@ -63,11 +63,25 @@ _VHOST_KEYS = ("configure", "write", "read")
 _TOPIC_KEYS = ("write", "read")
 
 
-def _decoded(value: Any) -> dict[str, Any]:
-    """A role map as read: a JSON string or an object (empty when absent)."""
+def _decoded(value: Any, field: str, depth: int) -> dict[str, Any]:
+    """A role map as read: a JSON string or an object (empty when absent), objects
+    ``depth`` levels down to text patterns (``vhosts`` 2, ``vhost_topics`` 3)."""
     if isinstance(value, str):
-        value = json.loads(value) if value.strip() else {}
-    return dict(value) if isinstance(value, Mapping) else {}
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except (ValueError, RecursionError):
+            raise DecodeError(f"the server's role holds a {field!r} that is not JSON") from None
+    if value is None:
+        return {}
+    if not _nested(value, depth):
+        raise DecodeError(f"the server's role holds a {field!r} that is not a permissions map")
+    return dict(value)
+
+
+def _nested(value: Any, depth: int) -> bool:
+    if depth == 0:
+        return isinstance(value, str)
+    return isinstance(value, Mapping) and all(_nested(v, depth - 1) for v in value.values())
 
 
 def _check(field: str, where: str, perms: Any, keys: tuple[str, ...]) -> None:
@@ -131,14 +145,14 @@ class Broker(EngineArea):
         }
         if password_policy is not None:
             body["password_policy"] = password_policy
-        self._send("POST", self._path("config", "connection"), body)
+        self._send("POST", self._path("config/connection"), body)
 
     def configure_lease(self, ttl: int | str = 0, max_ttl: int | str = 0) -> Record:
         """Set the creds' lease ttls (0: the mount's). ``POST /broker/config/lease``.
 
         Returns the setting as :meth:`read_lease` does.
         """
-        self._send("POST", self._path("config", "lease"), {"ttl": ttl, "max_ttl": max_ttl})
+        self._send("POST", self._path("config/lease"), {"ttl": ttl, "max_ttl": max_ttl})
         found = self.read_lease()
         assert found is not None  # just written
         return found
@@ -146,11 +160,14 @@ class Broker(EngineArea):
     def read_lease(self) -> Record | None:
         """The creds' lease ttls in seconds, None before they were set. ``GET /broker/config/lease``."""
         try:
-            data = self._read(self._path("config", "lease"))
+            data = self._read(self._path("config/lease"))
         except NotFound:
             return None
         return Record(
-            {"ttl": int(data.get("ttl") or 0), "max_ttl": int(data.get("max_ttl") or 0)},
+            {
+                "ttl": integer(data.get("ttl"), "ttl"),
+                "max_ttl": integer(data.get("max_ttl"), "max_ttl"),
+            },
             kind="broker-lease",
         )
 
@@ -184,7 +201,7 @@ class Broker(EngineArea):
             body["vhosts"] = _encoded_vhosts(vhosts)
         if vhost_topics:
             body["vhost_topics"] = _encoded_topics(vhost_topics)
-        self._send("POST", self._path("roles", name), body)
+        self._send("POST", self._path("roles/{name}", name=name), body)
         return self.read_role(name)
 
     def read_role(self, name: str) -> Record:
@@ -193,14 +210,14 @@ class Broker(EngineArea):
         ``GET /broker/roles/:name``.
         """
         required(role_name=name)
-        data = self._read(self._path("roles", name))
+        data = self._read(self._path("roles/{name}", name=name))
         tags = str(data.get("tags") or "")
         return Record(
             {
                 "name": name,
                 "tags": [t.strip() for t in tags.split(",") if t.strip()],
-                "vhosts": _decoded(data.get("vhosts")),
-                "vhost_topics": _decoded(data.get("vhost_topics")),
+                "vhosts": _decoded(data.get("vhosts"), "vhosts", 2),
+                "vhost_topics": _decoded(data.get("vhost_topics"), "vhost_topics", 3),
             },
             kind="broker-role",
         )
@@ -208,7 +225,7 @@ class Broker(EngineArea):
     def delete_role(self, name: str) -> None:
         """Delete a role (issued creds stay until their leases end). ``DELETE /broker/roles/:name``."""
         required(role_name=name)
-        self._send("DELETE", self._path("roles", name))
+        self._send("DELETE", self._path("roles/{name}", name=name))
 
     def generate_credentials(self, role: str) -> Record:
         """A new broker user for ``role``. ``GET /broker/creds/:name``.

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from .._errors import APIError, InputError
 from .._masking import Sensitive, reveal
-from .._records import Record
+from .._records import Record, integer
 from .rekey import Rekey
 from .seal import Seal
 
@@ -186,10 +186,10 @@ class RekeyCeremony:
                 verify = None
         if verify is not None:
             phase, nonce = "verifying", verify.get("nonce")
-            progress, required = int(verify.get("progress") or 0), verify.get("t")
+            progress, required = integer(verify.get("progress"), "progress"), verify.get("t")
         elif st.get("started"):
             phase, nonce = "collecting", st.get("nonce")
-            progress, required = int(st.get("progress") or 0), st.get("required")
+            progress, required = integer(st.get("progress"), "progress"), st.get("required")
             self._complete = False
         else:
             phase = "complete" if self._complete else "idle"

@@ -28,6 +28,7 @@ from .._http.response import Response
 from .._masking import Sensitive
 from .._records import Record
 from ._base import EngineArea, refuse_missing, unwrap
+from .access import Access
 from .ad import Directory
 from .auth import Auth
 from .broker import Broker
@@ -84,7 +85,7 @@ class SecretsClient(ServiceClient):
     and the name checked on the server's certificate from ``server_name``
     (``VAULT_TLS_SERVER_NAME``).
 
-    Areas: :attr:`auth`, :attr:`password_policies`, :attr:`policies`, :attr:`rekey`,
+    Areas: :attr:`access` (who can do what), :attr:`auth`, :attr:`password_policies`, :attr:`policies`, :attr:`rekey`,
     :attr:`recovery_rekey`,
     :attr:`seal`, :attr:`leases`, :attr:`plugins`, :attr:`tokens`,
     :attr:`namespaces` (the namespace walk; :meth:`in_namespace` for one); the
@@ -162,6 +163,7 @@ class SecretsClient(ServiceClient):
     def _make_areas(self) -> None:
         """One object an API area, each on :attr:`http` (a namespace view's own, too)."""
         self.auth = Auth(self.http, client_certificate=self._client_cert)
+        self.access = Access(self.http)
         self.password_policies = PasswordPolicies(self.http)
         self.policies = Policies(self.http)
         self.rekey = Rekey(self.http)

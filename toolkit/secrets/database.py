@@ -27,12 +27,12 @@ from typing import Any
 import pandas as pd
 
 from .._coverage import Coverage
-from .._errors import InputError
+from .._errors import DecodeError, InputError
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
 from .._records import Record
 from .._time import parse_time
-from ._base import EngineArea, Names, hide, warnings_of
+from ._base import EngineArea, Names, hide, listed_keys, warnings_of
 from ._credentials import issue_credentials, required
 
 __all__ = ["CONNECTIONS", "DB_ROLES", "STATIC_ROLES", "Database", "connection_findings"]
@@ -99,7 +99,11 @@ def _allows(patterns: Sequence[str], role: str) -> bool:
 
 
 def _seconds(value: Any) -> int:
-    return int(float(value or 0))
+    """Seconds as the server gives a ttl (a number, or digits)."""
+    try:
+        return int(float(value or 0))
+    except (ValueError, TypeError, OverflowError):
+        raise DecodeError("the server's answer has a ttl that is not a number of seconds") from None
 
 
 class Database(EngineArea):
@@ -158,7 +162,7 @@ class Database(EngineArea):
         if statements is not None:
             body["root_rotation_statements"] = statements
         body.update(details)
-        payload = self._send("POST", self._path("config", name), body)
+        payload = self._send("POST", self._path("config/{name}", name=name), body)
         record = self.read_connection(name)
         record["warnings"] = warnings_of(payload)
         return record
@@ -172,7 +176,7 @@ class Database(EngineArea):
         ``password_policy``, ``verify_connection``.
         """
         required(connection_name=name)
-        data = self._read(self._path("config", name))
+        data = self._read(self._path("config/{name}", name=name))
         details = dict(data.get("connection_details") or {})
         details.pop("password", None)
         rotation = data.get("root_credentials_rotate_statements")
@@ -186,7 +190,7 @@ class Database(EngineArea):
                 "connection_url": details.get("connection_url"),
                 "username": details.get("username"),
                 "connection_details": details,
-                "allowed_roles": list(data.get("allowed_roles") or []),
+                "allowed_roles": listed_keys(data.get("allowed_roles"), "allowed_roles"),
                 "root_rotation_statements": list(rotation or []),
                 "password_policy": data.get("password_policy") or "",
                 "verify_connection": data.get("verify_connection"),
@@ -200,12 +204,12 @@ class Database(EngineArea):
         Leases issued through it can no longer be revoked by the engine.
         """
         required(connection_name=name)
-        self._send("DELETE", self._path("config", name))
+        self._send("DELETE", self._path("config/{name}", name=name))
 
     def reset_connection(self, name: str) -> None:
         """Close the connection and restart its plugin. ``POST /database/reset/:name``."""
         required(connection_name=name)
-        self._send("POST", self._path("reset", name))
+        self._send("POST", self._path("reset/{name}", name=name))
 
     def rotate_root(self, name: str) -> None:
         """Rotate the connection's root password. ``POST /database/rotate-root/:name``.
@@ -213,7 +217,7 @@ class Database(EngineArea):
         The new password is known only to the server; it is never returned.
         """
         required(connection_name=name)
-        self._send("POST", self._path("rotate-root", name))
+        self._send("POST", self._path("rotate-root/{name}", name=name))
 
     # -- roles -------------------------------------------------------------------------
     def list_roles(self) -> Names:
@@ -255,7 +259,7 @@ class Database(EngineArea):
             body["default_ttl"] = default_ttl
         if max_ttl is not None:
             body["max_ttl"] = max_ttl
-        self._send("POST", self._path("roles", name), body)
+        self._send("POST", self._path("roles/{name}", name=name), body)
         return self.read_role(name)
 
     def read_role(self, name: str) -> Record:
@@ -265,12 +269,12 @@ class Database(EngineArea):
         and ``max_ttl`` (seconds).
         """
         required(role_name=name)
-        data = self._read(self._path("roles", name))
+        data = self._read(self._path("roles/{name}", name=name))
         return Record(
             {
                 "name": name,
                 "db_name": data.get("db_name") or "",
-                **{key: list(data.get(key) or []) for key in _STATEMENT_LISTS},
+                **{key: listed_keys(data.get(key), key) for key in _STATEMENT_LISTS},
                 "default_ttl": _seconds(data.get("default_ttl")),
                 "max_ttl": _seconds(data.get("max_ttl")),
             },
@@ -280,7 +284,7 @@ class Database(EngineArea):
     def delete_role(self, name: str) -> None:
         """Delete a role (issued creds stay until their leases end). ``DELETE /database/roles/:name``."""
         required(role_name=name)
-        self._send("DELETE", self._path("roles", name))
+        self._send("DELETE", self._path("roles/{name}", name=name))
 
     def generate_credentials(self, role: str) -> Record:
         """New database credentials for ``role``. ``GET /database/creds/:name``.
@@ -322,7 +326,7 @@ class Database(EngineArea):
         statements = _statements("rotation_statements", rotation_statements)
         if statements is not None:
             body["rotation_statements"] = statements
-        self._send("POST", self._path("static-roles", name), body)
+        self._send("POST", self._path("static-roles/{name}", name=name), body)
         return self.read_static_role(name)
 
     def read_static_role(self, name: str) -> Record:
@@ -333,7 +337,7 @@ class Database(EngineArea):
         (aware datetimes; None when the server has not rotated yet).
         """
         required(role_name=name)
-        data = self._read(self._path("static-roles", name))
+        data = self._read(self._path("static-roles/{name}", name=name))
         period = _seconds(data.get("rotation_period"))
         last = parse_time(data.get("last_service_rotation") or data.get("last_vault_rotation"))
         return Record(
@@ -355,7 +359,7 @@ class Database(EngineArea):
         ``DELETE /database/static-roles/:name``.
         """
         required(role_name=name)
-        self._send("DELETE", self._path("static-roles", name))
+        self._send("DELETE", self._path("static-roles/{name}", name=name))
 
     def static_credentials(self, name: str) -> Record:
         """A static role's current credentials. ``GET /database/static-creds/:name``.
@@ -365,7 +369,7 @@ class Database(EngineArea):
         (seconds until the next rotation).
         """
         required(role_name=name)
-        data = self._read(self._path("static-creds", name))
+        data = self._read(self._path("static-creds/{name}", name=name))
         hide(data, "password", label="password")
         return Record(
             {
@@ -388,7 +392,7 @@ class Database(EngineArea):
         :meth:`read_static_role` does, with the new ``last_rotation``.
         """
         required(role_name=name)
-        self._send("POST", self._path("rotate-role", name))
+        self._send("POST", self._path("rotate-role/{name}", name=name))
         return self.read_static_role(name)
 
     # -- views -------------------------------------------------------------------------

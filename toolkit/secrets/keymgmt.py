@@ -18,7 +18,7 @@ the server does not answer them, and the client neither keeps nor shows them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -28,10 +28,10 @@ from .._coverage import Coverage, is_gap
 from .._errors import InputError, NotFound, PermissionDenied
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
-from .._records import Record
+from .._records import Record, integer
 from .._spec.keymgmt import PROTECTIONS, PURPOSES
-from .._time import parse_time
-from ._base import EngineArea, Names
+from .._time import from_epoch, parse_time
+from ._base import EngineArea, Names, fields_of, listed_keys
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -108,12 +108,17 @@ def _required(**values: str) -> None:
             raise InputError(f"a {what.replace('_', ' ')} is required")
 
 
+def _names(value: Any, field: str) -> str | list[str]:
+    """Purposes as a server gives them: comma-separated text, or a list of names."""
+    return value if isinstance(value, str) else listed_keys(value, field)
+
+
 def _versions(raw: Any) -> dict[int, dict[str, Any]]:
     """``keys`` of a key read: version number -> ``creation_time`` (datetime), ``public_key``."""
     versions: dict[int, dict[str, Any]] = {}
-    for number, entry in (raw or {}).items():
+    for number, entry in fields_of(raw, "keys").items():
         entry = entry if isinstance(entry, Mapping) else {}
-        versions[int(number)] = {
+        versions[integer(number, "keys")] = {
             "creation_time": parse_time(entry.get("creation_time")),
             "public_key": entry.get("public_key") or None,
         }
@@ -123,7 +128,7 @@ def _versions(raw: Any) -> dict[int, dict[str, Any]]:
 def _distributed_at(name_in_provider: str) -> datetime | None:
     """The unix timestamp the server appends to a key's name in a provider, as a datetime."""
     _, _, suffix = name_in_provider.rpartition("-")
-    return datetime.fromtimestamp(int(suffix), UTC) if suffix.isdigit() else None
+    return from_epoch(suffix) if suffix.isdigit() else None
 
 
 class KeyManagement(EngineArea):
@@ -144,7 +149,7 @@ class KeyManagement(EngineArea):
         type is refused by the server (400).
         """
         _required(key_name=name, key_type=type)
-        self._send("POST", self._path("key", name), {"type": type})
+        self._send("POST", self._path("key/{name}", name=name), {"type": type})
         return self.read_key(name)
 
     def read_key(self, name: str) -> Record:
@@ -155,14 +160,16 @@ class KeyManagement(EngineArea):
         (aware datetime) and ``public_key`` (PEM; None for a symmetric key).
         """
         _required(key_name=name)
-        data = self._read(self._path("key", name))
+        data = self._read(self._path("key/{name}", name=name))
         return Record(
             {
                 "name": data.get("name") or name,
                 "type": data.get("type"),
                 "deletion_allowed": bool(data.get("deletion_allowed")),
-                "min_enabled_version": int(data.get("min_enabled_version") or 0),
-                "latest_version": int(data.get("latest_version") or 0),
+                "min_enabled_version": integer(
+                    data.get("min_enabled_version"), "min_enabled_version"
+                ),
+                "latest_version": integer(data.get("latest_version"), "latest_version"),
                 "versions": _versions(data.get("keys")),
             },
             kind="managed-key",
@@ -193,7 +200,12 @@ class KeyManagement(EngineArea):
             body["deletion_allowed"] = deletion_allowed
         if not body:
             raise InputError("nothing to update: give min_enabled_version or deletion_allowed")
-        self._send("POST", self._path("key", name), body, check="read the key (keymgmt.read_key)")
+        self._send(
+            "POST",
+            self._path("key/{name}", name=name),
+            body,
+            check="read the key (keymgmt.read_key)",
+        )
         return self.read_key(name)
 
     def rotate_key(self, name: str) -> Record:
@@ -204,7 +216,7 @@ class KeyManagement(EngineArea):
         _required(key_name=name)
         self._send(
             "POST",
-            self._path("key", name, "rotate"),
+            self._path("key/{name}/rotate", name=name),
             check=f"read the key's latest_version (keymgmt.read_key({name!r}))",
         )
         return self.read_key(name)
@@ -216,12 +228,12 @@ class KeyManagement(EngineArea):
         provider or while ``deletion_allowed`` is false.
         """
         _required(key_name=name)
-        self._send("DELETE", self._path("key", name))
+        self._send("DELETE", self._path("key/{name}", name=name))
 
     def list_key_providers(self, name: str) -> Names:
         """The KMS providers holding the key (one at most). ``LIST /keymgmt/key/:name/kms``."""
         _required(key_name=name)
-        return self._list(self._path("key", name, "kms"))
+        return self._list(self._path("key/{name}/kms", name=name))
 
     # -- KMS providers -------------------------------------------------------------------
     def list_providers(self) -> Names:
@@ -247,13 +259,13 @@ class KeyManagement(EngineArea):
         body: dict[str, Any] = {"provider": provider, "key_collection": key_collection}
         if credentials:
             body["credentials"] = {str(k): hidden(v, "credential") for k, v in credentials.items()}
-        self._send("POST", self._path("kms", name), body)
+        self._send("POST", self._path("kms/{name}", name=name), body)
         return self.read_provider(name)
 
     def read_provider(self, name: str) -> Record:
         """A KMS provider: ``name``, ``provider``, ``key_collection``. ``GET /keymgmt/kms/:name``."""
         _required(provider_name=name)
-        data = self._read(self._path("kms", name))
+        data = self._read(self._path("kms/{name}", name=name))
         return Record(
             {
                 "name": name,
@@ -266,7 +278,7 @@ class KeyManagement(EngineArea):
     def delete_provider(self, name: str) -> None:
         """Delete a KMS provider. ``DELETE /keymgmt/kms/:name``; refused while it holds keys."""
         _required(provider_name=name)
-        self._send("DELETE", self._path("kms", name))
+        self._send("DELETE", self._path("kms/{name}", name=name))
 
     # -- distribution --------------------------------------------------------------------
     def distribute(
@@ -290,7 +302,7 @@ class KeyManagement(EngineArea):
         body = {"purpose": purposes, "protection": protection or "hsm"}
         self._send(
             "POST",
-            self._path("kms", provider, "key", key),
+            self._path("kms/{provider}/key/{key}", provider=provider, key=key),
             body,
             check="read the distribution (keymgmt.read_distribution)",
         )
@@ -305,17 +317,18 @@ class KeyManagement(EngineArea):
         ``distributed_at`` (the time in the name).
         """
         _required(provider_name=provider, key_name=key)
-        data = self._read(self._path("kms", provider, "key", key))
+        data = self._read(self._path("kms/{provider}/key/{key}", provider=provider, key=key))
         name = str(data.get("name") or "")
         return Record(
             {
                 "key": key,
                 "kms": provider,
                 "name": name,
-                "purpose": purposes_of(data.get("purpose") or []),
+                "purpose": purposes_of(_names(data.get("purpose"), "purpose")),
                 "protection": data.get("protection"),
                 "versions": {
-                    int(v): str(i) for v, i in sorted((data.get("versions") or {}).items())
+                    integer(v, "versions"): str(i)
+                    for v, i in sorted(fields_of(data.get("versions"), "versions").items())
                 },
                 "distributed_at": _distributed_at(name),
             },
@@ -325,7 +338,7 @@ class KeyManagement(EngineArea):
     def list_provider_keys(self, provider: str) -> Names:
         """Keys in a KMS provider. ``LIST /keymgmt/kms/:name/key``."""
         _required(provider_name=provider)
-        return self._list(self._path("kms", provider, "key"))
+        return self._list(self._path("kms/{provider}/key", provider=provider))
 
     def remove_from_provider(self, provider: str, key: str) -> None:
         """Take a key out of a provider; it stays in the engine.
@@ -333,7 +346,7 @@ class KeyManagement(EngineArea):
         ``DELETE /keymgmt/kms/:name/key/:key_name``.
         """
         _required(provider_name=provider, key_name=key)
-        self._send("DELETE", self._path("kms", provider, "key", key))
+        self._send("DELETE", self._path("kms/{provider}/key/{key}", provider=provider, key=key))
 
     # -- views ---------------------------------------------------------------------------
     def _all_keys(self, cov: Coverage, names: Iterable[str] | None = None) -> list[Record]:
@@ -365,7 +378,7 @@ class KeyManagement(EngineArea):
             except PermissionDenied as exc:
                 if not is_gap(exc):
                     raise
-                cov.note_error(self._path("key", name).lstrip("/"), exc)
+                cov.note_error(self._path("key/{name}", name=name).lstrip("/"), exc)
                 return None
 
         keys = [k for k in self._http.map(one, todo) if k is not None]
@@ -380,13 +393,14 @@ class KeyManagement(EngineArea):
         for p in providers:
             name = str(p["name"])
             held = cov.read_or_gap(
-                self._path("kms", name, "key").lstrip("/"), partial(self.list_provider_keys, name)
+                self._path("kms/{name}/key", name=name).lstrip("/"),
+                partial(self.list_provider_keys, name),
             )
             pairs.extend((p["name"], k) for k in held or [])
 
         def distribution(pk: tuple[str, str]) -> Record | None:
             return cov.read_or_gap(
-                self._path("kms", pk[0], "key", pk[1]).lstrip("/"),
+                self._path("kms/{provider}/key/{key}", provider=pk[0], key=pk[1]).lstrip("/"),
                 lambda: self.read_distribution(*pk),
             )
 
@@ -408,7 +422,7 @@ class KeyManagement(EngineArea):
         rows = []
         for key in keys:
             versions = key["versions"]
-            times = [v["creation_time"] for v in versions.values()]
+            times = [v["creation_time"] for v in versions.values() if v["creation_time"]]
             minimum = key["min_enabled_version"]
             rows.append(
                 {

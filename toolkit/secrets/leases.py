@@ -21,16 +21,18 @@ import pandas as pd
 from .._errors import APIError, InputError, ToolkitError, one_line
 from .._frames import Col, Schema, build_frame, frame_from_columns
 from .._gc import collector_paused
-from .._http import HTTPLayer, Request, decode_json, segment
+from .._http import HTTPLayer, Request, decode_json, segments
 from .._progress import progress
-from .._records import Record
+from .._records import Record, integer
 from .._time import parse_time
 from ..findings import Finding, combine, findings_frame
 from ._base import (
     GONE,
     Area,
     list_keys_of,
+    listed_keys,
     lookup_requests,
+    records_of,
     require_mounts,
     unwrap,
     warnings_of,
@@ -219,7 +221,7 @@ class Leases(Area):
         data = unwrap(self._http.json("GET", "/sys/leases/count", params=_query(params)))
         return Record(
             {
-                "lease_count": int(data.get("lease_count") or 0),
+                "lease_count": integer(data.get("lease_count"), "lease_count"),
                 "counts": dict(data.get("counts") or {}),
             },
             kind="lease-count",
@@ -246,9 +248,9 @@ class Leases(Area):
         items: list[Mapping[str, Any]] = []
         if isinstance(raw, Mapping):  # per mount point
             for mount, leases in raw.items():
-                items.extend({"mount": mount, **lease} for lease in leases or [])
+                items.extend({"mount": mount, **lease} for lease in records_of(leases, "leases"))
         else:
-            items = list(raw)
+            items = list(records_of(raw, "leases"))
         rows = [
             {
                 "lease_id": item.get("lease_id") or item.get("id"),
@@ -261,7 +263,7 @@ class Leases(Area):
             for item in items
         ]
         frame = build_frame(rows, IRREVOCABLE)
-        frame.attrs["lease_count"] = int(data.get("lease_count") or len(rows))
+        frame.attrs["lease_count"] = integer(data.get("lease_count"), "lease_count", len(rows))
         frame.attrs["warnings"] = warnings_of(payload)
         return frame
 
@@ -562,15 +564,21 @@ def _folder(prefix: str) -> str:
     return prefix if not prefix or prefix.endswith("/") else prefix + "/"
 
 
+# The walks list the folders the server named: a key such as ``../../auth/`` is
+# refused by the same rule as a prefix given, before anything is sent.
+_FOLDER = "prefix (or a folder the server listed under it)"
+
+
 def _lookup_path(prefix: str) -> str:
+    """``/sys/leases/lookup/<folder>/``: the folder's names by the one rule (root: empty)."""
     folder = _folder(prefix)
-    return "/sys/leases/lookup/" + "/".join(segment(p) for p in folder.split("/"))
+    return "/sys/leases/lookup/" + (segments(folder, _FOLDER) + "/" if folder else "")
 
 
 def _prefix(prefix: str) -> str:
     if not prefix or not prefix.strip("/"):
         raise InputError("a prefix is required (revoking everything is not offered)")
-    return "/".join(segment(p) for p in prefix.lstrip("/").split("/"))
+    return segments(prefix, "prefix") + ("/" if prefix.endswith("/") else "")
 
 
 def _query(params: Mapping[str, Any]) -> dict[str, str]:
@@ -836,8 +844,7 @@ _LIST_EMPTY = frozenset({404})
 
 def _keys_of(payload: Any) -> list[str]:
     data = payload.get("data") if isinstance(payload, Mapping) else None
-    keys = (data or {}).get("keys") if isinstance(data, Mapping) else None
-    return list(keys or [])
+    return listed_keys((data or {}).get("keys") if isinstance(data, Mapping) else None)
 
 
 def _mount_role(folder: str, mounts: Sequence[str]) -> tuple[str, str]:

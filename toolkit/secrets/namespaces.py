@@ -25,7 +25,7 @@ import pandas as pd
 from .._coverage import Coverage, Gap, coverage_of
 from .._errors import NamespaceNotFound, NotFound, PermissionDenied, TokenRefused
 from .._frames import Col, Schema, build_frame, scope_part, stack_scopes
-from .._http import HTTPLayer, decode_json
+from .._http import HTTPLayer, api_path, decode_json
 from .._records import Record
 from ..findings import Finding, findings_frame
 from ._base import Area, unwrap
@@ -58,6 +58,13 @@ MOUNTS = Schema.of(
 )
 
 
+def _one(name: str) -> str:
+    """``/sys/namespaces/:name`` of one child (slashes at either end dropped)."""
+    return api_path(
+        "/sys/namespaces/{name}", name=name.strip("/") if isinstance(name, str) else name
+    )
+
+
 def _label(path: str) -> str:
     return path or ROOT
 
@@ -81,19 +88,19 @@ class Namespaces(Area):
     def read(self, name: str) -> Record:
         """One child namespace: ``path``, ``id``, ``custom_metadata``, ...
         ``GET /sys/namespaces/:name``."""
-        return self._record(self._read(f"/sys/namespaces/{name.strip('/')}"), "namespace")
+        return self._record(self._read(_one(name)), "namespace")
 
     def create(self, name: str, custom_metadata: dict[str, str] | None = None) -> Record:
         """Create the child namespace ``name`` (one path segment), or replace its
         ``custom_metadata``. ``POST /sys/namespaces/:name``."""
         body = {"custom_metadata": dict(custom_metadata or {})}
-        answer = self._send("POST", f"/sys/namespaces/{name.strip('/')}", body)
+        answer = self._send("POST", _one(name), body)
         return self._record(unwrap(answer), "namespace")
 
     def delete(self, name: str) -> None:
         """Delete the child namespace ``name`` (the server refuses one that has children).
         ``DELETE /sys/namespaces/:name``."""
-        self._send("DELETE", f"/sys/namespaces/{name.strip('/')}")
+        self._send("DELETE", _one(name))
 
     # -- the walk -------------------------------------------------------------------
     def _start(self) -> str:

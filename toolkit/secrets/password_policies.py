@@ -15,7 +15,7 @@ import pandas as pd
 
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
-from .._http import segment
+from .._http import api_path
 from .._masking import Sensitive, reveal
 from .._records import Record
 from ._base import Area
@@ -55,7 +55,7 @@ class PasswordPolicies(Area):
 
     def read(self, name: str) -> Record:
         """The policy document. ``GET /sys/policies/password/:name``; a record with ``policy``."""
-        data = self._read(f"/sys/policies/password/{segment(name)}")
+        data = self._read(api_path("/sys/policies/password/{name}", name=name))
         return Record({"name": name, "policy": data.get("policy", "")}, kind="password-policy")
 
     def write(self, name: str, policy: str, *, encode: bool = True) -> None:
@@ -71,18 +71,18 @@ class PasswordPolicies(Area):
         if not policy or not policy.strip():
             raise InputError(f"password policy {name!r}: the policy document is empty")
         text = base64.b64encode(policy.encode()).decode() if encode else policy
-        self._send("POST", f"/sys/policies/password/{segment(name)}", {"policy": text})
+        self._send("POST", api_path("/sys/policies/password/{name}", name=name), {"policy": text})
 
     def delete(self, name: str) -> None:
         """Delete a policy (the server does not check engines using it).
 
         ``DELETE /sys/policies/password/:name``.
         """
-        self._send("DELETE", f"/sys/policies/password/{segment(name)}")
+        self._send("DELETE", api_path("/sys/policies/password/{name}", name=name))
 
     def generate(self, name: str) -> Sensitive:
         """One password from the policy. ``GET /sys/policies/password/:name/generate``."""
-        data = self._read(f"/sys/policies/password/{segment(name)}/generate")
+        data = self._read(api_path("/sys/policies/password/{name}/generate", name=name))
         return Sensitive(str(data.get("password", "")), "password")
 
     def test_policy(self, name: str, samples: int = 20) -> pd.DataFrame:
@@ -95,7 +95,7 @@ class PasswordPolicies(Area):
         """
         if samples < 1:
             raise InputError("samples must be at least 1")
-        path = f"/sys/policies/password/{segment(name)}/generate"
+        path = api_path("/sys/policies/password/{name}/generate", name=name)
 
         def one(index: int) -> dict[str, Any]:
             password = Sensitive(str(self._read(path).get("password", "")), "password")

@@ -45,15 +45,16 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 
-from .._errors import InputError
+from .._errors import DecodeError, InputError
 from .._frames import Col, Schema, build_frame
 from .._http import HTTPLayer, Request, decode_json
 from .._masking import Sensitive
-from .._records import Record
+from .._records import Record, integer
 from .._spec import certificate_names as policy
+from .._time import from_epoch
 from .._x509 import path_length
 from ..findings import Finding, findings_frame
-from ._base import EngineArea, hide, lease_of, unwrap, warnings_of
+from ._base import EngineArea, hide, lease_of, listed_keys, unwrap, warnings_of
 
 __all__ = [
     "certificate_findings",
@@ -145,9 +146,11 @@ _LIST_FIELDS = ("allowed_domains", "allowed_uri_sans", "allowed_other_sans", "al
 
 def _load_certificate(text: str) -> x509.Certificate:
     """The first certificate of PEM text, or of base64 DER (the ``der`` format)."""
-    if "-----BEGIN CERTIFICATE-----" in text:
-        return x509.load_pem_x509_certificates(text.encode())[0]
+    if not isinstance(text, str):
+        raise DecodeError("a certificate the server gave is not text")
     try:
+        if "-----BEGIN CERTIFICATE-----" in text:
+            return x509.load_pem_x509_certificates(text.encode())[0]
         return x509.load_der_x509_certificate(base64.b64decode(text, validate=True))
     except (ValueError, binascii.Error) as exc:
         raise InputError(f"not a PEM or base64 DER certificate: {exc}") from None
@@ -400,7 +403,7 @@ class PKI(EngineArea):
 
     def read_role(self, name: str) -> Record:
         """A role with every field (part 2). ``GET /pki/roles/:name``."""
-        return self._record(self._read(self._path("roles", name)), "pki_role")
+        return self._record(self._read(self._path("roles/{name}", name=name)), "pki_role")
 
     def write_role(self, name: str, **fields: Any) -> Record:
         """Create or replace a role (fields not given take their defaults). ``POST /pki/roles/:name``.
@@ -408,14 +411,14 @@ class PKI(EngineArea):
         Returns the role as written; ``warnings`` from the server are in
         ``record.warnings`` (for example when ``issuer_ref`` names no issuer yet).
         """
-        payload = self._send("POST", self._path("roles", name), fields)
+        payload = self._send("POST", self._path("roles/{name}", name=name), fields)
         record = Record(unwrap(payload), kind="pki_role")
         record.warnings = warnings_of(payload)  # type: ignore[attr-defined]
         return record
 
     def delete_role(self, name: str) -> None:
         """Delete a role. ``DELETE /pki/roles/:name``."""
-        self._send("DELETE", self._path("roles", name))
+        self._send("DELETE", self._path("roles/{name}", name=name))
 
     def roles_frame(self) -> pd.DataFrame:
         """Every role of the mount, one row each (:data:`PKI_ROLES`)."""
@@ -423,7 +426,10 @@ class PKI(EngineArea):
         for name in self.list_roles():
             role = dict(self.read_role(name))
             for field in _LIST_FIELDS:
-                role[field] = ", ".join(role.get(field) or [])
+                value = role.get(field)
+                role[field] = (
+                    value if isinstance(value, str) else ", ".join(listed_keys(value, field))
+                )
             rows.append({"name": name, **role})
         return build_frame(rows, PKI_ROLES)
 
@@ -476,23 +482,23 @@ class PKI(EngineArea):
 
     def read_issuer(self, ref: str = "default") -> Record:
         """An issuer by id, name or ``default``. ``GET /pki/issuer/:ref``."""
-        return self._record(self._read(self._path("issuer", ref)), "pki_issuer")
+        return self._record(self._read(self._path("issuer/{ref}", ref=ref)), "pki_issuer")
 
     def update_issuer(self, ref: str, **fields: Any) -> Record:
         """Change ``issuer_name``, ``leaf_not_after_behavior``, ``usage``. ``POST /pki/issuer/:ref``."""
         return self._record(
-            unwrap(self._send("POST", self._path("issuer", ref), fields)), "pki_issuer"
+            unwrap(self._send("POST", self._path("issuer/{ref}", ref=ref), fields)), "pki_issuer"
         )
 
     def default_issuer(self) -> Record:
         """``default`` (an issuer id) and ``default_follows_latest_issuer``. ``GET /pki/config/issuers``."""
-        return self._record(self._read(self._path("config", "issuers")), "pki_issuers_config")
+        return self._record(self._read(self._path("config/issuers")), "pki_issuers_config")
 
     def set_default_issuer(self, ref: str, *, follows_latest: bool | None = None) -> Record:
         """Make the issuer ``ref`` (id or name) the default. ``POST /pki/config/issuers``."""
         body = _body(default=ref, default_follows_latest_issuer=follows_latest)
         return self._record(
-            unwrap(self._send("POST", self._path("config", "issuers"), body)), "pki_issuers_config"
+            unwrap(self._send("POST", self._path("config/issuers"), body)), "pki_issuers_config"
         )
 
     def issuers_frame(self) -> pd.DataFrame:
@@ -527,9 +533,11 @@ class PKI(EngineArea):
         parameters as the server takes them (``issuer_name``, ``key_type``,
         ``ttl``, ``not_after``, ``max_path_length``, ...).
         """
-        parts = ("root", "generate", type) if legacy_path else ("issuers", "generate", "root", type)
+        template = "root/generate/{type}" if legacy_path else "issuers/generate/root/{type}"
         data = unwrap(
-            self._send("POST", self._path(*parts), _body(common_name=common_name, **params))
+            self._send(
+                "POST", self._path(template, type=type), _body(common_name=common_name, **params)
+            )
         )
         return Record(hide(data, "private_key", label="private key"), kind="pki_issuer")
 
@@ -540,13 +548,15 @@ class PKI(EngineArea):
 
         ``legacy_path``: ``intermediate/generate/:type``. Returns ``csr``, ``key_id``.
         """
-        parts = (
-            ("intermediate", "generate", type)
+        template = (
+            "intermediate/generate/{type}"
             if legacy_path
-            else ("issuers", "generate", "intermediate", type)
+            else "issuers/generate/intermediate/{type}"
         )
         data = unwrap(
-            self._send("POST", self._path(*parts), _body(common_name=common_name, **params))
+            self._send(
+                "POST", self._path(template, type=type), _body(common_name=common_name, **params)
+            )
         )
         return Record(hide(data, "private_key", label="private key"), kind="pki_csr")
 
@@ -558,7 +568,7 @@ class PKI(EngineArea):
         return self._record(
             unwrap(
                 self._send(
-                    "POST", self._path("intermediate", "set-signed"), {"certificate": certificate}
+                    "POST", self._path("intermediate/set-signed"), {"certificate": certificate}
                 )
             ),
             "pki_import",
@@ -568,9 +578,7 @@ class PKI(EngineArea):
         """Import CA certificates (and keys) as issuers. ``POST /pki/issuers/import/bundle``."""
         return self._record(
             unwrap(
-                self._send(
-                    "POST", self._path("issuers", "import", "bundle"), {"pem_bundle": pem_bundle}
-                )
+                self._send("POST", self._path("issuers/import/bundle"), {"pem_bundle": pem_bundle})
             ),
             "pki_import",
         )
@@ -581,7 +589,7 @@ class PKI(EngineArea):
 
     def read_key(self, ref: str) -> Record:
         """A key's id, name and type (never its material). ``GET /pki/key/:ref``."""
-        return self._record(self._read(self._path("key", ref)), "pki_key")
+        return self._record(self._read(self._path("key/{ref}", ref=ref)), "pki_key")
 
     def generate_key(
         self,
@@ -598,19 +606,19 @@ class PKI(EngineArea):
         """
         kind = "exported" if exported else "internal"
         body = _body(key_type=key_type, key_bits=key_bits, key_name=key_name)
-        data = unwrap(self._send("POST", self._path("keys", "generate", kind), body))
+        data = unwrap(self._send("POST", self._path("keys/generate/{kind}", kind=kind), body))
         return Record(hide(data, "private_key", label="private key"), kind="pki_key")
 
     def delete_key(self, ref: str) -> None:
         """Delete a key no issuer uses (an unknown key is no error). ``DELETE /pki/key/:ref``."""
-        self._send("DELETE", self._path("key", ref))
+        self._send("DELETE", self._path("key/{ref}", ref=ref))
 
     def delete_issuer(self, ref: str) -> list[str]:
         """Delete an issuer; its certificates and key stay. ``DELETE /pki/issuer/:ref``.
 
         Returns the server's warnings (for example that it was the default issuer).
         """
-        return warnings_of(self._send("DELETE", self._path("issuer", ref)))
+        return warnings_of(self._send("DELETE", self._path("issuer/{ref}", ref=ref)))
 
     # -- issue and sign ---------------------------------------------------------------------
     def _keep(self, payload: Any, **context: Any) -> IssuedCertificate:
@@ -732,8 +740,8 @@ class PKI(EngineArea):
         _check_format(format)
         if ttl is not None and not_after is not None:
             raise InputError("give ttl or not_after, not both")
-        parts = ["issuer", issuer_ref] if issuer_ref else []
-        parts += ["sign-verbatim", *([role] if role else [])]
+        template = ("issuer/{issuer_ref}/" if issuer_ref else "") + "sign-verbatim"
+        template += "/{role}" if role else ""
         body = _body(
             csr=csr,
             ttl=ttl,
@@ -742,7 +750,7 @@ class PKI(EngineArea):
             ext_key_usage=_listed(ext_key_usage),
             format=format,
         )
-        payload = self._send("POST", self._path(*parts), body)
+        payload = self._send("POST", self._path(template, issuer_ref=issuer_ref, role=role), body)
         return self._keep(payload, role=role or "", operation="sign-verbatim", format=format)
 
     def _request(
@@ -788,9 +796,9 @@ class PKI(EngineArea):
             **params,
         )
         path = (
-            self._path("issuer", issuer_ref, "sign-intermediate")
+            self._path("issuer/{issuer_ref}/sign-intermediate", issuer_ref=issuer_ref)
             if issuer_ref
-            else self._path("root", "sign-intermediate")
+            else self._path("root/sign-intermediate")
         )
         return self._keep(
             self._send("POST", path, body), operation="sign-intermediate", format=format
@@ -813,16 +821,18 @@ class PKI(EngineArea):
             require_matching_certificate_algorithms=require_matching_certificate_algorithms,
         )
         path = (
-            self._path("issuer", issuer_ref, "sign-self-issued")
+            self._path("issuer/{issuer_ref}/sign-self-issued", issuer_ref=issuer_ref)
             if issuer_ref
-            else self._path("root", "sign-self-issued")
+            else self._path("root/sign-self-issued")
         )
         return self._record(unwrap(self._send("POST", path, body)), "pki_self_issued")
 
     def _issuer_path(self, issuer_ref: str | None, verb: str, role: str) -> str:
         if issuer_ref:
-            return self._path("issuer", issuer_ref, verb, role)
-        return self._path(verb, role)
+            return self._path(
+                "issuer/{issuer_ref}/{verb}/{role}", issuer_ref=issuer_ref, verb=verb, role=role
+            )
+        return self._path("{verb}/{role}", verb=verb, role=role)
 
     # -- stored certificates and CA reads -------------------------------------------------
     def list_certs(self) -> list[str]:
@@ -831,11 +841,13 @@ class PKI(EngineArea):
 
     def read_cert(self, serial: str) -> Record:
         """A kept certificate by serial (colons or hyphens). ``GET /pki/cert/:serial``."""
-        return self._record(self._read(self._path("cert", serial)), "pki_certificate")
+        return self._record(
+            self._read(self._path("cert/{serial}", serial=serial)), "pki_certificate"
+        )
 
     def ca_pem(self) -> str:
         """The default issuer's certificate as PEM. ``GET /pki/ca/pem``."""
-        return self._http.request("GET", self._path("ca", "pem")).text.strip()
+        return self._http.request("GET", self._path("ca/pem")).text.strip()
 
     def ca_chain_pem(self) -> str:
         """The default issuer's chain as PEM. ``GET /pki/ca_chain``."""
@@ -843,11 +855,11 @@ class PKI(EngineArea):
 
     def issuer_pem(self, ref: str = "default") -> str:
         """An issuer's certificate as PEM. ``GET /pki/issuer/:ref/pem``."""
-        return self._http.request("GET", self._path("issuer", ref, "pem")).text.strip()
+        return self._http.request("GET", self._path("issuer/{ref}/pem", ref=ref)).text.strip()
 
     def list_revoked(self) -> list[str]:
         """Serials of the revoked certificates (colon form). ``LIST /pki/certs/revoked``."""
-        return self._list(self._path("certs", "revoked"))
+        return self._list(self._path("certs/revoked"))
 
     def certificates_frame(self) -> pd.DataFrame:
         """Every certificate the mount keeps (:data:`MOUNT_CERTIFICATES`), read concurrently.
@@ -858,7 +870,12 @@ class PKI(EngineArea):
         """
         serials = self.list_certs()
         calls = [
-            Request("GET", self._path("cert", s), ok_statuses=frozenset({404})) for s in serials
+            Request(
+                "GET",
+                self._path("cert/{listed_serial}", listed_serial=s),
+                ok_statuses=frozenset({404}),
+            )
+            for s in serials
         ]
         rows = []
         answers = list(self._http.many(calls))
@@ -869,7 +886,7 @@ class PKI(EngineArea):
                 continue
             data = unwrap(decode_json(response, "GET"))
             cert = _load_certificate(str(data.get("certificate") or ""))
-            revoked_at = int(data.get("revocation_time") or 0)
+            revoked_at = integer(data.get("revocation_time"), "revocation_time")
             try:
                 is_ca = cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
             except x509.ExtensionNotFound:
@@ -884,9 +901,7 @@ class PKI(EngineArea):
                     "not_after": cert.not_valid_after_utc,
                     "expired": cert.not_valid_after_utc <= now,
                     "revoked": bool(revoked_at),
-                    "revocation_time": datetime.fromtimestamp(revoked_at, UTC)
-                    if revoked_at
-                    else None,
+                    "revocation_time": from_epoch(revoked_at),
                     "is_ca": is_ca,
                 }
             )
@@ -918,7 +933,7 @@ class PKI(EngineArea):
             raise InputError("serial: give the serial number of the certificate to revoke")
         data = unwrap(self._send("POST", self._path("revoke"), {"serial_number": serial.strip()}))
         if data.get("revocation_time"):
-            data["revocation_time"] = datetime.fromtimestamp(int(data["revocation_time"]), UTC)
+            data["revocation_time"] = from_epoch(data["revocation_time"])
         return self._record(data, "pki_revocation")
 
     def crl(self, issuer_ref: str = "default", *, delta: bool = False) -> Record:
@@ -929,8 +944,8 @@ class PKI(EngineArea):
         datetimes), ``revoked`` (the serials, colon form) and ``pem``. The
         signature is checked against the issuer's certificate.
         """
-        parts = ("issuer", issuer_ref, "crl", *(("delta",) if delta else ()))
-        pem = str(self._read(self._path(*parts)).get("crl") or "")
+        template = "issuer/{issuer_ref}/crl" + ("/delta" if delta else "")
+        pem = str(self._read(self._path(template, issuer_ref=issuer_ref)).get("crl") or "")
         return _crl_record(pem, self._issuer_certificate(issuer_ref))
 
     def crl_entries(self, issuer_ref: str = "default", *, delta: bool = False) -> pd.DataFrame:
@@ -947,16 +962,16 @@ class PKI(EngineArea):
 
     def rotate_crl(self) -> Record:
         """Rebuild every issuer's CRL now. ``GET /pki/crl/rotate``; ``success`` and ``warnings``."""
-        return self._result(self._http.json("GET", self._path("crl", "rotate")), "pki_crl_rotate")
+        return self._result(self._http.json("GET", self._path("crl/rotate")), "pki_crl_rotate")
 
     def rotate_delta_crl(self) -> Record:
         """Rebuild the delta CRLs now. ``GET /pki/crl/rotate-delta`` (a warned no-op unless enabled)."""
-        payload = self._http.json("GET", self._path("crl", "rotate-delta"))
+        payload = self._http.json("GET", self._path("crl/rotate-delta"))
         return self._result(payload, "pki_crl_rotate")
 
     def crl_config(self) -> Record:
         """``expiry``, ``disable``, ``auto_rebuild``, ``enable_delta``, ... ``GET /pki/config/crl``."""
-        return self._record(self._read(self._path("config", "crl")), "pki_crl_config")
+        return self._record(self._read(self._path("config/crl")), "pki_crl_config")
 
     def update_crl_config(
         self,
@@ -979,7 +994,7 @@ class PKI(EngineArea):
             delta_rebuild_interval=delta_rebuild_interval,
             allow_expired_cert_revocation=allow_expired_cert_revocation,
         )
-        data = unwrap(self._send("POST", self._path("config", "crl"), body))
+        data = unwrap(self._send("POST", self._path("config/crl"), body))
         return self._record(data, "pki_crl_config")
 
     def sign_revocation_list(
@@ -1002,13 +1017,13 @@ class PKI(EngineArea):
             entries.append({"serial_number": serial, "revocation_time": int(when.timestamp())})
         body = _body(crl_number=crl_number, next_update=next_update)
         body["revoked_certs"] = entries
-        path = self._path("issuer", issuer_ref, "sign-revocation-list")
+        path = self._path("issuer/{issuer_ref}/sign-revocation-list", issuer_ref=issuer_ref)
         pem = str(unwrap(self._send("POST", path, body)).get("crl") or "")
         return _crl_record(pem, self._issuer_certificate(issuer_ref))
 
     def urls(self) -> Record:
         """Where issued certificates point (AIA, CRL, OCSP). ``GET /pki/config/urls``."""
-        return self._record(self._read(self._path("config", "urls")), "pki_urls")
+        return self._record(self._read(self._path("config/urls")), "pki_urls")
 
     def update_urls(
         self,
@@ -1032,9 +1047,7 @@ class PKI(EngineArea):
         }
         if enable_templating is not None:
             body["enable_templating"] = enable_templating
-        return self._record(
-            unwrap(self._send("POST", self._path("config", "urls"), body)), "pki_urls"
-        )
+        return self._record(unwrap(self._send("POST", self._path("config/urls"), body)), "pki_urls")
 
     # -- tidy ------------------------------------------------------------------------------
     def tidy(
@@ -1067,7 +1080,9 @@ class PKI(EngineArea):
 
     def _issuer_certificate(self, ref: str) -> x509.Certificate:
         """``GET /pki/issuer/:ref/json``: the issuer's certificate, to check what it signed."""
-        return _load_certificate(str(self._read(self._path("issuer", ref, "json"))["certificate"]))
+        return _load_certificate(
+            str(self._read(self._path("issuer/{ref}/json", ref=ref))["certificate"])
+        )
 
     def _result(self, payload: Any, kind: str) -> Record:
         record = Record(unwrap(payload), kind=kind)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
-from .._http import segment
+from .._http import api_path
 from .._records import Record
 from ._base import Area
 
@@ -65,7 +65,7 @@ class Plugins(Area):
 
     def list_plugins(self, plugin_type: str) -> list[str]:
         """Names registered for a type. ``LIST /sys/plugins/catalog/:type``."""
-        return self._list(f"/sys/plugins/catalog/{_type(plugin_type)}")
+        return self._list(api_path("/sys/plugins/catalog/{type}", type=_type(plugin_type)))
 
     def register(
         self,
@@ -106,19 +106,23 @@ class Plugins(Area):
         }
         if version:
             body["version"] = version
-        self._send("POST", f"/sys/plugins/catalog/{plugin_type}/{segment(name)}", body)
+        self._send(
+            "POST",
+            api_path("/sys/plugins/catalog/{type}/{name}", type=plugin_type, name=name),
+            body,
+        )
 
     def read(self, plugin_type: str, name: str, version: str | None = None) -> Record:
         """One entry. ``GET /sys/plugins/catalog/:type/:name?version=`` (sudo).
 
         ``args``, ``builtin``, ``command``, ``name``, ``sha256``, ``version``.
         """
-        path = f"/sys/plugins/catalog/{_type(plugin_type)}/{segment(name)}"
+        path = api_path("/sys/plugins/catalog/{type}/{name}", type=_type(plugin_type), name=name)
         return Record(self._read(path, _params(version)), kind="plugin")
 
     def delete(self, plugin_type: str, name: str, version: str | None = None) -> None:
         """Remove an entry. ``DELETE /sys/plugins/catalog/:type/:name?version=`` (sudo)."""
-        path = f"/sys/plugins/catalog/{_type(plugin_type)}/{segment(name)}"
+        path = api_path("/sys/plugins/catalog/{type}/{name}", type=_type(plugin_type), name=name)
         self._http.json("DELETE", path, params=_params(version))
 
     # -- findings ------------------------------------------------------------------------
@@ -136,7 +140,10 @@ class Plugins(Area):
         """
         catalog = self.catalog().reset_index()
         external = catalog[~catalog["builtin"].fillna(False).astype(bool)]
-        entries = [(str(r.type), str(r.name), str(r.version or "")) for r in external.itertuples()]
+        entries = [
+            (str(r.type), str(r.name), r.version if isinstance(r.version, str) else "")
+            for r in external.itertuples()
+        ]
         details = list(self._http.map(lambda e: self.read(*e[:2], e[2] or None), entries))
         mounts = self._mounts()
         rows = []

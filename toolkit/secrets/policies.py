@@ -25,8 +25,8 @@ from .._errors import (
     NotFound,
 )
 from .._frames import Col, Schema, build_frame
-from .._http import segment
-from .._records import Record
+from .._http import api_path
+from .._records import Record, text
 from ._base import Area, unwrap
 
 __all__ = ["ENFORCEMENT_LEVELS", "HOLDERS", "KINDS", "POLICIES", "Policies"]
@@ -74,7 +74,7 @@ class Policies(Area):
         """
         if _kind(kind) == "egp":
             return list(self.name_path_map())
-        return self._list(f"/sys/policies/{kind}")
+        return self._list(api_path("/sys/policies/{kind}", kind=kind))
 
     def name_path_map(self) -> NamePathMap:
         """Each EGP's name, and the paths it governs: ``{"path", "glob"}`` dicts.
@@ -109,11 +109,11 @@ class Policies(Area):
         A record with ``kind``, ``name``, ``policy`` (the text), and for RGP/EGP
         ``enforcement_level``, for EGP ``paths`` (a list).
         """
-        data = self._read(f"/sys/policies/{_kind(kind)}/{segment(name)}")
+        data = self._read(api_path("/sys/policies/{kind}/{name}", kind=_kind(kind), name=name))
         record: dict[str, Any] = {
             "kind": kind,
             "name": data.get("name", name),
-            "policy": data.get("policy", ""),
+            "policy": text(data.get("policy"), "policy") or "",
         }
         if kind != "acl":
             record["enforcement_level"] = data.get("enforcement_level")
@@ -158,11 +158,11 @@ class Policies(Area):
             body["paths"] = path_list
         elif paths is not None:
             raise InputError("paths applies to egp policies only")
-        self._send("POST", f"/sys/policies/{kind}/{segment(name)}", body)
+        self._send("POST", api_path("/sys/policies/{kind}/{name}", kind=kind, name=name), body)
 
     def delete(self, kind: str, name: str) -> None:
         """Delete a policy, with immediate effect. ``DELETE /sys/policies/{kind}/:name``."""
-        self._send("DELETE", f"/sys/policies/{_kind(kind)}/{segment(name)}")
+        self._send("DELETE", api_path("/sys/policies/{kind}/{name}", kind=_kind(kind), name=name))
 
     def policies_frame(self, kinds: Iterable[str] = KINDS) -> pd.DataFrame:
         """Every policy of ``kinds`` in one frame, read concurrently.

@@ -55,7 +55,12 @@ def standby_refusal(location: str, leader_address: str, sent_to: str) -> str:
         return "the redirect names no Location"
     if not leader_address:
         return "sys/leader names no active node"
-    target, leader, here = origin(location), origin(leader_address), origin(sent_to)
+    try:
+        target, leader, here = origin(location), origin(leader_address), origin(sent_to)
+    except ValueError:  # urlsplit refuses a bracketed host that is no IP address
+        return "the Location or the active node's address is not a valid address"
+    if target[0] not in ("http", "https") or not target[1]:
+        return "the Location is not an http or https address with a host"
     if here[0] == "https" and target[0] != "https":
         return "it would go from https to http"
     if target != leader:

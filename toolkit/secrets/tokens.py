@@ -11,7 +11,7 @@ finding rather than failing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pandas as pd
@@ -19,11 +19,11 @@ import pandas as pd
 from .._coverage import Coverage
 from .._errors import InputError, PermissionDenied, TokenRefused
 from .._frames import Col, Schema, build_frame
-from .._http import Request, decode_json, segment
+from .._http import Request, api_path, decode_json
 from .._records import Record
-from .._time import parse_duration
+from .._time import from_epoch, parse_duration
 from ..findings import Finding, findings_frame
-from ._base import GONE_OR_REFUSED, Area, hide, lookup_requests, skipped, unwrap
+from ._base import GONE_OR_REFUSED, Area, hide, listed_keys, lookup_requests, skipped, unwrap
 
 __all__ = ["TOKEN_INVENTORY", "TOKEN_ROLES", "Tokens", "token_findings"]
 
@@ -165,7 +165,11 @@ class Tokens(Area):
         cov = Coverage("tokens.roles_frame", asked=["auth/token/roles"])
         names = self._list("/auth/token/roles")
         calls = [
-            Request("GET", f"/auth/token/roles/{segment(n)}", ok_statuses=GONE_OR_REFUSED)
+            Request(
+                "GET",
+                api_path("/auth/token/roles/{listed_role}", listed_role=n),
+                ok_statuses=GONE_OR_REFUSED,
+            )
             for n in names
         ]
         rows = []
@@ -231,7 +235,8 @@ def token_findings(inventory: pd.DataFrame) -> pd.DataFrame:
         policies = list(row["policies"] or [])
         if "root" in policies:
             found.append(Finding("critical", "tokens", name, "root token: holds the root policy"))
-        if pd.isna(row["expire_time"]) and not row["ttl"]:
+        # No expiry and a ttl of 0; a ttl the answer left out says nothing either way.
+        if pd.isna(row["expire_time"]) and pd.notna(row["ttl"]) and row["ttl"] == 0:
             found.append(
                 Finding("high", "tokens", name, f"never expires (policies {', '.join(policies)})")
             )
@@ -241,11 +246,12 @@ def token_findings(inventory: pd.DataFrame) -> pd.DataFrame:
 def _inventory_row(accessor: str, data: dict[str, Any]) -> dict[str, Any]:
     issue = data.get("issue_time")
     if not issue and data.get("creation_time"):
-        issue = datetime.fromtimestamp(int(data["creation_time"]), UTC).isoformat()
+        when = from_epoch(data["creation_time"])
+        issue = when.isoformat() if when else None
     return {
         "accessor": data.get("accessor") or accessor,
         "display_name": data.get("display_name"),
-        "policies": sorted(data.get("policies") or []),
+        "policies": sorted(listed_keys(data.get("policies"), "policies")),
         "ttl": data.get("ttl"),
         "creation_ttl": data.get("creation_ttl"),
         "issue_time": issue or None,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any, cast
 
+from ..._spec.acl import ACL
 from .._clock import Clock
-from .acl import ACL
 from .backends import EngineRegistry
 from .errors import SecretsError, capability_denied
 from .leases import LeaseManager

@@ -94,8 +94,16 @@ class MountTable:
             path: Mount(path, kind, text)
             for path, (kind, text) in {**_SYSTEM_MOUNTS, **(engine_mounts or {})}.items()
         }
+        # The login methods the sandbox serves at their default mounts are listed too,
+        # so that a client discovers them as it would on a real server.
         self.auth: dict[str, Mount] = {
-            "token/": Mount("token/", "token", "token based credentials")
+            path: Mount(path, kind, text)
+            for path, (kind, text) in {
+                "token/": ("token", "token based credentials"),
+                "userpass/": ("userpass", "user names and passwords"),
+                "ldap/": ("ldap", "directory users and groups"),
+                "approle/": ("approle", "machine roles"),
+            }.items()
         }
 
     def engine_table(self) -> dict[str, dict[str, Any]]:

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .acl import PolicyParseError, blocks, parse_hcl
+from ..._spec.acl import PolicyParseError, blocks, parse_hcl
 from .errors import SecretsError, bad_request
 from .policies import policy_text
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from .acl import ACL, PathRule, PolicyParseError, parse_acl_policy
+from ..._spec.acl import ACL, PathRule, PolicyParseError, parse_acl_policy
 from .errors import SecretsError, bad_request
 
 __all__ = [
@@ -100,16 +101,26 @@ def policy_text(value: Any, *, field_name: str = "policy") -> str:
     return value
 
 
+@functools.lru_cache(maxsize=4096)
+def _acl_rules(text: str, name: str) -> tuple[PathRule, ...]:
+    return tuple(parse_acl_policy(text, name))
+
+
 @dataclass
 class Policy:
-    """A stored policy of one kind."""
+    """A stored policy of one kind; an ACL policy's rules are read from its text when asked
+    (and remembered), so the stored state holds the text alone."""
 
     kind: str
     name: str
     text: str
     enforcement_level: str = ""
     paths: list[str] = field(default_factory=list)
-    rules: list[PathRule] = field(default_factory=list)
+
+    @property
+    def rules(self) -> tuple[PathRule, ...]:
+        """The path rules of an ACL policy (none for RGP and EGP)."""
+        return _acl_rules(self.text, self.name) if self.kind == "acl" and self.text else ()
 
     def read_data(self) -> dict[str, Any]:
         """The read answer of ``GET /sys/policies/{kind}/:name``."""
@@ -212,19 +223,18 @@ class PolicyStore:
         if name == "root":
             raise bad_request("cannot update root policy")
         text = policy_text(policy)
-        rules: list[PathRule] = []
         level = ""
         egp_paths: list[str] = []
         if kind == "acl":
             try:
-                rules = parse_acl_policy(text)
+                _acl_rules(text, name)
             except PolicyParseError as exc:
                 raise bad_request(str(exc)) from None
         else:
             level = _enforcement_level(enforcement_level)
         if kind == "egp":
             egp_paths = _egp_paths(paths)
-        stored = Policy(kind, name, text, level, egp_paths, rules)
+        stored = Policy(kind, name, text, level, egp_paths)
         self._by_kind[kind][name] = stored
         return stored
 

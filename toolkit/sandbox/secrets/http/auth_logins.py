@@ -58,8 +58,23 @@ async def userpass_login(call: SecretsRequest) -> Response:
     return _issued(call, token)
 
 
+def _settings_data(settings: TokenSettings) -> dict[str, Any]:
+    return {
+        "token_policies": list(settings.policies),
+        "policies": list(settings.policies),
+        "token_ttl": settings.ttl,
+        "token_max_ttl": settings.max_ttl,
+    }
+
+
 async def userpass_user(call: SecretsRequest) -> Response:
-    """``POST auth/userpass/users/:username``: create or replace a user."""
+    """``POST auth/userpass/users/:username``: create or replace a user; ``GET`` it
+    (its token settings, never its password)."""
+    if call.request.method.upper() == "GET":
+        user = call.service.logins.users.get(call.params["username"].lower())
+        if user is None:
+            raise SecretsError(404)
+        return envelope(_settings_data(user.settings))
     call.service.logins.put_user(
         call.params["username"], _credential(call, "password"), _token_settings(call)
     )
@@ -89,6 +104,19 @@ async def ldap_group(call: SecretsRequest) -> Response:
         return envelope({"policies": list(policies)})
     logins.put_ldap_group(name, [p.lower() for p in fields.string_list(call.body, "policies")])
     return no_content()
+
+
+async def ldap_user(call: SecretsRequest) -> Response:
+    """``GET auth/ldap/users/:name``: the directory user's groups (and no policies of its own)."""
+    user = call.service.logins.ldap_users.get(call.params["username"].lower())
+    if user is None:
+        raise SecretsError(404)
+    return envelope({"groups": ",".join(user.groups), "policies": []})
+
+
+async def ldap_users(call: SecretsRequest) -> Response:
+    """``LIST auth/ldap/users``."""
+    return listing(list(call.service.logins.ldap_users))
 
 
 async def ldap_groups(call: SecretsRequest) -> Response:
@@ -161,8 +189,10 @@ def routes(service: SecretsService) -> list[Route]:
             service, "auth/userpass/login/{username}", userpass_login, write, authenticated=False
         ),
         route(service, "auth/userpass/users", userpass_users, ["LIST"]),
-        route(service, "auth/userpass/users/{username}", userpass_user, write),
+        route(service, "auth/userpass/users/{username}", userpass_user, ["GET", *write]),
         route(service, "auth/ldap/login/{username}", ldap_login, write, authenticated=False),
+        route(service, "auth/ldap/users", ldap_users, ["LIST"]),
+        route(service, "auth/ldap/users/{username}", ldap_user, ["GET"]),
         route(service, "auth/ldap/groups", ldap_groups, ["LIST"]),
         route(service, "auth/ldap/groups/{name}", ldap_group, ["GET", *write]),
         route(service, "auth/approle/login", approle_login, write, authenticated=False),

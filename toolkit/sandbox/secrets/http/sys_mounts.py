@@ -20,7 +20,7 @@ from ..errors import SecretsError, permission_denied
 from ._base import SecretsRequest, envelope, no_content, request_token, route
 
 if TYPE_CHECKING:
-    from ..acl import ACL
+    from ...._spec.acl import ACL
     from ..models import SecretsService
 
 __all__ = ["routes"]

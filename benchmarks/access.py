@@ -1,0 +1,139 @@
+"""The ``access`` scenario: the ACL evaluator against OpenBao, and who_can at scale.
+
+- agreement: generated policy sets (globs, ``+``, overlaps across policies, ``deny``,
+  ``sudo``, templates a token without an entity leaves out), each held by a token; every
+  path asked of OpenBao's ``sys/capabilities`` and of the evaluator: the share that agree;
+- loading: ``bao.access.load()`` of ``count`` policies on a real OpenBao, less the time
+  the same reads take without parsing (the server's and the wire's own time);
+- who_can: ``count`` principals holding one to four of the policies each, a question
+  answered from the loaded model.
+
+``make bench`` runs 10,000 policies and principals; ``--quick`` and ``--report-only``
+(``make test``) 2,000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from typing import Any
+
+SEGMENTS = ["app", "db", "kv", "sys", "team-1", "x"]
+CAPS = ["create", "read", "update", "patch", "delete", "list", "sudo", "deny"]
+
+
+def _pattern(rng: random.Random) -> str:
+    parts = [
+        rng.choice(SEGMENTS + ["+", "{{identity.entity.id}}"]) for _ in range(rng.randint(1, 4))
+    ]
+    tail = rng.choice(["", "*", "/*"])
+    pattern = "/".join(parts) + tail
+    return pattern.replace("+*", "+/*")
+
+
+def _policy(rng: random.Random, blocks: int) -> str:
+    lines = []
+    for _ in range(blocks):
+        caps = ", ".join(f'"{c}"' for c in rng.sample(CAPS, rng.randint(1, 3)))
+        lines.append(f'path "{_pattern(rng)}" {{\n  capabilities = [{caps}]\n}}')
+    return "\n".join(lines)
+
+
+def _path(rng: random.Random) -> str:
+    parts = [rng.choice(SEGMENTS) for _ in range(rng.randint(1, 5))]
+    return "/".join(parts) + rng.choice(["", "/", "-1"])
+
+
+def agreement(bao: Any, sets: int, rng: random.Random) -> tuple[int, int]:
+    """(paths that agree, paths asked) over ``sets`` generated policy sets."""
+    from toolkit._spec.acl import ACL, parse_acl_policy
+
+    agree = asked = 0
+    with bao.http() as http:
+        default = http.get("sys/policies/acl/default").json()["data"]["policy"]
+        for k in range(sets):
+            names = [f"agree-{k}-{i}" for i in range(rng.randint(1, 4))]
+            texts = [_policy(rng, rng.randint(1, 5)) for _ in names]
+            for name, text in zip(names, texts, strict=True):
+                http.put(f"sys/policies/acl/{name}", json={"policy": text}).raise_for_status()
+            token = http.post("auth/token/create", json={"policies": names}).json()["auth"][
+                "client_token"
+            ]
+            paths = sorted({_path(rng) for _ in range(20)})
+            answer = http.post("sys/capabilities", json={"token": token, "paths": paths}).json()
+            rules = [r for n, t in zip(names, texts, strict=True) for r in parse_acl_policy(t, n)]
+            acl = ACL(rules + parse_acl_policy(default, "default"))
+            for path in paths:
+                asked += 1
+                agree += acl.capabilities(path) == sorted(answer["data"][path])
+    return agree, asked
+
+
+def access(args: argparse.Namespace, goals: list[Any]) -> None:
+    from benchmarks.run import Goal
+    from tests.servers.openbao import OpenBao
+    from toolkit._http import Request
+    from toolkit.secrets import SecretsClient
+    from toolkit.secrets.access import AccessModel, Principal
+
+    count = 2_000 if args.quick or args.report_only else 10_000
+    rng = random.Random(26)
+    with OpenBao() as bao, SecretsClient(bao.address, bao.token) as client:
+        agree, asked = agreement(bao, 20 if args.quick else 60, rng)
+        print(f"  agreement with sys/capabilities: {agree} of {asked} paths")
+        goals.append(
+            Goal(
+                "access",
+                "% paths agreeing with sys/capabilities",
+                100.0 * agree / max(asked, 1),
+                100.0,
+                True,
+            )
+        )
+
+        names = [f"bench-{i:05d}" for i in range(count)]
+        writes = [
+            Request(
+                "POST", f"/sys/policies/acl/{n}", json={"policy": _policy(rng, rng.randint(2, 4))}
+            )
+            for n in names
+        ]
+        for response in client.http.many(writes):
+            if response.status_code >= 300:
+                raise AssertionError(f"access: writing a policy answered {response.status_code}")
+
+        def fetch_only() -> int:
+            listed = client.http.json("LIST", "/sys/policies/acl")
+            keys = listed["data"]["keys"]
+            calls = [Request("GET", f"/sys/policies/acl/{k}") for k in keys]
+            return sum(1 for _ in client.http.many(calls))
+
+        fetch = min(_timed(fetch_only) for _ in range(2))
+        load = min(_timed(client.access.load) for _ in range(2))
+        print(f"  {count:,} policies: read {fetch:.2f} s, read and parsed {load:.2f} s")
+        goals.append(
+            Goal(
+                "access", f"s to parse {count:,} policies beyond reading", load - fetch, 5.0, False
+            )
+        )
+
+        model = client.access.load()
+        principals = [
+            Principal(f"bench/{i}", "bench", str(i), tuple(rng.sample(names, rng.randint(1, 4))))
+            for i in range(count)
+        ]
+        scaled = AccessModel(model.policies, principals)
+        questions = [("read", _path(rng)) for _ in range(5)] + [("update", "sys/policies/acl/x")]
+        worst = 0.0
+        for capability, path in questions:
+            seconds = _timed(lambda c=capability, p=path: scaled.who_can(c, p))
+            worst = max(worst, seconds)
+        print(f"  who_can over {count:,} policies and principals: worst {worst:.3f} s")
+        goals.append(Goal("access", f"s for who_can, {count:,} principals", worst, 1.0, False))
+
+
+def _timed(fn: Any) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started

@@ -1,0 +1,151 @@
+"""Effective access on the platform: organization-level permissions and team access
+combine, the higher wins, and the grant that decides is named.
+
+The hand-worked table follows the spec's text (000 part 2, team access rule 3 and its
+gap): organization-level team permissions also grant workspace access; its example has
+manage-workspaces giving admin over a read-only team-workspace grant; the owners team
+is admin everywhere; ``plan`` counts as write for security.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from toolkit import PlatformClient
+from toolkit._frames import build_frame
+from toolkit._spec.access import IMPLIED_PERMISSIONS
+from toolkit.platform.team_access import (
+    GRANTS,
+    effective_access,
+    effective_access_findings,
+    effective_access_matrix,
+)
+from toolkit.sandbox import Sandbox
+
+
+def _grant(team: str, source: str, access: str, level: str, ws: str = "w1", **perms: object):
+    implied = IMPLIED_PERMISSIONS.get(access, {})
+    return {
+        "organization": "o",
+        "workspace_id": f"ws-{ws}",
+        "workspace_name": ws,
+        "team_id": f"team-{team}",
+        "team_name": team,
+        "source": source,
+        "access": access,
+        "level": level,
+        **{k.replace("-", "_"): v for k, v in implied.items()},
+        **perms,
+        "record_id": f"tws-{team}-{ws}" if source == "workspace" else None,
+    }
+
+
+GRANT_ROWS = [
+    # The spec's example: manage-workspaces (admin) over a read-only record.
+    _grant("ops", "workspace", "read", "read"),
+    _grant("ops", "organization", "admin", "admin"),
+    # The owners team: admin on every workspace.
+    _grant("owners", "owners", "admin", "admin"),
+    # A write record above read-workspaces: the record decides.
+    _grant("devs", "workspace", "write", "write"),
+    _grant("devs", "organization", "read", "read"),
+    # A custom record that plans: plan, write-equivalent.
+    _grant("ci", "workspace", "custom", "plan", runs="plan", variables="none"),
+    # read-workspaces alone.
+    _grant("auditors", "organization", "read", "read"),
+]
+
+# (team, level, source, decided by, overridden, write-equivalent), worked by hand.
+EXPECTED = [
+    ("auditors", "read", "organization", "organization-level read-workspaces", "", False),
+    ("ci", "plan", "workspace", "team access tws-ci-w1: custom", "", True),
+    ("devs", "write", "workspace", "team access tws-devs-w1: write", "organization read", True),
+    (
+        "ops",
+        "admin",
+        "organization",
+        "organization-level manage-workspaces",
+        "workspace read",
+        True,
+    ),
+    ("owners", "admin", "owners", "the owners team", "", True),
+]
+
+
+def test_the_higher_grant_wins_and_is_named_as_the_hand_worked_table_says() -> None:
+    frame = effective_access(build_frame(GRANT_ROWS, GRANTS))
+    assert len(frame) == len(EXPECTED)
+    for row, (team, level, source, decided, overridden, write) in zip(
+        frame.to_dict("records"), EXPECTED, strict=True
+    ):
+        assert (row["holder"], row["level"], row["source"]) == (team, level, source)
+        assert row["decided_by"].startswith(decided), row["decided_by"]
+        assert (row["overridden"], bool(row["write_equivalent"])) == (overridden, write)
+
+
+def test_a_user_gets_the_highest_access_of_their_teams() -> None:
+    members = {"team-ops": ["una"], "team-devs": ["una", "vic"], "team-ci": ["vic"]}
+    frame = effective_access(build_frame(GRANT_ROWS, GRANTS), members)
+    users = frame[frame["holder_kind"] == "user"].set_index("holder")
+    assert users.loc["una", "level"] == "admin"
+    assert users.loc["una", "decided_by"].startswith("team ops: organization-level")
+    assert users.loc["vic", "level"] == "write"
+    assert users.loc["vic", "decided_by"].startswith("team devs: team access")
+
+
+def test_admin_through_the_organization_and_plan_are_findings() -> None:
+    effective = effective_access(build_frame(GRANT_ROWS, GRANTS))
+    found = effective_access_findings(effective)
+    rows = set(zip(found["severity"], found["object"], strict=True))
+    assert ("high", "o/w1: ops") in rows
+    assert ("medium", "o/teams/ops") in rows
+    assert ("low", "o/w1: ci") in rows
+    # The owners team and a record that decides by itself raise nothing.
+    assert not any(obj.endswith(("owners", "devs", "auditors")) for _, obj in rows)
+
+
+def test_the_matrix_shows_each_teams_effective_level() -> None:
+    matrix = effective_access_matrix(effective_access(build_frame(GRANT_ROWS, GRANTS)))
+    assert matrix.loc[("o", "w1")].to_dict() == {
+        "auditors": "read",
+        "ci": "plan",
+        "devs": "write",
+        "ops": "admin",
+        "owners": "admin",
+    }
+
+
+def test_no_grants_is_an_empty_frame_with_the_columns() -> None:
+    frame = effective_access(build_frame([], GRANTS))
+    assert frame.empty and "decided_by" in frame.columns
+    assert effective_access_matrix(frame).empty
+
+
+@pytest.fixture
+def platform(empty_sandbox: Sandbox) -> Iterator[PlatformClient]:
+    service = empty_sandbox.platform
+    service.add_organization("o", token="o-org-token")
+    ws = service.add_workspace("o", "w1")
+    service.add_team("o", "owners", owners=True, members=["o-owner-token"])
+    ops = service.add_team("o", "ops", organization_access=["manage-workspaces"])
+    service.add_team_access(ws, ops, "read")
+    ci = service.add_team("o", "ci")
+    service.add_team_access(ws, ci, "custom", runs="plan")
+    with PlatformClient(empty_sandbox.address, "o-owner-token") as client:
+        yield client
+
+
+def test_effective_access_on_the_sandbox_names_manage_workspaces_over_a_read_record(
+    platform: PlatformClient,
+) -> None:
+    frame = platform.team_access.effective_access("o").set_index("holder")
+    assert frame.loc["ops", "level"] == "admin"
+    assert frame.loc["ops", "source"] == "organization"
+    assert frame.loc["ops", "overridden"] == "workspace read"
+    assert frame.loc["ci", "level"] == "plan"
+    # The sandbox's teams name no users: said, not shown as nobody.
+    record = frame.attrs["coverage"]
+    assert not record["complete"]
+    assert "no users relationship" in record["gaps"][0]["reason"]

@@ -1,0 +1,128 @@
+"""JSON:API paging trusts no count: it follows the server's own ``next-page`` until it
+is empty, within a limit of pages, and a ``total-pages`` only plans how many pages go
+out at once. Each case is a scripted server (tests/_sockets.py) that answers pages
+as the test says and records what was asked."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import orjson
+import pytest
+
+from tests._sockets import Threaded
+from toolkit import DecodeError, PlatformClient, RetryPolicy, ToolkitError
+from toolkit.platform._jsonapi import PAGES_AHEAD, read_lists
+
+Page = Callable[[int], dict[str, Any]]
+
+
+def _organization(number: int) -> dict[str, Any]:
+    return {"id": f"org-{number}", "type": "organizations", "attributes": {"name": f"o{number}"}}
+
+
+def pages(last: int, *, total: Any = None, next_of: Callable[[int], Any] | None = None) -> Page:
+    """Page ``n`` of a list of ``last`` pages (one record each), claiming ``total``
+    pages and naming ``next_of(n)`` as the next page (default: honest)."""
+
+    def page(number: int) -> dict[str, Any]:
+        if number > last:
+            return {"data": [], "meta": {"pagination": {"next-page": None}}}
+        following = next_of(number) if next_of else (number + 1 if number < last else None)
+        pagination = {"current-page": number, "next-page": following}
+        if total is not None:
+            pagination["total-pages"] = total
+        return {"data": [_organization(number)], "meta": {"pagination": pagination}}
+
+    return page
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Page], tuple[Threaded, PlatformClient]]]:
+    started: list[tuple[Threaded, PlatformClient]] = []
+
+    def start(page: Page) -> tuple[Threaded, PlatformClient]:
+        def answer(head: bytes, n: int) -> tuple[bytes, bool]:
+            target = head.split(b" ", 2)[1].decode()
+            query = parse_qs(urlsplit(target).query)
+            body = orjson.dumps(page(int(query["page[number]"][0])))
+            return (
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.api+json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body),
+                False,
+            )
+
+        server = Threaded(answer)
+        client = PlatformClient(
+            server.address, token="paging-test", timeout=5, retry=RetryPolicy(attempts=1)
+        )
+        started.append((server, client))
+        return server, client
+
+    yield start
+    for server, client in started:
+        client.close()
+        server.stop()
+
+
+def test_an_honest_list_is_read_whole_with_its_pages_asked_for_at_once(serve):
+    server, client = serve(pages(5, total=5))
+    assert client.organizations.list_organizations() == ["o1", "o2", "o3", "o4", "o5"]
+    assert len(server.heads) == 5
+
+
+def test_a_billion_total_pages_plans_no_more_than_a_wave_and_ends_where_the_server_says(serve):
+    server, client = serve(pages(2, total=10**9))
+    started = time.monotonic()
+    assert client.organizations.list_organizations() == ["o1", "o2"]
+    assert time.monotonic() - started < 5
+    assert len(server.heads) <= 1 + PAGES_AHEAD
+
+
+@pytest.mark.parametrize("total", ["many", -5, 0, 1e300, [3], {"n": 3}, True, "9" * 400, None])
+def test_a_garbage_total_pages_is_only_a_hint_and_the_next_page_is_followed(serve, total):
+    server, client = serve(pages(3, total=total))
+    assert client.organizations.list_organizations() == ["o1", "o2", "o3"]
+
+
+def test_a_total_pages_too_small_does_not_cut_the_list_short(serve):
+    server, client = serve(pages(4, total=1))
+    assert client.organizations.list_organizations() == ["o1", "o2", "o3", "o4"]
+
+
+def test_a_next_page_that_never_ends_stops_at_the_limit_of_pages_with_a_clear_error(serve):
+    server, client = serve(pages(10**6, next_of=lambda n: n + 1))
+    with pytest.raises(DecodeError, match="more than 5 pages.*max_pages"):
+        read_lists(client.http, [("/organizations", None)], max_pages=5)
+    assert len(server.heads) == 5
+
+
+@pytest.mark.parametrize("named", [7, 1, "x", 2.5, [2], {"n": 2}, -1])
+def test_a_next_page_out_of_order_or_not_a_number_is_a_toolkit_error(serve, named):
+    server, client = serve(pages(3, next_of=lambda n: named))
+    with pytest.raises(DecodeError, match="next page"):
+        client.organizations.list_organizations()
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        [],
+        "text",
+        {"data": "x"},
+        {"data": [1, 2]},
+        {"data": [{"id": "a", "attributes": "x"}]},
+        {"data": [{"id": "a", "relationships": []}]},
+        {"data": [], "meta": []},
+        {"data": [], "meta": {"pagination": []}},
+        {"data": [], "links": "next"},
+        {"data": [], "included": {}},
+    ],
+)
+def test_a_page_that_is_not_a_json_api_list_is_a_toolkit_error(serve, document):
+    server, client = serve(lambda number: document)
+    with pytest.raises(ToolkitError):
+        client.organizations.organizations_frame()

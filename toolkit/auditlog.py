@@ -1,0 +1,502 @@
+"""The secrets server's file audit log, read at speed with DuckDB's JSON reader.
+
+    from toolkit import auditlog
+    log = auditlog.open("/var/log/openbao/audit.log.zst")   # plain, .gz or .zst; or a list
+    log.principals_frame()      # requests per principal
+    log.last_use_frame()        # last use per token accessor, AppRole role, user, cert role
+    log.denied_frame()          # the requests the server refused, kept apart
+    usage = auditlog.unused_frame(log, client, days=90)     # joined with the live inventory
+
+The file device writes one JSON object a line: a ``request`` entry when a
+request arrives and a ``response`` entry when it is answered. DuckDB reads the
+lines in parallel (compressed ones too) and keeps only the fields named here;
+nothing is parsed line by line in Python. :meth:`AuditLog.usage_frame` is one pass that
+groups every line by principal, mount, address and outcome; the summaries are
+read from it, so a log of millions of lines is read once.
+
+What the log cannot say, each view says:
+
+- A token's accessor is HMAC'd by default: it is matched with the live inventory
+  by hashing each live accessor through ``sys/audit-hash/<device>`` (``update``
+  there; the device names from ``sys/audit``, ``sudo``, unless given). Without
+  those, :func:`unused_frame` says so in its ``coverage`` instead of calling
+  every token unused; the frame's coverage record names what was refused.
+- An AppRole login logs its secret id only as an HMAC of the value, never with
+  the secret id's accessor: a secret id's own use cannot be matched. The
+  last-use view says so on every AppRole row.
+- "Never used" means never since the log begins (:attr:`AuditLog.span`'s ``first_time``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ._errors import InputError
+from .extras import require
+
+require("sql", "The audit-log reader", "duckdb")
+__all__ = [
+    "AuditLog",
+    "SECRET_ID_CAVEAT",
+    "audit_hashes",
+    "open",
+    "unused_frame",
+]
+
+SECRET_ID_CAVEAT = (
+    "a secret id's own use is not in the log: a login logs it only as an HMAC of its "
+    "value, never with its accessor"
+)
+HMAC_PREFIX = "hmac-sha256:"
+
+# Only the fields read: DuckDB converts nothing else.
+_COLUMNS = {
+    "time": "VARCHAR",
+    "type": "VARCHAR",
+    "error": "VARCHAR",
+    "auth": "STRUCT(accessor VARCHAR, display_name VARCHAR, entity_id VARCHAR, "
+    "metadata STRUCT(role_name VARCHAR, username VARCHAR, cert_name VARCHAR), "
+    "policy_results STRUCT(allowed BOOLEAN))",
+    "request": "STRUCT(id VARCHAR, operation VARCHAR, path VARCHAR, mount_point VARCHAR, "
+    "mount_type VARCHAR, remote_address VARCHAR, namespace STRUCT(id VARCHAR, path VARCHAR))",
+}
+
+# One row per entry, the principal's fields flattened; `login` marks a login's answer.
+_ENTRIES = """
+select
+    try_cast("time" as timestamptz) as time,
+    "type" as entry,
+    request.id as request_id,
+    request.operation as operation,
+    request.path as path,
+    request.mount_point as mount,
+    request.mount_type as mount_type,
+    coalesce(request.namespace.path, '') as namespace,
+    auth.accessor as accessor,
+    auth.entity_id as entity_id,
+    auth.display_name as display_name,
+    auth.metadata.role_name as role_name,
+    auth.metadata.username as username,
+    auth.metadata.cert_name as cert_name,
+    request.remote_address as remote_address,
+    auth.policy_results.allowed as allowed,
+    case when nullif("error", '') is null then 'ok'
+         when auth.policy_results.allowed = false or "error" like '%permission denied%'
+         then 'denied' else 'error' end as outcome,
+    nullif("error", '') as error
+from {source}
+"""
+
+_USAGE = """
+create or replace table usage as
+select
+    entry, accessor, entity_id, display_name, role_name, username, cert_name,
+    mount, mount_type, namespace, remote_address,
+    (error is not null) as failed,
+    (error is not null and (allowed = false or error like '%permission denied%')) as denied,
+    (entry = 'response' and path like 'auth/%/login%' and error is null) as login,
+    count(*) as entries, min(time) as first_time, max(time) as last_time
+from ({entries})
+group by all
+"""
+
+
+@dataclass(frozen=True)
+class LogSpan:
+    """What the log covers: its files, lines read, lines that were not JSON, and times."""
+
+    files: tuple[str, ...]
+    lines: int
+    unreadable: int
+    first_time: datetime | None
+    last_time: datetime | None
+
+
+class AuditLog:
+    """One or more audit log files, read with DuckDB; the summaries from one pass."""
+
+    def __init__(self, paths: Sequence[Path]) -> None:
+        import duckdb
+
+        self.paths = tuple(paths)
+        self.con = duckdb.connect()
+        self._usage_read = False
+        self._span: LogSpan | None = None
+
+    def __repr__(self) -> str:
+        return f"<AuditLog {len(self.paths)} file(s)>"
+
+    def _source(self) -> str:
+        files = "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in self.paths) + "]"
+        columns = "{" + ", ".join(f"'{k}': '{v}'" for k, v in _COLUMNS.items()) + "}"
+        return (
+            f"read_json({files}, format = 'newline_delimited', columns = {columns}, "
+            "ignore_errors = true, compression = 'auto_detect', maximum_object_size = 67108864)"
+        )
+
+    def _entries(self) -> str:
+        return _ENTRIES.format(source=self._source())
+
+    def usage_frame(self) -> pd.DataFrame:
+        """Every entry grouped by principal, mount, address and outcome (one pass, kept)."""
+        self._read_usage()
+        return self.con.execute("select * from usage").df()
+
+    def _read_usage(self) -> None:
+        if not self._usage_read:
+            self.con.execute(_USAGE.format(entries=self._entries()))
+            self._usage_read = True
+
+    @property
+    def span(self) -> LogSpan:
+        """The log's span (first and last time), its lines, and how many were not JSON."""
+        if self._span is None:
+            self._read_usage()
+            first, last, lines = self.con.execute(
+                "select min(first_time), max(last_time), sum(entries) from usage"
+            ).fetchone() or (None, None, 0)
+            unread = self.con.execute("select count(*) from usage where entry is null").fetchone()
+            unreadable = int(
+                self.con.execute(
+                    "select coalesce(sum(entries), 0) from usage where entry is null"
+                ).fetchone()[0]  # type: ignore[index]
+            ) if unread and unread[0] else 0  # fmt: skip
+            self._span = LogSpan(
+                tuple(str(p) for p in self.paths),
+                int(lines or 0),
+                unreadable,
+                _ts(first),
+                _ts(last),
+            )
+        return self._span
+
+    # -- detail --------------------------------------------------------------------
+    def entries_frame(self, where: str | None = None, *, limit: int | None = None) -> pd.DataFrame:
+        """Every entry (request and response), oldest first; ``where`` a SQL condition."""
+        query = f"select * from ({self._entries()}) where entry is not null"
+        if where:
+            query += f" and ({where})"
+        query += " order by time"
+        if limit is not None:
+            query += f" limit {int(limit)}"
+        return _typed(self.con.execute(query).df())
+
+    def requests_frame(self, *, limit: int | None = None) -> pd.DataFrame:
+        """The request entries: time, operation, path, mount, namespace, principal, address."""
+        return self.entries_frame("entry = 'request'", limit=limit)
+
+    def responses_frame(self, *, limit: int | None = None) -> pd.DataFrame:
+        """The response entries, with the ``outcome`` (``ok``, ``denied``, ``error``) and
+        the ``error`` (empty when it succeeded)."""
+        return self.entries_frame("entry = 'response'", limit=limit)
+
+    def denied_frame(self, *, limit: int | None = None) -> pd.DataFrame:
+        """The requests the server refused (permission denied), kept apart, oldest first."""
+        return self.entries_frame(
+            "entry = 'response' and error is not null and "
+            "(allowed = false or error like '%permission denied%')",
+            limit=limit,
+        )
+
+    # -- summaries -------------------------------------------------------------------
+    def principals_frame(self) -> pd.DataFrame:
+        """Requests per principal: accessor, entity, display name and role, with counts.
+
+        ``requests`` counts request entries; ``failed`` and ``denied`` count the
+        answers that were errors and refusals; ``addresses`` the distinct remote
+        addresses; ``first_time`` and ``last_time`` the span.
+        """
+        self._read_usage()
+        frame = self.con.execute(
+            """
+            select accessor, entity_id, display_name,
+                   coalesce(role_name, username, cert_name) as role,
+                   sum(entries) filter (where entry = 'request') as requests,
+                   sum(entries) filter (where entry = 'response' and failed) as failed,
+                   sum(entries) filter (where entry = 'response' and denied) as denied,
+                   count(distinct remote_address) as addresses,
+                   min(first_time) as first_time, max(last_time) as last_time
+            from usage where entry is not null
+            group by all order by requests desc nulls last, accessor
+            """
+        ).df()
+        for column in ("requests", "failed", "denied", "addresses"):
+            frame[column] = frame[column].fillna(0).astype("int64")
+        return _typed(frame)
+
+    def last_use_frame(self) -> pd.DataFrame:
+        """Last use per token accessor, AppRole role, userpass user and certificate role.
+
+        One row per (``kind``, ``name``): ``kind`` is ``token`` (``name`` the
+        accessor as logged), ``approle role``, ``userpass user`` or ``cert role``;
+        ``last_login`` (a role's or user's last successful login, and its
+        ``login_mount``), ``last_use`` (the last request of any token it
+        issued), ``requests``, ``addresses`` (distinct), ``note`` (the secret-id
+        caveat on AppRole rows).
+        """
+        self._read_usage()
+        frame = self.con.execute(
+            """
+            with kinds as (
+                select 'token' as kind, accessor as name, * from usage where accessor is not null
+                union all
+                select 'approle role', role_name, * from usage where role_name is not null
+                union all
+                select 'userpass user', username, * from usage where username is not null
+                union all
+                select 'cert role', cert_name, * from usage where cert_name is not null
+            )
+            select kind, name,
+                   max(last_time) filter (where login) as last_login,
+                   arg_max(mount, last_time) filter (where login) as login_mount,
+                   max(last_time) filter (where entry = 'request') as last_use,
+                   coalesce(sum(entries) filter (where entry = 'request'), 0) as requests,
+                   count(distinct remote_address) as addresses
+            from kinds group by kind, name order by kind, name
+            """
+        ).df()
+        frame["requests"] = frame["requests"].astype("int64")
+        frame["note"] = pd.Series(
+            [SECRET_ID_CAVEAT if k == "approle role" else "" for k in frame["kind"]],
+            index=frame.index,
+            dtype="string",
+        )
+        return _typed(frame)
+
+    def addresses_frame(self) -> pd.DataFrame:
+        """Each principal's remote addresses, with counts and last time."""
+        self._read_usage()
+        return _typed(
+            self.con.execute(
+                """
+                select accessor, coalesce(role_name, username, cert_name) as role,
+                       display_name, remote_address,
+                       sum(entries) filter (where entry = 'request') as requests,
+                       max(last_time) as last_time
+                from usage where entry is not null and remote_address is not null
+                group by all order by accessor, remote_address
+                """
+            ).df()
+        )
+
+
+def open(paths: str | Path | Iterable[str | Path]) -> AuditLog:
+    """The audit log in ``paths`` (a file, a glob's files, or a list; plain, gzip or zstd)."""
+    items = [paths] if isinstance(paths, str | Path) else list(paths)
+    found: list[Path] = []
+    for item in items:
+        path = Path(item)
+        matches = sorted(path.parent.glob(path.name)) if any(c in path.name for c in "*?[") else []
+        if matches:
+            found += matches
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise InputError(f"no audit log at {path}: give the file device's file_path")
+    if not found:
+        raise InputError("no audit log files given")
+    return AuditLog(found)
+
+
+def _ts(value: Any) -> datetime | None:
+    if value is None or value is pd.NaT:
+        return None
+    return pd.Timestamp(value).tz_convert("UTC").to_pydatetime()
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    for column in frame.columns:
+        series = frame[column]
+        if isinstance(series.dtype, pd.DatetimeTZDtype):
+            frame[column] = series.dt.tz_convert("UTC")
+        elif series.dtype == object:
+            frame[column] = series.astype("string")
+    return frame
+
+
+# -- the live inventory -----------------------------------------------------------------
+def audit_devices(client: Any) -> list[str]:
+    """The audit device paths (``GET sys/audit``, sudo), without their trailing ``/``."""
+    from .secrets._base import unwrap
+
+    data = unwrap(client.http.json("GET", "/sys/audit"))
+    return sorted(k.rstrip("/") for k, v in data.items() if isinstance(v, dict))
+
+
+def audit_hashes(client: Any, device: str, values: Sequence[str]) -> dict[str, str]:
+    """Each value's HMAC as ``device`` logs it: one ``sys/audit-hash/<device>`` a value.
+
+    The call computes and stores nothing, so it is marked safe to repeat.
+    """
+    from ._http import Request
+    from .secrets._base import decode_json, unwrap
+
+    path = f"/sys/audit-hash/{device.strip('/')}"
+    calls = [Request("POST", path, json={"input": v}, idempotent=True) for v in values]
+    hashes: dict[str, str] = {}
+    for value, response in zip(values, client.http.many(calls), strict=True):
+        hashed = unwrap(decode_json(response, "POST")).get("hash")
+        if hashed:
+            hashes[value] = str(hashed)
+    return hashes
+
+
+def unused_frame(
+    log: AuditLog,
+    client: Any,
+    *,
+    days: int = 90,
+    devices: Sequence[str] | None = None,
+    expected_networks: Sequence[str] | None = None,
+    tokens: pd.DataFrame | None = None,
+    roles: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """The live tokens and auth roles joined with the log's last use.
+
+    One row per live token accessor (:meth:`tokens.inventory`), AppRole role,
+    userpass user and certificate role (:class:`toolkit.catalog.Catalog`'s
+    ``auth_roles``): ``kind``, ``name``, ``mount``, ``last_login``,
+    ``last_use``, ``requests``, ``state`` (``never used since the log
+    begins``, ``unused for N days``, ``used``, or ``not matched`` when the
+    accessors could not be hashed), ``unexpected_addresses`` (addresses outside
+    ``expected_networks``), ``note``. ``attrs["coverage"]`` is the house's
+    completeness record (:mod:`toolkit._coverage`): a refused ``sys/audit`` or
+    ``sys/audit-hash``, or tokens left unmatched, are its gaps. ``attrs["log"]``
+    says what the log covers (first and last time, lines, unreadable lines) and
+    any note.
+    """
+    from ._coverage import Coverage
+    from ._errors import APIError, PermissionDenied
+
+    if days < 1:
+        raise InputError(f"days must be at least 1, not {days}")
+    networks = [ipaddress.ip_network(n, strict=False) for n in expected_networks or []]
+    cover = log.span
+    notes: list[str] = []
+    record = Coverage("auditlog.unused_frame", asked=[str(p) for p in log.paths])
+    if tokens is None:
+        tokens = client.tokens.inventory()
+    if roles is None:
+        from .catalog import Catalog
+
+        catalog = Catalog(client)
+        roles = catalog.sql("select * from auth_roles")
+        for gap in catalog.gaps_frame().itertuples():
+            record.note_gap(str(gap.part), None, str(gap.reason))
+    last = log.last_use_frame().set_index(["kind", "name"])
+    per_address = log.addresses_frame()
+    logged = set(last.index.get_level_values("name"))
+    accessors = [str(a) for a in tokens.index]
+    hashed_in_log = any(str(n).startswith(HMAC_PREFIX) for n in logged)
+    matched: dict[str, str] = {a: a for a in accessors}
+    tokens_matched = True
+    if hashed_in_log:
+        matched = {}
+        try:
+            names = list(devices) if devices else audit_devices(client)
+        except (PermissionDenied, APIError) as exc:
+            names = []
+            record.note_gap(
+                "sys/audit",
+                getattr(exc, "status", None),
+                f"audit devices not listed (sys/audit needs sudo: {exc}); pass devices=[...]",
+            )
+        for device in names:
+            try:
+                hashes = audit_hashes(client, device, accessors)
+            except (PermissionDenied, APIError) as exc:
+                record.note_gap(
+                    f"sys/audit-hash/{device}",
+                    getattr(exc, "status", None),
+                    f"refused ({exc}): needs update there",
+                )
+                continue
+            matched.update({a: h for a, h in hashes.items() if h in logged or a not in matched})
+        tokens_matched = bool(matched) or not accessors
+        if not tokens_matched:
+            record.note_gap(
+                "auth/token/accessors",
+                None,
+                "token accessors not matched: the log holds only their HMACs",
+            )
+    now = cover.last_time
+    rows = []
+    for accessor in accessors:
+        key = matched.get(accessor)
+        rows.append(_usage_row("token", accessor, "auth/token/", last, key, tokens_matched))
+    for role in roles.itertuples():
+        rows.append(_usage_row(str(role.kind), str(role.name), str(role.mount), last,
+                               str(role.name), True))  # fmt: skip
+    frame = pd.DataFrame(
+        rows,
+        columns=["kind", "name", "mount", "log_name", "last_login", "last_use", "requests",
+                 "state", "note"],
+    )  # fmt: skip
+    for column in ("last_login", "last_use"):
+        frame[column] = pd.to_datetime(frame[column], utc=True)
+    frame["requests"] = frame["requests"].astype("Int64")
+    seen = frame["last_login"].combine_first(frame["last_use"])
+    cutoff = None if now is None else pd.Timestamp(now) - pd.Timedelta(days=days)
+    stale = seen.notna() & (cutoff is not None) & (seen < cutoff) if cutoff is not None else False
+    frame.loc[frame["state"].isna() & seen.isna(), "state"] = "never used since the log begins"
+    frame.loc[frame["state"].isna() & stale, "state"] = f"unused for {days} days"
+    frame["state"] = frame["state"].fillna("used")
+    frame["unexpected_addresses"] = [
+        _unexpected(per_address, kind, log_name, networks)
+        for kind, log_name in zip(frame["kind"], frame["log_name"], strict=True)
+    ]
+    frame = frame.drop(columns="log_name")
+    for column in ("kind", "name", "mount", "state", "note", "unexpected_addresses"):
+        frame[column] = frame[column].astype("string")
+    if not networks:
+        notes.append("no expected_networks given: addresses not judged")
+    record.note_read(len(frame))
+    record.attach(frame)
+    frame.attrs["log"] = {
+        "first_time": None if cover.first_time is None else cover.first_time.isoformat(),
+        "last_time": None if now is None else now.isoformat(),
+        "lines": cover.lines,
+        "unreadable_lines": cover.unreadable,
+        "notes": notes,
+    }
+    return frame
+
+
+def _usage_row(
+    kind: str, name: str, mount: str, last: pd.DataFrame, log_name: str | None, matched: bool
+) -> dict[str, Any]:
+    row: dict[str, Any] = {"kind": kind, "name": name, "mount": mount, "log_name": log_name,
+                           "last_login": None, "last_use": None, "requests": 0, "state": None,
+                           "note": SECRET_ID_CAVEAT if kind == "approle role" else ""}  # fmt: skip
+    if not matched or log_name is None:
+        row.update(state="not matched", requests=None)
+        return row
+    if (kind, log_name) in last.index:
+        found: Any = last.loc[(kind, log_name)]
+        row.update(last_login=found["last_login"], last_use=found["last_use"],
+                   requests=int(found["requests"]))  # fmt: skip
+    return row
+
+
+def _unexpected(per_address: pd.DataFrame, kind: str, log_name: Any, networks: list[Any]) -> str:
+    if not networks or log_name is None or pd.isna(log_name):
+        return ""
+    column = "accessor" if kind == "token" else "role"
+    mine = per_address[per_address[column] == log_name]["remote_address"].dropna().unique()
+    outside = []
+    for text in mine:
+        try:
+            address = ipaddress.ip_address(str(text))
+        except ValueError:
+            outside.append(str(text))
+            continue
+        if not any(address in n for n in networks):
+            outside.append(str(text))
+    return ", ".join(sorted(outside))

@@ -1,0 +1,335 @@
+"""History: every audit's frames kept as Parquet, queried with SQL across targets and dates.
+
+    from toolkit import history
+    history.append("history", {"lease_counts": counts}, header, target="prod-eu")
+    con = history.open("history")            # a DuckDB connection, one view per frame
+    con.sql("select audit_date, sum(count) from lease_counts group by 1 order by 1").df()
+
+Layout (one folder per frame name, then Hive-style partitions)::
+
+    <root>/<frame>/target=<target>/runbook=<runbook>/date=<YYYY-MM-DD>/<time>-<run>.parquet
+    <root>/<frame>/target=<target>/runbook=<runbook>/year=<YYYY>/compacted-<id>.parquet
+
+Every row carries the provenance header as columns (``audit_target``,
+``audit_runbook``, ``audit_at`` (the server's time when known, else the
+client's), ``audit_date``, ``audit_server``, ``audit_server_version``,
+``audit_cluster``, ``audit_namespace``, ``audit_token_accessor``,
+``audit_toolkit_version``, ``audit_run``); the whole header is also in each
+file's Parquet metadata (``toolkit.evidence``). A frame's named index becomes
+columns. Views read with ``union_by_name``: a column a later toolkit version
+added is NULL in older rows, and a column it dropped stays in the view (NULL in
+newer rows): nothing is dropped silently. :func:`compact` merges a year's small
+files per target and runbook into one, so thousands of daily files stay fast.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from ._errors import InputError
+from .extras import require
+
+require("sql", "The history store", "duckdb")
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+    from .report import Header
+
+__all__ = [
+    "AUDIT_COLUMNS",
+    "ENV_HISTORY",
+    "append",
+    "append_evidence",
+    "compact",
+    "list_frames",
+    "open",
+]
+
+# Set to a folder, and every report.save() also appends its frames there.
+ENV_HISTORY = "TOOLKIT_HISTORY"
+# The target's name for that history (else the header's cluster, else the server's host).
+ENV_TARGET = "TOOLKIT_TARGET"
+AUDIT_COLUMNS = (
+    "audit_target",
+    "audit_runbook",
+    "audit_at",
+    "audit_date",
+    "audit_server",
+    "audit_server_version",
+    "audit_cluster",
+    "audit_namespace",
+    "audit_token_accessor",
+    "audit_toolkit_version",
+    "audit_run",
+)
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_META_KEY = b"toolkit.evidence"
+_STAMP = "%Y%m%dT%H%M%SZ"
+
+
+def _arrow() -> tuple[Any, Any]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    return pa, pq
+
+
+def _part_name(value: str, what: str) -> str:
+    text = str(value)
+    if not _NAME.match(text):
+        raise InputError(
+            f"history {what} {text!r}: use letters, digits, '.', '_' or '-' (at most 64)"
+        )
+    return text
+
+
+def _header_dict(header: Header | Mapping[str, Any]) -> dict[str, Any]:
+    return header.as_dict() if hasattr(header, "as_dict") else dict(header)
+
+
+def _when(header: Mapping[str, Any]) -> datetime:
+    text = header.get("server_time") or header.get("generated_at")
+    if isinstance(text, datetime):
+        when = text
+    elif text:
+        when = datetime.fromisoformat(str(text))
+    else:
+        when = datetime.now(UTC)
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+def _default_target(header: Mapping[str, Any]) -> str:
+    named = os.environ.get(ENV_TARGET) or header.get("cluster")
+    if named:
+        return re.sub(r"[^A-Za-z0-9_.-]", "_", str(named))[:64]
+    from urllib.parse import urlsplit
+
+    host = urlsplit(str(header.get("server") or "")).netloc or "unknown"
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", host)[:64]
+
+
+def _with_audit_columns(
+    table: pa.Table, header: Mapping[str, Any], target: str, when: datetime, run: str
+) -> pa.Table:
+    pa, _ = _arrow()
+    rows = table.num_rows
+    clashes = [c for c in AUDIT_COLUMNS if c in table.column_names]
+    if clashes:
+        raise InputError(f"a frame has a column named {clashes[0]!r}, which the history keeps")
+    values: dict[str, Any] = {
+        "audit_target": target,
+        "audit_runbook": header.get("runbook") or "",
+        "audit_at": pa.scalar(when, pa.timestamp("us", tz="UTC")),
+        "audit_date": pa.scalar(when.date(), pa.date32()),
+        "audit_server": header.get("server"),
+        "audit_server_version": header.get("server_version"),
+        "audit_cluster": header.get("cluster"),
+        "audit_namespace": header.get("namespace"),
+        "audit_token_accessor": header.get("token_accessor"),
+        "audit_toolkit_version": header.get("toolkit_version"),
+        "audit_run": run,
+    }
+    for name in AUDIT_COLUMNS:
+        value = values[name]
+        if isinstance(value, pa.Scalar):
+            column = pa.array([value.as_py()] * rows, type=value.type)
+        else:
+            column = pa.array([value] * rows, type=pa.string())
+        table = table.append_column(name, column)
+    meta = dict(table.schema.metadata or {})
+    meta[_META_KEY] = json.dumps(dict(header), default=str).encode()
+    return table.replace_schema_metadata(meta)
+
+
+def _frame_table(frame: pd.DataFrame) -> pa.Table:
+    from .report import _keeps_index, _parquet_ready, _safe_frame
+
+    pa, _ = _arrow()
+    safe = _parquet_ready(_safe_frame(frame))
+    if _keeps_index(safe):
+        safe = safe.reset_index()
+    safe.attrs = {}
+    return pa.Table.from_pandas(safe, preserve_index=False)
+
+
+def _write(
+    root: Path,
+    frame_name: str,
+    table: pa.Table,
+    header: Mapping[str, Any],
+    target: str,
+    when: datetime,
+    run: str,
+) -> Path:
+    _, pq = _arrow()
+    runbook = _part_name(header.get("runbook") or "adhoc", "runbook")
+    folder = (
+        root
+        / _part_name(frame_name, "frame name")
+        / f"target={_part_name(target, 'target')}"
+        / f"runbook={runbook}"
+        / f"date={when.date().isoformat()}"
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{when.strftime(_STAMP)}-{run}.parquet"
+    hidden = folder / f".{path.name}.tmp"
+    pq.write_table(_with_audit_columns(table, header, target, when, run), hidden)
+    hidden.replace(path)  # a reader never sees half a file
+    return path
+
+
+def append(
+    root: str | Path,
+    frames: Mapping[str, pd.DataFrame],
+    header: Header | Mapping[str, Any],
+    *,
+    target: str | None = None,
+    taken_at: datetime | None = None,
+) -> list[Path]:
+    """Append ``frames`` (name → frame) to the history in ``root``; the files written.
+
+    ``target`` names the audited target (else ``TOOLKIT_TARGET``, the header's
+    cluster, or the server's host); ``taken_at`` the time (else the header's
+    ``server_time``, else its ``generated_at``). Secret cells are hidden as in
+    the evidence.
+    """
+    head = _header_dict(header)
+    when = (taken_at or _when(head)).astimezone(UTC)
+    name = target or _default_target(head)
+    for label in frames:
+        _part_name(label, "frame name")
+    run = uuid.uuid4().hex[:12]
+    return [
+        _write(Path(root), label, _frame_table(frame), head, name, when, run)
+        for label, frame in frames.items()
+    ]
+
+
+def append_evidence(root: str | Path, files: Mapping[str, bytes], *, target: str) -> list[Path]:
+    """Append the Parquet evidence a run filed (file name → bytes) to the history.
+
+    This is how a fleet run keeps every target's frames: the header and frame name
+    come from each file's metadata (what :func:`toolkit.report.save` wrote).
+    Files that are not Parquet evidence are skipped.
+    """
+    _, pq = _arrow()
+    run = uuid.uuid4().hex[:12]
+    written = []
+    for file_name, blob in sorted(files.items()):
+        if not file_name.endswith(".parquet"):
+            continue
+        table = pq.read_table(io.BytesIO(blob))
+        attrs = _pandas_attrs(table)
+        head = attrs.get("evidence")
+        label = attrs.get("evidence_frame") or Path(file_name).stem.partition("-")[2]
+        if not isinstance(head, dict) or not label:
+            continue
+        table = table.replace_schema_metadata(None)
+        when = _when(head)
+        written.append(_write(Path(root), label, table, head, target, when, run))
+    return written
+
+
+def _pandas_attrs(table: pa.Table) -> dict[str, Any]:
+    # pandas keeps DataFrame.attrs as JSON under its own key of the Parquet metadata.
+    meta = (table.schema.metadata or {}).get(b"PANDAS_ATTRS")
+    if not meta:
+        return {}
+    try:
+        attrs = json.loads(meta)
+    except ValueError:
+        return {}
+    return attrs if isinstance(attrs, dict) else {}
+
+
+def list_frames(root: str | Path) -> list[str]:
+    """The frame names the history in ``root`` holds (one view each in :func:`open`)."""
+    folder = Path(root)
+    if not folder.is_dir():
+        raise InputError(f"no history at {folder}: append to it first, or check the path")
+    return sorted(
+        p.name
+        for p in folder.iterdir()
+        if p.is_dir() and _NAME.match(p.name) and next(p.rglob("*.parquet"), None) is not None
+    )
+
+
+def open(
+    root: str | Path,
+    *,
+    connection: duckdb.DuckDBPyConnection | None = None,
+    schema: str | None = None,
+) -> Any:
+    """A DuckDB connection with one view per frame name across all targets and dates.
+
+    Columns are unified by name across files (a column added later is NULL in
+    older rows; none is dropped). ``connection`` adds the views to an existing
+    connection (such as :func:`toolkit.sql`'s catalog), in ``schema`` if given.
+    """
+    import duckdb
+
+    con = connection or duckdb.connect()
+    prefix = f'"{schema}".' if schema else ""
+    for name in list_frames(root):
+        pattern = str(Path(root).resolve() / name / "**" / "*.parquet").replace("'", "''")
+        con.execute(
+            f'create or replace view {prefix}"{name}" as select * from read_parquet('
+            f"'{pattern}', union_by_name = true, hive_partitioning = false)"
+        )
+    return con
+
+
+def compact(root: str | Path, *, frames: Iterable[str] | None = None, min_files: int = 2) -> int:
+    """Merge each year's files per frame, target and runbook into one; files removed.
+
+    A year with fewer than ``min_files`` files is left as it is. (A year of daily
+    snapshots of one target is a few thousand rows: one file reads faster than
+    twelve, and rewriting it costs milliseconds.)
+    The merged file is written first and the small ones removed after, so a
+    reader sees every row (for an instant, some twice). Columns are unified by
+    name, as in the views.
+    """
+    _, pq = _arrow()
+    folder = Path(root)
+    names = list(frames) if frames is not None else list_frames(folder)
+    removed = 0
+    for name in names:
+        groups: dict[tuple[Path, str], list[Path]] = {}
+        for path in (folder / name).glob("target=*/runbook=*/*=*/*.parquet"):
+            part = path.parent.name
+            key = part.split("=", 1)[1][:4]  # YYYY from date= or year=
+            groups.setdefault((path.parent.parent, key), []).append(path)
+        for (base, year), paths in groups.items():
+            if len(paths) < max(min_files, 2):
+                continue
+            tables = [pq.read_table(p) for p in sorted(paths)]
+            merged = _concat(tables)
+            out_dir = base / f"year={year}"
+            out_dir.mkdir(exist_ok=True)
+            out = out_dir / f"compacted-{uuid.uuid4().hex[:12]}.parquet"
+            hidden = out_dir / f".{out.name}.tmp"
+            pq.write_table(merged, hidden, row_group_size=1 << 17)
+            hidden.replace(out)
+            for p in paths:
+                p.unlink()
+                removed += 1
+                if p.parent.name.startswith("date=") and not any(p.parent.iterdir()):
+                    p.parent.rmdir()
+    return removed
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    pa, _ = _arrow()
+    tables = [t.replace_schema_metadata(None) for t in tables]
+    return pa.concat_tables(tables, promote_options="permissive")
