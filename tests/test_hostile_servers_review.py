@@ -12,10 +12,10 @@ import time
 import traceback
 
 import pytest
-
-from tests._sockets import Peer, answer
 from tests.test_hostile_servers import TOKEN, keep_answering, layer, serve, tls
 from tests.test_hostile_servers_bounds import exit_code
+
+from tests._sockets import Peer, answer
 from toolkit import ConfigurationError, OutcomeUnknown, ProtocolError, Redirected, TimeoutError
 from toolkit._http import engine as engine_module
 from toolkit.secrets.standby import FollowStandby

@@ -17,7 +17,6 @@ from toolkit.extras import module_dir, require
 require("notebook", "The forms (widgets)", "ipywidgets")
 
 if TYPE_CHECKING:  # for type checkers only; tests/widgets/test_imports.py holds it to _MODULES
-    from .who_can import WhoCanForm as WhoCanForm
     from .agent_cleanup import AgentCleanupForm as AgentCleanupForm
     from .certificate_request import CertificateRequestForm as CertificateRequestForm
     from .key_distribution import KeyDistributionForm as KeyDistributionForm
@@ -27,6 +26,7 @@ if TYPE_CHECKING:  # for type checkers only; tests/widgets/test_imports.py holds
     from .policy_set_parameter import PolicySetParameterForm as PolicySetParameterForm
     from .rekey_ceremony import RekeyCeremonyForm as RekeyCeremonyForm
     from .team_access import TeamAccessForm as TeamAccessForm
+    from .who_can import WhoCanForm as WhoCanForm
 
 # The one table: each form's module. A form is ``<Module in CamelCase>Form`` in it (one
 # suffix for every form), so its name, ``__all__`` and the lazy look-up come from here.

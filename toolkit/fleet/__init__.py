@@ -221,4 +221,3 @@ def _keep_history(root: Path, result: dict[str, Any]) -> str | None:
     except (InputError, OSError, ValueError) as exc:  # pyarrow's errors are ValueErrors
         return f"not kept in the history {root}: {str(exc).splitlines()[0][:200]}"
     return None
-

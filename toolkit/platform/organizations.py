@@ -140,4 +140,3 @@ class Organizations(Area):
             self._get(api_path("/policy-sets/{policy_set_id}", policy_set_id=policy_set_id)),
             "policy-set",
         )
-

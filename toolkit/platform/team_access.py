@@ -508,5 +508,3 @@ class TeamAccess(Area):
     def permissions_matrix_styled(self, organization: str) -> Any:
         """The matrix as a colour-coded table for Jupyter (a pandas Styler)."""
         return style_matrix(self.permissions_matrix(organization))
-
-
