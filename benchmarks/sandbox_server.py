@@ -44,8 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agents", type=int, default=0)
     parser.add_argument("--rate-limit", type=float, default=None)
     parser.add_argument("--leases", type=int, default=0, help="leases to seed (lease-counts)")
+    parser.add_argument("--demo-scale", default="", help="generated records (benchmarks.scale)")
     args = parser.parse_args(argv)
-    sandbox = Sandbox(demo=False, rate_limit=args.rate_limit)
+    from toolkit.sandbox.scale import parse_scale
+
+    scale = parse_scale(args.demo_scale) if args.demo_scale else {}
+    sandbox = Sandbox(demo=False, rate_limit=args.rate_limit, demo_scale=scale)
     pool_id = fill(sandbox.platform, args.agents)
     if args.leases:
         from benchmarks.lease_counts import seed

@@ -3,9 +3,14 @@ read, and each mistake an operator makes reads as one line naming what to do."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from typing import Any
+
 import pytest
+from tests.test_hostile_servers import serve  # noqa: F401 - the fixture
 
 import toolkit
+from tests._sockets import Peer, Scripted, answer
 from toolkit import (
     ConfigurationError,
     MountNotFound,
@@ -19,6 +24,9 @@ from toolkit import (
 from toolkit._client import transport_hint
 from toolkit._errors import ConnectError, TLSError
 from toolkit.sandbox import Sandbox
+
+# The scripted-server fixture (tests.test_hostile_servers.serve).
+Serve = Callable[[Callable[[Peer], None]], Scripted]
 
 LIMITED = """
 path "sys/policies/acl" { capabilities = ["list"] }
@@ -43,6 +51,9 @@ def test_a_missing_mount_raises_naming_it_and_an_empty_folder_stays_empty(
         with pytest.raises(MountNotFound, match="nothing is mounted at 'keymgmtx/'") as caught:
             client.keymgmt.at("keymgmtx").keys_frame()
         assert caught.value.mount == "keymgmtx/" and "client.mounts()" in str(caught.value)
+        with pytest.raises(MountNotFound, match="'keymgmtx/'"):
+            client.leases.lease_counts("keymgmtx/")
+        assert len(client.leases.lease_counts("keymgmt/")) == 0  # mounted, no leases
         # An empty folder is still an empty list (404 with no message).
         assert client.leases.list_leases("keymgmt/") == []
         with pytest.raises(NotFound, match="no key 'nope'"):
@@ -278,3 +289,118 @@ def test_the_prefix_refusal_names_the_variable(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("VAULT_ADDR", "https://bao.example:8200/v1/")
     with pytest.raises(ConfigurationError, match=r"\(in VAULT_ADDR or address=\.\.\.\)"):
         SecretsClient(token="t")
+
+
+def test_a_members_token_that_sees_each_listed_teams_grant_is_still_not_whole(
+    empty_sandbox: Sandbox,
+) -> None:
+    # Every team the member can list has a grant it sees (the owners' organization-level
+    # one, its own team's); a secret team's admin grant stays hidden from it.
+    platform = empty_sandbox.platform
+    platform.add_organization("initech")
+    payroll = platform.add_workspace("initech", "payroll")
+    platform.add_team("initech", "owners", members=["initech-owner-token"], owners=True)
+    ops = platform.add_team("initech", "ops", members=["initech-member-token"])
+    audit = platform.add_team("initech", "audit", members=["initech-other-token"], secret=True)
+    platform.add_team_access(payroll, ops, "read")
+    platform.add_team_access(payroll, audit, "admin")
+    with PlatformClient(empty_sandbox.address, "initech-owner-token") as owner:
+        full = owner.team_access.grants_all_organizations_frame("initech")
+        assert toolkit.coverage(full).attrs["complete"]
+    with PlatformClient(empty_sandbox.address, "initech-member-token") as member:
+        part = member.team_access.grants_all_organizations_frame("initech")
+    assert len(part) < len(full)
+    assert not toolkit.coverage(part).attrs["complete"]
+
+
+def test_a_mount_of_another_engine_is_not_an_empty_folder(demo_sandbox: Sandbox) -> None:
+    # `-p mount pki` on the key view: the mount exists, the path does not
+    # ("unsupported path"), so nothing was read, and nothing is not "no keys".
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        with pytest.raises(NotFound, match="unsupported path") as caught:
+            client.keymgmt.at("pki").keys_frame()
+        assert "is 'pki/' a mount of this engine?" in str(caught.value)
+        assert client.leases.list_leases("keymgmt/") == []  # an empty folder still is
+
+
+def test_a_token_lookup_without_a_verdict_is_not_repeated_for_each_refusal(serve: Serve) -> None:  # noqa: F811
+    # Bare 403s (the wording of a refused token) while lookup-self itself fails: the
+    # client says "missing permission" and must not look the token up again each time.
+    def handler(peer: Peer) -> None:
+        while (seen := peer.request()) is not None:
+            refused = b'{"errors":["permission denied"]}'
+            lookup = "lookup-self" in seen.target
+            peer.send(answer(500, b'{"errors":["internal"]}') if lookup else answer(403, refused))
+
+    server = serve(handler)
+    retry = toolkit.RetryPolicy(attempts=1)
+    with SecretsClient(server.address, "s.issue23-review-token", retry=retry) as client:
+        for _ in range(3):
+            with pytest.raises(PermissionDenied):
+                client.policies.read("acl", "operators")
+    assert len([r for r in server.requests() if "lookup-self" in r.target]) == 1
+
+
+def test_a_refusal_taken_back_as_a_gap_never_shows_the_token(serve: Serve) -> None:  # noqa: F811
+    # A lookup fan-out takes 403s back as gaps: the server's words go into the
+    # coverage record (and so into evidence files), masked like any error.
+    token = "s.issue23-review-token"
+
+    def handler(peer: Peer) -> None:
+        while (seen := peer.request()) is not None:
+            if seen.method == "LIST":
+                body = b'{"request_id": "r", "data": {"keys": ["acc1"]}}'
+                peer.send(answer(200, body))
+            else:
+                echoed = f'{{"errors": ["1 error occurred: * {token} may not"]}}'
+                peer.send(answer(403, echoed.encode()))
+
+    server = serve(handler)
+    with SecretsClient(server.address, token, retry=toolkit.RetryPolicy(attempts=1)) as client:
+        frame = client.tokens.inventory()
+    (reason,) = toolkit.coverage(frame)["reason"]
+    assert token not in reason and "<hidden>" in reason
+
+
+@pytest.mark.parametrize(
+    ("client", "address"),
+    [(SecretsClient, "http://127.0.0.1:8200/v1"), (PlatformClient, "http://127.0.0.1:1/api/v2")],
+)
+def test_a_refused_address_leaves_a_sensitive_token_hidden_in_the_frames(
+    client: type, address: str
+) -> None:
+    value = "hvs.issue23-review-frames"
+    with pytest.raises(ConfigurationError) as caught:
+        client(address, toolkit.Sensitive(value, "token"))
+    plain = [
+        (tb.tb_frame.f_code.co_name, name)
+        for tb in list(_frames(caught.value.__traceback__))[1:]  # past this test's frame
+        for name, local in tb.tb_frame.f_locals.items()
+        if isinstance(local, str) and value in local
+    ]
+    assert plain == []
+
+
+def _frames(tb: Any) -> Iterator[Any]:
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
+LEASES_ONLY = """
+path "sys/leases/lookup/*" { capabilities = ["list", "sudo"] }
+path "sys/leases/lookup" { capabilities = ["update"] }
+"""
+
+
+def test_a_lease_walk_that_cannot_check_its_mount_says_so(sandbox: Sandbox) -> None:
+    # A token that may walk leases but not read sys/mounts: a mistyped mount cannot be
+    # told from an empty one, so the empty frame is not a clean "no leases".
+    with SecretsClient(sandbox.address, sandbox.token) as root:
+        root.policies.write("acl", "leases-only", LEASES_ONLY)
+        token = root.tokens.create(policies=["leases-only"], ttl="1h")["client_token"]
+    with SecretsClient(sandbox.address, token) as client:
+        frame = client.leases.leases_by_mount(mounts=["keymgmtx"])
+    assert len(frame) == 0
+    cov = toolkit.coverage(frame)
+    assert not cov.attrs["complete"] and "sys/mounts" in set(cov["path"])

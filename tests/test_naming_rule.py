@@ -21,15 +21,21 @@ import pandas as pd
 import toolkit.platform
 import toolkit.secrets
 from toolkit import PlatformClient, SecretsClient
+from toolkit.drift import Snapshots
 from toolkit.platform._base import Area as PlatformArea
 from toolkit.secrets._base import Area as SecretsArea
 
 # Names the areas import for type checking only, to resolve their annotations with.
-_TYPE_ONLY = {"SecretsClient": SecretsClient, "PlatformClient": PlatformClient}
+_TYPE_ONLY = {
+    "SecretsClient": SecretsClient,
+    "PlatformClient": PlatformClient,
+    "Snapshots": Snapshots,
+}
 
 # The views: DataFrames named for what they show, not for the resource they list.
 VIEWS = {
     "across",
+    "agent_capacity",
     "agents_by_status",
     "all_agents",
     "can",
@@ -46,16 +52,19 @@ VIEWS = {
     "lease_counts",
     "leases_by_mount",
     "leases_by_namespace",
+    "lease_radar",
     "library_status",
     "mounts_by_namespace",
     "organization_access",
     "permissions_long",
     "permissions_matrix",
     "policies_by_namespace",
+    "revocation_plan",
     "rotation_audit",
     "session_certificates",
     "stale_agents",
     "summary",
+    "token_sprawl",
     "topic_permissions",
     "vhost_permissions",
     "who_can",
@@ -85,7 +94,8 @@ NOT_YET = {
 def _area_classes() -> list[type]:
     found = set()
     for package in (toolkit.secrets, toolkit.platform):
-        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        # Packages too (``toolkit.secrets.pki`` is one module a part).
+        for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
             module = importlib.import_module(info.name)
             for value in vars(module).values():
                 if (

@@ -28,6 +28,13 @@ def _sandbox_parser(prog: str = "toolkit sandbox") -> argparse.ArgumentParser:
     )
     p.add_argument("--empty", action="store_true", help="start without the demo data set")
     p.add_argument(
+        "--demo-scale",
+        metavar="KIND=COUNT,...",
+        default="",
+        help="add generated records at scale to the demo data: leases, tokens, certificates, "
+        "policies, agents; counts take k or M (e.g. leases=1M,tokens=100k,certificates=200k)",
+    )
+    p.add_argument(
         "--pool-limit", type=int, default=1, help="agent pools allowed per organization (default 1)"
     )
     p.add_argument("--key-shares", type=int, default=5, help="unseal key shares (default 5)")
@@ -97,6 +104,13 @@ def sandbox_main(argv: Sequence[str] | None = None) -> int:
     import sqlite3
 
     from .sandbox import Sandbox, SandboxOptions
+    from .sandbox.scale import ScaleError, parse_scale
+
+    try:
+        scale = parse_scale(args.demo_scale) if args.demo_scale else {}
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
     try:
         sandbox = Sandbox(
@@ -112,8 +126,12 @@ def sandbox_main(argv: Sequence[str] | None = None) -> int:
                 state=args.state,
                 allow_hosts=list(args.allow_host),
                 admin_namespace=args.admin_namespace,
+                demo_scale=scale,
             )
         )
+    except ScaleError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except (sqlite3.Error, ValueError, OSError) as exc:
         print(f"error: cannot use --state {args.state}: {exc}", file=sys.stderr)
         return 2

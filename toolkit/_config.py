@@ -184,7 +184,6 @@ def secrets_settings(
     ``require_token=False`` is for a client that will log in: no token is looked for.
     """
     address = address or _env("VAULT_ADDR", "BAO_ADDR")
-    token = _plain_token(token)
     namespace = namespace if namespace is not None else _env("VAULT_NAMESPACE", "BAO_NAMESPACE")
     ca_file = ca_file or _env("VAULT_CACERT", "BAO_CACERT")
     client_cert = client_cert or _env("VAULT_CLIENT_CERT", "BAO_CLIENT_CERT")
@@ -199,6 +198,8 @@ def secrets_settings(
             "(for the local sandbox, use toolkit.connect_secrets(sandbox=True))"
         )
     address = _checked_address(address, "/v1", "VAULT_ADDR")
+    # Unwrapped only now: a refused address leaves no frame holding the token plain.
+    token = _plain_token(token)
     source = ""
     if token:
         source = "argument"
@@ -350,13 +351,13 @@ def platform_settings(
     ``TFE_TOKEN``, else the token the Terraform CLI would use for the host
     (:func:`terraform_token`)."""
     address = address or _env("TFE_ADDRESS")
-    token = _plain_token(token)
     if not address:
         raise ConfigurationError(
             "no platform address: pass address=... or set TFE_ADDRESS "
             "(for the local sandbox, use toolkit.connect_platform(sandbox=True))"
         )
     address = _checked_address(address, "/api/v2", "TFE_ADDRESS")
+    token = _plain_token(token)  # only now, as for the secrets server
     source = "argument" if token else ""
     if not token:
         found = _first_env("TFE_TOKEN")

@@ -402,6 +402,31 @@ def test_a_server_echoing_the_token_never_shows_it(serve):
     assert "<hidden>" in error.message
 
 
+def test_a_short_token_does_not_mask_the_servers_words(serve):
+    # A one-letter "token" must not turn every "e" of the message into <hidden>.
+    body = b'{"errors": ["permission denied"]}'
+    server = serve(answering(lambda n: answer(403, body)))
+    http = HTTPLayer(
+        server.address, "/v1", headers={"X-Vault-Token": "e"}, token_headers=("X-Vault-Token",)
+    )
+    with pytest.raises(APIError) as err:
+        http.request("GET", "/sys/health")
+    http.close()
+    assert err.value.message == "permission denied"
+
+
+def test_a_bearer_token_echoed_alone_never_shows_it(serve):
+    # The platform's credential is "Bearer <token>"; a server quotes the token alone.
+    body = json.dumps({"errors": [{"detail": f"token {TOKEN} is not valid"}]}).encode()
+    server = serve(answering(lambda n: answer(401, body, f"X-Echo: {TOKEN}")))
+    http = HTTPLayer(server.address, "/api/v2", headers={"Authorization": f"Bearer {TOKEN}"})
+    with pytest.raises(APIError) as err:
+        http.request("GET", "/account/details")
+    http.close()
+    shown = " ".join([str(err.value), repr(err.value.headers), repr(err.value.errors)])
+    assert TOKEN not in shown and "<hidden>" in err.value.message
+
+
 def test_a_redirect_quoting_the_token_never_shows_it(serve):
     server = serve(answering(lambda n: answer(302, b"", f"Location: /login?token={TOKEN}")))
     http = layer(server.address)

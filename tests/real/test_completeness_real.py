@@ -9,7 +9,7 @@ import pytest
 import toolkit
 from tests.servers.openbao import OpenBao
 from tests.test_completeness import LIMITED
-from toolkit import MountNotFound, NamespaceNotFound, PermissionDenied, TokenRefused
+from toolkit import MountNotFound, NamespaceNotFound, NotFound, PermissionDenied, TokenRefused
 from toolkit.secrets import SecretsClient
 
 # The fast suite's limited policy, with the lists the audits need but no sudo.
@@ -61,3 +61,18 @@ def test_a_token_without_sudo_lacks_a_permission_and_a_bad_token_is_refused_on_o
             bad.policies.list_policies()
     finally:
         bao_client.policies.delete("acl", "no-sudo-issue23")
+
+
+def test_a_mount_of_another_engine_is_not_an_empty_folder_on_openbao(
+    bao_client: SecretsClient,
+) -> None:
+    # The key view pointed at a PKI mount: OpenBao answers 404 "unsupported path",
+    # which is not an empty folder ({"errors":[]}, as the PKI mount's empty roles).
+    bao_client.enable_engine("pki-issue23-review", "pki")
+    try:
+        with pytest.raises(NotFound, match="unsupported path") as caught:
+            bao_client.keymgmt.at("pki-issue23-review").keys_frame()
+        assert "client.mounts()" in str(caught.value)
+        assert len(bao_client.pki.at("pki-issue23-review").roles_frame()) == 0
+    finally:
+        bao_client.disable_engine("pki-issue23-review")

@@ -212,6 +212,11 @@ class HTTPLayer:
         plain, secret = self._header_maps()
         return Headers({**plain, **{k: str(v) for k, v in secret.items()}})
 
+    def credentials(self) -> tuple[Sensitive, ...]:
+        """The credential headers' values (still Sensitive): what an error built from
+        an answer taken back (``ok_statuses``) masks, as the layer's own errors do."""
+        return tuple(self._header_maps()[1].values())
+
     def with_headers(self, headers: Mapping[str, str | Sensitive | None]) -> HTTPLayer:
         """A view of this layer that sends ``headers`` too (None removes one).
 
@@ -452,7 +457,6 @@ class HTTPLayer:
             response, failure = result, None
         else:
             response, failure = None, result
-        _, secret = self._header_maps()
         return judge(
             self.retry,
             call.method,
@@ -467,7 +471,7 @@ class HTTPLayer:
             # A pause must leave the next try time to work: a second, or the
             # whole per-try timeout when that is shorter.
             budget=ends_at - time.monotonic() - min(self.timeout, 1.0),
-            secrets=tuple(secret.values()),
+            secrets=self.credentials(),
         )
 
     # -- one exchange, on the loop ----------------------------------------------------

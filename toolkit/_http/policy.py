@@ -278,9 +278,18 @@ def mask(text: str, secrets: tuple[Sensitive, ...]) -> str:
     They stay Sensitive until here, so that no frame of an error holds them plain."""
     for secret in secrets:
         value = secret.reveal()
-        if value and value in text:
-            text = text.replace(value, HIDDEN)
+        # "Bearer <token>": a server may quote the token alone.
+        scheme, _, credential = value.partition(" ")
+        for part in (value, credential) if scheme.isalpha() and credential else (value,):
+            # Only a value long enough to be a secret: a short one ("e", "root")
+            # would hide those letters in every word of the message.
+            if len(part) >= MASKED_LENGTH and part in text:
+                text = text.replace(part, HIDDEN)
     return text
+
+
+# The shortest credential masked in a server's words.
+MASKED_LENGTH = 8
 
 
 def _masked(value: Any, secrets: tuple[Sensitive, ...]) -> Any:

@@ -45,16 +45,24 @@ def snake(name: str) -> str:
     return name.replace("-", "_")
 
 
-def flatten(resource: Mapping[str, Any]) -> dict[str, Any]:
+def flatten(resource: Any) -> dict[str, Any]:
     """One JSON:API resource as a flat dict: id, attributes in snake_case, related ids.
 
     A to-one relationship ``workspace`` becomes ``workspace_id``; a to-many
     ``allowed-workspaces`` becomes ``allowed_workspace_ids`` (a list).
     """
+    if not isinstance(resource, Mapping):
+        raise DecodeError("the server's JSON:API answer holds a resource that is not an object")
+    attributes = resource.get("attributes") or {}
+    relationships = resource.get("relationships") or {}
+    if not isinstance(attributes, Mapping) or not isinstance(relationships, Mapping):
+        raise DecodeError(
+            "the server's JSON:API answer holds attributes or relationships that are not an object"
+        )
     flat: dict[str, Any] = {"id": resource.get("id")}
-    for key, value in (resource.get("attributes") or {}).items():
+    for key, value in attributes.items():
         flat[snake(key)] = value
-    for key, rel in (resource.get("relationships") or {}).items():
+    for key, rel in relationships.items():
         if not isinstance(rel, Mapping) or "data" not in rel:
             continue
         data = rel["data"]

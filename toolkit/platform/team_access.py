@@ -9,7 +9,7 @@ from typing import Any, TypedDict, Unpack
 import pandas as pd
 
 from .._coverage import Coverage
-from .._errors import InputError
+from .._errors import DecodeError, InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
 from .._records import Record
@@ -302,7 +302,9 @@ class TeamAccess(Area):
             payload = self._http.json(
                 "GET", api_path("/organizations/{organization}", organization=org)
             )
-            flat = flatten((payload or {}).get("data") or {})
+            if not isinstance(payload, Mapping):
+                raise DecodeError(f"the server's answer for organization {org!r} is not an object")
+            flat = flatten(payload.get("data"))
             permissions = flat.get("permissions")
             # A service that shows no permissions is taken at its word: all visible.
             owner[org] = not isinstance(permissions, Mapping) or bool(
@@ -379,13 +381,15 @@ class TeamAccess(Area):
                 continue
             listed = [t for t, team in teams.items() if team["organization"] == org]
             unseen = [t for t in listed if t not in granted]
-            if unseen:
-                cov.note_gap(
-                    f"organizations/{org}/team-workspaces",
-                    None,
-                    f"team access of {len(unseen)} of {len(listed)} teams not visible to this "
-                    "token (a member sees its own teams' grants; an owner's token sees all)",
-                )
+            # Even when every listed team shows a grant, a member's token cannot see
+            # the secret teams (nor their grants): its view is never whole.
+            which = f"{len(unseen)} of {len(listed)} teams" if unseen else "secret teams"
+            cov.note_gap(
+                f"organizations/{org}/team-workspaces",
+                None,
+                f"team access of {which} not visible to this token (a member sees its own "
+                "teams' grants; an owner's token sees all)",
+            )
         cov.note_read(len(rows))
         frame = cov.attach(build_frame(rows, GRANTS))
         return frame, list(teams.values()), list(workspaces.values())

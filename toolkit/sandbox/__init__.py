@@ -63,6 +63,8 @@ class SandboxOptions:
     # The secrets engines the server can mount (None: the built-in ones,
     # ``secrets.engines.ENGINES``); a test of the house adds one of its own.
     engines: EngineRegistry | None = None
+    # Generated records at scale by kind (``--demo-scale leases=1M,...``; see ``scale``).
+    demo_scale: dict[str, int] = field(default_factory=dict)
 
 
 class Sandbox:
@@ -131,6 +133,10 @@ class Sandbox:
 
             load_platform_demo(self.platform)
             load_secrets_demo(self.secrets)
+        if opts.demo_scale:
+            from .scale import load_scale
+
+            load_scale(self, opts.demo_scale)
         if opts.init_file:
             self.secrets.write_init_file(opts.init_file)
 

@@ -14,7 +14,7 @@ from typing import Any, Self
 
 from .._area import Area as BaseArea
 from .._coverage import Coverage
-from .._errors import DecodeError, MissingField, NotFound
+from .._errors import APIError, DecodeError, MissingField, NotFound
 from .._http import HTTPLayer, Request, api_path, decode_json, segments
 from .._http.policy import api_error
 from .._http.response import Response
@@ -87,14 +87,20 @@ class Fields(dict[str, Any]):
 GONE_OR_REFUSED = GONE | {403}
 
 
-def skipped(cov: Coverage, path: str, response: Response) -> bool:
+def error_of(http: HTTPLayer, response: Response) -> APIError:
+    """The error an answer taken back (``ok_statuses``) stands for, the client's
+    credentials masked in the server's words as in the layer's own errors."""
+    return api_error(response, response.method, response.url, http.credentials())
+
+
+def skipped(cov: Coverage, path: str, response: Response, http: HTTPLayer) -> bool:
     """Whether a lookup's answer gives no row: a record gone since it was listed
     (:data:`GONE`), or one refused (403), which ``cov`` notes as a gap."""
     status = response.status_code
     if status < 300:
         return False
     if status == 403:
-        cov.note_error(path, api_error(response, response.method, response.url))
+        cov.note_error(path, error_of(http, response))
     return True
 
 
@@ -160,19 +166,27 @@ def list_keys_of(http: HTTPLayer, paths: Sequence[str]) -> list[list[str]]:
                     raise
                 payload = None
         elif response.status_code == 404:
-            payload = None  # an empty folder (the layer raised for any other 404)
+            # An empty folder answers {"errors":[]} (the layer raised for a missing
+            # namespace or mount). A 404 with words ("unsupported path": a mount of
+            # another engine) is not one.
+            error = error_of(http, response)
+            if error.messages:
+                explained = getattr(http, "explained", None)
+                raise explained(error) if explained is not None else error
+            payload = None
         else:
             payload = decode_json(response, "LIST")
         found.append(_keys(payload))
     return found
 
 
-def require_mounts(http: HTTPLayer, mounts: Sequence[str]) -> None:
+def require_mounts(http: HTTPLayer, mounts: Sequence[str]) -> bool:
     """Raise :class:`~toolkit.MountNotFound` naming each of ``mounts`` that nothing is
     mounted at (``sys/mounts`` and ``sys/auth``), for a view that walks a tree where a
     missing mount looks like an empty folder (the lease lookup tree answers
     ``{"errors":[]}`` for any prefix). When the token may not read the mount tables
-    the names cannot be checked, and nothing is raised."""
+    the names cannot be checked: nothing is raised, and False is returned (the
+    caller notes it as a gap)."""
     from .._errors import MountNotFound, PermissionDenied, TokenRefused
 
     known: list[str] = []
@@ -182,7 +196,7 @@ def require_mounts(http: HTTPLayer, mounts: Sequence[str]) -> None:
         except TokenRefused:
             raise
         except PermissionDenied:
-            return
+            return False
         known.extend(prefix + k for k in data if k.endswith("/"))
     for mount in mounts:
         wanted = mount.strip("/") + "/"
@@ -196,6 +210,7 @@ def require_mounts(http: HTTPLayer, mounts: Sequence[str]) -> None:
             missing.mount = wanted
             missing.hint = "check the mount's name: `client.mounts()` lists the mounted engines"
             raise missing
+    return True
 
 
 # What a 404 says when the thing asked for is not a record or folder that is
@@ -215,7 +230,7 @@ def refuse_missing(http: HTTPLayer, response: Response) -> None:
     content = response.content
     if not content or not any(words in content for words in _MISSING_PLACE):
         return
-    error = api_error(response, response.method, response.url)
+    error = error_of(http, response)
     explained = getattr(http, "explained", None)
     raise explained(error) if explained is not None else error
 

@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from .._coverage import Coverage
-from .._errors import APIError, InputError, MountNotFound
+from .._errors import APIError, InputError, MountNotFound, one_line
 from .._frames import Col, Schema, build_frame
 from .._http import Request, decode_json, segment, segments
 from .._spec.acl import (
@@ -43,7 +43,7 @@ from .._spec.acl import (
     priority,
     stages,
 )
-from ._base import Area, unwrap
+from ._base import Area, error_of, listed_keys, unwrap
 
 # A policy's most specific match at one stage: (priority key, pattern, capabilities).
 _Best = tuple[Any, str, set[str]]
@@ -477,13 +477,18 @@ class _Reader:
             self.coverage.asked.append(f"{path.lstrip('/')} (not served)")
             return []
         if response.status_code == 404 and empty_ok:
+            # An empty folder answers {"errors":[]}; a 404 with words ("unsupported
+            # path": not the store asked for) is a place not read, never "nobody".
+            error = error_of(self.http, response)
+            if error.messages:
+                self.gap(path, 404, one_line(str(error)))
             return []
         if response.status_code in _READ_OK:
             self.gap(path, response.status_code, _reason(response.status_code, "list"))
             return []
         data = unwrap(decode_json(response, "LIST"))
         self.coverage.note_read()
-        return [str(k) for k in data.get("keys") or []]
+        return listed_keys(data.get("keys"), "keys")
 
     def read_each(self, paths: Sequence[str]) -> Iterator[dict[str, Any] | None]:
         """Each path's data (None where refused or gone), in order, as the answers come."""

@@ -153,7 +153,8 @@ class SecretsClient(ServiceClient):
         self._client_cert = settings.client_cert
         self.last_login: Record | None = None
         # What this run learnt of its token: its expiry (from any lookup-self
-        # answer), and when the server last accepted it (monotonic seconds).
+        # answer), and when the server last accepted it or a look-up gave no verdict
+        # (monotonic seconds).
         # (A namespace view shares this record with its client.)
         self._token_state = _TokenState()
         self.http.response_hooks.append(self._note_token)
@@ -339,6 +340,12 @@ class SecretsClient(ServiceClient):
             return better
         if "no handler for route" in text:
             return mount_not_found(exc, self._api_path(exc.url), self.namespace)
+        if "unsupported path" in text and not exc.hint:
+            mount = self._api_path(exc.url).split("/", 1)[0]
+            exc.hint = (
+                f"is {mount + '/'!r} a mount of this engine? "
+                "`client.mounts()` lists the mounted engines and their types"
+            )
         return exc
 
     def _denied(self, exc: PermissionDenied | Unauthorized) -> ToolkitError:
@@ -396,7 +403,10 @@ class SecretsClient(ServiceClient):
         try:
             return self.is_authenticated()
         except ToolkitError:
-            return True  # no verdict: say what the server said, a missing permission
+            # No verdict: say what the server said, a missing permission, and do not
+            # ask again (with its retries) for every refusal of the same walk.
+            state.accepted_at = time.monotonic()
+            return True
 
     def is_authenticated(self) -> bool:
         """True when the server accepts the token. ``GET /auth/token/lookup-self``.

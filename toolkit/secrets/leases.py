@@ -13,11 +13,13 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from .._coverage import Coverage
 from .._errors import APIError, InputError, ToolkitError, one_line
 from .._frames import Col, Schema, build_frame, frame_from_columns
 from .._gc import collector_paused
@@ -25,18 +27,35 @@ from .._http import HTTPLayer, Request, decode_json, segments
 from .._progress import progress
 from .._records import Record, integer
 from .._time import parse_time
-from ..findings import Finding, combine, findings_frame
-from ._base import (
-    GONE,
-    Area,
-    list_keys_of,
-    listed_keys,
-    lookup_requests,
-    records_of,
-    require_mounts,
-    unwrap,
-    warnings_of,
+from ..findings import combine
+from ._base import GONE, Area, lookup_requests, records_of, require_mounts, unwrap, warnings_of
+from .checkpoint import DEFAULT_MAX_ROWS
+from .lease_rules import (
+    EXPIRING,
+    LEASE_COUNTS,
+    LEASE_EXPIRY,
+    LEASE_SUMMARY,
+    MOUNT_COUNTS,
+    PAST_DUE,
+    counts_by_mount,
+    expiry_findings,
+    expiry_states,
+    lease_count_findings,
+    lease_summary,
+    top_roles,
 )
+from .radar import (
+    ADVISORY_LIMIT,
+    LeaseScan,
+    lease_radar,
+    radar_since_snapshot,
+    revocation_plan,
+    scan_leases,
+)
+from .walk import CHUNK, MAX_DEPTH, Walk, walk_tree
+
+if TYPE_CHECKING:
+    from ..drift import Snapshots
 
 __all__ = [
     "LEASES",
@@ -44,6 +63,9 @@ __all__ = [
     "LEASE_COUNTS",
     "LEASE_EXPIRY",
     "LEASE_SUMMARY",
+    "MOUNT_COUNTS",
+    "EXPIRING",
+    "PAST_DUE",
     "Leases",
     "count_leases",
     "counts_by_mount",
@@ -66,15 +88,6 @@ LEASES = Schema.of(
     Col("ttl", "int"),
     Col("renewable", "bool"),
     index="lease_id",
-)
-LEASE_SUMMARY = Schema.of(
-    "mount",
-    Col("count", "int"),
-    Col("expiring_1h", "int"),
-    Col("expiring_24h", "int"),
-    Col("min_ttl", "int"),
-    Col("median_ttl", "float"),
-    index="mount",
 )
 LEASE_ACTIONS = Schema.of(
     "lease_id",
@@ -280,19 +293,25 @@ class Leases(Area):
         return found
 
     # -- views -----------------------------------------------------------------
-    def lease_ids(self, prefix: str = "") -> Names:
+    def lease_ids(self, prefix: str = "", *, walk: Walk | None = None) -> Names:
         """Every lease id under ``prefix`` (all when empty), walking the lookup tree.
 
-        The folders of each level are listed concurrently.
+        :func:`~toolkit.secrets.walk.walk_tree`: the folders of each level listed
+        concurrently. What could not be read is recorded in ``walk`` when one is
+        given; without one, a walk that could not read everything raises
+        :class:`~toolkit.IncompleteAudit` naming what it missed (a list of names has
+        no room to say it is partial).
         """
-        level = [_folder(prefix)]
+        seen = walk if walk is not None else Walk()
         found: list[str] = []
-        while level:
-            listed = list_keys_of(self._http, [_lookup_path(p) for p in level])
-            folders, level = level, []
-            for folder, keys in zip(folders, listed, strict=True):
-                for key in keys:
-                    (level if key.endswith("/") else found).append(folder + key)
+        for folder, keys in walk_tree(
+            self._http, [_folder(prefix)], path_of=_lookup_path, walk=seen
+        ):
+            found.extend(folder + k for k in keys)
+        if walk is None and not seen.complete:
+            from .._coverage import Coverage, require_complete
+
+            require_complete(Coverage.from_dict(seen.coverage("leases.lease_ids", [prefix])))
         return found
 
     def leases_by_mount(
@@ -316,14 +335,28 @@ class Leases(Area):
         if prefix is not None and mounts is not None:
             raise InputError("pass prefix or mounts, not both")
         mounts = None if mounts is None else list(mounts)
-        require_mounts(self._http, mounts if mounts is not None else [prefix] if prefix else [])
-        starts = [_folder(m) for m in mounts] if mounts is not None else [prefix or ""]
-        ids: list[str] = []
-        for start in starts:
-            ids.extend(self.lease_ids(start))
-        return self.lookup_leases(
+        named = mounts if mounts is not None else [prefix] if prefix else []
+        checked = require_mounts(self._http, named)
+        starts = [_folder(m) for m in mounts] if mounts is not None else [_folder(prefix or "")]
+        walk = Walk()
+        ids = [
+            folder + k
+            for folder, keys in walk_tree(self._http, starts, path_of=_lookup_path, walk=walk)
+            for k in keys
+        ]
+        frame = self.lookup_leases(
             ids, mounts=starts if mounts is not None else None, show_progress=show_progress
         )
+        cov = Coverage.from_dict(walk.coverage("leases.leases_by_mount", starts))
+        if named and not checked:
+            # What the walk cannot tell: a mistyped mount from an empty one, when the
+            # mount tables are refused.
+            cov.note_gap(
+                "sys/mounts",
+                403,
+                "the mount names could not be checked (a mistyped mount reads as empty)",
+            )
+        return cov.attach(frame)
 
     def lookup_leases(
         self,
@@ -375,15 +408,116 @@ class Leases(Area):
         except ToolkitError:
             return []
 
+    # -- at scale: the streamed scan, the radar, the revocation plan (radar.py) -------------
+    def scan(
+        self,
+        mounts: Iterable[str] | None = None,
+        *,
+        checkpoint: str | Path | None = None,
+        max_rows: int = DEFAULT_MAX_ROWS,
+        chunk: int = CHUNK,
+        deadline: float | None = None,
+        show_progress: bool = False,
+    ) -> LeaseScan:
+        """Every lease looked up, streamed in chunks, resumable: :func:`~toolkit.secrets.radar.scan_leases`.
+
+        ``checkpoint`` (a file) makes an interrupted scan resume where it stopped;
+        ``max_rows`` bounds the rows held in memory (beyond it they go to Parquet).
+        Feed the result to :func:`~toolkit.secrets.radar.ttl_buckets` and
+        :func:`~toolkit.secrets.radar.expiry_calendar`, or take ``.frame()``.
+        ``show_progress`` shows a bar of the leases looked up.
+        """
+        bar: Any = None
+        if show_progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(desc="looking up leases", unit=" leases")
+        done = [0]
+
+        def moved(rows: int) -> None:
+            if bar is not None:
+                bar.update(rows - done[0])
+            done[0] = rows
+
+        try:
+            return scan_leases(
+                self,
+                mounts,
+                checkpoint=checkpoint,
+                max_rows=max_rows,
+                chunk=chunk,
+                deadline=deadline,
+                on_chunk=moved,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def lease_radar(
+        self,
+        snapshots: str | Path | Snapshots | None = None,
+        *,
+        threshold: int = ADVISORY_LIMIT,
+        mounts: Iterable[str] | None = None,
+        save: bool = True,
+    ) -> pd.DataFrame:
+        """Lease counts by mount (LIST alone) against ``threshold`` (Vault's advisory
+        256,000 by default): :func:`~toolkit.secrets.radar.lease_radar`.
+
+        With ``snapshots`` (a folder, or :class:`toolkit.drift.Snapshots`) the counts
+        are compared with the newest stored ones (growth, growth a day, the projected
+        crossing date) and then stored (``save``). Judged by the server's clock.
+        """
+        counts = self.lease_counts(mounts=mounts)
+        now = self._http.server_now()
+        if snapshots is None:
+            radar = lease_radar(counts, now=now, threshold=threshold)
+        else:
+            from ..drift import Snapshots
+
+            store = snapshots if isinstance(snapshots, Snapshots) else Snapshots(snapshots)
+            radar = radar_since_snapshot(counts, store, threshold=threshold, now=now, save=save)
+        radar.attrs["coverage"] = counts.attrs.get("coverage")
+        return radar
+
+    def revocation_plan(
+        self,
+        ids: Iterable[str],
+        *,
+        rate: float,
+        batch_size: int = 100,
+        apply: bool = False,
+        journal: str | Path | None = None,
+    ) -> pd.DataFrame:
+        """The throttled revocation of ``ids``, shown first: :func:`~toolkit.secrets.radar.revocation_plan`.
+
+        Nothing is sent without ``apply``; with ``journal`` (a file) a lease whose
+        revocation was sent is never sent again by a later run.
+        """
+        return revocation_plan(
+            self, list(ids), rate=rate, batch_size=batch_size, apply=apply, journal=journal
+        )
+
     # -- counts and throttled revocation (module functions below hold the logic) --------
-    def lease_counts(self, prefix: str = "", mounts: Iterable[str] | None = None) -> pd.DataFrame:
+    def lease_counts(
+        self,
+        prefix: str = "",
+        mounts: Iterable[str] | None = None,
+        *,
+        max_depth: int = MAX_DEPTH,
+    ) -> pd.DataFrame:
         """How many leases each mount and role holds, from ``LIST`` alone: :func:`count_leases`.
 
-        ``LIST /sys/leases/lookup/:prefix`` (sudo), walked; no lease is looked
-        up. ``mounts`` are the mount paths to split by (default: the server's).
+        ``LIST /sys/leases/lookup/:prefix`` (sudo), walked in waves to at most
+        ``max_depth`` levels; no lease is looked up. ``mounts`` are the mount
+        paths to split by (default: the server's). A ``prefix`` whose mount does
+        not exist raises :class:`~toolkit.MountNotFound` (the lookup tree answers
+        it as an empty folder).
         """
+        if prefix:
+            require_mounts(self._http, [prefix])
         mount_paths = list(mounts) if mounts is not None else self._known_mounts()
-        return count_leases(self._http, prefix, mount_paths)
+        return count_leases(self._http, prefix, mount_paths, max_depth=max_depth)
 
     def revoke_in_batches(
         self,
@@ -493,25 +627,6 @@ class Leases(Area):
         return build_frame(list(results), LEASE_ACTIONS)
 
 
-def lease_summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per mount of a :meth:`Leases.leases_by_mount` frame: ``count``, leases expiring
-    within 1 hour and 24 hours (by ``ttl``), ``min_ttl`` and ``median_ttl``."""
-    rows = []
-    for mount, group in frame.groupby("mount", sort=True, observed=True):
-        ttl = group["ttl"].astype("Int64")
-        rows.append(
-            {
-                "mount": mount,
-                "count": len(group),
-                "expiring_1h": int((ttl <= 3600).sum()),
-                "expiring_24h": int((ttl <= 86400).sum()),
-                "min_ttl": int(ttl.min()) if len(ttl.dropna()) else None,
-                "median_ttl": float(ttl.median()) if len(ttl.dropna()) else None,
-            }
-        )
-    return build_frame(rows, LEASE_SUMMARY)
-
-
 def _lease_fields(
     data: Mapping[str, Any], lease_id: str, times: Callable[[Any], Any] | None = None
 ) -> dict[str, Any]:
@@ -586,25 +701,6 @@ def _query(params: Mapping[str, Any]) -> dict[str, str]:
 
 
 # -- counts from LIST alone, expiry states, throttled bulk revoke -----------------------
-LEASE_COUNTS = Schema.of(
-    Col("mount"),
-    Col("role"),
-    Col("kind"),
-    Col("count", "int"),
-)
-MOUNT_COUNTS = Schema.of(
-    "mount", Col("kind"), Col("count", "int"), Col("roles", "int"), index="mount"
-)
-LEASE_EXPIRY = Schema.of(
-    "lease_id",
-    Col("state"),
-    Col("mount"),
-    Col("role"),
-    Col("expire_time", "datetime"),
-    Col("overdue_seconds", "int"),
-    Col("ttl", "int"),
-    index="lease_id",
-)
 REVOKE_BATCHES = Schema.of(
     "lease_id",
     Col("batch", "int"),
@@ -612,44 +708,40 @@ REVOKE_BATCHES = Schema.of(
     Col("detail"),
     index="lease_id",
 )
-PAST_DUE = "past due"
-EXPIRING = "expiring soon"
 # Answers to a revocation that are reported on its row rather than raised.
 _REVOKE_REPORTED = frozenset(range(400, 500))
 
 
-def count_leases(http: HTTPLayer, prefix: str = "", mounts: Sequence[str] = ()) -> pd.DataFrame:
+def count_leases(
+    http: HTTPLayer,
+    prefix: str = "",
+    mounts: Sequence[str] = (),
+    *,
+    starts: Sequence[str] | None = None,
+    max_depth: int = MAX_DEPTH,
+) -> pd.DataFrame:
     """How many leases each mount and role holds, from ``LIST`` answers alone.
 
-    Walks ``LIST /sys/leases/lookup/:prefix`` (sudo) level by level, the
-    folders of a level listed concurrently. LIST ignores ``limit`` and answers
-    a whole folder at once, so each answer's lease keys are counted and dropped
-    as soon as it arrives: memory holds the folders still to list and one
-    answer, never the ids. No lease is looked up.
+    Walks ``LIST /sys/leases/lookup/:prefix`` (sudo) in waves with
+    :func:`~toolkit.secrets.walk.walk_tree` (or from each of ``starts``, the
+    mounts walked together). LIST ignores ``limit`` and answers a whole folder
+    at once; its keys are parsed as they come and counted in chunks, never
+    kept: memory holds the folders still to list and one wave's answers. No
+    lease is looked up.
 
     Rows ``mount``, ``role``, ``kind`` (``secret`` or ``auth``), ``count``,
     most leases first. Engine leases (``<mount>/creds/<role>/<id>``) count per
     role; auth leases per auth mount only (``role`` empty: an AppRole or token
-    lease id carries no role).
+    lease id carries no role). ``frame.attrs["coverage"]`` records the folders
+    that could not be read (refused, not permitted, a cycle, too deep).
     """
     counts: Counter[tuple[str, str]] = Counter()
-    level = [_folder(prefix)]
-    while level:
-        calls = [Request("LIST", _lookup_path(p), ok_statuses=_LIST_EMPTY) for p in level]
-        folders, level = level, []
-        for folder, response in zip(folders, http.many(calls), strict=True):
-            if response.status_code == 404:
-                continue
-            keys = _keys_of(decode_json(response, "LIST"))
-            leaves = 0
-            for key in keys:
-                if key.endswith("/"):
-                    level.append(folder + key)
-                else:
-                    leaves += 1
-            del keys
-            if leaves:
-                counts[_mount_role(folder, mounts)] += leaves
+    walk = Walk()
+    folders = [_folder(s) for s in starts] if starts is not None else [_folder(prefix)]
+    for folder, keys in walk_tree(
+        http, folders, path_of=_lookup_path, walk=walk, max_depth=max_depth
+    ):
+        counts[_mount_role(folder, mounts)] += len(keys)
     rows = [
         {
             "mount": mount,
@@ -660,113 +752,11 @@ def count_leases(http: HTTPLayer, prefix: str = "", mounts: Sequence[str] = ()) 
         for (mount, role), n in counts.items()
     ]
     frame = build_frame(rows, LEASE_COUNTS)
-    return frame.sort_values(
+    frame = frame.sort_values(
         ["count", "mount", "role"], ascending=[False, True, True], kind="stable", ignore_index=True
     )
-
-
-def counts_by_mount(counts: pd.DataFrame) -> pd.DataFrame:
-    """Per mount of a :func:`count_leases` frame: ``kind``, ``count``, ``roles`` (how many);
-    index ``mount``, most leases first."""
-    rows = [
-        {
-            "mount": mount,
-            "kind": group["kind"].iloc[0],
-            "count": int(group["count"].sum()),
-            "roles": int((group["role"].fillna("") != "").sum()),
-        }
-        for mount, group in counts.groupby("mount", sort=True)
-    ]
-    frame = build_frame(rows, MOUNT_COUNTS)
-    return frame.sort_values("count", ascending=False, kind="stable")
-
-
-def top_roles(counts: pd.DataFrame, n: int = 10) -> pd.DataFrame:
-    """The ``n`` engine roles holding the most leases, from a :func:`count_leases` frame."""
-    if n < 1:
-        raise InputError(f"n must be at least 1, not {n}")
-    roles = counts[(counts["kind"] == "secret") & (counts["role"].fillna("") != "")]
-    return roles.nlargest(n, "count", keep="first").reset_index(drop=True)
-
-
-def lease_count_findings(counts: pd.DataFrame, *, threshold: int = 1000) -> pd.DataFrame:
-    """The lease-explosion finder: a role (or an auth mount) holding more than ``threshold``
-    leases is **high**; more than a tenth of it, **low**, so growth shows before it hurts."""
-    if threshold < 1:
-        raise InputError(f"threshold must be at least 1, not {threshold}")
-    found = []
-    rows: list[Any] = counts.to_dict("records")
-    for row in rows:
-        count = int(row["count"])
-        role = "" if pd.isna(row["role"]) else str(row["role"])
-        what = f"{row['mount']}{role}"
-        kind = "role" if row["kind"] == "secret" and role else "mount"
-        if count > threshold:
-            reason = f"{count} leases under one {kind} (over {threshold}): a lease explosion"
-            found.append(Finding("high", "leases", what, reason))
-        elif count > threshold // 10:
-            reason = f"{count} leases under one {kind} (over a tenth of {threshold})"
-            found.append(Finding("low", "leases", what, reason))
-    return findings_frame(found)
-
-
-def expiry_states(
-    leases: pd.DataFrame, *, now: datetime | None = None, within: int | timedelta = 3600
-) -> pd.DataFrame:
-    """The leases of a :meth:`Leases.leases_by_mount` frame that need a look, in two kinds
-    kept apart.
-
-    - ``past due``: the expiry time has passed and the server still holds the
-      lease (its revocation is failing: irrevocable, or a stuck backend);
-    - ``expiring soon``: expires within ``within`` (seconds or a timedelta).
-
-    Index ``lease_id``; columns ``state``, ``mount``, ``role``,
-    ``expire_time``, ``overdue_seconds`` (past due only), ``ttl``; past-due
-    first, then by expiry. ``now`` defaults to the current UTC time.
-    """
-    window = within.total_seconds() if isinstance(within, timedelta) else float(within)
-    if window < 0:
-        raise InputError(f"within must not be negative, not {within}")
-    moment = pd.Timestamp(now or datetime.now(UTC))
-    expire = leases["expire_time"]
-    past = expire.notna() & (expire <= moment)
-    soon = expire.notna() & ~past & (expire <= moment + pd.Timedelta(seconds=window))
-    rows = []
-    for state, mask in ((PAST_DUE, past), (EXPIRING, soon)):
-        part = leases[mask].sort_values("expire_time", kind="stable")
-        for lease_id, row in part.iterrows():
-            overdue = (
-                int((moment - row["expire_time"]).total_seconds()) if state == PAST_DUE else None
-            )
-            rows.append(
-                {
-                    "lease_id": lease_id,
-                    "state": state,
-                    "mount": row["mount"],
-                    "role": row["role"],
-                    "expire_time": row["expire_time"],
-                    "overdue_seconds": overdue,
-                    "ttl": row["ttl"],
-                }
-            )
-    return build_frame(rows, LEASE_EXPIRY)
-
-
-def expiry_findings(states: pd.DataFrame) -> pd.DataFrame:
-    """Findings of an :func:`expiry_states` frame, one per (state, mount, role):
-    past-due leases are **high**, leases expiring soon **info**."""
-    found = []
-    for (state, mount, role), group in states.groupby(
-        ["state", "mount", "role"], sort=True, dropna=False
-    ):
-        where = f"{mount}{role}" if isinstance(role, str) and role else str(mount)
-        if state == PAST_DUE:
-            worst = int(group["overdue_seconds"].max())
-            reason = f"{len(group)} leases past due (up to {worst}s): revocation is failing"
-            found.append(Finding("high", "leases", where, reason))
-        else:
-            found.append(Finding("info", "leases", where, f"{len(group)} leases expiring soon"))
-    return findings_frame(found)
+    frame.attrs["coverage"] = walk.coverage("leases.lease_counts", folders)
+    return frame
 
 
 def revoke_in_batches(
@@ -778,6 +768,7 @@ def revoke_in_batches(
     dry_run: bool = True,
     sync: bool = True,
     on_batch: Callable[[int, int], None] | None = None,
+    before_batch: Callable[[list[str]], None] | None = None,
 ) -> pd.DataFrame:
     """Revoke leases in batches, at most ``rate`` leases a second on average.
 
@@ -788,7 +779,8 @@ def revoke_in_batches(
     default) nothing is sent. One row per lease: ``batch``, ``action``
     (``would revoke``, ``revoked``, ``failed``), ``detail`` (the server's
     error). A refused revocation never stops the rest; ``on_batch(done,
-    total)`` is called after each batch.
+    total)`` is called after each batch, ``before_batch(ids)`` before any of
+    it is sent (a journal of what went out).
     """
     if not rate or rate <= 0:
         raise InputError(f"rate must be a positive number of leases a second, not {rate!r}")
@@ -814,6 +806,8 @@ def revoke_in_batches(
         pause = due - time.monotonic()
         if pause > 0:
             time.sleep(pause)
+        if before_batch is not None:
+            before_batch(batch)
         calls = [
             Request(
                 "POST",
@@ -836,15 +830,6 @@ def revoke_in_batches(
         if on_batch is not None:
             on_batch(sent, len(todo))
     return build_frame(rows, REVOKE_BATCHES)
-
-
-# A LIST of a folder with nothing in it answers 404 on the real server.
-_LIST_EMPTY = frozenset({404})
-
-
-def _keys_of(payload: Any) -> list[str]:
-    data = payload.get("data") if isinstance(payload, Mapping) else None
-    return listed_keys((data or {}).get("keys") if isinstance(data, Mapping) else None)
 
 
 def _mount_role(folder: str, mounts: Sequence[str]) -> tuple[str, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -24,6 +25,9 @@ from .._records import Record
 from .._time import from_epoch, parse_duration
 from ..findings import Finding, findings_frame
 from ._base import GONE_OR_REFUSED, Area, hide, listed_keys, lookup_requests, skipped, unwrap
+from .checkpoint import DEFAULT_MAX_ROWS
+from .sprawl import CHUNK as SCAN_CHUNK
+from .sprawl import TokenScan, scan_tokens, token_sprawl
 
 __all__ = ["TOKEN_INVENTORY", "TOKEN_ROLES", "Tokens", "token_findings"]
 
@@ -146,12 +150,42 @@ class Tokens(Area):
         )
         rows = []
         for accessor, response in zip(todo, self._http.many(calls), strict=True):
-            if skipped(cov, f"auth/token/lookup-accessor ({accessor})", response):
+            if skipped(cov, f"auth/token/lookup-accessor ({accessor})", response, self._http):
                 continue
             data = unwrap(decode_json(response, "POST"))
             rows.append(_inventory_row(accessor, data))
         cov.note_read(len(rows))
         return cov.attach(build_frame(rows, TOKEN_INVENTORY))
+
+    def scan(
+        self,
+        *,
+        chunk: int = SCAN_CHUNK,
+        checkpoint: str | Path | None = None,
+        max_rows: int = DEFAULT_MAX_ROWS,
+        deadline: float | None = None,
+    ) -> TokenScan:
+        """Every token by accessor, streamed, memory bounded and resumable:
+        :func:`~toolkit.secrets.sprawl.scan_tokens` (the inventory at scale)."""
+        return scan_tokens(
+            self, chunk=chunk, checkpoint=checkpoint, max_rows=max_rows, deadline=deadline
+        )
+
+    def token_sprawl(
+        self,
+        *,
+        max_age: timedelta = timedelta(days=90),
+        checkpoint: str | Path | None = None,
+    ) -> pd.DataFrame:
+        """Root tokens, tokens that never expire, orphans, tokens older than ``max_age``,
+        by creation path: :func:`~toolkit.secrets.sprawl.token_sprawl` of :meth:`scan`
+        (``frame.attrs["coverage"]`` says what could not be read)."""
+        scan = self.scan(checkpoint=checkpoint)
+        frame = token_sprawl(scan, max_age=max_age)
+        frame.attrs["coverage"] = scan.walk.coverage(
+            "tokens.token_sprawl", ["auth/token/accessors"]
+        )
+        return frame
 
     def roles_frame(self) -> pd.DataFrame:
         """Token roles and the policies they may grant.
@@ -174,7 +208,7 @@ class Tokens(Area):
         ]
         rows = []
         for name, response in zip(names, self._http.many(calls), strict=True):
-            if skipped(cov, f"auth/token/roles/{name}", response):
+            if skipped(cov, f"auth/token/roles/{name}", response, self._http):
                 continue
             data = unwrap(decode_json(response, "GET"))
             rows.append(

@@ -272,10 +272,28 @@ class TokenStore:
         An accessor that names no live token is 400 ``invalid accessor``, as on
         the real server.
         """
-        token = next((t for t in self.live() if t.accessor == accessor), None) if accessor else None
+        token = self._by_accessor(accessor) if accessor else None
         if token is None:
             raise bad_request("invalid accessor")
         return {**token.lookup_data(self.clock.now()), "id": ""}
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The accessor index is rebuilt on its first miss: never stored (``--state``).
+        state = dict(self.__dict__)
+        state.pop("_accessor_index", None)
+        return state
+
+    def _by_accessor(self, accessor: str) -> Token | None:
+        """The live token holding ``accessor``: an index kept on the side (built again
+        when it misses), so that a hundred thousand lookups do not scan every token each."""
+        index: dict[str, str] | None = getattr(self, "_accessor_index", None)
+        token_id = index.get(accessor) if index is not None else None
+        if token_id is None:
+            index = {t.accessor: t.id for t in self._tokens.values()}
+            self._accessor_index = index
+            token_id = index.get(accessor)
+        token = self.get(token_id) if token_id is not None else None
+        return token if token is not None and token.accessor == accessor else None
 
     # -- issuing ----------------------------------------------------------------------
     def create(

@@ -12,6 +12,7 @@ no token, as on the real server. Bodies are read into typed requests by
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 
 from cryptography import x509
@@ -272,7 +273,21 @@ async def generate_key(call: SecretsRequest) -> Response:
 
 # -- certificates ------------------------------------------------------------------------
 async def list_certs(call: SecretsRequest) -> Response:
-    return listing(_engine(call).cert_serials())
+    """``LIST certs``, paged as OpenBao pages it: ``after`` (keys sorted after it) and
+    ``limit`` (at most that many; none, 0 or less: all)."""
+    serials = sorted(_engine(call).cert_serials())
+    after = call.query.get("after")
+    if after:
+        serials = serials[bisect.bisect_right(serials, after) :]
+    raw = call.query.get("limit")
+    if raw not in (None, ""):
+        try:
+            limit = int(raw)
+        except ValueError:
+            raise SecretsError(400, f"limit: {raw!r} is not a whole number") from None
+        if limit > 0:
+            serials = serials[:limit]
+    return listing(serials)
 
 
 async def list_revoked(call: SecretsRequest) -> Response:

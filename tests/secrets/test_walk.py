@@ -1,0 +1,106 @@
+"""The one lease-tree walker: waves, the GET ?list=true fallback, depth limit, cycles,
+and what it could not read recorded (scripted servers bounded in time)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests._sockets import Threaded, answer
+from toolkit import DecodeError, IncompleteAudit
+from toolkit._coverage import require_complete
+from toolkit.secrets import SecretsClient
+from toolkit.secrets.walk import Walk, stream_keys
+
+
+def _path(head: bytes) -> tuple[str, str]:
+    method, target = head.split(b"\r\n")[0].decode().split(" ")[:2]
+    return method, target
+
+
+def _listing(keys: list[str]) -> bytes:
+    return answer(200, json.dumps({"request_id": "r", "data": {"keys": keys}}).encode())
+
+
+@pytest.fixture
+def server_of() -> Iterator[list[Threaded]]:
+    made: list[Threaded] = []
+    yield made
+    for server in made:
+        server.stop()
+
+
+def _client(server: Threaded) -> SecretsClient:
+    return SecretsClient(server.address, "t", timeout=5, fan_out_timeout=10)
+
+
+def test_a_server_listing_a_under_every_a_ends_the_walk_and_records_the_cycle(
+    server_of: list[Threaded],
+) -> None:
+    def answer_of(head: bytes, n: int) -> tuple[bytes, bool]:
+        return _listing(["a/", "lease-1"]), False
+
+    server = Threaded(answer_of)
+    server_of.append(server)
+    started = time.monotonic()
+    with _client(server) as bao:
+        counts = bao.leases.lease_counts(mounts=[])
+    assert time.monotonic() - started < 5
+    coverage = counts.attrs["coverage"]
+    assert not coverage["complete"]
+    assert [u["path"] for u in coverage["gaps"]] == ["a/a/"]
+    assert "cycle" in coverage["gaps"][0]["reason"]
+    assert int(counts["count"].sum()) == 2  # the top folder's lease and a/'s
+    with pytest.raises(IncompleteAudit, match="a/a/"):
+        require_complete(counts)  # the house's completeness record, not a private shape
+
+
+def test_a_walk_deeper_than_its_limit_stops_there_and_says_so(server_of: list[Threaded]) -> None:
+    def answer_of(head: bytes, n: int) -> tuple[bytes, bool]:
+        depth = _path(head)[1].count("/") - 4  # /v1/sys/leases/lookup/...
+        return _listing([f"d{depth}/"]), False
+
+    server = Threaded(answer_of)
+    server_of.append(server)
+    with _client(server) as bao:
+        counts = bao.leases.lease_counts(mounts=[], max_depth=5)
+    unread = counts.attrs["coverage"]["gaps"]
+    assert len(unread) == 1 and "depth limit of 5" in unread[0]["reason"]
+    assert len(server.heads) == 5
+
+
+def test_list_refused_is_asked_again_as_get_and_a_forbidden_folder_is_recorded(
+    server_of: list[Threaded],
+) -> None:
+    def answer_of(head: bytes, n: int) -> tuple[bytes, bool]:
+        method, target = _path(head)
+        if method == "LIST":
+            return answer(405, b'{"errors":["unsupported"]}'), False
+        if target.startswith("/v1/sys/leases/lookup/?"):
+            return _listing(["db/", "secret/", "../"]), False
+        if target.startswith("/v1/sys/leases/lookup/db/?"):
+            return _listing(["l1", "l2"]), False
+        return answer(403, b'{"errors":["permission denied"]}'), False
+
+    server = Threaded(answer_of)
+    server_of.append(server)
+    with _client(server) as bao:
+        walk = Walk()
+        ids = bao.leases.lease_ids("", walk=walk)
+    assert ids == ["db/l1", "db/l2"]
+    unread = {u.path: u for u in walk.unread}
+    assert unread["secret/"].status == 403
+    assert unread["../"].status is None and "one path segment" in unread["../"].reason
+    # No request ever left the lookup tree.
+    assert all(_path(h)[1].startswith("/v1/sys/leases/lookup/") for h in server.heads)
+
+
+def test_keys_stream_from_either_listing_shape() -> None:
+    assert list(stream_keys(b'{"data": {"keys": ["a", "b/"]}}')) == ["a", "b/"]
+    assert list(stream_keys(b'{"keys": ["p"]}')) == ["p"]
+    assert list(stream_keys(b'{ "warnings": null, "keys" : ["q"] }')) == ["q"]
+    with pytest.raises(DecodeError):
+        list(stream_keys(b'{"data": {"keys": ["a", '))

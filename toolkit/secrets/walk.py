@@ -1,0 +1,220 @@
+"""The one walker of a LIST tree (the lease lookup tree, above all), in waves.
+
+:func:`walk_tree` lists the folders of one level concurrently (a wave), then
+the folders found under them, and so on. For each folder it yields the leaf
+keys in chunks of at most ``chunk`` keys, parsed from the answer with ijson's
+C parser as the keys come, so a folder of a million leases is never held as a
+decoded list beside its body.
+
+- ``LIST`` refused (405) is asked again as ``GET ?list=true``; a 404 is an
+  empty folder (the real server's answer).
+- A folder that cannot be read (403, 5xx after the layer's retries, a body
+  that is not a listing) is recorded in :attr:`Walk.unread` with its status and
+  the walk goes on: the caller files it as incomplete coverage, never as
+  "nothing there".
+- A walk has a depth limit, and a folder key already met on the same path
+  (``a/`` under ``a/``), a ``.`` or ``..`` segment, an empty segment or a
+  control character is refused and recorded, never listed: a server that
+  lists ``a/`` under every ``a/`` cannot hang the walk, and a listed key can
+  never point a LIST outside the tree.
+
+OpenBao ignores ``after``/``limit`` on ``sys/leases/lookup`` and
+``auth/token/accessors``; :func:`stream_keys` is also what those whole
+answers are parsed with.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._errors import APIError, DecodeError, InputError, error_for_status
+from .._http import HTTPLayer, Request, Response
+
+__all__ = ["MAX_DEPTH", "Unread", "Walk", "stream_keys", "walk_tree"]
+
+# Deeper than any lease id an engine makes (``auth/<method>/<path...>/<id>``).
+MAX_DEPTH = 32
+# Leaf keys handed over at a time.
+CHUNK = 10_000
+# Answers to a LIST that are reported, not raised: empty (404), refused (405),
+# not permitted (403). The server's own failures (5xx) are tried again by the
+# layer and then raised: a walk stops there (and resumes from its checkpoint).
+_LIST_REPORTED = frozenset({403, 404, 405})
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A folder the walk could not read, and why: ``status`` (the HTTP status, or
+    None for a key refused before it was sent, or a limit) and ``reason``."""
+
+    path: str
+    status: int | None
+    reason: str
+
+
+@dataclass
+class Walk:
+    """What a walk read: folders listed, leaf keys handed over, what it could not read."""
+
+    folders: int = 0
+    leaves: int = 0
+    unread: list[Unread] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.unread
+
+    def coverage(self, view: str, asked: Sequence[str] = ()) -> dict[str, Any]:
+        """The completeness record (:class:`toolkit.Coverage`) filed in
+        ``frame.attrs["coverage"]``: what ``view`` was asked, read, and could not read."""
+        from .._coverage import Coverage, Gap
+
+        record = Coverage(view, asked=list(asked), read=self.leaves)
+        record.gaps = [Gap(u.path, u.status, u.reason) for u in self.unread]
+        return record.as_dict()
+
+
+def stream_keys(content: bytes) -> Iterator[str]:
+    """The keys of a LIST answer's body (``data.keys`` or a bare ``keys``), one at a time,
+    parsed incrementally (ijson's yajl2 C backend). Raises :class:`DecodeError` on a body
+    that is not JSON."""
+    import ijson  # the C backend loads with it; kept off `import toolkit`
+
+    yielded = False
+    try:
+        for prefix in ("data.keys.item", "keys.item"):
+            if yielded:
+                return
+            for key in ijson.items(io.BytesIO(content), prefix, use_float=True):
+                yielded = True
+                yield key if isinstance(key, str) else str(key)
+    except ijson.JSONError as exc:
+        raise DecodeError(f"a LIST answer is not valid JSON: {exc}") from None
+
+
+def walk_tree(
+    http: HTTPLayer,
+    starts: Sequence[str],
+    *,
+    path_of: Callable[[str], str],
+    walk: Walk | None = None,
+    max_depth: int = MAX_DEPTH,
+    chunk: int = CHUNK,
+    skip: Callable[[str], bool] | None = None,
+) -> Iterator[tuple[str, list[str]]]:
+    """``(folder, leaf keys)`` for every folder under ``starts``, wave by wave.
+
+    ``path_of(folder)`` is the API path that lists ``folder`` (it encodes each
+    segment). A folder with more than ``chunk`` leaves comes in several
+    pairs, keys in the server's order. ``walk`` collects the counts and what
+    could not be read. ``skip(folder)`` true leaves a folder's leaves out (a
+    resumed walk's folders already done) while still walking under it.
+    """
+    if max_depth < 1:
+        raise InputError(f"max_depth must be at least 1, not {max_depth}")
+    if chunk < 1:
+        raise InputError(f"chunk must be at least 1, not {chunk}")
+    seen = walk if walk is not None else Walk()
+    level = [s for s in dict.fromkeys(starts)]
+    depth = 0
+    while level:
+        depth += 1
+        calls = [Request("LIST", path_of(f), ok_statuses=_LIST_REPORTED) for f in level]
+        answers = list(http.many(calls))
+        folders, level = level, []
+        for folder, response in zip(folders, answers, strict=True):
+            content = _listing(http, folder, path_of, response, seen, start=depth == 1)
+            if content is None:
+                continue
+            seen.folders += 1
+            dropping = skip is not None and skip(folder)
+            leaves: list[str] = []
+            try:
+                for key in stream_keys(content):
+                    if not key.endswith("/"):
+                        if not dropping:
+                            leaves.append(key)
+                            if len(leaves) >= chunk:
+                                seen.leaves += len(leaves)
+                                yield folder, leaves
+                                leaves = []
+                        continue
+                    refused = _refusal(folder, key, depth, max_depth)
+                    if refused:
+                        seen.unread.append(Unread(folder + key, None, refused))
+                    else:
+                        level.append(folder + key)
+            except DecodeError as exc:
+                seen.unread.append(Unread(folder, response.status_code, str(exc)))
+            if leaves:
+                seen.leaves += len(leaves)
+                yield folder, leaves
+            del content
+        del answers
+
+
+def _listing(
+    http: HTTPLayer,
+    folder: str,
+    path_of: Callable[[str], str],
+    response: Response,
+    seen: Walk,
+    *,
+    start: bool = False,
+) -> bytes | None:
+    """The body of ``folder``'s listing, asked again as ``GET ?list=true`` when LIST is
+    refused; None for an empty folder, or one recorded as unread. A start folder
+    that is not permitted raises :class:`~toolkit.PermissionDenied`: nothing at all
+    could be read, and an empty answer would read as "nothing there"."""
+    status = response.status_code
+    if status == 405:
+        try:
+            response = http.request(
+                "GET", path_of(folder), params={"list": "true"}, ok_statuses=_LIST_REPORTED
+            )
+        except APIError as exc:
+            seen.unread.append(Unread(folder, exc.status, str(exc)))
+            return None
+        status = response.status_code
+    if status == 404:
+        return None
+    if status == 204 or (status < 300 and not response.content):
+        return None
+    if status == 403 and start:
+        raise error_for_status(403)(
+            403, _messages(response), method=response.method, url=response.url
+        )
+    if status >= 300:
+        why = {403: "not permitted", 405: "LIST refused, and GET ?list=true as well"}
+        seen.unread.append(Unread(folder, status, why.get(status, f"answered {status}")))
+        return None
+    return response.content
+
+
+def _messages(response: Response) -> list[str]:
+    try:
+        errors = response.json().get("errors")
+    except (ValueError, AttributeError):
+        errors = None
+    return [str(e) for e in errors or []] or ["permission denied"]
+
+
+def _refusal(folder: str, key: str, depth: int, max_depth: int) -> str:
+    """Why the folder key ``key`` listed under ``folder`` is not walked ('' to walk it)."""
+    name = key[:-1]
+    if not name or name in (".", "..") or "/" in name:
+        return f"refused the key {key!r}: not one path segment"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "refused a key holding a control character"
+    if key in _segments(folder):
+        return f"refused {key!r}: met before on the same path (a cycle)"
+    if depth >= max_depth:
+        return f"not walked: deeper than the depth limit of {max_depth}"
+    return ""
+
+
+def _segments(folder: str) -> set[str]:
+    return {part + "/" for part in folder.split("/") if part}
