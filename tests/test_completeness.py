@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from tests.test_hostile_servers import serve  # noqa: F401 - the fixture
 
 import toolkit
+from tests._http.test_hostile_servers import serve  # noqa: F401 - the fixture
 from tests._sockets import Peer, Scripted, answer
 from toolkit import (
     ConfigurationError,
@@ -25,7 +25,7 @@ from toolkit._client import transport_hint
 from toolkit._errors import ConnectError, TLSError
 from toolkit.sandbox import Sandbox
 
-# The scripted-server fixture (tests.test_hostile_servers.serve).
+# The scripted-server fixture (tests._http.test_hostile_servers.serve).
 Serve = Callable[[Callable[[Peer], None]], Scripted]
 
 LIMITED = """

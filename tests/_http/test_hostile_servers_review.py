@@ -12,9 +12,9 @@ import time
 import traceback
 
 import pytest
-from tests.test_hostile_servers import TOKEN, keep_answering, layer, serve, tls
-from tests.test_hostile_servers_bounds import exit_code
 
+from tests._http.test_hostile_servers import TOKEN, keep_answering, layer, serve, tls
+from tests._http.test_hostile_servers_bounds import exit_code
 from tests._sockets import Peer, answer
 from toolkit import ConfigurationError, OutcomeUnknown, ProtocolError, Redirected, TimeoutError
 from toolkit._http import engine as engine_module
