@@ -19,6 +19,7 @@ with gaps there is "not known", never "nobody".
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -128,14 +129,22 @@ class AccessModel:
         self._by_name = {p.principal: p for p in self.principals}
         # Patterns by the text before their first wildcard: a path is matched only
         # against patterns whose fixed start is one of its prefixes.
-        self._by_prefix: dict[str, list[PathRule]] = {}
+        # Each entry: (rule, whether it is exact, its priority key), worked out once.
+        self._by_prefix: dict[str, list[tuple[PathRule, bool, Any]]] = {}
         self._templated: dict[str, list[PathRule]] = {}
+        # Each templated pattern, written in however many policies, as the regex of what
+        # some identity could make it match: compiled here, matched once per question.
+        self._templated_regex: dict[str, re.Pattern[str]] = {}
         for rules in self.policies.values():
             for rule in rules:
                 if rule.templated:
                     self._templated.setdefault(rule.policy, []).append(rule)
+                    if rule.pattern not in self._templated_regex:
+                        self._templated_regex[rule.pattern] = could_match(rule.pattern)
                 else:
-                    self._by_prefix.setdefault(rule.fixed_prefix, []).append(rule)
+                    self._by_prefix.setdefault(rule.fixed_prefix, []).append(
+                        (rule, rule.is_exact, priority(rule.pattern))
+                    )
 
     def __repr__(self) -> str:
         kinds: dict[str, int] = {}
@@ -181,18 +190,17 @@ class AccessModel:
         for exact, candidate in stages(path, capability):
             best: dict[str, _Best] = {}
             if exact:
-                seen: Iterable[PathRule] = (
-                    r for r in self._by_prefix.get(candidate, ()) if r.pattern == candidate
+                seen: Iterable[tuple[PathRule, bool, Any]] = (
+                    e for e in self._by_prefix.get(candidate, ()) if e[0].pattern == candidate
                 )
             else:
                 seen = (
-                    r
+                    e
                     for i in range(len(candidate) + 1)
-                    for r in self._by_prefix.get(candidate[:i], ())
-                    if not r.is_exact and r.matches(candidate)
+                    for e in self._by_prefix.get(candidate[:i], ())
+                    if not e[1] and e[0].matches(candidate)
                 )
-            for rule in seen:
-                key = priority(rule.pattern)
+            for rule, _, key in seen:
                 held = best.get(rule.policy)
                 if held is None or key > held[0]:
                     best[rule.policy] = (key, rule.pattern, set(rule.capabilities))
@@ -248,13 +256,17 @@ class AccessModel:
         if not self._templated:
             return {}
         candidates = {p for _, p in stages(path, capability)}
-        found: dict[str, list[PathRule]] = {}
-        for policy, rules in self._templated.items():
-            for rule in rules:
-                regex = could_match(rule.pattern)
-                if any(regex.fullmatch(c) for c in candidates):
-                    found.setdefault(policy, []).append(rule)
-        return found
+        hits = {
+            pattern
+            for pattern, regex in self._templated_regex.items()
+            if any(regex.fullmatch(c) for c in candidates)
+        }
+        # Each policy's rules in its own order, as the answer names the first of them.
+        return {
+            policy: kept
+            for policy, rules in self._templated.items()
+            if (kept := [r for r in rules if r.pattern in hits])
+        }
 
     @staticmethod
     def _combine(
@@ -638,8 +650,9 @@ class Access(Area):
     # -- reading ---------------------------------------------------------------------
     def _read_policies(self, reader: _Reader) -> dict[str, list[PathRule]]:
         names = reader.list_keys("/sys/policies/acl", empty_ok=False)
-        # Each answer is parsed as it arrives, while the fan-out reads the next ones.
-        texts = reader.read_each(
+        # Every answer is read before any is parsed: parsing between answers holds the GIL
+        # against the fan-out's event loop and slows the reads (docs/decisions.md, access).
+        texts = reader.read_all(
             [f"/sys/policies/acl/{segment(n, 'policy name listed by the server')}" for n in names]
         )
         policies: dict[str, list[PathRule]] = {}

@@ -1,0 +1,272 @@
+"""The fast policy reader gives exactly what python-hcl2's full transform gives.
+
+``toolkit._spec.acl`` parses with python-hcl2's grammar through a parser built without
+position tracking (cached in the user's private cache folder), reads plain policies
+straight from the tree, remembers rules by text, and reads JSON policies with orjson.
+Each shortcut is compared here with the slow, obvious path: ``hcl2.parses_to_tree``,
+``hcl_document`` (python-hcl2's transform and serialization) and ``json.loads``, on
+generated policies and on every policy written in the repository's code, tests and runbooks.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+import hcl2
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toolkit._spec import acl
+from toolkit._spec.acl import PolicyParseError, hcl_document, parse_acl_policy, parse_hcl
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _slow_rules(text: str, name: str) -> list[tuple[str, frozenset[str], str]] | str:
+    """The rules through python-hcl2's full transform (or JSON's reader); "error" if none."""
+    try:
+        document = json.loads(text) if text.strip().startswith("{") else hcl_document(text)
+        rules = acl.rules_of_document(document, name)
+    except Exception:  # noqa: BLE001 - any refusal counts as one
+        return "error"
+    return [(r.pattern, r.capabilities, r.policy) for r in rules]
+
+
+def _fast_rules(text: str, name: str) -> list[tuple[str, frozenset[str], str]] | str:
+    try:
+        rules = parse_acl_policy(text, name)
+    except PolicyParseError:
+        return "error"
+    return [(r.pattern, r.capabilities, r.policy) for r in rules]
+
+
+def _assert_same(text: str) -> None:
+    assert _fast_rules(text, "p") == _slow_rules(text, "p"), text
+    # Parsed a second time (from the text cache) under another name: same rules, that name.
+    assert _fast_rules(text, "q") == _slow_rules(text, "q"), text
+    if text.strip().startswith("{"):
+        return
+    try:
+        slow_tree = hcl2.parses_to_tree(text)
+    except Exception:  # noqa: BLE001 - the fast parser must refuse it as well
+        with pytest.raises(Exception):  # noqa: B017
+            acl._hcl_parser().parse(text + "\n")
+        return
+    assert acl._hcl_parser().parse(text + "\n") == slow_tree, text
+    try:
+        document = hcl_document(text)
+    except Exception:  # noqa: BLE001
+        with pytest.raises(PolicyParseError):
+            parse_hcl(text)
+        return
+    assert parse_hcl(text) == document, text
+
+
+# -- generated policies ------------------------------------------------------------------
+
+_label_chars = st.sampled_from(list("abz09/-_.+*{} ") + ["{{identity.entity.id}}", "\\\\", '\\"'])
+labels = st.lists(_label_chars, max_size=12).map("".join)
+capability = st.sampled_from([*acl.CAPABILITIES, "READ", "Sudo", "bogus", ""])
+strings = st.lists(capability, max_size=4)
+gap = st.sampled_from(["", " ", "  ", "\n", "\n\n", "\t"])
+comment = st.sampled_from(["", "# note\n", "// note\n", "/* note */", "/* a\nb */\n"])
+
+
+@st.composite
+def attributes(draw: st.DrawFn) -> str:
+    kind = draw(
+        st.sampled_from(
+            ["capabilities", "capabilities", "policy", "ttl", "params", "unknown", "single"]
+        )
+    )
+    if kind == "capabilities":
+        items = [f'"{c}"' for c in draw(strings)]
+        comma: bool = draw(st.booleans())
+        trailing = "," if items and comma else ""
+        return f"capabilities = [{draw(gap)}{', '.join(items)}{trailing}]"
+    if kind == "single":
+        return f'capabilities = "{draw(capability)}"'
+    if kind == "policy":
+        return f'policy = "{draw(st.sampled_from(["read", "write", "deny", "sudo", "Read", "x"]))}"'
+    if kind == "ttl":
+        return draw(st.sampled_from(['min_wrapping_ttl = "1h"', "max_wrapping_ttl = 300"]))
+    if kind == "params":
+        return draw(
+            st.sampled_from(
+                [
+                    'allowed_parameters = { "ttl" = [] }',
+                    'denied_parameters = { "*" = ["a", "b"] }',
+                    'required_parameters = ["name"]',
+                ]
+            )
+        )
+    return 'colour = "blue"'
+
+
+@st.composite
+def hcl_policies(draw: st.DrawFn) -> str:
+    parts = []
+    if draw(st.integers(0, 5)) == 0:
+        parts.append('name = "generated"\n')
+    for _ in range(draw(st.integers(0, 4))):
+        body = "\n".join(f"  {draw(attributes())}" for _ in range(draw(st.integers(0, 3))))
+        parts.append(f'{draw(comment)}path "{draw(labels)}" {{{draw(gap)}\n{body}\n}}{draw(gap)}')
+    return "\n".join(parts)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=6,
+)
+
+
+@st.composite
+def json_policies(draw: st.DrawFn) -> str:
+    paths = draw(
+        st.dictionaries(
+            labels,
+            st.fixed_dictionaries({"capabilities": strings}, optional={"policy": json_values}),
+            max_size=3,
+        )
+    )
+    text = json.dumps({"path": paths}, indent=draw(st.sampled_from([None, 2])))
+    # Now and then a number orjson does not read (beyond 64 bits) or a non-object document.
+    return draw(st.sampled_from([text, text[:-1] + ', "n": 184467440737095516160}', "{[1]"]))
+
+
+_fast = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_fast
+@given(text=hcl_policies())
+def test_generated_hcl_policies_read_as_python_hcl2_reads_them(text: str) -> None:
+    _assert_same(text)
+
+
+@_fast
+@given(text=json_policies())
+def test_generated_json_policies_read_as_json_reads_them(text: str) -> None:
+    _assert_same(text)
+    try:
+        expected: Any = json.loads(text)
+    except ValueError:
+        expected = "error"
+    try:
+        got: Any = parse_hcl(text)
+    except PolicyParseError:
+        got = "error"
+    assert got == (expected if isinstance(expected, dict) else "error")
+
+
+# -- every policy the repository writes --------------------------------------------------
+
+_POLICY = re.compile(r'(^|\n)\s*path\s+"|"path"\s*:')
+
+
+def _repository_policies() -> list[str]:
+    found: dict[str, None] = {}
+    sources = [
+        *sorted((ROOT / "toolkit").rglob("*.py")),
+        *sorted((ROOT / "tests").rglob("*.py")),
+        *sorted((ROOT / "benchmarks").rglob("*.py")),
+    ]
+    codes = [p.read_text(encoding="utf-8") for p in sources]
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        codes += [
+            "".join(c["source"])
+            for c in cells
+            if c["cell_type"] == "code" and not "".join(c["source"]).lstrip().startswith(("%", "!"))
+        ]
+    for code in codes:
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and _POLICY.search(node.value)
+            ):
+                found[node.value] = None
+    return list(found)
+
+
+REPOSITORY_POLICIES = _repository_policies()
+
+
+def test_the_repository_writes_policies_to_compare() -> None:
+    assert len(REPOSITORY_POLICIES) > 50
+    assert any("sys/policies/*" in text for text in REPOSITORY_POLICIES)  # the demo's
+
+
+def test_every_policy_in_the_repository_reads_as_python_hcl2_reads_it() -> None:
+    for text in REPOSITORY_POLICIES:
+        _assert_same(text)
+
+
+# -- the cached parser -------------------------------------------------------------------
+
+
+def test_the_parser_cache_folder_is_private_and_refused_when_others_can_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = acl._cache_dir()
+    assert folder == tmp_path / "operator-toolkit"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    cached = folder / "parser.lark"
+    cached.write_bytes(b"")
+    cached.chmod(0o600)
+    assert acl._owned_private_file(cached)
+    cached.chmod(0o620)
+    assert not acl._owned_private_file(cached)
+    link = folder / "link.lark"
+    link.symlink_to(cached)
+    assert not acl._owned_private_file(link)
+    folder.chmod(0o770)
+    assert acl._cache_dir() is None
+    folder.chmod(0o700)
+
+
+def test_the_built_parser_is_saved_private_to_the_user() -> None:
+    acl._hcl_parser()
+    folder = acl._cache_dir()
+    assert folder is not None
+    saved = list(folder.glob("hcl2-parser-*.lark"))
+    assert saved
+    for path in saved:
+        info = path.stat()
+        assert info.st_uid == os.getuid()
+        assert not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+
+
+def test_without_a_private_cache_folder_python_hcl2s_own_parser_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hcl2.parser import parser
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared))
+    (shared / "operator-toolkit").mkdir(mode=0o777)
+    (shared / "operator-toolkit").chmod(0o777)
+    acl._hcl_parser.cache_clear()
+    try:
+        assert acl._hcl_parser() is parser()
+        assert parse_acl_policy('path "kv/+/x" { capabilities = ["read"] }', "p")[0].pattern == (
+            "kv/+/x"
+        )
+        assert not list((shared / "operator-toolkit").iterdir())
+    finally:
+        acl._hcl_parser.cache_clear()
