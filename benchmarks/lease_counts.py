@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     from toolkit.secrets import SecretsClient
 
     with SecretsClient(args.address, args.token, max_concurrency=8) as client:
-        mounts = client.leases.mounts()
+        mounts = client.leases.list_mounts()
         baseline = _peak_mb()
         if args.trace:
             tracemalloc.start()

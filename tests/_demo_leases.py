@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from toolkit.sandbox.secrets import demo_broker, demo_database, demo_directory, demo_leases
+from toolkit.sandbox.secrets import demo_leases
 from toolkit.sandbox.secrets.demo import DEMO_TOKENS
+from toolkit.sandbox.secrets.engines.ad import demo as demo_directory
+from toolkit.sandbox.secrets.engines.broker import demo as demo_broker
+from toolkit.sandbox.secrets.engines.database import demo as demo_database
 from toolkit.sandbox.secrets.leases import Lease
 
 __all__ = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,28 @@ import papermill
 from toolkit.leakcheck import scan_notebook
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+# The runbooks, as the package ships them: numbered notebooks in notebooks/.
+RUNBOOKS = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def runbook_code(name: str) -> str:
+    """The code cells of ``notebooks/<name>``, joined."""
+    cells = json.loads((NOTEBOOKS / name).read_text())["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+
+
+def services_of(name: str) -> set[str]:
+    """Which services a runbook connects to: ``platform``, ``secrets`` or both."""
+    code = runbook_code(name)
+    return {s for s in ("platform", "secrets") if f"connect_{s}(" in code}
+
+
+def engines_of(name: str) -> set[str]:
+    """The secrets engines a runbook calls, by the client's attribute (its default mount)."""
+    from toolkit.secrets.client import ENGINE_AREAS
+
+    code = runbook_code(name)
+    return {a.DEFAULT_MOUNT for a in ENGINE_AREAS if re.search(rf"\.{a.DEFAULT_MOUNT}\.", code)}
 
 
 def run_runbook(

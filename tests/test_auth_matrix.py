@@ -25,9 +25,8 @@ from starlette.routing import Route
 
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.platform.routes import routes as platform_routes
-from toolkit.sandbox.secrets.http.engines import ENGINE_ROUTES
+from toolkit.sandbox.secrets.engines import ENGINES
 from toolkit.sandbox.secrets.http.routes import routes as secrets_routes
-from toolkit.sandbox.secrets.mounts import DEFAULT_ENGINE_MOUNTS
 
 # -- what the spec says ---------------------------------------------------------------
 # Answer without a token (the real server's unauthenticated system endpoints).
@@ -99,11 +98,10 @@ def _secrets_endpoints() -> list[tuple[str, str]]:
             continue  # answers per token itself: see its own test below
         for method in entry.methods - {"HEAD"}:
             found.add((method, _concrete(entry.path)))
-    mount_of = {kind: path for path, (kind, _) in DEFAULT_ENGINE_MOUNTS.items()}
-    for kind, engine_routes in ENGINE_ROUTES.items():
-        for route in engine_routes():
+    for engine in ENGINES:
+        for route in engine.routes():
             for method in route.rule.methods:
-                found.add((method, mount_of[kind] + _concrete(route.path)))
+                found.add((method, engine.mount + _concrete(route.path)))
     return sorted(found)
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import toolkit
+from tests._http.test_hostile_servers import serve  # noqa: F401 - the fixture
 from tests._sockets import Peer, Scripted, answer
-from tests.test_hostile_servers import serve  # noqa: F401 - the fixture
 from toolkit import (
     ConfigurationError,
     MountNotFound,
@@ -25,7 +25,7 @@ from toolkit._client import transport_hint
 from toolkit._errors import ConnectError, TLSError
 from toolkit.sandbox import Sandbox
 
-# The scripted-server fixture (tests.test_hostile_servers.serve).
+# The scripted-server fixture (tests._http.test_hostile_servers.serve).
 Serve = Callable[[Callable[[Peer], None]], Scripted]
 
 LIMITED = """
@@ -195,7 +195,7 @@ def test_agent_views_carry_their_coverage(demo_sandbox: Sandbox) -> None:
         (record,) = toolkit._coverage.coverage_of(agents)
         assert record.complete and record.read == len(agents) > 0
         assert "organizations/acme/agent-pools" in record.asked
-        counts = client.agent_pools.agents_by_status_all_organizations_frame()
+        counts = client.organizations.across(client.agent_pools.agents_by_status)
         assert toolkit.coverage(counts).attrs["complete"]
 
 

@@ -3,7 +3,7 @@
 The views fan out with ``HTTPLayer.many`` (pages, lease lookups) and
 ``HTTPLayer.map`` (the thread pool, for client calls); these tests hold both to
 giving exactly what a one-at-a-time walk gives, and to stopping and backing off
-as they should. ``tests/test_fan_out.py`` holds ``many`` to the cases a
+as they should. ``tests/_http/test_fan_out.py`` holds ``many`` to the cases a
 scripted server produces.
 """
 

@@ -48,7 +48,7 @@ def test_a_form_without_the_notebook_extra_says_which_extra_to_install() -> None
         ["ipywidgets"],
         """
         try:
-            from widgets import TeamAccessEditor
+            from widgets import TeamAccessForm
         except ImportError as exc:
             print(type(exc).__name__, exc)
         """,

@@ -28,11 +28,11 @@ from starlette.routing import Route
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._plain import dump
 from toolkit.sandbox.platform.routes import routes as platform_routes
-from toolkit.sandbox.secrets.http.engines import ENGINE_ROUTES
+from toolkit.sandbox.secrets.backends import EngineRegistry
+from toolkit.sandbox.secrets.engines import ENGINES
 from toolkit.sandbox.secrets.http.routes import routes as secrets_routes
-from toolkit.sandbox.secrets.mounts import DEFAULT_ENGINE_MOUNTS
 
-# Examples per endpoint: a few in the quick suite, many in `make test-fuzz` (FUZZ_EXAMPLES).
+# Examples per endpoint: a few in the quick suite, more with FUZZ_EXAMPLES=200 in the environment.
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "6"))
 TRIED: dict[str, int] = {"requests": 0}
 
@@ -57,12 +57,18 @@ def _endpoints() -> list[tuple[str, str, frozenset[str]]]:
     for entry in secrets_routes(sandbox.secrets)[:-1]:
         assert isinstance(entry, Route)
         found.append(("secrets", "/v1" + entry.path, frozenset(entry.methods or ())))
-    mount_of = {kind: path for path, (kind, _) in DEFAULT_ENGINE_MOUNTS.items()}
-    for kind, engine_routes in ENGINE_ROUTES.items():
-        for route in engine_routes():
-            methods = set(route.rule.methods) | ({"GET"} if "LIST" in route.rule.methods else set())
-            found.append(("secrets", f"/v1/{mount_of[kind]}{route.path}", frozenset(methods)))
+    found += engine_endpoints(ENGINES)
     return sorted(found)
+
+
+def engine_endpoints(engines: EngineRegistry) -> list[tuple[str, str, frozenset[str]]]:
+    """(api, path template, methods) of every engine's handlers, at its default mount."""
+    found: list[tuple[str, str, frozenset[str]]] = []
+    for engine in engines:
+        for route in engine.routes():
+            methods = set(route.rule.methods) | ({"GET"} if "LIST" in route.rule.methods else set())
+            found.append(("secrets", f"/v1/{engine.mount}{route.path}", frozenset(methods)))
+    return found
 
 
 ENDPOINTS = _endpoints()
@@ -128,6 +134,21 @@ def _fill(template: str, value: str) -> str:
     return re.sub(r"\{\w+(?::\w+)?\}", lambda _: encoded, template)
 
 
+# What each fuzzed endpoint gets: EXAMPLES requests, the same ones on every run.
+FUZZ_SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+FUZZ_INPUTS = given(method=methods, value=odd_text, body=raw_body, known_method=st.booleans())
+
+
+def fuzzed(test: Callable[..., None]) -> Callable[..., None]:
+    """A test taking ``method``, ``value``, ``body``, ``known_method`` made a fuzz test."""
+    return FUZZ_SETTINGS(FUZZ_INPUTS(test))
+
+
 # -- the sandbox under fuzz ---------------------------------------------------------------
 @pytest.fixture(scope="module")
 def target() -> Iterator[tuple[Sandbox, httpx.Client]]:
@@ -171,13 +192,7 @@ def _error_shape_ok(api: str, answer: httpx.Response) -> bool:
 @pytest.mark.parametrize(
     ("api", "template", "allowed"), ENDPOINTS, ids=[f"{a}:{t}" for a, t, _ in ENDPOINTS]
 )
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(method=methods, value=odd_text, body=raw_body, known_method=st.booleans())
+@fuzzed
 def test_bad_input_is_a_4xx_that_changes_nothing(
     record_property: Callable[[str, object], None],
     target: tuple[Sandbox, httpx.Client],
@@ -189,18 +204,34 @@ def test_bad_input_is_a_4xx_that_changes_nothing(
     body: bytes,
     known_method: bool,
 ) -> None:
+    fuzz_once(target, api, template, allowed, method, value, body, known_method)
+    record_property("tried:fuzzing requests", 1)
+
+
+def fuzz_once(
+    target: tuple[Sandbox, httpx.Client],
+    api: str,
+    template: str,
+    allowed: frozenset[str],
+    method: str,
+    value: str,
+    body: bytes,
+    known_method: bool,
+    state_of: Callable[[Sandbox], str] = fingerprint,
+) -> None:
+    """Send one fuzzed request: no 5xx, the API's error shape on a 4xx, and no change when
+    refused (``state_of`` draws the state compared before and after)."""
     sandbox, http = target
     if known_method and allowed:
         method = sorted(allowed)[len(value) % len(allowed)]
     url = _fill(template, value)
-    before = fingerprint(sandbox)
+    before = state_of(sandbox)
     answer = http.request(method, url, headers=_headers(sandbox, api), content=body)
     TRIED["requests"] += 1
-    record_property("tried:fuzzing requests", 1)
     assert answer.status_code < 500, f"{method} {url}: {answer.status_code} {answer.text[:300]}"
     if answer.status_code >= 400:
         assert _error_shape_ok(api, answer), f"{method} {url}: {answer.text[:300]}"
-        assert fingerprint(sandbox) == before, f"{method} {url} was refused but changed the state"
+        assert state_of(sandbox) == before, f"{method} {url} was refused but changed the state"
     if sandbox.secrets.sealed:  # a valid sys/seal: open it again for the next example
         with sandbox.secrets.lock:
             sandbox.secrets.seal.sealed = False

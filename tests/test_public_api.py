@@ -3,8 +3,11 @@ that explain themselves, and the helpers at hand from the clients and the packag
 
 from __future__ import annotations
 
+import json
+import re
 import types
 from collections.abc import Iterator
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -149,3 +152,25 @@ def test_the_permission_tables_are_reachable_from_the_platform_client(
     assert team_access.PERMISSION_VALUES == permissions.PERMISSION_VALUES
     assert platform.agent_pools.AGENT_STATUSES == permissions.AGENT_STATUSES
     assert platform.agent_pools.REMOVABLE_AGENT_STATUSES == permissions.REMOVABLE_AGENT_STATUSES
+
+
+def test_the_package_offers_what_users_call_or_catch() -> None:
+    # toolkit.__all__ is what ``from toolkit import *`` and the docs offer: each name is
+    # used by a runbook or the README, or is an error a user catches.
+    root = Path(__file__).resolve().parents[1]
+    texts = [(root / "README.md").read_text()]
+    for path in sorted((root / "notebooks").rglob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        texts += ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    used = "\n".join(texts)
+    unused = [
+        name
+        for name in toolkit.__all__
+        if not re.search(rf"\b{name}\b", used)
+        and not (
+            isinstance(getattr(toolkit, name), type)
+            and issubclass(getattr(toolkit, name), Exception)
+        )
+    ]
+    assert unused == []
+    assert "Record" not in toolkit.__all__ and "lease_summary" not in toolkit.__all__

@@ -19,7 +19,15 @@ from ._errors import DecodeError
 from ._masking import HIDDEN, Sensitive
 from ._time import NotATime, parse_time
 
-__all__ = ["Col", "Schema", "build_frame", "frame_from_columns", "DTYPES"]
+__all__ = [
+    "Col",
+    "Schema",
+    "build_frame",
+    "frame_from_columns",
+    "scope_part",
+    "stack_scopes",
+    "DTYPES",
+]
 
 # The dtype names a schema may use, and what pandas dtype each becomes.
 DTYPES: dict[str, Any] = {
@@ -153,3 +161,37 @@ def frame_from_columns(columns: Mapping[str, list[Any]], schema: Schema) -> pd.D
     if schema.index is not None:
         frame = frame.set_index(schema.index)
     return frame
+
+
+# -- one frame over several scopes (namespaces, organizations) ---------------------------
+def scope_part(
+    column: str, label: str, frame: pd.DataFrame | None, problem: str = ""
+) -> pd.DataFrame:
+    """One scope's share of an ``across`` frame: ``frame`` with ``column`` = ``label``
+    first (its named index kept as a column) and an empty ``problem``; or, with no
+    frame, one row saying ``problem`` (the scope refused the call, or is gone)."""
+    if frame is None:
+        return pd.DataFrame(
+            {
+                column: pd.Series([label], dtype="string"),
+                "problem": pd.Series([problem], dtype="string"),
+            }
+        )
+    named = any(name is not None for name in frame.index.names)
+    part = frame.reset_index() if named else frame.reset_index(drop=True)
+    part.insert(0, column, pd.Series([label] * len(part), dtype="string"))
+    part["problem"] = pd.Series([pd.NA] * len(part), dtype="string")
+    return part
+
+
+def stack_scopes(column: str, parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """The parts of :func:`scope_part` as one frame: ``column`` first, ``problem`` last."""
+    if not parts:
+        return pd.DataFrame(
+            {column: pd.Series(dtype="string"), "problem": pd.Series(dtype="string")}
+        )
+    frames = [p for p in parts if not p.empty] or parts[:1]
+    stacked = pd.concat(frames, ignore_index=True)
+    stacked[column] = stacked[column].astype("string")
+    stacked["problem"] = stacked["problem"].astype("string")
+    return stacked[[column, *[c for c in stacked if c not in (column, "problem")], "problem"]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cryptography import x509
 
-__all__ = ["path_length"]
+__all__ = ["format_serial", "path_length"]
 
 
 def path_length(cert: x509.Certificate) -> int | None:
@@ -13,3 +13,10 @@ def path_length(cert: x509.Certificate) -> int | None:
         return cert.extensions.get_extension_for_class(x509.BasicConstraints).value.path_length
     except x509.ExtensionNotFound:
         return None
+
+
+def format_serial(serial: int) -> str:
+    """``1f:0a:...``: a serial number as both APIs write it, its big-endian bytes in
+    colon-separated lowercase hex."""
+    raw = serial.to_bytes(max(1, (serial.bit_length() + 7) // 8), "big")
+    return ":".join(f"{b:02x}" for b in raw)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Finding", "scan_notebook", "scan_paths", "scan_text"]
+__all__ = ["Leak", "scan_notebook", "scan_paths", "scan_text"]
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")),
@@ -84,7 +84,7 @@ def _sandbox_tokens() -> re.Pattern[str]:
 
 
 @dataclass(frozen=True)
-class Finding:
+class Leak:
     """One secret found: the file, where in it (``cells[3].outputs[0]``), and what kind."""
 
     path: str
@@ -146,18 +146,18 @@ def _walk(node: Any, where: str) -> Iterator[tuple[str, str]]:
             yield from _walk(value, f"{where}.{key}" if where else str(key))
 
 
-def scan_notebook(path: str | Path, extra: Sequence[str] = ()) -> list[Finding]:
+def scan_notebook(path: str | Path, extra: Sequence[str] = ()) -> list[Leak]:
     """Every secret in the notebook file at ``path``; a file that is not JSON is one finding."""
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     try:
         notebook = json.loads(text)
     except ValueError:
-        return [Finding(str(path), "file", "not a notebook (invalid JSON)")]
-    findings: list[Finding] = []
+        return [Leak(str(path), "file", "not a notebook (invalid JSON)")]
+    findings: list[Leak] = []
     for where, value in _walk(notebook, ""):
         for kind in scan_text(value, extra):
-            findings.append(Finding(str(path), _short(where), kind))
+            findings.append(Leak(str(path), _short(where), kind))
     return findings
 
 
@@ -167,9 +167,9 @@ def _short(where: str) -> str:
     return match.group(1) if match else where.split(".")[0]
 
 
-def scan_paths(paths: Iterable[str | Path], extra: Sequence[str] = ()) -> list[Finding]:
+def scan_paths(paths: Iterable[str | Path], extra: Sequence[str] = ()) -> list[Leak]:
     """Scan notebooks given as files or folders (``*.ipynb`` below them, checkpoints skipped)."""
-    findings: list[Finding] = []
+    findings: list[Leak] = []
     for raw in paths:
         path = Path(raw)
         files = (

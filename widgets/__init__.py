@@ -3,7 +3,7 @@
 Each form is a small class in its own module; it takes a client, calls it, and
 shows what it returns. The rules live in the client, not here.
 
-    from widgets import TeamAccessEditor, AgentCleanupForm, PolicySetParameterEditor
+    from widgets import TeamAccessForm, AgentCleanupForm, PolicySetParameterForm
 
 ipywidgets is imported when a form is first used, not by this package.
 """
@@ -16,43 +16,40 @@ from toolkit.extras import module_dir, require
 
 require("notebook", "The forms (widgets)", "ipywidgets")
 
-if TYPE_CHECKING:
-    from .access_question import WhoCanForm
-    from .agent_cleanup import AgentCleanupForm
-    from .certificate_request import CertificateRequestForm
-    from .key_distribution import KeyDistributionForm
-    from .lease_revoke import LeaseRevokeForm
-    from .library_checkout import LibraryCheckoutForm
-    from .login import LoginForm
-    from .policy_set_parameter import PolicySetParameterEditor
-    from .rekey_ceremony import RekeyCeremonyWidget
-    from .team_access import TeamAccessEditor
+if TYPE_CHECKING:  # for type checkers only; tests/widgets/test_imports.py holds it to _MODULES
+    from .agent_cleanup import AgentCleanupForm as AgentCleanupForm
+    from .certificate_request import CertificateRequestForm as CertificateRequestForm
+    from .key_distribution import KeyDistributionForm as KeyDistributionForm
+    from .lease_revoke import LeaseRevokeForm as LeaseRevokeForm
+    from .library_checkout import LibraryCheckoutForm as LibraryCheckoutForm
+    from .login import LoginForm as LoginForm
+    from .policy_set_parameter import PolicySetParameterForm as PolicySetParameterForm
+    from .rekey_ceremony import RekeyCeremonyForm as RekeyCeremonyForm
+    from .team_access import TeamAccessForm as TeamAccessForm
+    from .who_can import WhoCanForm as WhoCanForm
 
-__all__ = [
-    "AgentCleanupForm",
-    "CertificateRequestForm",
-    "KeyDistributionForm",
-    "LeaseRevokeForm",
-    "LibraryCheckoutForm",
-    "LoginForm",
-    "PolicySetParameterEditor",
-    "RekeyCeremonyWidget",
-    "TeamAccessEditor",
-    "WhoCanForm",
-]
+# The one table: each form's module. A form is ``<Module in CamelCase>Form`` in it (one
+# suffix for every form), so its name, ``__all__`` and the lazy look-up come from here.
+_FORM_MODULES = (
+    "agent_cleanup",
+    "certificate_request",
+    "key_distribution",
+    "lease_revoke",
+    "library_checkout",
+    "login",
+    "policy_set_parameter",
+    "rekey_ceremony",
+    "team_access",
+    "who_can",
+)
 
-_MODULES = {
-    "AgentCleanupForm": "agent_cleanup",
-    "CertificateRequestForm": "certificate_request",
-    "KeyDistributionForm": "key_distribution",
-    "LeaseRevokeForm": "lease_revoke",
-    "LibraryCheckoutForm": "library_checkout",
-    "LoginForm": "login",
-    "PolicySetParameterEditor": "policy_set_parameter",
-    "RekeyCeremonyWidget": "rekey_ceremony",
-    "TeamAccessEditor": "team_access",
-    "WhoCanForm": "access_question",
-}
+
+def _form_name(module: str) -> str:
+    return "".join(part.capitalize() for part in module.split("_")) + "Form"
+
+
+_MODULES = {_form_name(module): module for module in _FORM_MODULES}
+__all__ = sorted(_MODULES)
 
 
 def __getattr__(name: str) -> Any:

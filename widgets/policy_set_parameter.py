@@ -1,6 +1,6 @@
 """A form to create or update a policy set's parameters, sensitive ones included.
 
-    form = PolicySetParameterEditor(client, "polset-...")
+    form = PolicySetParameterForm(client, "polset-...")
     form            # pick "new parameter" or an existing key, fill in, Save
 
 A sensitive value is typed into a password field and the field is emptied the
@@ -19,12 +19,12 @@ from toolkit import PlatformClient, Record, Sensitive, ToolkitError
 
 from ._common import Form, show_frame
 
-__all__ = ["PolicySetParameterEditor"]
+__all__ = ["PolicySetParameterForm"]
 
 NEW = ""
 
 
-class PolicySetParameterEditor(Form):
+class PolicySetParameterForm(Form):
     """Create or update one parameter of a policy set; the list below stays current."""
 
     title = "Policy set parameters"
@@ -144,4 +144,4 @@ class PolicySetParameterEditor(Form):
         return record
 
     def __repr__(self) -> str:
-        return f"<PolicySetParameterEditor policy_set_id={self.policy_set_id!r}>"
+        return f"<PolicySetParameterForm policy_set_id={self.policy_set_id!r}>"

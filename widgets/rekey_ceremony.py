@@ -1,6 +1,6 @@
 """A form that walks key holders through a rekey ceremony, one share at a time.
 
-    form = RekeyCeremonyWidget(client)
+    form = RekeyCeremonyForm(client)
     form            # start (or join) the ceremony, enter shares, hand out the new ones
 
 The form is a face on :class:`toolkit.secrets.RekeyCeremony`: every button
@@ -24,10 +24,10 @@ from toolkit.secrets.pgp import PGPPublicKey, read_public_key
 
 from ._common import REVEAL_SECONDS, Form, RevealTimeout
 
-__all__ = ["RekeyCeremonyWidget"]
+__all__ = ["RekeyCeremonyForm"]
 
 
-class RekeyCeremonyWidget(Form):
+class RekeyCeremonyForm(Form):
     """Start, join, carry through, cancel or restart a rekey; hand out the new shares."""
 
     title = "Rekey ceremony"
@@ -474,4 +474,4 @@ class RekeyCeremonyWidget(Form):
         return "No rekey attempt is in progress."
 
     def __repr__(self) -> str:
-        return f"<RekeyCeremonyWidget {self.ceremony!r}>"
+        return f"<RekeyCeremonyForm {self.ceremony!r}>"

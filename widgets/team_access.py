@@ -1,6 +1,6 @@
 """A form to give a team access to a workspace, or change the access it has.
 
-    form = TeamAccessEditor(client, "acme")
+    form = TeamAccessForm(client, "acme")
     form            # in a notebook cell: pick workspace, team and level, then Save
 
 Workspaces and teams come from the client. The permission fields are editable
@@ -23,10 +23,10 @@ from toolkit.platform.team_access import (
 
 from ._common import Form
 
-__all__ = ["TeamAccessEditor"]
+__all__ = ["TeamAccessForm"]
 
 
-class TeamAccessEditor(Form):
+class TeamAccessForm(Form):
     """Add or update one team's access to one workspace of an organization."""
 
     title = "Team access to a workspace"
@@ -145,4 +145,4 @@ class TeamAccessEditor(Form):
         return record
 
     def __repr__(self) -> str:
-        return f"<TeamAccessEditor organization={self.organization!r}>"
+        return f"<TeamAccessForm organization={self.organization!r}>"

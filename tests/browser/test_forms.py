@@ -47,7 +47,7 @@ def test_the_team_access_editor_opens_the_permission_fields_for_custom_only(
         page,
         lab_kernels,
         "02_team_access_audit.ipynb",
-        "TeamAccessEditor(",
+        "TeamAccessForm(",
         "Team access to a workspace",
     )
     access = field(editor, "Access", "select")

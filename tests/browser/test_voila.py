@@ -19,7 +19,7 @@ def test_the_ceremony_app_shows_no_code_and_carries_the_ceremony_through(
     # Markdown cells are shown; no code cell, no editor, no prompt, no source text.
     assert page.locator(".jp-CodeMirrorEditor, .cm-editor, .jp-InputPrompt").count() == 0
     shown = page.locator("body").inner_text()
-    for source in ("RekeyCeremonyWidget(client)", "connect_secrets(", "import toolkit"):
+    for source in ("RekeyCeremonyForm(client)", "connect_secrets(", "import toolkit"):
         assert source not in shown, f"code on the page: {source}"
     assert ceremony.is_visible()
     assert not WIDGET_AS_TEXT.search(shown)

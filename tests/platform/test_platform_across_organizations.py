@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from toolkit import InputError, PlatformClient
+from toolkit._coverage import coverage_of
 from toolkit._spec.access import AGENT_STATUSES
 from toolkit.sandbox import Sandbox
 
@@ -86,20 +87,31 @@ def _reasons(findings: pd.DataFrame, obj: str) -> list[tuple[str, str]]:
 
 
 def test_agents_by_status_of_every_organization_matches_each_organizations_own(reader):
-    every = reader.agent_pools.agents_by_status_all_organizations_frame()
-    assert list(every.columns) == ["organization", "pool_name", *AGENT_STATUSES, "total"]
-    assert every.index.name == "pool_id"
+    every = reader.organizations.across(reader.agent_pools.agents_by_status)
+    assert list(every.columns) == [
+        "organization", "pool_id", "pool_name", *AGENT_STATUSES, "total", "problem"
+    ]  # fmt: skip
+    assert every["problem"].isna().all()
     assert set(every["organization"]) == {"acme", "globex"}  # initech has no pool
     for org in ("acme", "globex"):
         own = reader.agent_pools.agents_by_status(org)
-        mine = every[every["organization"] == org].drop(columns="organization")
-        pd.testing.assert_frame_equal(mine, own, check_names=False)
+        mine = every[every["organization"] == org].drop(columns=["organization", "problem"])
+        pd.testing.assert_frame_equal(mine.set_index("pool_id"), own, check_names=False)
 
 
 def test_agents_by_status_across_organizations_shows_only_what_the_token_sees(demo_sandbox):
     with PlatformClient(demo_sandbox.address, "demo-org-acme") as acme:
-        seen = acme.agent_pools.agents_by_status_all_organizations_frame()
+        seen = acme.organizations.across(acme.agent_pools.agents_by_status)
     assert set(seen["organization"]) == {"acme"}
+
+
+def test_an_organization_the_token_may_not_read_is_a_problem_row_not_an_error(demo_sandbox):
+    with PlatformClient(demo_sandbox.address, "demo-org-acme") as acme:
+        seen = acme.organizations.across(acme.agent_pools.agents_by_status, ["acme", "globex"])
+    problems = seen[seen["problem"].notna()]
+    assert list(problems["organization"]) == ["globex"]
+    assert seen[seen["organization"] == "acme"]["problem"].isna().all()
+    assert len(seen[seen["organization"] == "acme"]) > 0
 
 
 def test_agents_by_status_across_organizations_counts_agents_past_the_first_page(sandbox):
@@ -109,16 +121,23 @@ def test_agents_by_status_across_organizations_counts_agents_past_the_first_page
             pool, name=f"r-{k}", status="busy" if k % 2 else "idle", ip_address="10.0.0.1"
         )
     with PlatformClient(sandbox.address, sandbox.token) as client:
-        counts = client.agent_pools.agents_by_status_all_organizations_frame(["initech", "acme"])
-    row = counts.loc[pool]
+        counts = client.organizations.across(
+            client.agent_pools.agents_by_status, ["initech", "acme"]
+        )
+    row = counts.set_index("pool_id").loc[pool]
     assert (row["organization"], int(row["busy"]), int(row["idle"])) == ("initech", 65, 65)
     assert int(row["total"]) == 130
     assert set(counts["organization"]) == {"initech", "acme"}
 
 
-def test_agents_by_status_across_organizations_refuses_what_is_not_a_name(reader):
+def test_across_organizations_refuses_what_is_not_a_name(reader):
     with pytest.raises(InputError, match="organizations must be names"):
-        reader.agent_pools.agents_by_status_all_organizations_frame([""])
+        reader.organizations.across(reader.agent_pools.agents_by_status, [""])
+
+
+def test_across_no_organization_is_an_empty_frame_with_its_columns(reader):
+    empty = reader.organizations.across(reader.agent_pools.agents_by_status, [])
+    assert list(empty.columns) == ["organization", "problem"] and empty.empty
 
 
 # -- grants and the permissions matrix ---------------------------------------------------
@@ -304,3 +323,11 @@ def test_an_organization_without_problems_has_no_findings(empty_sandbox):
     with PlatformClient(empty_sandbox.address, empty_sandbox.token) as client:
         found = client.team_access.findings()
     assert found.empty and list(found.columns) == ["severity", "area", "object", "reason"]
+
+
+def test_a_refused_organization_is_a_gap_in_the_coverage_of_across(demo_sandbox):
+    with PlatformClient(demo_sandbox.address, "demo-org-acme") as acme:
+        seen = acme.organizations.across(acme.agent_pools.agents_by_status, ["acme", "globex"])
+    (record,) = coverage_of(seen)
+    assert not record.complete
+    assert [g.path for g in record.gaps] == ["organizations/globex"]

@@ -360,6 +360,31 @@ def plugins(t: Target) -> None:
     )
 
 
+def plugin_sha256(t: Target) -> None:
+    """A registered plugin is run only when its binary's sum is the catalog's: one registered
+    with a sum of zeros (its file present) cannot back a database connection or a mount."""
+    folder = t.context.get("plugin_directory")
+    if folder is not None:
+        path = folder / "diff-sha-plugin"
+        path.write_bytes(PLUGIN_BYTES)
+        path.chmod(0o755)
+    zeros = {"sha256": "0" * 64, "command": "diff-sha-plugin"}
+    t.call("register database plugin", "POST", "sys/plugins/catalog/database/diff-sha", json=zeros)
+    t.call("register secret plugin", "POST", "sys/plugins/catalog/secret/diff-sha", json=zeros)
+    t.call("mount database", "POST", "sys/mounts/db-sha", json={"type": "database"})
+    t.call(
+        "connection on the plugin",
+        "POST",
+        "db-sha/config/main",
+        json={"plugin_name": "diff-sha", "connection_url": "x", "verify_connection": False},
+    )
+    t.call("connection not stored", "GET", "db-sha/config/main")
+    t.call("mount the secret plugin", "POST", "sys/mounts/diff-sha", json={"type": "diff-sha"})
+    t.call("unmount database", "DELETE", "sys/mounts/db-sha")
+    t.call("delete database plugin", "DELETE", "sys/plugins/catalog/database/diff-sha")
+    t.call("delete secret plugin", "DELETE", "sys/plugins/catalog/secret/diff-sha")
+
+
 # -- rekey --------------------------------------------------------------------------------------
 def rekey_legacy_with_verification(t: Target) -> None:
     """The spec's ``sys/rekey/*`` with verification, on a server that enables them."""
@@ -1308,6 +1333,7 @@ SCENARIOS: dict[str, Scenario] = {
     "acl-policies": Scenario(acl_policies, "dev"),
     "leases": Scenario(leases, "dev"),
     "plugins": Scenario(plugins, "dev"),
+    "plugin-sha256": Scenario(plugin_sha256, "dev"),
     "rekey-legacy": Scenario(rekey_legacy_with_verification, "legacy-rekey"),
     "rekey-rotate-root": Scenario(rekey_rotate_root, "rotate-root"),
     "recovery-seal-rotate": Scenario(recovery_seal_rotate, "static-seal"),

@@ -111,10 +111,10 @@ def test_a_wrong_share_and_a_cancel_keep_the_old_shares_in_force(
 def test_the_widget_runs_the_ceremony_by_clicks_on_the_real_server(
     raft_bao: OpenBao, client: SecretsClient
 ) -> None:
-    from widgets import RekeyCeremonyWidget
+    from widgets import RekeyCeremonyForm
 
     old = list(raft_bao.shares)
-    form = RekeyCeremonyWidget(client)
+    form = RekeyCeremonyForm(client)
     assert form.last_status is not None and form.last_status["phase"] == "idle"
     form.shares.value, form.threshold.value, form.verify.value = 3, 2, True
     form.start_button.click()

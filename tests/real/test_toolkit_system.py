@@ -194,7 +194,10 @@ def test_an_engine_is_mounted_tuned_listed_and_unmounted(bao_client: SecretsClie
     mounts = bao_client.mounts()
     assert mounts[f"{path}/"]["type"] == "kv"
     assert mounts[f"{path}/"]["config"]["max_lease_ttl"] == 7200
-    assert f"{path}/" in bao_client.leases.mounts() and "auth/token/" in bao_client.leases.mounts()
+    assert (
+        f"{path}/" in bao_client.leases.list_mounts()
+        and "auth/token/" in bao_client.leases.list_mounts()
+    )
     bao_client.tune_mount(path, default_lease_ttl="30m")
     assert bao_client.mounts()[f"{path}/"]["config"]["default_lease_ttl"] == 1800
     bao_client.disable_engine(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
-from toolkit.secrets.directory import Directory
+from toolkit.secrets.ad import Directory
 
 
 def corp_directory(sandbox: Sandbox, client: SecretsClient, mount: str = "corp-ad") -> Directory:

@@ -8,7 +8,7 @@ import pytest
 
 from toolkit import BadRequest, InputError, Sensitive
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.secrets.broker import Broker as BrokerState
+from toolkit.sandbox.secrets.engines.broker.state import BrokerEngine
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.broker import BROKER_ROLES, TOPIC_PERMISSIONS, VHOST_PERMISSIONS
 
@@ -16,9 +16,9 @@ VHOSTS = {"/jobs": {"configure": "^jobs-.*", "write": "^jobs-.*", "read": ".*"}}
 TOPICS = {"/jobs": {"amq.topic": {"write": "^jobs\\.", "read": ""}}}
 
 
-def state(sandbox: Sandbox, mount: str = "broker") -> BrokerState:
+def state(sandbox: Sandbox, mount: str = "broker") -> BrokerEngine:
     backend = sandbox.secrets.mounts.engine(mount).backend
-    assert isinstance(backend, BrokerState)
+    assert isinstance(backend, BrokerEngine)
     return backend
 
 

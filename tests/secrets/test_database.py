@@ -11,7 +11,7 @@ import pytest
 from toolkit import InputError, Sensitive
 from toolkit._errors import BadRequest, NotFound
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.secrets.database import Database as DatabaseState
+from toolkit.sandbox.secrets.engines.database.state import DatabaseEngine
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.database import CONNECTIONS, DB_ROLES, STATIC_ROLES
 
@@ -19,9 +19,9 @@ URL = "postgresql://{{username}}:{{password}}@db.internal:5432/app"
 CREATE = ["CREATE ROLE \"{{name}}\" WITH LOGIN PASSWORD '{{password}}';"]
 
 
-def state(sandbox: Sandbox, mount: str = "database") -> DatabaseState:
+def state(sandbox: Sandbox, mount: str = "database") -> DatabaseEngine:
     backend = sandbox.secrets.mounts.engine(mount).backend
-    assert isinstance(backend, DatabaseState)
+    assert isinstance(backend, DatabaseEngine)
     return backend
 
 

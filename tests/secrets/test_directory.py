@@ -8,7 +8,7 @@ import pytest
 from tests.secrets._directory import corp_directory
 from toolkit import APIError, InputError, Sensitive
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.secrets.demo_directory import BIND_DN
+from toolkit.sandbox.secrets.engines.ad.demo import BIND_DN
 from toolkit.secrets import SecretsClient
 
 DBA = [f"dba-admin-0{i}@corp.example" for i in (1, 2, 3)]

@@ -10,7 +10,7 @@ import pytest
 from toolkit import BadRequest, InputError, NotFound, Sensitive
 from toolkit._frames import Schema
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.secrets.demo_keymgmt import DEMO_KEYS, DEMO_PROVIDERS
+from toolkit.sandbox.secrets.engines.keymgmt.demo import DEMO_KEYS, DEMO_PROVIDERS
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.keymgmt import DISTRIBUTIONS, KEY_VERSIONS, KEYS, KMS_PROVIDERS
 
@@ -188,8 +188,8 @@ def test_distribution_with_the_client_and_the_refusals_it_reports(client: Secret
     assert held.purpose == ["sign", "verify"] and held.protection == "software"
     assert list(held.versions) == [1] and held.name.startswith("invoices-")
     assert held.distributed_at is not None
-    assert km.key_providers("invoices") == ["azure-signing"]
-    assert "invoices" in km.provider_keys("azure-signing")
+    assert km.list_key_providers("invoices") == ["azure-signing"]
+    assert "invoices" in km.list_provider_keys("azure-signing")
     assert km.keys_by_provider().loc["invoices", "azure-signing"] == ("v1: sign, verify (software)")
     assert km.rotate_key("invoices").latest_version == 2
     assert list(km.read_distribution("azure-signing", "invoices").versions) == [1, 2]
@@ -203,7 +203,7 @@ def test_distribution_with_the_client_and_the_refusals_it_reports(client: Secret
         km.delete_provider("azure-signing")
 
     km.remove_from_provider("azure-signing", "invoices")
-    assert km.key_providers("invoices") == []
+    assert km.list_key_providers("invoices") == []
     km.delete_key("invoices")
     assert "invoices" not in km.keys_frame().index
 
@@ -219,7 +219,7 @@ def test_the_client_refuses_empty_input_before_sending_anything(client: SecretsC
         km.update_key("plain")
     with pytest.raises(InputError, match="key name"):
         km.read_key("")
-    assert km.key_providers("plain") == []
+    assert km.list_key_providers("plain") == []
     assert km.read_key("plain").min_enabled_version == 0
 
 

@@ -50,7 +50,7 @@ def test_counts_by_mount_and_role_match_the_server_with_a_list_only_token(
         # This token cannot look a lease up: the counts come from LIST answers alone.
         with pytest.raises(Exception, match="permission denied"):
             lister.leases.lookup(client.leases.lease_ids("database/")[0])
-        counts = lister.leases.lease_counts(mounts=client.leases.mounts())
+        counts = lister.leases.lease_counts(mounts=client.leases.list_mounts())
 
     expected = _server_counts(sandbox)
     got = {(r.mount, r.role): r.count for r in counts.itertuples()}

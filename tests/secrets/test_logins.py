@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 import warnings
+from collections.abc import Callable
+from datetime import datetime
 
 import httpx
 import pytest
 
 from tests._sockets import Peer, Scripted, answer
 from toolkit import Sensitive
-from toolkit._errors import BadRequest, InputError, PermissionDenied
+from toolkit._errors import BadRequest, InputError, PermissionDenied, ToolkitError
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets.demo_logins import DEMO_LDAP_USERS, DEMO_USERPASS_USERS
 from toolkit.secrets import SecretsClient
@@ -188,17 +191,59 @@ def _short_role(client: SecretsClient, name: str, ttl: str, max_ttl: str) -> tup
     return role_id, secret
 
 
+class SandboxTime:
+    """A renewal clock on the sandbox's own clock: a pause moves it forward at once,
+    ``steps`` pauses at most (then it waits for the stop), so no test sleeps."""
+
+    def __init__(self, sandbox: Sandbox, steps: int = 1000) -> None:
+        self.sandbox = sandbox
+        self.steps = steps
+        self.paused = 0.0
+
+    def now(self) -> datetime:
+        return self.sandbox.clock.now()
+
+    def wait(self, stop: threading.Event, seconds: float) -> bool:
+        while self.steps <= 0:  # held until the test allows more pauses, or stopped
+            if stop.wait(0.01):
+                return True
+        if stop.is_set():
+            return True
+        self.steps -= 1
+        self.paused += seconds
+        self.sandbox.clock.advance(seconds)
+        return stop.is_set()
+
+
+def _until(check: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def test_a_kept_renewed_token_outlives_its_ttl_and_renewal_stops_on_close(sandbox, client):
     role_id, secret = _short_role(client, "renewed", "3s", "1h")
     machine = _login_client(sandbox)
     machine.auth.approle(role_id, secret)
-    renewal = machine.auth.keep_renewed()
+    clock = SandboxTime(sandbox, steps=5)
+    renewal = machine.auth.keep_renewed(clock=clock)
     assert renewal.state == "renewing"
-    time.sleep(6.5)  # more than twice the token's ttl
-    assert renewal.renewals >= 2 and renewal.state == "renewing"
+    _until(lambda: renewal.renewals >= 5)
+    assert renewal.renewals == 5 and renewal.state == "renewing"
+    assert clock.paused > 2 * 3  # more than twice the token's ttl went by, on the server too
     assert machine.tokens.lookup_self()["ttl"] > 0
     machine.close()
     assert renewal.state == "stopped" and not renewal.running
+
+
+def test_without_renewal_the_same_token_expires_on_the_sandbox_clock(sandbox, client):
+    # The witness for the test above: the time it moved is enough to end an unrenewed token.
+    role_id, secret = _short_role(client, "unrenewed", "3s", "1h")
+    with _login_client(sandbox) as machine:
+        machine.auth.approle(role_id, secret)
+        sandbox.clock.advance(7)
+        with pytest.raises(ToolkitError):
+            machine.tokens.lookup_self()
 
 
 def test_renewal_says_when_the_max_ttl_is_reached(sandbox, client):
@@ -207,10 +252,8 @@ def test_renewal_says_when_the_max_ttl_is_reached(sandbox, client):
         machine.auth.approle(role_id, secret)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            renewal = machine.auth.keep_renewed()
-            deadline = time.monotonic() + 10
-            while renewal.state == "renewing" and time.monotonic() < deadline:
-                time.sleep(0.1)
+            renewal = machine.auth.keep_renewed(clock=SandboxTime(sandbox))
+            _until(lambda: renewal.state != "renewing")
         assert renewal.state == "max_ttl_reached"
         assert "maximum TTL" in renewal.message and not renewal.running
         assert any(issubclass(w.category, TokenExpiryWarning) for w in caught)
@@ -232,12 +275,12 @@ def test_renewal_that_is_refused_says_so(sandbox, client):
     role_id, secret = _short_role(client, "revoked", "2s", "1h")
     with _login_client(sandbox) as machine:
         login = machine.auth.approle(role_id, secret)
-        renewal = machine.auth.keep_renewed()
+        clock = SandboxTime(sandbox, steps=0)  # holds the first pause until told
+        renewal = machine.auth.keep_renewed(clock=clock)
         client.http.json("POST", "/auth/token/revoke", json={"token": login.client_token.reveal()})
         with pytest.warns(TokenExpiryWarning, match="renewing the token failed"):
-            deadline = time.monotonic() + 10
-            while renewal.state == "renewing" and time.monotonic() < deadline:
-                time.sleep(0.1)
+            clock.steps = 1  # now the pause passes, and the renewal is refused
+            _until(lambda: renewal.state != "renewing")
         assert renewal.state == "failed"
 
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.secrets.keymgmt import KeyManagement
+from toolkit.sandbox.secrets.engines.keymgmt.state import KeyManagementEngine
 from toolkit.secrets import SecretsClient
 from widgets import KeyDistributionForm
 from widgets._common import output_text
@@ -19,10 +19,10 @@ def form(secrets_client: SecretsClient) -> KeyDistributionForm:
     return KeyDistributionForm(secrets_client)
 
 
-def engine(sb: Sandbox) -> KeyManagement:
+def engine(sb: Sandbox) -> KeyManagementEngine:
     mount = sb.secrets.mounts.engine("keymgmt")
     assert mount is not None
-    backend: KeyManagement = mount.backend
+    backend: KeyManagementEngine = mount.backend
     return backend
 
 
@@ -148,7 +148,7 @@ def test_the_form_works_on_an_engine_mounted_elsewhere(secrets_client: SecretsCl
     form = KeyDistributionForm(secrets_client, "kms/eu")
     assert list(form.key.options) == ["eu-data"] and list(form.provider.options) == ["gcp"]
     form.distribute_button.click()
-    assert eu.key_providers("eu-data") == ["gcp"]
+    assert eu.list_key_providers("eu-data") == ["gcp"]
     assert "payments-dek" not in output_text(form.table)
 
 

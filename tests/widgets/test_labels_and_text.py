@@ -17,17 +17,17 @@ from widgets import (
     LeaseRevokeForm,
     LibraryCheckoutForm,
     LoginForm,
-    PolicySetParameterEditor,
-    RekeyCeremonyWidget,
-    TeamAccessEditor,
+    PolicySetParameterForm,
+    RekeyCeremonyForm,
+    TeamAccessForm,
     WhoCanForm,
 )
 from widgets._common import Form, _controls
 
 PLATFORM_FORMS: dict[str, Callable[[PlatformClient, dict[str, str]], Form]] = {
     "agent clean-up": lambda c, ids: AgentCleanupForm(c, "acme"),
-    "team access": lambda c, ids: TeamAccessEditor(c, "acme"),
-    "policy-set parameters": lambda c, ids: PolicySetParameterEditor(c, next(iter(_sets(c)))),
+    "team access": lambda c, ids: TeamAccessForm(c, "acme"),
+    "policy-set parameters": lambda c, ids: PolicySetParameterForm(c, next(iter(_sets(c)))),
 }
 SECRETS_FORMS: dict[str, Callable[[SecretsClient], Form]] = {
     "certificate request": lambda c: CertificateRequestForm(c, mount="pki"),
@@ -35,7 +35,7 @@ SECRETS_FORMS: dict[str, Callable[[SecretsClient], Form]] = {
     "lease revoke": lambda c: LeaseRevokeForm(c),
     "library check-out": lambda c: LibraryCheckoutForm(c),
     "login": lambda c: LoginForm(c),
-    "rekey ceremony": lambda c: RekeyCeremonyWidget(c),
+    "rekey ceremony": lambda c: RekeyCeremonyForm(c),
     "who can": lambda c: WhoCanForm(c),
 }
 

@@ -1,4 +1,4 @@
-"""PolicySetParameterEditor: create and update parameters; secrets leave no trace."""
+"""PolicySetParameterForm: create and update parameters; secrets leave no trace."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from toolkit import PlatformClient
 from toolkit.sandbox import Sandbox
-from widgets import PolicySetParameterEditor
+from widgets import PolicySetParameterForm
 from widgets._common import output_text
 
 SECRET = "s3cr3t-webhook-value-7731"
@@ -18,8 +18,8 @@ def policy_set(acme: dict[str, str]) -> str:
 
 
 @pytest.fixture
-def form(client: PlatformClient, policy_set: str) -> PolicySetParameterEditor:
-    return PolicySetParameterEditor(client, policy_set)
+def form(client: PlatformClient, policy_set: str) -> PolicySetParameterForm:
+    return PolicySetParameterForm(client, policy_set)
 
 
 def _stored(sandbox: Sandbox, policy_set: str, key: str) -> object:
@@ -29,7 +29,7 @@ def _stored(sandbox: Sandbox, policy_set: str, key: str) -> object:
     return param.value
 
 
-def _leaks(form: PolicySetParameterEditor) -> list[str]:
+def _leaks(form: PolicySetParameterForm) -> list[str]:
     places = {
         "repr": repr(form),
         "status": form.status.value,
@@ -42,7 +42,7 @@ def _leaks(form: PolicySetParameterEditor) -> list[str]:
 
 
 def test_the_list_shows_the_parameters_with_sensitive_values_hidden(
-    form: PolicySetParameterEditor,
+    form: PolicySetParameterForm,
 ) -> None:
     shown = output_text(form.table)
     assert "allowed_regions" in shown and "us-east-1,eu-west-1" in shown
@@ -50,7 +50,7 @@ def test_the_list_shows_the_parameters_with_sensitive_values_hidden(
 
 
 def test_the_sensitive_checkbox_makes_the_value_field_a_password_field(
-    form: PolicySetParameterEditor,
+    form: PolicySetParameterForm,
 ) -> None:
     assert form.value_row.children == (form.value_text,)
     form.sensitive.value = True
@@ -59,7 +59,7 @@ def test_the_sensitive_checkbox_makes_the_value_field_a_password_field(
 
 
 def test_creating_a_plain_parameter_stores_it_and_refreshes_the_list(
-    form: PolicySetParameterEditor, client: PlatformClient, policy_set: str
+    form: PolicySetParameterForm, client: PlatformClient, policy_set: str
 ) -> None:
     form.key.value = "owner_email"
     form.value_field.value = "ops@example.com"
@@ -74,7 +74,7 @@ def test_creating_a_plain_parameter_stores_it_and_refreshes_the_list(
 
 
 def test_a_sensitive_value_is_sent_then_gone_from_every_widget_and_output(
-    form: PolicySetParameterEditor, sandbox: Sandbox, policy_set: str
+    form: PolicySetParameterForm, sandbox: Sandbox, policy_set: str
 ) -> None:
     form.key.value = "pagerduty_key"
     form.sensitive.value = True
@@ -90,7 +90,7 @@ def test_a_sensitive_value_is_sent_then_gone_from_every_widget_and_output(
 def test_the_password_field_is_emptied_even_when_the_server_refuses(
     client: PlatformClient,
 ) -> None:
-    form = PolicySetParameterEditor(client, "polset-doesnotexist")
+    form = PolicySetParameterForm(client, "polset-doesnotexist")
     form.key.value = "k"
     form.sensitive.value = True
     form.value_field.value = SECRET
@@ -103,7 +103,7 @@ def test_the_password_field_is_emptied_even_when_the_server_refuses(
 
 
 def test_picking_a_parameter_fills_the_form_and_saving_updates_it(
-    form: PolicySetParameterEditor, client: PlatformClient, policy_set: str, acme: dict[str, str]
+    form: PolicySetParameterForm, client: PlatformClient, policy_set: str, acme: dict[str, str]
 ) -> None:
     listed = client.policy_set_parameters.parameters_frame(policy_set)
     (param_id,) = listed[listed["key"] == "max_instance_size"].index
@@ -120,7 +120,7 @@ def test_picking_a_parameter_fills_the_form_and_saving_updates_it(
 
 
 def test_updating_a_sensitive_parameter_with_an_empty_value_keeps_its_value(
-    form: PolicySetParameterEditor, sandbox: Sandbox, client: PlatformClient, policy_set: str
+    form: PolicySetParameterForm, sandbox: Sandbox, client: PlatformClient, policy_set: str
 ) -> None:
     listed = client.policy_set_parameters.parameters_frame(policy_set)
     (param_id,) = listed[listed["key"] == "slack_webhook"].index
@@ -133,7 +133,7 @@ def test_updating_a_sensitive_parameter_with_an_empty_value_keeps_its_value(
     assert _stored(sandbox, policy_set, "slack_webhook_url") == "https://hooks.example.invalid/demo"
 
 
-def test_a_refused_save_shows_the_reason(form: PolicySetParameterEditor) -> None:
+def test_a_refused_save_shows_the_reason(form: PolicySetParameterForm) -> None:
     form.key.value = ""
     form.value_field.value = "x"
     form.save_button.click()

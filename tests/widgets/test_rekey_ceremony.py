@@ -1,4 +1,4 @@
-"""RekeyCeremonyWidget: whole ceremonies by clicks, and no share left anywhere afterwards."""
+"""RekeyCeremonyForm: whole ceremonies by clicks, and no share left anywhere afterwards."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 from toolkit import Sensitive
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import RekeyCeremony, SecretsClient
-from widgets import RekeyCeremonyWidget
+from widgets import RekeyCeremonyForm
 from widgets._common import output_text
 
 
@@ -31,8 +31,8 @@ def old_shares(sandbox: Sandbox, tmp_path: Path) -> list[str]:
 
 
 @pytest.fixture
-def form(secrets_client: SecretsClient) -> RekeyCeremonyWidget:
-    return RekeyCeremonyWidget(secrets_client)
+def form(secrets_client: SecretsClient) -> RekeyCeremonyForm:
+    return RekeyCeremonyForm(secrets_client)
 
 
 def keypair(name: str) -> pysequoia.Cert:
@@ -63,27 +63,27 @@ def decrypt(base64_message: str, cert: pysequoia.Cert) -> str:
     return plain.bytes.decode()
 
 
-def start(form: RekeyCeremonyWidget, *, verify: bool = True) -> None:
+def start(form: RekeyCeremonyForm, *, verify: bool = True) -> None:
     """Start a 3-share, threshold-2 attempt from the form."""
     form.shares.value, form.threshold.value = 3, 2
     form.verify.value = verify
     form.start_button.click()
 
 
-def enter(form: RekeyCeremonyWidget, share: str) -> None:
+def enter(form: RekeyCeremonyForm, share: str) -> None:
     form.share.value = share
     form.submit_button.click()
     assert form.share.value == ""
 
 
-def shown_share(form: RekeyCeremonyWidget) -> str:
+def shown_share(form: RekeyCeremonyForm) -> str:
     """The text of the revealed share (what the key holder copies)."""
     found = re.search(r"<pre[^>]*>([^<]+)</pre>", form.share_view.value)
     assert found, "no share is shown"
     return found.group(1)
 
 
-def hand_out(form: RekeyCeremonyWidget) -> list[str]:
+def hand_out(form: RekeyCeremonyForm) -> list[str]:
     """Each key holder in turn reveals, records, and confirms their share."""
     recorded = []
     total = len(form.ceremony.new_shares)
@@ -115,7 +115,7 @@ def widget_texts(widget: Any) -> Iterator[str]:
         yield from widget_texts(child)
 
 
-def leaks(form: RekeyCeremonyWidget, secrets: list[str]) -> list[str]:
+def leaks(form: RekeyCeremonyForm, secrets: list[str]) -> list[str]:
     forms = {str(s).lower() for s in secrets}
     for share in secrets:
         try:
@@ -128,7 +128,7 @@ def leaks(form: RekeyCeremonyWidget, secrets: list[str]) -> list[str]:
 
 
 def test_a_ceremony_with_verification_runs_end_to_end_by_clicks_and_leaves_no_share(
-    form: RekeyCeremonyWidget,
+    form: RekeyCeremonyForm,
     sandbox: Sandbox,
     secrets_client: SecretsClient,
     old_shares: list[str],
@@ -170,7 +170,7 @@ def test_a_ceremony_with_verification_runs_end_to_end_by_clicks_and_leaves_no_sh
 
 
 def test_a_pgp_ceremony_shows_fingerprints_and_hands_out_encrypted_shares_one_at_a_time(
-    form: RekeyCeremonyWidget, sandbox: Sandbox, old_shares: list[str]
+    form: RekeyCeremonyForm, sandbox: Sandbox, old_shares: list[str]
 ) -> None:
     holders = [keypair(f"holder{i}") for i in range(3)]
     form.upload.value = tuple(
@@ -201,7 +201,7 @@ def test_a_pgp_ceremony_shows_fingerprints_and_hands_out_encrypted_shares_one_at
 
 
 def test_a_private_key_upload_is_refused_and_no_fingerprint_is_kept(
-    form: RekeyCeremonyWidget,
+    form: RekeyCeremonyForm,
 ) -> None:
     cert = keypair("careless")
     with warnings.catch_warnings():
@@ -213,7 +213,7 @@ def test_a_private_key_upload_is_refused_and_no_fingerprint_is_kept(
 
 
 def test_a_malformed_share_is_refused_before_sending_and_the_field_is_emptied(
-    form: RekeyCeremonyWidget, old_shares: list[str]
+    form: RekeyCeremonyForm, old_shares: list[str]
 ) -> None:
     start(form)
     enter(form, "not-a-share")
@@ -222,7 +222,7 @@ def test_a_malformed_share_is_refused_before_sending_and_the_field_is_emptied(
 
 
 def test_a_wrong_share_shows_the_servers_reason_and_the_status_is_reread(
-    form: RekeyCeremonyWidget, secrets_client: SecretsClient, old_shares: list[str]
+    form: RekeyCeremonyForm, secrets_client: SecretsClient, old_shares: list[str]
 ) -> None:
     start(form)
     # Another operator restarts the attempt meanwhile: the panel still shows the old nonce.
@@ -238,12 +238,12 @@ def test_a_wrong_share_shows_the_servers_reason_and_the_status_is_reread(
 
 
 def test_another_kernel_joins_the_ceremony_from_the_servers_status(
-    form: RekeyCeremonyWidget, secrets_client: SecretsClient, old_shares: list[str]
+    form: RekeyCeremonyForm, secrets_client: SecretsClient, old_shares: list[str]
 ) -> None:
     start(form)
     enter(form, old_shares[0])
 
-    other = RekeyCeremonyWidget(secrets_client)
+    other = RekeyCeremonyForm(secrets_client)
     assert other.last_status is not None
     assert (other.last_status["phase"], other.last_status["progress"]) == ("collecting", 1)
     assert other.progress.value == 1
@@ -266,7 +266,7 @@ def test_another_kernel_joins_the_ceremony_from_the_servers_status(
 
 
 def test_cancel_and_restart_reset_the_attempt(
-    form: RekeyCeremonyWidget, secrets_client: SecretsClient, old_shares: list[str]
+    form: RekeyCeremonyForm, secrets_client: SecretsClient, old_shares: list[str]
 ) -> None:
     start(form)
     enter(form, old_shares[0])
@@ -283,7 +283,7 @@ def test_cancel_and_restart_reset_the_attempt(
     assert form.cancel_button.disabled and not form.start_button.disabled
 
 
-def test_a_refused_start_shows_the_reason(form: RekeyCeremonyWidget) -> None:
+def test_a_refused_start_shows_the_reason(form: RekeyCeremonyForm) -> None:
     form.shares.value, form.threshold.value = 3, 2
     form.backup.value = True  # backup needs PGP keys
     form.start_button.click()
@@ -296,13 +296,13 @@ def test_the_widget_can_drive_a_ceremony_object_it_is_given(
 ) -> None:
     ceremony = RekeyCeremony(secrets_client)
     ceremony.start(3, 2)
-    form = RekeyCeremonyWidget(secrets_client, ceremony)
+    form = RekeyCeremonyForm(secrets_client, ceremony)
     for share in old_shares[:3]:
         enter(form, share)
     assert ceremony.phase == "complete"
     shares = ceremony.new_shares
     assert all(isinstance(s, Sensitive) for s in shares)
-    assert repr(form).startswith("<RekeyCeremonyWidget <RekeyCeremony complete")
+    assert repr(form).startswith("<RekeyCeremonyForm <RekeyCeremony complete")
 
 
 # -- a seal with stored shares (auto-unseal) ----------------------------------------------
@@ -322,7 +322,7 @@ def test_a_recovery_ceremony_asks_for_and_hands_out_recovery_shares(
     recovery_sandbox: tuple[SecretsClient, list[str]],
 ) -> None:
     client, recovery = recovery_sandbox
-    form = RekeyCeremonyWidget(client, target="recovery")
+    form = RekeyCeremonyForm(client, target="recovery")
     assert "3 of 5 recovery shares" in form.panel.value
     assert "auto-unseal" in form.panel.value
     start(form)
@@ -343,7 +343,7 @@ def test_a_root_ceremony_on_a_recovery_seal_says_no_share_is_handed_out(
     recovery_sandbox: tuple[SecretsClient, list[str]],
 ) -> None:
     client, recovery = recovery_sandbox
-    form = RekeyCeremonyWidget(client)
+    form = RekeyCeremonyForm(client)
     start(form, verify=False)
     assert "none: the seal keeps the new root key" in form.panel.value
     assert form.share.description == "Recovery share"
@@ -356,7 +356,7 @@ def test_a_root_ceremony_on_a_recovery_seal_says_no_share_is_handed_out(
 
 
 def test_after_the_ceremony_the_form_verifies_exports_the_record_and_shows_the_checklist(
-    form: RekeyCeremonyWidget, old_shares: list[str], tmp_path: Path
+    form: RekeyCeremonyForm, old_shares: list[str], tmp_path: Path
 ) -> None:
     start(form, verify=False)
     form.verify_live_button.click()

@@ -24,8 +24,8 @@ from widgets import (
     CertificateRequestForm,
     KeyDistributionForm,
     LibraryCheckoutForm,
-    PolicySetParameterEditor,
-    RekeyCeremonyWidget,
+    PolicySetParameterForm,
+    RekeyCeremonyForm,
 )
 from widgets._common import output_text
 
@@ -37,7 +37,7 @@ def grep_form(leaks: Leaks, where: str, form: object) -> None:
     leaks.check(where, form, all_widget_state())
 
 
-def enter_shares(form: RekeyCeremonyWidget, leaks: Leaks, shares: list[str]) -> None:
+def enter_shares(form: RekeyCeremonyForm, leaks: Leaks, shares: list[str]) -> None:
     """Type each share and submit it: the field is empty at once and nothing is left."""
     for typed in shares:
         form.share.value = typed
@@ -51,7 +51,7 @@ def test_rekey_share_fields_are_emptied_and_no_share_is_left(
     sandbox: Sandbox, secrets_client: SecretsClient, leaks: Leaks, tmp_path: Path, verify: bool
 ) -> None:
     current = leaks.feed_unseal_shares(sandbox, tmp_path)
-    form = RekeyCeremonyWidget(secrets_client)
+    form = RekeyCeremonyForm(secrets_client)
     form.shares.value, form.threshold.value, form.verify.value = 3, 2, verify
     form.start_button.click()
     # A made-up share spoils the first round at the threshold; the real ones go through.
@@ -78,7 +78,7 @@ def test_a_sensitive_parameter_field_is_emptied_and_the_value_shows_nowhere(
 ) -> None:
     with PlatformClient(sandbox.address, sandbox.token) as client:
         polset = str(client.organizations.policy_sets_frame("acme").index[0])
-        form = PolicySetParameterEditor(client, polset)
+        form = PolicySetParameterForm(client, polset)
         for attempt in ("created", "refused as a duplicate"):
             form.parameter.value = ""
             form.key.value = "LEAK_PROBE"
@@ -175,9 +175,9 @@ def _build_every_form(sandbox: Sandbox) -> dict[str, object]:
         "LeaseRevokeForm": lambda: widgets.LeaseRevokeForm(vault),
         "LoginForm": lambda: widgets.LoginForm(SecretsClient.for_login(sandbox.address)),
         "LibraryCheckoutForm": lambda: LibraryCheckoutForm(vault),
-        "PolicySetParameterEditor": lambda: PolicySetParameterEditor(platform, polset),
-        "RekeyCeremonyWidget": lambda: RekeyCeremonyWidget(vault),
-        "TeamAccessEditor": lambda: widgets.TeamAccessEditor(platform, "acme"),
+        "PolicySetParameterForm": lambda: PolicySetParameterForm(platform, polset),
+        "RekeyCeremonyForm": lambda: RekeyCeremonyForm(vault),
+        "TeamAccessForm": lambda: widgets.TeamAccessForm(platform, "acme"),
     }
     assert set(builders) == set(widgets.__all__), "a form in widgets.__all__ is not built here"
     return {name: build() for name, build in builders.items()}
@@ -202,7 +202,7 @@ def test_every_password_field_of_every_form_syncs_only_when_typing_is_done(
         for widget in {id(w): w for r in roots for w in _descendants(r)}.values():
             if isinstance(widget, ipywidgets.Password):
                 passwords.setdefault(name, []).append(widget)
-    assert set(passwords) >= {"RekeyCeremonyWidget", "PolicySetParameterEditor"}
+    assert set(passwords) >= {"RekeyCeremonyForm", "PolicySetParameterForm"}
     syncing = [
         f"{name}: {field.description}"  # type: ignore[attr-defined]
         for name, fields in passwords.items()
@@ -242,7 +242,7 @@ def test_a_revealed_share_is_cleared_when_its_time_runs_out_and_the_turn_stays(
     sandbox: Sandbox, secrets_client: SecretsClient, leaks: Leaks, tmp_path: Path
 ) -> None:
     current = leaks.feed_unseal_shares(sandbox, tmp_path)
-    form = RekeyCeremonyWidget(secrets_client, reveal_seconds=0.3)
+    form = RekeyCeremonyForm(secrets_client, reveal_seconds=0.3)
     form.shares.value, form.threshold.value, form.verify.value = 2, 2, False
     form.start_button.click()
     t = int(secrets_client.seal.status()["t"])

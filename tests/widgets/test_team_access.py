@@ -1,4 +1,4 @@
-"""TeamAccessEditor: pick workspace, team and level, save, read the outcome."""
+"""TeamAccessForm: pick workspace, team and level, save, read the outcome."""
 
 from __future__ import annotations
 
@@ -6,25 +6,25 @@ import pytest
 
 from toolkit import APIError, PlatformClient
 from toolkit._spec.access import CUSTOM_DEFAULTS, IMPLIED_PERMISSIONS
-from widgets import TeamAccessEditor
+from widgets import TeamAccessForm
 
 
 @pytest.fixture
-def form(client: PlatformClient) -> TeamAccessEditor:
-    return TeamAccessEditor(client, "acme")
+def form(client: PlatformClient) -> TeamAccessForm:
+    return TeamAccessForm(client, "acme")
 
 
-def _pick(form: TeamAccessEditor, workspace: str, team: str) -> None:
+def _pick(form: TeamAccessForm, workspace: str, team: str) -> None:
     form.workspace.label = workspace
     form.team.label = team
 
 
-def _field_values(form: TeamAccessEditor) -> dict[str, object]:
+def _field_values(form: TeamAccessForm) -> dict[str, object]:
     return {name.replace("_", "-"): f.value for name, f in form.permissions.items()}
 
 
 def test_the_dropdowns_list_the_organizations_workspaces_and_teams(
-    form: TeamAccessEditor, client: PlatformClient
+    form: TeamAccessForm, client: PlatformClient
 ) -> None:
     assert sorted(label for label, _ in form.workspace.options) == sorted(
         client.organizations.workspaces_frame("acme")["name"]
@@ -36,7 +36,7 @@ def test_the_dropdowns_list_the_organizations_workspaces_and_teams(
 
 @pytest.mark.parametrize("level", ["read", "plan", "write", "admin"])
 def test_a_non_custom_level_shows_its_implied_permissions_read_only(
-    form: TeamAccessEditor, level: str
+    form: TeamAccessForm, level: str
 ) -> None:
     _pick(form, "networking", "readers")
     form.access.value = level
@@ -44,14 +44,14 @@ def test_a_non_custom_level_shows_its_implied_permissions_read_only(
     assert all(f.disabled for f in form.permissions.values())
 
 
-def test_the_custom_level_enables_the_permission_fields(form: TeamAccessEditor) -> None:
+def test_the_custom_level_enables_the_permission_fields(form: TeamAccessForm) -> None:
     _pick(form, "networking", "readers")
     form.access.value = "custom"
     assert _field_values(form) == CUSTOM_DEFAULTS
     assert not any(f.disabled for f in form.permissions.values())
 
 
-def test_picking_a_team_with_a_record_shows_its_current_level(form: TeamAccessEditor) -> None:
+def test_picking_a_team_with_a_record_shows_its_current_level(form: TeamAccessForm) -> None:
     _pick(form, "billing-api", "security")
     assert form.access.value == "custom"
     assert form.permissions["run_tasks"].value is True
@@ -60,7 +60,7 @@ def test_picking_a_team_with_a_record_shows_its_current_level(form: TeamAccessEd
 
 
 def test_saving_for_a_team_without_access_adds_a_record(
-    form: TeamAccessEditor, client: PlatformClient, acme: dict[str, str]
+    form: TeamAccessForm, client: PlatformClient, acme: dict[str, str]
 ) -> None:
     _pick(form, "networking", "readers")
     assert form.save_button.description == "Add"
@@ -75,7 +75,7 @@ def test_saving_for_a_team_without_access_adds_a_record(
 
 
 def test_saving_custom_permissions_sends_the_fields_values(
-    form: TeamAccessEditor, client: PlatformClient
+    form: TeamAccessForm, client: PlatformClient
 ) -> None:
     _pick(form, "networking", "readers")
     form.access.value = "custom"
@@ -92,7 +92,7 @@ def test_saving_custom_permissions_sends_the_fields_values(
 
 
 def test_saving_for_a_team_that_has_a_record_updates_it_in_place(
-    form: TeamAccessEditor, client: PlatformClient, acme: dict[str, str]
+    form: TeamAccessForm, client: PlatformClient, acme: dict[str, str]
 ) -> None:
     ws = acme["web-frontend"]
     before = client.team_access.access_frame(ws)
@@ -108,7 +108,7 @@ def test_saving_for_a_team_that_has_a_record_updates_it_in_place(
 
 
 def test_the_servers_error_message_is_shown_in_the_status_area(
-    form: TeamAccessEditor, client: PlatformClient, acme: dict[str, str]
+    form: TeamAccessForm, client: PlatformClient, acme: dict[str, str]
 ) -> None:
     ws = acme["networking"]
     with pytest.raises(APIError) as refused:

@@ -76,7 +76,7 @@ def _refuse_unread(connector: Any) -> None:
     ``is_connected()`` before reuse and before keeping it, so the protocol
     built for each connection answers that with both (docs/decisions.md,
     "Answers in step"). The protocol class is set on the connector's private
-    ``_factory``; a test in tests/test_hostile_servers_bounds.py fails if it
+    ``_factory``; a test in tests/_http/test_hostile_servers_bounds.py fails if it
     stops taking effect.
     """
     factory = getattr(connector, "_factory", None)
@@ -170,7 +170,7 @@ class Engine:
         connection or the loop here would unregister the parent's sockets from
         it (the parent's calls would then wait for answers that never wake it).
         So the loop gets a fresh selector of its own (``_selector``, asyncio's
-        private attribute; tests/test_hostile_servers_bounds.py checks the
+        private attribute; tests/_http/test_hostile_servers_bounds.py checks the
         parent goes on) and the shared one is closed, in the child only.
         """
         self._lock = threading.Lock()  # it may have been held at the fork
@@ -277,7 +277,7 @@ class Engine:
         )
         # aiohttp re-sends PUT and DELETE once when a kept connection turns out
         # closed (ClientSession._retry_connection, a private attribute; a test
-        # in tests/test_hostile_servers.py fails if it stops taking effect).
+        # in tests/_http/test_hostile_servers.py fails if it stops taking effect).
         # Whether a call goes twice is the layer's decision alone.
         session._retry_connection = False
         # The environment is read once, when the session opens: with no proxy

@@ -39,7 +39,7 @@ from .fanout import OrderedResponses, Request, RequestFanOut, ThreadedMap, worke
 from .paths import check_path
 from .policy import Failure, RetryPolicy, judge, mask, repeatable
 from .redirects import NO_REDIRECTS, RedirectRule
-from .response import Headers, Response, masked
+from .response import Headers, Response
 
 __all__ = ["HTTPLayer", "decode_json"]
 
@@ -211,10 +211,6 @@ class HTTPLayer:
         """The default headers, credentials masked in their repr."""
         plain, secret = self._header_maps()
         return Headers({**plain, **{k: str(v) for k, v in secret.items()}})
-
-    def masked_headers(self) -> dict[str, str]:
-        plain, secret = self._header_maps()
-        return masked({**plain, **secret})
 
     def credentials(self) -> tuple[Sensitive, ...]:
         """The credential headers' values (still Sensitive): what an error built from

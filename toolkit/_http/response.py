@@ -109,10 +109,6 @@ class Response:
         A number too large for a float (``1e999``) is a ValueError, not infinity."""
         return jsonlib.loads(self.content, parse_float=_float)
 
-    @property
-    def is_success(self) -> bool:
-        return 200 <= self.status_code < 300
-
     def __repr__(self) -> str:
         return f"<Response {self.status_code} {self.method} {self.url}>"
 

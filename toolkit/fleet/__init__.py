@@ -304,8 +304,3 @@ def _keep_history(root: Path, result: dict[str, Any]) -> str | None:
     except (InputError, OSError, ValueError) as exc:  # pyarrow's errors are ValueErrors
         return f"not kept in the history {root}: {str(exc).splitlines()[0][:200]}"
     return None
-
-
-def results_json(run: FleetRun) -> str:
-    """The run's results as JSON text (what ``results.json`` holds)."""
-    return json.dumps({"runbook": run.runbook, "results": run.results}, indent=2, default=str)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -11,7 +10,6 @@ from typing import Any
 import pandas as pd
 
 from .._coverage import Coverage
-from .._deprecation import keep_old_names
 from .._errors import APIError, DecodeError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
@@ -29,7 +27,6 @@ from ._jsonapi import (
     read_lists,
     resources_frame,
 )
-from .organizations import Organizations
 
 __all__ = [
     "AGENTS",
@@ -38,7 +35,6 @@ __all__ = [
     "POOLS",
     "POOLS_WITH_WORKSPACES",
     "REMOVABLE_AGENT_STATUSES",
-    "STATUS_COUNTS_ALL_ORGANIZATIONS",
     "AGENT_CAPACITY",
     "AgentPools",
     "agent_capacity",
@@ -73,13 +69,6 @@ STATUS_COUNTS = Schema.of(
     Col("pool_name"),
     *(Col(s, "int") for s in AGENT_STATUSES),
     Col("total", "int"),
-    index="pool_id",
-)
-# ``agents_by_status`` of several organizations: the same counts with the pool's organization.
-STATUS_COUNTS_ALL_ORGANIZATIONS = Schema.of(
-    "pool_id",
-    Col("organization"),
-    *(c for c in STATUS_COUNTS.columns if c.name != "pool_id"),
     index="pool_id",
 )
 CLEANUP = Schema.of(
@@ -332,58 +321,6 @@ class AgentPools(Area):
             builders=sinks,
         )
 
-    def agents_by_status_all_organizations_frame(
-        self,
-        organizations: str | Sequence[str] | None = None,
-        *,
-        show_progress: bool = False,
-    ) -> pd.DataFrame:
-        """:meth:`agents_by_status` of several organizations, with an ``organization`` column.
-
-        ``organizations``: a name, several, or None for every organization the
-        token can see (``GET /organizations``). The pool lists of all
-        organizations are read together
-        (``GET /organizations/:organization_name/agent-pools``), then the agent
-        lists of all their pools (``GET /agent-pools/:agent_pool_id/agents``),
-        each in two waves (first pages, then the rest). Indexed by ``pool_id``;
-        an organization without pools has no row.
-        """
-        if organizations is None:
-            listed = self._get_organization_names()
-        else:
-            listed = [organizations] if isinstance(organizations, str) else list(organizations)
-            if not all(isinstance(n, str) and n for n in listed):
-                raise InputError(f"organizations must be names, not {organizations!r}")
-        names: builtins.list[str] = builtins.list(dict.fromkeys(listed))
-        with collector_paused():
-            pool_builders = [FrameBuilder(POOLS) for _ in names]
-            read_lists(
-                self._http,
-                [
-                    (api_path("/organizations/{organization}/agent-pools", organization=org), None)
-                    for org in names
-                ],
-                builders=pool_builders,
-            )
-            pool_frames = [b.frame() for b in pool_builders]
-            owner = {pid: org for org, f in zip(names, pool_frames, strict=True) for pid in f.index}
-            pools = pd.concat(pool_frames) if pool_frames else build_frame([], POOLS)
-            pool_ids = list(pools.index)
-        counts = count_by_status(pools, self._tally(pool_ids, show_progress))
-        rows: builtins.list[dict[str, Any]] = [
-            {str(k): v for k, v in r.items()} for r in counts.reset_index().to_dict("records")
-        ]
-        for row in rows:
-            row["organization"] = owner.get(row["pool_id"])
-        frame = build_frame(rows, STATUS_COUNTS_ALL_ORGANIZATIONS)
-        read = int(counts["total"].sum()) if "total" in counts.columns else 0
-        return _covered(
-            "agent_pools.agents_by_status_all_organizations", names, pool_ids, frame, read
-        )
-
-    def _get_organization_names(self) -> builtins.list[str]:
-        return Organizations(self._http).list_organizations()
-
     def stale_agents(
         self,
         organization: str,
@@ -599,10 +536,6 @@ def stale(agents: pd.DataFrame, now: datetime, older_than: timedelta) -> pd.Data
     selected = agents[agents["last_ping_at"] < cutoff].copy()
     selected["silent_for"] = pd.Timestamp(now) - selected["last_ping_at"]
     return selected.sort_values("last_ping_at")
-
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(AgentPools, list="pools_frame", agents="agents_frame")
 
 
 # -- capacity --------------------------------------------------------------------------------

@@ -4,11 +4,13 @@ policy sets (read endpoints the real service offers beside spec 000 part 4)."""
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable, Iterable
 
 import pandas as pd
 
-from .._deprecation import keep_old_names
-from .._frames import Col, Schema
+from .._coverage import Coverage, coverage_of
+from .._errors import InputError, NotFound, PermissionDenied
+from .._frames import Col, Schema, scope_part, stack_scopes
 from .._http import api_path
 from .._records import Record
 from ._base import Area
@@ -50,6 +52,50 @@ class Organizations(Area):
     def list_organizations(self) -> builtins.list[str]:
         """The names of every organization the token can see. ``GET /organizations``."""
         return [str(n) for n in self.organizations_frame()["name"].dropna()]
+
+    def across(
+        self,
+        call: Callable[[str], pd.DataFrame],
+        organizations: str | Iterable[str] | None = None,
+    ) -> pd.DataFrame:
+        """``call(organization)`` for each organization, as one frame (as
+        ``namespaces.across`` is for namespaces).
+
+        ``call`` gets an organization's name and returns a frame, for instance
+        ``client.agent_pools.agents_by_status``. ``organizations``: a name, several,
+        or None for every organization the token can see (``GET /organizations``).
+        The calls run together; the frames are stacked with ``organization`` as the
+        first column, each frame's named index kept as a column, and ``problem`` as
+        the last: an organization that refuses the call (403) or does not exist
+        (404) gives one row with only ``organization`` and ``problem`` set, and the
+        others go on. Its completeness record (``toolkit.coverage``) holds those
+        refusals and what each call could not read.
+        """
+        if organizations is None:
+            names = self.list_organizations()
+        else:
+            listed = [organizations] if isinstance(organizations, str) else list(organizations)
+            if not all(isinstance(n, str) and n for n in listed):
+                raise InputError(f"organizations must be names, not {organizations!r}")
+            names = builtins.list(dict.fromkeys(listed))
+
+        cov = Coverage("organizations.across", asked=[f"organizations/{n}" for n in names])
+
+        def one(name: str) -> pd.DataFrame:
+            try:
+                frame = call(name)
+            except PermissionDenied as exc:
+                cov.note_error(f"organizations/{name}", exc)
+                return scope_part("organization", name, None, f"not permitted in {name}: {exc}")
+            except NotFound as exc:
+                cov.note_error(f"organizations/{name}", exc)
+                return scope_part("organization", name, None, f"organization {name}: {exc}")
+            for inner in coverage_of(frame):  # what the call could not read there
+                cov.gaps.extend(inner.gaps)
+            cov.note_read(len(frame))
+            return scope_part("organization", name, frame)
+
+        return cov.attach(stack_scopes("organization", builtins.list(self._http.map(one, names))))
 
     def get(self, name: str) -> Record:
         """One organization. ``GET /organizations/:name``."""
@@ -94,13 +140,3 @@ class Organizations(Area):
             self._get(api_path("/policy-sets/{policy_set_id}", policy_set_id=policy_set_id)),
             "policy-set",
         )
-
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(
-    Organizations,
-    list="organizations_frame",
-    teams="teams_frame",
-    workspaces="workspaces_frame",
-    policy_sets="policy_sets_frame",
-)

@@ -6,7 +6,6 @@ from typing import Any
 
 import pandas as pd
 
-from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
@@ -116,7 +115,3 @@ class PolicySetParameters(Area):
     def delete(self, policy_set_id: str, parameter_id: str) -> None:
         """Delete a parameter. ``DELETE /policy-sets/:policy_set_id/parameters/:parameter_id``."""
         self._send("DELETE", self._path(policy_set_id, parameter_id))
-
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(PolicySetParameters, list="parameters_frame")

@@ -9,7 +9,6 @@ from typing import Any, TypedDict, Unpack
 import pandas as pd
 
 from .._coverage import Coverage
-from .._deprecation import keep_old_names
 from .._errors import DecodeError, InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
@@ -513,7 +512,3 @@ class TeamAccess(Area):
     def permissions_matrix_styled(self, organization: str) -> Any:
         """The matrix as a colour-coded table for Jupyter (a pandas Styler)."""
         return style_matrix(self.permissions_matrix(organization))
-
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(TeamAccess, list="access_frame")

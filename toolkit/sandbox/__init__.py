@@ -14,12 +14,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..extras import require
 from ._clock import DEMO_EPOCH, Clock
 from ._faults import Faults
 from ._state import StateFile, stored
+
+if TYPE_CHECKING:
+    from .secrets.backends import EngineRegistry
 
 # The server stack comes with the [sandbox] extra; say so before a bare ImportError would.
 require("sandbox", "The sandbox", "starlette", "uvicorn", "zttp")
@@ -57,6 +60,9 @@ class SandboxOptions:
     # The administrative namespace (``--admin-namespace``), where restricted
     # endpoints answer as in the root; created at start when missing.
     admin_namespace: str | None = None
+    # The secrets engines the server can mount (None: the built-in ones,
+    # ``secrets.engines.ENGINES``); a test of the house adds one of its own.
+    engines: EngineRegistry | None = None
     # Generated records at scale by kind (``--demo-scale leases=1M,...``; see ``scale``).
     demo_scale: dict[str, int] = field(default_factory=dict)
 
@@ -80,6 +86,7 @@ class Sandbox:
             saved = self.state_file.load()
             if saved is not None:
                 self.clock, self.platform, self.secrets = saved.clock, saved.platform, saved.secrets
+                self.secrets.engines = self._engines(opts)
                 self.token = self.secrets.root_token
                 self.resumed = True
         if not self.resumed:
@@ -95,6 +102,14 @@ class Sandbox:
         self._server: Any = None
         self._app: Any = None
 
+    @staticmethod
+    def _engines(opts: SandboxOptions) -> EngineRegistry:
+        if opts.engines is not None:
+            return opts.engines
+        from .secrets.engines import ENGINES
+
+        return ENGINES
+
     def _build(self, opts: SandboxOptions) -> None:
         start = opts.start_time or (DEMO_EPOCH if opts.demo else None)
         self.clock = Clock(start)
@@ -107,6 +122,7 @@ class Sandbox:
         self.secrets = SecretsService(
             clock=self.clock,
             root_token=opts.token,
+            engines=self._engines(opts),
             key_shares=opts.key_shares,
             key_threshold=opts.key_threshold,
             recovery_seal=opts.recovery_seal,

@@ -27,7 +27,7 @@ anything else is refused. The forms, each a one-key (or two-key) JSON object:
 Containers (dicts, lists, sets) are stored by value: the state classes hold no
 container in two places, so nothing relies on two names for one list.
 
-:class:`RecordTable` and :class:`Record` are how a store writes only what a
+:class:`RecordTable` and :class:`StoredRecord` are how a store writes only what a
 request changed: a table notes the keys set or removed, and a record notes its
 own attribute assignments in the table that holds it.
 """
@@ -42,7 +42,15 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, TypeVar
 
-__all__ = ["Decoder", "Encoder", "PlainDataError", "Record", "RecordTable", "dump", "round_trip"]
+__all__ = [
+    "Decoder",
+    "Encoder",
+    "PlainDataError",
+    "StoredRecord",
+    "RecordTable",
+    "dump",
+    "round_trip",
+]
 
 _PACKAGE = "toolkit.sandbox"
 _SCALARS = (str, int, float, bool, type(None))
@@ -54,7 +62,7 @@ class PlainDataError(ValueError):
     """The stored data names something the sandbox does not store, or is malformed."""
 
 
-class Record:
+class StoredRecord:
     """A value kept in a :class:`RecordTable`: assigning an attribute marks it changed there.
 
     The table sets ``_home`` (itself and the key) when the record is stored in
@@ -81,7 +89,7 @@ class RecordTable(dict[str, V]):
         self.dirty: set[str] = set()
 
     def _adopt(self, key: str, value: Any) -> None:
-        if isinstance(value, Record):
+        if isinstance(value, StoredRecord):
             object.__setattr__(value, "_home", (self, key))
         self.dirty.add(key)
 
@@ -264,7 +272,7 @@ class Encoder:
         if not _sandbox_class(cls):
             raise PlainDataError(f"cannot store a {cls.__module__}.{cls.__qualname__}")
         if value is not self._in_record:
-            home = value.__dict__.get("_home") if isinstance(value, Record) else None
+            home = value.__dict__.get("_home") if isinstance(value, StoredRecord) else None
             if home is not None and home[0].holds(value) is not None:
                 table = self._value(home[0])["$table"]
                 return {"$rec": [table, home[1]]}
@@ -343,7 +351,7 @@ class Decoder:
         obj: Any = object.__new__(cls)
         records = self.tables.setdefault(table, RecordTable(table))
         dict.__setitem__(records, key, obj)
-        if isinstance(obj, Record):
+        if isinstance(obj, StoredRecord):
             object.__setattr__(obj, "_home", (records, key))
 
     def decode_root(self, doc: dict[str, Any]) -> dict[str, Any]:

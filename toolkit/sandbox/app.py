@@ -38,14 +38,18 @@ __all__ = ["build_app"]
 LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
 
 
-def _error_response(path: str, status: int, text: str) -> JSONResponse:
-    """An error in the shape of the API that ``path`` belongs to."""
+def _error_response(
+    path: str, status: int, text: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """An error in the shape of the API that ``path`` belongs to: the one place the
+    app shapes one (the secrets API's list of strings, the platform's JSON:API objects)."""
     if path.startswith("/v1"):
-        return JSONResponse({"errors": [text]}, status_code=status)
+        return JSONResponse({"errors": [text]}, status_code=status, headers=headers)
     return JSONResponse(
         {"errors": [{"status": str(status), "title": text}]},
         status_code=status,
         media_type="application/vnd.api+json",
+        headers=headers,
     )
 
 
@@ -158,11 +162,11 @@ class _RateLimit:
         if count >= self.per_second:
             self.sandbox.rate_limited += 1
             reset = max(1.0 - (now - start), 0.001)
-            response = JSONResponse(
-                {"errors": [{"status": "429", "title": "Too many requests"}]},
-                status_code=429,
-                media_type="application/vnd.api+json",
-                headers={
+            response = _error_response(
+                "/api/v2",
+                429,
+                "Too many requests",
+                {
                     "Retry-After": str(math.ceil(reset)),
                     "X-RateLimit-Limit": f"{self.per_second:g}",
                     "X-RateLimit-Reset": f"{reset:.3f}",
@@ -216,13 +220,7 @@ def build_app(sandbox: Sandbox) -> Any:
 
     async def crashed(request: Request, exc: Exception) -> Response:
         log.exception("sandbox bug while serving %s %s", request.method, request.url.path)
-        if request.url.path.startswith("/v1"):
-            return JSONResponse({"errors": ["internal error in the sandbox"]}, status_code=500)
-        return JSONResponse(
-            {"errors": [{"status": "500", "title": "internal error in the sandbox"}]},
-            status_code=500,
-            media_type="application/vnd.api+json",
-        )
+        return _error_response(request.url.path, 500, "internal error in the sandbox")
 
     async def http_error(request: Request, exc: Exception) -> Response:
         # Unknown paths and methods, in each API's error shape.
@@ -233,13 +231,9 @@ def build_app(sandbox: Sandbox) -> Any:
                 if status == 405
                 else f"no handler for route {request.url.path!r}"
             )
-            return JSONResponse({"errors": [text]}, status)
-        title = "method not allowed" if status == 405 else "not found"
-        return JSONResponse(
-            {"errors": [{"status": str(status), "title": title}]},
-            status_code=status,
-            media_type="application/vnd.api+json",
-        )
+        else:
+            text = "method not allowed" if status == 405 else "not found"
+        return _error_response(request.url.path, status, text)
 
     app = Starlette(
         routes=[

@@ -163,14 +163,14 @@ def _certificates(secrets: Any, count: int) -> None:
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    from .secrets.demo_pki import load_demo_pki
-    from .secrets.pki import PKI
-    from .secrets.pki.state import IssuedCert
-    from .secrets.pki.x509 import format_serial
+    from .._x509 import format_serial
+    from .secrets.engines.pki.demo import load_demo as load_demo_pki
+    from .secrets.engines.pki.engine import PKIEngine
+    from .secrets.engines.pki.state import IssuedCert
 
     mount = secrets.mounts.engine("pki")
     engine = mount.backend if mount is not None else None
-    if not isinstance(engine, PKI):
+    if not isinstance(engine, PKIEngine):
         raise ScaleError("--demo-scale certificates needs the demo's pki/ mount: leave out --empty")
     if not engine.issuers:
         load_demo_pki(secrets)

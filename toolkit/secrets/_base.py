@@ -26,6 +26,7 @@ __all__ = [
     "Area",
     "ENVELOPE_KEYS",
     "EngineArea",
+    "Names",
     "fields_of",
     "is_envelope",
     "list_keys",
@@ -35,6 +36,9 @@ __all__ = [
     "unwrap",
     "warnings_of",
 ]
+
+# What a ``list_*`` call returns (docs/decisions.md, "Names"): the areas annotate with it.
+Names = list[str]
 
 ENVELOPE_KEYS = frozenset(
     {"request_id", "lease_id", "renewable", "lease_duration", "data", "wrap_info", "warnings"}

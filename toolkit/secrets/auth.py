@@ -29,7 +29,7 @@ import webbrowser
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from .._errors import APIError, InputError, ToolkitError
@@ -42,8 +42,10 @@ from ._base import Area, unwrap
 __all__ = [
     "DEFAULT_SERVICE_ACCOUNT_TOKEN",
     "Auth",
+    "RenewalClock",
     "TokenExpiryWarning",
     "TokenRenewal",
+    "WallClock",
 ]
 
 DEFAULT_SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
@@ -227,7 +229,11 @@ class Auth(Area):
 
     # -- renewal ----------------------------------------------------------------------
     def keep_renewed(
-        self, *, increment: str | int | timedelta | None = None, fraction: float = 2 / 3
+        self,
+        *,
+        increment: str | int | timedelta | None = None,
+        fraction: float = 2 / 3,
+        clock: RenewalClock | None = None,
     ) -> TokenRenewal:
         """Renew the client's token in a background thread until the client closes.
 
@@ -237,6 +243,7 @@ class Auth(Area):
         Returns the :class:`TokenRenewal` (also :attr:`renewal`), whose ``state``
         says what it is doing; a token that cannot be renewed (not renewable, or
         its maximum TTL reached) is said so with a :class:`TokenExpiryWarning`.
+        ``clock`` is the time it reads and waits on (real time by default).
         """
         if not 0 < fraction < 1:
             raise InputError("fraction must be between 0 and 1")
@@ -247,7 +254,7 @@ class Auth(Area):
         except ValueError as exc:
             raise InputError(str(exc)) from None
         self.stop_renewing()
-        renewal = TokenRenewal(self._http, increment=seconds, fraction=fraction)
+        renewal = TokenRenewal(self._http, increment=seconds, fraction=fraction, clock=clock)
         self.renewal = renewal
         renewal.start()
         return renewal
@@ -304,6 +311,27 @@ class Auth(Area):
 
 
 # -- background renewal ---------------------------------------------------------------
+class RenewalClock(Protocol):
+    """The time a :class:`TokenRenewal` reads and waits on (a seam: tests pass one that
+    moves the sandbox's clock instead of sleeping)."""
+
+    def now(self) -> datetime: ...
+
+    def wait(self, stop: threading.Event, seconds: float) -> bool:
+        """Pause ``seconds``; True at once when ``stop`` is set (then the renewal ends)."""
+        ...
+
+
+class WallClock:
+    """Real time: ``datetime.now`` and a wait on the stop event."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def wait(self, stop: threading.Event, seconds: float) -> bool:
+        return stop.wait(seconds)
+
+
 class TokenRenewal:
     """A background thread renewing the client's token with ``auth/token/renew-self``.
 
@@ -319,8 +347,16 @@ class TokenRenewal:
     - ``"stopped"``: stopped, by :meth:`stop` or the client's close.
     """
 
-    def __init__(self, http: HTTPLayer, *, increment: int | None, fraction: float) -> None:
+    def __init__(
+        self,
+        http: HTTPLayer,
+        *,
+        increment: int | None,
+        fraction: float,
+        clock: RenewalClock | None = None,
+    ) -> None:
         self._http = http
+        self._clock: RenewalClock = clock or WallClock()
         self.increment = increment
         self.fraction = fraction
         self.state = "starting"
@@ -366,7 +402,7 @@ class TokenRenewal:
             self.state = "stopped"
 
     def _note(self, ttl: int) -> None:
-        self.expires_at = datetime.now(UTC) + timedelta(seconds=ttl)
+        self.expires_at = self._clock.now() + timedelta(seconds=ttl)
 
     def _when(self) -> str:
         return self.expires_at.isoformat(timespec="seconds") if self.expires_at else "?"
@@ -379,13 +415,13 @@ class TokenRenewal:
     def _run(self) -> None:
         assert self.expires_at is not None
         while True:
-            left = (self.expires_at - datetime.now(UTC)).total_seconds()
+            left = (self.expires_at - self._clock.now()).total_seconds()
             # Renew once `fraction` of the grant has passed; a short grant keeps half of
             # itself (up to 10 s) in hand, for a busy machine or a slow server.
             grant = max(self._ttl, 1)
             slack = max((1 - self.fraction) * grant, min(grant / 2, 10.0))
             pause = max(left - slack, 0.0)
-            if self._stop.wait(pause):
+            if self._clock.wait(self._stop, pause):
                 return
             wanted = self.increment or self._ttl
             try:

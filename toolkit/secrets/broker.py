@@ -25,12 +25,11 @@ from typing import Any
 import pandas as pd
 
 from .._coverage import Coverage
-from .._deprecation import keep_old_names
 from .._errors import DecodeError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden, reveal
 from .._records import Record, integer
-from ._base import EngineArea
+from ._base import EngineArea, Names
 from ._credentials import issue_credentials, required
 
 __all__ = ["BROKER_ROLES", "TOPIC_PERMISSIONS", "VHOST_PERMISSIONS", "Broker"]
@@ -58,7 +57,6 @@ TOPIC_PERMISSIONS = Schema.of(
     Col("read"),
 )
 
-Names = list[str]
 VhostMap = Mapping[str, Mapping[str, str]]
 TopicMap = Mapping[str, Mapping[str, Mapping[str, str]]]
 _VHOST_KEYS = ("configure", "write", "read")
@@ -281,7 +279,3 @@ class Broker(EngineArea):
             for exchange, perms in sorted(exchanges.items())
         ]
         return build_frame(rows, TOPIC_PERMISSIONS)
-
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(Broker, roles="roles_frame")

@@ -27,12 +27,12 @@ from .._http.layer import FAN_OUT_TIMEOUT
 from .._http.response import Response
 from .._masking import Sensitive
 from .._records import Record
-from ._base import refuse_missing, unwrap
+from ._base import EngineArea, refuse_missing, unwrap
 from .access import Access
+from .ad import Directory
 from .auth import Auth
 from .broker import Broker
 from .database import Database
-from .directory import Directory
 from .keymgmt import KeyManagement
 from .leases import Leases
 from .namespaces import Namespaces
@@ -45,7 +45,11 @@ from .seal import Seal
 from .standby import TOKEN_HEADERS, FollowStandby
 from .tokens import Tokens
 
-__all__ = ["LOGIN_METHODS", "SecretsClient"]
+__all__ = ["ENGINE_AREAS", "LOGIN_METHODS", "SecretsClient"]
+
+# The engines' areas: each is the client's attribute named for its default mount
+# (``client.keymgmt``, ``client.ad``, ...), the sandbox's engine folder of the same name.
+ENGINE_AREAS: tuple[type[EngineArea], ...] = (KeyManagement, Directory, Database, Broker, PKI)
 
 LOGIN_METHODS = ("approle", "userpass", "ldap", "jwt", "kubernetes", "oidc", "cert")
 _CLIENT_OPTIONS = frozenset(
@@ -85,10 +89,17 @@ class SecretsClient(ServiceClient):
     :attr:`recovery_rekey`,
     :attr:`seal`, :attr:`leases`, :attr:`plugins`, :attr:`tokens`,
     :attr:`namespaces` (the namespace walk; :meth:`in_namespace` for one); the
-    engines at their default mounts: :attr:`keymgmt`, :attr:`ad`,
-    :attr:`database`, :attr:`broker`, :attr:`pki` (each has ``.at(mount)``
-    for an engine mounted elsewhere).
+    engines of :data:`ENGINE_AREAS`, each at its default mount and named for it
+    (:attr:`keymgmt`, :attr:`ad`, :attr:`database`, :attr:`broker`, :attr:`pki`;
+    each has ``.at(mount)`` for an engine mounted elsewhere).
     """
+
+    # The engine areas, made from ENGINE_AREAS (annotated here for type checkers).
+    keymgmt: KeyManagement
+    ad: Directory
+    database: Database
+    broker: Broker
+    pki: PKI
 
     def __init__(
         self,
@@ -163,11 +174,8 @@ class SecretsClient(ServiceClient):
         self.leases = Leases(self.http)
         self.plugins = Plugins(self.http)
         self.tokens = Tokens(self.http)
-        self.keymgmt = KeyManagement(self.http)
-        self.ad = Directory(self.http)
-        self.database = Database(self.http)
-        self.broker = Broker(self.http)
-        self.pki = PKI(self.http)
+        for area in ENGINE_AREAS:
+            setattr(self, area.DEFAULT_MOUNT, area(self.http))
         self.namespaces = Namespaces(self.http, self.in_namespace)
 
     def in_namespace(self, path: str) -> SecretsClient:

@@ -27,13 +27,12 @@ from typing import Any
 import pandas as pd
 
 from .._coverage import Coverage
-from .._deprecation import keep_old_names
 from .._errors import DecodeError, InputError
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
 from .._records import Record
 from .._time import parse_time
-from ._base import EngineArea, hide, listed_keys, warnings_of
+from ._base import EngineArea, Names, hide, listed_keys, warnings_of
 from ._credentials import issue_credentials, required
 
 __all__ = ["CONNECTIONS", "DB_ROLES", "STATIC_ROLES", "Database", "connection_findings"]
@@ -77,7 +76,6 @@ STATIC_ROLES = Schema.of(
 
 Duration = int | str
 # A list of names (the class defines methods named like the types).
-Names = list[str]
 _STATEMENT_LISTS = (
     "creation_statements",
     "revocation_statements",
@@ -499,12 +497,3 @@ def connection_findings(connections: pd.DataFrame, mount: str = "database") -> p
             reason = "verify_connection is false: saved without checking it connects"
             found.append(Finding("medium", "database", where, reason))
     return findings_frame(found)
-
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(
-    Database,
-    connections="connections_frame",
-    roles="roles_frame",
-    static_roles="static_roles_frame",
-)

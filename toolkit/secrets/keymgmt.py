@@ -25,13 +25,13 @@ from typing import Any
 import pandas as pd
 
 from .._coverage import Coverage, is_gap
-from .._deprecation import keep_old_names
 from .._errors import InputError, NotFound, PermissionDenied
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
 from .._records import Record, integer
+from .._spec.keymgmt import PROTECTIONS, PURPOSES
 from .._time import from_epoch, parse_time
-from ._base import EngineArea, fields_of, listed_keys
+from ._base import EngineArea, Names, fields_of, listed_keys
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -50,8 +50,6 @@ __all__ = [
 
 # The values a form offers; the server decides what a provider and key type take.
 KEY_TYPES = ("aes256-gcm96", "rsa-2048", "rsa-3072", "rsa-4096")
-PURPOSES = ("encrypt", "decrypt", "sign", "verify", "wrap", "unwrap")
-PROTECTIONS = ("hsm", "software")
 
 KEYS = Schema.of(
     "name",
@@ -96,7 +94,6 @@ DISTRIBUTIONS = Schema.of(
 )
 
 # A list of names (the class defines methods named like the types).
-Names = list[str]
 
 
 def purposes_of(purpose: str | Iterable[str]) -> list[str]:
@@ -233,7 +230,7 @@ class KeyManagement(EngineArea):
         _required(key_name=name)
         self._send("DELETE", self._path("key/{name}", name=name))
 
-    def key_providers(self, name: str) -> Names:
+    def list_key_providers(self, name: str) -> Names:
         """The KMS providers holding the key (one at most). ``LIST /keymgmt/key/:name/kms``."""
         _required(key_name=name)
         return self._list(self._path("key/{name}/kms", name=name))
@@ -338,7 +335,7 @@ class KeyManagement(EngineArea):
             kind="distributed-key",
         )
 
-    def provider_keys(self, provider: str) -> Names:
+    def list_provider_keys(self, provider: str) -> Names:
         """Keys in a KMS provider. ``LIST /keymgmt/kms/:name/key``."""
         _required(provider_name=provider)
         return self._list(self._path("kms/{provider}/key", provider=provider))
@@ -397,7 +394,7 @@ class KeyManagement(EngineArea):
             name = str(p["name"])
             held = cov.read_or_gap(
                 self._path("kms/{name}/key", name=name).lstrip("/"),
-                partial(self.provider_keys, name),
+                partial(self.list_provider_keys, name),
             )
             pairs.extend((p["name"], k) for k in held or [])
 
@@ -622,13 +619,3 @@ def key_findings(audit: pd.DataFrame, mount: str = "keymgmt") -> pd.DataFrame:
         where = f"{mount.strip('/')}/key/{rec['key']}"
         found.append(Finding("medium", "keymgmt", where, reason))
     return findings_frame(found)
-
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(
-    KeyManagement,
-    keys="keys_frame",
-    providers="providers_frame",
-    key_versions="key_versions_frame",
-    distributions="distributions_frame",
-)

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .._coverage import Coverage
-from .._deprecation import keep_old_names
 from .._errors import APIError, InputError, ToolkitError, one_line
 from .._frames import Col, Schema, build_frame, frame_from_columns
 from .._gc import collector_paused
@@ -210,7 +209,7 @@ class Leases(Area):
             "POST",
             f"/sys/leases/revoke-prefix/{path}",
             json={"sync": sync},
-            check="list the leases under the prefix (leases.list)",
+            check="list the leases under the prefix (leases.list_leases)",
         )
 
     def revoke_force(self, prefix: str) -> None:
@@ -222,7 +221,7 @@ class Leases(Area):
         self._http.json(
             "POST",
             f"/sys/leases/revoke-force/{_prefix(prefix)}",
-            check="list the leases under the prefix (leases.list)",
+            check="list the leases under the prefix (leases.list_leases)",
         )
 
     def tidy(self) -> Names:
@@ -282,7 +281,7 @@ class Leases(Area):
         return frame
 
     # -- mounts ------------------------------------------------------------------
-    def mounts(self) -> Names:
+    def list_mounts(self) -> Names:
         """Mount paths of the secrets engines and auth methods (``sys/mounts``, ``sys/auth``)."""
         found: list[str] = []
         for path, prefix in (("/sys/mounts", ""), ("/sys/auth", "auth/")):
@@ -405,7 +404,7 @@ class Leases(Area):
 
     def _known_mounts(self) -> Names:
         try:
-            return self.mounts()
+            return self.list_mounts()
         except ToolkitError:
             return []
 
@@ -849,7 +848,3 @@ def _errors_of(response: Any) -> list[str]:
         return [response.text[:200]]
     errors = payload.get("errors") if isinstance(payload, Mapping) else None
     return [one_line(str(e)) for e in errors or []] or [response.reason_phrase]
-
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(Leases, list="list_leases", list_irrevocable="irrevocable_frame")

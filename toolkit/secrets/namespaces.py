@@ -24,7 +24,7 @@ import pandas as pd
 
 from .._coverage import Coverage, Gap, coverage_of
 from .._errors import NamespaceNotFound, NotFound, PermissionDenied, TokenRefused
-from .._frames import Col, Schema, build_frame
+from .._frames import Col, Schema, build_frame, scope_part, stack_scopes
 from .._http import HTTPLayer, api_path, decode_json
 from .._records import Record
 from ..findings import Finding, findings_frame
@@ -203,40 +203,23 @@ class Namespaces(Area):
                 raise  # not a namespace's refusal: nothing anywhere could be read
             except PermissionDenied as exc:
                 cov.note_error(label, exc)
-                return _problem(label, f"not permitted in namespace {label}: {exc}")
+                return scope_part(
+                    "namespace", label, None, f"not permitted in namespace {label}: {exc}"
+                )
             except NotFound as exc:
                 if "namespace not found" not in str(exc) and not isinstance(exc, NamespaceNotFound):
                     raise
                 cov.note_error(label, exc)
-                return _problem(label, f"namespace {label} no longer exists")
+                return scope_part("namespace", label, None, f"namespace {label} no longer exists")
             for inner in coverage_of(frame):  # what the call could not read there
                 cov.gaps.extend(
                     Gap(f"{'' if label == ROOT else label}{g.path}", g.status, g.reason)
                     for g in inner.gaps
                 )
             cov.note_read(len(frame))
-            named = any(name is not None for name in frame.index.names)
-            part = frame.reset_index() if named else frame.reset_index(drop=True)
-            part.insert(0, "namespace", pd.Series([label] * len(part), dtype="string"))
-            part["problem"] = pd.Series([pd.NA] * len(part), dtype="string")
-            return part
+            return scope_part("namespace", label, frame)
 
-        parts = list(self._http.map(one, paths))
-        if not parts:
-            return cov.attach(
-                pd.DataFrame(
-                    {"namespace": pd.Series(dtype="string"), "problem": pd.Series(dtype="string")}
-                )
-            )
-        frames = [p for p in parts if not p.empty] or parts[:1]
-        stacked = pd.concat(frames, ignore_index=True)
-        stacked["namespace"] = stacked["namespace"].astype("string")
-        stacked["problem"] = stacked["problem"].astype("string")
-        return cov.attach(
-            stacked[
-                ["namespace", *[c for c in stacked if c not in ("namespace", "problem")], "problem"]
-            ]
-        )
+        return cov.attach(stack_scopes("namespace", list(self._http.map(one, paths))))
 
     def policies_by_namespace(self, kinds: Sequence[str] = ("acl",)) -> pd.DataFrame:
         """Every namespace's policies: :meth:`across` of ``policies.policies_frame(kinds)``
@@ -258,15 +241,6 @@ class Namespaces(Area):
 def _mounts_frame(client: SecretsClient) -> pd.DataFrame:
     rows = [{"path": path, **entry} for path, entry in sorted(client.mounts().items())]
     return build_frame(rows, MOUNTS)
-
-
-def _problem(label: str, message: str) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "namespace": pd.Series([label], dtype="string"),
-            "problem": pd.Series([message], dtype="string"),
-        }
-    )
 
 
 def refusal_findings(frame: pd.DataFrame) -> pd.DataFrame:

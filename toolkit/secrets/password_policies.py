@@ -13,7 +13,6 @@ from typing import Any
 
 import pandas as pd
 
-from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
@@ -117,7 +116,3 @@ def summarize_samples(frame: pd.DataFrame) -> dict[str, Any]:
         "max_length": int(frame["length"].max()),
         **{c: float(frame[c].astype(bool).mean()) for c in CLASSES},
     }
-
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(PasswordPolicies, list="list_policies")

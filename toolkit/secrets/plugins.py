@@ -8,7 +8,6 @@ from typing import Any
 
 import pandas as pd
 
-from .._deprecation import keep_old_names
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
@@ -211,7 +210,3 @@ def plugin_findings(inventory: pd.DataFrame) -> pd.DataFrame:
             reason = f"external plugin registered but run by no mount (command {row['command']!r})"
             found.append(Finding("low", "plugins", name, reason))
     return findings_frame(found)
-
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(Plugins, list="list_plugins")

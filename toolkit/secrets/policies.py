@@ -15,7 +15,6 @@ import pandas as pd
 
 from .._coverage import Coverage, is_gap
 from .._coverage import coverage_of as coverage_records
-from .._deprecation import keep_old_names
 from .._errors import (
     APIError,
     DecodeError,
@@ -302,7 +301,3 @@ class Policies(Area):
         frame.attrs["not_permitted"] = refused
         cov.note_read(len(frame))
         return cov.attach(frame)
-
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(Policies, list="list_policies")

@@ -18,7 +18,6 @@ from typing import Any
 import pandas as pd
 
 from .._coverage import Coverage
-from .._deprecation import keep_old_names
 from .._errors import InputError, PermissionDenied, TokenRefused
 from .._frames import Col, Schema, build_frame
 from .._http import Request, api_path, decode_json
@@ -295,7 +294,3 @@ def _inventory_row(accessor: str, data: dict[str, Any]) -> dict[str, Any]:
         "path": data.get("path"),
         "type": data.get("type"),
     }
-
-
-# The names before the naming rule (docs/decisions.md, "Names"), for one release.
-keep_old_names(Tokens, accessors="list_accessors", roles="roles_frame")

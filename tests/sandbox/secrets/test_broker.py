@@ -9,7 +9,7 @@ import pytest
 
 from tests.sandbox.secrets._access_api import assert_error, issue, put_acl, v1
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.secrets.broker import Broker
+from toolkit.sandbox.secrets.engines.broker.state import BrokerEngine
 
 ADMIN_PASSWORD = "broker-admin-pw-91x"
 VHOSTS = {
@@ -19,9 +19,9 @@ VHOSTS = {
 TOPICS = {"/orders": {"amq.topic": {"write": "^orders\\..*", "read": ""}}}
 
 
-def engine(sandbox: Sandbox, mount: str = "broker") -> Broker:
+def engine(sandbox: Sandbox, mount: str = "broker") -> BrokerEngine:
     backend = sandbox.secrets.mounts.engine(mount).backend
-    assert isinstance(backend, Broker)
+    assert isinstance(backend, BrokerEngine)
     return backend
 
 

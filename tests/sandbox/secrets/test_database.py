@@ -11,7 +11,7 @@ from tests.sandbox.secrets._access_api import assert_error, issue, put_acl, v1
 from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._plain import round_trip
-from toolkit.sandbox.secrets.database import Database
+from toolkit.sandbox.secrets.engines.database.state import DatabaseEngine
 
 URL = "postgresql://{{username}}:{{password}}@db.internal:5432/orders"
 ROOT_PASSWORD = "root-pw-Zq81x"
@@ -20,9 +20,9 @@ GRANT = 'GRANT SELECT ON ALL TABLES IN SCHEMA public TO "{{name}}";'
 REVOKE = 'DROP ROLE "{{name}}";'
 
 
-def engine(sandbox: Sandbox, mount: str = "database") -> Database:
+def engine(sandbox: Sandbox, mount: str = "database") -> DatabaseEngine:
     backend = sandbox.secrets.mounts.engine(mount).backend
-    assert isinstance(backend, Database)
+    assert isinstance(backend, DatabaseEngine)
     return backend
 
 
@@ -568,7 +568,7 @@ def test_the_engine_state_is_plain_data_that_survives_being_stored(sandbox):
     with sandbox.secrets.lock:
         copy = round_trip({"secrets": sandbox.secrets})["secrets"]
     db = copy.mounts.engine("database").backend
-    assert isinstance(db, Database) and db.service is copy
+    assert isinstance(db, DatabaseEngine) and db.service is copy
     lease_id = "database/creds/readonly/demoLiveReadonly0000001"
     user = copy.leases.get(lease_id).data["username"]
     assert user in db.users("orders-postgres")

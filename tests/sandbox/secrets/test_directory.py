@@ -13,8 +13,8 @@ from tests.sandbox.secrets._access_api import assert_error, issue, v1
 from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._plain import round_trip
-from toolkit.sandbox.secrets.demo_directory import BIND_DN
-from toolkit.sandbox.secrets.directory import Directory, borrower_token
+from toolkit.sandbox.secrets.engines.ad.demo import BIND_DN
+from toolkit.sandbox.secrets.engines.ad.state import DirectoryEngine, borrower_token
 
 CONFIG_FIELDS = {
     "binddn",
@@ -35,9 +35,9 @@ SPARE2 = "svc-spare-02@corp.example"
 DBA = [f"dba-admin-0{i}@corp.example" for i in (1, 2, 3)]
 
 
-def engine(sandbox: Sandbox, mount: str = "ad") -> Directory:
+def engine(sandbox: Sandbox, mount: str = "ad") -> DirectoryEngine:
     found = sandbox.secrets.mounts.engine(mount)
-    assert found is not None and isinstance(found.backend, Directory)
+    assert found is not None and isinstance(found.backend, DirectoryEngine)
     return found.backend
 
 

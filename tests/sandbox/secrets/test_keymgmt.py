@@ -15,8 +15,8 @@ from tests.sandbox.secrets._access_api import assert_error, issue, put_acl, v1
 from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._plain import dump, round_trip
-from toolkit.sandbox.secrets.demo_keymgmt import DEMO_KEYS, DEMO_PROVIDERS
-from toolkit.sandbox.secrets.keymgmt import KeyManagement
+from toolkit.sandbox.secrets.engines.keymgmt.demo import DEMO_KEYS, DEMO_PROVIDERS
+from toolkit.sandbox.secrets.engines.keymgmt.state import KeyManagementEngine
 
 
 @pytest.fixture
@@ -26,10 +26,10 @@ def km(empty_sandbox: Sandbox) -> Iterator[httpx.Client]:
         yield client
 
 
-def engine(sb: Sandbox, mount: str = "keymgmt") -> KeyManagement:
+def engine(sb: Sandbox, mount: str = "keymgmt") -> KeyManagementEngine:
     found = sb.secrets.mounts.engine(mount)
     assert found is not None
-    backend: KeyManagement = found.backend
+    backend: KeyManagementEngine = found.backend
     return backend
 
 
@@ -577,7 +577,7 @@ def test_the_engine_state_survives_being_stored_and_loaded(
         restored = round_trip({"secrets": empty_sandbox.secrets})["secrets"]
     mount = restored.mounts.engine("keymgmt")
     assert mount is not None and mount.backend.service is restored
-    state: KeyManagement = mount.backend
+    state: KeyManagementEngine = mount.backend
     assert state.describe_key("signer") == before["keys"]["signer"]
     assert (
         state.describe_distribution("azure", "signer")

@@ -47,7 +47,7 @@ def test_reading_mounts_needs_a_token_with_read_on_sys_mounts(demo_sandbox):
 def test_the_client_reads_engine_and_auth_mounts(demo_sandbox):
     client = SecretsClient(demo_sandbox.address, demo_sandbox.token)
     assert set(client.mounts()) >= {"database/", "pki/", "sys/"}
-    assert "auth/token/" in client.leases.mounts()
+    assert "auth/token/" in client.leases.list_mounts()
 
 
 def test_an_engine_can_be_mounted_elsewhere_and_unmounted(api):

@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from tests.sandbox.secrets._access_api import issue, put_acl
+from toolkit.sandbox.secrets.engines import ENGINES
 from toolkit.sandbox.secrets.errors import SecretsError
 from toolkit.sandbox.secrets.plugins import BUILTIN_VERSION, PluginCatalog
 
@@ -22,7 +23,7 @@ def body(**overrides: Any) -> dict[str, Any]:
 
 
 def test_the_builtin_catalog_holds_the_real_servers_plugins() -> None:
-    catalog = PluginCatalog()
+    catalog = PluginCatalog(ENGINES.catalog_names())
     assert {"approle", "cert", "jwt", "kerberos", "ldap", "oidc", "userpass"} <= set(
         catalog.names("auth")
     )
@@ -209,3 +210,32 @@ def test_register_read_and_delete_need_sudo_but_listing_does_not(api: httpx.Clie
     assert registered.status_code == 403
     assert api.get("sys/plugins/catalog/auth/userpass", headers=headers).status_code == 403
     assert api.delete("sys/plugins/catalog/secret/p", headers=headers).status_code == 403
+
+
+# -- a registered plugin is run only when its binary's sum is the catalog's ------------
+def test_a_connection_on_a_registered_database_plugin_is_refused_and_not_stored(
+    api: httpx.Client,
+) -> None:
+    # OpenBao refuses to run a plugin whose binary is missing or whose sum differs; the
+    # sandbox has no binary, so a registered plugin never runs (a sum of zeros included).
+    api.post("sys/plugins/catalog/database/zero-db", json=body(sha256="0" * 64))
+    connection = {"plugin_name": "zero-db", "connection_url": "x", "verify_connection": False}
+    answer = api.post("database/config/zero", json=connection)
+    assert answer.status_code == 400
+    assert "cannot run plugin 'zero-db'" in answer.json()["errors"][0]
+    assert "sha256" in answer.json()["errors"][0]
+    assert api.get("database/config/zero").status_code == 404
+    assert api.get("database/creds/zero").status_code == 400
+
+
+def test_mounting_a_registered_secret_plugin_is_refused(api: httpx.Client) -> None:
+    api.post("sys/plugins/catalog/secret/zero-kv", json=body(sha256="0" * 64))
+    answer = api.post("sys/mounts/zero", json={"type": "zero-kv"})
+    assert answer.status_code == 400 and "cannot run plugin 'zero-kv'" in answer.text
+    assert "zero/" not in api.get("sys/mounts").json()["data"]
+
+
+def test_an_unregistered_plugin_is_still_not_found(api: httpx.Client) -> None:
+    answer = api.post("sys/mounts/nothing", json={"type": "no-such-plugin"})
+    assert answer.status_code == 400
+    assert "plugin not found in the catalog: no-such-plugin" in answer.json()["errors"][0]

@@ -12,7 +12,7 @@ import pytest
 
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets.errors import SecretsError
-from toolkit.sandbox.secrets.rekey import RekeyCeremony
+from toolkit.sandbox.secrets.rekey import RekeyOperation
 from toolkit.sandbox.secrets.seal import Seal
 
 
@@ -28,7 +28,7 @@ def initial_shares(seal: Seal, tmp_path: Path) -> list[bytes]:
 def test_the_state_machine_walks_start_update_verify_without_a_socket(tmp_path: Path) -> None:
     seal = Seal(3, 2)
     old = initial_shares(seal, tmp_path)
-    ceremony = RekeyCeremony(seal)
+    ceremony = RekeyOperation(seal)
     assert ceremony.status()["started"] is False
 
     started = ceremony.start(4, 3, require_verification=True)
@@ -62,7 +62,7 @@ def test_the_state_machine_walks_start_update_verify_without_a_socket(tmp_path: 
 
 def test_sealing_forgets_the_attempt_and_a_sealed_server_refuses_rekey(tmp_path: Path) -> None:
     seal = Seal(3, 2)
-    ceremony = RekeyCeremony(seal)
+    ceremony = RekeyOperation(seal)
     ceremony.start(3, 2)
     seal.seal()
     with pytest.raises(SecretsError) as refused:
@@ -75,7 +75,7 @@ def test_sealing_forgets_the_attempt_and_a_sealed_server_refuses_rekey(tmp_path:
 
 def test_the_attempt_repr_shows_no_shares(tmp_path: Path) -> None:
     seal = Seal(3, 2)
-    ceremony = RekeyCeremony(seal)
+    ceremony = RekeyOperation(seal)
     nonce = ceremony.start(3, 2)["nonce"]
     share = initial_shares(seal, tmp_path)[0]
     ceremony.update(share, nonce)

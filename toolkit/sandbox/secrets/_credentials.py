@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from .errors import SecretsError
 
 if TYPE_CHECKING:
+    from .host import EngineHost
     from .leases import Lease
-    from .models import SecretsService
     from .mounts import Mount
 
 __all__ = ["Requester", "creds_lease", "generate_password"]
@@ -30,7 +30,7 @@ class Requester:
 
 
 def generate_password(
-    service: SecretsService, policy: str, fallback: Callable[[], str], prefix: str = ""
+    service: EngineHost, policy: str, fallback: Callable[[], str], prefix: str = ""
 ) -> str:
     """A password from the named password policy, else from ``fallback``.
 
@@ -53,7 +53,7 @@ def lease_ttls(mount: Mount, ttl: int, max_ttl: int) -> tuple[int, int]:
 
 
 def creds_lease(
-    service: SecretsService,
+    service: EngineHost,
     mount: Mount,
     role: str,
     requester: Requester,

@@ -1,72 +1,118 @@
-"""Secrets engine types and their state classes: the state side of an engine mount.
+"""Secrets engines described once: an :class:`Engine` descriptor each, and the registry.
 
-An engine mount (``keymgmt/``, ``database/``, or any path enabled through
-``sys/mounts``) holds one state object, made here when the mount is enabled
-and kept in :attr:`.mounts.Mount.backend`. The state class is plain Python
-with no HTTP in it, constructed as ``Class(service, mount)``. Which handlers
-serve each type is the HTTP side's business (``http/engines.py``): nothing
-here names an HTTP module.
+An engine lives in one folder, ``engines/<name>/``: its state (``state.py``,
+plain Python, no HTTP), its HTTP handlers (``http.py``), its demo data
+(``demo.py``), and in its ``__init__.py`` one :class:`Engine` naming them all.
+``engines/__init__.py`` registers the built-in ones (:data:`~.engines.ENGINES`).
+Everything that used to be a table of its own is read from the descriptors:
 
-State classes hold plain data only (no locks, open files or closures, and no
-container held in two places), and the lease callbacks they register are bound
-methods (or partials of them), so ``--state`` stores the whole service as data
-(``.._plain``) and names each callback by its object and method.
+- the default mounts of a fresh server (:meth:`EngineRegistry.default_mounts`);
+- the engine types ``sys/mounts`` may enable (:meth:`EngineRegistry.get`);
+- the plugin catalog's builtin secret plugins (:meth:`EngineRegistry.catalog_names`);
+- the HTTP dispatcher's handlers for a mount (``http/engines.py``);
+- the demo data (``demo.py``).
+
+An engine's state class is constructed as ``State(host, mount)`` where ``host``
+is the server as an :class:`~.host.EngineHost`. State classes hold plain data
+only (no locks, open files or closures, and no container held in two places),
+and the lease callbacks they register are bound methods (or partials of them),
+so ``--state`` stores the whole service as data (``.._plain``) and names each
+callback by its object and method.
+
+This module imports no engine: the registry is handed to the service that
+mounts engines (``SecretsService(engines=...)``), so no import cycle runs
+from the service through an engine back to it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .broker import Broker
-from .database import Database
-from .directory import Directory
 from .errors import SecretsError
-from .keymgmt import KeyManagement
-from .pki import PKI
 
 if TYPE_CHECKING:
-    from .models import SecretsService
+    from .host import EngineHost
     from .mounts import Mount
 
-__all__ = ["ENGINE_TYPES", "EngineType", "attach_backend", "engine_type"]
+__all__ = ["Engine", "EngineRegistry"]
 
 
 @dataclass(frozen=True)
-class EngineType:
-    """One engine type: its name in ``sys/mounts``, what it is, and its state class."""
+class Engine:
+    """One secrets engine, as the server knows it.
+
+    - ``type``: its name in ``sys/mounts`` (``rabbitmq``, ``ad``: the plugin's name);
+    - ``mount``: where a fresh server mounts it (``broker/``), from the spec;
+    - ``description``: what ``sys/mounts`` says of the default mount;
+    - ``catalog_name``: its builtin entry in the plugin catalog (``secret`` type),
+      None when the real server ships no such plugin;
+    - ``state``: the state class, built as ``state(host, mount)`` for each mount;
+    - ``routes``: the handlers relative to the mount (``http._base.EngineRoute``
+      objects), called once per server;
+    - ``demo``: fills a server's default mount with the demo data (None: no demo).
+    """
 
     type: str
+    mount: str
     description: str
-    state: Callable[[SecretsService, Mount], Any]
+    catalog_name: str | None
+    state: Callable[[EngineHost, Mount], Any]
+    routes: Callable[[], Sequence[Any]]
+    demo: Callable[[EngineHost], None] | None = None
 
-    def make_backend(self, service: SecretsService, mount: Mount) -> Any:
-        return self.state(service, mount)
-
-
-ENGINE_TYPES: dict[str, EngineType] = {
-    kind.type: kind
-    for kind in (
-        EngineType("keymgmt", "key management", KeyManagement),
-        EngineType("ad", "directory service accounts", Directory),
-        EngineType("database", "database credentials", Database),
-        EngineType("rabbitmq", "message broker credentials", Broker),
-        EngineType("pki", "certificates", PKI),
-    )
-}
+    def make_backend(self, host: EngineHost, mount: Mount) -> Any:
+        return self.state(host, mount)
 
 
-def engine_type(kind: str) -> EngineType:
-    """The engine type named ``kind``; 400 as the real server answers an unknown plugin."""
-    found = ENGINE_TYPES.get(kind)
-    if found is None:
-        raise SecretsError(400, f"plugin not found in the catalog: {kind}")
-    return found
+class EngineRegistry:
+    """The engines a server can mount, by type, in the order their demo data is loaded."""
 
+    def __init__(self, *engines: Engine) -> None:
+        self._by_type: dict[str, Engine] = {}
+        for engine in engines:
+            self.register(engine)
 
-def attach_backend(service: SecretsService, mount: Mount) -> None:
-    """Give ``mount`` a fresh state object of its engine type (system mounts get none)."""
-    kind = ENGINE_TYPES.get(mount.type)
-    if kind is not None:
-        mount.backend = kind.make_backend(service, mount)
+    def register(self, engine: Engine) -> None:
+        """Add ``engine``; a second engine of the same type or default mount is a mistake."""
+        if engine.type in self._by_type:
+            raise ValueError(f"engine type {engine.type!r} is registered twice")
+        if engine.mount in self.default_mounts():
+            raise ValueError(f"two engines have the default mount {engine.mount!r}")
+        if not engine.mount.endswith("/") or engine.mount.startswith("/"):
+            raise ValueError(f"default mount {engine.mount!r}: write it as 'name/'")
+        self._by_type[engine.type] = engine
+
+    def __iter__(self) -> Iterator[Engine]:
+        return iter(self._by_type.values())
+
+    def __len__(self) -> int:
+        return len(self._by_type)
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._by_type
+
+    def types(self) -> list[str]:
+        return list(self._by_type)
+
+    def get(self, kind: str) -> Engine:
+        """The engine of type ``kind``; 400 as the real server answers an unknown plugin."""
+        found = self._by_type.get(kind)
+        if found is None:
+            raise SecretsError(400, f"plugin not found in the catalog: {kind}")
+        return found
+
+    def default_mounts(self) -> dict[str, tuple[str, str]]:
+        """Each engine's default mount path: (its type, its description)."""
+        return {e.mount: (e.type, e.description) for e in self._by_type.values()}
+
+    def catalog_names(self) -> list[str]:
+        """The builtin ``secret`` plugins the engines stand for in the plugin catalog."""
+        return sorted(e.catalog_name for e in self._by_type.values() if e.catalog_name)
+
+    def attach_backend(self, host: EngineHost, mount: Mount) -> None:
+        """Give ``mount`` a fresh state object of its engine type (system mounts get none)."""
+        engine = self._by_type.get(mount.type)
+        if engine is not None:
+            mount.backend = engine.make_backend(host, mount)

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .demo_broker import load_demo_broker
-from .demo_database import load_demo_database
-from .demo_directory import load_demo_directory
-from .demo_keymgmt import load_demo_keymgmt
 from .demo_leases import load_demo_leases
 from .demo_logins import load_demo_logins
-from .demo_pki import load_demo_pki
 
 if TYPE_CHECKING:
     from .models import SecretsService
@@ -169,9 +164,7 @@ def load_demo(service: SecretsService) -> None:
     """Fill ``service`` with the demo data of every area."""
     _load_access(service)
     load_demo_leases(service)
-    load_demo_database(service)
-    load_demo_broker(service)
-    load_demo_pki(service)
-    load_demo_directory(service)
-    load_demo_keymgmt(service)
+    for engine in service.engines:
+        if engine.demo is not None:
+            engine.demo(service)
     load_demo_logins(service)

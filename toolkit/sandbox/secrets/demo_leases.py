@@ -149,4 +149,6 @@ def load_demo_leases(service: SecretsService) -> None:
             args=list(args),
             env=list(env),
             version=version,
+            # As if the binaries were in the plugin directory: the demo's connections run.
+            installed=True,
         )

@@ -5,7 +5,7 @@ form and the runbooks work offline against the sandbox; they protect nothing.
 A real server's users never have passwords written down anywhere.
 
 The LDAP users are people who log in to the server. They are not the
-directory engine's service accounts (:mod:`.demo_directory`), which the
+directory engine's service accounts (:mod:`.engines.ad.demo`), which the
 engine rotates and lends out and which never log in here.
 """
 

@@ -59,13 +59,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .._clock import Clock
-from .._plain import Record, RecordTable
+from .._plain import RecordTable, StoredRecord
 from .errors import SecretsError
+from .mounts import SYSTEM_MAX_TTL
 
 __all__ = ["SYSTEM_MAX_TTL", "Lease", "LeaseManager", "mount_of"]
 
-# The system-wide maximum lease ttl of the real server's default configuration.
-SYSTEM_MAX_TTL = 768 * 3600
 
 _SUFFIX_ALPHABET = string.ascii_letters + string.digits
 
@@ -81,10 +80,10 @@ def mount_of(lease_id: str) -> str:
 
 
 @dataclass(eq=False)
-class Lease(Record):
+class Lease(StoredRecord):
     """One lease. Times are aware UTC datetimes from the sandbox clock.
 
-    A :class:`Record`: assigning a field marks the lease changed for ``--state``.
+    A :class:`~.._plain.StoredRecord`: assigning a field marks the lease changed for ``--state``.
     """
 
     lease_id: str

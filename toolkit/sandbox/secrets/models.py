@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from ..._spec.acl import ACL
 from .._clock import Clock
-from .backends import attach_backend, engine_type
+from .backends import EngineRegistry
 from .errors import SecretsError, capability_denied
 from .leases import LeaseManager
 from .logins import LoginService
@@ -16,7 +16,7 @@ from .namespaces import NamespaceTree
 from .password_policies import PasswordPolicyStore
 from .plugins import PluginCatalog
 from .policies import PolicyStore
-from .rekey import RekeyCeremony
+from .rekey import RekeyOperation
 from .seal import Seal
 from .tokens import Token, TokenStore
 
@@ -31,20 +31,23 @@ class SecretsService:
         *,
         clock: Clock,
         root_token: str,
+        engines: EngineRegistry,
         key_shares: int = 5,
         key_threshold: int = 3,
         recovery_seal: bool = False,
     ) -> None:
         self.clock = clock
         self.root_token = root_token
+        # The engines this server can mount (``engines.ENGINES``: each one's descriptor).
+        self.engines = engines
         # One lock for the whole service: handlers run one at a time under it,
         # so concurrent requests see each change whole.
         self.lock = threading.RLock()
         # ``recovery_seal``: an auto-unseal seal that stores the root key; the
         # shares are then recovery shares (spec 4.3, "seals with stored keys").
         self.seal = Seal(key_shares, key_threshold, recovery=recovery_seal)
-        self.rekey = RekeyCeremony(self.seal)
-        self.recovery_rekey = RekeyCeremony(self.seal, recovery=True)
+        self.rekey = RekeyOperation(self.seal)
+        self.recovery_rekey = RekeyOperation(self.seal, recovery=True)
         # Whether the legacy ``sys/rekey/{init,update,verify}`` endpoints answer.
         # OpenBao 2.5 and later disable them by default (405 "unsupported
         # operation"); set False to serve only ``sys/rotate/root/*`` like it.
@@ -54,22 +57,24 @@ class SecretsService:
         self.policies = PolicyStore()
         self.password_policies = PasswordPolicyStore()
         self.leases = LeaseManager(clock)
-        self.plugins = PluginCatalog()
+        self.plugins = PluginCatalog(engines.catalog_names())
         self.tokens = TokenStore(clock, root_token, lease_manager=self._lease_manager)
         self.logins = LoginService(self.tokens)
-        self.mounts = MountTable()
+        self.mounts = MountTable(engines.default_mounts())
         # Child namespaces and the administrative one (``sys/namespaces``).
         self.namespaces = NamespaceTree()
         for mount in list(self.mounts.engines.values()):
-            attach_backend(self, mount)
+            engines.attach_backend(self, mount)
 
-    # Stored state (``--state``): everything but the lock.
+    # Stored state (``--state``): everything but the lock and the engines, which are code;
+    # whoever resumes a stored service hands it its engines again (``Sandbox``).
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "lock"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("lock", "engines")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.lock = threading.RLock()
+        self.engines = EngineRegistry()
         if "namespaces" not in state:
             # A state stored before namespaces existed: it had none.
             self.namespaces = NamespaceTree()
@@ -87,9 +92,11 @@ class SecretsService:
     # -- engine mounts --------------------------------------------------------------
     def enable_engine(self, path: str, kind: str, **settings: Any) -> Mount:
         """Mount a fresh engine of type ``kind`` at ``path`` (``POST sys/mounts/:path``)."""
-        engine_type(kind)
+        if kind not in self.engines and self.plugins.get("secret", kind) is not None:
+            self.plugins.runnable("secret", kind)  # a registered plugin: refused, as it cannot run
+        self.engines.get(kind)
         mount = self.mounts.enable(path, kind, **settings)
-        attach_backend(self, mount)
+        self.engines.attach_backend(self, mount)
         return mount
 
     def disable_engine(self, path: str) -> None:

@@ -1,14 +1,14 @@
 """The mount table: which engine answers under which path (spec part 1).
 
 The sandbox starts with the real server's own mounts (``sys/``,
-``cubbyhole/``, ``identity/``, the ``token/`` auth method) and the spec's
-default engine mounts (``keymgmt/``, ``ad/``, ``database/``, ``broker/``,
-``pki/``), which the demo leases live under. ``GET sys/mounts`` and
+``cubbyhole/``, ``identity/``, the ``token/`` auth method) and each engine's
+default mount (its descriptor's, see :mod:`.backends`), which the demo leases
+live under. ``GET sys/mounts`` and
 ``GET sys/auth`` read it; ``POST``/``DELETE sys/mounts/:path`` enable and
 disable an engine elsewhere, as on the real server.
 
 Each engine mount carries its engine's state in :attr:`Mount.backend`, made
-by :mod:`.backends` when the mount is enabled; the HTTP dispatcher in
+from its engine's descriptor (:mod:`.backends`) when the mount is enabled; the HTTP dispatcher in
 ``http/engines.py`` routes ``/v1/<mount>/...`` to that engine's handlers.
 """
 
@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import SecretsError
 
-__all__ = ["Mount", "MountTable", "DEFAULT_ENGINE_MOUNTS", "SYSTEM_MAX_TTL"]
+__all__ = ["Mount", "MountTable", "SYSTEM_MAX_TTL"]
 
 BUILTIN_VERSION = "v2.7.2+builtin.bao"
 # The system's default and maximum lease ttl (768 hours), as on the real server.
@@ -29,14 +30,6 @@ SYSTEM_MAX_TTL = 768 * 3600
 # Paths no engine may be mounted at or under.
 _RESERVED = ("sys/", "auth/", "cubbyhole/", "identity/")
 
-# The spec's default mount path of each engine, and the engine type it holds.
-DEFAULT_ENGINE_MOUNTS: dict[str, tuple[str, str]] = {
-    "keymgmt/": ("keymgmt", "key management"),
-    "ad/": ("ad", "directory service accounts"),
-    "database/": ("database", "database credentials"),
-    "broker/": ("rabbitmq", "message broker credentials"),
-    "pki/": ("pki", "certificates"),
-}
 _SYSTEM_MOUNTS: dict[str, tuple[str, str]] = {
     "cubbyhole/": ("cubbyhole", "per-token private secret storage"),
     "identity/": ("identity", "identity store"),
@@ -94,10 +87,12 @@ class Mount:
 class MountTable:
     """Secrets engine mounts and auth method mounts, by path (with a trailing ``/``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, engine_mounts: Mapping[str, tuple[str, str]] | None = None) -> None:
+        """The system mounts, and ``engine_mounts`` (path: (type, description)), the
+        engines a fresh server has (``EngineRegistry.default_mounts()``; none in a namespace)."""
         self.engines: dict[str, Mount] = {
             path: Mount(path, kind, text)
-            for path, (kind, text) in {**_SYSTEM_MOUNTS, **DEFAULT_ENGINE_MOUNTS}.items()
+            for path, (kind, text) in {**_SYSTEM_MOUNTS, **(engine_mounts or {})}.items()
         }
         # The login methods the sandbox serves at their default mounts are listed too,
         # so that a client discovers them as it would on a real server.

@@ -25,7 +25,7 @@ import uuid
 from typing import Any
 
 from .errors import SecretsError
-from .mounts import DEFAULT_ENGINE_MOUNTS, MountTable
+from .mounts import MountTable
 from .password_policies import PasswordPolicyStore
 from .policies import PolicyStore
 
@@ -53,10 +53,8 @@ class Namespace:
         self.custom_metadata = dict(custom_metadata)
         self.policies = PolicyStore()
         self.password_policies = PasswordPolicyStore()
+        # A new namespace has only the system mounts.
         self.mounts = MountTable()
-        for engine_path in DEFAULT_ENGINE_MOUNTS:
-            # A new namespace has only the system mounts.
-            del self.mounts.engines[engine_path]
 
     def describe(self) -> dict[str, Any]:
         """The namespace as ``sys/namespaces`` shows it."""

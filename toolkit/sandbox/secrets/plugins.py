@@ -4,7 +4,10 @@ The catalog holds the builtin plugins the server ships with, as the real
 server lists them (version ``v<server version>+builtin.bao``), plus the
 plugins an operator registers with a SHA-256 sum and a command. The sandbox
 has no plugin directory and runs no plugin: registering stores the entry and
-reports it back; the sum is what a real server checks before every run.
+reports it back. The sum is what a real server checks before every run, so a
+registered plugin the sandbox would have to run (a database connection on it,
+a mount of it) is refused, as the real server refuses a plugin whose binary is
+missing or whose sum differs (:meth:`PluginCatalog.runnable`).
 
     catalog.register("secret", "my-plugin", sha256="ab...", command="my-plugin",
                      version="v1.0.0")
@@ -20,6 +23,7 @@ may hold credentials: it is stored but never returned nor shown in a repr.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,18 +60,9 @@ _BUILTINS: dict[str, tuple[str, ...]] = {
         "redis-database-plugin",
         "valkey-database-plugin",
     ),
-    "secret": (
-        "ad",
-        "database",
-        "kubernetes",
-        "kv",
-        "ldap",
-        "pki",
-        "rabbitmq",
-        "ssh",
-        "totp",
-        "transit",
-    ),
+    # The secret plugins the real server ships that the sandbox serves no engine for; the
+    # engines it serves add their own (``Engine.catalog_name``, see ``backends``).
+    "secret": ("kubernetes", "kv", "ldap", "ssh", "totp", "transit"),
 }
 _DEPRECATED = {("secret", "ad"), ("database", "mysql-legacy-database-plugin")}
 
@@ -90,6 +85,10 @@ class PluginEntry:
     env: list[str] = field(default_factory=list, repr=False)
     builtin: bool = False
     deprecation_status: str = ""
+    # Whether the plugin directory holds a binary whose sum is ``sha256``. The sandbox
+    # has no plugin directory: only the demo data, written as a server that had the
+    # binary, sets it. Never shown on the wire.
+    installed: bool = field(default=False, repr=False)
 
     def read(self) -> dict[str, Any]:
         """The fields of ``GET sys/plugins/catalog/:type/:name`` (never ``env``)."""
@@ -142,10 +141,12 @@ def canonical_version(version: str) -> str:
 class PluginCatalog:
     """Builtin plugins plus registered ones, keyed by type, name and version."""
 
-    def __init__(self) -> None:
+    def __init__(self, engine_plugins: Iterable[str] = ()) -> None:
+        """``engine_plugins``: the builtin secret plugins of the engines the server serves."""
+        builtins = {**_BUILTINS, "secret": (*_BUILTINS["secret"], *engine_plugins)}
         self._builtin: dict[tuple[str, str], PluginEntry] = {}
-        for plugin_type, names in _BUILTINS.items():
-            for name in names:
+        for plugin_type, names in builtins.items():
+            for name in sorted(names):
                 status = "deprecated" if (plugin_type, name) in _DEPRECATED else "supported"
                 self._builtin[(plugin_type, name)] = PluginEntry(
                     type=plugin_type,
@@ -169,10 +170,12 @@ class PluginCatalog:
         args: Any = None,
         env: Any = None,
         version: Any = "",
+        installed: bool = False,
     ) -> PluginEntry:
         """Register or replace a plugin; every field is checked before anything is stored.
 
-        Endpoint: ``POST sys/plugins/catalog/:type/:name``.
+        Endpoint: ``POST sys/plugins/catalog/:type/:name``. ``installed`` says the
+        binary whose sum is ``sha256`` is in place (the demo data's plugins only).
         """
         check_type(plugin_type)
         if not name or "/" in name:
@@ -213,6 +216,7 @@ class PluginCatalog:
             command=command,
             args=args_list,
             env=env_list,
+            installed=installed,
         )
         self._registered[(plugin_type, name, version)] = entry
         return entry
@@ -228,6 +232,28 @@ class PluginCatalog:
         if builtin is not None and version in ("", builtin.version):
             return builtin
         return None
+
+    def runnable(self, plugin_type: str, name: str, version: str = "") -> PluginEntry:
+        """The entry a mount or a connection would run; 400 when it cannot run.
+
+        The real server runs a registered plugin only when its command is a file
+        in the plugin directory whose SHA-256 is the catalog's, and refuses to use
+        it otherwise ("checksums did not match"). The sandbox has no plugin
+        directory, so no plugin registered through the API has a binary there to
+        match: it is refused, whatever its sum. The builtins run, and so do the demo
+        data's plugins, stored as a server that had their binaries would hold them.
+        """
+        entry = self.get(plugin_type, name, version)
+        if entry is None:
+            shown = f"{name} {canonical_version(version)}".strip()
+            raise SecretsError(400, f"plugin not found in the catalog: {shown}")
+        if not (entry.builtin or entry.installed):
+            raise SecretsError(
+                400,
+                f"cannot run plugin {name!r}: no binary in the plugin directory matches its "
+                "catalog sha256 (the sandbox has none; builtin plugins run)",
+            )
+        return entry
 
     def delete(self, plugin_type: str, name: str, version: str = "") -> bool:
         """Remove a registered entry; False when there was none. Builtins cannot go.

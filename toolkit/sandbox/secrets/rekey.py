@@ -24,7 +24,7 @@ from . import pgp
 from .errors import SecretsError
 from .seal import Seal, encode_shares, rebuild_key, sealed_error, validate_share_config
 
-__all__ = ["RekeyAttempt", "RekeyCeremony"]
+__all__ = ["RekeyAttempt", "RekeyOperation"]
 
 
 @dataclass(eq=False)
@@ -65,7 +65,7 @@ def _already_given(parts: list[bytes], key: bytes) -> bool:
     return any(hmac.compare_digest(existing, key) for existing in parts)
 
 
-class RekeyCeremony:
+class RekeyOperation:
     """Rekeying the shares of one :class:`~.seal.Seal`.
 
     ``recovery=False`` rekeys the root key (``sys/rekey/*``, ``sys/rotate/root/*``).
@@ -88,7 +88,7 @@ class RekeyCeremony:
         seal.on_seal(self._forget)
 
     def __repr__(self) -> str:
-        return f"<RekeyCeremony {self.attempt!r}>"
+        return f"<RekeyOperation {self.attempt!r}>"
 
     def _forget(self) -> None:
         self.attempt = None

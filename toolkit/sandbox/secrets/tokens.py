@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..._time import format_rfc3339, parse_duration
 from .._clock import Clock
-from .._plain import Record, RecordTable
+from .._plain import RecordTable, StoredRecord
 from .errors import SecretsError, bad_request, permission_denied
+from .mounts import SYSTEM_MAX_TTL
 
 if TYPE_CHECKING:
     from .leases import Lease, LeaseManager
@@ -40,9 +41,8 @@ __all__ = [
     "TokenStore",
 ]
 
-# The server's default and maximum lease durations (768h = 32 days).
-DEFAULT_TTL = 768 * 3600
-MAX_TTL = 768 * 3600
+# The server's default and maximum lease durations (768h = 32 days): the system's.
+DEFAULT_TTL = MAX_TTL = SYSTEM_MAX_TTL
 LEASE_PREFIX = "auth/token/create/"
 
 _ALPHABET = string.ascii_letters + string.digits
@@ -53,10 +53,10 @@ def _random_id(length: int = 24) -> str:
 
 
 @dataclass
-class Token(Record):
+class Token(StoredRecord):
     """One token. Its ``id`` is the secret and never appears in ``repr``.
 
-    A :class:`Record`: assigning a field marks the token changed for ``--state``.
+    A :class:`~.._plain.StoredRecord`: assigning a field marks the token changed for ``--state``.
     """
 
     id: str = field(repr=False)

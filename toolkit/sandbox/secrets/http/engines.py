@@ -2,41 +2,28 @@
 
 One catch-all route, registered after every ``sys/`` and ``auth/`` route, takes
 ``/v1/<path>``, finds the engine mount with the longest matching prefix in the
-mount table, and matches the rest of the path against that engine type's
-handlers (declared with :func:`._base.engine_route`). A path that no route and
-no engine answers is 404; a known path with the wrong method is 405, as for
-the system routes.
+mount table, and matches the rest of the path against the handlers (declared
+with :func:`._base.engine_route`) of that engine's descriptor (``service.engines``,
+see ``..backends``). A path that no route and no engine answers is 404; a known
+path with the wrong method is 405, as for the system routes.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Route, compile_path
 
-from ..backends import ENGINE_TYPES
-from . import broker, database, directory, keymgmt, pki
 from ._base import EngineRoute, error, serve
 
 if TYPE_CHECKING:
     from ..models import SecretsService
 
-__all__ = ["ENGINE_ROUTES", "dispatcher"]
-
-# Each engine type's handlers, relative to its mount (the state classes are in
-# ``..backends``; the two tables name the same types).
-ENGINE_ROUTES: dict[str, Callable[[], list[EngineRoute]]] = {
-    "keymgmt": keymgmt.routes,
-    "ad": directory.routes,
-    "database": database.routes,
-    "rabbitmq": broker.routes,
-    "pki": pki.routes,
-}
-assert set(ENGINE_ROUTES) == set(ENGINE_TYPES), "every engine type needs its handlers"
+__all__ = ["dispatcher"]
 
 
 class _Compiled:
@@ -63,7 +50,7 @@ def dispatcher(service: SecretsService, system_routes: Sequence[BaseRoute]) -> R
 
     def table(kind: str) -> _Compiled:
         if kind not in compiled:
-            compiled[kind] = _Compiled(ENGINE_ROUTES[kind]())
+            compiled[kind] = _Compiled(list(service.engines.get(kind).routes()))
         return compiled[kind]
 
     async def endpoint(request: Request) -> Response:

@@ -8,7 +8,7 @@ server's authenticated replacement ``sys/rotate/root/{init,update,verify}``
 has the same fields and behaviour with answers under ``data``. The backups
 (``sys/rekey/backup``, ``sys/rotate/root/backup``) need a token with
 ``sudo``. The root families drive ``service.rekey``, the recovery ones
-``service.recovery_rekey`` (both a :class:`~..rekey.RekeyCeremony`); the legacy
+``service.recovery_rekey`` (both a :class:`~..rekey.RekeyOperation`); the legacy
 recovery family has no backup endpoint, as on OpenBao 2.7.
 """
 
@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..errors import SecretsError
-from ..rekey import RekeyCeremony
+from ..rekey import RekeyOperation
 from ..seal import decode_key
 from ._base import SecretsRequest, bare, envelope, error, no_content, route
 
@@ -63,14 +63,14 @@ def _rotate_shape(status: dict[str, Any]) -> dict[str, Any]:
     return shaped
 
 
-Ceremony = Callable[[SecretsRequest], RekeyCeremony]
+Ceremony = Callable[[SecretsRequest], RekeyOperation]
 
 
-def _root(call: SecretsRequest) -> RekeyCeremony:
+def _root(call: SecretsRequest) -> RekeyOperation:
     return call.service.rekey
 
 
-def _recovery(call: SecretsRequest) -> RekeyCeremony:
+def _recovery(call: SecretsRequest) -> RekeyOperation:
     return call.service.recovery_rekey
 
 

@@ -1,0 +1,200 @@
+"""HTTP for the directory (AD) engine (spec 4.7, part 3 'Library service account'), relative to its mount; thin over :mod:`.state` and :mod:`.library`.
+
+Request bodies are read here, each field by :mod:`..fields` (400 naming the
+field), into the typed arguments the state methods take.
+
+Lists answer 404 when empty, as the real server does. The manage check-in
+path is open to whoever the ACL grants ``<mount>library/manage/*``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import Response
+
+from ... import fields
+from ...http._base import (
+    EngineRoute,
+    Handler,
+    SecretsRequest,
+    engine_route,
+    envelope,
+    listing,
+    no_content,
+    resource,
+)
+from ...tokens import Token
+from .state import DEFAULT_URL, REQUEST_TIMEOUT, ROTATION_TOLERANCE, ConfigWrite, DirectoryEngine
+
+__all__ = ["routes"]
+
+
+def _backend(call: SecretsRequest) -> DirectoryEngine:
+    backend = call.backend
+    assert isinstance(backend, DirectoryEngine)
+    return backend
+
+
+def _token(call: SecretsRequest) -> Token:
+    assert call.token is not None  # every engine route is authenticated
+    return call.token
+
+
+def _given(body: dict[str, Any], name: str) -> bool:
+    return body.get(name) not in (None, "")
+
+
+def config_write(body: dict[str, Any]) -> ConfigWrite:
+    """A ``POST config`` body as typed settings; absent ttls and length stay None."""
+    return ConfigWrite(
+        binddn=fields.string(body, "binddn", need=True),
+        bindpass=fields.string(body, "bindpass", need=True),
+        url=fields.string(body, "url", DEFAULT_URL),
+        userdn=fields.string(body, "userdn"),
+        upndomain=fields.string(body, "upndomain"),
+        certificate=fields.string(body, "certificate"),
+        insecure_tls=fields.boolean(body, "insecure_tls"),
+        starttls=fields.boolean(body, "starttls"),
+        tls_min_version=fields.string(body, "tls_min_version", "tls12"),
+        tls_max_version=fields.string(body, "tls_max_version", "tls12"),
+        ttl=fields.duration(body, "ttl") if _given(body, "ttl") else None,
+        max_ttl=fields.duration(body, "max_ttl") if _given(body, "max_ttl") else None,
+        password_policy=fields.string(body, "password_policy"),
+        length=fields.integer(body, "length") if _given(body, "length") else None,
+        formatter=fields.string(body, "formatter"),
+        case_sensitive_names=fields.boolean(body, "case_sensitive_names"),
+        request_timeout=fields.duration(body, "request_timeout", REQUEST_TIMEOUT),
+        last_rotation_tolerance=fields.duration(
+            body, "last_rotation_tolerance", ROTATION_TOLERANCE
+        ),
+    )
+
+
+async def write_config(call: SecretsRequest) -> Response:
+    _backend(call).write_config(config_write(call.body))
+    return no_content()
+
+
+async def read_config(call: SecretsRequest) -> Response:
+    return envelope(_backend(call).read_config())
+
+
+async def delete_config(call: SecretsRequest) -> Response:
+    _backend(call).delete_config()
+    return no_content()
+
+
+async def list_roles(call: SecretsRequest) -> Response:
+    return listing(_backend(call).role_names())
+
+
+async def creds(call: SecretsRequest) -> Response:
+    return envelope(_backend(call).creds(call.params["name"]))
+
+
+async def write_role(call: SecretsRequest) -> Response:
+    """``POST roles/:name``: ``service_account_name`` (required to create), ``ttl``."""
+    body = call.body
+    _backend(call).write_role(
+        call.params["name"],
+        service_account_name=fields.string(body, "service_account_name"),
+        ttl=fields.duration(body, "ttl") if _given(body, "ttl") else None,
+    )
+    return no_content()
+
+
+async def list_sets(call: SecretsRequest) -> Response:
+    return listing(_backend(call).library.set_names())
+
+
+async def write_set(call: SecretsRequest) -> Response:
+    """``POST library/:name``: ``service_account_names``, ``ttl``, ``max_ttl``,
+    ``disable_check_in_enforcement``; what is absent keeps its value."""
+    body = call.body
+    _backend(call).library.write_set(
+        call.params["name"],
+        service_account_names=fields.string_list(body, "service_account_names"),
+        ttl=fields.duration(body, "ttl") if _given(body, "ttl") else None,
+        max_ttl=fields.duration(body, "max_ttl") if _given(body, "max_ttl") else None,
+        disable_check_in_enforcement=(
+            fields.boolean(body, "disable_check_in_enforcement")
+            if _given(body, "disable_check_in_enforcement")
+            else None
+        ),
+    )
+    return no_content()
+
+
+async def check_out(call: SecretsRequest) -> Response:
+    library = _backend(call).library
+    ttl = fields.duration(call.body, "ttl", 0)
+    data, lease = library.check_out(call.params["name"], _token(call), ttl=ttl)
+    return envelope(
+        data,
+        lease_id=lease.lease_id,
+        renewable=lease.renewable,
+        lease_duration=lease.ttl_granted,
+    )
+
+
+def _check_in(call: SecretsRequest, *, manage: bool) -> Response:
+    done = _backend(call).library.check_in(
+        call.params["name"],
+        _token(call),
+        service_account_names=fields.string_list(call.body, "service_account_names"),
+        manage=manage,
+    )
+    return envelope({"check_ins": done})
+
+
+async def check_in(call: SecretsRequest) -> Response:
+    return _check_in(call, manage=False)
+
+
+async def manage_check_in(call: SecretsRequest) -> Response:
+    return _check_in(call, manage=True)
+
+
+async def status(call: SecretsRequest) -> Response:
+    return envelope(_backend(call).library.status(call.params["name"]))
+
+
+async def rotate_root(call: SecretsRequest) -> Response:
+    warnings = _backend(call).rotate_root()
+    return envelope(None, warnings=warnings) if warnings else no_content()
+
+
+def _named(path: str, owner: str, read: str, write: Handler, delete: str) -> EngineRoute:
+    """``GET``/``POST``/``PUT``/``DELETE`` of one named item: a role (``owner`` empty: the
+    DirectoryEngine's) or a set (``owner`` "library"); ``write`` reads the body."""
+
+    def state(call: SecretsRequest) -> Any:
+        backend = _backend(call)
+        return getattr(backend, owner) if owner else backend
+
+    async def do_read(call: SecretsRequest) -> Response:
+        return envelope(getattr(state(call), read)(call.params["name"]))
+
+    async def do_delete(call: SecretsRequest) -> Response:
+        getattr(state(call), delete)(call.params["name"])
+        return no_content()
+
+    return resource(path, {"GET": do_read, "POST": write, "DELETE": do_delete})
+
+
+def routes() -> list[EngineRoute]:
+    config = {"GET": read_config, "POST": write_config, "PUT": write_config}
+    return [
+        resource("config", {**config, "DELETE": delete_config}),
+        engine_route("roles", list_roles, ["GET", "LIST"]),
+        _named("roles/{name}", "", "read_role", write_role, "delete_role"),
+        engine_route("creds/{name}", creds, ["GET"]),
+        engine_route("library", list_sets, ["LIST"]),
+        engine_route("library/manage/{name}/check-in", manage_check_in, ["POST", "PUT"]),
+        engine_route("library/{name}/check-out", check_out, ["POST", "PUT"]),
+        engine_route("library/{name}/check-in", check_in, ["POST", "PUT"]),
+        engine_route("library/{name}/status", status, ["GET"]),
+        _named("library/{name}", "library", "read_set", write_set, "delete_set"),
+        engine_route("rotate-root", rotate_root, ["GET"]),
+    ]

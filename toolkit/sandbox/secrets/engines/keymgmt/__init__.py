@@ -1,0 +1,19 @@
+"""The key management engine (spec 4.6): its state, HTTP handlers and demo data, and its descriptor."""
+
+from __future__ import annotations
+
+from ...backends import Engine
+from . import demo, http, state
+
+__all__ = ["ENGINE"]
+
+ENGINE = Engine(
+    type="keymgmt",
+    mount="keymgmt/",
+    description="key management",
+    # OpenBao ships no key management plugin: the sandbox serves the spec's engine.
+    catalog_name=None,
+    state=state.KeyManagementEngine,
+    routes=http.routes,
+    demo=demo.load_demo,
+)

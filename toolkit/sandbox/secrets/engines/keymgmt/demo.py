@@ -1,0 +1,115 @@
+"""Demo keys and KMS providers of the key management engine, written against the sandbox clock.
+
+Seven keys of the four kinds: symmetric data keys rotated on a schedule,
+signing and wrapping RSA keys, one key ready for deletion and one retired key
+kept without deletion. Three KMS providers (AWS, Azure, GCP), each holding
+one or two keys; two keys sit in the engine only. Every time is a whole number
+of days before the clock's start, so the data are the same on every run
+(only the RSA key material, made on first read, differs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ...host import EngineHost
+    from .state import KeyManagementEngine
+
+__all__ = ["DEMO_KEYS", "DEMO_PROVIDERS", "load_demo"]
+
+# name -> (provider, key_collection)
+DEMO_PROVIDERS: dict[str, tuple[str, str]] = {
+    "aws-payments": ("awskms", "us-east-1"),
+    "azure-signing": ("azurekeyvault", "kv-acme-signing"),
+    "gcp-analytics": ("gcpckms", "projects/acme-analytics/locations/europe-west1/keyRings/vault"),
+}
+
+
+@dataclass(frozen=True)
+class DemoKey:
+    name: str
+    type: str
+    created: int  # days before the clock's start
+    rotated: tuple[int, ...] = ()  # days before the start of each rotation
+    # (provider, days before the start, purposes, protection)
+    distributed: tuple[str, int, tuple[str, ...], str] | None = None
+    min_enabled_version: int = 0
+    deletion_allowed: bool = False
+
+
+DEMO_KEYS: tuple[DemoKey, ...] = (
+    DemoKey(
+        "payments-dek",
+        "aes256-gcm96",
+        created=360,
+        rotated=(270, 180, 90),
+        distributed=("aws-payments", 350, ("encrypt", "decrypt"), "hsm"),
+        min_enabled_version=3,
+    ),
+    DemoKey(
+        "card-tokenization",
+        "aes256-gcm96",
+        created=200,
+        rotated=(20,),
+        distributed=("aws-payments", 199, ("encrypt", "decrypt"), "hsm"),
+    ),
+    DemoKey(
+        "release-signing",
+        "rsa-3072",
+        created=400,
+        rotated=(35,),
+        distributed=("azure-signing", 390, ("sign", "verify"), "hsm"),
+        min_enabled_version=2,
+    ),
+    DemoKey(
+        "analytics-wrap",
+        "rsa-2048",
+        created=150,
+        rotated=(100, 50),
+        distributed=("gcp-analytics", 140, ("wrap", "unwrap"), "software"),
+    ),
+    DemoKey(
+        "analytics-pii",
+        "aes256-gcm96",
+        created=120,
+        distributed=("gcp-analytics", 119, ("encrypt", "decrypt", "wrap", "unwrap"), "hsm"),
+    ),
+    DemoKey("backup-archive", "aes256-gcm96", created=500, rotated=(300,), deletion_allowed=True),
+    DemoKey("legacy-reporting", "rsa-2048", created=700, rotated=(400,)),
+)
+
+
+def load_demo(service: EngineHost) -> None:
+    """The demo keys and providers, on the engine mounted at ``keymgmt/``."""
+    mount = service.mounts.engine("keymgmt")
+    if mount is None or mount.backend is None:
+        return
+    engine: KeyManagementEngine = mount.backend
+    start = service.clock.start
+
+    for name, (provider, collection) in DEMO_PROVIDERS.items():
+        engine.write_provider(name, provider=provider, key_collection=collection)
+    for key in DEMO_KEYS:
+        events: list[tuple[int, str]] = [(key.created, "create")]
+        events += [(days, "rotate") for days in key.rotated]
+        if key.distributed:
+            events.append((key.distributed[1], "distribute"))
+        for days, what in sorted(events, key=lambda e: -e[0]):
+            at = start - timedelta(days=days)
+            if what == "create":
+                engine.write_key(key.name, type=key.type, at=at)
+            elif what == "rotate":
+                engine.rotate(key.name, at=at)
+            elif key.distributed:
+                provider, _, purposes, protection = key.distributed
+                engine.distribute(
+                    provider, key.name, purpose=list(purposes), protection=protection, at=at
+                )
+        engine.write_key(
+            key.name,
+            deletion_allowed=key.deletion_allowed,
+            min_enabled_version=key.min_enabled_version,
+        )

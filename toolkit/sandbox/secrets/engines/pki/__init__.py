@@ -1,0 +1,32 @@
+"""The certificate engine (spec 4.10): state and rules, no HTTP.
+
+- :mod:`.engine`: :class:`PKIEngine`, one mount's engine, made of the concerns below;
+- :mod:`.state`: what a mount holds, and the rules every concern shares;
+- :mod:`.issuers`, :mod:`.authority`, :mod:`.issuance`, :mod:`.revocation`,
+  :mod:`.tidy`: one concern each;
+- :mod:`.roles`: role fields, defaults and rules;
+- :mod:`.requests`: the typed requests the state methods take;
+- :mod:`.x509`: keys, encodings, certificate and CRL building with ``cryptography``.
+
+
+The folder's HTTP side is :mod:`.http` (with :mod:`.bodies`), its demo data
+:mod:`.demo`; :data:`ENGINE` describes the engine to the server.
+"""
+
+from __future__ import annotations
+
+from ...backends import Engine
+from . import demo, http
+from .engine import PKIEngine
+
+__all__ = ["ENGINE", "PKIEngine"]
+
+ENGINE = Engine(
+    type="pki",
+    mount="pki/",
+    description="certificates",
+    catalog_name="pki",
+    state=PKIEngine,
+    routes=http.routes,
+    demo=demo.load_demo,
+)

@@ -1,0 +1,501 @@
+"""HTTP for the certificate engine (spec 4.10), relative to its mount; thin over :mod:`.engine`.
+
+Paths and answers follow the real server: role writes answer the role,
+issue/sign answer ``data`` with no lease unless the role has
+``generate_lease``; an unknown role or issuer is 400; a missing role or
+certificate read is 404 with no errors; an empty list is 404. The
+certificate and CRL reads (``ca``, ``ca/pem``, ``ca_chain``, ``cert/:serial``,
+``issuer/:ref/{json,pem,der,crl}``, ``crl``, ``crl/pem``, ``LIST issuers``) need
+no token, as on the real server. Bodies are read into typed requests by
+:mod:`.bodies`; the state never sees one. ``root/sign-self-issued`` needs ``sudo``; its per-issuer form does not.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping
+
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
+from starlette.responses import Response
+
+from ... import fields
+from ...errors import SecretsError
+from ...http._base import (
+    EngineRoute,
+    Handler,
+    Rule,
+    SecretsRequest,
+    engine_route,
+    envelope,
+    listing,
+    no_content,
+    resource,
+)
+from . import bodies
+from .engine import PKIEngine
+from .x509 import load_cert
+
+__all__ = ["routes"]
+
+PEM_CHAIN = "application/pem-certificate-chain"
+DER_CERT = "application/pkix-cert"
+CRL_DER = "application/pkix-crl"
+CRL_PEM = "application/x-pem-file"
+
+
+def _engine(call: SecretsRequest) -> PKIEngine:
+    backend: PKIEngine = call.backend
+    return backend
+
+
+def _listing_with_info(keys: list[str], key_info: Mapping[str, object]) -> Response:
+    """A list with ``key_info`` beside ``keys`` (issuers, keys); 404 when empty."""
+    if not keys:
+        raise SecretsError(404)
+    return envelope({"keys": keys, "key_info": dict(key_info)})
+
+
+def _role_exists(call: SecretsRequest) -> bool:
+    return call.params["name"] in _engine(call).roles
+
+
+def _public(path: str, handler: Handler, methods: list[str]) -> EngineRoute:
+    """A route the real server answers without a token."""
+    return EngineRoute(path, handler, Rule.of(methods, authenticated=False))
+
+
+# -- roles --------------------------------------------------------------------------------
+async def list_roles(call: SecretsRequest) -> Response:
+    return listing(list(_engine(call).roles))
+
+
+async def read_role(call: SecretsRequest) -> Response:
+    role = _engine(call).role(call.params["name"])
+    if role is None:
+        raise SecretsError(404)
+    return envelope(role)
+
+
+async def write_role(call: SecretsRequest) -> Response:
+    data, warnings = _engine(call).write_role(call.params["name"], bodies.role_values(call.body))
+    return envelope(data, warnings=warnings)
+
+
+async def delete_role(call: SecretsRequest) -> Response:
+    _engine(call).delete_role(call.params["name"])
+    return no_content()
+
+
+# -- issue and sign -------------------------------------------------------------------------
+async def issue(call: SecretsRequest) -> Response:
+    body = call.body
+    data, warnings, lease = _engine(call).issue(
+        call.params["role"],
+        bodies.names(body),
+        validity=bodies.validity(body),
+        output=bodies.output(body),
+        key=bodies.key_request("internal", body),
+        issuer_ref=call.params.get("ref"),
+    )
+    return envelope(data, warnings=warnings, **lease)
+
+
+async def sign(call: SecretsRequest) -> Response:
+    body = call.body
+    data, warnings, lease = _engine(call).sign(
+        call.params["role"],
+        bodies.csr(body),
+        bodies.names(body),
+        validity=bodies.validity(body),
+        output=bodies.output(body, with_key=False),
+        issuer_ref=call.params.get("ref"),
+    )
+    return envelope(data, warnings=warnings, **lease)
+
+
+async def sign_verbatim(call: SecretsRequest) -> Response:
+    body = call.body
+    data, warnings, lease = _engine(call).sign_verbatim(
+        bodies.csr(body),
+        bodies.verbatim_options(body),
+        validity=bodies.validity(body),
+        output=bodies.output(body, with_key=False),
+        role_name=call.params.get("role"),
+        issuer_ref=call.params.get("ref"),
+    )
+    return envelope(data, warnings=warnings, **lease)
+
+
+async def sign_intermediate(call: SecretsRequest) -> Response:
+    body = call.body
+    data, warnings = _engine(call).sign_intermediate(
+        bodies.csr(body),
+        bodies.names(body),
+        options=bodies.ca_options(body),
+        validity=bodies.validity(body),
+        output=bodies.output(body, with_key=False),
+        issuer_ref=call.params.get("ref", "default"),
+    )
+    return envelope(data, warnings=warnings)
+
+
+async def sign_self_issued(call: SecretsRequest) -> Response:
+    body = call.body
+    submitted = bodies.certificate(body)
+    return envelope(
+        _engine(call).sign_self_issued(
+            submitted,
+            require_matching_certificate_algorithms=fields.boolean(
+                body, "require_matching_certificate_algorithms"
+            ),
+            issuer_ref=call.params.get("ref", "default"),
+        )
+    )
+
+
+# -- issuers and keys ---------------------------------------------------------------------
+async def generate_root(call: SecretsRequest) -> Response:
+    body = call.body
+    data, warnings = _engine(call).generate_root(
+        bodies.key_request(call.params["kind"], body),
+        bodies.names(body),
+        options=bodies.ca_options(body),
+        validity=bodies.validity(body),
+        output=bodies.output(body),
+        issuer_name=fields.string(body, "issuer_name"),
+    )
+    return envelope(data, warnings=warnings)
+
+
+async def generate_intermediate(call: SecretsRequest) -> Response:
+    body = call.body
+    return envelope(
+        _engine(call).generate_intermediate(
+            bodies.key_request(call.params["kind"], body),
+            bodies.names(body),
+            output=bodies.output(body),
+        )
+    )
+
+
+async def set_signed(call: SecretsRequest) -> Response:
+    text = fields.string(call.body, "certificate")
+    return envelope(_engine(call).import_bundle(text, "certificate", need_key=True))
+
+
+async def import_bundle(call: SecretsRequest) -> Response:
+    text = fields.string(call.body, "pem_bundle")
+    return envelope(_engine(call).import_bundle(text, "pem_bundle", need_key=False))
+
+
+async def list_issuers(call: SecretsRequest) -> Response:
+    keys, info = _engine(call).list_issuers()
+    return _listing_with_info(keys, info)
+
+
+async def read_issuer(call: SecretsRequest) -> Response:
+    engine = _engine(call)
+    return envelope(engine.issuer_data(engine.resolve(call.params["ref"])))
+
+
+async def update_issuer(call: SecretsRequest) -> Response:
+    return envelope(
+        _engine(call).update_issuer(call.params["ref"], **bodies.issuer_update(call.body))
+    )
+
+
+async def delete_issuer(call: SecretsRequest) -> Response:
+    """``DELETE issuer/:ref``: 200 with no data (warnings when it was the default)."""
+    warnings = _engine(call).delete_issuer(call.params["ref"])
+    return envelope(None, warnings=warnings or None)
+
+
+async def issuer_json(call: SecretsRequest) -> Response:
+    engine = _engine(call)
+    issuer = engine.resolve(call.params["ref"])
+    return envelope(
+        {
+            "certificate": issuer.certificate,
+            "ca_chain": engine.chain(issuer),
+            "issuer_id": issuer.id,
+            "issuer_name": issuer.name,
+        }
+    )
+
+
+async def issuer_pem(call: SecretsRequest) -> Response:
+    return _raw(_engine(call).resolve(call.params["ref"]).certificate, "pem")
+
+
+async def issuer_der(call: SecretsRequest) -> Response:
+    return _raw(_engine(call).resolve(call.params["ref"]).certificate, "der")
+
+
+async def read_config_issuers(call: SecretsRequest) -> Response:
+    return envelope(_engine(call).config_issuers())
+
+
+async def write_config_issuers(call: SecretsRequest) -> Response:
+    body = call.body
+    follows = (
+        fields.boolean(body, "default_follows_latest_issuer")
+        if "default_follows_latest_issuer" in body
+        else None
+    )
+    return envelope(_engine(call).set_config_issuers(fields.string(body, "default"), follows))
+
+
+async def list_keys(call: SecretsRequest) -> Response:
+    info = _engine(call).keys_info()
+    return _listing_with_info(list(info), info)
+
+
+async def read_key(call: SecretsRequest) -> Response:
+    engine = _engine(call)
+    return envelope(engine.key_data(engine.resolve_key(call.params["ref"])))
+
+
+async def delete_key(call: SecretsRequest) -> Response:
+    _engine(call).delete_key(call.params["ref"])
+    return no_content()
+
+
+async def generate_key(call: SecretsRequest) -> Response:
+    """``POST keys/generate/internal|exported``; ``kms`` needs a KMS the sandbox does not have."""
+    kind = call.params["kind"]
+    if kind == "kms":
+        raise SecretsError(400, '"external_key_ref" is required for kms typed key generation')
+    if kind not in ("internal", "exported"):
+        raise SecretsError(404, "unsupported path")
+    return envelope(_engine(call).generate_key(bodies.key_request(kind, call.body)))
+
+
+# -- certificates ------------------------------------------------------------------------
+async def list_certs(call: SecretsRequest) -> Response:
+    """``LIST certs``, paged as OpenBao pages it: ``after`` (keys sorted after it) and
+    ``limit`` (at most that many; none, 0 or less: all)."""
+    serials = sorted(_engine(call).cert_serials())
+    after = call.query.get("after")
+    if after:
+        serials = serials[bisect.bisect_right(serials, after) :]
+    raw = call.query.get("limit")
+    if raw not in (None, ""):
+        try:
+            limit = int(raw)
+        except ValueError:
+            raise SecretsError(400, f"limit: {raw!r} is not a whole number") from None
+        if limit > 0:
+            serials = serials[:limit]
+    return listing(serials)
+
+
+async def list_revoked(call: SecretsRequest) -> Response:
+    return listing(_engine(call).revoked_serials())
+
+
+async def read_cert(call: SecretsRequest) -> Response:
+    serial = call.params["serial"]
+    if serial in ("crl", "delta-crl"):
+        return _crl_json(call, None, delta=serial == "delta-crl", key="certificate")
+    data = _engine(call).read_cert(serial)
+    if data is None:
+        raise SecretsError(404)
+    return envelope(data)
+
+
+def _raw(pem: str, form: str) -> Response:
+    """A certificate (or chain) as a raw body, without a trailing newline; 204 when none."""
+    if not pem:
+        return Response(status_code=204)
+    if form == "der":
+        return Response(load_cert(pem).public_bytes(Encoding.DER), media_type=DER_CERT)
+    return Response(pem.strip(), media_type=PEM_CHAIN)
+
+
+async def ca_der(call: SecretsRequest) -> Response:
+    chain = _engine(call).default_chain()
+    return _raw(chain[0] if chain else "", "der")
+
+
+async def ca_pem(call: SecretsRequest) -> Response:
+    chain = _engine(call).default_chain()
+    return _raw(chain[0] if chain else "", "pem")
+
+
+async def ca_chain(call: SecretsRequest) -> Response:
+    return _raw("\n".join(_engine(call).default_chain()), "pem")
+
+
+# -- revocation ----------------------------------------------------------------------------
+async def revoke(call: SecretsRequest) -> Response:
+    body = call.body
+    serial = fields.string(body, "serial_number")
+    certificate = bodies.certificate(body) if body.get("certificate") else None
+    return envelope(_engine(call).revoke(serial or None, certificate))
+
+
+async def read_crl_config(call: SecretsRequest) -> Response:
+    return envelope(_engine(call).crl_config_data())
+
+
+async def write_crl_config(call: SecretsRequest) -> Response:
+    engine = _engine(call)
+    return envelope(engine.set_crl_config(bodies.crl_config(call.body, engine.crl_config)))
+
+
+async def read_urls(call: SecretsRequest) -> Response:
+    return envelope(_engine(call).urls_data())
+
+
+async def write_urls(call: SecretsRequest) -> Response:
+    engine = _engine(call)
+    return envelope(engine.set_urls(bodies.url_config(call.body, engine.urls)))
+
+
+def _crl_raw(call: SecretsRequest, *, delta: bool, form: str) -> Response:
+    """The default issuer's CRL as DER or PEM; 204 when the mount has no default issuer."""
+    pem = _engine(call).crl_pem(None, delta=delta)
+    if not pem:
+        return Response(status_code=204, media_type=CRL_DER if form == "der" else CRL_PEM)
+    if form == "der":
+        der = x509.load_pem_x509_crl(pem.encode()).public_bytes(Encoding.DER)
+        return Response(der, media_type=CRL_DER)
+    return Response(pem + "\n", media_type=CRL_PEM)
+
+
+async def crl_der(call: SecretsRequest) -> Response:
+    return _crl_raw(call, delta=False, form="der")
+
+
+async def crl_pem(call: SecretsRequest) -> Response:
+    return _crl_raw(call, delta=False, form="pem")
+
+
+async def delta_crl_der(call: SecretsRequest) -> Response:
+    return _crl_raw(call, delta=True, form="der")
+
+
+async def delta_crl_pem(call: SecretsRequest) -> Response:
+    return _crl_raw(call, delta=True, form="pem")
+
+
+def _crl_json(call: SecretsRequest, ref: str | None, *, delta: bool, key: str) -> Response:
+    engine = _engine(call)
+    if ref is not None:
+        engine.resolve(ref)
+    pem = engine.crl_pem(ref, delta=delta)
+    if not pem:
+        # The real server answers 500 here; a missing default issuer is the caller's to fix.
+        raise SecretsError(400, "no default issuer currently configured")
+    if key == "certificate":
+        return envelope({key: pem, "revocation_time": 0, "revocation_time_rfc3339": ""})
+    return envelope({key: pem + "\n"})
+
+
+async def issuer_crl(call: SecretsRequest) -> Response:
+    return _crl_json(call, call.params["ref"], delta=False, key="crl")
+
+
+async def issuer_delta_crl(call: SecretsRequest) -> Response:
+    return _crl_json(call, call.params["ref"], delta=True, key="crl")
+
+
+async def rotate_crl(call: SecretsRequest) -> Response:
+    return envelope({"success": True}, warnings=_engine(call).rotate() or None)
+
+
+async def rotate_delta_crl(call: SecretsRequest) -> Response:
+    return envelope({"success": True}, warnings=_engine(call).rotate_delta() or None)
+
+
+async def sign_revocation_list(call: SecretsRequest) -> Response:
+    body = call.body
+    data = _engine(call).sign_revocation_list(
+        call.params["ref"],
+        crl_number=fields.integer(body, "crl_number", 0),
+        delta_crl_base_number=fields.integer(body, "delta_crl_base_number", -1),
+        next_update=fields.duration(body, "next_update", 72 * 3600),
+        revoked=bodies.revoked_entries(body),
+        format=fields.string(body, "format", "pem") or "pem",
+    )
+    return envelope(data)
+
+
+# -- tidy ------------------------------------------------------------------------------------
+async def tidy(call: SecretsRequest) -> Response:
+    """``POST tidy``: 202 with the real server's warning; the tidy has run by then."""
+    warnings = _engine(call).tidy(bodies.tidy_request(call.body))
+    return envelope(None, status=202, warnings=warnings)
+
+
+async def tidy_status(call: SecretsRequest) -> Response:
+    return envelope(_engine(call).tidy_status())
+
+
+async def tidy_cancel(call: SecretsRequest) -> Response:
+    return envelope(None, warnings=_engine(call).tidy_cancel())
+
+
+def routes() -> list[EngineRoute]:
+    return [
+        engine_route("roles", list_roles, ["LIST"]),
+        resource(
+            "roles/{name}",
+            {"GET": read_role, "POST": write_role, "DELETE": delete_role},
+            _role_exists,
+        ),
+        engine_route("issue/{role}", issue, ["POST", "PUT"]),
+        engine_route("sign/{role}", sign, ["POST", "PUT"]),
+        engine_route("issuer/{ref}/issue/{role}", issue, ["POST", "PUT"]),
+        engine_route("issuer/{ref}/sign/{role}", sign, ["POST", "PUT"]),
+        engine_route("root/sign-intermediate", sign_intermediate, ["POST", "PUT"]),
+        engine_route("issuer/{ref}/sign-intermediate", sign_intermediate, ["POST", "PUT"]),
+        engine_route("root/sign-self-issued", sign_self_issued, ["POST", "PUT"], sudo=True),
+        engine_route("issuer/{ref}/sign-self-issued", sign_self_issued, ["POST", "PUT"]),
+        engine_route("root/generate/{kind}", generate_root, ["POST", "PUT"]),
+        engine_route("issuers/generate/root/{kind}", generate_root, ["POST", "PUT"]),
+        engine_route("intermediate/generate/{kind}", generate_intermediate, ["POST", "PUT"]),
+        engine_route(
+            "issuers/generate/intermediate/{kind}", generate_intermediate, ["POST", "PUT"]
+        ),
+        engine_route("intermediate/set-signed", set_signed, ["POST", "PUT"]),
+        engine_route("issuers/import/bundle", import_bundle, ["POST", "PUT"]),
+        engine_route("issuers/import/cert", import_bundle, ["POST", "PUT"]),
+        _public("issuers", list_issuers, ["LIST"]),
+        _public("issuer/{ref}/json", issuer_json, ["GET"]),
+        _public("issuer/{ref}/pem", issuer_pem, ["GET"]),
+        _public("issuer/{ref}/der", issuer_der, ["GET"]),
+        resource(
+            "issuer/{ref}", {"GET": read_issuer, "POST": update_issuer, "DELETE": delete_issuer}
+        ),
+        resource("config/issuers", {"GET": read_config_issuers, "POST": write_config_issuers}),
+        engine_route("keys", list_keys, ["LIST"]),
+        resource("key/{ref}", {"GET": read_key, "DELETE": delete_key}),
+        engine_route("keys/generate/{kind}", generate_key, ["POST", "PUT"]),
+        engine_route("certs", list_certs, ["LIST"]),
+        engine_route("certs/revoked", list_revoked, ["LIST"]),
+        engine_route("sign-verbatim", sign_verbatim, ["POST", "PUT"]),
+        engine_route("sign-verbatim/{role}", sign_verbatim, ["POST", "PUT"]),
+        engine_route("issuer/{ref}/sign-verbatim", sign_verbatim, ["POST", "PUT"]),
+        engine_route("issuer/{ref}/sign-verbatim/{role}", sign_verbatim, ["POST", "PUT"]),
+        engine_route("revoke", revoke, ["POST", "PUT"]),
+        resource("config/crl", {"GET": read_crl_config, "POST": write_crl_config}),
+        resource("config/urls", {"GET": read_urls, "POST": write_urls}),
+        _public("crl", crl_der, ["GET"]),
+        _public("crl/pem", crl_pem, ["GET"]),
+        _public("crl/delta", delta_crl_der, ["GET"]),
+        _public("crl/delta/pem", delta_crl_pem, ["GET"]),
+        _public("issuer/{ref}/crl", issuer_crl, ["GET"]),
+        _public("issuer/{ref}/crl/delta", issuer_delta_crl, ["GET"]),
+        engine_route("crl/rotate", rotate_crl, ["GET"]),
+        engine_route("crl/rotate-delta", rotate_delta_crl, ["GET"]),
+        engine_route("issuer/{ref}/sign-revocation-list", sign_revocation_list, ["POST", "PUT"]),
+        engine_route("tidy", tidy, ["POST", "PUT"]),
+        engine_route("tidy-status", tidy_status, ["GET"]),
+        engine_route("tidy-cancel", tidy_cancel, ["POST", "PUT"]),
+        _public("cert/{serial}", read_cert, ["GET"]),
+        _public("ca", ca_der, ["GET"]),
+        _public("ca/pem", ca_pem, ["GET"]),
+        _public("ca_chain", ca_chain, ["GET"]),
+    ]
