@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import widgets
 from tests._leaks import Leaks, all_widget_state
 from toolkit import PlatformClient
 from toolkit.sandbox import Sandbox
@@ -158,6 +159,22 @@ def test_kms_provider_credentials_show_nowhere_in_the_distribution_form(
     grep_form(leaks, "the key distribution form after a delete", form)
 
 
+def test_the_who_can_form_names_tokens_by_accessor_and_shows_no_token(
+    secrets_client: SecretsClient, leaks: Leaks
+) -> None:
+    secrets_client.policies.write(
+        "acl", "leak-readers", 'path "secret/*" { capabilities = ["read"] }'
+    )
+    token = secrets_client.tokens.create(["leak-readers"], "1h")["client_token"]
+    leaks.feed(token.reveal(), "a token the answer names by accessor")
+    form = widgets.WhoCanForm(secrets_client, "read", "secret/app")
+    form.ask_button.click()
+    assert form.principal.options, "the answer names principals"
+    form.principal.value = form.principal.options[-1]
+    form.explain_button.click()
+    grep_form(leaks, "the who-can form after an answer and an explanation", form)
+
+
 # -- password fields sync once; revealed secrets do not stay ----------------------------------
 
 
@@ -178,6 +195,7 @@ def _build_every_form(sandbox: Sandbox) -> dict[str, object]:
         "PolicySetParameterForm": lambda: PolicySetParameterForm(platform, polset),
         "RekeyCeremonyForm": lambda: RekeyCeremonyForm(vault),
         "TeamAccessForm": lambda: widgets.TeamAccessForm(platform, "acme"),
+        "WhoCanForm": lambda: widgets.WhoCanForm(vault),
     }
     assert set(builders) == set(widgets.__all__), "a form in widgets.__all__ is not built here"
     return {name: build() for name, build in builders.items()}
@@ -330,6 +348,7 @@ COVERED = {
     "library_checkout": test_a_checked_out_password_shows_only_while_revealed,
     "certificate_request": test_a_private_key_shows_only_as_the_download_link_until_forgotten,
     "key_distribution": test_kms_provider_credentials_show_nowhere_in_the_distribution_form,
+    "who_can": test_the_who_can_form_names_tokens_by_accessor_and_shows_no_token,
 }
 
 
