@@ -482,11 +482,6 @@ def _stopped(name: str, tmp_path: Path, secret: str, **parameters: object) -> st
     return f"{caught.value.ename}: {caught.value.evalue}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="since the one lease walker (issue 27) its 403 is the server's wrapped two lines "
-    "again: '1 error occurred:' (issue 23 item 5)",
-)
 def test_a_token_without_sudo_stops_the_lease_audit_on_openbao(
     own_bao: OpenBao, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -88,14 +88,7 @@ def test_a_member_token_is_not_a_clean_audit_of_the_organization(
 @pytest.mark.parametrize(
     "name",
     [
-        # The lease walk stops on its first refused LIST, but since the one lease walker
-        # (issue 27) its message is the server's wrapped two lines again (issue 23 item 5).
-        pytest.param(
-            "05_lease_audit.ipynb",
-            marks=pytest.mark.xfail(
-                strict=True, reason="the lease walker's 403 is two lines: '1 error occurred:'"
-            ),
-        ),
+        "05_lease_audit.ipynb",  # the lease walk stops on its first refused LIST, in one line
         "06_policy_review.ipynb",  # the token view records the refused accessor list
     ],
 )

@@ -30,8 +30,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import APIError, DecodeError, InputError, error_for_status
+from .._errors import APIError, DecodeError, InputError
 from .._http import HTTPLayer, Request, Response
+from ._base import error_of
 
 __all__ = ["MAX_DEPTH", "Unread", "Walk", "stream_keys", "walk_tree"]
 
@@ -184,22 +185,16 @@ def _listing(
     if status == 204 or (status < 300 and not response.content):
         return None
     if status == 403 and start:
-        raise error_for_status(403)(
-            403, _messages(response), method=response.method, url=response.url
-        )
+        # The layer's own error, told and worded as every other refusal (one line,
+        # a refused token apart from a missing permission, the credentials masked).
+        error = error_of(http, response)
+        explained = getattr(http, "explained", None)
+        raise explained(error) if explained is not None else error
     if status >= 300:
         why = {403: "not permitted", 405: "LIST refused, and GET ?list=true as well"}
         seen.unread.append(Unread(folder, status, why.get(status, f"answered {status}")))
         return None
     return response.content
-
-
-def _messages(response: Response) -> list[str]:
-    try:
-        errors = response.json().get("errors")
-    except (ValueError, AttributeError):
-        errors = None
-    return [str(e) for e in errors or []] or ["permission denied"]
 
 
 def _refusal(folder: str, key: str, depth: int, max_depth: int) -> str:
