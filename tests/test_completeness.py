@@ -404,3 +404,17 @@ def test_a_lease_walk_that_cannot_check_its_mount_says_so(sandbox: Sandbox) -> N
     assert len(frame) == 0
     cov = toolkit.coverage(frame)
     assert not cov.attrs["complete"] and "sys/mounts" in set(cov["path"])
+
+
+def test_a_members_token_cannot_prove_it_sees_every_pool_or_team_access_record(
+    demo_sandbox: Sandbox,
+) -> None:
+    with PlatformClient(demo_sandbox.address, demo_sandbox.token) as owner:
+        assert toolkit.coverage(owner.agent_pools.all_agents("acme")).attrs["complete"]
+        assert toolkit.coverage(owner.team_access.permissions_long("acme")).attrs["complete"]
+    with PlatformClient(demo_sandbox.address, "demo-member-bob") as member:
+        agents = toolkit.coverage(member.agent_pools.agents_by_status("acme"))
+        assert list(agents["path"]) == ["organizations/acme/agent-pools"]
+        records = toolkit.coverage(member.team_access.organization_access("acme"))
+        assert list(records["path"]) == ["organizations/acme/team-workspaces"]
+        assert not toolkit.coverage(member.team_access.permissions_long("acme")).attrs["complete"]

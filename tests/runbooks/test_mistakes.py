@@ -20,13 +20,6 @@ from toolkit.sandbox import ENV_ADDRESS, ENV_TOKEN, Sandbox
 from toolkit.secrets import SecretsClient
 
 NO_SUDO = 'path "*" {\n  capabilities = ["create", "read", "update", "delete", "list"]\n}\n'
-NEEDS_VIEW_RECORDS = pytest.mark.xfail(
-    strict=True,
-    reason="a member's token still reads as a whole organization: the team access and agent "
-    "views do not yet record what such a token cannot see (issue 23 item 1)",
-)
-
-
 @pytest.fixture
 def live_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
     """A demo sandbox standing in for a live server: both APIs' variables point at it."""
@@ -76,7 +69,6 @@ def test_a_mount_that_does_not_exist_is_not_a_clean_audit(
     assert "keymgmtx" in line
 
 
-@NEEDS_VIEW_RECORDS
 @pytest.mark.parametrize("name", ["02_team_access_audit.ipynb", "01_agent_pool_health.ipynb"])
 def test_a_member_token_is_not_a_clean_audit_of_the_organization(
     name: str, live_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -27,6 +27,7 @@ from ._jsonapi import (
     read_lists,
     resources_frame,
 )
+from .organizations import Organizations
 
 __all__ = [
     "AGENTS",
@@ -290,7 +291,9 @@ class AgentPools(Area):
             agents = build_frame([], AGENTS)
         else:
             agents = pd.concat(frames) if len(frames) > 1 else frames[0]
-        return _covered("agent_pools.all_agents", [organization], pool_ids, agents, len(agents))
+        return _covered(
+            "agent_pools.all_agents", self._sees_all(organization), pool_ids, agents, len(agents)
+        )
 
     def agents_by_status(self, organization: str, *, show_progress: bool = False) -> pd.DataFrame:
         """Per pool, how many agents are in each status (one column per status, and ``total``)."""
@@ -298,7 +301,19 @@ class AgentPools(Area):
         tally = self._tally(list(pools.index), show_progress)
         counts = count_by_status(pools, tally)
         read = sum(tally.values())
-        return _covered("agent_pools.agents_by_status", [organization], pools.index, counts, read)
+        return _covered(
+            "agent_pools.agents_by_status", self._sees_all(organization), pools.index, counts, read
+        )
+
+    def _sees_all(self, organization: str) -> dict[str, bool]:
+        """Whether this token sees every pool of ``organization``: a pool a caller has
+        no permission on answers 404, as a missing one (spec part 3, rule 3), so only a
+        token that may manage the organization's pools (or update it) can tell."""
+        permissions = Organizations(self._http).caller_permissions(organization)
+        sees = not permissions or bool(
+            permissions.get("can-update") or permissions.get("can-update-agent-pools")
+        )
+        return {organization: sees}
 
     def _tally(self, pool_ids: Sequence[str], show_progress: bool) -> Counter[tuple[str, Any]]:
         """The agents of ``pool_ids`` counted by status as their pages arrive (no frame)."""
@@ -453,16 +468,28 @@ class AgentPools(Area):
 
 
 def _covered(
-    view: str, organizations: Sequence[str], pool_ids: Iterable[Any], frame: pd.DataFrame, read: int
+    view: str,
+    organizations: Mapping[str, bool],
+    pool_ids: Iterable[Any],
+    frame: pd.DataFrame,
+    read: int,
 ) -> pd.DataFrame:
     """``frame`` with its completeness record: each organization's pool list and each
-    pool's agent list were read whole (a list that could not be read raises: a
-    missing organization or pool names itself, and every member of an organization
-    sees all its pools and agents), ``read`` agents."""
+    pool's agent list read (a list that could not be read raises: a missing
+    organization or pool names itself), ``read`` agents. An organization whose
+    pools this token cannot all see (``organizations[name]`` false) is a gap."""
     asked = [f"organizations/{o}/agent-pools" for o in organizations]
     asked += [f"agent-pools/{p}/agents" for p in pool_ids]
     cov = Coverage(view, asked=asked)
     cov.note_read(read)
+    for organization, sees_all in organizations.items():
+        if not sees_all:
+            cov.note_gap(
+                f"organizations/{organization}/agent-pools",
+                None,
+                "pools this token has no permission on answer as missing: only a token that "
+                "may manage the organization's agent pools sees them all",
+            )
     return cov.attach(frame)
 
 

@@ -4,16 +4,18 @@ policy sets (read endpoints the real service offers beside spec 000 part 4)."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 
 from .._coverage import Coverage, coverage_of
-from .._errors import InputError, NotFound, PermissionDenied
+from .._errors import DecodeError, InputError, NotFound, PermissionDenied
 from .._frames import Col, Schema, scope_part, stack_scopes
 from .._http import api_path
 from .._records import Record
 from ._base import Area
+from ._jsonapi import flatten
 
 __all__ = ["Organizations"]
 
@@ -100,6 +102,20 @@ class Organizations(Area):
     def get(self, name: str) -> Record:
         """One organization. ``GET /organizations/:name``."""
         return self._record(self._get(api_path("/organizations/{name}", name=name)), "organization")
+
+    def caller_permissions(self, organization: str) -> dict[str, Any]:
+        """What the organization document says this token may do (``permissions``:
+        ``can-update``, ``can-update-agent-pools``, ...); empty when the service
+        shows none. ``GET /organizations/:name``; a missing one raises naming it."""
+        payload = self._http.json(
+            "GET", api_path("/organizations/{organization}", organization=organization)
+        )
+        if not isinstance(payload, Mapping):
+            raise DecodeError(
+                f"the server's answer for organization {organization!r} is not an object"
+            )
+        permissions = flatten(payload.get("data")).get("permissions")
+        return dict(permissions) if isinstance(permissions, Mapping) else {}
 
     def workspaces_frame(self, organization: str, *, search: str | None = None) -> pd.DataFrame:
         """The organization's workspaces. ``GET /organizations/:name/workspaces``."""

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, TypedDict, Unpack
 
 import pandas as pd
 
 from .._coverage import Coverage
-from .._errors import DecodeError, InputError
+from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
 from .._records import Record
@@ -214,7 +214,18 @@ class TeamAccess(Area):
         records = records.copy()
         records["workspace_name"] = records["workspace_id"].map(workspaces["name"]).astype("string")
         records["team_name"] = records["team_id"].map(teams["name"]).astype("string")
-        return records
+        cov = Coverage("team_access.organization_access", asked=[f"organizations/{organization}"])
+        cov.note_read(len(records))
+        if not self._standing([organization], cov)[organization]:
+            # A member's token sees its own teams' records only (spec part 2, rule 4; a
+            # record it may not see answers 404, as a missing one): never the whole.
+            cov.note_gap(
+                f"organizations/{organization}/team-workspaces",
+                None,
+                "team access of teams this token is not in is not visible to it (a member "
+                "sees its own teams' grants; an owner's token sees all)",
+            )
+        return cov.attach(records)
 
     def permissions_matrix(
         self,
@@ -299,17 +310,9 @@ class TeamAccess(Area):
         owner: dict[str, bool] = {}
         for org in names:
             # A missing organization raises NotFound naming it (PlatformClient.explain).
-            payload = self._http.json(
-                "GET", api_path("/organizations/{organization}", organization=org)
-            )
-            if not isinstance(payload, Mapping):
-                raise DecodeError(f"the server's answer for organization {org!r} is not an object")
-            flat = flatten(payload.get("data"))
-            permissions = flat.get("permissions")
+            permissions = Organizations(self._http).caller_permissions(org)
             # A service that shows no permissions is taken at its word: all visible.
-            owner[org] = not isinstance(permissions, Mapping) or bool(
-                permissions.get("can-update", True)
-            )
+            owner[org] = bool(permissions.get("can-update", True))
         return owner
 
     def _grants_and_teams(
@@ -507,7 +510,9 @@ class TeamAccess(Area):
                         "implied": implied,
                     }
                 )
-        return build_frame(rows, PERMISSIONS_LONG)
+        frame = build_frame(rows, PERMISSIONS_LONG)
+        frame.attrs["coverage"] = access.attrs["coverage"]  # what the records could see
+        return frame
 
     def permissions_matrix_styled(self, organization: str) -> Any:
         """The matrix as a colour-coded table for Jupyter (a pandas Styler)."""
