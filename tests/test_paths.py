@@ -182,10 +182,17 @@ def derive_named_calls(recorder: Recorder) -> list[NamedCall]:
 
 
 @pytest.fixture(scope="module")
-def recorder() -> Iterator[Recorder]:
+def recorder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorder]:
+    # Calls driven with a marker for every text parameter may write where a path
+    # parameter names (the radar's snapshots folder): into a folder of the test's own.
+    here = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("driven-calls"))
     recorder = Recorder()
-    yield recorder
-    recorder.close()
+    try:
+        yield recorder
+    finally:
+        recorder.close()
+        os.chdir(here)
 
 
 @pytest.fixture(scope="module")
