@@ -104,3 +104,30 @@ def test_keys_stream_from_either_listing_shape() -> None:
     assert list(stream_keys(b'{ "warnings": null, "keys" : ["q"] }')) == ["q"]
     with pytest.raises(DecodeError):
         list(stream_keys(b'{"data": {"keys": ["a", '))
+
+
+def test_a_mistyped_mount_is_named_by_the_lease_ids_and_the_scan(demo_sandbox) -> None:
+    from toolkit import MountNotFound
+    from toolkit.secrets import SecretsClient
+
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        with pytest.raises(MountNotFound, match="databse"):
+            client.leases.lease_ids("databse/creds/")
+        with pytest.raises(MountNotFound, match="nope"):
+            client.leases.scan(mounts=["nope/"])
+
+
+def test_a_404_with_words_below_the_start_is_recorded_not_read_as_empty(
+    server_of: list[Threaded],
+) -> None:
+    def answer_of(head: bytes, n: int) -> tuple[bytes, bool]:
+        if _path(head)[1].rstrip("/").endswith("lookup"):
+            return _listing(["odd/", "lease-1"]), False
+        return answer(404, b'{"errors":["1 error occurred:\\n\\t* unsupported path\\n\\n"]}'), False
+
+    server = Threaded(answer_of)
+    server_of.append(server)
+    with _client(server) as bao:
+        counts = bao.leases.lease_counts(mounts=[])
+    gaps = counts.attrs["coverage"]["gaps"]
+    assert [g["path"] for g in gaps] == ["odd/"] and "unsupported path" in gaps[0]["reason"]

@@ -52,7 +52,7 @@ from .radar import (
     revocation_plan,
     scan_leases,
 )
-from .walk import CHUNK, MAX_DEPTH, Walk, walk_tree
+from .walk import CHUNK, MAX_DEPTH, Unread, Walk, walk_tree
 
 if TYPE_CHECKING:
     from ..drift import Snapshots
@@ -303,6 +303,14 @@ class Leases(Area):
         no room to say it is partial).
         """
         seen = walk if walk is not None else Walk()
+        if prefix and not require_mounts(self._http, [prefix]):
+            seen.unread.append(
+                Unread(
+                    "sys/mounts",
+                    403,
+                    "the mount names could not be checked (a mistyped mount reads as empty)",
+                )
+            )
         found: list[str] = []
         for folder, keys in walk_tree(
             self._http, [_folder(prefix)], path_of=_lookup_path, walk=seen

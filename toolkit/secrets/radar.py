@@ -34,6 +34,7 @@ import pandas as pd
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from ..plan import Write, plan
+from ._base import require_mounts
 from .checkpoint import (
     DEFAULT_MAX_ROWS,
     Checkpoint,
@@ -44,7 +45,7 @@ from .checkpoint import (
     where,
 )
 from .lease_rules import counts_by_mount
-from .walk import CHUNK, Walk, walk_tree
+from .walk import CHUNK, Unread, Walk, walk_tree
 
 if TYPE_CHECKING:
     from ..drift import Snapshots
@@ -142,13 +143,23 @@ def scan_leases(
     from .leases import _folder, _lookup_path
 
     starts = [_folder(m) for m in mounts] if mounts is not None else [""]
+    walk = Walk()
+    # The lookup tree answers a mount nothing is mounted at as an empty folder: a
+    # mistyped mount raises naming it, and one that could not be checked is a gap.
+    if mounts is not None and not require_mounts(leases._http, starts):
+        walk.unread.append(
+            Unread(
+                "sys/mounts",
+                403,
+                "the mount names could not be checked (a mistyped mount reads as empty)",
+            )
+        )
     mount_paths = starts if mounts is not None else leases._known_mounts()
     point = open_checkpoint(checkpoint, "leases", {"starts": starts})
     spool = Spool(max_rows, point)
     state = point.state if point is not None else {}
     done: set[str] = set(state.get("done") or [])
     partial: dict[str, str] = dict(state.get("partial") or {})
-    walk = Walk()
     stop_at = time.monotonic() + deadline if deadline is not None else None
     looked_up = 0
     current: str | None = None

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import APIError, DecodeError, InputError
+from .._errors import APIError, DecodeError, InputError, one_line
 from .._http import HTTPLayer, Request, Response
 from ._base import error_of
 
@@ -181,6 +181,15 @@ def _listing(
             return None
         status = response.status_code
     if status == 404:
+        # An empty folder answers {"errors":[]}; a 404 with words is not one (the
+        # layer has raised already for a missing namespace or mount).
+        error = error_of(http, response)
+        if not error.messages:
+            return None
+        if start:
+            explained = getattr(http, "explained", None)
+            raise explained(error) if explained is not None else error
+        seen.unread.append(Unread(folder, 404, one_line(str(error))))
         return None
     if status == 204 or (status < 300 and not response.content):
         return None
