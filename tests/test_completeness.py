@@ -418,3 +418,19 @@ def test_a_members_token_cannot_prove_it_sees_every_pool_or_team_access_record(
         records = toolkit.coverage(member.team_access.organization_access("acme"))
         assert list(records["path"]) == ["organizations/acme/team-workspaces"]
         assert not toolkit.coverage(member.team_access.permissions_long("acme")).attrs["complete"]
+
+
+def test_holders_keep_the_gaps_of_the_token_inventory_they_read(sandbox: Sandbox) -> None:
+    lister = (
+        'path "auth/token/accessors" { capabilities = ["list", "sudo"] }\n'
+        'path "auth/token/roles" { capabilities = ["list"] }\n'
+        'path "auth/token/lookup-accessor" { capabilities = ["deny"] }\n'
+    )
+    with SecretsClient(sandbox.address, sandbox.token) as root:
+        root.policies.write("acl", "lister", lister)
+        token = root.tokens.create(policies=["lister"], ttl="1h")
+    with SecretsClient(sandbox.address, token["client_token"]) as narrow:
+        holders = narrow.policies.holders()
+    gaps = toolkit.coverage(holders)
+    assert not gaps.attrs["complete"]
+    assert any("lookup-accessor" in str(p) for p in gaps["path"]), list(gaps["path"])

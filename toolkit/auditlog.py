@@ -383,6 +383,11 @@ def unused_frame(
     record = Coverage("auditlog.unused_frame", asked=[str(p) for p in log.paths])
     if tokens is None:
         tokens = client.tokens.inventory()
+    # Tokens the inventory could not look up are missing from it: not "unused".
+    from ._coverage import coverage_of
+
+    for inventory in coverage_of(tokens):
+        record.gaps.extend(inventory.gaps)
     if roles is None:
         from .catalog import Catalog
 

@@ -20,6 +20,8 @@ from toolkit.sandbox import ENV_ADDRESS, ENV_TOKEN, Sandbox
 from toolkit.secrets import SecretsClient
 
 NO_SUDO = 'path "*" {\n  capabilities = ["create", "read", "update", "delete", "list"]\n}\n'
+
+
 @pytest.fixture
 def live_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
     """A demo sandbox standing in for a live server: both APIs' variables point at it."""

@@ -242,3 +242,13 @@ def test_a_policy_reads_the_same_as_python_hcl2_serializes_it(text: str) -> None
 def test_the_loaded_model_says_what_it_holds_in_one_line(demo_client: SecretsClient) -> None:
     text = repr(demo_client.access.load())
     assert text.startswith("<AccessModel ") and "userpass_user" in text and "\n" not in text
+
+
+def test_a_misspelt_capability_is_refused_in_one_line(demo_sandbox) -> None:
+    from toolkit import InputError
+    from toolkit.secrets import SecretsClient
+
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        with pytest.raises(InputError, match="unknown capability 'raed'") as refused:
+            client.access.who_can("raed", "secret/x")
+        assert "\n" not in str(refused.value) and "read" in str(refused.value)

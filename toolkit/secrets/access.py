@@ -211,7 +211,7 @@ class AccessModel:
 
     def who_can(self, capability: str, path: str) -> pd.DataFrame:
         """Every principal holding ``capability`` on ``path``; see :meth:`Access.who_can`."""
-        capability = capability.strip().lower()
+        capability = _capability(capability)
         best = self._stage_bests(path, capability)
         maybe = self._maybe_policies(path, capability)
         rows: list[dict[str, Any]] = []
@@ -359,6 +359,7 @@ class AccessModel:
         self, ref: str | Principal | Sequence[str], path: str, capability: str = "read"
     ) -> pd.DataFrame:
         """Which pattern decides ``path``; see :meth:`Access.explain`."""
+        capability = _capability(capability)
         principal = self.principal(ref)
         rows: list[dict[str, Any]] = []
         if "root" in principal.policies:
@@ -838,3 +839,17 @@ def _identity_of(entity: Mapping[str, Any], groups: Mapping[str, Mapping[str, An
             if gid in groups
         ),
     )
+
+
+def _capability(capability: str) -> str:
+    """``capability`` as the server spells it; a word it does not know is refused in
+    one line (``who_can("raed", ...)`` answering "nobody" would be a false finding)."""
+    from .._spec.acl import CAPABILITIES
+
+    word = str(capability).strip().lower()
+    if word not in CAPABILITIES or word == "deny":
+        raise InputError(
+            f"unknown capability {capability!r}: ask for one of "
+            + ", ".join(c for c in CAPABILITIES if c != "deny")
+        )
+    return word

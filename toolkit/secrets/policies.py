@@ -267,10 +267,10 @@ class Policies(Area):
             except PermissionDenied as exc:
                 refused.append("auth/token/accessors")
                 cov.note_error("auth/token/accessors", exc)
-        else:
+        if tokens is not None:
+            # What the inventory could not read (a refused lookup) the holders lack too.
             for record in coverage_records(tokens):
                 cov.gaps.extend(record.gaps)
-        if tokens is not None:
             for accessor, row in tokens.iterrows():
                 rows.extend(
                     {
