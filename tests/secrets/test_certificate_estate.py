@@ -73,3 +73,12 @@ def test_an_interrupted_certificate_scan_resumes_after_the_last_page(
     whole = spool.frame(pd.DataFrame())
     assert whole.index.is_unique and len(whole) == len(bao.pki.list_certs())
     assert len([u for u in reads if "/pki/cert/" in u]) == len(whole) - 50
+
+
+def test_a_mistyped_pki_mount_is_named_not_reported_as_an_interrupted_scan(demo_sandbox) -> None:
+    from toolkit import MountNotFound
+    from toolkit.secrets import SecretsClient
+
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as bao:
+        with pytest.raises(MountNotFound, match="pkix"):
+            bao.pki.certificate_estate(mounts=["pkix"])

@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._errors import InputError, PermissionDenied, ToolkitError
+from .._errors import InputError, RateLimited, ServerError, ToolkitError, TransportError
 
 __all__ = [
     "DEFAULT_MAX_ROWS",
@@ -138,14 +138,15 @@ def reported(what: str, how_far: Callable[[], str]) -> Iterator[None]:
     """Around a walk: a stop says how far it got (``how_far()``). A lost connection or a
     server failing past the layer's retries becomes :class:`WalkInterrupted`; Ctrl-C
     stays a ``KeyboardInterrupt`` with that line as a note; a refusal of the whole
-    walk (:class:`~toolkit.PermissionDenied`) is raised as it is."""
+    walk, a missing mount or namespace, and bad input are raised as they are."""
     try:
         yield
     except WalkInterrupted as exc:
         raise WalkInterrupted(f"{exc}; {how_far()}") from None
-    except PermissionDenied:
-        raise
-    except ToolkitError as exc:
+    except (TransportError, ServerError, RateLimited) as exc:
+        # What a rerun may get past: a lost connection, a deadline, a failing server.
+        # Anything else (a refusal, a missing mount or namespace, bad input) is raised
+        # as it is: resuming would meet it again.
         raise WalkInterrupted(
             f"the {what} stopped ({type(exc).__name__}: {exc}); {how_far()}; "
             "run it again with the same checkpoint to resume"
