@@ -79,6 +79,8 @@ def test_a_mistyped_pki_mount_is_named_not_reported_as_an_interrupted_scan(demo_
     from toolkit import MountNotFound
     from toolkit.secrets import SecretsClient
 
-    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as bao:
-        with pytest.raises(MountNotFound, match="pkix"):
-            bao.pki.certificate_estate(mounts=["pkix"])
+    with (
+        SecretsClient(demo_sandbox.address, demo_sandbox.token) as bao,
+        pytest.raises(MountNotFound, match="pkix"),
+    ):
+        bao.pki.certificate_estate(mounts=["pkix"])
