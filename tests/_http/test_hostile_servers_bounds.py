@@ -100,7 +100,9 @@ def test_one_retry_in_a_fan_out_longer_than_its_read_ahead_waits_only_its_pause(
     started = time.perf_counter()
     assert len(list(http.many(Request("GET", f"/lookup/{i}") for i in range(300)))) == 300
     http.close()
-    assert time.perf_counter() - started < 1.5
+    # The stall this guards against was 60 s a retry round; the bound leaves room for a
+    # loaded machine.
+    assert time.perf_counter() - started < 5.0
     assert sum(s.target == "/v1/lookup/3" for s in server.requests()) == 2
 
 
@@ -130,7 +132,7 @@ def test_a_pause_beyond_the_calls_budget_ends_it_with_rate_limited(serve):
     with pytest.raises(RateLimited) as err:
         http.request("POST", "/auth/token/create", json={})
     http.close()
-    assert time.perf_counter() - started < 0.5
+    assert time.perf_counter() - started < 2.0  # the server asked for 1e6 s
     assert "beyond" in str(err.value) and "busy" in str(err.value)
 
 
@@ -625,4 +627,4 @@ def test_a_map_of_client_calls_ends_within_the_fan_out_timeout(workers):
     with pytest.raises(ToolkitTimeout, match="deadline of 0.3 s"):
         list(http.map(lambda _: time.sleep(0.1), range(40), workers=workers))
     http.close()
-    assert time.perf_counter() - started < 0.6
+    assert time.perf_counter() - started < 0.9  # unbounded, 4 workers take 1 s, 1 takes 4 s
