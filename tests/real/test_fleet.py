@@ -88,7 +88,7 @@ def test_a_fleet_on_dask_gives_what_a_local_run_gives(
     assert _outcome(local) == [
         ("openbao", "passed", "", {"sealed": False, "policies": 1}),
         ("sandbox", "passed", "", {"sealed": False, "policies": 1}),
-        ("refuses-the-token", "failed", "PermissionDenied", {}),
+        ("refuses-the-token", "failed", "TokenRefused", {}),  # refused, not a missing permission
         ("down", "failed", "ConnectError", {}),
     ]
     with (
@@ -144,5 +144,5 @@ def test_the_command_hands_a_fleet_to_a_dask_scheduler_by_address(
             timeout=300,
         )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "2 passed, 0 failed" in done.stdout
+    assert "0 failed, 0 incomplete, 2 passed, 0 skipped" in done.stdout
     assert (tmp_path / "out" / "index.html").is_file()
