@@ -28,9 +28,10 @@ def choose(page: Any, box: Any, value: str) -> None:
 
 
 def open_form(page: Any, lab: str, notebook: str, cell: str, title: str) -> Any:
-    """Run only the runbook's connection and the cell that shows the form; the form."""
+    """Run only the runbook's parameter check, its connection, the names it chooses and
+    the cell that shows the form; the form."""
     open_notebook(page, lab, notebook)
-    run_cells(page, "import toolkit", cell)
+    run_cells(page, "runbook.check_parameters(", "import toolkit", "run.choose", cell)
     shown = form(page, title)
     shown.wait_for()
     return shown
