@@ -257,7 +257,7 @@ def ttl_buckets(scan: LeaseScan | pd.DataFrame) -> pd.DataFrame:
         {"mount": m, "count": sum(c.values()), **{n: c.get(n, 0) for n in [*names, "no_expiry"]}}
         for m, c in sorted(tally.items())
     ]
-    return build_frame(rows, TTL_BUCKET_FRAME)
+    return _carried(scan, build_frame(rows, TTL_BUCKET_FRAME))
 
 
 def expiry_calendar(scan: LeaseScan | pd.DataFrame, *, freq: str = "D") -> pd.DataFrame:
@@ -272,11 +272,22 @@ def expiry_calendar(scan: LeaseScan | pd.DataFrame, *, freq: str = "D") -> pd.Da
         part = pd.crosstab(period, known["mount"].astype("object"))
         total = part if total is None else total.add(part, fill_value=0)
     if total is None:
-        return pd.DataFrame(index=pd.DatetimeIndex([], tz=UTC, name="expire_time"))
+        return _carried(scan, pd.DataFrame(index=pd.DatetimeIndex([], tz=UTC, name="expire_time")))
     total = total.fillna(0).astype("int64").sort_index()
     total.index.name = "expire_time"
     total.columns.name = None
-    return total
+    return _carried(scan, total)
+
+
+def _carried(scan: LeaseScan | pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (a view of ``scan``) with the scan's completeness record: what the walk
+    could not read is missing from every view of it too."""
+    record = scan.attrs.get("coverage") if isinstance(scan, pd.DataFrame) else None
+    if not isinstance(scan, pd.DataFrame):
+        record = scan.walk.coverage("leases.scan", scan.starts)
+    if record is not None:
+        frame.attrs["coverage"] = record
+    return frame
 
 
 def _pieces(scan: LeaseScan | pd.DataFrame, columns: list[str]) -> Iterable[pd.DataFrame]:

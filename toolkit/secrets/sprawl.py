@@ -205,6 +205,14 @@ def token_sprawl(
     ]
     frame = build_frame(rows, TOKEN_SPRAWL)
     frame.attrs["tokens"] = total
+    # What the scan could not read is missing from the tally too.
+    record = (
+        scan.attrs.get("coverage")
+        if isinstance(scan, pd.DataFrame)
+        else scan.walk.coverage("tokens.scan", ["auth/token/accessors"])
+    )
+    if record is not None:
+        frame.attrs["coverage"] = record
     return frame
 
 
