@@ -202,7 +202,7 @@ def grants_matrix(
     cells: dict[tuple[Any, ...], dict[str, tuple[int, str]]] = {}
     for row in rows.to_dict("records"):
         key = tuple(row[c] for c in index)
-        rank = LEVEL_ORDER.index(row["level"])
+        rank = _rank(row["level"])
         current = cells.setdefault(key, {}).get(row["team_name"])
         if current is None or rank > current[0]:
             cells[key][row["team_name"]] = (rank, row["access"])
@@ -414,11 +414,17 @@ def _describe(grant: Mapping[str, Any]) -> str:
     return f"team access {grant['record_id']}: {label}"
 
 
+def _rank(level: Any) -> int:
+    """A level's place in ``LEVEL_ORDER``; an access this client does not know (a newer
+    service's, or none) ranks below every known one rather than failing the view."""
+    return LEVEL_ORDER.index(level) if level in LEVEL_ORDER else -1
+
+
 def _winner(grants: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     return max(
         grants,
         key=lambda g: (
-            LEVEL_ORDER.index(str(g["level"])),
+            _rank(g["level"]),
             -_SOURCE_PREFERENCE.get(str(g["source"]), 9),
         ),
     )

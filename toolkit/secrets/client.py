@@ -27,7 +27,7 @@ from .._http.layer import FAN_OUT_TIMEOUT
 from .._http.response import Response
 from .._masking import Sensitive
 from .._records import Record
-from ._base import EngineArea, refuse_missing, unwrap
+from ._base import EngineArea, listed_keys, refuse_missing, unwrap
 from .access import Access
 from .ad import Directory
 from .auth import Auth
@@ -459,7 +459,7 @@ class SecretsClient(ServiceClient):
         else:
             facts["authenticated"] = True
             facts["display_name"] = token.get("display_name")
-            facts["policies"] = list(token.get("policies") or [])
+            facts["policies"] = listed_keys(token.get("policies"), "policies")
             facts["ttl"] = format_seconds(token.get("ttl"))
             facts["expire_time"] = token.get("expire_time")
         return Record(facts, kind="connection")

@@ -32,7 +32,7 @@ from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
 from .._records import Record
 from .._time import parse_time
-from ._base import EngineArea, Names, hide, listed_keys, warnings_of
+from ._base import EngineArea, Names, fields_of, hide, listed_keys, warnings_of
 from ._credentials import issue_credentials, required
 
 __all__ = ["CONNECTIONS", "DB_ROLES", "STATIC_ROLES", "Database", "connection_findings"]
@@ -177,7 +177,7 @@ class Database(EngineArea):
         """
         required(connection_name=name)
         data = self._read(self._path("config/{name}", name=name))
-        details = dict(data.get("connection_details") or {})
+        details = dict(fields_of(data.get("connection_details"), "connection_details"))
         details.pop("password", None)
         rotation = data.get("root_credentials_rotate_statements")
         if rotation is None:

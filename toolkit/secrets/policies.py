@@ -97,7 +97,7 @@ class Policies(Area):
         return {
             str(name): [
                 {"path": str(entry.get("path", "")), "glob": bool(entry.get("glob"))}
-                for entry in entries or []
+                for entry in (entries if isinstance(entries, list) else [])
                 if isinstance(entry, Mapping)
             ]
             for name, entries in sorted(raw.items())
