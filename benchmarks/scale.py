@@ -79,7 +79,7 @@ def client(argv: list[str]) -> int:
 
     interrupted = False
     with SecretsClient(args.address, args.token, max_concurrency=16) as bao:
-        mounts = bao.leases.mounts()
+        mounts = bao.leases.list_mounts()
         started = time.perf_counter()
         count: int
         try:
