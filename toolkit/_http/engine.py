@@ -29,7 +29,6 @@ import contextlib
 import functools
 import math
 import os
-import selectors
 import ssl
 import threading
 import time
@@ -165,28 +164,19 @@ class Engine:
         """In a forked child: forget the parent's loop, thread and connections
         (they are the parent's; the next call starts afresh).
 
-        The parent's loop is left untouched and kept from collection: its epoll
-        instance is shared with the parent across the fork, and closing a
-        connection or the loop here would unregister the parent's sockets from
-        it (the parent's calls would then wait for answers that never wake it).
-        So the loop gets a fresh selector of its own (``_selector``, asyncio's
-        private attribute; tests/_http/test_hostile_servers_bounds.py checks the
-        parent goes on) and the shared one is closed, in the child only.
+        The parent's loop, session and connections are left untouched and kept
+        from collection: the loop's selector is shared with the parent across the
+        fork, so anything that unregistered a socket from it here (closing a
+        connection, or the loop) would stop the parent's answers waking it, and a
+        TLS close would send a close_notify on the parent's connection. Marked
+        closed (asyncio's and aiohttp's own ``_closed`` flags), neither the loop
+        nor the connector closes anything when the child ends; the child's own
+        calls run on a new loop. tests/_http/test_hostile_servers_bounds.py checks
+        the parent goes on.
         """
         self._lock = threading.Lock()  # it may have been held at the fork
         loop = self._loop
         if loop is not None:
-            shared = getattr(loop, "_selector", None)
-            if shared is not None:
-                loop._selector = selectors.DefaultSelector()  # type: ignore[attr-defined]
-                with contextlib.suppress(Exception):
-                    shared.close()  # the child's descriptor only: no unregistering
-            # Nothing of the parent's may write on its connections from here: a
-            # TLS close would send a close_notify from this copy of the session
-            # (the server then ends the parent's connection). Closing any of
-            # them needs the loop, now marked closed (asyncio's private
-            # ``_closed``), and the connector, marked closed, closes none when
-            # collected (the child's end).
             loop._closed = True  # type: ignore[attr-defined]
             connector = getattr(self._session, "connector", None)
             if connector is not None:
