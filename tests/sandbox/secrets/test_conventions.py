@@ -87,3 +87,15 @@ def test_a_denied_request_changes_nothing(sandbox: Sandbox) -> None:
         kept = root.get("sys/policies/password/alnum-20")
     assert_error(refused, 403, "permission denied")
     assert kept.status_code == 200
+
+
+def test_the_envelope_is_compact_json_and_writes_what_orjson_cannot() -> None:
+    import json
+
+    from toolkit.sandbox.secrets.http._base import envelope
+
+    payload = {"keys": ["a", "b/"], "n": 3, 7: "int key", "é": None}
+    body = envelope(payload).body
+    assert json.loads(body)["data"] == {"keys": ["a", "b/"], "n": 3, "7": "int key", "é": None}
+    assert b'"data":{"keys":["a","b/"]' in body  # compact, as the standard encoder wrote it
+    assert json.loads(envelope({"serial": 2**70}).body)["data"] == {"serial": 2**70}
