@@ -99,3 +99,21 @@ def test_the_envelope_is_compact_json_and_writes_what_orjson_cannot() -> None:
     assert json.loads(body)["data"] == {"keys": ["a", "b/"], "n": 3, "7": "int key", "é": None}
     assert b'"data":{"keys":["a","b/"]' in body  # compact, as the standard encoder wrote it
     assert json.loads(envelope({"serial": 2**70}).body)["data"] == {"serial": 2**70}
+
+
+def test_engine_paths_are_dispatched_first_and_system_paths_keep_their_table() -> None:
+    from starlette.routing import Match
+
+    from toolkit.sandbox.secrets.http.routes import routes
+
+    sandbox = Sandbox(demo=False)
+    first = routes(sandbox.secrets)[0]
+
+    def matched(path: str) -> Match:
+        scope = {"type": "http", "path": path, "root_path": "", "method": "GET"}
+        return first.matches(scope)[0]
+
+    assert matched("/pki/cert/1f:a5") is Match.FULL
+    assert matched("/secret/data/app") is Match.FULL
+    assert matched("/sys/mounts") is Match.NONE
+    assert matched("/auth/token/lookup-self") is Match.NONE

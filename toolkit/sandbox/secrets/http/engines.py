@@ -23,7 +23,10 @@ from ._base import EngineRoute, error, serve
 if TYPE_CHECKING:
     from ..models import SecretsService
 
-__all__ = ["dispatcher"]
+__all__ = ["EnginePathsFirst", "dispatcher"]
+
+# First path segments that only system routes serve (nothing can be mounted under them).
+_SYSTEM_SEGMENTS = frozenset({"sys", "auth"})
 
 
 class _Compiled:
@@ -77,3 +80,22 @@ def dispatcher(service: SecretsService, system_routes: Sequence[BaseRoute]) -> R
 
     methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "LIST"]
     return Route("/{path:path}", endpoint, methods=methods)
+
+
+class EnginePathsFirst(Route):
+    """The engine dispatcher, tried before every system route for a path outside
+    ``sys/`` and ``auth/``: no system route serves such a path, so it ends where the
+    catch-all at the end of the table would, without Starlette matching it against
+    each of the hundred system routes first (a quarter of the sandbox's time
+    serving a certificate read, measured with 200,000 certificates)."""
+
+    def __init__(self, catch_all: Route) -> None:
+        super().__init__(catch_all.path, catch_all.endpoint, methods=list(catch_all.methods or ()))
+
+    def matches(self, scope: Any) -> tuple[Match, dict[str, Any]]:
+        match, child = super().matches(scope)
+        if match is not Match.NONE:
+            first = str(child.get("path_params", {}).get("path", "")).split("/", 1)[0]
+            if first in _SYSTEM_SEGMENTS:
+                return Match.NONE, {}
+        return match, child

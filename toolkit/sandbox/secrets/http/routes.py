@@ -17,7 +17,7 @@ from . import (
     sys_rekey,
     sys_seal,
 )
-from .engines import dispatcher
+from .engines import EnginePathsFirst, dispatcher
 from .sys_leases import lease_routes
 from .sys_plugins import plugin_routes
 
@@ -38,6 +38,7 @@ def routes(service: SecretsService) -> list[Route]:
     table += sys_mounts.routes(service)
     table += sys_capabilities.routes(service)
     table += sys_namespaces.routes(service)
-    # Last: everything under an engine mount, wherever the engine is mounted.
-    table.append(dispatcher(service, list(table)))
-    return table
+    # Last: everything under an engine mount, wherever the engine is mounted; and the
+    # same first for any path outside sys/ and auth/, which no system route serves.
+    engines = dispatcher(service, list(table))
+    return [EnginePathsFirst(engines), *table, engines]
