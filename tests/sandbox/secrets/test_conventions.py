@@ -117,3 +117,13 @@ def test_engine_paths_are_dispatched_first_and_system_paths_keep_their_table() -
     assert matched("/secret/data/app") is Match.FULL
     assert matched("/sys/mounts") is Match.NONE
     assert matched("/auth/token/lookup-self") is Match.NONE
+
+
+def test_the_date_header_follows_the_sandbox_clock_when_it_moves(sandbox: Sandbox) -> None:
+    from email.utils import parsedate_to_datetime
+
+    with v1(sandbox) as root:
+        before = parsedate_to_datetime(root.get("sys/health").headers["date"])
+        sandbox.secrets.clock.advance(3600)
+        after = parsedate_to_datetime(root.get("sys/health").headers["date"])
+    assert 3600 <= (after - before).total_seconds() < 3610

@@ -30,17 +30,29 @@ _SYSTEM_SEGMENTS = frozenset({"sys", "auth"})
 
 
 class _Compiled:
-    """An engine type's handlers with their path patterns compiled."""
+    """An engine type's handlers with their path patterns compiled, and indexed by
+    their first segment: a path is matched against the patterns whose first segment
+    is its own or a parameter, in the order the engine declares them."""
 
     def __init__(self, routes: list[EngineRoute]) -> None:
         self.entries: list[tuple[re.Pattern[str], dict[str, Any], EngineRoute]] = []
+        firsts: list[str | None] = []
         for entry in routes:
             regex, _, convertors = compile_path("/" + entry.path)
             self.entries.append((regex, convertors, entry))
+            first = entry.path.split("/", 1)[0]
+            firsts.append(None if "{" in first else first)
+        literal = {f for f in firsts if f is not None}
+        self._by_first = {
+            name: [e for e, f in zip(self.entries, firsts, strict=True) if f in (name, None)]
+            for name in literal
+        }
+        self._open = [e for e, f in zip(self.entries, firsts, strict=True) if f is None]
 
     def match(self, rest: str) -> tuple[EngineRoute, dict[str, Any]] | None:
-        for regex, convertors, entry in self.entries:
-            found = regex.match("/" + rest)
+        path = "/" + rest
+        for regex, convertors, entry in self._by_first.get(rest.split("/", 1)[0], self._open):
+            found = regex.match(path)
             if found:
                 params = {k: convertors[k].convert(v) for k, v in found.groupdict().items()}
                 return entry, params
