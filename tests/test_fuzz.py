@@ -30,7 +30,7 @@ from toolkit.sandbox._plain import dump
 from toolkit.sandbox.platform.routes import routes as platform_routes
 from toolkit.sandbox.secrets.backends import EngineRegistry
 from toolkit.sandbox.secrets.engines import ENGINES
-from toolkit.sandbox.secrets.http.routes import routes as secrets_routes
+from toolkit.sandbox.secrets.http.routes import system_routes
 
 # Examples per endpoint: a few in the quick suite, more with FUZZ_EXAMPLES=200 in the environment.
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "6"))
@@ -54,7 +54,7 @@ def _endpoints() -> list[tuple[str, str, frozenset[str]]]:
     for entry in platform_routes(sandbox.platform):
         assert isinstance(entry, Route)
         found.append(("platform", "/api/v2" + entry.path, frozenset(entry.methods or ())))
-    for entry in secrets_routes(sandbox.secrets)[1:-1]:  # the first and last: engine dispatch
+    for entry in system_routes(sandbox.secrets):
         assert isinstance(entry, Route)
         found.append(("secrets", "/v1" + entry.path, frozenset(entry.methods or ())))
     found += engine_endpoints(ENGINES)

@@ -132,9 +132,7 @@ def test_a_walk_hands_leaves_in_chunks_and_walks_the_folders_met_among_them(
     server_of.append(server)
     walk = Walk()
     with _client(server) as bao:
-        got = list(
-            walk_tree(bao.leases._http, [""], path_of=_lookup, walk=walk, chunk=3)
-        )
+        got = list(walk_tree(bao.leases._http, [""], path_of=_lookup, walk=walk, chunk=3))
     # A chunk of three keys holding a folder hands two leaves; the folder is walked next.
     assert got == [("", ["a1", "a2"]), ("", ["a3", "a4", "a5"]), ("sub/", ["b1"])]
     assert (walk.folders, walk.leaves, walk.complete) == (2, 6, True)

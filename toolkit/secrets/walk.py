@@ -26,9 +26,9 @@ answers are parsed with.
 from __future__ import annotations
 
 import io
-from itertools import islice
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from .._errors import APIError, DecodeError, InputError, one_line

@@ -127,3 +127,27 @@ def test_the_date_header_follows_the_sandbox_clock_when_it_moves(sandbox: Sandbo
         sandbox.secrets.clock.advance(3600)
         after = parsedate_to_datetime(root.get("sys/health").headers["date"])
     assert 3600 <= (after - before).total_seconds() < 3610
+
+
+def test_the_indexed_system_routes_choose_as_starlette_s_ordered_scan_would() -> None:
+    from starlette.routing import Match
+
+    from toolkit.sandbox.secrets.http.routes import IndexedRoutes, system_routes
+
+    table = system_routes(Sandbox(demo=False).secrets)
+    indexed = IndexedRoutes(table)
+    paths = {r.path.replace("{", "").replace("}", "").replace(":path", "") for r in table}
+    paths |= {"/sys", "/sys/", "/auth", "/auth/x/login/u", "/sys/leases/lookup/a/b/", "/nope"}
+    for path in sorted(paths):
+        for method in ("GET", "POST", "DELETE", "LIST", "PATCH"):
+            scope = {"type": "http", "path": path, "root_path": "", "method": method}
+            linear = (Match.NONE, None)
+            for route in table:
+                match, _ = route.matches(scope)
+                if match is Match.FULL:
+                    linear = (match, route)
+                    break
+                if match is Match.PARTIAL and linear[0] is Match.NONE:
+                    linear = (match, route)
+            match, child = indexed.matches(scope)
+            assert (match, child.get("toolkit.sandbox.route")) == linear, (method, path)

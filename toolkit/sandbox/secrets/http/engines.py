@@ -104,7 +104,7 @@ class EnginePathsFirst(Route):
     def __init__(self, catch_all: Route) -> None:
         super().__init__(catch_all.path, catch_all.endpoint, methods=list(catch_all.methods or ()))
 
-    def matches(self, scope: Any) -> tuple[Match, dict[str, Any]]:
+    def matches(self, scope: Any) -> tuple[Match, Any]:
         match, child = super().matches(scope)
         if match is not Match.NONE:
             first = str(child.get("path_params", {}).get("path", "")).split("/", 1)[0]
