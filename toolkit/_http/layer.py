@@ -621,7 +621,8 @@ class HTTPLayer:
         ``max_concurrency`` calls run at once (fewer when ``workers`` is smaller),
         on the layer's thread pool; results are yielded as soon as they and all
         before them are done. The first exception stops the iteration (no new
-        item is started) and is raised where its item would have been yielded.
+        item is started) and is raised where its item would have been yielded,
+        once the items already running have ended (within the map's deadline).
         The whole map has ``fan_out_timeout``: past it no item starts, and
         :class:`TimeoutError` is raised where the first unfinished one would
         have been. Called from inside a ``map`` of the same layer, it runs inline.
