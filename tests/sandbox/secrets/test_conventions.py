@@ -151,3 +151,18 @@ def test_the_indexed_system_routes_choose_as_starlette_s_ordered_scan_would() ->
                     linear = (match, route)
             match, child = indexed.matches(scope)
             assert (match, child.get("toolkit.sandbox.route")) == linear, (method, path)
+
+
+def test_the_indexed_routes_still_name_their_paths() -> None:
+    from starlette.routing import NoMatchFound
+
+    from toolkit.sandbox.secrets.http.routes import IndexedRoutes, system_routes
+
+    table = system_routes(Sandbox(demo=False).secrets)
+    first = table[0]
+    params = {p: "x" for p in first.param_convertors}
+    assert IndexedRoutes(table).url_path_for(first.name, **params) == first.url_path_for(
+        first.name, **params
+    )
+    with pytest.raises(NoMatchFound):
+        IndexedRoutes(table).url_path_for("no-such-route")

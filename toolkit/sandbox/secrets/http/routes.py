@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from starlette._utils import get_route_path
-from starlette.routing import BaseRoute, Match, Route
+from starlette.routing import BaseRoute, Match, NoMatchFound, Route
 
 from . import (
     auth_logins,
@@ -85,6 +85,14 @@ class IndexedRoutes(BaseRoute):
             if match is Match.PARTIAL and partial is None:
                 partial = (match, {**child, _CHOSEN: route})
         return partial if partial is not None else (Match.NONE, {})
+
+    def url_path_for(self, name: str, /, **path_params: Any) -> Any:
+        for route in self.routes:
+            try:
+                return route.url_path_for(name, **path_params)
+            except NoMatchFound:
+                continue
+        raise NoMatchFound(name, path_params)
 
     async def handle(self, scope: Any, receive: Any, send: Any) -> None:
         route = scope.pop(_CHOSEN)
