@@ -22,8 +22,8 @@ import toolkit.platform
 import toolkit.secrets
 from toolkit import PlatformClient, SecretsClient
 from toolkit.drift import Snapshots
-from toolkit.platform._base import Area as PlatformArea
-from toolkit.secrets._base import Area as SecretsArea
+from toolkit.platform._base import PlatformArea
+from toolkit.secrets._base import SecretsArea
 
 # Names the areas import for type checking only, to resolve their annotations with.
 _TYPE_ONLY = {

@@ -18,7 +18,7 @@ from .._progress import progress
 from .._records import Record
 from .._spec.access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 from .._time import format_iso_ms, parse_time
-from ._base import Area
+from ._base import PlatformArea
 from ._jsonapi import (
     FrameBuilder,
     PageSink,
@@ -134,7 +134,7 @@ def _pool_body(
     return {"data": data}
 
 
-class AgentPools(Area):
+class AgentPools(PlatformArea):
     """Agent pools and their agents."""
 
     # The agent statuses, and those an agent may be removed in, at hand from the client.

@@ -14,7 +14,7 @@ from .._errors import DecodeError, InputError, NotFound, PermissionDenied
 from .._frames import Col, Schema, scope_part, stack_scopes
 from .._http import api_path
 from .._records import Record
-from ._base import Area
+from ._base import PlatformArea
 from ._jsonapi import flatten
 
 __all__ = ["Organizations"]
@@ -44,7 +44,7 @@ POLICY_SETS = Schema.of(
 )
 
 
-class Organizations(Area):
+class Organizations(PlatformArea):
     """Organizations, workspaces, teams and policy sets (read only)."""
 
     def organizations_frame(self) -> pd.DataFrame:

@@ -20,7 +20,7 @@ from .._spec.access import (
     PERMISSION_ATTRIBUTES,
     PERMISSION_VALUES,
 )
-from ._base import Area
+from ._base import PlatformArea
 from ._jsonapi import flatten, iter_resources, read_lists
 from .organizations import Organizations
 from .team_access_rules import (
@@ -121,7 +121,7 @@ def _attributes(access: str | None, permissions: dict[str, Any]) -> dict[str, An
     return attrs
 
 
-class TeamAccess(Area):
+class TeamAccess(PlatformArea):
     """Which team has which access to which workspace."""
 
     # The permission tables, at hand from the client (``platform.team_access.ACCESS_LEVELS``).

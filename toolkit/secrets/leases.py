@@ -28,7 +28,15 @@ from .._progress import progress
 from .._records import Record, integer
 from .._time import parse_time
 from ..findings import combine
-from ._base import GONE, Area, lookup_requests, records_of, require_mounts, unwrap, warnings_of
+from ._base import (
+    GONE,
+    SecretsArea,
+    lookup_requests,
+    records_of,
+    require_mounts,
+    unwrap,
+    warnings_of,
+)
 from .checkpoint import DEFAULT_MAX_ROWS
 from .lease_rules import (
     EXPIRING,
@@ -127,7 +135,7 @@ def split_lease_id(lease_id: str, mounts: Sequence[str] = ()) -> tuple[str, str]
     return mount, middle[1] if len(middle) > 1 else (middle[0] if middle else "")
 
 
-class Leases(Area):
+class Leases(SecretsArea):
     """``sys/leases/*``: one lease at a time, and in bulk."""
 
     @staticmethod
