@@ -9,11 +9,13 @@ The package was never released: no old name is kept.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import pkgutil
 import typing
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -167,3 +169,31 @@ def test_every_call_that_returns_a_frame_is_a_frame_call_a_view_or_an_action() -
     assert stray == []
     # A list_ call returning a frame was the old ambiguity (list_irrevocable).
     assert [n for _, n in _returning(pd.DataFrame) if n.startswith("list_")] == []
+
+
+# Class names defined twice today, each in the platform sandbox (toolkit/sandbox/platform/),
+# whose rework (issue 25, item 3) renames them; a name leaves this table when it is renamed.
+TWICE_YET = {
+    "NotFound": "the platform sandbox's error beside the client's (toolkit._errors)",
+    "TeamAccess": "the platform sandbox's grant record beside the client's area",
+    "Unauthorized": "the platform sandbox's error beside the client's (toolkit._errors)",
+}
+
+
+def _class_definitions() -> dict[str, list[str]]:
+    """Every class defined in the package and the forms (nested ones included), by name."""
+    root = Path(toolkit.__file__).parent.parent
+    where: dict[str, list[str]] = {}
+    for folder in ("toolkit", "widgets"):
+        for path in sorted((root / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ClassDef):
+                    where.setdefault(node.name, []).append(str(path.relative_to(root)))
+    return where
+
+
+def test_no_class_name_means_two_things() -> None:
+    # A traceback or a repr that says `Area` or `Seal` names one class, not one of three.
+    twice = {name: paths for name, paths in _class_definitions().items() if len(paths) > 1}
+    assert sorted(set(twice) - set(TWICE_YET)) == [], twice
+    assert set(TWICE_YET) <= set(twice), "a renamed class is still listed in TWICE_YET"

@@ -34,12 +34,12 @@ from .._errors import (
     TimeoutError,
 )
 from .._masking import Sensitive
-from .engine import ConnectorFactory, Engine, tls_context
 from .fanout import OrderedResponses, Request, RequestFanOut, ThreadedMap, worker_mark
 from .paths import check_path
 from .policy import Failure, RetryPolicy, judge, mask, repeatable
 from .redirects import NO_REDIRECTS, RedirectRule
 from .response import Headers, Response
+from .transport import ConnectorFactory, Transport, tls_context
 
 __all__ = ["HTTPLayer", "decode_json"]
 
@@ -174,7 +174,7 @@ class HTTPLayer:
             if self.address.startswith("https")
             else False
         )
-        self._engine = Engine(
+        self._engine = Transport(
             tls=tls,
             limit=max_concurrency,
             connector=connector,
