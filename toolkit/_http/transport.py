@@ -204,11 +204,6 @@ class Transport:
                 self._loop = loop
             return self._loop
 
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run ``coro`` on the engine's loop and wait for its result (from any other thread)."""
-        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop())
-        return future.result(timeout)
-
     def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop())
 

@@ -30,6 +30,7 @@ from .._time import parse_time
 from ..findings import combine
 from ._base import (
     GONE,
+    Names,
     SecretsArea,
     lookup_requests,
     records_of,
@@ -103,9 +104,6 @@ LEASE_ACTIONS = Schema.of(
     Col("detail"),
     index="lease_id",
 )
-# A list of names.
-Names = list[str]
-
 IRREVOCABLE = Schema.of(
     "lease_id",
     Col("mount"),
