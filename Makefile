@@ -17,8 +17,8 @@ SYSTEM_PACKAGES := postgresql rabbitmq-server chromium nginx-light tinyproxy
 SLOW_SUITES := tests/real tests/browser tests/binder tests/launch tests/fleet tests/runbooks
 
 .PHONY: setup setup-lab python-version system-deps lab sandbox check test test-fast test-slow \
-	test-notebooks test-real test-browser test-binder test-launch test-fleet bench bench-report \
-	lint typecheck clean ceremony notebooks
+	test-notebooks test-real test-browser test-binder test-launch test-fleet test-fuzz bench bench-report \
+	lint typecheck clean ceremony notebooks screenshots
 
 # What `make lab` needs ([all]: clients, forms, sandbox, JupyterLab), and what the tests
 # add (the test, browser and benchmark stacks). Each stamp is remade when pyproject changes.
@@ -73,6 +73,13 @@ test-fast: setup
 # the bao binary, a sandbox killed with SIGKILL, subprocesses): marked slow.
 test-slow: setup system-deps
 	$(BIN)/python -m pytest -n 2 -q -m slow tests $(addprefix --ignore=,$(SLOW_SUITES))
+
+# The fuzz suites with many more examples each than the fast suite draws (FUZZ_EXAMPLES):
+# the sandbox's endpoints, every view's answers spoiled, every name a call takes.
+FUZZ_EXAMPLES ?= 200
+test-fuzz: setup
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -n 2 -q -p no:randomly \
+		tests/test_fuzz.py tests/test_answer_fuzz.py tests/test_paths.py
 
 # The runbooks as saved, under nbval; then each run headless by papermill
 # against a sandbox (evidence filed, drift kept, no secret in any output).

@@ -84,3 +84,17 @@ def test_a_missing_debian_package_says_to_run_make_system_deps(
 
 def test_a_missing_chromium_says_to_run_make_system_deps(tmp_path: Path) -> None:
     assert "make system-deps" in chromium_missing(tmp_path / "chromium")
+
+
+def test_every_make_target_the_tree_cites_is_in_the_makefile() -> None:
+    # A docstring or a page that says ``make test-fuzz`` must name a target that exists.
+    targets = set(re.findall(r"^([a-z][a-z-]*):", (ROOT / "Makefile").read_text(), re.M))
+    cited: dict[str, set[str]] = {}
+    files = [ROOT / "README.md", ROOT / "Makefile", *(ROOT / "docs").glob("*.md")]
+    for folder in ("toolkit", "widgets", "tests", "benchmarks", "binder"):
+        files += (ROOT / folder).rglob("*.py")
+    for path in files:
+        for target in re.findall(r"`+make ([a-z][a-z-]*)", path.read_text(encoding="utf-8")):
+            cited.setdefault(target, set()).add(str(path.relative_to(ROOT)))
+    assert "test" in cited
+    assert {t: sorted(p) for t, p in cited.items() if t not in targets} == {}
