@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,3 +99,64 @@ def test_every_make_target_the_tree_cites_is_in_the_makefile() -> None:
             cited.setdefault(target, set()).add(str(path.relative_to(ROOT)))
     assert "test" in cited
     assert {t: sorted(p) for t, p in cited.items() if t not in targets} == {}
+
+
+def _pictures_module() -> Any:
+    from tests.browser import screenshots
+
+    return screenshots
+
+
+def test_the_readmes_pictures_are_the_browser_suites_screenshots_as_make_screenshots_copies() -> (
+    None
+):
+    pictures = _pictures_module()
+    shown = set(re.findall(r"\]\(docs/screenshots/([^)]+)\)", (ROOT / "README.md").read_text()))
+    assert shown and shown == set(pictures.README_PICTURES)
+    # No picture the README does not show, and none that no mapping refreshes.
+    assert {p.name for p in (ROOT / "docs" / "screenshots").iterdir()} == shown
+    # Each is a screenshot a browser test writes: a named scenario or a runbook's end state.
+    browser = "".join(p.read_text() for p in (ROOT / "tests" / "browser").glob("test_*.py"))
+    written = {f"{n}.png" for n in re.findall(r'screenshot\(page, "([^"]+)"\)', browser)}
+    written |= {f"runbook-{p.stem}.png" for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+    assert set(pictures.README_PICTURES.values()) <= written
+    for test in pictures.TESTS:
+        path, _, node = test.partition("::")
+        assert (ROOT / path).is_file()
+        assert not node or (ROOT / "notebooks" / node.split("[")[1].rstrip("]")).is_file()
+    (command,) = [line for line in _dry_run("screenshots") if "tests.browser.screenshots" in line]
+    assert "--run" in command
+
+
+def test_make_screenshots_copies_every_picture_or_none(tmp_path: Path) -> None:
+    pictures = _pictures_module()
+    taken, docs = tmp_path / "artifacts", tmp_path / "docs"
+    taken.mkdir()
+    sources = sorted(pictures.README_PICTURES.values())
+    for i, name in enumerate(sources[1:]):
+        (taken / name).write_bytes(b"png %d" % i)
+    with pytest.raises(FileNotFoundError, match=f"{sources[0]}.*make screenshots"):
+        pictures.copy_pictures(taken, docs)
+    assert not docs.exists()
+    (taken / sources[0]).write_bytes(b"first")
+    written = pictures.copy_pictures(taken, docs)
+    assert sorted(p.name for p in written) == sorted(pictures.README_PICTURES)
+    for picture, screenshot in pictures.README_PICTURES.items():
+        assert (docs / picture).read_bytes() == (taken / screenshot).read_bytes()
+
+
+# A measured figure: a time, a size or a ratio.
+_FIGURE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*\s?(?:s|ms|µs|MB|MiB|GB|KB|x|×)(?!\w)")
+# What the README may say in numbers outside its table: defaults and limits it sets.
+_SETTING = re.compile(r"(?:default|`max_pause`,|limited to)\s+\d+\s?\w*")
+
+
+def test_measured_figures_in_the_readme_are_in_its_benchmark_table_only() -> None:
+    # Prose that repeats a measurement drifts from the benchmark (0.08 s here, 0.17 s there).
+    prose = [
+        line
+        for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+        if not line.startswith("|") and not line.startswith("    ")
+    ]
+    stray = [(m, line[:80]) for line in prose for m in _FIGURE.findall(_SETTING.sub("", line))]
+    assert stray == []
