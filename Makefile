@@ -125,6 +125,11 @@ test-real: setup system-deps
 test-browser: setup system-deps
 	$(BIN)/python -m pytest -q -p no:randomly tests/browser
 
+# The README's pictures (docs/screenshots/), taken afresh by the browser tests that show
+# them and copied from artifacts/screenshots/ (the mapping is tests/browser/screenshots.py).
+screenshots: setup system-deps
+	$(BIN)/python -m tests.browser.screenshots --run
+
 # The rekey ceremony as a page without code, for key holders, beside a sandbox.
 ceremony: setup
 	$(BIN)/python -m toolkit.sandbox.lab --port $(SANDBOX_PORT) -- \
