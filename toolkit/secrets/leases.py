@@ -26,6 +26,7 @@ from .._gc import collector_paused
 from .._http import HTTPLayer, Request, decode_json, segments
 from .._progress import progress
 from .._records import Record, integer
+from .._spec.leases import split_lease_id
 from .._time import parse_time
 from ..findings import combine
 from ._base import (
@@ -111,26 +112,6 @@ IRREVOCABLE = Schema.of(
     Col("error"),
     index="lease_id",
 )
-
-
-def split_lease_id(lease_id: str, mounts: Sequence[str] = ()) -> tuple[str, str]:
-    """The mount and role of a lease id.
-
-    The mount is the longest of ``mounts`` the id starts with, else the first
-    segment (two for ``auth/<method>/``), with a trailing ``/``. The role is
-    the segment after the engine's endpoint word: ``database/creds/readonly/Xy``
-    is mount ``database/``, role ``readonly``; ``ad/library/helpdesk/check-out/Xy``
-    role ``helpdesk``; with a single segment before the suffix, that segment.
-    """
-    mount = ""
-    for candidate in mounts:
-        if lease_id.startswith(candidate) and len(candidate) > len(mount):
-            mount = candidate
-    parts = lease_id.split("/")
-    if not mount:
-        mount = f"auth/{parts[1]}/" if parts[0] == "auth" and len(parts) > 2 else parts[0] + "/"
-    middle = [p for p in lease_id[len(mount) :].split("/")[:-1] if p]
-    return mount, middle[1] if len(middle) > 1 else (middle[0] if middle else "")
 
 
 class Leases(SecretsArea):

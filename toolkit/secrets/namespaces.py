@@ -27,6 +27,7 @@ from .._errors import NamespaceNotFound, NotFound, PermissionDenied, TokenRefuse
 from .._frames import Col, Schema, build_frame, scope_part, stack_scopes
 from .._http import HTTPLayer, api_path, decode_json
 from .._records import Record
+from .._spec.headers import NAMESPACE_HEADER
 from ..findings import Finding, findings_frame
 from ._base import SecretsArea, unwrap
 
@@ -37,7 +38,6 @@ __all__ = ["MOUNTS", "NAMESPACES", "ROOT", "Namespaces", "refusal_findings"]
 
 # How the root namespace is named in a frame's ``namespace`` column.
 ROOT = "root"
-NAMESPACE_HEADER = "X-Vault-Namespace"
 
 NAMESPACES = Schema.of(
     Col("path"),
