@@ -197,3 +197,27 @@ def test_no_class_name_means_two_things() -> None:
     twice = {name: paths for name, paths in _class_definitions().items() if len(paths) > 1}
     assert sorted(set(twice) - set(TWICE_YET)) == [], twice
     assert set(TWICE_YET) <= set(twice), "a renamed class is still listed in TWICE_YET"
+
+
+# One verb set on both clients: read (one record), create, update, write (where the API
+# has one call that creates or replaces), delete, list_ (names). A verb of another set,
+# or a bare noun fetching one record (``agent(id)``), is refused.
+OTHER_VERBS = {"get", "fetch", "add", "remove", "put"}
+# Actions whose verb is part of what they do to many things, not a record's CRUD.
+VERB_ACTIONS = {"remove_agents", "remove_planned", "remove_from_provider"}
+
+
+def test_both_clients_use_one_verb_set() -> None:
+    other = [
+        f"{cls.__name__}.{name}"
+        for cls, name, _ in _public_calls()
+        if name.split("_")[0] in OTHER_VERBS and name not in VERB_ACTIONS
+    ]
+    assert other == []
+    # A record fetched by its id is read_<thing>, never the bare noun.
+    nouns = [
+        f"{cls.__name__}.{name}"
+        for cls, name, member in _public_calls()
+        if name in {"agent", "pool", "organization", "grant", "parameter"}
+    ]
+    assert nouns == []

@@ -380,9 +380,9 @@ def test_the_calls_that_take_names_are_derived_from_the_areas(
         "pki.read_cert(serial)",
         "keymgmt.read_distribution(provider)",
         "keymgmt.read_distribution(key)",
-        "organizations.get(name)",
+        "organizations.read(name)",
         "agent_pools.agents_frame(pool_id)",
-        "team_access.get(team_access_id)",
+        "team_access.read(team_access_id)",
         "policy_set_parameters.update(parameter_id)",
     ):
         assert known in names, f"{known} not derived; derived: {sorted(names)}"

@@ -199,7 +199,7 @@ class AgentPools(PlatformArea):
         counts = meta.get("status-counts") or {}
         return {k: int(v) for k, v in counts.items()}
 
-    def get(self, pool_id: str, *, include_workspaces: bool = False) -> Record:
+    def read(self, pool_id: str, *, include_workspaces: bool = False) -> Record:
         """One pool. ``GET /agent-pools/:id`` (``include=workspaces`` adds ``workspaces``)."""
         params = {"include": "workspaces"} if include_workspaces else None
         doc = self._get(api_path("/agent-pools/{pool_id}", pool_id=pool_id), params)
@@ -260,7 +260,7 @@ class AgentPools(PlatformArea):
         )
         return agents_frame(resources, pool_id)
 
-    def agent(self, agent_id: str) -> Record:
+    def read_agent(self, agent_id: str) -> Record:
         """One agent with its status. ``GET /agents/:id``."""
         return self._record(self._get(api_path("/agents/{agent_id}", agent_id=agent_id)), "agent")
 
@@ -447,7 +447,7 @@ class AgentPools(PlatformArea):
 
     def _remove_if_unchanged(self, agent_id: str, planned: pd.Series) -> tuple[str, str]:
         try:
-            current = self.agent(agent_id)
+            current = self.read_agent(agent_id)
         except NotFound:
             return "skipped", "gone since the preview"
         except APIError as exc:

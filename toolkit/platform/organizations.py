@@ -99,7 +99,7 @@ class Organizations(PlatformArea):
 
         return cov.attach(stack_scopes("organization", builtins.list(self._http.map(one, names))))
 
-    def get(self, name: str) -> Record:
+    def read(self, name: str) -> Record:
         """One organization. ``GET /organizations/:name``."""
         return self._record(self._get(api_path("/organizations/{name}", name=name)), "organization")
 

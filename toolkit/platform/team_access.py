@@ -141,14 +141,14 @@ class TeamAccess(PlatformArea):
         ]
         return build_frame(records, TEAM_ACCESS)
 
-    def get(self, team_access_id: str) -> Record:
+    def read(self, team_access_id: str) -> Record:
         """One record. ``GET /team-workspaces/:id``."""
         return self._record(
             self._get(api_path("/team-workspaces/{team_access_id}", team_access_id=team_access_id)),
             "team-access",
         )
 
-    def add(
+    def create(
         self,
         workspace_id: str,
         team_id: str,
@@ -192,7 +192,7 @@ class TeamAccess(PlatformArea):
             "team-access",
         )
 
-    def remove(self, team_access_id: str) -> None:
+    def delete(self, team_access_id: str) -> None:
         """Remove a team's access. ``DELETE /team-workspaces/:id``."""
         self._send(
             "DELETE", api_path("/team-workspaces/{team_access_id}", team_access_id=team_access_id)
