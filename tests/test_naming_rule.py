@@ -88,9 +88,7 @@ ACTIONS = {
 }
 # Calls that break the rule today, each with why it is not renamed yet; a name leaves this
 # table when it is renamed (the test below fails while it is listed but gone).
-NOT_YET = {
-    "Leases.lease_ids": "the lease walker's call: renamed with the walker's rework (issue 25, item 4)",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _area_classes() -> list[type]:

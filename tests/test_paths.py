@@ -353,7 +353,7 @@ def test_a_lease_key_the_server_lists_cannot_send_the_walk_outside_v1() -> None:
     client = SecretsClient(server.address, token="s.walk-test", retry=RetryPolicy(attempts=1))
     try:
         with pytest.raises(IncompleteAudit, match=r"\.\./\.\./\.\./\.\./auth/token/accessors"):
-            client.leases.lease_ids()
+            client.leases.list_lease_ids()
         targets = [h.split(b" ", 2)[1].decode() for h in server.heads]
         assert targets and all(t.startswith("/v1/sys/leases/lookup/") for t in targets)
         assert not any("accessors" in t for t in targets)

@@ -280,7 +280,7 @@ class Leases(SecretsArea):
         return found
 
     # -- views -----------------------------------------------------------------
-    def lease_ids(self, prefix: str = "", *, walk: Walk | None = None) -> Names:
+    def list_lease_ids(self, prefix: str = "", *, walk: Walk | None = None) -> Names:
         """Every lease id under ``prefix`` (all when empty), walking the lookup tree.
 
         :func:`~toolkit.secrets.walk.walk_tree`: the folders of each level listed
@@ -306,7 +306,7 @@ class Leases(SecretsArea):
         if walk is None and not seen.complete:
             from .._coverage import Coverage, require_complete
 
-            require_complete(Coverage.from_dict(seen.coverage("leases.lease_ids", [prefix])))
+            require_complete(Coverage.from_dict(seen.coverage("leases.list_lease_ids", [prefix])))
         return found
 
     def leases_by_mount(
