@@ -298,6 +298,7 @@ def test_a_bad_token_is_unauthorized(demo_sandbox):
         PlatformClient(demo_sandbox.address, "not-a-token").organizations.organizations_frame()
 
 
+@pytest.mark.slow  # it waits out the sandbox's rate-limit windows, a second each
 def test_the_client_backs_off_when_the_sandbox_rate_limits_it():
     with Sandbox(rate_limit=5) as limited:
         client = PlatformClient(
