@@ -75,8 +75,9 @@ test-slow: setup system-deps
 	$(BIN)/python -m pytest -n 2 -q -m slow tests $(addprefix --ignore=,$(SLOW_SUITES))
 
 # The fuzz suites with many more examples each than the fast suite draws (FUZZ_EXAMPLES):
-# the sandbox's endpoints, every view's answers spoiled, every name a call takes.
-FUZZ_EXAMPLES ?= 200
+# the sandbox's endpoints, every view's answers spoiled, every name a call takes. `make test`
+# runs them; FUZZ_EXAMPLES=1000 for a long hunt.
+FUZZ_EXAMPLES ?= 100
 test-fuzz: setup
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -n 2 -q -p no:randomly \
 		tests/test_fuzz.py tests/test_answer_fuzz.py tests/test_paths.py
@@ -109,7 +110,7 @@ check: setup lint typecheck test-fast test-notebooks
 # needs them (tests/test_makefile.py reads `make -n test` to hold that order). The
 # benchmark reports its goals here without failing the run (timings on a shared machine
 # vary); `make bench` fails on a miss.
-test: setup system-deps check test-slow test-real test-browser test-binder test-launch \
+test: setup system-deps check test-slow test-fuzz test-real test-browser test-binder test-launch \
 	test-fleet bench-report
 
 clean:

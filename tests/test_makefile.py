@@ -160,3 +160,13 @@ def test_measured_figures_in_the_readme_are_in_its_benchmark_table_only() -> Non
     ]
     stray = [(m, line[:80]) for line in prose for m in _FIGURE.findall(_SETTING.sub("", line))]
     assert stray == []
+
+
+def test_make_test_runs_the_fuzz_suites_with_more_examples_than_the_fast_suite() -> None:
+    # The fast suite draws a few examples an endpoint; the larger draw must still run.
+    lines = "\n".join(_dry_run("test")).replace("\\\n", " ").splitlines()
+    (fuzz,) = [line for line in lines if "FUZZ_EXAMPLES=" in line]
+    drawn = int(re.search(r"FUZZ_EXAMPLES=(\d+)", fuzz).group(1))  # type: ignore[union-attr]
+    fast = re.search(r'"FUZZ_EXAMPLES", "(\d+)"', (ROOT / "tests" / "test_fuzz.py").read_text())
+    assert fast and drawn >= 10 * int(fast.group(1))
+    assert "tests/test_fuzz.py" in fuzz
