@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from tests.conftest import SLOW_FOLDERS
@@ -66,6 +67,66 @@ def test_each_root_test_file_names_a_root_module_or_checks_the_whole_house() -> 
         named = any("_".join(words[:n]) in modules for n in range(1, len(words) + 1))
         if not named and path.name not in {*HOUSE_WIDE, *NAMED_FOR_WHAT}:
             stray.append(path.name)
-    assert stray == []
+    assert stray == [], "\n".join(stray)
     assert set(HOUSE_WIDE) | set(NAMED_FOR_WHAT) <= {p.name for p in TESTS.glob("test_*.py")}
     assert all((ROOT / module).is_file() for module in NAMED_FOR_WHAT.values())
+
+
+# What starts a process: a test that reaches one (itself or through a helper of its
+# module) is a slow test, so that the fast suite runs no process, kernel or server binary.
+STARTERS = {"subprocess", "Popen", "fork", "multiprocessing", "NotebookClient", "Tinyproxy"}
+STARTER_MODULES = {"tests.sandbox._process"}
+# Processes the fast suite may start, each with why.
+FAST_PROCESSES = {
+    ("test_makefile.py", "_dry_run"): "`make -n` prints the recipe and runs none of it",
+}
+
+
+def _is_slow(decorators: list[ast.expr]) -> bool:
+    return any("slow" in ast.unparse(d) for d in decorators)
+
+
+def _starts_a_process(node: ast.AST, starters: set[str]) -> bool:
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and child.id in starters:
+            return True
+        if isinstance(child, ast.Attribute) and child.attr in starters:
+            return True
+    return False
+
+
+def test_every_test_that_starts_a_process_is_marked_slow() -> None:
+    stray = []
+    for path in sorted(TESTS.rglob("test_*.py")):
+        if path.relative_to(TESTS).parts[0] in SLOW_FOLDERS:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if any(
+            isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in n.targets)
+            and "slow" in ast.unparse(n.value)
+            for n in tree.body
+        ):
+            continue
+        starters = set(STARTERS)
+        for node in tree.body:  # names imported from a module that starts processes
+            if isinstance(node, ast.ImportFrom) and any(
+                (node.module or "").startswith(m) for m in STARTER_MODULES
+            ):
+                starters |= {a.asname or a.name for a in node.names}
+        functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+        # Helpers (and fixtures) that start one, followed one call deep.
+        helpers = {
+            f.name
+            for f in functions
+            if not f.name.startswith("test_")
+            and (path.name, f.name) not in FAST_PROCESSES
+            and _starts_a_process(f, starters)
+        }
+        for function in functions:
+            if not function.name.startswith("test_") or _is_slow(function.decorator_list):
+                continue
+            uses = {a.arg for a in function.args.args}
+            if _starts_a_process(function, starters | helpers) or uses & helpers:
+                stray.append(f"{path.relative_to(TESTS)}::{function.name}")
+    assert stray == [], "\n".join(stray)
