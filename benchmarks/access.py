@@ -4,8 +4,8 @@
   ``sudo``, templates a token without an entity leaves out), each held by a token; every
   path asked of OpenBao's ``sys/capabilities`` and of the evaluator: the share that agree;
 - loading: ``bao.access.load()`` of ``count`` policies on a real OpenBao, less the time
-  the same reads take by aiohttp alone (the server's and the wire's own time; the
-  toolkit's own read without parsing is printed beside it), interleaved, best of three;
+  the same reads take without parsing, by aiohttp alone or by the toolkit, whichever is
+  faster (the server's and the wire's own time), interleaved, best of three each;
 - who_can: ``count`` principals holding one to four of the policies each, a question
   answered from the loaded model.
 
@@ -139,11 +139,13 @@ def access(args: argparse.Namespace, goals: list[Any]) -> None:
         fetch_cpu = min(_cpu(fetch_only) for _ in range(2))
         load_cpu = min(_cpu(load_cold) for _ in range(2))
         parse_cpu = _parse_cpu(texts)
+        # The server's own time is at most the faster of the two plain reads.
+        floor = min(server, fetch)
         print(
-            f"  {count:,} policies: server (aiohttp alone) {server:.2f} s, toolkit read "
-            f"{fetch:.2f} s, read and parsed {load:.2f} s: {load - server:.2f} s beyond the "
-            f"server (goal < 5 s), {load - fetch:.2f} s beyond the toolkit's read; "
-            f"load average {os.getloadavg()[0]:.1f}"
+            f"  {count:,} policies: read by aiohttp alone {server:.2f} s, by the toolkit "
+            f"{fetch:.2f} s; read and parsed {load:.2f} s: {load - floor:.2f} s beyond the "
+            f"server's own time (the faster read; goal < 5 s); load average "
+            f"{os.getloadavg()[0]:.1f}"
         )
         # This process's CPU (every thread), which a machine shared with others inflates less.
         print(
@@ -151,7 +153,7 @@ def access(args: argparse.Namespace, goals: list[Any]) -> None:
             f"parsing alone {parse_cpu:.2f} s"
         )
         goals.append(
-            Goal("access", f"s to load {count:,} policies beyond the server", load - server, 5.0,
+            Goal("access", f"s to load {count:,} policies beyond the server", load - floor, 5.0,
                  False)
         )  # fmt: skip
 
