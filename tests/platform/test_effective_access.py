@@ -149,3 +149,46 @@ def test_effective_access_on_the_sandbox_names_manage_workspaces_over_a_read_rec
     record = frame.attrs["coverage"]
     assert not record["complete"]
     assert "no users relationship" in record["gaps"][0]["reason"]
+
+
+def test_effective_access_goes_across_organizations_as_the_other_views_do(
+    platform: PlatformClient,
+) -> None:
+    frame = platform.team_access.effective_access(["o", "nope"])
+    assert list(frame.columns[:1]) == ["organization"] and frame.columns[-1] == "problem"
+    assert set(frame.loc[frame["problem"].isna(), "organization"]) == {"o"}
+    missing = frame[frame["organization"] == "nope"]
+    assert len(missing) == 1 and "nope" in missing["problem"].iloc[0]
+    assert not frame.attrs["coverage"]["complete"]
+    assert "organizations/nope" in {g["path"] for g in frame.attrs["coverage"]["gaps"]}
+    matrix = platform.team_access.effective_access_matrix(["o", "nope"])
+    assert matrix.loc[("o", "w1"), "ops"] == "admin"
+    assert set(matrix.index.get_level_values("organization")) == {"o"}
+    assert "organizations/nope" in {g["path"] for g in matrix.attrs["coverage"]["gaps"]}
+
+
+def test_a_members_partial_view_of_the_grants_is_a_gap_not_a_whole_answer(
+    empty_sandbox: Sandbox,
+) -> None:
+    service = empty_sandbox.platform
+    service.add_organization("m", token="m-org-token")
+    ws = service.add_workspace("m", "w1")
+    service.add_team("m", "owners", owners=True, members=["m-owner-token"])
+    mine = service.add_team("m", "mine", members=["m-member-token"])
+    service.add_team_access(ws, mine, "read")
+    other = service.add_team("m", "other")
+    service.add_team_access(ws, other, "admin")
+    with PlatformClient(empty_sandbox.address, "m-member-token") as client:
+        frame = client.team_access.effective_access("m", users=False)
+    assert "other" not in set(frame["holder"])  # a member cannot see it ...
+    reasons = [g["reason"] for g in frame.attrs["coverage"]["gaps"]]
+    assert any("not visible to this token" in r for r in reasons), reasons  # ... and is told
+
+
+def test_the_findings_and_the_matrix_read_an_across_frame_with_a_problem_row(
+    platform: PlatformClient,
+) -> None:
+    frame = platform.team_access.effective_access(["o", "nope"], users=False)
+    findings = effective_access_findings(frame)
+    assert "o/w1: ops" in set(findings["object"])
+    assert effective_access_matrix(frame).loc[("o", "w1"), "ops"] == "admin"
