@@ -281,7 +281,10 @@ PLAIN = 'path "b/*" {\n  capabilities = ["read", "list"]\n}\npath "a" {\n  capab
 GO_CASES = [
     (PLAIN, True),
     ('name = "n"\npath "x" {\n}\npath "x" {\n  capabilities = ["list",]\n}', True),
-    ('# a "quoted" note\n/* path "z" {\n} */\npath "a#b//c/*" { // "x\n  capabilities = ["read"]\n}', True),
+    (
+        '# a "quoted" note\n/* path "z" {\n} */\npath "a#b//c/*" { // "x\n  capabilities = ["read"]\n}',
+        True,
+    ),
     ('path "{{identity.entity.id}}/*" {\n  capabilities = ["read"]\n}', True),
     ('path "a" {\n  capabilities = read\n}', False),
     ('path "a" {\n  capabilities = ["${x}"]\n}', False),
