@@ -342,3 +342,12 @@ def test_a_forked_child_does_not_call_into_the_parents_go_runtime() -> None:
     finally:
         os.close(read)
         assert os.waitpid(pid, 0)[1] == 0
+
+
+def test_without_pygohcl_python_hcl2_reads_every_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pygohcl", None)  # import fails, as where it is missing
+    monkeypatch.setattr(acl, "_go_reader", None)
+    assert acl._go_loads() is None and acl._go_document(PLAIN) is None
+    assert parse_hcl(PLAIN) == hcl_document(PLAIN)
