@@ -595,8 +595,13 @@ class HTTPLayer:
         loop = self._engine.loop()
         future = self._engine.submit(fan.run(self.fan_out_timeout))
         # A fan-out the loop never ran (the client closed as it was handed over)
-        # still finishes, so that its reader is not left waiting.
-        future.add_done_callback(lambda f: out.finish(fan.cancelled) if f.cancelled() else None)
+        # still finishes, so that its reader is not left waiting. Only then: a
+        # reader leaving early cancels this future too, and must wait for the
+        # fan-out itself to stop (below), not for this callback.
+        transport = self._engine
+        future.add_done_callback(
+            lambda f: out.finish(fan.cancelled) if f.cancelled() and transport.closed else None
+        )
         try:
             k = 0
             while k < len(todo):
