@@ -433,6 +433,42 @@ token_env = "FLEET_TEST_GOOD"
     assert index.index("class='incomplete'") < index.index("class='skipped'")
 
 
+# The same runbook, its view's frame carrying no coverage record: nothing proves it whole.
+UNPROVEN = [
+    GAPPED[0],
+    "import os, pandas as pd, toolkit\n"
+    "client = toolkit.SecretsClient(token=os.environ[token_env])\n"
+    "leases = pd.DataFrame({'lease_id': ['a']})",
+    "run.seen(leases=leases)",
+    GAPPED[3],
+]
+
+
+def test_a_run_whose_views_prove_nothing_whole_is_incomplete_not_passed(
+    demo_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLEET_TEST_GOOD", demo_sandbox.token)
+    probe = _probe(tmp_path, "secrets", UNPROVEN, GAPPED_PARAMETERS)
+    targets = tmp_path / "targets.toml"
+    targets.write_text(
+        f'''
+[[target]]
+name = "unproven"
+kind = "secrets"
+address = "{demo_sandbox.address}"
+token_env = "FLEET_TEST_GOOD"
+'''
+    )
+    out = tmp_path / "o"
+    code = main(
+        ["fleet", str(probe), "--targets", str(targets), "--out", str(out), "--no-progress"]
+    )
+    (saved,) = json.loads((out / "results.json").read_text())["results"]
+    assert saved["summary"]["coverage"] == "unproven"
+    assert (saved["status"], code) == ("incomplete", 2)
+    assert "no coverage record" in saved["error"]
+
+
 def test_a_misspelt_parameter_in_the_targets_file_is_refused_before_anything_starts(
     tmp_path: Path,
 ) -> None:
