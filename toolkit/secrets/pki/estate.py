@@ -233,7 +233,8 @@ def certificate_calendar(
         total = pd.DataFrame(index=pd.DatetimeIndex([], tz=UTC, name="expires"))
     columns = list(dict.fromkeys([*mounts, *(str(c) for c in total.columns)]))
     total = total.reindex(columns=columns).fillna(0).astype("int64").sort_index()
-    total.index.name, total.columns.name = "expires", None
+    total.index = pd.DatetimeIndex(total.index, name="expires").as_unit("ns")
+    total.columns.name = None
     return total
 
 
