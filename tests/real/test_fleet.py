@@ -146,3 +146,19 @@ def test_the_command_hands_a_fleet_to_a_dask_scheduler_by_address(
     assert done.returncode == 0, done.stderr[-2000:]
     assert "0 failed, 0 incomplete, 2 passed, 0 skipped" in done.stdout
     assert (tmp_path / "out" / "index.html").is_file()
+
+
+def test_an_openbao_target_with_a_mistyped_namespace_is_never_passed(
+    bao: OpenBao, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLEET_BAO_TOKEN", bao.token)
+    (target,) = parse_targets(
+        f'[[target]]\nname="typo"\nkind="secrets"\naddress="{bao.address}"\n'
+        'token_env="FLEET_BAO_TOKEN"\nnamespace="nope-fleet/"\n'
+    )
+    lease_audit = Path(__file__).parents[2] / "notebooks" / "05_lease_audit.ipynb"
+    run = run_fleet(lease_audit, [target], tmp_path / "o", show_progress=False)
+    (result,) = run.results
+    assert result["status"] in ("failed", "incomplete"), result
+    assert "nope-fleet" in result["error"] and "\n" not in result["error"]
+    assert run.exit_status != 0
