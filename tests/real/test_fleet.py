@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.fleet.test_fleet import lease_audit_in_a_mistyped_namespace
 from tests.sandbox._process import address_of, start
 from tests.servers.openbao import OpenBao
 from toolkit.fleet import parse_targets, run_fleet
@@ -152,13 +153,5 @@ def test_an_openbao_target_with_a_mistyped_namespace_is_never_passed(
     bao: OpenBao, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FLEET_BAO_TOKEN", bao.token)
-    (target,) = parse_targets(
-        f'[[target]]\nname="typo"\nkind="secrets"\naddress="{bao.address}"\n'
-        'token_env="FLEET_BAO_TOKEN"\nnamespace="nope-fleet/"\n'
-    )
-    lease_audit = Path(__file__).parents[2] / "notebooks" / "05_lease_audit.ipynb"
-    run = run_fleet(lease_audit, [target], tmp_path / "o", show_progress=False)
-    (result,) = run.results
-    assert result["status"] in ("failed", "incomplete"), result
-    assert "nope-fleet" in result["error"] and "\n" not in result["error"]
-    assert run.exit_status != 0
+    error = lease_audit_in_a_mistyped_namespace(bao.address, "FLEET_BAO_TOKEN", tmp_path / "o")
+    assert "namespace 'nope'" in error, error

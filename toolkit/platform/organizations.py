@@ -83,7 +83,7 @@ class Organizations(Area):
             names = builtins.list(dict.fromkeys(listed))
             # A name the caller gave that does not exist is a mistake to name, not a gap:
             # NotFound naming it ("organization 'x' not found, or not visible ...").
-            builtins.list(self._http.map(self.get, names))
+            builtins.list(self._http.map(self._exists, names))
 
         cov = Coverage("organizations.across", asked=[f"organizations/{n}" for n in names])
 
@@ -102,6 +102,14 @@ class Organizations(Area):
             return scope_part("organization", name, frame)
 
         return cov.attach(stack_scopes("organization", builtins.list(self._http.map(one, names))))
+
+    def _exists(self, name: str) -> None:
+        """Raises :class:`NotFound` naming ``name`` when no such organization answers; a
+        refusal (403) is left for the call, where it is a gap."""
+        try:
+            self.get(name)
+        except PermissionDenied:
+            pass
 
     def get(self, name: str) -> Record:
         """One organization. ``GET /organizations/:name``."""

@@ -301,7 +301,7 @@ class Directory(EngineArea):
         cov = self._coverage("library_status")
         for set_name in names:
             where = self._path("library/{name}/status", name=set_name).lstrip("/")
-            status = cov.read_or_gap(where, lambda s=set_name: self.status(s))
+            status = cov.read_or_gap(where, partial(self.status, set_name))
             if status is None:
                 continue
             cov.note_read()

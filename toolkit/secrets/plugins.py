@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -194,7 +195,9 @@ class Plugins(Area):
         table the token may not read is a gap in ``cov``."""
         found: dict[str, tuple[str, str, str]] = {}
         for path, kind, prefix in (("/sys/mounts", "secret", ""), ("/sys/auth", "auth", "auth/")):
-            table = cov.read_or_gap(path.lstrip("/"), lambda p=path: self._read(p))
+            table: dict[str, Any] | None = cov.read_or_gap(
+                path.lstrip("/"), functools.partial(self._read, path)
+            )
             for mount, config in (table or {}).items():
                 if mount.endswith("/") and isinstance(config, Mapping):
                     pinned = str(config.get("plugin_version") or "")

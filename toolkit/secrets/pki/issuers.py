@@ -55,7 +55,7 @@ class IssuerCalls(PKIBase):
         issuer (or the default) whose read was refused."""
         cov = self._coverage("issuers_frame")
         config = cov.read_or_gap(self._path("config/issuers").lstrip("/"), self.default_issuer)
-        default = (config or {}).get("default", "")
+        default = config.get("default", "") if config is not None else ""
         rows = []
         for issuer_id, data in self._read_each_named(
             cov, self.list_issuers(), self.read_issuer, "issuer"
