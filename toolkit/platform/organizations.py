@@ -4,6 +4,7 @@ policy sets (read endpoints the real service offers beside spec 000 part 4)."""
 from __future__ import annotations
 
 import builtins
+import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -106,10 +107,8 @@ class Organizations(Area):
     def _exists(self, name: str) -> None:
         """Raises :class:`NotFound` naming ``name`` when no such organization answers; a
         refusal (403) is left for the call, where it is a gap."""
-        try:
+        with contextlib.suppress(PermissionDenied):
             self.get(name)
-        except PermissionDenied:
-            pass
 
     def get(self, name: str) -> Record:
         """One organization. ``GET /organizations/:name``."""
