@@ -451,8 +451,9 @@ def test_a_run_whose_views_prove_nothing_whole_is_incomplete_not_passed(
     probe = _probe(tmp_path, "secrets", UNPROVEN, GAPPED_PARAMETERS)
     (target,) = parse_targets(
         f'[[target]]\nname="unproven"\nkind="secrets"\naddress="{demo_sandbox.address}"\n'
-        'token_env="FLEET_TEST_GOOD"\n'
+        'token_env="FLEET_TEST_GOOD"\nparameters = { allow_incomplete = true }\n'
     )
+    # Allowed to finish (unallowed, run.seen stops it), it must still not read as passed.
     run = run_fleet(probe, [target], tmp_path / "o", show_progress=False)
     (saved,) = run.results
     assert saved["summary"]["coverage"] == "unproven"
