@@ -92,7 +92,10 @@ def test_a_members_token_cannot_prove_it_sees_every_workspace_team_or_pool(
         ):
             assert toolkit.coverage(frame).attrs["complete"]
         teams = len(owner.organizations.teams_frame("acme"))
+        workspace = owner.organizations.workspaces_frame("acme").index[0]
+        assert toolkit.coverage(owner.team_access.access_frame(workspace)).attrs["complete"]
     with PlatformClient(demo_sandbox.address, "demo-member-bob") as member:
+        records = member.team_access.access_frame(workspace)
         workspaces = member.organizations.workspaces_frame("acme")
         hidden = member.organizations.teams_frame("acme")
         pools = member.agent_pools.pools_frame("acme", include="workspaces")
@@ -104,6 +107,7 @@ def test_a_members_token_cannot_prove_it_sees_every_workspace_team_or_pool(
     assert _gaps(pools) == ["organizations/acme/agent-pools"]
     assert "organizations/acme/agent-pools" in _gaps(capacity)
     assert toolkit.coverage(policy_sets).attrs["complete"]  # any member may read them
+    assert _gaps(records) == [f"team-workspaces?filter[workspace][id]={workspace}"]
 
 
 def test_the_estate_views_keep_the_estates_record_and_an_empty_calendar_its_columns(
