@@ -70,10 +70,12 @@ class Organizations(Area):
         or None for every organization the token can see (``GET /organizations``).
         The calls run together; the frames are stacked with ``organization`` as the
         first column, each frame's named index kept as a column, and ``problem`` as
-        the last: an organization that refuses the call (403) or does not exist
-        (404) gives one row with only ``organization`` and ``problem`` set, and the
-        others go on. Its completeness record (``toolkit.coverage``) holds those
-        refusals and what each call could not read.
+        the last: an organization that refuses the call (403), or one listed by
+        ``GET /organizations`` that is gone when called (404), gives one row with only
+        ``organization`` and ``problem`` set, and the others go on. An organization
+        named in ``organizations`` that does not exist (or this token cannot see) is
+        an error naming it, checked before any call. Its completeness record
+        (``toolkit.coverage``) holds those refusals and what each call could not read.
         """
         if organizations is None:
             names = self.list_organizations()
