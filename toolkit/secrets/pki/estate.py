@@ -373,7 +373,9 @@ class CertificateEstate:
     def coverage(self) -> Coverage:
         """What the estate could read: the certificate walk of every mount, each
         mount's issuers and roles, and each issuer's CRL (:class:`toolkit.Coverage`)."""
-        walked = Coverage.from_dict(self.walk.coverage("pki.certificate_estate", list(self.spools)))
+        walked = Coverage.from_dict(
+            self.walk.coverage("pki.certificate_estate", [f"{m}/" for m in self.spools])
+        )
         parts = coverage_of([self.issuers, *self.roles.values(), self.crl_sizes])
         return Coverage.merged("pki.certificate_estate", [walked, *parts])
 
