@@ -18,7 +18,7 @@ from .._progress import progress
 from .._records import Record
 from .._spec.access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 from .._time import format_iso_ms, parse_time
-from ._base import Area
+from ._base import PlatformArea
 from ._jsonapi import (
     FrameBuilder,
     PageSink,
@@ -134,7 +134,7 @@ def _pool_body(
     return {"data": data}
 
 
-class AgentPools(Area):
+class AgentPools(PlatformArea):
     """Agent pools and their agents."""
 
     # The agent statuses, and those an agent may be removed in, at hand from the client.
@@ -205,7 +205,7 @@ class AgentPools(Area):
         counts = meta.get("status-counts") or {}
         return {k: int(v) for k, v in counts.items()}
 
-    def get(self, pool_id: str, *, include_workspaces: bool = False) -> Record:
+    def read(self, pool_id: str, *, include_workspaces: bool = False) -> Record:
         """One pool. ``GET /agent-pools/:id`` (``include=workspaces`` adds ``workspaces``)."""
         params = {"include": "workspaces"} if include_workspaces else None
         doc = self._get(api_path("/agent-pools/{pool_id}", pool_id=pool_id), params)
@@ -268,7 +268,7 @@ class AgentPools(Area):
         cov.note_read(len(frame))
         return cov.attach(frame)
 
-    def agent(self, agent_id: str) -> Record:
+    def read_agent(self, agent_id: str) -> Record:
         """One agent with its status. ``GET /agents/:id``."""
         return self._record(self._get(api_path("/agents/{agent_id}", agent_id=agent_id)), "agent")
 
@@ -458,7 +458,7 @@ class AgentPools(Area):
 
     def _remove_if_unchanged(self, agent_id: str, planned: pd.Series) -> tuple[str, str]:
         try:
-            current = self.agent(agent_id)
+            current = self.read_agent(agent_id)
         except NotFound:
             return "skipped", "gone since the preview"
         except APIError as exc:

@@ -15,7 +15,7 @@ from .._errors import DecodeError, InputError, NotFound, PermissionDenied
 from .._frames import Col, Schema, scope_part, stack_scopes
 from .._http import api_path
 from .._records import Record
-from ._base import Area
+from ._base import PlatformArea
 from ._jsonapi import flatten
 
 __all__ = ["Organizations"]
@@ -45,7 +45,7 @@ POLICY_SETS = Schema.of(
 )
 
 
-class Organizations(Area):
+class Organizations(PlatformArea):
     """Organizations, workspaces, teams and policy sets (read only)."""
 
     def organizations_frame(self) -> pd.DataFrame:
@@ -110,9 +110,9 @@ class Organizations(Area):
         """Raises :class:`NotFound` naming ``name`` when no such organization answers; a
         refusal (403) is left for the call, where it is a gap."""
         with contextlib.suppress(PermissionDenied):
-            self.get(name)
+            self.read(name)
 
-    def get(self, name: str) -> Record:
+    def read(self, name: str) -> Record:
         """One organization. ``GET /organizations/:name``."""
         return self._record(self._get(api_path("/organizations/{name}", name=name)), "organization")
 

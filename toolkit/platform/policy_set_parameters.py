@@ -12,7 +12,7 @@ from .._frames import Col, Schema, build_frame
 from .._http import api_path
 from .._masking import HIDDEN, Sensitive
 from .._records import Record
-from ._base import Area
+from ._base import PlatformArea
 from ._jsonapi import flatten, iter_resources
 
 __all__ = ["PolicySetParameters", "PARAMETERS"]
@@ -37,7 +37,7 @@ def _parameter(resource: dict[str, Any], policy_set_id: str) -> Record:
     return Record(flat, kind="policy-set-parameter")
 
 
-class PolicySetParameters(Area):
+class PolicySetParameters(PlatformArea):
     """Parameters of a policy set: key/value pairs passed to the policy runtime."""
 
     def _path(self, policy_set_id: str, parameter_id: str | None = None) -> str:

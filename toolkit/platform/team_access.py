@@ -20,7 +20,7 @@ from .._spec.access import (
     PERMISSION_ATTRIBUTES,
     PERMISSION_VALUES,
 )
-from ._base import Area
+from ._base import PlatformArea
 from ._jsonapi import flatten, iter_resources, read_lists
 from .organizations import Organizations
 from .team_access_rules import (
@@ -121,7 +121,7 @@ def _attributes(access: str | None, permissions: dict[str, Any]) -> dict[str, An
     return attrs
 
 
-class TeamAccess(Area):
+class TeamAccess(PlatformArea):
     """Which team has which access to which workspace."""
 
     # The permission tables, at hand from the client (``platform.team_access.ACCESS_LEVELS``).
@@ -156,14 +156,14 @@ class TeamAccess(Area):
             )
         return cov.attach(build_frame(records, TEAM_ACCESS))
 
-    def get(self, team_access_id: str) -> Record:
+    def read(self, team_access_id: str) -> Record:
         """One record. ``GET /team-workspaces/:id``."""
         return self._record(
             self._get(api_path("/team-workspaces/{team_access_id}", team_access_id=team_access_id)),
             "team-access",
         )
 
-    def add(
+    def create(
         self,
         workspace_id: str,
         team_id: str,
@@ -207,7 +207,7 @@ class TeamAccess(Area):
             "team-access",
         )
 
-    def remove(self, team_access_id: str) -> None:
+    def delete(self, team_access_id: str) -> None:
         """Remove a team's access. ``DELETE /team-workspaces/:id``."""
         self._send(
             "DELETE", api_path("/team-workspaces/{team_access_id}", team_access_id=team_access_id)

@@ -339,7 +339,7 @@ class Directory(EngineArea):
         """The live check-out leases of a set and their expiry; None without permission."""
         prefix = f"{self.mount}/library/{set_name}/check-out/"
         try:
-            frame = leases.lookup_leases(leases.lease_ids(prefix), mounts=[self.mount + "/"])
+            frame = leases.lookup_leases(leases.list_lease_ids(prefix), mounts=[self.mount + "/"])
         except APIError as exc:
             if exc.status == 403:
                 return None

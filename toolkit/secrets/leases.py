@@ -26,9 +26,19 @@ from .._gc import collector_paused
 from .._http import HTTPLayer, Request, decode_json, segments
 from .._progress import progress
 from .._records import Record, integer
+from .._spec.leases import split_lease_id
 from .._time import parse_time
 from ..findings import combine
-from ._base import GONE, Area, lookup_requests, records_of, require_mounts, unwrap, warnings_of
+from ._base import (
+    GONE,
+    Names,
+    SecretsArea,
+    lookup_requests,
+    records_of,
+    require_mounts,
+    unwrap,
+    warnings_of,
+)
 from .checkpoint import DEFAULT_MAX_ROWS
 from .lease_rules import (
     EXPIRING,
@@ -95,9 +105,6 @@ LEASE_ACTIONS = Schema.of(
     Col("detail"),
     index="lease_id",
 )
-# A list of names.
-Names = list[str]
-
 IRREVOCABLE = Schema.of(
     "lease_id",
     Col("mount"),
@@ -107,27 +114,7 @@ IRREVOCABLE = Schema.of(
 )
 
 
-def split_lease_id(lease_id: str, mounts: Sequence[str] = ()) -> tuple[str, str]:
-    """The mount and role of a lease id.
-
-    The mount is the longest of ``mounts`` the id starts with, else the first
-    segment (two for ``auth/<method>/``), with a trailing ``/``. The role is
-    the segment after the engine's endpoint word: ``database/creds/readonly/Xy``
-    is mount ``database/``, role ``readonly``; ``ad/library/helpdesk/check-out/Xy``
-    role ``helpdesk``; with a single segment before the suffix, that segment.
-    """
-    mount = ""
-    for candidate in mounts:
-        if lease_id.startswith(candidate) and len(candidate) > len(mount):
-            mount = candidate
-    parts = lease_id.split("/")
-    if not mount:
-        mount = f"auth/{parts[1]}/" if parts[0] == "auth" and len(parts) > 2 else parts[0] + "/"
-    middle = [p for p in lease_id[len(mount) :].split("/")[:-1] if p]
-    return mount, middle[1] if len(middle) > 1 else (middle[0] if middle else "")
-
-
-class Leases(Area):
+class Leases(SecretsArea):
     """``sys/leases/*``: one lease at a time, and in bulk."""
 
     @staticmethod
@@ -310,7 +297,7 @@ class Leases(Area):
         return found
 
     # -- views -----------------------------------------------------------------
-    def lease_ids(self, prefix: str = "", *, walk: Walk | None = None) -> Names:
+    def list_lease_ids(self, prefix: str = "", *, walk: Walk | None = None) -> Names:
         """Every lease id under ``prefix`` (all when empty), walking the lookup tree.
 
         :func:`~toolkit.secrets.walk.walk_tree`: the folders of each level listed
@@ -336,7 +323,7 @@ class Leases(Area):
         if walk is None and not seen.complete:
             from .._coverage import Coverage, require_complete
 
-            require_complete(Coverage.from_dict(seen.coverage("leases.lease_ids", [prefix])))
+            require_complete(Coverage.from_dict(seen.coverage("leases.list_lease_ids", [prefix])))
         return found
 
     def leases_by_mount(

@@ -27,8 +27,9 @@ from .._errors import NamespaceNotFound, NotFound, PermissionDenied, TokenRefuse
 from .._frames import Col, Schema, build_frame, scope_part, stack_scopes
 from .._http import HTTPLayer, api_path, decode_json
 from .._records import Record
+from .._spec.headers import NAMESPACE_HEADER
 from ..findings import Finding, findings_frame
-from ._base import Area, unwrap
+from ._base import SecretsArea, unwrap
 
 if TYPE_CHECKING:
     from .client import SecretsClient
@@ -37,7 +38,6 @@ __all__ = ["MOUNTS", "NAMESPACES", "ROOT", "Namespaces", "refusal_findings"]
 
 # How the root namespace is named in a frame's ``namespace`` column.
 ROOT = "root"
-NAMESPACE_HEADER = "X-Vault-Namespace"
 
 NAMESPACES = Schema.of(
     Col("path"),
@@ -69,7 +69,7 @@ def _label(path: str) -> str:
     return path or ROOT
 
 
-class Namespaces(Area):
+class Namespaces(SecretsArea):
     """The namespaces below the client's own, and any area's calls across all of them.
 
     ``view`` makes a client in another namespace (``SecretsClient.in_namespace``).

@@ -14,7 +14,7 @@ from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
 from .._records import Record
-from ._base import Area
+from ._base import SecretsArea
 
 __all__ = ["CATALOG", "PLUGIN_INVENTORY", "PLUGIN_TYPES", "Plugins", "plugin_findings"]
 
@@ -48,7 +48,7 @@ def _params(version: str | None) -> dict[str, str] | None:
     return {"version": version} if version else None
 
 
-class Plugins(Area):
+class Plugins(SecretsArea):
     """``sys/plugins/catalog``."""
 
     def catalog(self) -> pd.DataFrame:

@@ -27,7 +27,7 @@ from .._errors import (
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
 from .._records import Record, text
-from ._base import Area, unwrap
+from ._base import SecretsArea, unwrap
 
 __all__ = ["ENFORCEMENT_LEVELS", "HOLDERS", "KINDS", "POLICIES", "Policies"]
 
@@ -63,7 +63,7 @@ def _paths(paths: str | Sequence[str] | None) -> list[str]:
     return [p.strip() for p in items if p and p.strip()]
 
 
-class Policies(Area):
+class Policies(SecretsArea):
     """``sys/policies/{acl,rgp,egp}``."""
 
     def list_policies(self, kind: str = "acl") -> list[str]:

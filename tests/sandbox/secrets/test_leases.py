@@ -587,6 +587,7 @@ def test_limit_none_returns_every_lease(demo_api: httpx.Client) -> None:
     assert len(body["data"]["leases"]) == 6 and body["warnings"] is None
 
 
+@pytest.mark.slow  # it makes ten thousand leases
 def test_the_default_limit_is_ten_thousand_with_a_warning_beyond(empty_sandbox: Sandbox) -> None:
     leases = empty_sandbox.secrets.leases
     with empty_sandbox.secrets.lock:

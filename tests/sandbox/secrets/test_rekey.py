@@ -13,10 +13,10 @@ import pytest
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets.errors import SecretsError
 from toolkit.sandbox.secrets.rekey import RekeyOperation
-from toolkit.sandbox.secrets.seal import Seal
+from toolkit.sandbox.secrets.seal import SealState
 
 
-def initial_shares(seal: Seal, tmp_path: Path) -> list[bytes]:
+def initial_shares(seal: SealState, tmp_path: Path) -> list[bytes]:
     path = tmp_path / "init.json"
     seal.write_init_file(str(path), "root")
     return [bytes.fromhex(key) for key in json.loads(path.read_text())["keys"]]
@@ -26,7 +26,7 @@ def initial_shares(seal: Seal, tmp_path: Path) -> list[bytes]:
 
 
 def test_the_state_machine_walks_start_update_verify_without_a_socket(tmp_path: Path) -> None:
-    seal = Seal(3, 2)
+    seal = SealState(3, 2)
     old = initial_shares(seal, tmp_path)
     ceremony = RekeyOperation(seal)
     assert ceremony.status()["started"] is False
@@ -61,7 +61,7 @@ def test_the_state_machine_walks_start_update_verify_without_a_socket(tmp_path: 
 
 
 def test_sealing_forgets_the_attempt_and_a_sealed_server_refuses_rekey(tmp_path: Path) -> None:
-    seal = Seal(3, 2)
+    seal = SealState(3, 2)
     ceremony = RekeyOperation(seal)
     ceremony.start(3, 2)
     seal.seal()
@@ -74,7 +74,7 @@ def test_sealing_forgets_the_attempt_and_a_sealed_server_refuses_rekey(tmp_path:
 
 
 def test_the_attempt_repr_shows_no_shares(tmp_path: Path) -> None:
-    seal = Seal(3, 2)
+    seal = SealState(3, 2)
     ceremony = RekeyOperation(seal)
     nonce = ceremony.start(3, 2)["nonce"]
     share = initial_shares(seal, tmp_path)[0]

@@ -58,12 +58,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..._spec.leases import split_lease_id
 from .._clock import Clock
 from .._plain import RecordTable, StoredRecord
 from .errors import SecretsError
 from .mounts import SYSTEM_MAX_TTL
 
-__all__ = ["SYSTEM_MAX_TTL", "Lease", "LeaseManager", "mount_of"]
+__all__ = ["Lease", "LeaseManager", "mount_of"]
 
 
 _SUFFIX_ALPHABET = string.ascii_letters + string.digits
@@ -73,10 +74,7 @@ RevokeCallback = Callable[["Lease"], None]
 
 def mount_of(lease_id: str) -> str:
     """The mount a lease id belongs to: ``database/creds/x/1`` -> ``database/``."""
-    parts = lease_id.split("/")
-    if parts[0] == "auth" and len(parts) > 2:
-        return f"auth/{parts[1]}/"
-    return parts[0] + "/"
+    return split_lease_id(lease_id)[0]
 
 
 @dataclass(eq=False)

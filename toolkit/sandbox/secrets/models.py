@@ -17,7 +17,7 @@ from .password_policies import PasswordPolicyStore
 from .plugins import PluginCatalog
 from .policies import PolicyStore
 from .rekey import RekeyOperation
-from .seal import Seal
+from .seal import SealState
 from .tokens import Token, TokenStore
 
 __all__ = ["SecretsService"]
@@ -45,7 +45,7 @@ class SecretsService:
         self.lock = threading.RLock()
         # ``recovery_seal``: an auto-unseal seal that stores the root key; the
         # shares are then recovery shares (spec 4.3, "seals with stored keys").
-        self.seal = Seal(key_shares, key_threshold, recovery=recovery_seal)
+        self.seal = SealState(key_shares, key_threshold, recovery=recovery_seal)
         self.rekey = RekeyOperation(self.seal)
         self.recovery_rekey = RekeyOperation(self.seal, recovery=True)
         # Whether the legacy ``sys/rekey/{init,update,verify}`` endpoints answer.

@@ -22,7 +22,7 @@ from typing import Any
 
 from . import pgp
 from .errors import SecretsError
-from .seal import Seal, encode_shares, rebuild_key, sealed_error, validate_share_config
+from .seal import SealState, encode_shares, rebuild_key, sealed_error, validate_share_config
 
 __all__ = ["RekeyAttempt", "RekeyOperation"]
 
@@ -66,7 +66,7 @@ def _already_given(parts: list[bytes], key: bytes) -> bool:
 
 
 class RekeyOperation:
-    """Rekeying the shares of one :class:`~.seal.Seal`.
+    """Rekeying the shares of one :class:`~.seal.SealState`.
 
     ``recovery=False`` rekeys the root key (``sys/rekey/*``, ``sys/rotate/root/*``).
     On a Shamir seal that hands out new unseal shares. On a seal with stored shares
@@ -79,7 +79,7 @@ class RekeyOperation:
     it is refused.
     """
 
-    def __init__(self, seal: Seal, *, recovery: bool = False) -> None:
+    def __init__(self, seal: SealState, *, recovery: bool = False) -> None:
         self.seal = seal
         self.recovery = recovery
         self.attempt: RekeyAttempt | None = None
@@ -245,7 +245,7 @@ class RekeyOperation:
                 "backup": False,
                 "verification_required": False,
             }
-        new_key, new_shares = Seal.new_root_key(attempt.shares, attempt.threshold)
+        new_key, new_shares = SealState.new_root_key(attempt.shares, attempt.threshold)
         handed_out = new_shares
         if attempt.pgp_keys:
             handed_out = pgp.encrypt_shares(new_shares, attempt.pgp_keys)

@@ -4,7 +4,7 @@ The sandbox starts initialised and unsealed, like a development server, but
 with a real root key (32 random bytes) split into ``key_shares`` unseal shares
 of which ``key_threshold`` rebuild it. Only a SHA-256 digest of the root key is
 kept: a share set is accepted when the key it rebuilds has that digest. The
-initial shares are kept for :meth:`Seal.write_init_file` (the answer the real
+initial shares are kept for :meth:`SealState.write_init_file` (the answer the real
 server gives to ``sys/init``); shares never appear in a repr, a log line or an
 error message.
 
@@ -31,7 +31,7 @@ from .errors import SecretsError
 __all__ = [
     "ROOT_KEY_BYTES",
     "SERVER_VERSION",
-    "Seal",
+    "SealState",
     "decode_key",
     "encode_shares",
     "rebuild_key",
@@ -130,7 +130,7 @@ def rebuild_key(parts: list[bytes], threshold: int) -> bytes | None:
         return None
 
 
-class Seal:
+class SealState:
     """The seal of the sandbox's secrets server: plain state, no HTTP.
 
     With ``recovery=True`` the seal stores the root key itself (an auto-unseal
@@ -163,7 +163,7 @@ class Seal:
     def __repr__(self) -> str:
         state = "sealed" if self.sealed else "unsealed"
         kind = " recovery" if self.recovery else ""
-        return f"<Seal {state}{kind} t={self.threshold} n={self.shares}>"
+        return f"<SealState {state}{kind} t={self.threshold} n={self.shares}>"
 
     @property
     def seal_type(self) -> str:

@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ...._spec.headers import NAMESPACE_HEADERS, TOKEN_HEADERS
 from ..errors import SecretsError
 from ..namespaces import normalize as namespace_key
 
@@ -54,9 +55,6 @@ __all__ = [
     "route",
     "serve",
 ]
-
-TOKEN_HEADERS = ("x-service-token", "x-vault-token")
-NAMESPACE_HEADERS = ("x-vault-namespace", "x-service-namespace")
 
 
 def error(status: int, *messages: str) -> JSONResponse:

@@ -52,7 +52,7 @@ __all__ = [
     "DirectoryEntry",
     "Library",
     "LibrarySet",
-    "Role",
+    "DirectoryRole",
     "borrower_token",
 ]
 
@@ -135,7 +135,7 @@ class ConfigWrite:
 
 
 @dataclass
-class Role:
+class DirectoryRole:
     """``<mount>roles/:name``: one service account whose password the engine rotates."""
 
     name: str
@@ -156,7 +156,7 @@ class DirectoryEngine:
         self.service = service
         self.mount = mount
         self.config: DirectoryConfig | None = None
-        self.roles: dict[str, Role] = {}
+        self.roles: dict[str, DirectoryRole] = {}
         self.library = Library(self)
         self.entries: dict[str, DirectoryEntry] = {}  # by DN, lower case
         self.root_rotation_seconds = self.ROOT_ROTATION_SECONDS
@@ -352,7 +352,7 @@ class DirectoryEngine:
         if existing is not None and existing.service_account_name == entry.name:
             existing.ttl = ttl
             return
-        self.roles[key] = Role(key, entry.name, ttl)
+        self.roles[key] = DirectoryRole(key, entry.name, ttl)
 
     def read_role(self, name: str) -> dict[str, Any]:
         role = self._role(name)
@@ -397,7 +397,7 @@ class DirectoryEngine:
             "username": role.service_account_name,
         }
 
-    def _role(self, name: str) -> Role:
+    def _role(self, name: str) -> DirectoryRole:
         role = self.roles.get(self.key(name))
         if role is None:
             raise not_found()

@@ -35,7 +35,7 @@ from .state import (
     Connection,
     ConnectionWrite,
     DatabaseEngine,
-    Role,
+    DatabaseRole,
     RoleWrite,
     StaticRole,
     StaticRoleWrite,
@@ -128,7 +128,7 @@ def connection_data(connection: Connection) -> dict[str, Any]:
     }
 
 
-def role_data(role: Role) -> dict[str, Any]:
+def role_data(role: DatabaseRole) -> dict[str, Any]:
     """The ``data`` of ``GET roles/:name``."""
     return {
         "db_name": role.db_name,

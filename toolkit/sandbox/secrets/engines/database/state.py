@@ -60,7 +60,7 @@ __all__ = [
     "ConnectionWrite",
     "DatabaseEngine",
     "ExecutedStatement",
-    "Role",
+    "DatabaseRole",
     "RoleWrite",
     "StaticRole",
     "StaticRoleWrite",
@@ -110,7 +110,7 @@ class Connection:
 
 
 @dataclass
-class Role:
+class DatabaseRole:
     """One dynamic role (``roles/:name``); ttls in seconds, 0 meaning the mount's."""
 
     name: str
@@ -201,7 +201,7 @@ class DatabaseEngine:
         self.service = service
         self.mount = mount
         self.connections: dict[str, Connection] = {}
-        self.roles: dict[str, Role] = {}
+        self.roles: dict[str, DatabaseRole] = {}
         self.static_roles: dict[str, StaticRole] = {}
         # The simulated database behind each connection: its users and its statement log.
         self._users: dict[str, set[str]] = {}
@@ -343,7 +343,7 @@ class DatabaseEngine:
         max_ttl = _keep(request.max_ttl, old.max_ttl if old else 0)
         self._check_ttls(default_ttl, max_ttl)
         self.connection(db_name)  # allowed_roles is checked when creds are issued
-        self.roles[name] = Role(
+        self.roles[name] = DatabaseRole(
             name=name,
             db_name=db_name,
             creation_statements=creation,
@@ -367,7 +367,7 @@ class DatabaseEngine:
         if max_ttl and default_ttl > max_ttl:
             raise SecretsError(400, "default_ttl: cannot be greater than max_ttl")
 
-    def role(self, name: str) -> Role | None:
+    def role(self, name: str) -> DatabaseRole | None:
         self.rotate_due()
         return self.roles.get(name)
 

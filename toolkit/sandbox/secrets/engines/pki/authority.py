@@ -22,7 +22,7 @@ from ....._x509 import path_length
 from ...errors import SecretsError
 from . import x509 as certs
 from .issuers import IssuerAdmin
-from .requests import CAOptions, KeyRequest, Names, Output, Validity
+from .requests import CAOptions, KeyRequest, Output, RequestedNames, Validity
 from .state import csr_sans, template
 
 __all__ = ["Authority"]
@@ -33,7 +33,7 @@ class Authority(IssuerAdmin):
 
     def _ca_names(
         self,
-        names: Names,
+        names: RequestedNames,
         options: CAOptions,
         csr: x509.CertificateSigningRequest | None,
     ) -> certs.CertTemplate:
@@ -60,7 +60,7 @@ class Authority(IssuerAdmin):
     def sign_intermediate(
         self,
         csr: x509.CertificateSigningRequest,
-        names: Names,
+        names: RequestedNames,
         *,
         options: CAOptions,
         validity: Validity,
@@ -172,7 +172,7 @@ class Authority(IssuerAdmin):
     def generate_root(
         self,
         key_request: KeyRequest,
-        names: Names,
+        names: RequestedNames,
         *,
         options: CAOptions,
         validity: Validity,
@@ -224,7 +224,7 @@ class Authority(IssuerAdmin):
         return data, warnings + self._ca_warnings(cert, "generated")
 
     def generate_intermediate(
-        self, key_request: KeyRequest, names: Names, *, output: Output
+        self, key_request: KeyRequest, names: RequestedNames, *, output: Output
     ) -> dict[str, Any]:
         """``POST intermediate/generate/:type`` and ``issuers/generate/intermediate/:type``: a key and its CSR."""
         kind = key_request.kind

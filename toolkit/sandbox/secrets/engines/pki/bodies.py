@@ -27,8 +27,8 @@ from .requests import (
     CAOptions,
     CRLConfig,
     KeyRequest,
-    Names,
     Output,
+    RequestedNames,
     RevokedEntry,
     TidyRequest,
     URLConfig,
@@ -74,9 +74,9 @@ def _list(body: Body, name: str) -> list[str]:
     return fields.string_list(body, name)
 
 
-def names(body: Body) -> Names:
+def names(body: Body) -> RequestedNames:
     """``common_name``, ``alt_names``, ``ip_sans``, ``uri_sans``, ``other_sans``, ``user_ids``, ..."""
-    found = Names(
+    found = RequestedNames(
         common_name=fields.string(body, "common_name").strip(),
         alt_names=_list(body, "alt_names"),
         ip_sans=_list(body, "ip_sans"),

@@ -20,7 +20,7 @@ from cryptography import x509
 from ....._spec import certificate_names as policy
 from ...errors import SecretsError
 from . import x509 as certs
-from .requests import SUBJECT_FIELDS, KeyRequest, Names, Output, Validity, VerbatimOptions
+from .requests import SUBJECT_FIELDS, KeyRequest, Output, RequestedNames, Validity, VerbatimOptions
 from .roles import key_bits, role_ext_key_usage
 from .state import Issuer, PKIState, csr_common_name, csr_sans, rfc3339, template
 
@@ -55,7 +55,10 @@ class Issuance(PKIState):
         )
 
     def _role_names(
-        self, role: Mapping[str, Any], names: Names, csr: x509.CertificateSigningRequest | None
+        self,
+        role: Mapping[str, Any],
+        names: RequestedNames,
+        csr: x509.CertificateSigningRequest | None,
     ) -> certs.CertTemplate:
         """The subject and SANs of an issue or sign request, checked against the role.
 
@@ -120,7 +123,7 @@ class Issuance(PKIState):
     def issue(
         self,
         role_name: str,
-        names: Names,
+        names: RequestedNames,
         *,
         validity: Validity,
         output: Output,
@@ -154,7 +157,7 @@ class Issuance(PKIState):
         self,
         role_name: str,
         csr: x509.CertificateSigningRequest,
-        names: Names,
+        names: RequestedNames,
         *,
         validity: Validity,
         output: Output,

@@ -2,7 +2,7 @@
 
 The HTTP side (:mod:`toolkit.sandbox.secrets.engines.pki.bodies`) reads request
 bodies into these; the state never sees a wire document. Issue, sign,
-sign-verbatim, sign-intermediate and root generation share :class:`Names`,
+sign-verbatim, sign-intermediate and root generation share :class:`RequestedNames`,
 :class:`Validity` and :class:`Output`; the CA requests add :class:`CAOptions`;
 key generation takes a :class:`KeyRequest`. The revocation side has
 :class:`CRLConfig`, :class:`URLConfig`, :class:`RevokedEntry` and
@@ -28,7 +28,7 @@ __all__ = [
     "CAOptions",
     "CRLConfig",
     "KeyRequest",
-    "Names",
+    "RequestedNames",
     "Output",
     "RevokedEntry",
     "TidyRequest",
@@ -59,7 +59,7 @@ _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}
 
 
 @dataclass
-class Names:
+class RequestedNames:
     """The names asked for in one request, before any policy is applied.
 
     ``subject`` holds the subject fields of a CA request (``ou``, ``organization``, ...);
