@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._coverage import Coverage
+from .._coverage import Coverage, carry
 from .._errors import APIError, DecodeError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
@@ -169,7 +169,10 @@ class AgentPools(PlatformArea):
             params["filter[allowed_workspaces][name]"] = allowed_workspace
         path = api_path("/organizations/{organization}/agent-pools", organization=organization)
         if not includes:
-            return self._frame(path, POOLS, params)
+            frame = self._frame(path, POOLS, params)
+            return _covered(
+                "agent_pools.pools_frame", self._sees_all(organization), (), frame, len(frame)
+            )
         params["include"] = ",".join(includes)
         included: list[dict[str, Any]] = []
         pools = [flatten(r) for r in iter_resources(self._http, path, params, included=included)]
@@ -180,7 +183,10 @@ class AgentPools(PlatformArea):
         }
         for pool in pools:
             pool["workspaces"] = [names.get(w) for w in pool.get("workspace_ids") or []]
-        return build_frame(pools, POOLS_WITH_WORKSPACES)
+        frame = build_frame(pools, POOLS_WITH_WORKSPACES)
+        return _covered(
+            "agent_pools.pools_frame", self._sees_all(organization), (), frame, len(frame)
+        )
 
     def status_counts(self, organization: str, **filters: Any) -> dict[str, int]:
         """``meta.status-counts`` of the pool list: ``total`` and ``matching``."""
@@ -255,10 +261,12 @@ class AgentPools(PlatformArea):
         params = (
             {"filter[last-ping-since]": format_iso_ms(last_ping_since)} if last_ping_since else None
         )
-        resources = iter_resources(
-            self._http, api_path("/agent-pools/{pool_id}/agents", pool_id=pool_id), params
-        )
-        return agents_frame(resources, pool_id)
+        path = api_path("/agent-pools/{pool_id}/agents", pool_id=pool_id)
+        frame = agents_frame(iter_resources(self._http, path, params), pool_id)
+        # One pool's list, every page: whole, or raised (a missing pool names itself).
+        cov = Coverage("agent_pools.agents_frame", asked=[path.lstrip("/")])
+        cov.note_read(len(frame))
+        return cov.attach(frame)
 
     def read_agent(self, agent_id: str) -> Record:
         """One agent with its status. ``GET /agents/:id``."""
@@ -365,7 +373,10 @@ class AgentPools(PlatformArea):
         judged by the server's clock."""
         pools = self.pools_frame(organization)
         agents = self.all_agents(organization, pools=pools)
-        return agent_capacity(agents, pools, now=self._http.server_now(), hold=hold, window=window)
+        capacity = agent_capacity(
+            agents, pools, now=self._http.server_now(), hold=hold, window=window
+        )
+        return carry(capacity, agents, view="agent_pools.agent_capacity")
 
     # -- bulk ----------------------------------------------------------------------
     def remove_agents(

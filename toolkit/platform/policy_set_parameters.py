@@ -6,6 +6,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._coverage import Coverage
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
@@ -48,13 +49,14 @@ class PolicySetParameters(PlatformArea):
     def parameters_frame(self, policy_set_id: str) -> pd.DataFrame:
         """Every parameter; sensitive values show as ``<hidden>``.
 
-        ``GET /policy-sets/:policy_set_id/parameters`` (all pages).
+        ``GET /policy-sets/:policy_set_id/parameters`` (all pages: whole, or raised; a
+        missing policy set raises naming it).
         """
-        records = [
-            _parameter(r, policy_set_id)
-            for r in iter_resources(self._http, self._path(policy_set_id))
-        ]
-        return build_frame(records, PARAMETERS)
+        path = self._path(policy_set_id)
+        records = [_parameter(r, policy_set_id) for r in iter_resources(self._http, path)]
+        cov = Coverage("policy_set_parameters.parameters_frame", asked=[path.lstrip("/")])
+        cov.note_read(len(records))
+        return cov.attach(build_frame(records, PARAMETERS))
 
     def create(
         self,

@@ -363,6 +363,17 @@ class EngineArea(SecretsArea):
         cov.note_read(len(found))
         return found
 
+    def _read_each_named(
+        self,
+        cov: Coverage,
+        names: Sequence[str],
+        read: Callable[[str], Any],
+        folder: str,
+    ) -> list[tuple[str, Any]]:
+        """As :meth:`_read_each`, each record with the name it was read by."""
+        pairs = self._read_each(cov, names, lambda name: (name, read(name)), folder)
+        return [(name, record) for name, record in pairs]
+
     def _path(self, template: str, **names: object) -> str:
         """``/<mount>/<template>``, each ``{name}`` of the template filled with a
         name by the one rule (:func:`~toolkit._http.api_path`)."""

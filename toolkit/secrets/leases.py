@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .._coverage import Coverage
+from .._coverage import Coverage, carry, is_gap
 from .._errors import APIError, InputError, ToolkitError, one_line
 from .._frames import Col, Schema, build_frame, frame_from_columns
 from .._gc import collector_paused
@@ -120,8 +120,9 @@ class Leases(SecretsArea):
     @staticmethod
     def summary(frame: pd.DataFrame) -> pd.DataFrame:
         """Per mount of a :meth:`leases_by_mount` frame: counts, expiring within 1 hour
-        and 24 hours, shortest and median ttl (:func:`lease_summary`; no request)."""
-        return lease_summary(frame)
+        and 24 hours, shortest and median ttl (:func:`lease_summary`; no request), as
+        whole as ``frame`` was (its completeness record carried)."""
+        return carry(lease_summary(frame), frame, view="leases.summary")
 
     # -- one lease -------------------------------------------------------------
     def lookup(self, lease_id: str) -> Record:
@@ -263,18 +264,34 @@ class Leases(SecretsArea):
             for item in items
         ]
         frame = build_frame(rows, IRREVOCABLE)
-        frame.attrs["lease_count"] = integer(data.get("lease_count"), "lease_count", len(rows))
+        count = integer(data.get("lease_count"), "lease_count", len(rows))
+        frame.attrs["lease_count"] = count
         frame.attrs["warnings"] = warnings_of(payload)
-        return frame
+        cov = Coverage("leases.irrevocable_frame", asked=["sys/leases?type=irrevocable"])
+        cov.note_read(len(rows))
+        if count > len(rows):  # the server's limit (10,000 unless raised) cut the list
+            cov.note_gap(
+                "sys/leases?type=irrevocable",
+                None,
+                f"{len(rows)} of {count} irrevocable leases listed: raise limit (or 'none')",
+            )
+        return cov.attach(frame)
 
     # -- mounts ------------------------------------------------------------------
-    def list_mounts(self) -> Names:
-        """Mount paths of the secrets engines and auth methods (``sys/mounts``, ``sys/auth``)."""
+    def list_mounts(self, *, coverage: Coverage | None = None) -> Names:
+        """Mount paths of the secrets engines and auth methods (``sys/mounts``, ``sys/auth``).
+
+        A table the token may not read raises (a short list would hide its mounts),
+        unless ``coverage`` is given: then the refusal is a gap noted there and the
+        other table's mounts come back."""
         found: list[str] = []
         for path, prefix in (("/sys/mounts", ""), ("/sys/auth", "auth/")):
             try:
                 data = unwrap(self._http.json("GET", path))
-            except APIError:
+            except APIError as exc:
+                if coverage is None or not is_gap(exc):
+                    raise
+                coverage.note_error(path.lstrip("/"), exc)
                 continue
             found.extend(prefix + k for k in data if k.endswith("/"))
         return found
@@ -398,8 +415,10 @@ class Leases(SecretsArea):
             return frame.sort_values(["mount", "expire_time"], kind="stable")
 
     def _known_mounts(self) -> Names:
+        """The mounts a lease id's path is split by (mount, role); what cannot be read
+        only makes that split a guess, so it is not a gap of the lease view."""
         try:
-            return self.list_mounts()
+            return self.list_mounts(coverage=Coverage("leases.mount_names"))
         except ToolkitError:
             return []
 
@@ -537,7 +556,8 @@ class Leases(SecretsArea):
         """Past-due and soon-expiring leases, kept apart: :func:`expiry_states`, judged by
         the server's clock (its ``Date``), of ``leases`` or of :meth:`leases_by_mount`."""
         frame = self.leases_by_mount() if leases is None else leases
-        return expiry_states(frame, now=self._http.server_now(), within=within)
+        states = expiry_states(frame, now=self._http.server_now(), within=within)
+        return carry(states, frame, view="leases.expiry")
 
     def findings(
         self,
@@ -549,8 +569,11 @@ class Leases(SecretsArea):
         """The lease findings: :func:`lease_count_findings` of :meth:`lease_counts` (LIST
         only), then :func:`expiry_findings` of :meth:`expiry` (which looks every lease up,
         unless ``leases`` is given)."""
-        counts = lease_count_findings(self.lease_counts(), threshold=threshold)
-        return combine(counts, expiry_findings(self.expiry(leases, within=within)))
+        counted = self.lease_counts()
+        expiry = self.expiry(leases, within=within)
+        counts = lease_count_findings(counted, threshold=threshold)
+        found = combine(counts, expiry_findings(expiry))
+        return carry(found, counted, expiry, view="leases.findings")
 
     # -- bulk --------------------------------------------------------------------
     def renew_leases(

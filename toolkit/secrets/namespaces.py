@@ -189,8 +189,11 @@ class Namespaces(SecretsArea):
         as the last: a namespace that refuses the call (403: restricted there) or
         has vanished since the walk gives one row with only ``namespace`` and
         ``problem`` set, and the others go on. ``namespaces`` limits the run to
-        those full paths (default: the walk's, starting here).
+        those full paths (default: the walk's, starting here); a namespace named there
+        that does not exist is an error naming it (:class:`~toolkit.NamespaceNotFound`),
+        not a row: only one the walk found and that then vanished is a gap.
         """
+        named = namespaces is not None
         paths = [self._start(), *self.list_all()] if namespaces is None else list(namespaces)
         cov = Coverage("namespaces.across", asked=[p or ROOT for p in paths])
 
@@ -208,6 +211,8 @@ class Namespaces(SecretsArea):
                 )
             except NotFound as exc:
                 if "namespace not found" not in str(exc) and not isinstance(exc, NamespaceNotFound):
+                    raise
+                if named:  # the caller's own name: a mistake to name, not a gap
                     raise
                 cov.note_error(label, exc)
                 return scope_part("namespace", label, None, f"namespace {label} no longer exists")

@@ -62,7 +62,10 @@ class RevocationCalls(PKIBase):
             }
             for r in crl
         ]
-        return build_frame(rows, CRL_ENTRIES)
+        # One read, whole or raised: the CRL as the issuer signed it.
+        cov = self._coverage("crl_entries")
+        cov.note_read(len(rows))
+        return cov.attach(build_frame(rows, CRL_ENTRIES))
 
     def rotate_crl(self) -> Record:
         """Rebuild every issuer's CRL now. ``GET /pki/crl/rotate``; ``success`` and ``warnings``."""
