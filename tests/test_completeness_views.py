@@ -1,5 +1,5 @@
-"""Issue 23, the review's defects: each view that walks files what it could not read,
-a derived view keeps its source's record, and no call returns a silently short answer."""
+"""Each view that walks files what it could not read, a derived view keeps its
+source's record, and no call returns a silently short answer."""
 
 from __future__ import annotations
 

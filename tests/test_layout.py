@@ -25,6 +25,8 @@ HOUSE_WIDE = {
     "test_answer_fuzz.py": "every view of both clients under spoiled answers",
     "test_auth_matrix.py": "every endpoint of both APIs, every kind of caller",
     "test_completeness.py": "a walk of either client files what it could not read",
+    "test_completeness_views.py": "derived views keep their source's completeness record",
+    "test_every_view_covered.py": "every frame view of both clients carries a coverage record",
     "test_concurrency.py": "the fan-out paths of both clients against sandboxes",
     "test_fuzz.py": "every endpoint of both sandbox APIs under bad input",
     "test_layout.py": "this file",
