@@ -72,6 +72,19 @@ def test_agents_by_status_counts_every_status_per_pool(reader):
     assert int(row["total"]) == 7
 
 
+def test_the_agent_views_ask_what_the_token_sees_once(demo_sandbox: Sandbox):
+    """The pools frame already records whether the token sees every pool: the agent
+    views built on it do not read the organization a second time."""
+    with PlatformClient(demo_sandbox.address, demo_sandbox.token) as client:
+        paths: list[str] = []
+        client.http.response_hooks.append(lambda r: paths.append(str(r.url)))
+        for view in (client.agent_pools.agents_by_status, client.agent_pools.all_agents):
+            paths.clear()
+            frame = view("acme")
+            assert frame.attrs["coverage"]["gaps"] == []
+            assert sum(p.endswith("/api/v2/organizations/acme") for p in paths) == 1, paths
+
+
 def test_stale_agents_are_judged_against_the_servers_clock(reader):
     stale = reader.agent_pools.stale_agents("acme", older_than=timedelta(minutes=10))
     assert set(stale["name"]) == {"runner-04", "runner-05", "runner-06", "runner-07"}

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._coverage import Coverage, carry
+from .._coverage import Coverage, carry, coverage_of
 from .._errors import APIError, DecodeError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
@@ -290,7 +290,9 @@ class AgentPools(PlatformArea):
         pages of all pools, then every other page. ``show_progress`` shows a bar
         over the pages; ``pools`` (the frame of :meth:`pools_frame`) saves listing them.
         """
-        pool_ids = list((self.pools_frame(organization) if pools is None else pools).index)
+        if pools is None:
+            pools = self.pools_frame(organization)
+        pool_ids = list(pools.index)
         with collector_paused():
             builders = [FrameBuilder(AGENTS, {"pool_id": pid}) for pid in pool_ids]
             self._read_agents(pool_ids, builders, show_progress)
@@ -299,9 +301,8 @@ class AgentPools(PlatformArea):
             agents = build_frame([], AGENTS)
         else:
             agents = pd.concat(frames) if len(frames) > 1 else frames[0]
-        return _covered(
-            "agent_pools.all_agents", self._sees_all(organization), pool_ids, agents, len(agents)
-        )
+        sees = self._sees_all(organization, pools)
+        return _covered("agent_pools.all_agents", sees, pool_ids, agents, len(agents))
 
     def agents_by_status(self, organization: str, *, show_progress: bool = False) -> pd.DataFrame:
         """Per pool, how many agents are in each status (one column per status, and ``total``)."""
@@ -309,14 +310,18 @@ class AgentPools(PlatformArea):
         tally = self._tally(list(pools.index), show_progress)
         counts = count_by_status(pools, tally)
         read = sum(tally.values())
-        return _covered(
-            "agent_pools.agents_by_status", self._sees_all(organization), pools.index, counts, read
-        )
+        sees = self._sees_all(organization, pools)
+        return _covered("agent_pools.agents_by_status", sees, pools.index, counts, read)
 
-    def _sees_all(self, organization: str) -> dict[str, bool]:
+    def _sees_all(self, organization: str, pools: pd.DataFrame | None = None) -> dict[str, bool]:
         """Whether this token sees every pool of ``organization``: a pool a caller has
         no permission on answers 404, as a missing one (spec part 3, rule 3), so only a
-        token that may manage the organization's pools (or update it) can tell."""
+        token that may manage the organization's pools (or update it) can tell.
+        ``pools``, a frame of :meth:`pools_frame`, already says: no second request."""
+        listing = f"organizations/{organization}/agent-pools"
+        for record in [] if pools is None else coverage_of(pools):
+            if record.view == "agent_pools.pools_frame" and listing in record.asked:
+                return {organization: all(gap.path != listing for gap in record.gaps)}
         permissions = Organizations(self._http).caller_permissions(organization)
         sees = not permissions or bool(
             permissions.get("can-update") or permissions.get("can-update-agent-pools")
