@@ -15,6 +15,7 @@ import json
 import os
 import re
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -352,3 +353,22 @@ def test_without_pygohcl_python_hcl2_reads_every_policy(monkeypatch: pytest.Monk
     monkeypatch.setattr(acl, "_go_reader", None)
     assert acl._go_loads() is None and acl._go_document(PLAIN) is None
     assert parse_hcl(PLAIN) == hcl_document(PLAIN)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" * 40_000,  # one endless word
+        'path "x" { capabilities = ["read"] }\n' + "b" * 40_000,
+        "a = " * 50_000,  # attributes that never get a value
+        '"' * 100_001,
+    ],
+    ids=["word", "policy-then-word", "no-values", "quotes"],
+)
+def test_a_long_malformed_document_is_refused_in_linear_time(text: str) -> None:
+    """A policy body is the caller's text: a reader whose time grows with its square
+    holds the sandbox's one loop for as long as a caller likes (70 kB took 30 s)."""
+    started = time.perf_counter()
+    with pytest.raises(PolicyParseError):
+        parse_hcl(text)
+    assert time.perf_counter() - started < 2.0

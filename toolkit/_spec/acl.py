@@ -138,7 +138,7 @@ def parse_hcl(text: str) -> dict[str, Any]:
 _GO_UNSAFE = re.compile(r"\\|\$\{|%\{|<<|[^\x00-\x7f]")
 # Quoted strings (no escapes, by the check above) and comments, in the order they start.
 _GO_LEXEMES = re.compile(r'"[^"\n]*"|#[^\n]*|//[^\n]*|/\*.*?\*/', re.DOTALL)
-_GO_WORD = r"[A-Za-z_][A-Za-z0-9_-]*"
+_GO_WORD = r"[A-Za-z_][A-Za-z0-9_-]*+"  # possessive: a word never gives back, no backtracking
 _GO_VALUE = r'(?:"|\[(?:"(?:,")*,?)?\])'
 # A plain document with its strings as ``"`` and without comments or blanks: attributes
 # whose values are strings or lists of strings, and blocks with one label holding such.
@@ -184,8 +184,11 @@ def _go_document(text: str) -> dict[str, Any] | None:
     skeleton = _GO_BLANKS.sub("", _GO_LEXEMES.sub(lexeme, text))
     order: list[tuple[str, str | None]] = []  # (name, block label or None: an attribute)
     at = position = 0
-    for item in _GO_ITEM.finditer(skeleton):
-        if item.start() != position:
+    # Item after item from the start, each matched where the last ended: a search
+    # (finditer) would try every later offset after a failure, the square of the text.
+    while position < len(skeleton):
+        item = _GO_ITEM.match(skeleton, position)
+        if item is None:
             return None
         position = item.end()
         if item.group(2) is not None:
