@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount
 
 from ._faults import InjectFaults
+from ._wire import api_of, error_response
 
 if TYPE_CHECKING:
     from . import Sandbox
@@ -41,16 +42,8 @@ LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
 def _error_response(
     path: str, status: int, text: str, headers: dict[str, str] | None = None
 ) -> JSONResponse:
-    """An error in the shape of the API that ``path`` belongs to: the one place the
-    app shapes one (the secrets API's list of strings, the platform's JSON:API objects)."""
-    if path.startswith("/v1"):
-        return JSONResponse({"errors": [text]}, status_code=status, headers=headers)
-    return JSONResponse(
-        {"errors": [{"status": str(status), "title": text}]},
-        status_code=status,
-        media_type="application/vnd.api+json",
-        headers=headers,
-    )
+    """An error of the app's own, in the shape of the API that ``path`` belongs to."""
+    return error_response(api_of(path), status, text, headers=headers)
 
 
 def _split_host(value: str) -> tuple[str, str | None]:
@@ -215,7 +208,7 @@ class _Persist:
 
 
 def build_app(sandbox: Sandbox) -> Any:
-    from .platform.routes import routes as platform_routes
+    from .platform.http.routes import routes as platform_routes
     from .secrets.http.routes import routes as secrets_routes
 
     async def crashed(request: Request, exc: Exception) -> Response:

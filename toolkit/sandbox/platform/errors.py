@@ -1,6 +1,6 @@
 """The refusals of the platform sandbox's rules, as typed errors with no HTTP in them.
 
-The state raises these; the HTTP side (:mod:`.error_documents`) turns each into
+The state raises these; the HTTP side (:mod:`.http._errors`) turns each into
 a JSON:API error document, choosing the status, the title and the JSON
 pointer. ``field`` names the argument that broke a rule, in the state's own
 words (``name``, ``organization_scoped``, ``allowed_workspaces``, ``team``...),
