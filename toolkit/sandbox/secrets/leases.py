@@ -60,7 +60,7 @@ from typing import Any
 
 from .._clock import Clock
 from .._plain import RecordTable, StoredRecord
-from .errors import SecretsError
+from .errors import Invalid
 from .mounts import SYSTEM_MAX_TTL
 
 __all__ = ["SYSTEM_MAX_TTL", "Lease", "LeaseManager", "mount_of"]
@@ -272,14 +272,14 @@ class LeaseManager:
         """
         self._expire_due()
         if increment < 0:
-            raise SecretsError(400, "increment cannot be negative")
+            raise Invalid("increment cannot be negative")
         lease = self._leases.get(lease_id)
         if lease is None:
-            raise SecretsError(400, "lease not found")
+            raise Invalid("lease not found")
         if lease.irrevocable:
-            raise SecretsError(400, f"lease is irrevocable and cannot be renewed: {lease_id}")
+            raise Invalid(f"lease is irrevocable and cannot be renewed: {lease_id}")
         if not lease.renewable:
-            raise SecretsError(400, "lease is not renewable")
+            raise Invalid("lease is not renewable")
         now = self._clock.now()
         wanted = increment or lease.ttl_granted
         # A live lease expires no later than its cap, so the cap is still ahead of now.
@@ -300,7 +300,7 @@ class LeaseManager:
         if lease is None:
             return False
         if not self._revoke(lease):
-            raise SecretsError(400, f"failed to revoke lease {lease_id}: {lease.revoke_error}")
+            raise Invalid(f"failed to revoke lease {lease_id}: {lease.revoke_error}")
         return True
 
     def revoke_prefix(self, prefix: str) -> int:
@@ -314,8 +314,7 @@ class LeaseManager:
         for index, lease_id in enumerate(ids):
             lease = self._leases[lease_id]
             if not self._revoke(lease):
-                raise SecretsError(
-                    400,
+                raise Invalid(
                     f"failed to revoke {lease_id!r} ({index + 1} / {len(ids)}): "
                     f"{lease.revoke_error}",
                 )

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import SecretsError
+from .errors import Invalid
 
 __all__ = ["Mount", "MountTable", "SYSTEM_MAX_TTL"]
 
@@ -137,10 +137,10 @@ class MountTable:
         key = normalize_path(path)
         for reserved in _RESERVED:
             if key.startswith(reserved) or reserved.startswith(key):
-                raise SecretsError(400, f"cannot mount under reserved path {reserved!r}")
+                raise Invalid(f"cannot mount under reserved path {reserved!r}")
         for existing in self.engines:
             if key.startswith(existing) or existing.startswith(key):
-                raise SecretsError(400, f"path is already in use at {existing}")
+                raise Invalid(f"path is already in use at {existing}")
         mount = Mount(
             key,
             kind,
@@ -156,7 +156,7 @@ class MountTable:
         """Remove the engine mount at ``path``; None when nothing is mounted there."""
         key = normalize_path(path)
         if key in _SYSTEM_MOUNTS:
-            raise SecretsError(400, f"cannot unmount {key!r}")
+            raise Invalid(f"cannot unmount {key!r}")
         return self.engines.pop(key, None)
 
 
@@ -164,5 +164,5 @@ def normalize_path(path: str) -> str:
     """A mount path as the table keys it: no leading ``/``, one trailing ``/``; 400 when empty."""
     key = path.strip().strip("/")
     if not key or "//" in key or any(part in (".", "..") for part in key.split("/")):
-        raise SecretsError(400, f"invalid mount path {path!r}")
+        raise Invalid(f"invalid mount path {path!r}")
     return key + "/"

@@ -24,7 +24,7 @@ import string
 import uuid
 from typing import Any
 
-from .errors import SecretsError
+from .errors import Invalid, NotFound
 from .mounts import MountTable
 from .password_policies import PasswordPolicyStore
 from .policies import PolicyStore
@@ -136,30 +136,30 @@ class NamespaceTree:
         if key not in self.namespaces:
             return False
         if self.children(key):
-            raise SecretsError(400, "unable to delete namespace containing child namespaces")
+            raise Invalid("unable to delete namespace containing child namespaces")
         del self.namespaces[key]
         return True
 
     def _child_key(self, parent: str, name: str) -> str:
         base = normalize(parent)
         if base and base not in self.namespaces:
-            raise SecretsError(404, "namespace not found")
+            raise NotFound("namespace not found")
         return base + _check_name(name) + "/"
 
 
 def _check_name(name: str) -> str:
     cleaned = name.strip("/") if name.count("/") <= 1 and name.endswith("/") else name
     if "/" in cleaned:
-        raise SecretsError(400, "namespace name cannot contain /")
+        raise Invalid("namespace name cannot contain /")
     if not cleaned:
-        raise SecretsError(400, "namespace name cannot be empty")
+        raise Invalid("namespace name cannot be empty")
     if any(c.isspace() for c in cleaned):
-        raise SecretsError(
-            400, f"{cleaned!r} contains space characters that cannot be used in a namespace name"
+        raise Invalid(
+            f"{cleaned!r} contains space characters that cannot be used in a namespace name"
         )
     if cleaned in ("root", ".", ".."):
         # "root" names the root namespace in the header: a child so named would be unreachable.
-        raise SecretsError(400, f"{cleaned!r} cannot name a namespace")
+        raise Invalid(f"{cleaned!r} cannot name a namespace")
     return cleaned
 
 

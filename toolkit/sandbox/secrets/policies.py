@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._spec.acl import ACL, PathRule, PolicyParseError, parse_acl_policy
-from .errors import SecretsError, bad_request
+from .errors import NotFound, bad_request
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -175,7 +175,7 @@ class PolicyStore:
     @staticmethod
     def _kind(kind: str) -> str:
         if kind not in KINDS:
-            raise SecretsError(404, f"unknown policy type {kind!r}")
+            raise NotFound(f"unknown policy type {kind!r}")
         return kind
 
     @staticmethod
@@ -200,7 +200,7 @@ class PolicyStore:
             return Policy("acl", "root", "")
         policy = self._by_kind[self._kind(kind)].get(name)
         if policy is None:
-            raise SecretsError(404, f"no {kind} policy named {name!r}")
+            raise NotFound(f"no {kind} policy named {name!r}")
         return policy
 
     def put(

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import pgp
-from .errors import SecretsError
+from .errors import Invalid
 from .seal import Seal, encode_shares, rebuild_key, sealed_error, validate_share_config
 
 __all__ = ["RekeyAttempt", "RekeyOperation"]
@@ -57,7 +57,7 @@ def _flag(value: Any, name: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise SecretsError(400, f"{name} must be a boolean, got {value!r}")
+        raise Invalid(f"{name} must be a boolean, got {value!r}")
     return value
 
 
@@ -97,9 +97,7 @@ class RekeyOperation:
         if self.seal.sealed:
             raise sealed_error()
         if self.recovery and not self.seal.recovery:
-            raise SecretsError(
-                400, "recovery keys are not supported by this seal: it is a shamir seal"
-            )
+            raise Invalid("recovery keys are not supported by this seal: it is a shamir seal")
 
     @property
     def _stored_shares(self) -> bool:
@@ -143,7 +141,7 @@ class RekeyOperation:
         wants_backup = _flag(backup, "backup")
         verification = _flag(require_verification, "require_verification")
         if pgp_keys is not None and not isinstance(pgp_keys, list):
-            raise SecretsError(400, "pgp_keys must be an array of strings")
+            raise Invalid("pgp_keys must be an array of strings")
         if self._stored_shares:
             return self._start_stored(pgp_keys, wants_backup, verification)
         context = (
@@ -153,19 +151,17 @@ class RekeyOperation:
         )
         shares, threshold = validate_share_config(secret_shares, secret_threshold, context)
         if wants_backup and not pgp_keys:
-            raise SecretsError(
-                400,
+            raise Invalid(
                 "cannot request a backup of the new keys without providing PGP keys for encryption",
             )
         if pgp_keys and len(pgp_keys) != shares:
-            raise SecretsError(
-                400,
+            raise Invalid(
                 f"incorrect number of PGP keys for rekey: pgp_keys has {len(pgp_keys)} "
                 f"entries, secret_shares is {shares}",
             )
         keys = pgp.parse_public_keys(pgp_keys or None)
         if self.attempt is not None:
-            raise SecretsError(400, "rekey already in progress")
+            raise Invalid("rekey already in progress")
         self.attempt = RekeyAttempt(shares, threshold, keys, wants_backup, verification)
         return self.status()
 
@@ -175,17 +171,16 @@ class RekeyOperation:
         """Start rotating a root key the seal keeps: whatever share settings were asked
         are coerced to 1 of 1 (as OpenBao 2.7 does); nothing that needs shares is allowed."""
         if pgp_keys:
-            raise SecretsError(400, "PGP key encryption not supported when using stored keys")
+            raise Invalid("PGP key encryption not supported when using stored keys")
         if backup:
-            raise SecretsError(400, "key backup not supported when using stored keys")
+            raise Invalid("key backup not supported when using stored keys")
         if verification:
-            raise SecretsError(
-                400,
+            raise Invalid(
                 "requiring verification not supported when rotating the barrier key with "
                 "recovery keys",
             )
         if self.attempt is not None:
-            raise SecretsError(400, "rekey already in progress")
+            raise Invalid("rekey already in progress")
         self.attempt = RekeyAttempt(1, 1, [], False, False)
         return self.status()
 
@@ -206,30 +201,25 @@ class RekeyOperation:
         self._unsealed()
         attempt = self.attempt
         if attempt is None:
-            raise SecretsError(400, "no barrier rekey in progress")
+            raise Invalid("no barrier rekey in progress")
         if attempt.verification_key is not None:
-            raise SecretsError(
-                400,
+            raise Invalid(
                 "rekey operation already finished; verification must be performed; "
                 f'nonce for the verification operation is "{attempt.verification_nonce}"',
             )
         if nonce != attempt.nonce:
-            raise SecretsError(
-                400,
+            raise Invalid(
                 f'incorrect nonce supplied; nonce for this rekey operation is "{attempt.nonce}"',
             )
         if _already_given(attempt.progress, key):
-            raise SecretsError(
-                400, "given key has already been provided during this rekey operation"
-            )
+            raise Invalid("given key has already been provided during this rekey operation")
         attempt.progress.append(key)
         if len(attempt.progress) < self.seal.threshold:
             return self.status()
 
         parts, attempt.progress = attempt.progress, []
         if not self.seal.rebuilds_root_key(parts):
-            raise SecretsError(
-                400,
+            raise Invalid(
                 "root key verification failed: the shares given do not rebuild the current "
                 "root key; rekey progress has been reset",
             )
@@ -273,7 +263,7 @@ class RekeyOperation:
     def _attempt_for_verification(self) -> RekeyAttempt:
         self._unsealed()
         if self.attempt is None:
-            raise SecretsError(400, "no rekey configuration found")
+            raise Invalid("no rekey configuration found")
         return self.attempt
 
     def verification_status(self) -> dict[str, Any]:
@@ -305,19 +295,16 @@ class RekeyOperation:
         self._unsealed()
         attempt = self.attempt
         if attempt is None:
-            raise SecretsError(400, "no rekey in progress")
+            raise Invalid("no rekey in progress")
         if attempt.verification_key is None:
-            raise SecretsError(400, "no rekey verification in progress")
+            raise Invalid("no rekey verification in progress")
         if nonce != attempt.verification_nonce:
-            raise SecretsError(
-                400,
+            raise Invalid(
                 "incorrect nonce supplied; nonce for this verify operation is "
                 f'"{attempt.verification_nonce}"',
             )
         if _already_given(attempt.verification_progress, key):
-            raise SecretsError(
-                400, "given key has already been provided during this verify operation"
-            )
+            raise Invalid("given key has already been provided during this verify operation")
         attempt.verification_progress.append(key)
         if len(attempt.verification_progress) < attempt.threshold:
             return self.verification_status()
@@ -326,8 +313,7 @@ class RekeyOperation:
         rebuilt = rebuild_key(parts, attempt.threshold)
         if rebuilt is None or not hmac.compare_digest(rebuilt, attempt.verification_key):
             attempt.verification_nonce = str(uuid.uuid4())
-            raise SecretsError(
-                400,
+            raise Invalid(
                 "rekey verification failed; incorrect key shares supplied; progress has been "
                 f'reset and the new verification nonce is "{attempt.verification_nonce}"',
             )

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import shamir
-from .errors import SecretsError
+from .errors import Invalid, Sealed, SecretsError
 
 __all__ = [
     "ROOT_KEY_BYTES",
@@ -52,7 +52,7 @@ MAX_KEY_BYTES = ROOT_KEY_BYTES + 1
 
 def sealed_error() -> SecretsError:
     """The answer to any call that needs an unsealed server while it is sealed."""
-    return SecretsError(503, "Vault is sealed")
+    return Sealed("Vault is sealed")
 
 
 def decode_key(text: Any, field: str = "key") -> bytes:
@@ -62,7 +62,7 @@ def decode_key(text: Any, field: str = "key") -> bytes:
     length, is read as standard base64. Refuses with 400 naming the field.
     """
     if not isinstance(text, str) or not text:
-        raise SecretsError(400, f"'{field}' must be specified in request body as JSON")
+        raise Invalid(f"'{field}' must be specified in request body as JSON")
     try:
         key = bytes.fromhex(text)
         if not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
@@ -71,11 +71,11 @@ def decode_key(text: Any, field: str = "key") -> bytes:
         try:
             key = base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError):
-            raise SecretsError(400, f"'{field}' must be a valid hex or base64 string") from None
+            raise Invalid(f"'{field}' must be a valid hex or base64 string") from None
     if len(key) < MIN_KEY_BYTES:
-        raise SecretsError(400, f"key is shorter than minimum {MIN_KEY_BYTES} bytes")
+        raise Invalid(f"key is shorter than minimum {MIN_KEY_BYTES} bytes")
     if len(key) > MAX_KEY_BYTES:
-        raise SecretsError(400, f"key is longer than maximum {MAX_KEY_BYTES} bytes")
+        raise Invalid(f"key is longer than maximum {MAX_KEY_BYTES} bytes")
     return key
 
 
@@ -94,9 +94,9 @@ def validate_share_config(shares: Any, threshold: Any, context: str) -> tuple[in
     """
     for field, value in (("secret_shares", shares), ("secret_threshold", threshold)):
         if value is None:
-            raise SecretsError(400, f"{context}: {field} is required")
+            raise Invalid(f"{context}: {field} is required")
         if isinstance(value, bool) or not isinstance(value, int):
-            raise SecretsError(400, f"{context}: {field} must be an integer, got {value!r}")
+            raise Invalid(f"{context}: {field} must be an integer, got {value!r}")
     reason = ""
     if shares < 1:
         reason = f"secret_shares must be at least one (got {shares})"
@@ -109,7 +109,7 @@ def validate_share_config(shares: Any, threshold: Any, context: str) -> tuple[in
     elif threshold > shares:
         reason = f"secret_threshold ({threshold}) cannot be larger than secret_shares ({shares})"
     if reason:
-        raise SecretsError(400, f"{context}: {reason}")
+        raise Invalid(f"{context}: {reason}")
     return shares, threshold
 
 
@@ -237,7 +237,7 @@ class Seal:
         parts = self._progress
         self.reset_unseal()
         if not self.rebuilds_root_key(parts):
-            raise SecretsError(400, "Unseal failed, invalid key")
+            raise Invalid("Unseal failed, invalid key")
         self.sealed = False
 
     # -- answers ------------------------------------------------------------------

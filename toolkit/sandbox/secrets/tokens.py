@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..._time import format_rfc3339, parse_duration
 from .._clock import Clock
 from .._plain import RecordTable, StoredRecord
-from .errors import SecretsError, bad_request, permission_denied
+from .errors import Invalid, bad_request, permission_denied
 from .mounts import SYSTEM_MAX_TTL
 
 if TYPE_CHECKING:
@@ -416,7 +416,7 @@ class TokenStore:
         """
         if token is self.root:
             # The sandbox keeps its root token: revoking it would lock the operator out.
-            raise SecretsError(400, "the sandbox's root token cannot be revoked")
+            raise Invalid("the sandbox's root token cannot be revoked")
         revoked: list[Token] = []
         pending = [token]
         while pending:

@@ -126,7 +126,7 @@ def endpoint(
                 caller = service.authenticate(_bearer(request))
                 body = await _read_body(request) if request.method in ("POST", "PATCH") else None
                 with service.lock:
-                    return await handler(PlatformRequest(request, service, caller, body))
+                    return await handler(SandboxRequest(request, service, caller, body))
             except PlatformError as exc:
                 raise from_state(exc) from None
         except ErrorDocument as exc:

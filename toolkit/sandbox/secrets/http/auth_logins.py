@@ -15,7 +15,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .. import fields
-from ..errors import SecretsError
+from ..errors import Invalid, NotFound
 from ..logins import TokenSettings
 from ._base import SecretsRequest, envelope, listing, no_content, route
 
@@ -29,9 +29,9 @@ __all__ = ["routes"]
 def _credential(call: SecretsRequest, name: str) -> str:
     value = call.body.get(name)
     if value is None or value == "":
-        raise SecretsError(400, f"missing {name}")
+        raise Invalid(f"missing {name}")
     if not isinstance(value, str):
-        raise SecretsError(400, f"{name}: expected a string")
+        raise Invalid(f"{name}: expected a string")
     return value
 
 
@@ -73,7 +73,7 @@ async def userpass_user(call: SecretsRequest) -> Response:
     if call.request.method.upper() == "GET":
         user = call.service.logins.users.get(call.params["username"].lower())
         if user is None:
-            raise SecretsError(404)
+            raise NotFound()
         return envelope(_settings_data(user.settings))
     call.service.logins.put_user(
         call.params["username"], _credential(call, "password"), _token_settings(call)
@@ -100,7 +100,7 @@ async def ldap_group(call: SecretsRequest) -> Response:
     if call.request.method.upper() == "GET":
         policies = logins.ldap_groups.get(name.lower())
         if policies is None:
-            raise SecretsError(404)
+            raise NotFound()
         return envelope({"policies": list(policies)})
     logins.put_ldap_group(name, [p.lower() for p in fields.string_list(call.body, "policies")])
     return no_content()
@@ -110,7 +110,7 @@ async def ldap_user(call: SecretsRequest) -> Response:
     """``GET auth/ldap/users/:name``: the directory user's groups (and no policies of its own)."""
     user = call.service.logins.ldap_users.get(call.params["username"].lower())
     if user is None:
-        raise SecretsError(404)
+        raise NotFound()
     return envelope({"groups": ",".join(user.groups), "policies": []})
 
 
@@ -130,7 +130,7 @@ async def approle_login(call: SecretsRequest) -> Response:
     role_id = _credential(call, "role_id")
     secret_id: Any = call.body.get("secret_id")
     if secret_id is not None and not isinstance(secret_id, str):
-        raise SecretsError(400, "secret_id: expected a string")
+        raise Invalid("secret_id: expected a string")
     return _issued(call, call.service.logins.approle_login(role_id, secret_id or None))
 
 
@@ -169,7 +169,7 @@ async def approle_secret_id(call: SecretsRequest) -> Response:
     """``POST auth/approle/role/:name/secret-id``: a new secret id, shown this once."""
     metadata = fields.json_object(call.body, "metadata") if call.body.get("metadata") else {}
     if not all(isinstance(v, str) for v in metadata.values()):
-        raise SecretsError(400, "metadata: expected a map of strings to strings")
+        raise Invalid("metadata: expected a map of strings to strings")
     value, issued = call.service.logins.generate_secret_id(call.params["name"], metadata)
     return envelope(
         {

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..errors import SecretsError, bad_request
+from ..errors import Denied, bad_request
 from ._base import SecretsRequest, envelope, error, listing, no_content, route
 
 if TYPE_CHECKING:
@@ -26,8 +26,8 @@ __all__ = ["routes"]
 
 
 def _caller(call: SecretsRequest) -> Token:
-    assert call.token is not None  # every route here is authenticated
-    return call.token
+    assert call.caller is not None  # every route here is authenticated
+    return call.caller
 
 
 def _named_token(call: SecretsRequest) -> Token | None:
@@ -57,7 +57,7 @@ async def lookup(call: SecretsRequest) -> Response:
     """``POST auth/token/lookup``: the token given in the body's ``token``."""
     token = _named_token(call)
     if token is None:
-        raise SecretsError(403, "bad token")
+        raise Denied("bad token")
     return envelope(token.lookup_data(call.service.clock.now()))
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..errors import SecretsError
+from ..errors import Invalid
 from ..plugins import check_type
 from ._base import SecretsRequest, envelope, error, no_content, route
 
@@ -27,7 +27,7 @@ __all__ = ["plugin_routes"]
 def _version(call: SecretsRequest) -> str:
     value: Any = call.arg("version", "")
     if not isinstance(value, str):
-        raise SecretsError(400, "version: expected a string")
+        raise Invalid("version: expected a string")
     return value
 
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..errors import SecretsError
+from ..errors import Invalid
 from ..seal import decode_key
-from ._base import SecretsRequest, bare, no_content, route
+from ._base import SecretsRequest, bare, flag, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -36,15 +36,13 @@ async def seal(call: SecretsRequest) -> Response:
 async def unseal(call: SecretsRequest) -> Response:
     """``PUT sys/unseal``: give one share (``key``), or ``reset`` the progress."""
     state = call.service.seal
-    if call.flag("reset"):
+    if flag(call, "reset"):
         if not state.sealed:
-            raise SecretsError(400, "vault is unsealed")
+            raise Invalid("vault is unsealed")
         state.reset_unseal()
         return bare(state.status())
     if not call.body.get("key"):
-        raise SecretsError(
-            400, "'key' must be specified in request body as JSON, or 'reset' set to true"
-        )
+        raise Invalid("'key' must be specified in request body as JSON, or 'reset' set to true")
     state.unseal(decode_key(call.body["key"]))
     return bare(state.status())
 
@@ -52,7 +50,7 @@ async def unseal(call: SecretsRequest) -> Response:
 async def init(call: SecretsRequest) -> Response:
     """``GET sys/init``: the sandbox is always initialised; ``PUT`` is refused as on the real server."""
     if call.request.method in ("PUT", "POST"):
-        raise SecretsError(400, "Vault is already initialized")
+        raise Invalid("Vault is already initialized")
     return bare({"initialized": True})
 
 
@@ -63,7 +61,7 @@ def _status_code(call: SecretsRequest, name: str, default: int) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise SecretsError(400, f"{name} must be an integer status code, got {raw!r}") from None
+        raise Invalid(f"{name} must be an integer status code, got {raw!r}") from None
 
 
 async def health(call: SecretsRequest) -> Response:

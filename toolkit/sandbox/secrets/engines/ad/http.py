@@ -19,6 +19,7 @@ from ...http._base import (
     Handler,
     SecretsRequest,
     engine_route,
+    engine_state,
     envelope,
     listing,
     no_content,
@@ -31,14 +32,14 @@ __all__ = ["routes"]
 
 
 def _backend(call: SecretsRequest) -> DirectoryEngine:
-    backend = call.backend
+    backend = engine_state(call)
     assert isinstance(backend, DirectoryEngine)
     return backend
 
 
 def _token(call: SecretsRequest) -> Token:
-    assert call.token is not None  # every engine route is authenticated
-    return call.token
+    assert call.caller is not None  # every engine route is authenticated
+    return call.caller
 
 
 def _given(body: dict[str, Any], name: str) -> bool:

@@ -15,11 +15,12 @@ from typing import Any
 from starlette.responses import Response
 
 from ... import fields
-from ...errors import SecretsError
+from ...errors import NotFound
 from ...http._base import (
     EngineRoute,
     SecretsRequest,
     engine_route,
+    engine_state,
     envelope,
     listing,
     no_content,
@@ -37,14 +38,12 @@ def _read(describe: Callable[..., dict[str, Any]], *names: str) -> Response:
     """A read's ``data``; a missing one is 404 with no message, as the real server answers."""
     try:
         return envelope(describe(*names))
-    except SecretsError as exc:
-        if exc.status == 404:
-            raise SecretsError(404) from None
-        raise
+    except NotFound:
+        raise NotFound() from None
 
 
 def _engine(call: SecretsRequest) -> KeyManagementEngine:
-    backend: KeyManagementEngine = call.backend
+    backend: KeyManagementEngine = engine_state(call)
     return backend
 
 

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from ....._spec import certificate_names as policy
 from ....._x509 import path_length
-from ...errors import SecretsError
+from ...errors import Invalid
 from . import x509 as certs
 from .issuers import IssuerAdmin
 from .requests import CAOptions, KeyRequest, Names, Output, Validity
@@ -48,7 +48,7 @@ class Authority(IssuerAdmin):
             return made
         cn = names.common_name
         if not cn:
-            raise SecretsError(400, "missing common_name")
+            raise Invalid("missing common_name")
         dns, emails = policy.split_alt_names(names.alt_names)
         if not names.exclude_cn_from_sans:
             policy.add_common_name(cn, dns, emails)
@@ -134,15 +134,14 @@ class Authority(IssuerAdmin):
         except x509.ExtensionNotFound:
             is_ca = False
         if not is_ca:
-            raise SecretsError(400, "given certificate is not a CA certificate")
+            raise Invalid("given certificate is not a CA certificate")
         if submitted.issuer != submitted.subject:
-            raise SecretsError(400, "given certificate is not self-issued")
+            raise Invalid("given certificate is not self-issued")
         signer, signer_key = self._signer(issuer_ref)
         ours = certs.key_description(signer.cert.public_key())[0]
         theirs = certs.key_description(submitted.public_key())[0]
         if require_matching_certificate_algorithms and ours != theirs:
-            raise SecretsError(
-                400,
+            raise Invalid(
                 f"signing certificate's public key algorithm ({ours}) does not match submitted "
                 f"certificate's ({theirs}), and require_matching_certificate_algorithms is true",
             )
@@ -255,7 +254,7 @@ class Authority(IssuerAdmin):
         matches a key of the mount (set-signed, where the CSR's key is here).
         """
         if not text.strip():
-            raise SecretsError(400, f"missing {field_name}")
+            raise Invalid(f"missing {field_name}")
         keys = _read_keys(text, field_name)
         found = certs.read_certificates(text, field_name) if "CERTIFICATE" in text else []
         for cert in found:
@@ -264,9 +263,9 @@ class Authority(IssuerAdmin):
             except x509.ExtensionNotFound:
                 is_ca = False
             if not is_ca:
-                raise SecretsError(400, f"{field_name}: refusing to import non-CA certificate")
+                raise Invalid(f"{field_name}: refusing to import non-CA certificate")
         if not found and not keys:
-            raise SecretsError(400, f"{field_name}: no certificate or key found")
+            raise Invalid(f"{field_name}: no certificate or key found")
 
         def public_der(k: Any) -> bytes:
             return k.public_bytes(
@@ -282,7 +281,7 @@ class Authority(IssuerAdmin):
             public_der(c.public_key()) in known_keys or public_der(c.public_key()) in pending
             for c in found
         ):
-            raise SecretsError(400, f"{field_name}: no certificate matches a key of this mount")
+            raise Invalid(f"{field_name}: no certificate matches a key of this mount")
         imported_keys, existing_keys = [], []
         for key in keys:
             der = public_der(key.public_key())
@@ -347,8 +346,7 @@ def _new_ca_path_length(requested: int, parent: x509.Certificate | None) -> int 
     """
     limit = path_length(parent) if parent is not None else None
     if limit == 0:
-        raise SecretsError(
-            400,
+        raise Invalid(
             "signing certificate has a max path length of zero, and cannot issue further CA "
             "certificates",
         )
@@ -365,11 +363,11 @@ def _read_keys(text: str, field_name: str) -> list[certs.PrivateKey]:
         try:
             key = serialization.load_pem_private_key(block.encode(), password=None)
         except (ValueError, TypeError) as exc:
-            raise SecretsError(400, f"{field_name}: error parsing private key: {exc}") from None
+            raise Invalid(f"{field_name}: error parsing private key: {exc}") from None
         if not isinstance(
             key, rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
         ):
-            raise SecretsError(400, f"{field_name}: unsupported private key type")
+            raise Invalid(f"{field_name}: unsupported private key type")
         keys.append(key)
     return keys
 

@@ -20,13 +20,14 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from starlette.responses import Response
 
 from ... import fields
-from ...errors import SecretsError
+from ...errors import Invalid, NotFound
 from ...http._base import (
     EngineRoute,
     Handler,
     Rule,
     SecretsRequest,
     engine_route,
+    engine_state,
     envelope,
     listing,
     no_content,
@@ -45,14 +46,14 @@ CRL_PEM = "application/x-pem-file"
 
 
 def _engine(call: SecretsRequest) -> PKIEngine:
-    backend: PKIEngine = call.backend
+    backend: PKIEngine = engine_state(call)
     return backend
 
 
 def _listing_with_info(keys: list[str], key_info: Mapping[str, object]) -> Response:
     """A list with ``key_info`` beside ``keys`` (issuers, keys); 404 when empty."""
     if not keys:
-        raise SecretsError(404)
+        raise NotFound()
     return envelope({"keys": keys, "key_info": dict(key_info)})
 
 
@@ -73,7 +74,7 @@ async def list_roles(call: SecretsRequest) -> Response:
 async def read_role(call: SecretsRequest) -> Response:
     role = _engine(call).role(call.params["name"])
     if role is None:
-        raise SecretsError(404)
+        raise NotFound()
     return envelope(role)
 
 
@@ -265,9 +266,9 @@ async def generate_key(call: SecretsRequest) -> Response:
     """``POST keys/generate/internal|exported``; ``kms`` needs a KMS the sandbox does not have."""
     kind = call.params["kind"]
     if kind == "kms":
-        raise SecretsError(400, '"external_key_ref" is required for kms typed key generation')
+        raise Invalid('"external_key_ref" is required for kms typed key generation')
     if kind not in ("internal", "exported"):
-        raise SecretsError(404, "unsupported path")
+        raise NotFound("unsupported path")
     return envelope(_engine(call).generate_key(bodies.key_request(kind, call.body)))
 
 
@@ -284,7 +285,7 @@ async def list_certs(call: SecretsRequest) -> Response:
         try:
             limit = int(raw)
         except ValueError:
-            raise SecretsError(400, f"limit: {raw!r} is not a whole number") from None
+            raise Invalid(f"limit: {raw!r} is not a whole number") from None
         if limit > 0:
             serials = serials[:limit]
     return listing(serials)
@@ -300,7 +301,7 @@ async def read_cert(call: SecretsRequest) -> Response:
         return _crl_json(call, None, delta=serial == "delta-crl", key="certificate")
     data = _engine(call).read_cert(serial)
     if data is None:
-        raise SecretsError(404)
+        raise NotFound()
     return envelope(data)
 
 
@@ -387,7 +388,7 @@ def _crl_json(call: SecretsRequest, ref: str | None, *, delta: bool, key: str) -
     pem = engine.crl_pem(ref, delta=delta)
     if not pem:
         # The real server answers 500 here; a missing default issuer is the caller's to fix.
-        raise SecretsError(400, "no default issuer currently configured")
+        raise Invalid("no default issuer currently configured")
     if key == "certificate":
         return envelope({key: pem, "revocation_time": 0, "revocation_time_rfc3339": ""})
     return envelope({key: pem + "\n"})

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from cryptography import x509
 
 from ....._spec import certificate_names as policy
-from ...errors import SecretsError
+from ...errors import Invalid
 from . import x509 as certs
 from .requests import SUBJECT_FIELDS, KeyRequest, Names, Output, Validity, VerbatimOptions
 from .roles import key_bits, role_ext_key_usage
@@ -39,7 +39,7 @@ class Issuance(PKIState):
     def _role_for_use(self, name: str) -> dict[str, Any]:
         role = self.roles.get(name)
         if role is None:
-            raise SecretsError(400, f"unknown role: {name}")
+            raise Invalid(f"unknown role: {name}")
         return role
 
     def _leaf_validity(
@@ -84,7 +84,7 @@ class Issuance(PKIState):
             subject_serial=serial,
         )
         if refused:
-            raise SecretsError(400, refused)
+            raise Invalid(refused)
         subject_values = {k: list(role[k]) for k in SUBJECT_FIELDS}
         subject_values["serial_number"] = [serial] if serial else []
         subject = certs.subject_name(cn, subject_values, names.user_ids)
@@ -208,15 +208,14 @@ class Issuance(PKIState):
         role = dict(self._role_for_use(role_name)) if role_name else _verbatim_role()
         bad = [u for u in options.key_usage if u.lower() not in _VERBATIM_USAGES]
         if bad:
-            raise SecretsError(400, f"key_usage: unknown key usage {bad[0]!r}")
+            raise Invalid(f"key_usage: unknown key usage {bad[0]!r}")
         bad = [u for u in options.ext_key_usage if u.lower() not in _VERBATIM_EXT_USAGES]
         if bad:
-            raise SecretsError(400, f"ext_key_usage: unknown extended key usage {bad[0]!r}")
+            raise Invalid(f"ext_key_usage: unknown extended key usage {bad[0]!r}")
         try:
             constraints = csr.extensions.get_extension_for_class(x509.BasicConstraints).value
             if constraints.ca:
-                raise SecretsError(
-                    400,
+                raise Invalid(
                     "will not sign a CSR asking to be a CA certificate; use "
                     "root/sign-intermediate for that",
                 )
@@ -337,15 +336,12 @@ def _check_csr_key(role: Mapping[str, Any], public_key: Any) -> None:
     wanted = role["key_type"]
     if wanted == "any":
         if kind == "rsa" and bits < 2048:
-            raise SecretsError(
-                400, f"RSA keys < 2048 bits are unsafe and not supported: got {bits}"
-            )
+            raise Invalid(f"RSA keys < 2048 bits are unsafe and not supported: got {bits}")
         return
     if kind != wanted:
-        raise SecretsError(400, f"role requires keys of type {wanted}")
+        raise Invalid(f"role requires keys of type {wanted}")
     if bits < role["key_bits"]:
-        raise SecretsError(
-            400,
+        raise Invalid(
             f"role requires a minimum of a {role['key_bits']}-bit key, but CSR's key is {bits} bits",
         )
 
@@ -365,11 +361,10 @@ def _issue_key(role: Mapping[str, Any], asked: KeyRequest) -> tuple[str, int, li
         )
         return role["key_type"], role["key_bits"], warnings
     if asked.key_type is None:
-        raise SecretsError(
-            400,
+        raise Invalid(
             'role key type "any" not allowed for issuing certificates without providing '
             "key_type and/or key_bits request parameters",
         )
     if asked.key_type == "any":
-        raise SecretsError(400, 'key_type: "any" cannot be used to generate a key')
+        raise Invalid('key_type: "any" cannot be used to generate a key')
     return asked.key_type, key_bits(asked.key_type, asked.key_bits or 0), []

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from ...errors import SecretsError
+from ...errors import Invalid, SecretsError
 from . import x509 as certs
 from .issuance import normal_serial
 from .requests import CRLConfig, RevokedEntry, URLConfig, short_duration
@@ -55,24 +55,19 @@ class Revocation(PKIState):
         (``no_store``) can be, given whole, if one of its issuers signed it.
         """
         if serial and certificate is not None:
-            raise SecretsError(
-                400, "Must provide either the certificate or the serial to revoke; not both."
-            )
+            raise Invalid("Must provide either the certificate or the serial to revoke; not both.")
         if not serial and certificate is None:
-            raise SecretsError(400, "The serial number or certificate to revoke must be provided.")
+            raise Invalid("The serial number or certificate to revoke must be provided.")
         kept = self._to_revoke(serial, certificate)
         for issuer in self.issuers.values():
             if issuer.certificate == kept.certificate and certs.is_self_signed(issuer.cert):
-                raise SecretsError(
-                    400, f"adding issuer (id: {issuer.id}) to its own CRL is not allowed"
-                )
+                raise Invalid(f"adding issuer (id: {issuer.id}) to its own CRL is not allowed")
         if not kept.revocation_time:
             now = self.now()
             if now > kept.cert.not_valid_after_utc and not (
                 self.crl_config.allow_expired_cert_revocation
             ):
-                raise SecretsError(
-                    400,
+                raise Invalid(
                     f"certificate with serial {kept.serial} has expired; set "
                     "allow_expired_cert_revocation on config/crl to revoke it",
                 )
@@ -89,22 +84,20 @@ class Revocation(PKIState):
         if certificate is None:
             found = self.certs.get(normal_serial(serial or ""))
             if found is None:
-                raise SecretsError(400, f"certificate with serial {serial} not found.")
+                raise Invalid(f"certificate with serial {serial} not found.")
             return found
         pem = certs.cert_pem(certificate)
         key = certs.format_serial(certificate.serial_number)
         found = self.certs.get(key)
         if found is not None:
             if found.certificate != pem:
-                raise SecretsError(
-                    400, "certificate: does not match the certificate stored under its serial"
-                )
+                raise Invalid("certificate: does not match the certificate stored under its serial")
             return found
         signer = next(
             (i for i in self.issuers.values() if certs.issued_by(certificate, i.cert)), None
         )
         if signer is None:
-            raise SecretsError(400, "certificate: not issued by any issuer of this mount")
+            raise Invalid("certificate: not issued by any issuer of this mount")
         self.certs[key] = IssuedCert(key, pem, signer.id)
         return self.certs[key]
 
@@ -140,23 +133,20 @@ class Revocation(PKIState):
     def set_crl_config(self, config: CRLConfig) -> dict[str, Any]:
         """``POST config/crl``: the whole configuration (the HTTP side merges a partial write)."""
         if config.expiry <= 0:
-            raise SecretsError(400, "expiry: must be a positive duration")
+            raise Invalid("expiry: must be a positive duration")
         if config.enable_delta and not config.auto_rebuild:
-            raise SecretsError(
-                400,
+            raise Invalid(
                 "Delta CRLs cannot be enabled when auto rebuilding is disabled as the complete "
                 "CRL is always regenerated!",
             )
         if config.auto_rebuild and config.auto_rebuild_grace_period >= config.expiry:
-            raise SecretsError(
-                400,
+            raise Invalid(
                 f"CRL auto-rebuilding grace period ({short_duration(config.auto_rebuild_grace_period)}) "
                 f"must be strictly shorter than CRL expiry ({short_duration(config.expiry)}) value "
                 "when auto-rebuilding of CRLs is enabled",
             )
         if config.enable_delta and config.delta_rebuild_interval >= config.expiry:
-            raise SecretsError(
-                400,
+            raise Invalid(
                 f"CRL delta rebuild window ({short_duration(config.delta_rebuild_interval)}) "
                 f"must be strictly shorter than CRL expiry ({short_duration(config.expiry)})",
             )
@@ -175,8 +165,7 @@ class Revocation(PKIState):
         for name in _URL_FIELDS:
             for value in getattr(urls, name):
                 if not _is_url(value, templated=urls.enable_templating):
-                    raise SecretsError(
-                        400,
+                    raise Invalid(
                         "invalid URL found in Authority Information Access (AIA) parameter "
                         f"{name}: {value}",
                     )
@@ -294,14 +283,14 @@ class Revocation(PKIState):
         Nothing is stored: the mount's own CRLs are not changed.
         """
         if format not in ("pem", "der"):
-            raise SecretsError(400, f'format: must be "pem" or "der", got {format!r}')
+            raise Invalid(f'format: must be "pem" or "der", got {format!r}')
         try:
             issuer = self.resolve(ref)
         except SecretsError as exc:
-            raise SecretsError(400, f"failed to resolve issuer issuer_ref: {exc}") from None
+            raise Invalid(f"failed to resolve issuer issuer_ref: {exc}") from None
         stored = self.keys.get(issuer.key_id)
         if stored is None or "crl-signing" not in issuer.usage:
-            raise SecretsError(400, f"issuer {issuer.id} cannot sign revocation lists")
+            raise Invalid(f"issuer {issuer.id} cannot sign revocation lists")
         now = self.now().replace(microsecond=0)
         pem = certs.build_crl(
             issuer.cert,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from cryptography import x509
 
-from ...errors import SecretsError
+from ...errors import Invalid, SecretsError
 from . import x509 as certs
 from .requests import (
     CRLConfig,
@@ -132,8 +132,8 @@ class PKIState:
         found = self.find_issuer(ref)
         if found is None:
             if ref.strip().lower() == "default":
-                raise SecretsError(400, "no default issuer currently configured")
-            raise SecretsError(400, f"unable to find PKI issuer for reference: {ref}")
+                raise Invalid("no default issuer currently configured")
+            raise Invalid(f"unable to find PKI issuer for reference: {ref}")
         return found
 
     def find_issuer(self, ref: str) -> Issuer | None:
@@ -148,20 +148,15 @@ class PKIState:
         try:
             issuer = self.resolve(ref)
             if "issuing-certificates" not in issuer.usage:
-                raise SecretsError(
-                    400,
+                raise Invalid(
                     f"requested usage issuing-certificates for issuer {issuer.id} but only had "
                     f"usage {','.join(issuer.usage)}",
                 )
             key = self.keys.get(issuer.key_id)
             if key is None:
-                raise SecretsError(
-                    400, f"issuer {issuer.id} has no key in this mount and cannot sign"
-                )
+                raise Invalid(f"issuer {issuer.id} has no key in this mount and cannot sign")
         except SecretsError as exc:
-            raise SecretsError(
-                exc.status, f"could not fetch the CA certificate (was one set?): {exc}"
-            ) from None
+            raise type(exc)(f"could not fetch the CA certificate (was one set?): {exc}") from None
         return issuer, certs.load_key(key.pem)
 
     def chain(self, issuer: Issuer) -> list[str]:
@@ -193,11 +188,11 @@ class PKIState:
         if not name:
             return
         if name.lower() == "default":
-            raise SecretsError(400, f"reserved keyword 'default' can not be used as {kind} name")
+            raise Invalid(f"reserved keyword 'default' can not be used as {kind} name")
         if not _NAME.match(name):
-            raise SecretsError(400, f"{kind} name contained invalid characters")
+            raise Invalid(f"{kind} name contained invalid characters")
         if name in taken:
-            raise SecretsError(400, f"{kind} name already in use")
+            raise Invalid(f"{kind} name already in use")
 
     # -- certificates made and kept ---------------------------------------------------
     def _serial(self) -> int:
@@ -293,8 +288,7 @@ class PKIState:
         role_not_after = (role or {}).get("not_after") or ""
         fixed_end = parse_role_time(role_not_after, "not_after") or validity.not_after
         if ttl and fixed_end is not None:
-            raise SecretsError(
-                400,
+            raise Invalid(
                 "Either ttl or not_after should be provided. Both should not be provided in "
                 "the same request.",
             )
@@ -315,8 +309,7 @@ class PKIState:
             if behavior == "truncate":
                 not_after = signer.not_valid_after_utc
             elif behavior != "permit":
-                raise SecretsError(
-                    400,
+                raise Invalid(
                     f"cannot satisfy request, as TTL would result in notAfter of "
                     f"{rfc3339(not_after)} that is beyond the expiration of the CA certificate "
                     f"at {rfc3339(signer.not_valid_after_utc)}",
@@ -326,7 +319,7 @@ class PKIState:
             fixed_start if fixed_start is not None else now - timedelta(seconds=not_before_duration)
         )
         if not_after <= not_before:
-            raise SecretsError(400, f"not_after: {rfc3339(not_after)} is not after NotBefore")
+            raise Invalid(f"not_after: {rfc3339(not_after)} is not after NotBefore")
         return not_before, not_after, warnings
 
     # -- hooks the revocation side fills in -------------------------------------------
