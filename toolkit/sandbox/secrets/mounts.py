@@ -62,27 +62,6 @@ class Mount:
         default = self.default_lease_ttl or max_ttl
         return min(default, max_ttl), max_ttl
 
-    def describe(self) -> dict[str, Any]:
-        """The mount as ``sys/mounts`` shows it."""
-        return {
-            "accessor": self.accessor,
-            "config": {
-                "default_lease_ttl": self.default_lease_ttl,
-                "force_no_cache": False,
-                "max_lease_ttl": self.max_lease_ttl,
-            },
-            "description": self.description,
-            "external_entropy_access": False,
-            "local": self.local,
-            "options": self.options,
-            "plugin_version": "",
-            "running_plugin_version": BUILTIN_VERSION,
-            "running_sha256": "",
-            "seal_wrap": self.seal_wrap,
-            "type": self.type,
-            "uuid": self.uuid,
-        }
-
 
 class MountTable:
     """Secrets engine mounts and auth method mounts, by path (with a trailing ``/``)."""
@@ -105,12 +84,6 @@ class MountTable:
                 "approle/": ("approle", "machine roles"),
             }.items()
         }
-
-    def engine_table(self) -> dict[str, dict[str, Any]]:
-        return {path: m.describe() for path, m in sorted(self.engines.items())}
-
-    def auth_table(self) -> dict[str, dict[str, Any]]:
-        return {path: m.describe() for path, m in sorted(self.auth.items())}
 
     def engine(self, path: str) -> Mount | None:
         return self.engines.get(path.strip("/") + "/")

@@ -22,7 +22,6 @@ from __future__ import annotations
 import secrets
 import string
 import uuid
-from typing import Any
 
 from .errors import Invalid, NotFound
 from .mounts import MountTable
@@ -55,17 +54,6 @@ class Namespace:
         self.password_policies = PasswordPolicyStore()
         # A new namespace has only the system mounts.
         self.mounts = MountTable()
-
-    def describe(self) -> dict[str, Any]:
-        """The namespace as ``sys/namespaces`` shows it."""
-        return {
-            "custom_metadata": dict(self.custom_metadata),
-            "id": self.id,
-            "locked": False,
-            "path": self.path,
-            "tainted": False,
-            "uuid": self.uuid,
-        }
 
 
 class NamespaceTree:

@@ -122,15 +122,6 @@ class Policy:
         """The path rules of an ACL policy (none for RGP and EGP)."""
         return _acl_rules(self.text, self.name) if self.kind == "acl" and self.text else ()
 
-    def read_data(self) -> dict[str, Any]:
-        """The read answer of ``GET /sys/policies/{kind}/:name``."""
-        data: dict[str, Any] = {"name": self.name, "policy": self.text}
-        if self.kind in ("rgp", "egp"):
-            data["enforcement_level"] = self.enforcement_level
-        if self.kind == "egp":
-            data["paths"] = list(self.paths)
-        return data
-
     def path_map(self) -> list[dict[str, Any]]:
         """An EGP's paths as ``{path, glob}`` pairs, the glob's ``*`` removed."""
         return [

@@ -18,6 +18,7 @@ from .. import fields
 from ..errors import Invalid, NotFound
 from ..logins import TokenSettings
 from ._base import SecretsRequest, envelope, listing, no_content, route
+from .auth_token import token_auth
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -36,7 +37,7 @@ def _credential(call: SecretsRequest, name: str) -> str:
 
 
 def _issued(call: SecretsRequest, token: Token) -> Response:
-    return envelope(None, auth=token.auth_data(call.service.clock.now()))
+    return envelope(None, auth=token_auth(token, call.service.clock.now()))
 
 
 def _token_settings(call: SecretsRequest) -> TokenSettings:

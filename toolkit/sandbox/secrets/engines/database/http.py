@@ -237,7 +237,17 @@ async def issue_creds(call: SecretsRequest) -> Response:
 
 async def static_creds(call: SecretsRequest) -> Response:
     """``GET static-creds/:name``: the current password, its last rotation and ttl."""
-    return envelope(_db(call).static_creds(call.params["name"]))
+    role, now = _db(call).static_creds(call.params["name"])
+    next_rotation = role.next_rotation or now
+    return envelope(
+        {
+            "username": role.username,
+            "password": role.password,
+            "last_service_rotation": rfc3339(role.last_rotation or now),
+            "rotation_period": role.rotation_period,
+            "ttl": max(0, round((next_rotation - now).total_seconds())),
+        }
+    )
 
 
 async def rotate_role(call: SecretsRequest) -> Response:

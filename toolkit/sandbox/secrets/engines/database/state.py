@@ -486,22 +486,15 @@ class DatabaseEngine:
             self._run(connection, "static-delete", role.username, [revoke])
             self._users.get(role.db_name, set()).discard(role.username)
 
-    def static_creds(self, name: str) -> dict[str, Any]:
-        """``GET static-creds/:name``: the current password and when it rotates."""
+    def static_creds(self, name: str) -> tuple[StaticRole, datetime]:
+        """``GET static-creds/:name``: the role with its current password, and the time
+        it was read at (its ttl counts from then)."""
         self.rotate_due()
         role = self.static_roles.get(name)
         if role is None:
             raise Invalid(f"unknown role: {name}")
         self._allowed_connection(role.db_name, name)
-        now = self.service.clock.now()
-        next_rotation = role.next_rotation or now
-        return {
-            "username": role.username,
-            "password": role.password,
-            "last_service_rotation": rfc3339(role.last_rotation or now),
-            "rotation_period": role.rotation_period,
-            "ttl": max(0, round((next_rotation - now).total_seconds())),
-        }
+        return role, self.service.clock.now()
 
     def rotate_role(self, name: str) -> None:
         """``POST rotate-role/:name``: a new password now; the period starts again."""
