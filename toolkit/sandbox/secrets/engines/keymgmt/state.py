@@ -23,13 +23,12 @@ import os
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from ....._spec.keymgmt import PROTECTIONS, PURPOSES, SYMMETRIC_PURPOSES
-from ....._time import format_rfc3339
 from ...errors import Invalid, NotFound
 
 if TYPE_CHECKING:
@@ -219,25 +218,13 @@ class KeyManagementEngine:
             )
         del self.keys[name]
 
-    def describe_key(self, name: str) -> dict[str, Any]:
-        """The key as ``GET key/:name`` answers it; the material itself is never in it."""
+    def read_key(self, name: str) -> ManagedKey:
+        """The key ``GET key/:name`` shows, each version's public key made (RSA keys make
+        their material when first shown or used)."""
         key = self.key(name)
-        asymmetric = KEY_TYPES[key.type] is not None
-        versions: dict[str, Any] = {}
-        for number, version in sorted(key.versions.items()):
-            entry: dict[str, Any] = {"creation_time": format_rfc3339(version.creation_time)}
-            if asymmetric:
-                self._material(key, number)
-                entry["public_key"] = version.public_key
-            versions[str(number)] = entry
-        return {
-            "deletion_allowed": key.deletion_allowed,
-            "keys": versions,
-            "latest_version": key.latest_version,
-            "min_enabled_version": key.min_enabled_version,
-            "name": key.name,
-            "type": key.type,
-        }
+        for number in key.versions:
+            self._material(key, number)
+        return key
 
     def key_names(self) -> list[str]:
         return sorted(self.keys)
@@ -300,10 +287,6 @@ class KeyManagementEngine:
                 "remove them from the provider first",
             )
         del self.providers[name]
-
-    def describe_provider(self, name: str) -> dict[str, Any]:
-        found = self.provider(name)
-        return {"key_collection": found.key_collection, "provider": found.provider}
 
     def provider_names(self) -> list[str]:
         return sorted(self.providers)
@@ -390,15 +373,6 @@ class KeyManagementEngine:
         if found is None:
             raise NotFound(f"key {key_name!r} is not distributed to KMS provider {provider_name!r}")
         return found
-
-    def describe_distribution(self, provider_name: str, key_name: str) -> dict[str, Any]:
-        dist = self.distribution(provider_name, key_name)
-        return {
-            "name": dist.name,
-            "protection": dist.protection,
-            "purpose": list(dist.purpose),
-            "versions": {str(v): ident for v, ident in sorted(dist.versions.items())},
-        }
 
     def provider_keys(self, provider_name: str) -> list[str]:
         return sorted(self.provider(provider_name).keys)
