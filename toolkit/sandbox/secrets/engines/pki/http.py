@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
@@ -35,6 +36,9 @@ from ...http._base import (
 )
 from . import bodies
 from .engine import PKIEngine
+from .requests import CRLConfig, URLConfig, short_duration
+from .revocation import URL_FIELDS
+from .state import Issuer, StoredKey
 from .x509 import load_cert
 
 __all__ = ["routes"]
@@ -43,6 +47,56 @@ PEM_CHAIN = "application/pem-certificate-chain"
 DER_CERT = "application/pkix-cert"
 CRL_DER = "application/pkix-crl"
 CRL_PEM = "application/x-pem-file"
+
+
+# -- answers ---------------------------------------------------------------------------
+
+
+def issuer_document(engine: PKIEngine, issuer: Issuer) -> dict[str, Any]:
+    """An issuer as ``GET issuer/:ref`` answers it."""
+    return {
+        "issuer_id": issuer.id,
+        "issuer_name": issuer.name,
+        "key_id": issuer.key_id,
+        "certificate": issuer.certificate,
+        "ca_chain": engine.chain(issuer),
+        "manual_chain": None,
+        "leaf_not_after_behavior": issuer.leaf_not_after_behavior,
+        "usage": ",".join(sorted(issuer.usage)),
+        "revocation_signature_algorithm": issuer.revocation_signature_algorithm,
+        "revoked": False,
+        "issuing_certificates": [],
+        "crl_distribution_points": [],
+        "delta_crl_distribution_points": [],
+        "ocsp_servers": [],
+    }
+
+
+def key_document(key: StoredKey) -> dict[str, Any]:
+    """A key as ``GET key/:ref`` answers it (never the key itself)."""
+    return {"key_id": key.id, "key_name": key.name, "key_type": key.type, "key_bits": key.bits}
+
+
+def crl_config_document(c: CRLConfig) -> dict[str, Any]:
+    """``config/crl``: durations written as the server writes them (``72h``, ``15m``)."""
+    return {
+        "expiry": short_duration(c.expiry),
+        "disable": c.disable,
+        "ocsp_disable": c.ocsp_disable,
+        "ocsp_expiry": short_duration(c.ocsp_expiry),
+        "auto_rebuild": c.auto_rebuild,
+        "auto_rebuild_grace_period": short_duration(c.auto_rebuild_grace_period),
+        "enable_delta": c.enable_delta,
+        "delta_rebuild_interval": short_duration(c.delta_rebuild_interval),
+        "allow_expired_cert_revocation": c.allow_expired_cert_revocation,
+    }
+
+
+def urls_document(u: URLConfig) -> dict[str, Any]:
+    """``config/urls``."""
+    return {name: list(getattr(u, name)) for name in URL_FIELDS} | {
+        "enable_templating": u.enable_templating
+    }
 
 
 def _engine(call: SecretsRequest) -> PKIEngine:
@@ -197,13 +251,13 @@ async def list_issuers(call: SecretsRequest) -> Response:
 
 async def read_issuer(call: SecretsRequest) -> Response:
     engine = _engine(call)
-    return envelope(engine.issuer_data(engine.resolve(call.params["ref"])))
+    return envelope(issuer_document(engine, engine.resolve(call.params["ref"])))
 
 
 async def update_issuer(call: SecretsRequest) -> Response:
-    return envelope(
-        _engine(call).update_issuer(call.params["ref"], **bodies.issuer_update(call.body))
-    )
+    engine = _engine(call)
+    issuer = engine.update_issuer(call.params["ref"], **bodies.issuer_update(call.body))
+    return envelope(issuer_document(engine, issuer))
 
 
 async def delete_issuer(call: SecretsRequest) -> Response:
@@ -254,7 +308,7 @@ async def list_keys(call: SecretsRequest) -> Response:
 
 async def read_key(call: SecretsRequest) -> Response:
     engine = _engine(call)
-    return envelope(engine.key_data(engine.resolve_key(call.params["ref"])))
+    return envelope(key_document(engine.resolve_key(call.params["ref"])))
 
 
 async def delete_key(call: SecretsRequest) -> Response:
@@ -337,21 +391,22 @@ async def revoke(call: SecretsRequest) -> Response:
 
 
 async def read_crl_config(call: SecretsRequest) -> Response:
-    return envelope(_engine(call).crl_config_data())
+    return envelope(crl_config_document(_engine(call).crl_config))
 
 
 async def write_crl_config(call: SecretsRequest) -> Response:
     engine = _engine(call)
-    return envelope(engine.set_crl_config(bodies.crl_config(call.body, engine.crl_config)))
+    config = engine.set_crl_config(bodies.crl_config(call.body, engine.crl_config))
+    return envelope(crl_config_document(config))
 
 
 async def read_urls(call: SecretsRequest) -> Response:
-    return envelope(_engine(call).urls_data())
+    return envelope(urls_document(_engine(call).urls))
 
 
 async def write_urls(call: SecretsRequest) -> Response:
     engine = _engine(call)
-    return envelope(engine.set_urls(bodies.url_config(call.body, engine.urls)))
+    return envelope(urls_document(engine.set_urls(bodies.url_config(call.body, engine.urls))))
 
 
 def _crl_raw(call: SecretsRequest, *, delta: bool, form: str) -> Response:

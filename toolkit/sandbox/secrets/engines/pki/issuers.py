@@ -29,25 +29,6 @@ class IssuerAdmin(PKIState):
     """Issuers (read, update, delete, the default), keys (generate, read, delete) and roles."""
 
     # -- issuers ------------------------------------------------------------------------
-    def issuer_data(self, issuer: Issuer) -> dict[str, Any]:
-        """An issuer as ``GET issuer/:ref`` answers it."""
-        return {
-            "issuer_id": issuer.id,
-            "issuer_name": issuer.name,
-            "key_id": issuer.key_id,
-            "certificate": issuer.certificate,
-            "ca_chain": self.chain(issuer),
-            "manual_chain": None,
-            "leaf_not_after_behavior": issuer.leaf_not_after_behavior,
-            "usage": ",".join(sorted(issuer.usage)),
-            "revocation_signature_algorithm": issuer.revocation_signature_algorithm,
-            "revoked": False,
-            "issuing_certificates": [],
-            "crl_distribution_points": [],
-            "delta_crl_distribution_points": [],
-            "ocsp_servers": [],
-        }
-
     def list_issuers(self) -> tuple[list[str], dict[str, Any]]:
         """Issuer ids and, per id, ``issuer_name``, ``is_default``, ``serial_number``."""
         info = {
@@ -68,7 +49,7 @@ class IssuerAdmin(PKIState):
         name: str | None = None,
         leaf_not_after_behavior: str | None = None,
         usage: list[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Issuer:
         """``POST issuer/:ref``: ``issuer_name``, ``leaf_not_after_behavior``, ``usage`` (None: unchanged)."""
         issuer = self.resolve(ref)
         name = issuer.name if name is None else name
@@ -85,7 +66,7 @@ class IssuerAdmin(PKIState):
             raise Invalid(f"usage: unknown issuer usage {bad[0]!r}")
         issuer.name, issuer.leaf_not_after_behavior = name, behavior
         issuer.usage = sorted(set(usage) | {"read-only"})  # read-only is always implied
-        return self.issuer_data(issuer)
+        return issuer
 
     def config_issuers(self) -> dict[str, Any]:
         return {
@@ -153,9 +134,6 @@ class IssuerAdmin(PKIState):
         if ref == "default" and self.default_issuer:
             ref = self.issuers[self.default_issuer].key_id
         return next((k for k in self.keys.values() if ref and ref in (k.id, k.name)), None)
-
-    def key_data(self, key: StoredKey) -> dict[str, Any]:
-        return {"key_id": key.id, "key_name": key.name, "key_type": key.type, "key_bits": key.bits}
 
     def keys_info(self) -> dict[str, dict[str, Any]]:
         """``LIST keys``: per key id, its name and whether the default issuer uses it."""

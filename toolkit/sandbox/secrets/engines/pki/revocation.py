@@ -31,9 +31,9 @@ from .issuance import normal_serial
 from .requests import CRLConfig, RevokedEntry, URLConfig, short_duration
 from .state import IssuedCert, Issuer, PKIState, StoredCRL, rfc3339
 
-__all__ = ["Revocation"]
+__all__ = ["URL_FIELDS", "Revocation"]
 
-_URL_FIELDS = (
+URL_FIELDS = (
     "issuing_certificates",
     "crl_distribution_points",
     "delta_crl_distribution_points",
@@ -115,22 +115,7 @@ class Revocation(PKIState):
             self.rotate()
 
     # -- configuration ----------------------------------------------------------------------
-    def crl_config_data(self) -> dict[str, Any]:
-        """``GET config/crl``: durations written as the server writes them (``72h``, ``15m``)."""
-        c = self.crl_config
-        return {
-            "expiry": short_duration(c.expiry),
-            "disable": c.disable,
-            "ocsp_disable": c.ocsp_disable,
-            "ocsp_expiry": short_duration(c.ocsp_expiry),
-            "auto_rebuild": c.auto_rebuild,
-            "auto_rebuild_grace_period": short_duration(c.auto_rebuild_grace_period),
-            "enable_delta": c.enable_delta,
-            "delta_rebuild_interval": short_duration(c.delta_rebuild_interval),
-            "allow_expired_cert_revocation": c.allow_expired_cert_revocation,
-        }
-
-    def set_crl_config(self, config: CRLConfig) -> dict[str, Any]:
+    def set_crl_config(self, config: CRLConfig) -> CRLConfig:
         """``POST config/crl``: the whole configuration (the HTTP side merges a partial write)."""
         if config.expiry <= 0:
             raise Invalid("expiry: must be a positive duration")
@@ -151,18 +136,11 @@ class Revocation(PKIState):
                 f"must be strictly shorter than CRL expiry ({short_duration(config.expiry)})",
             )
         self.crl_config = config
-        return self.crl_config_data()
+        return config
 
-    def urls_data(self) -> dict[str, Any]:
-        """``GET config/urls``."""
-        u = self.urls
-        return {name: list(getattr(u, name)) for name in _URL_FIELDS} | {
-            "enable_templating": u.enable_templating
-        }
-
-    def set_urls(self, urls: URLConfig) -> dict[str, Any]:
+    def set_urls(self, urls: URLConfig) -> URLConfig:
         """``POST config/urls``: every location must be a URL (templates only with ``enable_templating``)."""
-        for name in _URL_FIELDS:
+        for name in URL_FIELDS:
             for value in getattr(urls, name):
                 if not _is_url(value, templated=urls.enable_templating):
                     raise Invalid(
@@ -170,7 +148,7 @@ class Revocation(PKIState):
                         f"{name}: {value}",
                     )
         self.urls = urls
-        return self.urls_data()
+        return urls
 
     # -- the CRLs -------------------------------------------------------------------------
     def crl_pem(self, ref: str | None = None, *, delta: bool = False) -> str:
