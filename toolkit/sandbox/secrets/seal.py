@@ -29,6 +29,7 @@ from . import shamir
 from .errors import Invalid, Sealed, SecretsError
 
 __all__ = [
+    "COMMIT_DATE",
     "ROOT_KEY_BYTES",
     "SERVER_VERSION",
     "Seal",
@@ -240,65 +241,16 @@ class Seal:
             raise Invalid("Unseal failed, invalid key")
         self.sealed = False
 
-    # -- answers ------------------------------------------------------------------
-    def status(self) -> dict[str, Any]:
-        """The ``sys/seal-status`` answer (also what ``sys/unseal`` returns)."""
-        body: dict[str, Any] = {
-            "type": self.seal_type,
-            "initialized": True,
-            "sealed": self.sealed,
-            "t": self.threshold,
-            "n": self.shares,
-            "progress": len(self._progress),
-            "nonce": self._nonce,
-            "version": SERVER_VERSION,
-            "commit_date": COMMIT_DATE,
-            "migration": False,
-            "recovery_seal": self.recovery,
-            "storage_type": "inmem",
-        }
-        if self.recovery:
-            # As OpenBao 2.7 with a static seal: ``t`` and ``n`` are the recovery shares'.
-            body["recovery_seal_type"] = "shamir"
-        if not self.sealed:
-            body["cluster_name"] = self.cluster_name
-            body["cluster_id"] = self.cluster_id
-        return body
+    # -- what the answers show ------------------------------------------------------
+    @property
+    def progress(self) -> int:
+        """How many unseal shares have been given towards the next unseal."""
+        return len(self._progress)
 
-    def health(self, server_time: int) -> dict[str, Any]:
-        """The ``sys/health`` body; ``server_time`` is the sandbox clock in Unix seconds."""
-        body: dict[str, Any] = {
-            "initialized": True,
-            "sealed": self.sealed,
-            "standby": False,
-            "performance_standby": False,
-            "replication_performance_mode": "disabled",
-            "replication_dr_mode": "disabled",
-            "server_time_utc": server_time,
-            "version": SERVER_VERSION,
-        }
-        if not self.sealed:
-            body["cluster_name"] = self.cluster_name
-            body["cluster_id"] = self.cluster_id
-        return body
-
-    def leader(self) -> dict[str, Any]:
-        """The ``sys/leader`` body of a single server without high availability.
-
-        The CLI's ``status`` reads it after ``sys/seal-status``. Sealed, the
-        real server answers 503 (raised by the handler, as for any sealed call).
-        """
-        if self.sealed:
-            raise sealed_error()
-        return {
-            "ha_enabled": False,
-            "is_self": False,
-            "active_time": "0001-01-01T00:00:00Z",
-            "leader_address": "",
-            "leader_cluster_address": "",
-            "performance_standby": False,
-            "performance_standby_last_remote_wal": 0,
-        }
+    @property
+    def nonce(self) -> str:
+        """The nonce of the unseal in progress (empty when none is)."""
+        return self._nonce
 
     def write_init_file(self, path: str, root_token: str) -> None:
         """Write the initial shares and root token as the real ``sys/init`` answers them.

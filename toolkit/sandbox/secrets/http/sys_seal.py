@@ -7,24 +7,79 @@ fields bare (no envelope). The logic is in :mod:`..seal`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..errors import Invalid
-from ..seal import decode_key
+from ..seal import COMMIT_DATE, SERVER_VERSION, Seal, decode_key, sealed_error
 from ._base import SecretsRequest, bare, flag, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
 
-__all__ = ["routes"]
+__all__ = ["health_document", "routes", "seal_status_document"]
+
+
+def seal_status_document(seal: Seal) -> dict[str, Any]:
+    """The ``sys/seal-status`` answer (also what ``sys/unseal`` returns)."""
+    body: dict[str, Any] = {
+        "type": seal.seal_type,
+        "initialized": True,
+        "sealed": seal.sealed,
+        "t": seal.threshold,
+        "n": seal.shares,
+        "progress": seal.progress,
+        "nonce": seal.nonce,
+        "version": SERVER_VERSION,
+        "commit_date": COMMIT_DATE,
+        "migration": False,
+        "recovery_seal": seal.recovery,
+        "storage_type": "inmem",
+    }
+    if seal.recovery:
+        # As OpenBao 2.7 with a static seal: ``t`` and ``n`` are the recovery shares'.
+        body["recovery_seal_type"] = "shamir"
+    if not seal.sealed:
+        body["cluster_name"] = seal.cluster_name
+        body["cluster_id"] = seal.cluster_id
+    return body
+
+
+def health_document(seal: Seal, server_time: int) -> dict[str, Any]:
+    """The ``sys/health`` body; ``server_time`` is the sandbox clock in Unix seconds."""
+    body: dict[str, Any] = {
+        "initialized": True,
+        "sealed": seal.sealed,
+        "standby": False,
+        "performance_standby": False,
+        "replication_performance_mode": "disabled",
+        "replication_dr_mode": "disabled",
+        "server_time_utc": server_time,
+        "version": SERVER_VERSION,
+    }
+    if not seal.sealed:
+        body["cluster_name"] = seal.cluster_name
+        body["cluster_id"] = seal.cluster_id
+    return body
+
+
+# The ``sys/leader`` body of a single server without high availability.
+LEADER = {
+    "ha_enabled": False,
+    "is_self": False,
+    "active_time": "0001-01-01T00:00:00Z",
+    "leader_address": "",
+    "leader_cluster_address": "",
+    "performance_standby": False,
+    "performance_standby_last_remote_wal": 0,
+}
 
 
 async def seal_status(call: SecretsRequest) -> Response:
     """``GET sys/seal-status``."""
-    return bare(call.service.seal.status())
+    return bare(seal_status_document(call.service.seal))
 
 
 async def seal(call: SecretsRequest) -> Response:
@@ -40,11 +95,11 @@ async def unseal(call: SecretsRequest) -> Response:
         if not state.sealed:
             raise Invalid("vault is unsealed")
         state.reset_unseal()
-        return bare(state.status())
+        return bare(seal_status_document(state))
     if not call.body.get("key"):
         raise Invalid("'key' must be specified in request body as JSON, or 'reset' set to true")
     state.unseal(decode_key(call.body["key"]))
-    return bare(state.status())
+    return bare(seal_status_document(state))
 
 
 async def init(call: SecretsRequest) -> Response:
@@ -75,12 +130,16 @@ async def health(call: SecretsRequest) -> Response:
     code = sealed if state.sealed else active
     if call.request.method == "HEAD":
         return Response(status_code=code, media_type="application/json")
-    return JSONResponse(state.health(now), status_code=code)
+    return JSONResponse(health_document(state, now), status_code=code)
 
 
 async def leader(call: SecretsRequest) -> Response:
     """``GET sys/leader``: no high availability in the sandbox; 503 while sealed."""
-    return bare(call.service.seal.leader())
+    if call.service.seal.sealed:
+        # The CLI's ``status`` reads it after ``sys/seal-status``; sealed, the
+        # real server answers 503, as for any sealed call.
+        raise sealed_error()
+    return bare(dict(LEADER))
 
 
 def routes(service: SecretsService) -> list[Route]:
