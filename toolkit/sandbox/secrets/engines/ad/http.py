@@ -158,7 +158,18 @@ async def manage_check_in(call: SecretsRequest) -> Response:
 
 
 async def status(call: SecretsRequest) -> Response:
-    return envelope(_backend(call).library.status(call.params["name"]))
+    """``GET library/:name/status``: each account's availability and borrower."""
+    answer: dict[str, dict[str, Any]] = {}
+    for account, out in _backend(call).library.status(call.params["name"]):
+        if out is None:
+            answer[account] = {"available": True}
+        else:
+            answer[account] = {
+                "available": False,
+                "borrower_client_token": out.borrower_client_token,
+                "borrower_entity_id": out.borrower_entity_id,
+            }
+    return envelope(answer)
 
 
 async def rotate_root(call: SecretsRequest) -> Response:

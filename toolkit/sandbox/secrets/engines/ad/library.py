@@ -190,22 +190,15 @@ class Library:
             raise bad_request(f"library set {name!r} does not exist")
         return library_set
 
-    def status(self, name: str) -> dict[str, dict[str, Any]]:
-        """``GET library/:name/status``: each account's availability and borrower."""
+    def status(self, name: str) -> list[tuple[str, CheckOut | None]]:
+        """``GET library/:name/status``: each account with its check-out (None: available),
+        expired check-outs brought back first."""
         library_set = self._set(name, missing=404)
         self._expire_leases()
-        answer: dict[str, dict[str, Any]] = {}
-        for account in library_set.service_account_names:
-            out = library_set.check_outs.get(account)
-            if out is None:
-                answer[account] = {"available": True}
-            else:
-                answer[account] = {
-                    "available": False,
-                    "borrower_client_token": out.borrower_client_token,
-                    "borrower_entity_id": out.borrower_entity_id,
-                }
-        return answer
+        return [
+            (account, library_set.check_outs.get(account))
+            for account in library_set.service_account_names
+        ]
 
     def _expire_leases(self) -> None:
         """Let the lease manager revoke what is due, so expired check-outs are back."""
