@@ -346,3 +346,34 @@ def test_a_certificate_the_client_does_not_trust_is_a_tls_error(serve, tls_files
     with pytest.raises(TLSError):
         http.json("GET", "/one")
     http.close()
+
+
+def test_a_map_that_fails_returns_only_once_its_running_items_have_ended(serve):
+    """The failure of one item stops the map, and the map raises only after the
+    items already sent have been answered: nothing of it still reaches the server
+    once the caller has the error (a late request would land on the caller's next
+    call, as a write after a reported failure)."""
+    started: list[bytes] = []
+    finished: list[bytes] = []
+
+    def answer(head: bytes, n: int) -> tuple[bytes, bool]:
+        started.append(head)
+        if b" /v1/fail " not in head:
+            time.sleep(0.4)
+        finished.append(head)
+        if b" /v1/fail " in head:
+            return (b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", False)
+        return (echo_path(head), False)
+
+    server = serve(answer)
+    http = HTTPLayer(server.address, "/v1", max_concurrency=4, retry=RetryPolicy(attempts=1))
+    items = ["/fail", "/slow1", "/slow2", "/slow3"] + [f"/later{i}" for i in range(20)]
+
+    def one(path: str) -> int:
+        return http.request("GET", path).status_code
+
+    with pytest.raises(NotFound):
+        list(http.map(one, items, workers=4))
+    in_flight = len(started) - len(finished)
+    http.close()
+    assert in_flight == 0, f"{in_flight} request(s) still being answered after the map raised"

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._http.test_hostile_servers import FAST, TOKEN, layer, serve
+from tests._http.test_hostile_servers import FAST, TOKEN, keep_answering, layer, serve
 from tests._sockets import Peer, answer
 from tests._stress import stress
 from toolkit import (
@@ -516,6 +516,80 @@ def test_close_from_another_thread_fails_what_is_in_flight_at_once(serve, what):
     assert time.perf_counter() - started < 1.5
     assert isinstance(outcome[0], ConfigurationError)
     assert "closed while" in str(outcome[0])
+
+
+def test_calls_racing_close_all_end_at_once_with_a_toolkit_error(serve):
+    """Callers that take the loop just as another thread closes the client hand
+    their call to a loop that is stopping: each still ends at once, with an error
+    of the toolkit, never waiting on a loop that will not run it."""
+    server = serve(keep_answering)
+    for round_ in range(25):
+        http = layer(server.address, timeout=5)
+        http.request("GET", "/warm")
+        ended: list[BaseException | None] = []
+
+        def call(fan: bool, http: HTTPLayer = http, ended: list = ended) -> None:
+            try:
+                while True:
+                    if fan:
+                        list(http.many(Request("GET", f"/x/{i}") for i in range(8)))
+                    else:
+                        http.request("GET", "/x")
+            except BaseException as exc:  # noqa: BLE001 - the test looks at it
+                ended.append(exc)
+
+        callers = [threading.Thread(target=call, args=(k % 2 == 0,)) for k in range(6)]
+        for c in callers:
+            c.start()
+        time.sleep(0.002 * (round_ % 5))
+        http.close()
+        for c in callers:
+            c.join(5)
+        assert not any(c.is_alive() for c in callers), f"round {round_}: a caller hangs"
+        assert len(ended) == 6
+        assert all(isinstance(e, ToolkitError) for e in ended), ended
+
+
+@pytest.mark.parametrize("what", ["call", "fan-out"])
+def test_a_call_handed_to_the_loop_as_close_stops_it_ends_at_once(serve, what):
+    """The narrow window of the race above, held open: the caller has taken the
+    loop, another thread closes the client (its loop stops), then the caller hands
+    its call over. The loop will never run it; the call must still end, at once."""
+    from toolkit._http.engine import Engine
+
+    server = serve(keep_answering)
+    http = layer(server.address, timeout=5)
+    http.request("GET", "/warm")
+    taken, closed = threading.Event(), threading.Event()
+
+    class HeldHandOver(Engine):  # widens the window only; the code under test is Engine's
+        def loop(self):  # type: ignore[no-untyped-def]
+            loop = super().loop()
+            if threading.current_thread().name == "caller":
+                taken.set()
+                closed.wait(2)
+            return loop
+
+    http._engine.__class__ = HeldHandOver
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            if what == "call":
+                http.request("GET", "/x")
+            else:
+                list(http.many(Request("GET", f"/x/{i}") for i in range(8)))
+        except BaseException as exc:  # noqa: BLE001 - the test looks at it
+            outcome.append(exc)
+
+    caller = threading.Thread(target=run, name="caller")
+    caller.start()
+    assert taken.wait(2)
+    http.close()
+    closed.set()
+    caller.join(3)
+    assert not caller.is_alive(), "the call waits on a loop that will never run it"
+    assert isinstance(outcome[0], ConfigurationError), outcome
 
 
 # -- 7. errors that name the right party -----------------------------------------------------

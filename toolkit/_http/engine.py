@@ -206,11 +206,25 @@ class Engine:
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the engine's loop and wait for its result (from any other thread)."""
-        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop())
-        return future.result(timeout)
+        return self.submit(coro).result(timeout)
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop())
+        """Schedule ``coro`` on the loop. When :meth:`close` ran between taking the
+        loop and scheduling (the loop may stop before it runs the coroutine), the
+        future is cancelled at once instead of never completing."""
+        try:
+            loop = self.loop()
+        except BaseException:
+            coro.close()  # never to run: closed here, not left to the collector's warning
+            raise
+        try:
+            future = asyncio.run_coroutine_threadsafe(coro, loop)
+        except RuntimeError:  # the loop closed since it was taken: close() ran
+            coro.close()
+            raise ConfigurationError("this client was closed") from None
+        if self._closed:
+            future.cancel()
+        return future
 
     def close(self) -> None:
         """Close the connections and stop the loop; every call and fan-out in

@@ -20,6 +20,7 @@ import math
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
@@ -385,6 +386,13 @@ class ThreadedMap(Iterator[Any]):
         return value
 
     def stop(self) -> None:
-        """Start no new item (the consumer stopped early, or is done)."""
+        """Start no new item (the consumer stopped early, failed, or is done), and
+        wait until the items already running have ended, within what is left of
+        the map's deadline: nothing of the map is still sending once it has
+        returned or raised."""
         with self.cond:
             self.stopped = True
+            self.cond.notify_all()
+        left = self.ends_at - time.monotonic()
+        if left > 0:
+            futures.wait(self.jobs, timeout=min(left, threading.TIMEOUT_MAX))

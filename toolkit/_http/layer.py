@@ -596,6 +596,9 @@ class HTTPLayer:
         )
         loop = self._engine.loop()
         future = self._engine.submit(fan.run(self.fan_out_timeout))
+        # A fan-out the loop never ran (the client closed as it was handed over)
+        # still finishes, so that its reader is not left waiting.
+        future.add_done_callback(lambda f: out.finish(fan.cancelled) if f.cancelled() else None)
         try:
             k = 0
             while k < len(todo):
@@ -621,7 +624,8 @@ class HTTPLayer:
         ``max_concurrency`` calls run at once (fewer when ``workers`` is smaller),
         on the layer's thread pool; results are yielded as soon as they and all
         before them are done. The first exception stops the iteration (no new
-        item is started) and is raised where its item would have been yielded.
+        item is started) and is raised where its item would have been yielded,
+        once the items already running have ended (within the map's deadline).
         The whole map has ``fan_out_timeout``: past it no item starts, and
         :class:`TimeoutError` is raised where the first unfinished one would
         have been. Called from inside a ``map`` of the same layer, it runs inline.
