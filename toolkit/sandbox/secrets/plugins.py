@@ -90,34 +90,6 @@ class PluginEntry:
     # binary, sets it. Never shown on the wire.
     installed: bool = field(default=False, repr=False)
 
-    def read(self) -> dict[str, Any]:
-        """The fields of ``GET sys/plugins/catalog/:type/:name`` (never ``env``)."""
-        data: dict[str, Any] = {
-            "args": list(self.args),
-            "builtin": self.builtin,
-            "command": self.command,
-            "name": self.name,
-            "sha256": self.sha256,
-            "version": self.version,
-        }
-        if self.builtin:
-            data["deprecation_status"] = self.deprecation_status
-        return data
-
-    def detail(self) -> dict[str, Any]:
-        """One row of ``detailed`` in ``GET sys/plugins/catalog``."""
-        row: dict[str, Any] = {
-            "builtin": self.builtin,
-            "name": self.name,
-            "type": self.type,
-            "version": self.version,
-        }
-        if self.builtin:
-            row["deprecation_status"] = self.deprecation_status
-        else:
-            row["sha256"] = self.sha256
-        return row
-
 
 def check_type(plugin_type: str) -> str:
     """``plugin_type`` when it is ``auth``, ``database`` or ``secret``; 400 otherwise."""
@@ -277,12 +249,6 @@ class PluginCatalog:
         builtin = sorted(self._builtin.values(), key=lambda e: (e.type, e.name))
         registered = sorted(self._registered.values(), key=lambda e: (e.type, e.name, e.version))
         return builtin + registered
-
-    def catalog(self) -> dict[str, Any]:
-        """The ``data`` of ``GET sys/plugins/catalog``."""
-        data: dict[str, Any] = {t: self.names(t) for t in PLUGIN_TYPES}
-        data["detailed"] = [e.detail() for e in self.entries()]
-        return data
 
 
 def _string_list(value: Any, field_name: str) -> list[str]:

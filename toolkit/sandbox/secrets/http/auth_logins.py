@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from .. import fields
 from ..errors import Invalid, NotFound
-from ..logins import TokenSettings
+from ..logins import AppRole, TokenSettings
 from ._base import SecretsRequest, envelope, listing, no_content, route
 from .auth_token import token_auth
 
@@ -135,13 +135,26 @@ async def approle_login(call: SecretsRequest) -> Response:
     return _issued(call, call.service.logins.approle_login(role_id, secret_id or None))
 
 
+def approle_document(role: AppRole) -> dict[str, Any]:
+    """The role as ``GET auth/approle/role/:name`` shows it."""
+    return {
+        "bind_secret_id": role.bind_secret_id,
+        "secret_id_num_uses": role.secret_id_num_uses,
+        "secret_id_ttl": role.secret_id_ttl,
+        "token_policies": list(role.settings.policies),
+        "policies": list(role.settings.policies),
+        "token_ttl": role.settings.ttl,
+        "token_max_ttl": role.settings.max_ttl,
+    }
+
+
 async def approle_role(call: SecretsRequest) -> Response:
     """``POST``/``GET``/``DELETE auth/approle/role/:name``."""
     logins = call.service.logins
     name = call.params["name"]
     method = call.request.method.upper()
     if method == "GET":
-        return envelope(logins.role(name).read())
+        return envelope(approle_document(logins.role(name)))
     if method == "DELETE":
         logins.delete_role(name)
         return no_content()
