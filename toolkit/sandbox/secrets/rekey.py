@@ -22,9 +22,9 @@ from typing import Any
 
 from . import pgp
 from .errors import Invalid
-from .seal import Seal, encode_shares, rebuild_key, sealed_error, validate_share_config
+from .seal import Seal, rebuild_key, sealed_error, validate_share_config
 
-__all__ = ["RekeyAttempt", "RekeyOperation"]
+__all__ = ["RekeyAttempt", "RekeyOperation", "RekeyResult", "RekeyStatus", "VerificationStatus"]
 
 
 @dataclass(eq=False)
@@ -51,6 +51,45 @@ class RekeyAttempt:
     @property
     def fingerprints(self) -> list[str] | None:
         return [key.fingerprint for key in self.pgp_keys] or None
+
+
+@dataclass(frozen=True)
+class RekeyStatus:
+    """Where a rekey stands (``sys/rekey/init``, and an update below the threshold)."""
+
+    started: bool
+    nonce: str
+    threshold: int  # 0 while none is under way
+    shares: int
+    progress: int
+    required: int  # the current seal's threshold
+    pgp_fingerprints: list[str] | None
+    backup: bool
+    verification_required: bool
+    verification_nonce: str  # "" until the new shares exist
+
+
+@dataclass(frozen=True)
+class RekeyResult:
+    """A completed update: the new shares handed out (PGP-encrypted when keys were given)."""
+
+    nonce: str
+    shares: list[bytes] = field(repr=False)
+    pgp_fingerprints: list[str] | None
+    backup: bool
+    verification_required: bool
+    verification_nonce: str  # "" unless verification was asked for
+
+
+@dataclass(frozen=True)
+class VerificationStatus:
+    """Where the verification of the new shares stands (``sys/rekey/verify``)."""
+
+    nonce: str
+    started: bool
+    threshold: int
+    shares: int
+    progress: int
 
 
 def _flag(value: Any, name: str) -> bool:
@@ -105,24 +144,22 @@ class RekeyOperation:
         return self.seal.recovery and not self.recovery
 
     # -- GET/POST/DELETE sys/rekey/init --------------------------------------------
-    def status(self) -> dict[str, Any]:
-        """The status shape of ``GET sys/rekey/init``."""
+    def status(self) -> RekeyStatus:
+        """Where the rekey stands (``GET sys/rekey/init``)."""
         self._unsealed()
         attempt = self.attempt
-        body: dict[str, Any] = {
-            "nonce": attempt.nonce if attempt else "",
-            "started": attempt is not None,
-            "t": attempt.threshold if attempt else 0,
-            "n": attempt.shares if attempt else 0,
-            "progress": len(attempt.progress) if attempt else 0,
-            "required": self.seal.threshold,
-            "pgp_fingerprints": attempt.fingerprints if attempt else None,
-            "backup": bool(attempt and attempt.pgp_keys and attempt.backup),
-            "verification_required": bool(attempt and attempt.require_verification),
-        }
-        if attempt and attempt.verification_nonce:
-            body["verification_nonce"] = attempt.verification_nonce
-        return body
+        return RekeyStatus(
+            started=attempt is not None,
+            nonce=attempt.nonce if attempt else "",
+            threshold=attempt.threshold if attempt else 0,
+            shares=attempt.shares if attempt else 0,
+            progress=len(attempt.progress) if attempt else 0,
+            required=self.seal.threshold,
+            pgp_fingerprints=attempt.fingerprints if attempt else None,
+            backup=bool(attempt and attempt.pgp_keys and attempt.backup),
+            verification_required=bool(attempt and attempt.require_verification),
+            verification_nonce=attempt.verification_nonce if attempt else "",
+        )
 
     def start(
         self,
@@ -131,8 +168,8 @@ class RekeyOperation:
         pgp_keys: Any = None,
         backup: Any = False,
         require_verification: Any = False,
-    ) -> dict[str, Any]:
-        """Start an attempt (``POST sys/rekey/init``); answers the status shape.
+    ) -> RekeyStatus:
+        """Start an attempt (``POST sys/rekey/init``); returns its status.
 
         Refused with 400 when the settings are invalid or an attempt is already
         under way (its settings then stay as they were).
@@ -167,7 +204,7 @@ class RekeyOperation:
 
     def _start_stored(
         self, pgp_keys: list[Any] | None, backup: bool, verification: bool
-    ) -> dict[str, Any]:
+    ) -> RekeyStatus:
         """Start rotating a root key the seal keeps: whatever share settings were asked
         are coerced to 1 of 1 (as OpenBao 2.7 does); nothing that needs shares is allowed."""
         if pgp_keys:
@@ -190,10 +227,10 @@ class RekeyOperation:
         self.attempt = None
 
     # -- POST sys/rekey/update -------------------------------------------------------
-    def update(self, key: bytes, nonce: Any) -> dict[str, Any]:
+    def update(self, key: bytes, nonce: Any) -> RekeyStatus | RekeyResult:
         """Give one current share; at the threshold, make the new shares.
 
-        Below the threshold the answer is the status shape. At the threshold
+        Below the threshold the answer is the status. At the threshold
         the shares must rebuild the current root key (else 400 and progress
         starts over); then the new shares are returned and, unless
         verification was asked for, the root key is rotated at once.
@@ -227,14 +264,7 @@ class RekeyOperation:
             # The seal makes and keeps the new root key: no share is handed out.
             self.seal.rotate_stored_key()
             self.attempt = None
-            return {
-                "nonce": attempt.nonce,
-                "complete": True,
-                **encode_shares([]),
-                "pgp_fingerprints": None,
-                "backup": False,
-                "verification_required": False,
-            }
+            return RekeyResult(attempt.nonce, [], None, False, False, "")
         new_key, new_shares = Seal.new_root_key(attempt.shares, attempt.threshold)
         handed_out = new_shares
         if attempt.pgp_keys:
@@ -242,22 +272,20 @@ class RekeyOperation:
             if attempt.backup:
                 self._store_backup(attempt, handed_out)
 
-        result: dict[str, Any] = {
-            "nonce": attempt.nonce,
-            "complete": True,
-            **encode_shares(handed_out),
-            "pgp_fingerprints": attempt.fingerprints,
-            "backup": attempt.backup,
-            "verification_required": attempt.require_verification,
-        }
         if attempt.require_verification:
             attempt.verification_key = new_key
             attempt.verification_nonce = str(uuid.uuid4())
-            result["verification_nonce"] = attempt.verification_nonce
-            return result
-        self.seal.rotate(new_key, attempt.shares, attempt.threshold)
-        self.attempt = None
-        return result
+        else:
+            self.seal.rotate(new_key, attempt.shares, attempt.threshold)
+            self.attempt = None
+        return RekeyResult(
+            attempt.nonce,
+            handed_out,
+            attempt.fingerprints,
+            attempt.backup,
+            attempt.require_verification,
+            attempt.verification_nonce if attempt.require_verification else "",
+        )
 
     # -- GET/POST/DELETE sys/rekey/verify ------------------------------------------------
     def _attempt_for_verification(self) -> RekeyAttempt:
@@ -266,18 +294,18 @@ class RekeyOperation:
             raise Invalid("no rekey configuration found")
         return self.attempt
 
-    def verification_status(self) -> dict[str, Any]:
-        """The shape of ``GET sys/rekey/verify``: nonce, started, t, n, progress."""
+    def verification_status(self) -> VerificationStatus:
+        """Where the verification stands (``GET sys/rekey/verify``)."""
         attempt = self._attempt_for_verification()
-        return {
-            "nonce": attempt.verification_nonce,
-            "started": attempt.verification_key is not None,
-            "t": attempt.threshold,
-            "n": attempt.shares,
-            "progress": len(attempt.verification_progress),
-        }
+        return VerificationStatus(
+            attempt.verification_nonce,
+            attempt.verification_key is not None,
+            attempt.threshold,
+            attempt.shares,
+            len(attempt.verification_progress),
+        )
 
-    def restart_verification(self) -> dict[str, Any]:
+    def restart_verification(self) -> VerificationStatus:
         """``DELETE sys/rekey/verify``: progress back to 0 and a new nonce; the attempt stays."""
         attempt = self._attempt_for_verification()
         if attempt.verification_key is not None:
@@ -285,10 +313,11 @@ class RekeyOperation:
             attempt.verification_nonce = str(uuid.uuid4())
         return self.verification_status()
 
-    def verify(self, key: bytes, nonce: Any) -> dict[str, Any]:
+    def verify(self, key: bytes, nonce: Any) -> VerificationStatus | str:
         """Give one *new* share; at the new threshold, rotate the root key.
 
-        Below the threshold the answer is the verification status. A set that
+        Below the threshold the answer is the verification status; at it, the
+        nonce of the verification that completed. A set that
         does not rebuild the new key is refused with 400, progress goes back
         to 0 and a new verification nonce is issued.
         """
@@ -319,7 +348,7 @@ class RekeyOperation:
             )
         self.seal.rotate(attempt.verification_key, attempt.shares, attempt.threshold)
         self.attempt = None
-        return {"nonce": attempt.verification_nonce, "complete": True}
+        return attempt.verification_nonce
 
     # -- GET/DELETE sys/rekey/backup --------------------------------------------------
     def _store_backup(self, attempt: RekeyAttempt, encrypted: list[bytes]) -> None:
