@@ -55,14 +55,6 @@ class LibrarySet:
     disable_check_in_enforcement: bool = False
     check_outs: dict[str, CheckOut] = field(default_factory=dict)
 
-    def read(self) -> dict[str, Any]:
-        return {
-            "service_account_names": list(self.service_account_names),
-            "ttl": self.ttl,
-            "max_ttl": self.max_ttl,
-            "disable_check_in_enforcement": self.disable_check_in_enforcement,
-        }
-
 
 def borrower_token(token: Token) -> str:
     """What the engine keeps of a borrower's token: a hash, as the real server passes it."""
@@ -167,8 +159,9 @@ class Library:
             existing.ttl, existing.max_ttl = ttl, max_ttl
             existing.disable_check_in_enforcement = enforcement_off
 
-    def read_set(self, name: str) -> dict[str, Any]:
-        return self._set(name, missing=404).read()
+    def read_set(self, name: str) -> LibrarySet:
+        """``GET library/:name``; 404 when there is no such set."""
+        return self._set(name, missing=404)
 
     def delete_set(self, name: str) -> None:
         """``DELETE library/:name``; refused while accounts of the set are checked out."""
