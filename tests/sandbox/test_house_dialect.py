@@ -14,6 +14,7 @@ shown a made-up breach, so that a checker that sees nothing cannot pass.
 from __future__ import annotations
 
 import ast
+import json
 import typing
 from pathlib import Path
 
@@ -192,10 +193,8 @@ def test_the_sandbox_shapes_api_errors_in_one_function() -> None:
 def test_the_one_error_shaper_answers_each_api_in_its_shape(
     api: _wire.API, errors: tuple[typing.Any, ...], body: dict[str, typing.Any]
 ) -> None:
-    import json
-
     answer = _wire.error_response(api, 404, *errors)
-    assert answer.status_code == 404 and json.loads(answer.body) == body
+    assert answer.status_code == 404 and json.loads(bytes(answer.body)) == body
     assert answer.media_type == ("application/json" if api == "secrets" else _wire.JSON_API)
 
 

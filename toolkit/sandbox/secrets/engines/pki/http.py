@@ -39,7 +39,7 @@ from .engine import PKIEngine
 from .requests import CRLConfig, URLConfig, short_duration
 from .revocation import URL_FIELDS
 from .state import Issuer, StoredKey
-from .x509 import load_cert
+from .x509 import format_serial, load_cert
 
 __all__ = ["routes"]
 
@@ -96,6 +96,14 @@ def urls_document(u: URLConfig) -> dict[str, Any]:
     """``config/urls``."""
     return {name: list(getattr(u, name)) for name in URL_FIELDS} | {
         "enable_templating": u.enable_templating
+    }
+
+
+def _config_issuers(engine: PKIEngine) -> dict[str, Any]:
+    """``config/issuers``: the default issuer and whether it follows the latest."""
+    return {
+        "default": engine.default_issuer,
+        "default_follows_latest_issuer": engine.default_follows_latest_issuer,
     }
 
 
@@ -245,8 +253,17 @@ async def import_bundle(call: SecretsRequest) -> Response:
 
 
 async def list_issuers(call: SecretsRequest) -> Response:
-    keys, info = _engine(call).list_issuers()
-    return _listing_with_info(keys, info)
+    engine = _engine(call)
+    info = {
+        i.id: {
+            "issuer_name": i.name,
+            "is_default": i.id == engine.default_issuer,
+            "serial_number": format_serial(i.cert.serial_number),
+            "key_id": i.key_id,
+        }
+        for i in engine.list_issuers()
+    }
+    return _listing_with_info(list(info), info)
 
 
 async def read_issuer(call: SecretsRequest) -> Response:
@@ -288,7 +305,7 @@ async def issuer_der(call: SecretsRequest) -> Response:
 
 
 async def read_config_issuers(call: SecretsRequest) -> Response:
-    return envelope(_engine(call).config_issuers())
+    return envelope(_config_issuers(_engine(call)))
 
 
 async def write_config_issuers(call: SecretsRequest) -> Response:
@@ -298,11 +315,17 @@ async def write_config_issuers(call: SecretsRequest) -> Response:
         if "default_follows_latest_issuer" in body
         else None
     )
-    return envelope(_engine(call).set_config_issuers(fields.string(body, "default"), follows))
+    engine = _engine(call)
+    engine.set_config_issuers(fields.string(body, "default"), follows)
+    return envelope(_config_issuers(engine))
 
 
 async def list_keys(call: SecretsRequest) -> Response:
-    info = _engine(call).keys_info()
+    engine = _engine(call)
+    default_key = engine.default_key_id()
+    info = {
+        k.id: {"key_name": k.name, "is_default": k.id == default_key} for k in engine.keys.values()
+    }
     return _listing_with_info(list(info), info)
 
 

@@ -29,18 +29,9 @@ class IssuerAdmin(PKIState):
     """Issuers (read, update, delete, the default), keys (generate, read, delete) and roles."""
 
     # -- issuers ------------------------------------------------------------------------
-    def list_issuers(self) -> tuple[list[str], dict[str, Any]]:
-        """Issuer ids and, per id, ``issuer_name``, ``is_default``, ``serial_number``."""
-        info = {
-            i.id: {
-                "issuer_name": i.name,
-                "is_default": i.id == self.default_issuer,
-                "serial_number": certs.format_serial(i.cert.serial_number),
-                "key_id": i.key_id,
-            }
-            for i in self.issuers.values()
-        }
-        return list(info), info
+    def list_issuers(self) -> list[Issuer]:
+        """Every issuer, in the order they were added (``LIST issuers``)."""
+        return list(self.issuers.values())
 
     def update_issuer(
         self,
@@ -68,15 +59,7 @@ class IssuerAdmin(PKIState):
         issuer.usage = sorted(set(usage) | {"read-only"})  # read-only is always implied
         return issuer
 
-    def config_issuers(self) -> dict[str, Any]:
-        return {
-            "default": self.default_issuer,
-            "default_follows_latest_issuer": self.default_follows_latest_issuer,
-        }
-
-    def set_config_issuers(
-        self, default: str, follows_latest: bool | None = None
-    ) -> dict[str, Any]:
+    def set_config_issuers(self, default: str, follows_latest: bool | None = None) -> None:
         """``POST config/issuers``: the default issuer (by id or name) and whether it follows the latest."""
         if not default or default == "default":
             raise Invalid("Invalid issuer specification; must be non-empty and can't be 'default'.")
@@ -84,7 +67,6 @@ class IssuerAdmin(PKIState):
         if follows_latest is not None:
             self.default_follows_latest_issuer = follows_latest
         self.default_issuer = issuer.id
-        return self.config_issuers()
 
     def _add_issuer(self, cert: x509.Certificate, key_id: str, name: str = "") -> Issuer:
         issuer = Issuer(str(uuid.uuid4()), name, key_id, certs.cert_pem(cert))
@@ -135,13 +117,9 @@ class IssuerAdmin(PKIState):
             ref = self.issuers[self.default_issuer].key_id
         return next((k for k in self.keys.values() if ref and ref in (k.id, k.name)), None)
 
-    def keys_info(self) -> dict[str, dict[str, Any]]:
-        """``LIST keys``: per key id, its name and whether the default issuer uses it."""
-        default_key = self.issuers[self.default_issuer].key_id if self.default_issuer else ""
-        return {
-            k.id: {"key_name": k.name, "is_default": k.id == default_key}
-            for k in self.keys.values()
-        }
+    def default_key_id(self) -> str:
+        """The id of the default issuer's key ("" when there is no default issuer)."""
+        return self.issuers[self.default_issuer].key_id if self.default_issuer else ""
 
     def _key_for(self, request: KeyRequest) -> tuple[StoredKey | None, str, int, str]:
         """For ``internal``/``exported``: the type, bits and name of a new key; ``existing``: the key."""
