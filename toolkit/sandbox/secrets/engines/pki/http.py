@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from cryptography import x509
@@ -38,7 +39,7 @@ from . import bodies
 from .engine import PKIEngine
 from .requests import CRLConfig, URLConfig, short_duration
 from .revocation import URL_FIELDS
-from .state import Issuer, StoredKey
+from .state import Issuer, StoredKey, rfc3339
 from .x509 import format_serial, load_cert
 
 __all__ = ["routes"]
@@ -376,9 +377,34 @@ async def read_cert(call: SecretsRequest) -> Response:
     serial = call.params["serial"]
     if serial in ("crl", "delta-crl"):
         return _crl_json(call, None, delta=serial == "delta-crl", key="certificate")
-    data = _engine(call).read_cert(serial)
-    if data is None:
+    engine = _engine(call)
+    if serial in ("ca", "ca_chain"):
+        # The default issuer's certificate, or its whole chain.
+        chain = engine.default_chain()
+        if not chain:
+            raise NotFound()
+        data: dict[str, Any] = {
+            "certificate": "\n".join(chain) if serial == "ca_chain" else chain[0],
+            "revocation_time": 0,
+            "revocation_time_rfc3339": "",
+        }
+        if serial == "ca_chain":
+            data["ca_chain"] = data["certificate"]
+        return envelope(data)
+    kept = engine.read_cert(serial)
+    if kept is None:
         raise NotFound()
+    data = {
+        "certificate": kept.certificate,
+        "revocation_time": kept.revocation_time,
+        "revocation_time_rfc3339": "",
+    }
+    if kept.revocation_time:
+        # ``issuer_id`` is answered for a revoked certificate only, as on the real server.
+        data["revocation_time_rfc3339"] = kept.revocation_time_rfc3339 or rfc3339(
+            datetime.fromtimestamp(kept.revocation_time, UTC)
+        )
+        data["issuer_id"] = kept.issuer_id
     return envelope(data)
 
 

@@ -12,7 +12,7 @@ key is made or anything stored: a refusal changes nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from cryptography import x509
@@ -22,7 +22,7 @@ from ...errors import Invalid
 from . import x509 as certs
 from .requests import SUBJECT_FIELDS, KeyRequest, Names, Output, Validity, VerbatimOptions
 from .roles import key_bits, role_ext_key_usage
-from .state import Issuer, PKIState, csr_common_name, csr_sans, rfc3339, template
+from .state import IssuedCert, Issuer, PKIState, csr_common_name, csr_sans, rfc3339, template
 
 if TYPE_CHECKING:
     from ...leases import Lease
@@ -278,37 +278,9 @@ class Issuance(PKIState):
         """Serials of every certificate kept, in colon form as issue answers them (``LIST certs``)."""
         return list(self.certs)
 
-    def read_cert(self, serial: str) -> dict[str, Any] | None:
-        """``GET cert/:serial`` (colons or hyphens); None when unknown. ``ca``/``ca_chain`` too.
-
-        ``issuer_id`` is answered for a revoked certificate only, as on the real server.
-        """
-        if serial in ("ca", "ca_chain"):
-            chain = self.default_chain()
-            if not chain:
-                return None
-            data: dict[str, Any] = {
-                "certificate": "\n".join(chain) if serial == "ca_chain" else chain[0],
-                "revocation_time": 0,
-                "revocation_time_rfc3339": "",
-            }
-            if serial == "ca_chain":
-                data["ca_chain"] = data["certificate"]
-            return data
-        kept = self.certs.get(normal_serial(serial))
-        if kept is None:
-            return None
-        data = {
-            "certificate": kept.certificate,
-            "revocation_time": kept.revocation_time,
-            "revocation_time_rfc3339": "",
-        }
-        if kept.revocation_time:
-            data["revocation_time_rfc3339"] = kept.revocation_time_rfc3339 or rfc3339(
-                datetime.fromtimestamp(kept.revocation_time, UTC)
-            )
-            data["issuer_id"] = kept.issuer_id
-        return data
+    def read_cert(self, serial: str) -> IssuedCert | None:
+        """The kept certificate of ``serial`` (colons or hyphens); None when unknown."""
+        return self.certs.get(normal_serial(serial))
 
 
 def normal_serial(serial: str) -> str:
