@@ -347,7 +347,11 @@ async def generate_key(call: SecretsRequest) -> Response:
         raise Invalid('"external_key_ref" is required for kms typed key generation')
     if kind not in ("internal", "exported"):
         raise NotFound("unsupported path")
-    return envelope(_engine(call).generate_key(bodies.key_request(kind, call.body)))
+    stored, exported = _engine(call).generate_key(bodies.key_request(kind, call.body))
+    data: dict[str, Any] = {"key_id": stored.id, "key_name": stored.name, "key_type": stored.type}
+    if kind == "exported":
+        data["private_key"] = exported
+    return envelope(data)
 
 
 # -- certificates ------------------------------------------------------------------------

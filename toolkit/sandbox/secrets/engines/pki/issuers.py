@@ -141,17 +141,16 @@ class IssuerAdmin(PKIState):
         self.keys[stored.id] = stored
         return stored
 
-    def generate_key(self, request: KeyRequest) -> dict[str, Any]:
-        """``POST keys/generate/internal|exported``: a key alone; ``exported`` answers it once."""
+    def generate_key(self, request: KeyRequest) -> tuple[StoredKey, str]:
+        """``POST keys/generate/internal|exported``: a key alone, and (``exported`` only,
+        handed out this once) its private key as PEM; "" for ``internal``."""
         if request.kind not in ("internal", "exported"):
             raise Invalid(f"type: must be internal or exported, got {request.kind!r}")
         _, key_type, bits, name = self._key_for(request)
         key = certs.generate_key(key_type, bits)
         stored = self._store_key(key, key_type, bits, name)
-        data: dict[str, Any] = {"key_id": stored.id, "key_name": stored.name, "key_type": key_type}
-        if request.kind == "exported":
-            data["private_key"] = certs.private_key_output(key, "pem", "der")
-        return data
+        exported = certs.private_key_output(key, "pem", "der") if request.kind == "exported" else ""
+        return stored, exported
 
     def delete_key(self, ref: str) -> None:
         """``DELETE key/:ref``: refused while an issuer uses the key; an unknown key is no error."""
