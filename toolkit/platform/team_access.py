@@ -8,7 +8,7 @@ from typing import Any, TypedDict, Unpack
 
 import pandas as pd
 
-from .._coverage import Coverage
+from .._coverage import Coverage, coverage_of
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
@@ -431,29 +431,45 @@ class TeamAccess(Area):
         access, the higher of its organization-level and team-access grants, with the
         grant that decides (:func:`~.team_access_rules.effective_access`).
 
-        Reads as :meth:`grants_all_organizations_frame`. Users come from the teams'
-        ``users`` relationship; where no team lists its users, the user rows are
-        missing and ``attrs["coverage"]`` says so rather than showing nobody.
+        One organization, several, or every one the token can see, through
+        ``organizations.across`` as the house's other views over several organizations:
+        ``organization`` first, ``problem`` last (an organization that refuses or does
+        not exist is one row saying so, and the others go on). Users come from the
+        teams' ``users`` relationship; where no team lists its users, the user rows
+        are missing and ``attrs["coverage"]`` says so rather than showing nobody, as it
+        says which teams' grants the token could not see (a member's token).
         """
-        grants, teams, _ = self._grants_and_teams(organizations)
+        return Organizations(self._http).across(
+            lambda organization: self._effective_access_of(organization, users), organizations
+        )
+
+    def _effective_access_of(self, organization: str, users: bool) -> pd.DataFrame:
+        grants, teams, _ = self._grants_and_teams(organization)
         members = {str(t["id"]): [str(u) for u in t["user_ids"]] for t in teams if "user_ids" in t}
         frame = effective_access(grants, members if users else None)
         cov = Coverage("team_access.effective_access", read=len(grants))
-        if users:
-            for org in sorted({str(t["organization"]) for t in teams if "user_ids" not in t}):
-                cov.note_gap(
-                    f"organizations/{org}/teams",
-                    None,
-                    "the teams name no users relationship: access by user unknown",
-                )
-        return cov.attach(frame)
+        for inner in coverage_of(grants):  # grants the token could not see
+            cov.gaps.extend(inner.gaps)
+        if users and any("user_ids" not in t for t in teams):
+            cov.note_gap(
+                f"organizations/{organization}/teams",
+                None,
+                "the teams name no users relationship: access by user unknown",
+            )
+        return cov.attach(frame.drop(columns="organization"))
 
     def effective_access_matrix(
         self, organizations: str | Sequence[str] | None = None
     ) -> pd.DataFrame:
         """Workspaces (``(organization, workspace)``) by teams, each cell the effective level
-        (:meth:`effective_access`, the higher grant winning)."""
-        return effective_access_matrix(self.effective_access(organizations, users=False))
+        (:meth:`effective_access`, the higher grant winning); an organization that could
+        not be read has no rows, and the matrix's ``attrs["coverage"]`` names it."""
+        effective = self.effective_access(organizations, users=False)
+        read = effective[effective["problem"].isna()] if "problem" in effective else effective
+        matrix = effective_access_matrix(read.drop(columns="problem", errors="ignore"))
+        if "coverage" in effective.attrs:
+            matrix.attrs["coverage"] = effective.attrs["coverage"]
+        return matrix
 
     def findings(
         self,
