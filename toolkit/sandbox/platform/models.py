@@ -11,10 +11,12 @@ lock and one store per area, each in its own module:
 - :mod:`.team_access`: team-workspace records (``TeamAccessStore``).
 
 The stores' methods that take a :class:`Caller` are what the HTTP endpoints
-do, with typed arguments; the HTTP side calls them under :attr:`PlatformService.lock`.
-The service itself offers the Python API: the ``add_*`` / ``set_*`` methods for
-what the HTTP API cannot do (seeding organizations, teams, agents), and the
-reads a script or a test asks for. Every method checks all of its input before
+do, with typed arguments. The service is the one door into them: the HTTP side
+(``http/``), the tests and scripts all call its methods (one an endpoint,
+named as the endpoint's resource and verb), never a store, and the endpoint
+holds :attr:`PlatformService.lock` for a whole request. It also offers what
+the HTTP API cannot do: the ``add_*`` / ``set_*`` methods that seed
+organizations, teams and agents. Every method checks all of its input before
 changing anything and refuses with a :class:`~.errors.PlatformError` (the HTTP
 side renders it as a JSON:API error document).
 """
