@@ -73,6 +73,23 @@ def test_no_platform_http_module_reaches_past_the_service(path: Path) -> None:
     assert store_reaches(path.read_text(), _state_attributes()) == []
 
 
+# The platform's state modules: the service and the stores it holds, which may reach each other.
+PLATFORM_STATE = {"models.py", "organizations.py", "pools.py", "agents.py", "parameters.py"}
+PLATFORM_STATE |= {"team_access.py"}
+
+
+def test_nothing_else_in_the_sandbox_reaches_a_platform_store() -> None:
+    stores = {name for name in _state_attributes() if name.endswith("_store")}
+    assert len(stores) == 5
+    found = {
+        f"{path.relative_to(SANDBOX)}: {reach}"
+        for path in _modules(SANDBOX)
+        if not (path.parent.name == "platform" and path.name in PLATFORM_STATE)
+        for reach in store_reaches(path.read_text(), stores)
+    }
+    assert found == set()
+
+
 # -- the platform's HTTP side: one module an area, the table gathered from them -----------
 
 

@@ -96,7 +96,18 @@ class PlatformService:
 
     @property
     def pool_limit(self) -> int:
+        """How many agent pools an organization may hold."""
         return self.pool_store.limit
+
+    @pool_limit.setter
+    def pool_limit(self, limit: int) -> None:
+        with self.lock:
+            self.pool_store.limit = limit
+
+    def has_organization(self, name: str) -> bool:
+        """Whether an organization of this name exists (seeding asks before adding one)."""
+        with self.lock:
+            return name in self.org_store.organizations
 
     def now(self) -> datetime:
         return self.clock.now()
