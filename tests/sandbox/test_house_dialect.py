@@ -18,9 +18,10 @@ import json
 import typing
 from pathlib import Path
 
+import httpx
 import pytest
 
-from toolkit.sandbox import _wire
+from toolkit.sandbox import Sandbox, _wire
 from toolkit.sandbox._clock import Clock
 from toolkit.sandbox.platform.http import _base as platform_base
 from toolkit.sandbox.platform.http import routes as platform_routes
@@ -257,3 +258,29 @@ def test_a_secrets_refusal_carries_no_status_and_each_kind_has_one_at_the_edge()
         refusal = kind("why")
         assert not hasattr(refusal, "status")
         assert secrets_base.status_of(refusal) == secrets_base.STATUS[kind]
+
+
+# -- the app's own refusals, through the one shaper, on the wire ---------------------------
+
+
+def test_the_rate_limit_refusal_is_a_json_api_error_with_its_headers() -> None:
+    with Sandbox(demo=False, rate_limit=1) as sandbox, httpx.Client(timeout=10) as client:
+        token = {"Authorization": f"Bearer {sandbox.token}"}
+        client.get(f"{sandbox.address}/api/v2/organizations", headers=token)
+        limited = client.get(f"{sandbox.address}/api/v2/organizations", headers=token)
+    assert limited.status_code == 429
+    assert limited.json() == {"errors": [{"status": "429", "title": "Too many requests"}]}
+    assert limited.headers["content-type"] == _wire.JSON_API
+    assert {"retry-after", "x-ratelimit-limit", "x-ratelimit-reset"} <= set(limited.headers)
+
+
+def test_an_unknown_path_and_a_foreign_host_answer_in_the_secrets_apis_shape(
+    demo_sandbox: Sandbox,
+) -> None:
+    address = demo_sandbox.address
+    with httpx.Client(timeout=10) as client:
+        unknown = client.get(f"{address}/v1/no/such/path")
+        foreign = client.get(f"{address}/v1/sys/health", headers={"Host": "evil.example"})
+    assert unknown.status_code == 404
+    assert unknown.json() == {"errors": ["no handler for route '/v1/no/such/path'"]}
+    assert foreign.status_code == 400 and "--allow-host" in foreign.json()["errors"][0]
