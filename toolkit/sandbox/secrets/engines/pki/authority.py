@@ -23,7 +23,7 @@ from ...errors import Invalid
 from . import x509 as certs
 from .issuers import IssuerAdmin
 from .requests import CAOptions, KeyRequest, Names, Output, Validity
-from .state import csr_sans, template
+from .state import Issued, csr_sans, template
 
 __all__ = ["Authority"]
 
@@ -64,9 +64,8 @@ class Authority(IssuerAdmin):
         *,
         options: CAOptions,
         validity: Validity,
-        output: Output,
         issuer_ref: str = "default",
-    ) -> tuple[dict[str, Any], list[str]]:
+    ) -> tuple[Issued, list[str]]:
         """``POST root/sign-intermediate`` (or ``issuer/:ref/sign-intermediate``): a CA certificate.
 
         No role policy applies; the result may outlast the signing issuer (with a warning).
@@ -90,7 +89,7 @@ class Authority(IssuerAdmin):
                 "the certificate past the issuing CA's expiration time will fail."
             )
         warnings += self._ca_warnings(cert, "signed")
-        return self._answer(cert, signer, output, chain_from_self=True), warnings
+        return Issued(cert, signer, chain_from_self=True), warnings
 
     def _sign_ca(
         self,

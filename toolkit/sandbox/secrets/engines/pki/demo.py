@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .engine import PKIEngine
 from .requests import CAOptions, KeyRequest, Names, Output, Validity
-from .x509 import read_csr
+from .x509 import cert_pem, read_csr
 
 if TYPE_CHECKING:
     from ...host import EngineHost
@@ -99,10 +99,9 @@ def load_demo(service: EngineHost) -> None:
         Names(common_name="Example Corp Issuing CA 2026", subject=organization),
         options=CAOptions(max_path_length=0),
         validity=Validity(not_after=_at(service, 1825)),
-        output=Output(),
         issuer_ref=root["issuer_id"],
     )
-    imported = pki.import_bundle(signed["certificate"], "certificate", need_key=True)
+    imported = pki.import_bundle(cert_pem(signed.cert), "certificate", need_key=True)
     intermediate = imported["imported_issuers"][0]
     pki.update_issuer(intermediate, name=INTERMEDIATE_NAME)
     pki.set_config_issuers(INTERMEDIATE_NAME)

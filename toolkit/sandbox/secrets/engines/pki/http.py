@@ -37,10 +37,18 @@ from ...http._base import (
 )
 from . import bodies
 from .engine import PKIEngine
-from .requests import CRLConfig, URLConfig, short_duration
+from .requests import CRLConfig, Output, URLConfig, short_duration
 from .revocation import URL_FIELDS
-from .state import Issuer, StoredKey, rfc3339
-from .x509 import format_serial, load_cert
+from .state import Issued, Issuer, StoredKey, rfc3339
+from .x509 import (
+    cert_pem,
+    encode_cert,
+    format_serial,
+    is_self_signed,
+    key_description,
+    load_cert,
+    private_key_output,
+)
 
 __all__ = ["routes"]
 
@@ -100,6 +108,43 @@ def urls_document(u: URLConfig) -> dict[str, Any]:
     }
 
 
+def issued_document(engine: PKIEngine, issued: Issued, output: Output) -> dict[str, Any]:
+    """A certificate just made, as ``data``: certificate, issuing CA, chain, serial, and the
+    key if one was made, in the requested format.
+
+    ``ca_chain`` is the signer's chain (the new certificate first for
+    sign-intermediate, ``chain_from_self``); it is left out when empty, as
+    when ``remove_roots_from_chain`` drops the only (root) issuer.
+    """
+    cert, signer, key = issued.cert, issued.signer, issued.key
+    pem = cert_pem(cert)
+    chain = ([pem] if issued.chain_from_self else []) + engine.chain(signer)
+    if output.remove_roots_from_chain:
+        chain = [c for c in chain if not is_self_signed(load_cert(c))]
+    fmt = output.format
+    data: dict[str, Any] = {
+        "certificate": encode_cert(pem, fmt),
+        "issuing_ca": encode_cert(signer.certificate, fmt),
+        "serial_number": format_serial(cert.serial_number),
+        "not_before": int(cert.not_valid_before_utc.timestamp()),
+        "expiration": int(cert.not_valid_after_utc.timestamp()),
+    }
+    if chain:
+        data["ca_chain"] = [encode_cert(c, fmt) for c in chain]
+    if fmt == "pem_bundle":
+        parts = [pem]
+        if key is not None:
+            parts.insert(0, private_key_output(key, "pem", "der"))
+        if signer.certificate != pem and not is_self_signed(signer.cert):
+            parts.append(signer.certificate)
+        data["certificate"] = "\n".join(parts)
+    if key is not None:
+        key_fmt = "pem" if fmt == "pem_bundle" else fmt
+        data["private_key"] = private_key_output(key, key_fmt, output.private_key_format)
+        data["private_key_type"] = key_description(key.public_key())[0]
+    return data
+
+
 def _config_issuers(engine: PKIEngine) -> dict[str, Any]:
     """``config/issuers``: the default issuer and whether it follows the latest."""
     return {
@@ -154,54 +199,58 @@ async def delete_role(call: SecretsRequest) -> Response:
 # -- issue and sign -------------------------------------------------------------------------
 async def issue(call: SecretsRequest) -> Response:
     body = call.body
-    data, warnings, lease = _engine(call).issue(
+    output = bodies.output(body)
+    engine = _engine(call)
+    issued, warnings, lease = engine.issue(
         call.params["role"],
         bodies.names(body),
         validity=bodies.validity(body),
-        output=bodies.output(body),
         key=bodies.key_request("internal", body),
         issuer_ref=call.params.get("ref"),
     )
-    return envelope(data, warnings=warnings, **lease)
+    return envelope(issued_document(engine, issued, output), warnings=warnings, **lease)
 
 
 async def sign(call: SecretsRequest) -> Response:
     body = call.body
-    data, warnings, lease = _engine(call).sign(
+    output = bodies.output(body, with_key=False)
+    engine = _engine(call)
+    issued, warnings, lease = engine.sign(
         call.params["role"],
         bodies.csr(body),
         bodies.names(body),
         validity=bodies.validity(body),
-        output=bodies.output(body, with_key=False),
         issuer_ref=call.params.get("ref"),
     )
-    return envelope(data, warnings=warnings, **lease)
+    return envelope(issued_document(engine, issued, output), warnings=warnings, **lease)
 
 
 async def sign_verbatim(call: SecretsRequest) -> Response:
     body = call.body
-    data, warnings, lease = _engine(call).sign_verbatim(
+    output = bodies.output(body, with_key=False)
+    engine = _engine(call)
+    issued, warnings, lease = engine.sign_verbatim(
         bodies.csr(body),
         bodies.verbatim_options(body),
         validity=bodies.validity(body),
-        output=bodies.output(body, with_key=False),
         role_name=call.params.get("role"),
         issuer_ref=call.params.get("ref"),
     )
-    return envelope(data, warnings=warnings, **lease)
+    return envelope(issued_document(engine, issued, output), warnings=warnings, **lease)
 
 
 async def sign_intermediate(call: SecretsRequest) -> Response:
     body = call.body
-    data, warnings = _engine(call).sign_intermediate(
+    output = bodies.output(body, with_key=False)
+    engine = _engine(call)
+    issued, warnings = engine.sign_intermediate(
         bodies.csr(body),
         bodies.names(body),
         options=bodies.ca_options(body),
         validity=bodies.validity(body),
-        output=bodies.output(body, with_key=False),
         issuer_ref=call.params.get("ref", "default"),
     )
-    return envelope(data, warnings=warnings)
+    return envelope(issued_document(engine, issued, output), warnings=warnings)
 
 
 async def sign_self_issued(call: SecretsRequest) -> Response:

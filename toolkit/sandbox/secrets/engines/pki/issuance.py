@@ -20,9 +20,18 @@ from cryptography import x509
 from ....._spec import certificate_names as policy
 from ...errors import Invalid
 from . import x509 as certs
-from .requests import SUBJECT_FIELDS, KeyRequest, Names, Output, Validity, VerbatimOptions
+from .requests import SUBJECT_FIELDS, KeyRequest, Names, Validity, VerbatimOptions
 from .roles import key_bits, role_ext_key_usage
-from .state import IssuedCert, Issuer, PKIState, csr_common_name, csr_sans, rfc3339, template
+from .state import (
+    Issued,
+    IssuedCert,
+    Issuer,
+    PKIState,
+    csr_common_name,
+    csr_sans,
+    rfc3339,
+    template,
+)
 
 if TYPE_CHECKING:
     from ...leases import Lease
@@ -123,14 +132,13 @@ class Issuance(PKIState):
         names: Names,
         *,
         validity: Validity,
-        output: Output,
         key: KeyRequest,
         issuer_ref: str | None = None,
-    ) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    ) -> tuple[Issued, list[str], dict[str, Any]]:
         """``POST issue/:role`` (or ``issuer/:ref/issue/:role``): a new key and its certificate.
 
         ``key`` is what the request asked (type and bits, or neither). Returns the
-        response data (with ``private_key``), warnings, and lease fields.
+        certificate made (with its new private key), warnings, and lease fields.
         """
         role = self._role_for_use(role_name)
         key_type, bits, warnings = _issue_key(role, key)
@@ -145,7 +153,7 @@ class Issuance(PKIState):
         if not role["no_store"]:
             self._keep(cert, signer.id)
         return (
-            self._answer(cert, signer, output, private),
+            Issued(cert, signer, private),
             warnings,
             self._lease(role_name, role, cert, "issue"),
         )
@@ -157,9 +165,8 @@ class Issuance(PKIState):
         names: Names,
         *,
         validity: Validity,
-        output: Output,
         issuer_ref: str | None = None,
-    ) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    ) -> tuple[Issued, list[str], dict[str, Any]]:
         """``POST sign/:role`` (or ``issuer/:ref/sign/:role``): a certificate for the CSR's key."""
         role = self._role_for_use(role_name)
         signer, signer_key = self._signer(issuer_ref or role["issuer_ref"])
@@ -182,7 +189,7 @@ class Issuance(PKIState):
                 '"use_csr_sans" set to true'
             )
         return (
-            self._answer(cert, signer, output),
+            Issued(cert, signer),
             warnings,
             self._lease(role_name, role, cert, "sign"),
         )
@@ -193,10 +200,9 @@ class Issuance(PKIState):
         options: VerbatimOptions,
         *,
         validity: Validity,
-        output: Output,
         role_name: str | None = None,
         issuer_ref: str | None = None,
-    ) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    ) -> tuple[Issued, list[str], dict[str, Any]]:
         """``POST sign-verbatim[/:role]`` (or ``issuer/:ref/sign-verbatim[/:role]``).
 
         The certificate carries the CSR's subject and SANs as they are: no name
@@ -246,7 +252,7 @@ class Issuance(PKIState):
         if not role["no_store"]:
             self._keep(cert, signer.id)
         lease = self._lease(role_name, role, cert, "sign-verbatim") if role_name else {}
-        return self._answer(cert, signer, output), warnings, lease
+        return Issued(cert, signer), warnings, lease
 
     def _sign_leaf(
         self,

@@ -23,7 +23,6 @@ from ...errors import Invalid, SecretsError
 from . import x509 as certs
 from .requests import (
     CRLConfig,
-    Output,
     URLConfig,
     Validity,
     go_duration,
@@ -37,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "USAGES",
+    "Issued",
     "IssuedCert",
     "Issuer",
     "PKIState",
@@ -75,6 +75,20 @@ class Issuer:
     @property
     def cert(self) -> x509.Certificate:
         return certs.load_cert(self.certificate)
+
+
+@dataclass(frozen=True)
+class Issued:
+    """A certificate just made: by ``signer``, with the private key made for it, if any.
+
+    ``chain_from_self``: the chain answered starts with the certificate itself
+    (sign-intermediate). The HTTP side renders it in the requested format.
+    """
+
+    cert: x509.Certificate
+    signer: Issuer
+    key: certs.PrivateKey | None = field(default=None, repr=False)
+    chain_from_self: bool = False
 
 
 @dataclass
@@ -224,48 +238,6 @@ class PKIState:
             crl_distribution_points=fill(urls.crl_distribution_points),
             delta_crl_distribution_points=fill(urls.delta_crl_distribution_points),
         )
-
-    def _answer(
-        self,
-        cert: x509.Certificate,
-        signer: Issuer,
-        output: Output,
-        key: certs.PrivateKey | None = None,
-        *,
-        chain_from_self: bool = False,
-    ) -> dict[str, Any]:
-        """The response ``data``: certificate, issuing CA, chain, serial, and the key if one was made.
-
-        ``ca_chain`` is the signer's chain (the new certificate first for
-        sign-intermediate, ``chain_from_self``); it is left out when empty, as
-        when ``remove_roots_from_chain`` drops the only (root) issuer.
-        """
-        pem = certs.cert_pem(cert)
-        chain = ([pem] if chain_from_self else []) + self.chain(signer)
-        if output.remove_roots_from_chain:
-            chain = [c for c in chain if not certs.is_self_signed(certs.load_cert(c))]
-        fmt = output.format
-        data: dict[str, Any] = {
-            "certificate": certs.encode_cert(pem, fmt),
-            "issuing_ca": certs.encode_cert(signer.certificate, fmt),
-            "serial_number": certs.format_serial(cert.serial_number),
-            "not_before": int(cert.not_valid_before_utc.timestamp()),
-            "expiration": int(cert.not_valid_after_utc.timestamp()),
-        }
-        if chain:
-            data["ca_chain"] = [certs.encode_cert(c, fmt) for c in chain]
-        if fmt == "pem_bundle":
-            parts = [pem]
-            if key is not None:
-                parts.insert(0, certs.private_key_output(key, "pem", "der"))
-            if signer.certificate != pem and not certs.is_self_signed(signer.cert):
-                parts.append(signer.certificate)
-            data["certificate"] = "\n".join(parts)
-        if key is not None:
-            key_fmt = "pem" if fmt == "pem_bundle" else fmt
-            data["private_key"] = certs.private_key_output(key, key_fmt, output.private_key_format)
-            data["private_key_type"] = certs.key_description(key.public_key())[0]
-        return data
 
     # -- validity -----------------------------------------------------------------------
     def _validity(
