@@ -8,7 +8,6 @@ certificates (and keys) becomes issuers with ``issuers/import/bundle``.
 
 from __future__ import annotations
 
-import base64
 import re
 from datetime import datetime
 from typing import Any
@@ -22,8 +21,8 @@ from ....._x509 import path_length
 from ...errors import Invalid
 from . import x509 as certs
 from .issuers import IssuerAdmin
-from .requests import CAOptions, KeyRequest, Names, Output, Validity
-from .state import Issued, csr_sans, template
+from .requests import CAOptions, KeyRequest, Names, Validity
+from .state import Issued, NewRequest, NewRoot, csr_sans, template
 
 __all__ = ["Authority"]
 
@@ -121,7 +120,7 @@ class Authority(IssuerAdmin):
         *,
         require_matching_certificate_algorithms: bool = False,
         issuer_ref: str = "default",
-    ) -> dict[str, Any]:
+    ) -> Issued:
         """``POST root/sign-self-issued`` (or ``issuer/:ref/sign-self-issued``).
 
         The submitted certificate must be a self-issued CA certificate; it keeps
@@ -163,8 +162,7 @@ class Authority(IssuerAdmin):
             ).value.digest
         except x509.ExtensionNotFound:
             made.skid = None
-        cert = certs.sign(made, signer.cert, signer_key)
-        return {"certificate": certs.cert_pem(cert), "issuing_ca": signer.certificate}
+        return Issued(certs.sign(made, signer.cert, signer_key), signer)
 
     # -- CA generation and import -------------------------------------------------------------
     def generate_root(
@@ -174,9 +172,8 @@ class Authority(IssuerAdmin):
         *,
         options: CAOptions,
         validity: Validity,
-        output: Output,
         issuer_name: str = "",
-    ) -> tuple[dict[str, Any], list[str]]:
+    ) -> tuple[NewRoot, list[str]]:
         """``POST root/generate/:type`` and ``issuers/generate/root/:type``: a new root issuer.
 
         ``internal`` keeps the key, ``exported`` also answers it once, ``existing``
@@ -198,32 +195,10 @@ class Authority(IssuerAdmin):
         issuer = self._add_issuer(cert, stored.id, issuer_name)
         issuer.revocation_signature_algorithm = certs.signature_algorithm_name(cert)
         self._keep(cert, issuer.id)
-        data = {
-            "certificate": certs.encode_cert(issuer.certificate, output.format),
-            "issuing_ca": certs.encode_cert(issuer.certificate, output.format),
-            "serial_number": certs.format_serial(cert.serial_number),
-            "expiration": int(cert.not_valid_after_utc.timestamp()),
-            "issuer_id": issuer.id,
-            "issuer_name": issuer.name,
-            "key_id": stored.id,
-            "key_name": stored.name,
-        }
-        if kind == "exported":
-            data["private_key"] = certs.private_key_output(
-                key,
-                "pem" if output.format == "pem_bundle" else output.format,
-                output.private_key_format,
-            )
-            data["private_key_type"] = key_type
-            if output.format == "pem_bundle":
-                data["certificate"] = "\n".join(
-                    [certs.private_key_output(key, "pem", "der"), issuer.certificate]
-                )
-        return data, warnings + self._ca_warnings(cert, "generated")
+        made_root = NewRoot(issuer, stored, key if kind == "exported" else None)
+        return made_root, warnings + self._ca_warnings(cert, "generated")
 
-    def generate_intermediate(
-        self, key_request: KeyRequest, names: Names, *, output: Output
-    ) -> dict[str, Any]:
+    def generate_intermediate(self, key_request: KeyRequest, names: Names) -> NewRequest:
         """``POST intermediate/generate/:type`` and ``issuers/generate/intermediate/:type``: a key and its CSR."""
         kind = key_request.kind
         existing, key_type, bits, key_name = self._key_for(key_request)
@@ -231,18 +206,7 @@ class Authority(IssuerAdmin):
         key = certs.load_key(existing.pem) if existing else certs.generate_key(key_type, bits)
         csr_pem = certs.build_csr(made.subject, key, made.general_names())
         stored = existing or self._store_key(key, key_type, bits, key_name)
-        csr_out = csr_pem
-        if output.format == "der":
-            csr_out = base64.b64encode(
-                x509.load_pem_x509_csr(csr_pem.encode()).public_bytes(serialization.Encoding.DER)
-            ).decode()
-        data: dict[str, Any] = {"csr": csr_out, "key_id": stored.id, "key_name": stored.name}
-        if kind == "exported":
-            data["private_key"] = certs.private_key_output(
-                key, "der" if output.format == "der" else "pem", output.private_key_format
-            )
-            data["private_key_type"] = key_type
-        return data
+        return NewRequest(csr_pem, stored, key if kind == "exported" else None)
 
     def import_bundle(self, text: str, field_name: str, *, need_key: bool) -> dict[str, Any]:
         """``POST intermediate/set-signed`` (``certificate``) or ``issuers/import/bundle`` (``pem_bundle``).

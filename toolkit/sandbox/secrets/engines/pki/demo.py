@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .engine import PKIEngine
-from .requests import CAOptions, KeyRequest, Names, Output, Validity
+from .requests import CAOptions, KeyRequest, Names, Validity
 from .x509 import cert_pem, read_csr
 
 if TYPE_CHECKING:
@@ -86,20 +86,18 @@ def load_demo(service: EngineHost) -> None:
         Names(common_name="Example Corp Root CA 2026", subject=organization),
         options=CAOptions(),
         validity=Validity(not_after=_at(service, 3650)),
-        output=Output(),
         issuer_name=ROOT_NAME,
     )
     request = pki.generate_intermediate(
         KeyRequest("internal", "ec", key_name=INTERMEDIATE_NAME),
         Names(common_name="Example Corp Issuing CA 2026", subject=organization),
-        output=Output(),
     )
     signed, _ = pki.sign_intermediate(
-        read_csr(request["csr"]),
+        read_csr(request.csr_pem),
         Names(common_name="Example Corp Issuing CA 2026", subject=organization),
         options=CAOptions(max_path_length=0),
         validity=Validity(not_after=_at(service, 1825)),
-        issuer_ref=root["issuer_id"],
+        issuer_ref=root.issuer.id,
     )
     imported = pki.import_bundle(cert_pem(signed.cert), "certificate", need_key=True)
     intermediate = imported["imported_issuers"][0]

@@ -12,6 +12,7 @@ no token, as on the real server. Bodies are read into typed requests by
 
 from __future__ import annotations
 
+import base64
 import bisect
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -256,40 +257,65 @@ async def sign_intermediate(call: SecretsRequest) -> Response:
 async def sign_self_issued(call: SecretsRequest) -> Response:
     body = call.body
     submitted = bodies.certificate(body)
-    return envelope(
-        _engine(call).sign_self_issued(
-            submitted,
-            require_matching_certificate_algorithms=fields.boolean(
-                body, "require_matching_certificate_algorithms"
-            ),
-            issuer_ref=call.params.get("ref", "default"),
-        )
+    signed = _engine(call).sign_self_issued(
+        submitted,
+        require_matching_certificate_algorithms=fields.boolean(
+            body, "require_matching_certificate_algorithms"
+        ),
+        issuer_ref=call.params.get("ref", "default"),
     )
+    return envelope({"certificate": cert_pem(signed.cert), "issuing_ca": signed.signer.certificate})
 
 
 # -- issuers and keys ---------------------------------------------------------------------
 async def generate_root(call: SecretsRequest) -> Response:
     body = call.body
-    data, warnings = _engine(call).generate_root(
+    output = bodies.output(body)
+    made, warnings = _engine(call).generate_root(
         bodies.key_request(call.params["kind"], body),
         bodies.names(body),
         options=bodies.ca_options(body),
         validity=bodies.validity(body),
-        output=bodies.output(body),
         issuer_name=fields.string(body, "issuer_name"),
     )
+    issuer, stored, fmt = made.issuer, made.key, output.format
+    data: dict[str, Any] = {
+        "certificate": encode_cert(issuer.certificate, fmt),
+        "issuing_ca": encode_cert(issuer.certificate, fmt),
+        "serial_number": format_serial(issuer.cert.serial_number),
+        "expiration": int(issuer.cert.not_valid_after_utc.timestamp()),
+        "issuer_id": issuer.id,
+        "issuer_name": issuer.name,
+        "key_id": stored.id,
+        "key_name": stored.name,
+    }
+    if made.exported is not None:
+        key_fmt = "pem" if fmt == "pem_bundle" else fmt
+        data["private_key"] = private_key_output(made.exported, key_fmt, output.private_key_format)
+        data["private_key_type"] = stored.type
+        if fmt == "pem_bundle":
+            data["certificate"] = "\n".join(
+                [private_key_output(made.exported, "pem", "der"), issuer.certificate]
+            )
     return envelope(data, warnings=warnings)
 
 
 async def generate_intermediate(call: SecretsRequest) -> Response:
     body = call.body
-    return envelope(
-        _engine(call).generate_intermediate(
-            bodies.key_request(call.params["kind"], body),
-            bodies.names(body),
-            output=bodies.output(body),
-        )
+    output = bodies.output(body)
+    made = _engine(call).generate_intermediate(
+        bodies.key_request(call.params["kind"], body), bodies.names(body)
     )
+    csr = made.csr_pem
+    if output.format == "der":
+        der = x509.load_pem_x509_csr(csr.encode()).public_bytes(Encoding.DER)
+        csr = base64.b64encode(der).decode()
+    data: dict[str, Any] = {"csr": csr, "key_id": made.key.id, "key_name": made.key.name}
+    if made.exported is not None:
+        key_fmt = "der" if output.format == "der" else "pem"
+        data["private_key"] = private_key_output(made.exported, key_fmt, output.private_key_format)
+        data["private_key_type"] = made.key.type
+    return envelope(data)
 
 
 async def set_signed(call: SecretsRequest) -> Response:

@@ -38,6 +38,8 @@ __all__ = [
     "USAGES",
     "Issued",
     "IssuedCert",
+    "NewRequest",
+    "NewRoot",
     "Issuer",
     "PKIState",
     "StoredCRL",
@@ -89,6 +91,24 @@ class Issued:
     signer: Issuer
     key: certs.PrivateKey | None = field(default=None, repr=False)
     chain_from_self: bool = False
+
+
+@dataclass(frozen=True)
+class NewRoot:
+    """A root issuer just made, its stored key, and the private key when it is exported."""
+
+    issuer: Issuer
+    key: StoredKey
+    exported: certs.PrivateKey | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class NewRequest:
+    """An intermediate's CSR (PEM), its stored key, and the private key when exported."""
+
+    csr_pem: str
+    key: StoredKey
+    exported: certs.PrivateKey | None = field(default=None, repr=False)
 
 
 @dataclass
