@@ -515,7 +515,14 @@ async def revoke(call: SecretsRequest) -> Response:
     body = call.body
     serial = fields.string(body, "serial_number")
     certificate = bodies.certificate(body) if body.get("certificate") else None
-    return envelope(_engine(call).revoke(serial or None, certificate))
+    kept = _engine(call).revoke(serial or None, certificate)
+    return envelope(
+        {
+            "revocation_time": kept.revocation_time,
+            "revocation_time_rfc3339": kept.revocation_time_rfc3339,
+            "state": "revoked",
+        }
+    )
 
 
 async def read_crl_config(call: SecretsRequest) -> Response:
@@ -595,15 +602,24 @@ async def rotate_delta_crl(call: SecretsRequest) -> Response:
 
 async def sign_revocation_list(call: SecretsRequest) -> Response:
     body = call.body
-    data = _engine(call).sign_revocation_list(
+    crl_number = fields.integer(body, "crl_number", 0)
+    delta_base = fields.integer(body, "delta_crl_base_number", -1)
+    next_update = fields.duration(body, "next_update", 72 * 3600)
+    revoked = bodies.revoked_entries(body)
+    form = fields.string(body, "format", "pem") or "pem"
+    if form not in ("pem", "der"):
+        raise Invalid(f'format: must be "pem" or "der", got {form!r}')
+    pem = _engine(call).sign_revocation_list(
         call.params["ref"],
-        crl_number=fields.integer(body, "crl_number", 0),
-        delta_crl_base_number=fields.integer(body, "delta_crl_base_number", -1),
-        next_update=fields.duration(body, "next_update", 72 * 3600),
-        revoked=bodies.revoked_entries(body),
-        format=fields.string(body, "format", "pem") or "pem",
+        crl_number=crl_number,
+        delta_crl_base_number=delta_base,
+        next_update=next_update,
+        revoked=revoked,
     )
-    return envelope(data)
+    if form == "der":
+        der = x509.load_pem_x509_crl(pem.encode()).public_bytes(Encoding.DER)
+        return envelope({"crl": base64.b64encode(der).decode()})
+    return envelope({"crl": pem + "\n"})
 
 
 # -- tidy ------------------------------------------------------------------------------------

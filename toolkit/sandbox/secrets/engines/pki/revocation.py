@@ -17,13 +17,10 @@ them when a CRL is read, on its own clock, which a reader cannot tell apart.
 
 from __future__ import annotations
 
-import base64
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from urllib.parse import urlsplit
 
 from cryptography import x509
-from cryptography.hazmat.primitives import serialization
 
 from ...errors import Invalid, SecretsError
 from . import x509 as certs
@@ -47,7 +44,7 @@ class Revocation(PKIState):
     # -- revoking ----------------------------------------------------------------------
     def revoke(
         self, serial: str | None = None, certificate: x509.Certificate | None = None
-    ) -> dict[str, Any]:
+    ) -> IssuedCert:
         """``POST revoke``: by ``serial`` (colons or hyphens) or by the ``certificate`` itself.
 
         Revoking again answers the first revocation's time. An issuer's own
@@ -74,11 +71,7 @@ class Revocation(PKIState):
             kept.revocation_time = int(now.timestamp())
             kept.revocation_time_rfc3339 = rfc3339(now)
             self._on_revoked()
-        return {
-            "revocation_time": kept.revocation_time,
-            "revocation_time_rfc3339": kept.revocation_time_rfc3339,
-            "state": "revoked",
-        }
+        return kept
 
     def _to_revoke(self, serial: str | None, certificate: x509.Certificate | None) -> IssuedCert:
         if certificate is None:
@@ -254,14 +247,12 @@ class Revocation(PKIState):
         delta_crl_base_number: int = -1,
         next_update: int = 72 * 3600,
         revoked: list[RevokedEntry] | None = None,
-        format: str = "pem",
-    ) -> dict[str, Any]:
-        """``POST issuer/:ref/sign-revocation-list``: a CRL of the caller's entries, signed by the issuer.
+    ) -> str:
+        """``POST issuer/:ref/sign-revocation-list``: a CRL (PEM) of the caller's entries,
+        signed by the issuer.
 
         Nothing is stored: the mount's own CRLs are not changed.
         """
-        if format not in ("pem", "der"):
-            raise Invalid(f'format: must be "pem" or "der", got {format!r}')
         try:
             issuer = self.resolve(ref)
         except SecretsError as exc:
@@ -279,10 +270,7 @@ class Revocation(PKIState):
             next_update=now + timedelta(seconds=next_update),
             delta_of=delta_crl_base_number if delta_crl_base_number >= 0 else None,
         )
-        if format == "der":
-            der = x509.load_pem_x509_crl(pem.encode()).public_bytes(serialization.Encoding.DER)
-            return {"crl": base64.b64encode(der).decode()}
-        return {"crl": pem + "\n"}
+        return pem
 
 
 def _when(kept: IssuedCert) -> datetime:
