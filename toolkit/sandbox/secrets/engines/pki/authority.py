@@ -22,7 +22,7 @@ from ...errors import Invalid
 from . import x509 as certs
 from .issuers import IssuerAdmin
 from .requests import CAOptions, KeyRequest, Names, Validity
-from .state import Issued, NewRequest, NewRoot, csr_sans, template
+from .state import Imported, Issued, NewRequest, NewRoot, csr_sans, template
 
 __all__ = ["Authority"]
 
@@ -208,7 +208,7 @@ class Authority(IssuerAdmin):
         stored = existing or self._store_key(key, key_type, bits, key_name)
         return NewRequest(csr_pem, stored, key if kind == "exported" else None)
 
-    def import_bundle(self, text: str, field_name: str, *, need_key: bool) -> dict[str, Any]:
+    def import_bundle(self, text: str, field_name: str, *, need_key: bool) -> Imported:
         """``POST intermediate/set-signed`` (``certificate``) or ``issuers/import/bundle`` (``pem_bundle``).
 
         Every CA certificate in the text becomes an issuer unless it already is
@@ -267,13 +267,7 @@ class Authority(IssuerAdmin):
             mapping[issuer.id] = issuer.key_id
             if certs.format_serial(cert.serial_number) not in self.certs:
                 self._keep(cert, issuer.id)
-        return {
-            "imported_issuers": imported or None,
-            "imported_keys": imported_keys or None,
-            "mapping": mapping,
-            "existing_issuers": existing or None,
-            "existing_keys": existing_keys or None,
-        }
+        return Imported(imported, imported_keys, mapping, existing, existing_keys)
 
     def _ca_warnings(self, cert: x509.Certificate, made: str) -> list[str]:
         """The warnings of root generation and sign-intermediate: no AIA URLs; path length zero."""

@@ -100,7 +100,7 @@ def load_demo(service: EngineHost) -> None:
         issuer_ref=root.issuer.id,
     )
     imported = pki.import_bundle(cert_pem(signed.cert), "certificate", need_key=True)
-    intermediate = imported["imported_issuers"][0]
+    intermediate = imported.issuers[0]
     pki.update_issuer(intermediate, name=INTERMEDIATE_NAME)
     pki.set_config_issuers(INTERMEDIATE_NAME)
     for name, role in DEMO_PKI_ROLES.items():

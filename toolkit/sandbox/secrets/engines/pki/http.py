@@ -40,7 +40,7 @@ from . import bodies
 from .engine import PKIEngine
 from .requests import CRLConfig, Output, URLConfig, short_duration
 from .revocation import URL_FIELDS
-from .state import Issued, Issuer, StoredKey, rfc3339
+from .state import Imported, Issued, Issuer, StoredKey, rfc3339
 from .x509 import (
     cert_pem,
     encode_cert,
@@ -144,6 +144,17 @@ def issued_document(engine: PKIEngine, issued: Issued, output: Output) -> dict[s
         data["private_key"] = private_key_output(key, key_fmt, output.private_key_format)
         data["private_key_type"] = key_description(key.public_key())[0]
     return data
+
+
+def _imported(done: Imported) -> dict[str, Any]:
+    """An import's answer: each list null when empty, as the real server answers."""
+    return {
+        "imported_issuers": done.issuers or None,
+        "imported_keys": done.keys or None,
+        "mapping": done.mapping,
+        "existing_issuers": done.existing_issuers or None,
+        "existing_keys": done.existing_keys or None,
+    }
 
 
 def _config_issuers(engine: PKIEngine) -> dict[str, Any]:
@@ -320,12 +331,12 @@ async def generate_intermediate(call: SecretsRequest) -> Response:
 
 async def set_signed(call: SecretsRequest) -> Response:
     text = fields.string(call.body, "certificate")
-    return envelope(_engine(call).import_bundle(text, "certificate", need_key=True))
+    return envelope(_imported(_engine(call).import_bundle(text, "certificate", need_key=True)))
 
 
 async def import_bundle(call: SecretsRequest) -> Response:
     text = fields.string(call.body, "pem_bundle")
-    return envelope(_engine(call).import_bundle(text, "pem_bundle", need_key=False))
+    return envelope(_imported(_engine(call).import_bundle(text, "pem_bundle", need_key=False)))
 
 
 async def list_issuers(call: SecretsRequest) -> Response:

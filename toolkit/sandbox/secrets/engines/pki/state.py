@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "USAGES",
+    "Imported",
     "Issued",
     "IssuedCert",
     "NewRequest",
@@ -109,6 +110,20 @@ class NewRequest:
     csr_pem: str
     key: StoredKey
     exported: certs.PrivateKey | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What an import did: issuers and keys added, and those the mount already had (ids).
+
+    ``mapping`` gives each imported issuer's key id ("" when the mount has no key for it).
+    """
+
+    issuers: list[str]
+    keys: list[str]
+    mapping: dict[str, str]
+    existing_issuers: list[str]
+    existing_keys: list[str]
 
 
 @dataclass
