@@ -326,6 +326,7 @@ def test_the_benchmarks_policies_take_hcls_way() -> None:
         assert acl._go_document(text) is not None, text
 
 
+@pytest.mark.slow  # it forks a process
 def test_a_forked_child_does_not_call_into_the_parents_go_runtime() -> None:
     assert acl._go_loads() is not None
     read, write = os.pipe()

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pandas as pd
 import pytest
 
-from toolkit import PlatformClient
+from toolkit import NotFound, PlatformClient
 from toolkit._frames import build_frame
 from toolkit._spec.access import IMPLIED_PERMISSIONS
 from toolkit.platform.team_access import (
@@ -156,17 +157,17 @@ def test_effective_access_on_the_sandbox_names_manage_workspaces_over_a_read_rec
 def test_effective_access_goes_across_organizations_as_the_other_views_do(
     platform: PlatformClient,
 ) -> None:
-    frame = platform.team_access.effective_access(["o", "nope"])
+    # A name the caller gives that does not exist is an error naming it (issue 23), not a
+    # problem row; an organization that refuses, or one listed and gone, is a row.
+    with pytest.raises(NotFound, match="organization 'nope' not found"):
+        platform.team_access.effective_access(["o", "nope"])
+    frame = platform.team_access.effective_access(["o"])
     assert list(frame.columns[:1]) == ["organization"] and frame.columns[-1] == "problem"
-    assert set(frame.loc[frame["problem"].isna(), "organization"]) == {"o"}
-    missing = frame[frame["organization"] == "nope"]
-    assert len(missing) == 1 and "nope" in missing["problem"].iloc[0]
-    assert not frame.attrs["coverage"]["complete"]
-    assert "organizations/nope" in {g["path"] for g in frame.attrs["coverage"]["gaps"]}
-    matrix = platform.team_access.effective_access_matrix(["o", "nope"])
+    assert set(frame["organization"]) == {"o"} and frame["problem"].isna().all()
+    matrix = platform.team_access.effective_access_matrix()
     assert matrix.loc[("o", "w1"), "ops"] == "admin"
     assert set(matrix.index.get_level_values("organization")) == {"o"}
-    assert "organizations/nope" in {g["path"] for g in matrix.attrs["coverage"]["gaps"]}
+    assert matrix.attrs["coverage"]["view"] == "team_access.effective_access_matrix"
 
 
 def test_a_members_partial_view_of_the_grants_is_a_gap_not_a_whole_answer(
@@ -182,7 +183,9 @@ def test_a_members_partial_view_of_the_grants_is_a_gap_not_a_whole_answer(
 def test_the_findings_and_the_matrix_read_an_across_frame_with_a_problem_row(
     platform: PlatformClient,
 ) -> None:
-    frame = platform.team_access.effective_access(["o", "nope"], users=False)
+    read = platform.team_access.effective_access(["o"], users=False)
+    gone = pd.DataFrame({"organization": ["gone"], "problem": ["organization gone: not found"]})
+    frame = pd.concat([read, gone], ignore_index=True)
     findings = effective_access_findings(frame)
     assert "o/w1: ops" in set(findings["object"])
     assert effective_access_matrix(frame).loc[("o", "w1"), "ops"] == "admin"

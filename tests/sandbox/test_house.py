@@ -29,7 +29,7 @@ from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets import fields
 from toolkit.sandbox.secrets.backends import Engine, EngineRegistry
 from toolkit.sandbox.secrets.engines import ENGINES
-from toolkit.sandbox.secrets.errors import Invalid, NotFound, SecretsError
+from toolkit.sandbox.secrets.errors import InvalidRequest, PathNotFound, SecretsError
 from toolkit.sandbox.secrets.host import EngineHost
 from toolkit.sandbox.secrets.http._base import (
     EngineRoute,
@@ -141,12 +141,12 @@ class EchoState:
 
     def write(self, name: str, text: str) -> None:
         if not text:
-            raise Invalid("text: required")
+            raise InvalidRequest("text: required")
         self.words[name] = text
 
     def read(self, name: str) -> dict[str, Any]:
         if name not in self.words:
-            raise NotFound()
+            raise PathNotFound()
         return {"name": name, "text": self.words[name]}
 
 

@@ -44,7 +44,7 @@ from .._spec.acl import (
     priority,
     stages,
 )
-from ._base import Area, error_of, listed_keys, unwrap
+from ._base import SecretsArea, error_of, listed_keys, unwrap
 
 # A policy's most specific match at one stage: (priority key, pattern, capabilities).
 _Best = tuple[Any, str, set[str]]
@@ -549,7 +549,7 @@ def _reason(status: int, verb: str) -> str:
     return f"the server answered {status}"
 
 
-class Access(Area):
+class Access(SecretsArea):
     """Who can do what on the secrets server: :meth:`who_can`, :meth:`can`, :meth:`explain`.
 
     The first question loads the server's configuration (:meth:`load`); later

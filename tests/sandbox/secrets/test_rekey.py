@@ -11,17 +11,17 @@ import httpx
 import pytest
 
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.secrets.errors import Sealed, SecretsError
+from toolkit.sandbox.secrets.errors import SecretsError, ServerSealed
 from toolkit.sandbox.secrets.rekey import (
     RekeyOperation,
     RekeyResult,
     RekeyStatus,
     VerificationStatus,
 )
-from toolkit.sandbox.secrets.seal import Seal
+from toolkit.sandbox.secrets.seal import SealState
 
 
-def initial_shares(seal: Seal, tmp_path: Path) -> list[bytes]:
+def initial_shares(seal: SealState, tmp_path: Path) -> list[bytes]:
     path = tmp_path / "init.json"
     seal.write_init_file(str(path), "root")
     return [bytes.fromhex(key) for key in json.loads(path.read_text())["keys"]]
@@ -31,7 +31,7 @@ def initial_shares(seal: Seal, tmp_path: Path) -> list[bytes]:
 
 
 def test_the_state_machine_walks_start_update_verify_without_a_socket(tmp_path: Path) -> None:
-    seal = Seal(3, 2)
+    seal = SealState(3, 2)
     old = initial_shares(seal, tmp_path)
     ceremony = RekeyOperation(seal)
     assert ceremony.status().started is False
@@ -62,20 +62,20 @@ def test_the_state_machine_walks_start_update_verify_without_a_socket(tmp_path: 
 
 
 def test_sealing_forgets_the_attempt_and_a_sealed_server_refuses_rekey(tmp_path: Path) -> None:
-    seal = Seal(3, 2)
+    seal = SealState(3, 2)
     ceremony = RekeyOperation(seal)
     ceremony.start(3, 2)
     seal.seal()
     with pytest.raises(SecretsError) as refused:
         ceremony.status()
-    assert isinstance(refused.value, Sealed) and refused.value.messages == ["Vault is sealed"]
+    assert isinstance(refused.value, ServerSealed) and refused.value.messages == ["Vault is sealed"]
     for share in initial_shares(seal, tmp_path)[:2]:
         seal.unseal(share)
     assert ceremony.status().started is False
 
 
 def test_the_attempt_repr_shows_no_shares(tmp_path: Path) -> None:
-    seal = Seal(3, 2)
+    seal = SealState(3, 2)
     ceremony = RekeyOperation(seal)
     nonce = ceremony.start(3, 2).nonce
     share = initial_shares(seal, tmp_path)[0]

@@ -40,7 +40,7 @@ from .ids import IdSource
 from .organizations import Caller, Organization, OrganizationStore, PolicySet, Role, Team, Workspace
 from .parameters import CATEGORY, Parameter, ParameterStore
 from .pools import AgentPool, PoolSort, PoolStore
-from .team_access import PermissionSettings, TeamAccess, TeamAccessStore
+from .team_access import PermissionSettings, TeamAccessStore, TeamWorkspace
 
 if TYPE_CHECKING:
     from .._clock import Clock
@@ -60,7 +60,7 @@ __all__ = [
     "PlatformService",
     "PolicySet",
     "Team",
-    "TeamAccess",
+    "TeamWorkspace",
     "Workspace",
 ]
 
@@ -516,12 +516,12 @@ class PlatformService:
             self.parameter_store.delete(caller, policy_set_id, parameter_id)
 
     # -- team access (spec 4.3) ------------------------------------------------------
-    def team_accesses(self, caller: Caller, workspace_id: str) -> list[TeamAccess]:
+    def team_accesses(self, caller: Caller, workspace_id: str) -> list[TeamWorkspace]:
         """``GET /team-workspaces?filter[workspace][id]=``."""
         with self.lock:
             return self.access_store.list_records(caller, workspace_id)
 
-    def team_access(self, caller: Caller, access_id: str, *, manage: bool = False) -> TeamAccess:
+    def team_access(self, caller: Caller, access_id: str, *, manage: bool = False) -> TeamWorkspace:
         """``GET /team-workspaces/:id``; ``manage`` requires the right to change it."""
         with self.lock:
             return self.access_store.get(caller, access_id, manage=manage)
@@ -533,7 +533,7 @@ class PlatformService:
         team_id: str,
         access: str,
         permissions: PermissionSettings = PermissionSettings(),
-    ) -> TeamAccess:
+    ) -> TeamWorkspace:
         """``POST /team-workspaces`` (owners and the workspace's admins)."""
         with self.lock:
             return self.access_store.create(caller, workspace_id, team_id, access, permissions)
@@ -544,7 +544,7 @@ class PlatformService:
         access_id: str,
         access: str | None = None,
         permissions: PermissionSettings = PermissionSettings(),
-    ) -> TeamAccess:
+    ) -> TeamWorkspace:
         """``PATCH /team-workspaces/:id`` (owners and the workspace's admins)."""
         with self.lock:
             return self.access_store.update(caller, access_id, access, permissions)

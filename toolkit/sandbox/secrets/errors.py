@@ -5,24 +5,27 @@ The state raises these with the message the real server gives; the HTTP side
 ``{"errors": [...]}``, as the platform half does with its
 :class:`~..platform.errors.PlatformError`.
 
-- :class:`Invalid`: a request the rules refuse (a value, a missing field, a
+- :class:`InvalidRequest`: a request the rules refuse (a value, a missing field, a
   state that does not allow it): the server's 400.
-- :class:`Denied`: a token the server does not accept, or one lacking the
+- :class:`AccessDenied`: a token the server does not accept, or one lacking the
   capability: 403.
-- :class:`NotFound`: a path or record that does not exist: 404, with or
+- :class:`PathNotFound`: a path or record that does not exist: 404, with or
   without a message as the server answers.
-- :class:`Sealed`: the server is sealed: 503.
+- :class:`ServerSealed`: the server is sealed: 503.
+
+Each name is the secrets sandbox's own: the client's errors (``toolkit._errors``) and
+the platform sandbox's have others, so a traceback names one class.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "CAPABILITY_DENIED",
-    "Denied",
-    "Invalid",
-    "NotFound",
-    "Sealed",
+    "AccessDenied",
+    "InvalidRequest",
+    "PathNotFound",
     "SecretsError",
+    "ServerSealed",
     "bad_request",
     "capability_denied",
     "not_found",
@@ -38,29 +41,29 @@ class SecretsError(Exception):
         self.messages = list(messages)
 
 
-class Invalid(SecretsError):
+class InvalidRequest(SecretsError):
     """The rules refuse the request (the server's 400)."""
 
 
-class Denied(SecretsError):
+class AccessDenied(SecretsError):
     """The token is not accepted, or lacks the capability on the path."""
 
 
-class NotFound(SecretsError):
+class PathNotFound(SecretsError):
     """No such path or record."""
 
 
-class Sealed(SecretsError):
+class ServerSealed(SecretsError):
     """The server is sealed."""
 
 
-def bad_request(message: str) -> Invalid:
-    return Invalid(message)
+def bad_request(message: str) -> InvalidRequest:
+    return InvalidRequest(message)
 
 
-def permission_denied() -> Denied:
+def permission_denied() -> AccessDenied:
     """A token the server does not accept (missing, unknown, expired)."""
-    return Denied("permission denied")
+    return AccessDenied("permission denied")
 
 
 # A valid token that lacks the capability: the real server wraps its message
@@ -68,10 +71,10 @@ def permission_denied() -> Denied:
 CAPABILITY_DENIED = "1 error occurred:\n\t* permission denied\n\n"
 
 
-def capability_denied() -> Denied:
+def capability_denied() -> AccessDenied:
     """A token the server accepts, lacking the capability on the path."""
-    return Denied(CAPABILITY_DENIED)
+    return AccessDenied(CAPABILITY_DENIED)
 
 
-def not_found(message: str = "") -> NotFound:
-    return NotFound(*([message] if message else []))
+def not_found(message: str = "") -> PathNotFound:
+    return PathNotFound(*([message] if message else []))

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import Invalid
+from .errors import InvalidRequest
 
 __all__ = ["Mount", "MountTable", "SYSTEM_MAX_TTL"]
 
@@ -110,10 +110,10 @@ class MountTable:
         key = normalize_path(path)
         for reserved in _RESERVED:
             if key.startswith(reserved) or reserved.startswith(key):
-                raise Invalid(f"cannot mount under reserved path {reserved!r}")
+                raise InvalidRequest(f"cannot mount under reserved path {reserved!r}")
         for existing in self.engines:
             if key.startswith(existing) or existing.startswith(key):
-                raise Invalid(f"path is already in use at {existing}")
+                raise InvalidRequest(f"path is already in use at {existing}")
         mount = Mount(
             key,
             kind,
@@ -129,7 +129,7 @@ class MountTable:
         """Remove the engine mount at ``path``; None when nothing is mounted there."""
         key = normalize_path(path)
         if key in _SYSTEM_MOUNTS:
-            raise Invalid(f"cannot unmount {key!r}")
+            raise InvalidRequest(f"cannot unmount {key!r}")
         return self.engines.pop(key, None)
 
 
@@ -137,5 +137,5 @@ def normalize_path(path: str) -> str:
     """A mount path as the table keys it: no leading ``/``, one trailing ``/``; 400 when empty."""
     key = path.strip().strip("/")
     if not key or "//" in key or any(part in (".", "..") for part in key.split("/")):
-        raise Invalid(f"invalid mount path {path!r}")
+        raise InvalidRequest(f"invalid mount path {path!r}")
     return key + "/"

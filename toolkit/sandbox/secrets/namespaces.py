@@ -23,7 +23,7 @@ import secrets
 import string
 import uuid
 
-from .errors import Invalid, NotFound
+from .errors import InvalidRequest, PathNotFound
 from .mounts import MountTable
 from .password_policies import PasswordPolicyStore
 from .policies import PolicyStore
@@ -124,30 +124,30 @@ class NamespaceTree:
         if key not in self.namespaces:
             return False
         if self.children(key):
-            raise Invalid("unable to delete namespace containing child namespaces")
+            raise InvalidRequest("unable to delete namespace containing child namespaces")
         del self.namespaces[key]
         return True
 
     def _child_key(self, parent: str, name: str) -> str:
         base = normalize(parent)
         if base and base not in self.namespaces:
-            raise NotFound("namespace not found")
+            raise PathNotFound("namespace not found")
         return base + _check_name(name) + "/"
 
 
 def _check_name(name: str) -> str:
     cleaned = name.strip("/") if name.count("/") <= 1 and name.endswith("/") else name
     if "/" in cleaned:
-        raise Invalid("namespace name cannot contain /")
+        raise InvalidRequest("namespace name cannot contain /")
     if not cleaned:
-        raise Invalid("namespace name cannot be empty")
+        raise InvalidRequest("namespace name cannot be empty")
     if any(c.isspace() for c in cleaned):
-        raise Invalid(
+        raise InvalidRequest(
             f"{cleaned!r} contains space characters that cannot be used in a namespace name"
         )
     if cleaned in ("root", ".", ".."):
         # "root" names the root namespace in the header: a child so named would be unreachable.
-        raise Invalid(f"{cleaned!r} cannot name a namespace")
+        raise InvalidRequest(f"{cleaned!r} cannot name a namespace")
     return cleaned
 
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import Invalid
+from .errors import InvalidRequest
 
 __all__ = ["BUILTIN_VERSION", "PLUGIN_TYPES", "PluginCatalog", "PluginEntry"]
 
@@ -94,7 +94,7 @@ class PluginEntry:
 def check_type(plugin_type: str) -> str:
     """``plugin_type`` when it is ``auth``, ``database`` or ``secret``; 400 otherwise."""
     if plugin_type not in PLUGIN_TYPES:
-        raise Invalid(
+        raise InvalidRequest(
             f"invalid plugin type {plugin_type!r}: expected one of auth, database, secret"
         )
     return plugin_type
@@ -106,7 +106,7 @@ def canonical_version(version: str) -> str:
         return ""
     match = _SEMVER.match(version)
     if not match:
-        raise Invalid(f"version {version!r} is not a valid semantic version")
+        raise InvalidRequest(f"version {version!r} is not a valid semantic version")
     return version if version.startswith("v") else "v" + version
 
 
@@ -151,32 +151,32 @@ class PluginCatalog:
         """
         check_type(plugin_type)
         if not name or "/" in name:
-            raise Invalid(f"invalid plugin name {name!r}")
+            raise InvalidRequest(f"invalid plugin name {name!r}")
         if not isinstance(version, str):
-            raise Invalid("version: expected a string")
+            raise InvalidRequest("version: expected a string")
         version = canonical_version(version)
         if version and "builtin" in version.partition("+")[2]:
-            raise Invalid(
+            raise InvalidRequest(
                 f"version {version!r} is not allowed because 'builtin' is a reserved "
                 "metadata identifier",
             )
         if not sha256:
-            raise Invalid("missing SHA-256 value: sha256 is required")
+            raise InvalidRequest("missing SHA-256 value: sha256 is required")
         if not isinstance(sha256, str) or not _SHA256.match(sha256):
-            raise Invalid("sha256: expected the 64 hex digits of a SHA-256 sum")
+            raise InvalidRequest("sha256: expected the 64 hex digits of a SHA-256 sum")
         if not command:
-            raise Invalid("missing command value: command is required")
+            raise InvalidRequest("missing command value: command is required")
         if not isinstance(command, str):
-            raise Invalid("command: expected a string")
+            raise InvalidRequest("command: expected a string")
         if command.startswith(("/", "\\")) or "\\" in command or ".." in command.split("/"):
-            raise Invalid(f"command {command!r} must be a path inside the plugin directory")
+            raise InvalidRequest(f"command {command!r} must be a path inside the plugin directory")
         args_list = _string_list(args, "args")
         env_list = _string_list(env, "env")
         for position, item in enumerate(env_list, start=1):
             key, sep, _ = item.partition("=")
             if not sep or not key:
                 # The entry may hold a secret value: name its position, not its text.
-                raise Invalid(f"env: entry {position} is not of the form key=value")
+                raise InvalidRequest(f"env: entry {position} is not of the form key=value")
         entry = PluginEntry(
             type=plugin_type,
             name=name,
@@ -215,9 +215,9 @@ class PluginCatalog:
         entry = self.get(plugin_type, name, version)
         if entry is None:
             shown = f"{name} {canonical_version(version)}".strip()
-            raise Invalid(f"plugin not found in the catalog: {shown}")
+            raise InvalidRequest(f"plugin not found in the catalog: {shown}")
         if not (entry.builtin or entry.installed):
-            raise Invalid(
+            raise InvalidRequest(
                 f"cannot run plugin {name!r}: no binary in the plugin directory matches its "
                 "catalog sha256 (the sandbox has none; builtin plugins run)",
             )
@@ -234,7 +234,7 @@ class PluginCatalog:
             del self._registered[(plugin_type, name, version)]
             return True
         if (plugin_type, name) in self._builtin and version == BUILTIN_VERSION:
-            raise Invalid(f"cannot delete builtin plugin {name!r}")
+            raise InvalidRequest(f"cannot delete builtin plugin {name!r}")
         return False
 
     def names(self, plugin_type: str) -> list[str]:
@@ -255,5 +255,5 @@ def _string_list(value: Any, field_name: str) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise Invalid(f"{field_name}: expected a list of strings")
+        raise InvalidRequest(f"{field_name}: expected a list of strings")
     return list(value)

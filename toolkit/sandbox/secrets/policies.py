@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._spec.acl import ACL, PathRule, PolicyParseError, parse_acl_policy
-from .errors import NotFound, bad_request
+from .errors import PathNotFound, bad_request
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -166,7 +166,7 @@ class PolicyStore:
     @staticmethod
     def _kind(kind: str) -> str:
         if kind not in KINDS:
-            raise NotFound(f"unknown policy type {kind!r}")
+            raise PathNotFound(f"unknown policy type {kind!r}")
         return kind
 
     @staticmethod
@@ -191,7 +191,7 @@ class PolicyStore:
             return Policy("acl", "root", "")
         policy = self._by_kind[self._kind(kind)].get(name)
         if policy is None:
-            raise NotFound(f"no {kind} policy named {name!r}")
+            raise PathNotFound(f"no {kind} policy named {name!r}")
         return policy
 
     def put(

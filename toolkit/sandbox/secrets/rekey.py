@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import pgp
-from .errors import Invalid
-from .seal import Seal, rebuild_key, sealed_error, validate_share_config
+from .errors import InvalidRequest
+from .seal import SealState, rebuild_key, sealed_error, validate_share_config
 
 __all__ = ["RekeyAttempt", "RekeyOperation", "RekeyResult", "RekeyStatus", "VerificationStatus"]
 
@@ -96,7 +96,7 @@ def _flag(value: Any, name: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise Invalid(f"{name} must be a boolean, got {value!r}")
+        raise InvalidRequest(f"{name} must be a boolean, got {value!r}")
     return value
 
 
@@ -105,7 +105,7 @@ def _already_given(parts: list[bytes], key: bytes) -> bool:
 
 
 class RekeyOperation:
-    """Rekeying the shares of one :class:`~.seal.Seal`.
+    """Rekeying the shares of one :class:`~.seal.SealState`.
 
     ``recovery=False`` rekeys the root key (``sys/rekey/*``, ``sys/rotate/root/*``).
     On a Shamir seal that hands out new unseal shares. On a seal with stored shares
@@ -118,7 +118,7 @@ class RekeyOperation:
     it is refused.
     """
 
-    def __init__(self, seal: Seal, *, recovery: bool = False) -> None:
+    def __init__(self, seal: SealState, *, recovery: bool = False) -> None:
         self.seal = seal
         self.recovery = recovery
         self.attempt: RekeyAttempt | None = None
@@ -136,7 +136,9 @@ class RekeyOperation:
         if self.seal.sealed:
             raise sealed_error()
         if self.recovery and not self.seal.recovery:
-            raise Invalid("recovery keys are not supported by this seal: it is a shamir seal")
+            raise InvalidRequest(
+                "recovery keys are not supported by this seal: it is a shamir seal"
+            )
 
     @property
     def _stored_shares(self) -> bool:
@@ -178,7 +180,7 @@ class RekeyOperation:
         wants_backup = _flag(backup, "backup")
         verification = _flag(require_verification, "require_verification")
         if pgp_keys is not None and not isinstance(pgp_keys, list):
-            raise Invalid("pgp_keys must be an array of strings")
+            raise InvalidRequest("pgp_keys must be an array of strings")
         if self._stored_shares:
             return self._start_stored(pgp_keys, wants_backup, verification)
         context = (
@@ -188,17 +190,17 @@ class RekeyOperation:
         )
         shares, threshold = validate_share_config(secret_shares, secret_threshold, context)
         if wants_backup and not pgp_keys:
-            raise Invalid(
+            raise InvalidRequest(
                 "cannot request a backup of the new keys without providing PGP keys for encryption",
             )
         if pgp_keys and len(pgp_keys) != shares:
-            raise Invalid(
+            raise InvalidRequest(
                 f"incorrect number of PGP keys for rekey: pgp_keys has {len(pgp_keys)} "
                 f"entries, secret_shares is {shares}",
             )
         keys = pgp.parse_public_keys(pgp_keys or None)
         if self.attempt is not None:
-            raise Invalid("rekey already in progress")
+            raise InvalidRequest("rekey already in progress")
         self.attempt = RekeyAttempt(shares, threshold, keys, wants_backup, verification)
         return self.status()
 
@@ -208,16 +210,16 @@ class RekeyOperation:
         """Start rotating a root key the seal keeps: whatever share settings were asked
         are coerced to 1 of 1 (as OpenBao 2.7 does); nothing that needs shares is allowed."""
         if pgp_keys:
-            raise Invalid("PGP key encryption not supported when using stored keys")
+            raise InvalidRequest("PGP key encryption not supported when using stored keys")
         if backup:
-            raise Invalid("key backup not supported when using stored keys")
+            raise InvalidRequest("key backup not supported when using stored keys")
         if verification:
-            raise Invalid(
+            raise InvalidRequest(
                 "requiring verification not supported when rotating the barrier key with "
                 "recovery keys",
             )
         if self.attempt is not None:
-            raise Invalid("rekey already in progress")
+            raise InvalidRequest("rekey already in progress")
         self.attempt = RekeyAttempt(1, 1, [], False, False)
         return self.status()
 
@@ -238,25 +240,25 @@ class RekeyOperation:
         self._unsealed()
         attempt = self.attempt
         if attempt is None:
-            raise Invalid("no barrier rekey in progress")
+            raise InvalidRequest("no barrier rekey in progress")
         if attempt.verification_key is not None:
-            raise Invalid(
+            raise InvalidRequest(
                 "rekey operation already finished; verification must be performed; "
                 f'nonce for the verification operation is "{attempt.verification_nonce}"',
             )
         if nonce != attempt.nonce:
-            raise Invalid(
+            raise InvalidRequest(
                 f'incorrect nonce supplied; nonce for this rekey operation is "{attempt.nonce}"',
             )
         if _already_given(attempt.progress, key):
-            raise Invalid("given key has already been provided during this rekey operation")
+            raise InvalidRequest("given key has already been provided during this rekey operation")
         attempt.progress.append(key)
         if len(attempt.progress) < self.seal.threshold:
             return self.status()
 
         parts, attempt.progress = attempt.progress, []
         if not self.seal.rebuilds_root_key(parts):
-            raise Invalid(
+            raise InvalidRequest(
                 "root key verification failed: the shares given do not rebuild the current "
                 "root key; rekey progress has been reset",
             )
@@ -265,7 +267,7 @@ class RekeyOperation:
             self.seal.rotate_stored_key()
             self.attempt = None
             return RekeyResult(attempt.nonce, [], None, False, False, "")
-        new_key, new_shares = Seal.new_root_key(attempt.shares, attempt.threshold)
+        new_key, new_shares = SealState.new_root_key(attempt.shares, attempt.threshold)
         handed_out = new_shares
         if attempt.pgp_keys:
             handed_out = pgp.encrypt_shares(new_shares, attempt.pgp_keys)
@@ -291,7 +293,7 @@ class RekeyOperation:
     def _attempt_for_verification(self) -> RekeyAttempt:
         self._unsealed()
         if self.attempt is None:
-            raise Invalid("no rekey configuration found")
+            raise InvalidRequest("no rekey configuration found")
         return self.attempt
 
     def verification_status(self) -> VerificationStatus:
@@ -324,16 +326,16 @@ class RekeyOperation:
         self._unsealed()
         attempt = self.attempt
         if attempt is None:
-            raise Invalid("no rekey in progress")
+            raise InvalidRequest("no rekey in progress")
         if attempt.verification_key is None:
-            raise Invalid("no rekey verification in progress")
+            raise InvalidRequest("no rekey verification in progress")
         if nonce != attempt.verification_nonce:
-            raise Invalid(
+            raise InvalidRequest(
                 "incorrect nonce supplied; nonce for this verify operation is "
                 f'"{attempt.verification_nonce}"',
             )
         if _already_given(attempt.verification_progress, key):
-            raise Invalid("given key has already been provided during this verify operation")
+            raise InvalidRequest("given key has already been provided during this verify operation")
         attempt.verification_progress.append(key)
         if len(attempt.verification_progress) < attempt.threshold:
             return self.verification_status()
@@ -342,7 +344,7 @@ class RekeyOperation:
         rebuilt = rebuild_key(parts, attempt.threshold)
         if rebuilt is None or not hmac.compare_digest(rebuilt, attempt.verification_key):
             attempt.verification_nonce = str(uuid.uuid4())
-            raise Invalid(
+            raise InvalidRequest(
                 "rekey verification failed; incorrect key shares supplied; progress has been "
                 f'reset and the new verification nonce is "{attempt.verification_nonce}"',
             )

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..._time import parse_duration
 from .._clock import Clock
 from .._plain import RecordTable, StoredRecord
-from .errors import Invalid, bad_request, permission_denied
+from .errors import InvalidRequest, bad_request, permission_denied
 from .mounts import SYSTEM_MAX_TTL
 
 if TYPE_CHECKING:
@@ -374,7 +374,7 @@ class TokenStore:
         """
         if token is self.root:
             # The sandbox keeps its root token: revoking it would lock the operator out.
-            raise Invalid("the sandbox's root token cannot be revoked")
+            raise InvalidRequest("the sandbox's root token cannot be revoked")
         revoked: list[Token] = []
         pending = [token]
         while pending:

@@ -19,12 +19,12 @@ from starlette.responses import JSONResponse
 from ..._wire import error_response
 from ..errors import (
     InUse,
-    Invalid,
     LimitReached,
-    NotFound,
     NotRemovable,
     PlatformError,
-    Unauthorized,
+    RecordNotFound,
+    RuleViolation,
+    UnknownCaller,
 )
 
 __all__ = ["ErrorDocument", "bad_parameter", "from_state", "invalid", "pointer_of"]
@@ -99,12 +99,12 @@ def pointer_of(field: str | None, index: int | None = None) -> str | None:
 def from_state(exc: PlatformError) -> ErrorDocument:
     """The error document of a refusal by the state's rules."""
     detail = str(exc)
-    if isinstance(exc, Unauthorized):
+    if isinstance(exc, UnknownCaller):
         return ErrorDocument.one(401, "unauthorized", detail)
-    if isinstance(exc, NotFound):
+    if isinstance(exc, RecordNotFound):
         # The same answer for a missing record and one the caller may not see (spec part 5).
         return ErrorDocument.one(404, "not found")
-    if isinstance(exc, Invalid):
+    if isinstance(exc, RuleViolation):
         return invalid(detail, pointer_of(exc.field, exc.index))
     if isinstance(exc, LimitReached):
         return ErrorDocument.one(422, "agent pool limit reached", detail)

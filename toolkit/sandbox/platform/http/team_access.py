@@ -29,12 +29,12 @@ from ._base import (
 from ._errors import ErrorDocument, invalid
 
 if TYPE_CHECKING:
-    from ..team_access import TeamAccess
+    from ..team_access import TeamWorkspace
 
 __all__ = ["ROUTES", "team_access_resource"]
 
 
-def team_access_resource(record: TeamAccess) -> dict[str, Any]:
+def team_access_resource(record: TeamWorkspace) -> dict[str, Any]:
     return {
         "id": record.id,
         "type": "team-workspaces",

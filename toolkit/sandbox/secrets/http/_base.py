@@ -30,8 +30,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ...._spec.headers import NAMESPACE_HEADERS, TOKEN_HEADERS
 from ..._wire import SandboxRequest, error_response
-from ..errors import Denied, Invalid, NotFound, Sealed, SecretsError
+from ..errors import AccessDenied, InvalidRequest, PathNotFound, SecretsError, ServerSealed
 from ..namespaces import normalize as namespace_key
 
 if TYPE_CHECKING:
@@ -59,9 +60,6 @@ __all__ = [
     "status_of",
 ]
 
-TOKEN_HEADERS = ("x-service-token", "x-vault-token")
-NAMESPACE_HEADERS = ("x-vault-namespace", "x-service-namespace")
-
 
 def error(status: int, *messages: str) -> JSONResponse:
     """The secrets API's error answer (through the sandbox's one error shaper)."""
@@ -69,7 +67,12 @@ def error(status: int, *messages: str) -> JSONResponse:
 
 
 # The status of each typed refusal of the state, on this API: the one place it is chosen.
-STATUS: dict[type[SecretsError], int] = {Invalid: 400, Denied: 403, NotFound: 404, Sealed: 503}
+STATUS: dict[type[SecretsError], int] = {
+    InvalidRequest: 400,
+    AccessDenied: 403,
+    PathNotFound: 404,
+    ServerSealed: 503,
+}
 
 
 def status_of(exc: SecretsError) -> int:
@@ -132,7 +135,7 @@ SecretsRequest: TypeAlias = SandboxRequest["SecretsService", "Token | None"]
 def engine_state(call: SecretsRequest) -> Any:
     """The state object of the engine this call was routed to (engine handlers only)."""
     if call.mount is None or call.mount.backend is None:
-        raise NotFound(f"no engine is mounted for {call.path!r}")
+        raise PathNotFound(f"no engine is mounted for {call.path!r}")
     return call.mount.backend
 
 
@@ -143,7 +146,7 @@ def flag(call: SecretsRequest, name: str, default: bool = False) -> bool:
         return value
     if isinstance(value, str) and value.lower() in ("true", "1", "false", "0"):
         return value.lower() in ("true", "1")
-    raise Invalid(f"{name}: expected a boolean, got {value!r}")
+    raise InvalidRequest(f"{name}: expected a boolean, got {value!r}")
 
 
 async def read_body(request: Request) -> dict[str, Any]:
@@ -153,11 +156,11 @@ async def read_body(request: Request) -> dict[str, Any]:
     try:
         parsed = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise Invalid(f"failed to parse JSON input: {exc}") from None
+        raise InvalidRequest(f"failed to parse JSON input: {exc}") from None
     if parsed is None:
         return {}
     if not isinstance(parsed, dict):
-        raise Invalid("failed to parse JSON input: the body must be a JSON object")
+        raise InvalidRequest("failed to parse JSON input: the body must be a JSON object")
     return parsed
 
 
@@ -225,7 +228,7 @@ async def serve(
         with service.lock:
             token = None
             if rule.authenticated and service.sealed:
-                raise Sealed("Vault is sealed")
+                raise ServerSealed("Vault is sealed")
             # The namespace's own view (404 "namespace not found" for an unknown one).
             scoped = service.in_namespace(namespace)
             if scoped is not service and mount is not None:
@@ -237,7 +240,7 @@ async def serve(
             if token is not None:
                 if rule.restricted and not service.namespaces.may_call_restricted(namespace):
                     # Not the caller's to do from here: refused like any denied request.
-                    raise Denied(
+                    raise AccessDenied(
                         f"permission denied: {api_path} is restricted to the root or "
                         f"administrative namespace, not {namespace!r}",
                     )

@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...._time import format_rfc3339
-from ..errors import Denied, bad_request
+from ..errors import AccessDenied, bad_request
 from ._base import SecretsRequest, envelope, error, listing, no_content, route
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ async def lookup(call: SecretsRequest) -> Response:
     """``POST auth/token/lookup``: the token given in the body's ``token``."""
     token = _named_token(call)
     if token is None:
-        raise Denied("bad token")
+        raise AccessDenied("bad token")
     return envelope(token_lookup(token, call.service.clock.now()))
 
 

@@ -19,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...._time import format_rfc3339, parse_duration
-from ..errors import Invalid, SecretsError
+from ..errors import InvalidRequest, SecretsError
 from ._base import SecretsRequest, envelope, error, flag, no_content, route
 
 if TYPE_CHECKING:
@@ -36,16 +36,16 @@ def _lease_id(call: SecretsRequest) -> str:
     """The lease id of the body, else of the path (the body wins when both are given)."""
     value = call.body.get("lease_id") or call.params.get("lease_id") or ""
     if not isinstance(value, str):
-        raise Invalid("lease_id: expected a string")
+        raise InvalidRequest("lease_id: expected a string")
     if not value:
-        raise Invalid("lease_id must be specified")
+        raise InvalidRequest("lease_id must be specified")
     return value
 
 
 def _prefix(call: SecretsRequest) -> str:
     prefix = call.params.get("prefix", "")
     if not prefix.strip("/"):
-        raise Invalid("prefix must be specified")
+        raise InvalidRequest("prefix must be specified")
     return prefix
 
 
@@ -70,7 +70,7 @@ async def lookup(call: SecretsRequest) -> Response:
     leases = call.service.leases
     lease = leases.get(_lease_id(call))
     if lease is None:
-        raise Invalid("invalid lease")
+        raise InvalidRequest("invalid lease")
     return envelope(lookup_data(lease, leases.now()))
 
 
@@ -88,12 +88,12 @@ async def renew(call: SecretsRequest) -> Response:
     try:
         increment = parse_duration(call.body.get("increment"), field="increment")
     except ValueError as exc:
-        raise Invalid(str(exc)) from None
+        raise InvalidRequest(str(exc)) from None
     leases = call.service.leases
     known = leases.get(lease_id)
     if known is not None and known.mount.startswith("auth/"):
         # Spec 4.4: token leases are renewed through the token endpoints.
-        raise Invalid("tokens cannot be renewed through this endpoint")
+        raise InvalidRequest("tokens cannot be renewed through this endpoint")
     lease = leases.renew(lease_id, increment)
     # Counted from the renewal's own instant: the clock has moved on since, and
     # a later "now" would grant a second less than asked (and warn of a cap).
@@ -129,7 +129,7 @@ async def revoke_prefix(call: SecretsRequest) -> Response:
     """``POST|PUT sys/leases/revoke-prefix/:prefix`` (sudo): every lease under the prefix."""
     prefix = _prefix(call)
     if prefix.endswith("/"):
-        raise Invalid(f'invalid prefix {prefix!r}: a prefix must not end in "/"')
+        raise InvalidRequest(f'invalid prefix {prefix!r}: a prefix must not end in "/"')
     sync = flag(call, "sync")
     return _revoked(sync, call.service.leases.revoke_prefix(prefix) > 0)
 
@@ -165,9 +165,9 @@ async def tidy(call: SecretsRequest) -> Response:
 def _irrevocable_type(call: SecretsRequest) -> None:
     kind = call.arg("type", "")
     if not kind:
-        raise Invalid('type is required: only "irrevocable" is supported')
+        raise InvalidRequest('type is required: only "irrevocable" is supported')
     if kind != "irrevocable":
-        raise Invalid(f'unsupported lease type {kind!r}: only "irrevocable" is supported')
+        raise InvalidRequest(f'unsupported lease type {kind!r}: only "irrevocable" is supported')
     flag(call, "include_child_namespaces")  # accepted; the sandbox has one namespace
 
 
@@ -186,7 +186,7 @@ def _limit(call: SecretsRequest) -> int | None:
     if text == "none":
         return None
     if isinstance(raw, bool) or not text.isdigit() or int(text) <= 0:
-        raise Invalid(f'limit: expected a positive number or "none", got {raw!r}')
+        raise InvalidRequest(f'limit: expected a positive number or "none", got {raw!r}')
     return int(text)
 
 

@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .. import fields
-from ..errors import Invalid, Sealed, permission_denied
+from ..errors import InvalidRequest, ServerSealed, permission_denied
 from ..mounts import BUILTIN_VERSION, Mount
 from ._base import SecretsRequest, envelope, no_content, request_token, route
 
@@ -64,14 +64,14 @@ async def read_mount(call: SecretsRequest) -> Response:
     """``GET sys/mounts/:path``: one mount."""
     mount = call.service.mounts.engine(call.params["path"])
     if mount is None:
-        raise Invalid(f"no matching mount at {call.params['path'].strip('/')}/")
+        raise InvalidRequest(f"no matching mount at {call.params['path'].strip('/')}/")
     return envelope(mount_document(mount), top_level=True)
 
 
 def _config(call: SecretsRequest) -> dict[str, int]:
     config = call.body.get("config") or {}
     if not isinstance(config, dict):
-        raise Invalid("config: expected an object")
+        raise InvalidRequest("config: expected an object")
     return {
         "default_lease_ttl": fields.duration(config, "default_lease_ttl"),
         "max_lease_ttl": fields.duration(config, "max_lease_ttl"),
@@ -84,7 +84,7 @@ async def enable_mount(call: SecretsRequest) -> Response:
     kind = fields.string(call.body, "type", need=True)
     options = call.body.get("options")
     if options is not None and not isinstance(options, dict):
-        raise Invalid("options: expected a map of strings")
+        raise InvalidRequest("options: expected a map of strings")
     call.service.enable_engine(
         path,
         kind,
@@ -105,7 +105,7 @@ async def read_tune(call: SecretsRequest) -> Response:
     """``GET sys/mounts/:path/tune``: the mount's lease ttls."""
     mount = call.service.mounts.engine(call.params["path"])
     if mount is None:
-        raise Invalid(f"cannot fetch sysview for path {call.params['path']!r}")
+        raise InvalidRequest(f"cannot fetch sysview for path {call.params['path']!r}")
     default, maximum = mount.lease_ttls()
     data = {
         "default_lease_ttl": default,
@@ -122,11 +122,11 @@ async def tune_mount(call: SecretsRequest) -> Response:
     path = call.params["path"]
     mount = call.service.mounts.engine(path)
     if mount is None:
-        raise Invalid(f"no mount at {path.strip('/')}/")
+        raise InvalidRequest(f"no mount at {path.strip('/')}/")
     default = fields.duration(call.body, "default_lease_ttl", mount.default_lease_ttl)
     maximum = fields.duration(call.body, "max_lease_ttl", mount.max_lease_ttl)
     if maximum and default > maximum:
-        raise Invalid("default_lease_ttl: cannot be greater than max_lease_ttl")
+        raise InvalidRequest("default_lease_ttl: cannot be greater than max_lease_ttl")
     if "description" in call.body:
         mount.description = fields.string(call.body, "description")
     mount.default_lease_ttl, mount.max_lease_ttl = default, maximum
@@ -141,7 +141,7 @@ async def list_auth(call: SecretsRequest) -> Response:
 def _caller_acl(call: SecretsRequest) -> ACL:
     service = call.service
     if service.sealed:
-        raise Sealed("Vault is sealed")
+        raise ServerSealed("Vault is sealed")
     return service.acl_for(service.authenticate(request_token(call.request)))
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..errors import Invalid
+from ..errors import InvalidRequest
 from ..plugins import PLUGIN_TYPES, PluginEntry, check_type
 from ._base import SecretsRequest, envelope, error, no_content, route
 
@@ -57,7 +57,7 @@ def _detail(entry: PluginEntry) -> dict[str, Any]:
 def _version(call: SecretsRequest) -> str:
     value: Any = call.arg("version", "")
     if not isinstance(value, str):
-        raise Invalid("version: expected a string")
+        raise InvalidRequest("version: expected a string")
     return value
 
 

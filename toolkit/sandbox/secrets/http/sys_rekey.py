@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..errors import Invalid
+from ..errors import InvalidRequest
 from ..rekey import RekeyOperation, RekeyResult, RekeyStatus, VerificationStatus
 from ..seal import decode_key, encode_shares
 from ._base import SecretsRequest, bare, envelope, error, no_content, route
@@ -90,7 +90,7 @@ def _share_and_nonce(call: SecretsRequest, *, named_fields: bool) -> tuple[bytes
     if named_fields:
         for name in ("key", "nonce"):
             if not call.body.get(name):
-                raise Invalid(f"missing required field '{name}'")
+                raise InvalidRequest(f"missing required field '{name}'")
     return decode_key(call.body.get("key")), call.body.get("nonce", "")
 
 

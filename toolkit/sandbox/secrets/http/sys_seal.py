@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..errors import Invalid
-from ..seal import COMMIT_DATE, SERVER_VERSION, Seal, decode_key, sealed_error
+from ..errors import InvalidRequest
+from ..seal import COMMIT_DATE, SERVER_VERSION, SealState, decode_key, sealed_error
 from ._base import SecretsRequest, bare, flag, no_content, route
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["health_document", "routes", "seal_status_document"]
 
 
-def seal_status_document(seal: Seal) -> dict[str, Any]:
+def seal_status_document(seal: SealState) -> dict[str, Any]:
     """The ``sys/seal-status`` answer (also what ``sys/unseal`` returns)."""
     body: dict[str, Any] = {
         "type": seal.seal_type,
@@ -47,7 +47,7 @@ def seal_status_document(seal: Seal) -> dict[str, Any]:
     return body
 
 
-def health_document(seal: Seal, server_time: int) -> dict[str, Any]:
+def health_document(seal: SealState, server_time: int) -> dict[str, Any]:
     """The ``sys/health`` body; ``server_time`` is the sandbox clock in Unix seconds."""
     body: dict[str, Any] = {
         "initialized": True,
@@ -93,11 +93,13 @@ async def unseal(call: SecretsRequest) -> Response:
     state = call.service.seal
     if flag(call, "reset"):
         if not state.sealed:
-            raise Invalid("vault is unsealed")
+            raise InvalidRequest("vault is unsealed")
         state.reset_unseal()
         return bare(seal_status_document(state))
     if not call.body.get("key"):
-        raise Invalid("'key' must be specified in request body as JSON, or 'reset' set to true")
+        raise InvalidRequest(
+            "'key' must be specified in request body as JSON, or 'reset' set to true"
+        )
     state.unseal(decode_key(call.body["key"]))
     return bare(seal_status_document(state))
 
@@ -105,7 +107,7 @@ async def unseal(call: SecretsRequest) -> Response:
 async def init(call: SecretsRequest) -> Response:
     """``GET sys/init``: the sandbox is always initialised; ``PUT`` is refused as on the real server."""
     if call.request.method in ("PUT", "POST"):
-        raise Invalid("Vault is already initialized")
+        raise InvalidRequest("Vault is already initialized")
     return bare({"initialized": True})
 
 
@@ -116,7 +118,7 @@ def _status_code(call: SecretsRequest, name: str, default: int) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise Invalid(f"{name} must be an integer status code, got {raw!r}") from None
+        raise InvalidRequest(f"{name} must be an integer status code, got {raw!r}") from None
 
 
 async def health(call: SecretsRequest) -> Response:

@@ -51,7 +51,7 @@ __all__ = [
     "DirectoryEntry",
     "Library",
     "LibrarySet",
-    "Role",
+    "DirectoryRole",
     "borrower_token",
 ]
 
@@ -117,7 +117,7 @@ class ConfigWrite:
 
 
 @dataclass
-class Role:
+class DirectoryRole:
     """``<mount>roles/:name``: one service account whose password the engine rotates."""
 
     name: str
@@ -138,7 +138,7 @@ class DirectoryEngine:
         self.service = service
         self.mount = mount
         self.config: DirectoryConfig | None = None
-        self.roles: dict[str, Role] = {}
+        self.roles: dict[str, DirectoryRole] = {}
         self.library = Library(self)
         self.entries: dict[str, DirectoryEntry] = {}  # by DN, lower case
         self.root_rotation_seconds = self.ROOT_ROTATION_SECONDS
@@ -334,9 +334,9 @@ class DirectoryEngine:
         if existing is not None and existing.service_account_name == entry.name:
             existing.ttl = ttl
             return
-        self.roles[key] = Role(key, entry.name, ttl)
+        self.roles[key] = DirectoryRole(key, entry.name, ttl)
 
-    def read_role(self, name: str) -> tuple[Role, datetime | None]:
+    def read_role(self, name: str) -> tuple[DirectoryRole, datetime | None]:
         """``GET roles/:name``: the role, and when its account's password was last set."""
         role = self._role(name)
         return role, self.entry(role.service_account_name).password_last_set
@@ -344,7 +344,7 @@ class DirectoryEngine:
     def delete_role(self, name: str) -> None:
         self.roles.pop(self.key(name), None)
 
-    def creds(self, name: str) -> Role:
+    def creds(self, name: str) -> DirectoryRole:
         """``GET creds/:name``: the passwords, rotated first when the ttl has passed.
 
         Also rotated when the service never set the password, or when the
@@ -370,7 +370,7 @@ class DirectoryEngine:
             role.last_service_rotation = now
         return role
 
-    def _role(self, name: str) -> Role:
+    def _role(self, name: str) -> DirectoryRole:
         role = self.roles.get(self.key(name))
         if role is None:
             raise not_found()

@@ -15,7 +15,7 @@ from typing import Any
 from starlette.responses import Response
 
 from ... import fields
-from ...errors import Invalid
+from ...errors import InvalidRequest
 from ...http._base import (
     EngineRoute,
     Handler,
@@ -36,7 +36,7 @@ from .state import (
     Connection,
     ConnectionWrite,
     DatabaseEngine,
-    Role,
+    DatabaseRole,
     RoleWrite,
     StaticRole,
     StaticRoleWrite,
@@ -64,7 +64,7 @@ def statements(body: dict[str, Any], name: str) -> list[str] | None:
         return [value]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return [v for v in value if v.strip()]
-    raise Invalid(f"{name}: expected a list of strings")
+    raise InvalidRequest(f"{name}: expected a list of strings")
 
 
 def _optional_duration(body: dict[str, Any], name: str) -> int | None:
@@ -129,7 +129,7 @@ def connection_data(connection: Connection) -> dict[str, Any]:
     }
 
 
-def role_data(role: Role) -> dict[str, Any]:
+def role_data(role: DatabaseRole) -> dict[str, Any]:
     """The ``data`` of ``GET roles/:name``."""
     return {
         "db_name": role.db_name,

@@ -16,7 +16,7 @@ from starlette.responses import Response
 
 from ....._time import format_rfc3339
 from ... import fields
-from ...errors import NotFound
+from ...errors import PathNotFound
 from ...http._base import (
     EngineRoute,
     SecretsRequest,
@@ -82,8 +82,8 @@ def _read(
     """A read's ``data``; a missing one is 404 with no message, as the real server answers."""
     try:
         return envelope(render(find(*names)))
-    except NotFound:
-        raise NotFound() from None
+    except PathNotFound:
+        raise PathNotFound() from None
 
 
 def _engine(call: SecretsRequest) -> KeyManagementEngine:

@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from ....._spec.keymgmt import PROTECTIONS, PURPOSES, SYMMETRIC_PURPOSES
-from ...errors import Invalid, NotFound
+from ...errors import InvalidRequest, PathNotFound
 
 if TYPE_CHECKING:
     from ...host import EngineHost
@@ -130,7 +130,7 @@ class KmsProvider:
 def _named(table: dict[str, _T], name: str, what: str) -> _T:
     found = table.get(name)
     if found is None:
-        raise NotFound(f"{what} not found: {name}")
+        raise PathNotFound(f"{what} not found: {name}")
     return found
 
 
@@ -163,11 +163,13 @@ class KeyManagementEngine:
         ``min_enabled_version`` lies between 0 and the latest version.
         """
         if type is not None and type not in KEY_TYPES:
-            raise Invalid(
+            raise InvalidRequest(
                 f"type: unsupported key type {type!r}; expected one of {', '.join(KEY_TYPES)}"
             )
         if min_enabled_version is not None and min_enabled_version < 0:
-            raise Invalid(f"min_enabled_version: must not be negative, got {min_enabled_version}")
+            raise InvalidRequest(
+                f"min_enabled_version: must not be negative, got {min_enabled_version}"
+            )
         existing = self.keys.get(name)
         if existing is None:
             key = ManagedKey(name, type or DEFAULT_KEY_TYPE)
@@ -175,12 +177,12 @@ class KeyManagementEngine:
         else:
             key, latest = existing, existing.latest_version
             if type is not None and type != key.type:
-                raise Invalid(
+                raise InvalidRequest(
                     f"type: the type of key {name!r} is fixed at creation ({key.type}), "
                     f"it cannot become {type}",
                 )
         if min_enabled_version is not None and min_enabled_version > latest:
-            raise Invalid(
+            raise InvalidRequest(
                 f"min_enabled_version: {min_enabled_version} is above the latest version "
                 f"of key {name!r} ({latest})",
             )
@@ -208,12 +210,12 @@ class KeyManagementEngine:
         key = self.key(name)
         held = self._holder(name)
         if held is not None:
-            raise Invalid(
+            raise InvalidRequest(
                 f"key {name!r} is still distributed to KMS provider {held[0].name!r}; "
                 "remove it from the provider first",
             )
         if not key.deletion_allowed:
-            raise Invalid(
+            raise InvalidRequest(
                 f"deletion of key {name!r} is not allowed: set deletion_allowed to true first",
             )
         del self.keys[name]
@@ -255,16 +257,16 @@ class KeyManagementEngine:
         accepted and not kept: the sandbox reaches no external KMS.
         """
         if provider and provider not in PROVIDERS:
-            raise Invalid(
+            raise InvalidRequest(
                 f"provider: unsupported KMS provider {provider!r}; "
                 f"expected one of {', '.join(PROVIDERS)}",
             )
         existing = self.providers.get(name)
         if existing is None:
             if not provider:
-                raise Invalid("missing provider")
+                raise InvalidRequest("missing provider")
             if not key_collection:
-                raise Invalid("missing key_collection")
+                raise InvalidRequest("missing key_collection")
             self.providers[name] = KmsProvider(name, provider, key_collection)
             return True
         for field_name, given, current in (
@@ -272,7 +274,7 @@ class KeyManagementEngine:
             ("key_collection", key_collection, existing.key_collection),
         ):
             if given and given != current:
-                raise Invalid(
+                raise InvalidRequest(
                     f"{field_name}: fixed after creation; KMS provider {name!r} keeps "
                     f"{current!r}, it cannot become {given!r}",
                 )
@@ -282,7 +284,7 @@ class KeyManagementEngine:
         """Delete the KMS provider ``name``: refused while it still holds keys."""
         found = self.provider(name)
         if found.keys:
-            raise Invalid(
+            raise InvalidRequest(
                 f"KMS provider {name!r} still holds keys ({', '.join(sorted(found.keys))}); "
                 "remove them from the provider first",
             )
@@ -312,38 +314,38 @@ class KeyManagementEngine:
         kind = PROVIDERS[provider.provider]
         purposes = list(dict.fromkeys(purpose))
         if not purposes:
-            raise Invalid("purpose: at least one purpose is required")
+            raise InvalidRequest("purpose: at least one purpose is required")
         unknown = [p for p in purposes if p not in PURPOSES]
         if unknown:
-            raise Invalid(
+            raise InvalidRequest(
                 f"purpose: unsupported {', '.join(map(repr, unknown))}; "
                 f"expected some of {', '.join(PURPOSES)}",
             )
         if protection not in PROTECTIONS:
-            raise Invalid(
+            raise InvalidRequest(
                 f"protection: unsupported {protection!r}; expected one of {', '.join(PROTECTIONS)}",
             )
         present = provider.keys.get(key_name)
         if present is not None:
             if sorted(present.purpose) != sorted(purposes):
-                raise Invalid(
+                raise InvalidRequest(
                     f"purpose: fixed once key {key_name!r} is distributed to {provider_name!r} "
                     f"({', '.join(present.purpose)})",
                 )
             if present.protection != protection:
-                raise Invalid(
+                raise InvalidRequest(
                     f"protection: fixed once key {key_name!r} is distributed to "
                     f"{provider_name!r} ({present.protection})",
                 )
             return False
         held = self._holder(key_name)
         if held is not None:
-            raise Invalid(
+            raise InvalidRequest(
                 f"key {key_name!r} is already distributed to KMS provider {held[0].name!r}; "
                 "a key can be distributed to one provider only",
             )
         if key.type not in kind.key_types:
-            raise Invalid(
+            raise InvalidRequest(
                 f"key {key_name!r} is {key.type}, which {provider.provider} does not take; "
                 f"it takes {', '.join(sorted(kind.key_types))}",
             )
@@ -356,7 +358,7 @@ class KeyManagementEngine:
             allowed = kind.purposes & (
                 _SYMMETRIC_PURPOSES if KEY_TYPES[key.type] is None else frozenset(PURPOSES)
             )
-            raise Invalid(
+            raise InvalidRequest(
                 f"purpose: {', '.join(refused)} not supported for key type {key.type} in "
                 f"{provider.provider}; supported: {', '.join(p for p in PURPOSES if p in allowed)}",
             )
@@ -371,7 +373,9 @@ class KeyManagementEngine:
         """The key ``key_name`` in the provider; 404 when it is not there."""
         found = self.provider(provider_name).keys.get(key_name)
         if found is None:
-            raise NotFound(f"key {key_name!r} is not distributed to KMS provider {provider_name!r}")
+            raise PathNotFound(
+                f"key {key_name!r} is not distributed to KMS provider {provider_name!r}"
+            )
         return found
 
     def provider_keys(self, provider_name: str) -> list[str]:

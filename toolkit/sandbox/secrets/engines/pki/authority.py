@@ -18,10 +18,10 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from ....._spec import certificate_names as policy
 from ....._x509 import path_length
-from ...errors import Invalid
+from ...errors import InvalidRequest
 from . import x509 as certs
 from .issuers import IssuerAdmin
-from .requests import CAOptions, KeyRequest, Names, Validity
+from .requests import CAOptions, KeyRequest, RequestedNames, Validity
 from .state import Imported, Issued, NewRequest, NewRoot, csr_sans, template
 
 __all__ = ["Authority"]
@@ -32,7 +32,7 @@ class Authority(IssuerAdmin):
 
     def _ca_names(
         self,
-        names: Names,
+        names: RequestedNames,
         options: CAOptions,
         csr: x509.CertificateSigningRequest | None,
     ) -> certs.CertTemplate:
@@ -47,7 +47,7 @@ class Authority(IssuerAdmin):
             return made
         cn = names.common_name
         if not cn:
-            raise Invalid("missing common_name")
+            raise InvalidRequest("missing common_name")
         dns, emails = policy.split_alt_names(names.alt_names)
         if not names.exclude_cn_from_sans:
             policy.add_common_name(cn, dns, emails)
@@ -59,7 +59,7 @@ class Authority(IssuerAdmin):
     def sign_intermediate(
         self,
         csr: x509.CertificateSigningRequest,
-        names: Names,
+        names: RequestedNames,
         *,
         options: CAOptions,
         validity: Validity,
@@ -132,14 +132,14 @@ class Authority(IssuerAdmin):
         except x509.ExtensionNotFound:
             is_ca = False
         if not is_ca:
-            raise Invalid("given certificate is not a CA certificate")
+            raise InvalidRequest("given certificate is not a CA certificate")
         if submitted.issuer != submitted.subject:
-            raise Invalid("given certificate is not self-issued")
+            raise InvalidRequest("given certificate is not self-issued")
         signer, signer_key = self._signer(issuer_ref)
         ours = certs.key_description(signer.cert.public_key())[0]
         theirs = certs.key_description(submitted.public_key())[0]
         if require_matching_certificate_algorithms and ours != theirs:
-            raise Invalid(
+            raise InvalidRequest(
                 f"signing certificate's public key algorithm ({ours}) does not match submitted "
                 f"certificate's ({theirs}), and require_matching_certificate_algorithms is true",
             )
@@ -168,7 +168,7 @@ class Authority(IssuerAdmin):
     def generate_root(
         self,
         key_request: KeyRequest,
-        names: Names,
+        names: RequestedNames,
         *,
         options: CAOptions,
         validity: Validity,
@@ -198,7 +198,7 @@ class Authority(IssuerAdmin):
         made_root = NewRoot(issuer, stored, key if kind == "exported" else None)
         return made_root, warnings + self._ca_warnings(cert, "generated")
 
-    def generate_intermediate(self, key_request: KeyRequest, names: Names) -> NewRequest:
+    def generate_intermediate(self, key_request: KeyRequest, names: RequestedNames) -> NewRequest:
         """``POST intermediate/generate/:type`` and ``issuers/generate/intermediate/:type``: a key and its CSR."""
         kind = key_request.kind
         existing, key_type, bits, key_name = self._key_for(key_request)
@@ -217,7 +217,7 @@ class Authority(IssuerAdmin):
         matches a key of the mount (set-signed, where the CSR's key is here).
         """
         if not text.strip():
-            raise Invalid(f"missing {field_name}")
+            raise InvalidRequest(f"missing {field_name}")
         keys = _read_keys(text, field_name)
         found = certs.read_certificates(text, field_name) if "CERTIFICATE" in text else []
         for cert in found:
@@ -226,9 +226,9 @@ class Authority(IssuerAdmin):
             except x509.ExtensionNotFound:
                 is_ca = False
             if not is_ca:
-                raise Invalid(f"{field_name}: refusing to import non-CA certificate")
+                raise InvalidRequest(f"{field_name}: refusing to import non-CA certificate")
         if not found and not keys:
-            raise Invalid(f"{field_name}: no certificate or key found")
+            raise InvalidRequest(f"{field_name}: no certificate or key found")
 
         def public_der(k: Any) -> bytes:
             return k.public_bytes(
@@ -244,7 +244,7 @@ class Authority(IssuerAdmin):
             public_der(c.public_key()) in known_keys or public_der(c.public_key()) in pending
             for c in found
         ):
-            raise Invalid(f"{field_name}: no certificate matches a key of this mount")
+            raise InvalidRequest(f"{field_name}: no certificate matches a key of this mount")
         imported_keys, existing_keys = [], []
         for key in keys:
             der = public_der(key.public_key())
@@ -303,7 +303,7 @@ def _new_ca_path_length(requested: int, parent: x509.Certificate | None) -> int 
     """
     limit = path_length(parent) if parent is not None else None
     if limit == 0:
-        raise Invalid(
+        raise InvalidRequest(
             "signing certificate has a max path length of zero, and cannot issue further CA "
             "certificates",
         )
@@ -320,11 +320,11 @@ def _read_keys(text: str, field_name: str) -> list[certs.PrivateKey]:
         try:
             key = serialization.load_pem_private_key(block.encode(), password=None)
         except (ValueError, TypeError) as exc:
-            raise Invalid(f"{field_name}: error parsing private key: {exc}") from None
+            raise InvalidRequest(f"{field_name}: error parsing private key: {exc}") from None
         if not isinstance(
             key, rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
         ):
-            raise Invalid(f"{field_name}: unsupported private key type")
+            raise InvalidRequest(f"{field_name}: unsupported private key type")
         keys.append(key)
     return keys
 

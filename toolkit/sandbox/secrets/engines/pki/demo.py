@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .engine import PKIEngine
-from .requests import CAOptions, KeyRequest, Names, Validity
+from .requests import CAOptions, KeyRequest, RequestedNames, Validity
 from .x509 import cert_pem, read_csr
 
 if TYPE_CHECKING:
@@ -83,18 +83,18 @@ def load_demo(service: EngineHost) -> None:
     organization = {"organization": ["Example Corp"]}
     root, _ = pki.generate_root(
         KeyRequest("internal", "ec", 384, key_name=ROOT_NAME),
-        Names(common_name="Example Corp Root CA 2026", subject=organization),
+        RequestedNames(common_name="Example Corp Root CA 2026", subject=organization),
         options=CAOptions(),
         validity=Validity(not_after=_at(service, 3650)),
         issuer_name=ROOT_NAME,
     )
     request = pki.generate_intermediate(
         KeyRequest("internal", "ec", key_name=INTERMEDIATE_NAME),
-        Names(common_name="Example Corp Issuing CA 2026", subject=organization),
+        RequestedNames(common_name="Example Corp Issuing CA 2026", subject=organization),
     )
     signed, _ = pki.sign_intermediate(
         read_csr(request.csr_pem),
-        Names(common_name="Example Corp Issuing CA 2026", subject=organization),
+        RequestedNames(common_name="Example Corp Issuing CA 2026", subject=organization),
         options=CAOptions(max_path_length=0),
         validity=Validity(not_after=_at(service, 1825)),
         issuer_ref=root.issuer.id,

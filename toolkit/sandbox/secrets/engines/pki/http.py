@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from starlette.responses import Response
 
 from ... import fields
-from ...errors import Invalid, NotFound
+from ...errors import InvalidRequest, PathNotFound
 from ...http._base import (
     EngineRoute,
     Handler,
@@ -173,7 +173,7 @@ def _engine(call: SecretsRequest) -> PKIEngine:
 def _listing_with_info(keys: list[str], key_info: Mapping[str, object]) -> Response:
     """A list with ``key_info`` beside ``keys`` (issuers, keys); 404 when empty."""
     if not keys:
-        raise NotFound()
+        raise PathNotFound()
     return envelope({"keys": keys, "key_info": dict(key_info)})
 
 
@@ -194,7 +194,7 @@ async def list_roles(call: SecretsRequest) -> Response:
 async def read_role(call: SecretsRequest) -> Response:
     role = _engine(call).role(call.params["name"])
     if role is None:
-        raise NotFound()
+        raise PathNotFound()
     return envelope(role)
 
 
@@ -430,9 +430,9 @@ async def generate_key(call: SecretsRequest) -> Response:
     """``POST keys/generate/internal|exported``; ``kms`` needs a KMS the sandbox does not have."""
     kind = call.params["kind"]
     if kind == "kms":
-        raise Invalid('"external_key_ref" is required for kms typed key generation')
+        raise InvalidRequest('"external_key_ref" is required for kms typed key generation')
     if kind not in ("internal", "exported"):
-        raise NotFound("unsupported path")
+        raise PathNotFound("unsupported path")
     stored, exported = _engine(call).generate_key(bodies.key_request(kind, call.body))
     data: dict[str, Any] = {"key_id": stored.id, "key_name": stored.name, "key_type": stored.type}
     if kind == "exported":
@@ -453,7 +453,7 @@ async def list_certs(call: SecretsRequest) -> Response:
         try:
             limit = int(raw)
         except ValueError:
-            raise Invalid(f"limit: {raw!r} is not a whole number") from None
+            raise InvalidRequest(f"limit: {raw!r} is not a whole number") from None
         if limit > 0:
             serials = serials[:limit]
     return listing(serials)
@@ -472,7 +472,7 @@ async def read_cert(call: SecretsRequest) -> Response:
         # The default issuer's certificate, or its whole chain.
         chain = engine.default_chain()
         if not chain:
-            raise NotFound()
+            raise PathNotFound()
         data: dict[str, Any] = {
             "certificate": "\n".join(chain) if serial == "ca_chain" else chain[0],
             "revocation_time": 0,
@@ -483,7 +483,7 @@ async def read_cert(call: SecretsRequest) -> Response:
         return envelope(data)
     kept = engine.read_cert(serial)
     if kept is None:
-        raise NotFound()
+        raise PathNotFound()
     data = {
         "certificate": kept.certificate,
         "revocation_time": kept.revocation_time,
@@ -589,7 +589,7 @@ def _crl_json(call: SecretsRequest, ref: str | None, *, delta: bool, key: str) -
     pem = engine.crl_pem(ref, delta=delta)
     if not pem:
         # The real server answers 500 here; a missing default issuer is the caller's to fix.
-        raise Invalid("no default issuer currently configured")
+        raise InvalidRequest("no default issuer currently configured")
     if key == "certificate":
         return envelope({key: pem, "revocation_time": 0, "revocation_time_rfc3339": ""})
     return envelope({key: pem + "\n"})
@@ -619,7 +619,7 @@ async def sign_revocation_list(call: SecretsRequest) -> Response:
     revoked = bodies.revoked_entries(body)
     form = fields.string(body, "format", "pem") or "pem"
     if form not in ("pem", "der"):
-        raise Invalid(f'format: must be "pem" or "der", got {form!r}')
+        raise InvalidRequest(f'format: must be "pem" or "der", got {form!r}')
     pem = _engine(call).sign_revocation_list(
         call.params["ref"],
         crl_number=crl_number,

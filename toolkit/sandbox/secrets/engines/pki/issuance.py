@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from cryptography import x509
 
 from ....._spec import certificate_names as policy
-from ...errors import Invalid
+from ...errors import InvalidRequest
 from . import x509 as certs
-from .requests import SUBJECT_FIELDS, KeyRequest, Names, Validity, VerbatimOptions
+from .requests import SUBJECT_FIELDS, KeyRequest, RequestedNames, Validity, VerbatimOptions
 from .roles import key_bits, role_ext_key_usage
 from .state import (
     Issued,
@@ -48,7 +48,7 @@ class Issuance(PKIState):
     def _role_for_use(self, name: str) -> dict[str, Any]:
         role = self.roles.get(name)
         if role is None:
-            raise Invalid(f"unknown role: {name}")
+            raise InvalidRequest(f"unknown role: {name}")
         return role
 
     def _leaf_validity(
@@ -64,7 +64,10 @@ class Issuance(PKIState):
         )
 
     def _role_names(
-        self, role: Mapping[str, Any], names: Names, csr: x509.CertificateSigningRequest | None
+        self,
+        role: Mapping[str, Any],
+        names: RequestedNames,
+        csr: x509.CertificateSigningRequest | None,
     ) -> certs.CertTemplate:
         """The subject and SANs of an issue or sign request, checked against the role.
 
@@ -93,7 +96,7 @@ class Issuance(PKIState):
             subject_serial=serial,
         )
         if refused:
-            raise Invalid(refused)
+            raise InvalidRequest(refused)
         subject_values = {k: list(role[k]) for k in SUBJECT_FIELDS}
         subject_values["serial_number"] = [serial] if serial else []
         subject = certs.subject_name(cn, subject_values, names.user_ids)
@@ -129,7 +132,7 @@ class Issuance(PKIState):
     def issue(
         self,
         role_name: str,
-        names: Names,
+        names: RequestedNames,
         *,
         validity: Validity,
         key: KeyRequest,
@@ -162,7 +165,7 @@ class Issuance(PKIState):
         self,
         role_name: str,
         csr: x509.CertificateSigningRequest,
-        names: Names,
+        names: RequestedNames,
         *,
         validity: Validity,
         issuer_ref: str | None = None,
@@ -214,14 +217,14 @@ class Issuance(PKIState):
         role = dict(self._role_for_use(role_name)) if role_name else _verbatim_role()
         bad = [u for u in options.key_usage if u.lower() not in _VERBATIM_USAGES]
         if bad:
-            raise Invalid(f"key_usage: unknown key usage {bad[0]!r}")
+            raise InvalidRequest(f"key_usage: unknown key usage {bad[0]!r}")
         bad = [u for u in options.ext_key_usage if u.lower() not in _VERBATIM_EXT_USAGES]
         if bad:
-            raise Invalid(f"ext_key_usage: unknown extended key usage {bad[0]!r}")
+            raise InvalidRequest(f"ext_key_usage: unknown extended key usage {bad[0]!r}")
         try:
             constraints = csr.extensions.get_extension_for_class(x509.BasicConstraints).value
             if constraints.ca:
-                raise Invalid(
+                raise InvalidRequest(
                     "will not sign a CSR asking to be a CA certificate; use "
                     "root/sign-intermediate for that",
                 )
@@ -314,12 +317,12 @@ def _check_csr_key(role: Mapping[str, Any], public_key: Any) -> None:
     wanted = role["key_type"]
     if wanted == "any":
         if kind == "rsa" and bits < 2048:
-            raise Invalid(f"RSA keys < 2048 bits are unsafe and not supported: got {bits}")
+            raise InvalidRequest(f"RSA keys < 2048 bits are unsafe and not supported: got {bits}")
         return
     if kind != wanted:
-        raise Invalid(f"role requires keys of type {wanted}")
+        raise InvalidRequest(f"role requires keys of type {wanted}")
     if bits < role["key_bits"]:
-        raise Invalid(
+        raise InvalidRequest(
             f"role requires a minimum of a {role['key_bits']}-bit key, but CSR's key is {bits} bits",
         )
 
@@ -339,10 +342,10 @@ def _issue_key(role: Mapping[str, Any], asked: KeyRequest) -> tuple[str, int, li
         )
         return role["key_type"], role["key_bits"], warnings
     if asked.key_type is None:
-        raise Invalid(
+        raise InvalidRequest(
             'role key type "any" not allowed for issuing certificates without providing '
             "key_type and/or key_bits request parameters",
         )
     if asked.key_type == "any":
-        raise Invalid('key_type: "any" cannot be used to generate a key')
+        raise InvalidRequest('key_type: "any" cannot be used to generate a key')
     return asked.key_type, key_bits(asked.key_type, asked.key_bits or 0), []

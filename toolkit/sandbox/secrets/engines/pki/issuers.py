@@ -14,7 +14,7 @@ from typing import Any
 
 from cryptography import x509
 
-from ...errors import Invalid
+from ...errors import InvalidRequest
 from . import x509 as certs
 from .requests import KeyRequest
 from .roles import build_role, key_bits
@@ -48,13 +48,13 @@ class IssuerAdmin(PKIState):
         self._check_name(name, "issuer", others)
         behavior = leaf_not_after_behavior or issuer.leaf_not_after_behavior
         if behavior not in LEAF_BEHAVIORS:
-            raise Invalid(
+            raise InvalidRequest(
                 f"leaf_not_after_behavior: must be err, truncate or permit, got {behavior!r}"
             )
         usage = issuer.usage if usage is None else usage
         bad = [u for u in usage if u not in USAGES]
         if bad:
-            raise Invalid(f"usage: unknown issuer usage {bad[0]!r}")
+            raise InvalidRequest(f"usage: unknown issuer usage {bad[0]!r}")
         issuer.name, issuer.leaf_not_after_behavior = name, behavior
         issuer.usage = sorted(set(usage) | {"read-only"})  # read-only is always implied
         return issuer
@@ -62,7 +62,9 @@ class IssuerAdmin(PKIState):
     def set_config_issuers(self, default: str, follows_latest: bool | None = None) -> None:
         """``POST config/issuers``: the default issuer (by id or name) and whether it follows the latest."""
         if not default or default == "default":
-            raise Invalid("Invalid issuer specification; must be non-empty and can't be 'default'.")
+            raise InvalidRequest(
+                "Invalid issuer specification; must be non-empty and can't be 'default'."
+            )
         issuer = self.resolve(default)
         if follows_latest is not None:
             self.default_follows_latest_issuer = follows_latest
@@ -109,7 +111,7 @@ class IssuerAdmin(PKIState):
     def resolve_key(self, ref: str) -> StoredKey:
         found = self.find_key(ref)
         if found is None:
-            raise Invalid(f"unable to find PKI key for reference: {ref}")
+            raise InvalidRequest(f"unable to find PKI key for reference: {ref}")
         return found
 
     def find_key(self, ref: str) -> StoredKey | None:
@@ -125,13 +127,15 @@ class IssuerAdmin(PKIState):
         """For ``internal``/``exported``: the type, bits and name of a new key; ``existing``: the key."""
         if request.kind == "existing":
             if not request.key_ref:
-                raise Invalid("missing argument key_ref for existing type")
+                raise InvalidRequest("missing argument key_ref for existing type")
             return self.resolve_key(request.key_ref), "", 0, ""
         if request.kind not in ("internal", "exported"):
-            raise Invalid(f"type: must be internal, exported or existing, got {request.kind!r}")
+            raise InvalidRequest(
+                f"type: must be internal, exported or existing, got {request.kind!r}"
+            )
         key_type = request.key_type or "rsa"
         if key_type == "any":
-            raise Invalid('key_type: "any" cannot be used to generate a key')
+            raise InvalidRequest('key_type: "any" cannot be used to generate a key')
         bits = key_bits(key_type, request.key_bits or 0)
         self._check_name(request.key_name, "key", [k.name for k in self.keys.values()])
         return None, key_type, bits, request.key_name
@@ -145,7 +149,7 @@ class IssuerAdmin(PKIState):
         """``POST keys/generate/internal|exported``: a key alone, and (``exported`` only,
         handed out this once) its private key as PEM; "" for ``internal``."""
         if request.kind not in ("internal", "exported"):
-            raise Invalid(f"type: must be internal or exported, got {request.kind!r}")
+            raise InvalidRequest(f"type: must be internal or exported, got {request.kind!r}")
         _, key_type, bits, name = self._key_for(request)
         key = certs.generate_key(key_type, bits)
         stored = self._store_key(key, key_type, bits, name)
@@ -160,7 +164,7 @@ class IssuerAdmin(PKIState):
         user = next((i for i in self.issuers.values() if i.key_id == key.id), None)
         if user is not None:
             # The real server's wording, two spaces included.
-            raise Invalid(f"Failed to Delete Key.  Key in Use by Issuer: {user.id}")
+            raise InvalidRequest(f"Failed to Delete Key.  Key in Use by Issuer: {user.id}")
         del self.keys[key.id]
 
     # -- roles --------------------------------------------------------------------------

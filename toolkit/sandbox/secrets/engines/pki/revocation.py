@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from cryptography import x509
 
-from ...errors import Invalid, SecretsError
+from ...errors import InvalidRequest, SecretsError
 from . import x509 as certs
 from .issuance import normal_serial
 from .requests import CRLConfig, RevokedEntry, URLConfig, short_duration
@@ -52,19 +52,23 @@ class Revocation(PKIState):
         (``no_store``) can be, given whole, if one of its issuers signed it.
         """
         if serial and certificate is not None:
-            raise Invalid("Must provide either the certificate or the serial to revoke; not both.")
+            raise InvalidRequest(
+                "Must provide either the certificate or the serial to revoke; not both."
+            )
         if not serial and certificate is None:
-            raise Invalid("The serial number or certificate to revoke must be provided.")
+            raise InvalidRequest("The serial number or certificate to revoke must be provided.")
         kept = self._to_revoke(serial, certificate)
         for issuer in self.issuers.values():
             if issuer.certificate == kept.certificate and certs.is_self_signed(issuer.cert):
-                raise Invalid(f"adding issuer (id: {issuer.id}) to its own CRL is not allowed")
+                raise InvalidRequest(
+                    f"adding issuer (id: {issuer.id}) to its own CRL is not allowed"
+                )
         if not kept.revocation_time:
             now = self.now()
             if now > kept.cert.not_valid_after_utc and not (
                 self.crl_config.allow_expired_cert_revocation
             ):
-                raise Invalid(
+                raise InvalidRequest(
                     f"certificate with serial {kept.serial} has expired; set "
                     "allow_expired_cert_revocation on config/crl to revoke it",
                 )
@@ -77,20 +81,22 @@ class Revocation(PKIState):
         if certificate is None:
             found = self.certs.get(normal_serial(serial or ""))
             if found is None:
-                raise Invalid(f"certificate with serial {serial} not found.")
+                raise InvalidRequest(f"certificate with serial {serial} not found.")
             return found
         pem = certs.cert_pem(certificate)
         key = certs.format_serial(certificate.serial_number)
         found = self.certs.get(key)
         if found is not None:
             if found.certificate != pem:
-                raise Invalid("certificate: does not match the certificate stored under its serial")
+                raise InvalidRequest(
+                    "certificate: does not match the certificate stored under its serial"
+                )
             return found
         signer = next(
             (i for i in self.issuers.values() if certs.issued_by(certificate, i.cert)), None
         )
         if signer is None:
-            raise Invalid("certificate: not issued by any issuer of this mount")
+            raise InvalidRequest("certificate: not issued by any issuer of this mount")
         self.certs[key] = IssuedCert(key, pem, signer.id)
         return self.certs[key]
 
@@ -111,20 +117,20 @@ class Revocation(PKIState):
     def set_crl_config(self, config: CRLConfig) -> CRLConfig:
         """``POST config/crl``: the whole configuration (the HTTP side merges a partial write)."""
         if config.expiry <= 0:
-            raise Invalid("expiry: must be a positive duration")
+            raise InvalidRequest("expiry: must be a positive duration")
         if config.enable_delta and not config.auto_rebuild:
-            raise Invalid(
+            raise InvalidRequest(
                 "Delta CRLs cannot be enabled when auto rebuilding is disabled as the complete "
                 "CRL is always regenerated!",
             )
         if config.auto_rebuild and config.auto_rebuild_grace_period >= config.expiry:
-            raise Invalid(
+            raise InvalidRequest(
                 f"CRL auto-rebuilding grace period ({short_duration(config.auto_rebuild_grace_period)}) "
                 f"must be strictly shorter than CRL expiry ({short_duration(config.expiry)}) value "
                 "when auto-rebuilding of CRLs is enabled",
             )
         if config.enable_delta and config.delta_rebuild_interval >= config.expiry:
-            raise Invalid(
+            raise InvalidRequest(
                 f"CRL delta rebuild window ({short_duration(config.delta_rebuild_interval)}) "
                 f"must be strictly shorter than CRL expiry ({short_duration(config.expiry)})",
             )
@@ -136,7 +142,7 @@ class Revocation(PKIState):
         for name in URL_FIELDS:
             for value in getattr(urls, name):
                 if not _is_url(value, templated=urls.enable_templating):
-                    raise Invalid(
+                    raise InvalidRequest(
                         "invalid URL found in Authority Information Access (AIA) parameter "
                         f"{name}: {value}",
                     )
@@ -256,10 +262,10 @@ class Revocation(PKIState):
         try:
             issuer = self.resolve(ref)
         except SecretsError as exc:
-            raise Invalid(f"failed to resolve issuer issuer_ref: {exc}") from None
+            raise InvalidRequest(f"failed to resolve issuer issuer_ref: {exc}") from None
         stored = self.keys.get(issuer.key_id)
         if stored is None or "crl-signing" not in issuer.usage:
-            raise Invalid(f"issuer {issuer.id} cannot sign revocation lists")
+            raise InvalidRequest(f"issuer {issuer.id} cannot sign revocation lists")
         now = self.now().replace(microsecond=0)
         pem = certs.build_crl(
             issuer.cert,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from cryptography import x509
 
-from ...errors import Invalid, SecretsError
+from ...errors import InvalidRequest, SecretsError
 from . import x509 as certs
 from .requests import (
     CRLConfig,
@@ -181,8 +181,8 @@ class PKIState:
         found = self.find_issuer(ref)
         if found is None:
             if ref.strip().lower() == "default":
-                raise Invalid("no default issuer currently configured")
-            raise Invalid(f"unable to find PKI issuer for reference: {ref}")
+                raise InvalidRequest("no default issuer currently configured")
+            raise InvalidRequest(f"unable to find PKI issuer for reference: {ref}")
         return found
 
     def find_issuer(self, ref: str) -> Issuer | None:
@@ -197,13 +197,13 @@ class PKIState:
         try:
             issuer = self.resolve(ref)
             if "issuing-certificates" not in issuer.usage:
-                raise Invalid(
+                raise InvalidRequest(
                     f"requested usage issuing-certificates for issuer {issuer.id} but only had "
                     f"usage {','.join(issuer.usage)}",
                 )
             key = self.keys.get(issuer.key_id)
             if key is None:
-                raise Invalid(f"issuer {issuer.id} has no key in this mount and cannot sign")
+                raise InvalidRequest(f"issuer {issuer.id} has no key in this mount and cannot sign")
         except SecretsError as exc:
             raise type(exc)(f"could not fetch the CA certificate (was one set?): {exc}") from None
         return issuer, certs.load_key(key.pem)
@@ -237,11 +237,11 @@ class PKIState:
         if not name:
             return
         if name.lower() == "default":
-            raise Invalid(f"reserved keyword 'default' can not be used as {kind} name")
+            raise InvalidRequest(f"reserved keyword 'default' can not be used as {kind} name")
         if not _NAME.match(name):
-            raise Invalid(f"{kind} name contained invalid characters")
+            raise InvalidRequest(f"{kind} name contained invalid characters")
         if name in taken:
-            raise Invalid(f"{kind} name already in use")
+            raise InvalidRequest(f"{kind} name already in use")
 
     # -- certificates made and kept ---------------------------------------------------
     def _serial(self) -> int:
@@ -295,7 +295,7 @@ class PKIState:
         role_not_after = (role or {}).get("not_after") or ""
         fixed_end = parse_role_time(role_not_after, "not_after") or validity.not_after
         if ttl and fixed_end is not None:
-            raise Invalid(
+            raise InvalidRequest(
                 "Either ttl or not_after should be provided. Both should not be provided in "
                 "the same request.",
             )
@@ -316,7 +316,7 @@ class PKIState:
             if behavior == "truncate":
                 not_after = signer.not_valid_after_utc
             elif behavior != "permit":
-                raise Invalid(
+                raise InvalidRequest(
                     f"cannot satisfy request, as TTL would result in notAfter of "
                     f"{rfc3339(not_after)} that is beyond the expiration of the CA certificate "
                     f"at {rfc3339(signer.not_valid_after_utc)}",
@@ -326,7 +326,7 @@ class PKIState:
             fixed_start if fixed_start is not None else now - timedelta(seconds=not_before_duration)
         )
         if not_after <= not_before:
-            raise Invalid(f"not_after: {rfc3339(not_after)} is not after NotBefore")
+            raise InvalidRequest(f"not_after: {rfc3339(not_after)} is not after NotBefore")
         return not_before, not_after, warnings
 
     # -- hooks the revocation side fills in -------------------------------------------
