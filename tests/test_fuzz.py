@@ -27,7 +27,7 @@ from starlette.routing import Route
 
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._plain import dump
-from toolkit.sandbox.platform.routes import routes as platform_routes
+from toolkit.sandbox.platform.http.routes import routes as platform_routes
 from toolkit.sandbox.secrets.backends import EngineRegistry
 from toolkit.sandbox.secrets.engines import ENGINES
 from toolkit.sandbox.secrets.http.routes import routes as secrets_routes

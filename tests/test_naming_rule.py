@@ -169,13 +169,9 @@ def test_every_call_that_returns_a_frame_is_a_frame_call_a_view_or_an_action() -
     assert [n for _, n in _returning(pd.DataFrame) if n.startswith("list_")] == []
 
 
-# Class names defined twice today, each in the platform sandbox (toolkit/sandbox/platform/),
-# whose rework (issue 25, item 3) renames them; a name leaves this table when it is renamed.
-TWICE_YET = {
-    "NotFound": "the platform sandbox's error beside the client's (toolkit._errors)",
-    "TeamAccess": "the platform sandbox's grant record beside the client's area",
-    "Unauthorized": "the platform sandbox's error beside the client's (toolkit._errors)",
-}
+# Class names defined twice today (none: the platform sandbox's errors and grant record were
+# renamed by its rework, issue 25 item 3); a name leaves this table when it is renamed.
+TWICE_YET: dict[str, str] = {}
 
 
 def _class_definitions() -> dict[str, list[str]]:

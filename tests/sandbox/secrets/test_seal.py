@@ -44,9 +44,9 @@ def test_a_threshold_of_the_initial_shares_unseals(tmp_path: Path) -> None:
     keys = [bytes.fromhex(key) for key in json.loads(path.read_text())["keys"]]
     seal.seal()
     seal.unseal(keys[3])
-    assert seal.sealed and seal.status()["progress"] == 1
+    assert seal.sealed and seal.progress == 1
     seal.unseal(keys[1])
-    assert not seal.sealed and seal.status()["progress"] == 0
+    assert not seal.sealed and seal.progress == 0
 
 
 def test_a_share_given_twice_counts_once() -> None:
@@ -54,7 +54,7 @@ def test_a_share_given_twice_counts_once() -> None:
     seal.seal()
     seal.unseal(b"\x01" * 33)
     seal.unseal(b"\x01" * 33)
-    assert seal.status()["progress"] == 1
+    assert seal.progress == 1
 
 
 def test_shares_of_another_key_are_refused_and_progress_starts_over() -> None:
@@ -64,7 +64,7 @@ def test_shares_of_another_key_are_refused_and_progress_starts_over() -> None:
     seal.unseal(foreign[0])
     with pytest.raises(SecretsError, match="Unseal failed, invalid key"):
         seal.unseal(foreign[1])
-    assert seal.sealed and seal.status()["progress"] == 0
+    assert seal.sealed and seal.progress == 0
 
 
 def test_a_single_share_seal_hands_out_the_key_itself(tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ from typing import Any
 from ..._spec.leases import split_lease_id
 from .._clock import Clock
 from .._plain import RecordTable, StoredRecord
-from .errors import SecretsError
+from .errors import InvalidRequest
 from .mounts import SYSTEM_MAX_TTL
 
 __all__ = ["Lease", "LeaseManager", "mount_of"]
@@ -270,14 +270,14 @@ class LeaseManager:
         """
         self._expire_due()
         if increment < 0:
-            raise SecretsError(400, "increment cannot be negative")
+            raise InvalidRequest("increment cannot be negative")
         lease = self._leases.get(lease_id)
         if lease is None:
-            raise SecretsError(400, "lease not found")
+            raise InvalidRequest("lease not found")
         if lease.irrevocable:
-            raise SecretsError(400, f"lease is irrevocable and cannot be renewed: {lease_id}")
+            raise InvalidRequest(f"lease is irrevocable and cannot be renewed: {lease_id}")
         if not lease.renewable:
-            raise SecretsError(400, "lease is not renewable")
+            raise InvalidRequest("lease is not renewable")
         now = self._clock.now()
         wanted = increment or lease.ttl_granted
         # A live lease expires no later than its cap, so the cap is still ahead of now.
@@ -298,7 +298,7 @@ class LeaseManager:
         if lease is None:
             return False
         if not self._revoke(lease):
-            raise SecretsError(400, f"failed to revoke lease {lease_id}: {lease.revoke_error}")
+            raise InvalidRequest(f"failed to revoke lease {lease_id}: {lease.revoke_error}")
         return True
 
     def revoke_prefix(self, prefix: str) -> int:
@@ -312,8 +312,7 @@ class LeaseManager:
         for index, lease_id in enumerate(ids):
             lease = self._leases[lease_id]
             if not self._revoke(lease):
-                raise SecretsError(
-                    400,
+                raise InvalidRequest(
                     f"failed to revoke {lease_id!r} ({index + 1} / {len(ids)}): "
                     f"{lease.revoke_error}",
                 )
