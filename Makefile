@@ -17,8 +17,8 @@ SYSTEM_PACKAGES := postgresql rabbitmq-server chromium nginx-light tinyproxy
 SLOW_SUITES := tests/real tests/browser tests/binder tests/launch tests/fleet tests/runbooks
 
 .PHONY: setup setup-lab python-version system-deps lab sandbox check test test-fast test-slow \
-	test-notebooks test-real test-browser test-binder test-launch test-fleet bench bench-report \
-	lint typecheck clean ceremony notebooks
+	test-notebooks test-real test-browser test-binder test-launch test-fleet test-fuzz bench bench-report \
+	lint typecheck clean ceremony notebooks screenshots
 
 # What `make lab` needs ([all]: clients, forms, sandbox, JupyterLab), and what the tests
 # add (the test, browser and benchmark stacks). Each stamp is remade when pyproject changes.
@@ -74,6 +74,14 @@ test-fast: setup
 test-slow: setup system-deps
 	$(BIN)/python -m pytest -n 2 -q -m slow tests $(addprefix --ignore=,$(SLOW_SUITES))
 
+# The fuzz suites with many more examples each than the fast suite draws (FUZZ_EXAMPLES):
+# the sandbox's endpoints, every view's answers spoiled, every name a call takes. `make test`
+# runs them; FUZZ_EXAMPLES=1000 for a long hunt.
+FUZZ_EXAMPLES ?= 100
+test-fuzz: setup
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -n 2 -q -p no:randomly \
+		tests/test_fuzz.py tests/test_answer_fuzz.py tests/test_paths.py
+
 # The runbooks as saved, under nbval; then each run headless by papermill
 # against a sandbox (evidence filed, drift kept, no secret in any output).
 test-notebooks: setup
@@ -102,7 +110,7 @@ check: setup lint typecheck test-fast test-notebooks
 # needs them (tests/test_makefile.py reads `make -n test` to hold that order). The
 # benchmark reports its goals here without failing the run (timings on a shared machine
 # vary); `make bench` fails on a miss.
-test: setup system-deps check test-slow test-real test-browser test-binder test-launch \
+test: setup system-deps check test-slow test-fuzz test-real test-browser test-binder test-launch \
 	test-fleet bench-report
 
 clean:
@@ -117,6 +125,11 @@ test-real: setup system-deps
 # screenshots of each scenario's end state go to artifacts/screenshots/.
 test-browser: setup system-deps
 	$(BIN)/python -m pytest -q -p no:randomly tests/browser
+
+# The README's pictures (docs/screenshots/), taken afresh by the browser tests that show
+# them and copied from artifacts/screenshots/ (the mapping is tests/browser/screenshots.py).
+screenshots: setup system-deps
+	$(BIN)/python -m tests.browser.screenshots --run
 
 # The rekey ceremony as a page without code, for key holders, beside a sandbox.
 ceremony: setup

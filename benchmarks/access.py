@@ -4,7 +4,8 @@
   ``sudo``, templates a token without an entity leaves out), each held by a token; every
   path asked of OpenBao's ``sys/capabilities`` and of the evaluator: the share that agree;
 - loading: ``bao.access.load()`` of ``count`` policies on a real OpenBao, less the time
-  the same reads take without parsing (the server's and the wire's own time);
+  the same reads take without parsing, by aiohttp alone or by the toolkit, whichever is
+  faster (the server's and the wire's own time), interleaved, best of three each;
 - who_can: ``count`` principals holding one to four of the policies each, a question
   answered from the loaded model.
 
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import time
 from typing import Any
@@ -71,6 +73,7 @@ def agreement(bao: Any, sets: int, rng: random.Random) -> tuple[int, int]:
 
 
 def access(args: argparse.Namespace, goals: list[Any]) -> None:
+    from benchmarks.raw import AioHTTP
     from benchmarks.run import Goal
     from tests.servers.openbao import OpenBao
     from toolkit._http import Request
@@ -104,6 +107,17 @@ def access(args: argparse.Namespace, goals: list[Any]) -> None:
             if response.status_code >= 300:
                 raise AssertionError(f"access: writing a policy answered {response.status_code}")
 
+        aio = AioHTTP(bao.address, {"X-Vault-Token": bao.token}, n=client.http.max_concurrency)
+
+        texts: list[str] = []
+
+        def server_only() -> None:
+            # The server's own time (and the wire's): the same reads by aiohttp alone.
+            listed = aio.run([("LIST", "/v1/sys/policies/acl", None)])[0]
+            keys = listed["data"]["keys"]
+            answers = aio.run([("GET", f"/v1/sys/policies/acl/{k}", None) for k in keys])
+            texts[:] = [str(a["data"]["policy"]) for a in answers]
+
         def fetch_only() -> int:
             listed = client.http.json("LIST", "/sys/policies/acl")
             keys = listed["data"]["keys"]
@@ -115,18 +129,33 @@ def access(args: argparse.Namespace, goals: list[Any]) -> None:
             _rules_of_text.cache_clear()
             client.access.load()
 
-        fetch = min(_timed(fetch_only) for _ in range(2))
+        load_cold()  # the first load builds or loads the parsers, once a process
+        # Interleaved, best of three each: the machine's load moves all of them alike.
+        server = fetch = load = float("inf")
+        for _ in range(3):
+            server = min(server, _timed(server_only))
+            fetch = min(fetch, _timed(fetch_only))
+            load = min(load, _timed(load_cold))
         fetch_cpu = min(_cpu(fetch_only) for _ in range(2))
-        load = min(_timed(load_cold) for _ in range(2))
         load_cpu = min(_cpu(load_cold) for _ in range(2))
-        print(f"  {count:,} policies: read {fetch:.2f} s, read and parsed {load:.2f} s")
-        # This process's CPU (every thread), which a machine shared with others inflates less.
-        print(f"  CPU of this process: read {fetch_cpu:.2f} s, read and parsed {load_cpu:.2f} s")
-        goals.append(
-            Goal(
-                "access", f"s to parse {count:,} policies beyond reading", load - fetch, 5.0, False
-            )
+        parse_cpu = _parse_cpu(texts)
+        # The server's own time is at most the faster of the two plain reads.
+        floor = min(server, fetch)
+        print(
+            f"  {count:,} policies: read by aiohttp alone {server:.2f} s, by the toolkit "
+            f"{fetch:.2f} s; read and parsed {load:.2f} s: {load - floor:.2f} s beyond the "
+            f"server's own time (the faster read; goal < 5 s); load average "
+            f"{os.getloadavg()[0]:.1f}"
         )
+        # This process's CPU (every thread), which a machine shared with others inflates less.
+        print(
+            f"  CPU of this process: read {fetch_cpu:.2f} s, read and parsed {load_cpu:.2f} s; "
+            f"parsing alone {parse_cpu:.2f} s"
+        )
+        goals.append(
+            Goal("access", f"s to load {count:,} policies beyond the server", load - floor, 5.0,
+                 False)
+        )  # fmt: skip
 
         model = client.access.load()
         principals = [
@@ -141,6 +170,17 @@ def access(args: argparse.Namespace, goals: list[Any]) -> None:
             worst = max(worst, seconds)
         print(f"  who_can over {count:,} policies and principals: worst {worst:.3f} s")
         goals.append(Goal("access", f"s for who_can, {count:,} principals", worst, 1.0, False))
+
+
+def _parse_cpu(texts: list[str]) -> float:
+    """CPU seconds to parse the server's policies, their texts already read."""
+    from toolkit._spec.acl import _rules_of_text, parse_acl_policy
+
+    _rules_of_text.cache_clear()
+    started = time.process_time()
+    for i, text in enumerate(texts):
+        parse_acl_policy(text, str(i))
+    return time.process_time() - started
 
 
 def _cpu(fn: Any) -> float:

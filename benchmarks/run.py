@@ -53,7 +53,8 @@ Scenarios and goals:
   target reported right each time, and a run's fixed cost under 3 s.
 - ``access``: the ACL evaluator agrees with OpenBao's ``sys/capabilities`` on every
   path of generated policy sets (100%); ``bao.access.load()`` of 10,000 policies
-  parses them within 5 s beyond the time the same reads take unparsed; ``who_can``
+  parses them within 5 s beyond the time the same reads take unparsed (by aiohttp
+  alone or by the toolkit, the faster: the server's own time); ``who_can``
   over 10,000 policies and 10,000 principals answers in under 1 s (2,000 of each
   with ``--quick`` or ``--report-only``; ``benchmarks/access.py``).
 """

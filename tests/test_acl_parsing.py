@@ -15,6 +15,7 @@ import json
 import os
 import re
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -262,6 +263,7 @@ def test_without_a_private_cache_folder_python_hcl2s_own_parser_is_used(
     (shared / "operator-toolkit").mkdir(mode=0o777)
     (shared / "operator-toolkit").chmod(0o777)
     acl._hcl_parser.cache_clear()
+    monkeypatch.setattr(acl, "_go_reader", False)  # python-hcl2 reads even a plain policy
     try:
         assert acl._hcl_parser() is parser()
         assert parse_acl_policy('path "kv/+/x" { capabilities = ["read"] }', "p")[0].pattern == (
@@ -270,3 +272,103 @@ def test_without_a_private_cache_folder_python_hcl2s_own_parser_is_used(
         assert not list((shared / "operator-toolkit").iterdir())
     finally:
         acl._hcl_parser.cache_clear()
+
+
+# -- HashiCorp's HCL (pygohcl) for plain policies ------------------------------------------
+
+PLAIN = 'path "b/*" {\n  capabilities = ["read", "list"]\n}\npath "a" {\n  capabilities = []\n}\n'
+# (text, whether HCL reads it): HCL evaluates what python-hcl2 keeps as text, normalizes
+# non-ASCII, nests two labels: those go to python-hcl2, and both readers agree on the rest.
+GO_CASES = [
+    (PLAIN, True),
+    ('name = "n"\npath "x" {\n}\npath "x" {\n  capabilities = ["list",]\n}', True),
+    (
+        '# a "quoted" note\n/* path "z" {\n} */\npath "a#b//c/*" { // "x\n  capabilities = ["read"]\n}',
+        True,
+    ),
+    ('path "{{identity.entity.id}}/*" {\n  capabilities = ["read"]\n}', True),
+    ('path "a" {\n  capabilities = read\n}', False),
+    ('path "a" {\n  capabilities = ["${x}"]\n}', False),
+    ('path "a" {\n  capabilities = [upper("read")]\n}', False),
+    ('path "a" {\n  capabilities = ["read", "list"][0]\n}', False),
+    ('path "a" {\n  capabilities = true ? "read" : "list"\n}', False),
+    ('path "cafe\u0301" {\n  capabilities = ["read"]\n}', False),
+    ('path "a\\"b" {\n  capabilities = ["read"]\n}', False),
+    ('path "a" {\n  capabilities = <<EOT\nread\nEOT\n}', False),
+    ('path "a" {\n  max_wrapping_ttl = 300\n}', False),
+    ('path "x" "y" {\n}', False),
+    ('path = { "a" = { capabilities = ["read"] } }', False),
+    ('path "a" {\n  capabilities = ["read"]', False),
+]
+
+
+@pytest.mark.parametrize(("text", "read_by_hcl"), GO_CASES)
+def test_hcl_reads_plain_policies_and_python_hcl2_the_rest(text: str, read_by_hcl: bool) -> None:
+    assert (acl._go_document(text) is not None) is read_by_hcl
+    _assert_same(text)
+
+
+def test_blocks_read_by_hcl_keep_the_texts_order() -> None:
+    # HCL gives the labels sorted; the rules come back as written.
+    assert [r.pattern for r in parse_acl_policy(PLAIN + "\n", "p")] == ["b/*", "a"]
+    assert acl._go_document(PLAIN) == {
+        "path": [{"b/*": {"capabilities": ["read", "list"]}}, {"a": {"capabilities": []}}]
+    }
+
+
+def test_the_benchmarks_policies_take_hcls_way() -> None:
+    import random
+
+    from benchmarks.access import _policy
+
+    rng = random.Random(1)
+    for _ in range(50):
+        text = _policy(rng, rng.randint(2, 4))
+        assert acl._go_document(text) is not None, text
+
+
+@pytest.mark.slow  # it forks a process
+def test_a_forked_child_does_not_call_into_the_parents_go_runtime() -> None:
+    assert acl._go_loads() is not None
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.write(write, b"python-hcl2" if acl._go_loads() is None else b"hcl")
+            parse_acl_policy('path "forked/x" {\n  capabilities = ["read"]\n}', "p")
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        assert os.read(read, 20) == b"python-hcl2"
+    finally:
+        os.close(read)
+        assert os.waitpid(pid, 0)[1] == 0
+
+
+def test_without_pygohcl_python_hcl2_reads_every_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pygohcl", None)  # import fails, as where it is missing
+    monkeypatch.setattr(acl, "_go_reader", None)
+    assert acl._go_loads() is None and acl._go_document(PLAIN) is None
+    assert parse_hcl(PLAIN) == hcl_document(PLAIN)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" * 40_000,  # one endless word
+        'path "x" { capabilities = ["read"] }\n' + "b" * 40_000,
+        "a = " * 50_000,  # attributes that never get a value
+        '"' * 100_001,
+    ],
+    ids=["word", "policy-then-word", "no-values", "quotes"],
+)
+def test_a_long_malformed_document_is_refused_in_linear_time(text: str) -> None:
+    """A policy body is the caller's text: a reader whose time grows with its square
+    holds the sandbox's one loop for as long as a caller likes (70 kB took 30 s)."""
+    started = time.perf_counter()
+    with pytest.raises(PolicyParseError):
+        parse_hcl(text)
+    assert time.perf_counter() - started < 2.0

@@ -125,7 +125,7 @@ def _target(url: str) -> str:
 def _few_leases(client: SecretsClient) -> None:
     """Revoke the demo's big lease folders (a few leases still show every shape), so
     that a lease view makes tens of requests, not thousands."""
-    folders = Counter(lease.rsplit("/", 1)[0] for lease in client.leases.lease_ids())
+    folders = Counter(lease.rsplit("/", 1)[0] for lease in client.leases.list_lease_ids())
     for folder, count in folders.items():
         if count > 5:
             client.leases.revoke_force(folder)

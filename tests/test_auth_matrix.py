@@ -24,7 +24,7 @@ import pytest
 from starlette.routing import Route
 
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.platform.routes import routes as platform_routes
+from toolkit.sandbox.platform.http.routes import routes as platform_routes
 from toolkit.sandbox.secrets.engines import ENGINES
 from toolkit.sandbox.secrets.http.routes import system_routes
 

@@ -353,7 +353,7 @@ def test_a_lease_key_the_server_lists_cannot_send_the_walk_outside_v1() -> None:
     client = SecretsClient(server.address, token="s.walk-test", retry=RetryPolicy(attempts=1))
     try:
         with pytest.raises(IncompleteAudit, match=r"\.\./\.\./\.\./\.\./auth/token/accessors"):
-            client.leases.lease_ids()
+            client.leases.list_lease_ids()
         targets = [h.split(b" ", 2)[1].decode() for h in server.heads]
         assert targets and all(t.startswith("/v1/sys/leases/lookup/") for t in targets)
         assert not any("accessors" in t for t in targets)
@@ -380,9 +380,9 @@ def test_the_calls_that_take_names_are_derived_from_the_areas(
         "pki.read_cert(serial)",
         "keymgmt.read_distribution(provider)",
         "keymgmt.read_distribution(key)",
-        "organizations.get(name)",
+        "organizations.read(name)",
         "agent_pools.agents_frame(pool_id)",
-        "team_access.get(team_access_id)",
+        "team_access.read(team_access_id)",
         "policy_set_parameters.update(parameter_id)",
     ):
         assert known in names, f"{known} not derived; derived: {sorted(names)}"

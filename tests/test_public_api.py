@@ -78,7 +78,7 @@ def test_a_records_keys_are_offered_by_dir_when_they_read_as_attributes() -> Non
 def test_every_secrets_area_repr_names_its_service_its_address_and_its_calls(
     bao: SecretsClient, demo_sandbox: Sandbox
 ) -> None:
-    areas = _areas(bao, secrets_base.Area)
+    areas = _areas(bao, secrets_base.SecretsArea)
     assert len(areas) >= 12
     for name, area in areas.items():
         text = repr(area)
@@ -105,7 +105,7 @@ def test_an_engines_repr_names_its_mount_also_after_at(bao: SecretsClient) -> No
 def test_every_platform_area_repr_names_the_platform_and_its_calls(
     platform: PlatformClient, demo_sandbox: Sandbox
 ) -> None:
-    areas = _areas(platform, platform_base.Area)
+    areas = _areas(platform, platform_base.PlatformArea)
     assert set(areas) >= {"organizations", "agent_pools", "policy_set_parameters", "team_access"}
     for name, area in areas.items():
         text = repr(area)
@@ -128,7 +128,7 @@ def test_the_lease_summary_is_reachable_from_the_package_and_the_client(
     bao: SecretsClient,
 ) -> None:
     assert toolkit.lease_summary is lease_summary
-    leases = bao.leases.leases_by_mount()
+    leases = bao.leases.leases_by_mount(mounts=["broker/", "ad/"])
     assert len(leases)
     summary = bao.leases.summary(leases)
     pd.testing.assert_frame_equal(summary, lease_summary(leases))

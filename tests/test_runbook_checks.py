@@ -138,10 +138,15 @@ def test_when_allowed_an_incomplete_run_goes_on_and_says_so(
     assert run.coverage_record()["verdict"] == "incomplete"
 
 
-def test_a_frame_without_a_record_leaves_the_run_unproven() -> None:
-    run = _check()
+def test_a_frame_without_a_record_leaves_the_run_unproven_and_stops_it_unless_allowed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(IncompleteAudit, match=r"pools: no coverage record \(unproven\)"):
+        _check().seen(pools=pd.DataFrame({"a": [1]}))
+    run = _check({"allow_incomplete": True})
     run.seen(pools=pd.DataFrame({"a": [1]}))
     assert run.verdict == "unproven" and run.coverage_record()["without_record"] == ["pools"]
+    assert "INCOMPLETE (allowed): pools: no coverage record" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

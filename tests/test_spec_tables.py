@@ -7,6 +7,7 @@ of the spec documents and compare, so that the tables answer to the text.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from collections.abc import Iterator
@@ -15,7 +16,9 @@ from typing import Any
 
 import pytest
 
+import toolkit
 from toolkit._spec import access, certificate_names
+from toolkit._spec.headers import NAMESPACE_HEADERS, TOKEN_HEADERS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -250,3 +253,44 @@ def test_the_policy_reads_exactly_the_role_fields_it_declares():
     certificate_names.check_names(role, ["www.other.test"])
     certificate_names.refusal(role)  # no common name: is one required?
     assert role.asked == set(certificate_names.ROLE_NAME_FIELDS)
+
+
+def _literals_and_names() -> Iterator[tuple[str, str, str]]:
+    """(file, kind, value) for every string constant and every assigned top-level name."""
+    root = Path(toolkit.__file__).parent.parent
+    for folder in ("toolkit", "widgets"):
+        for path in sorted((root / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            where = str(path.relative_to(root))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    yield where, "literal", node.value.lower()
+            for node in tree.body:
+                targets = node.targets if isinstance(node, ast.Assign) else []
+                if isinstance(node, ast.AnnAssign):
+                    targets = [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        yield where, "name", target.id
+            for node in tree.body:
+                if isinstance(node, ast.FunctionDef):
+                    yield where, "function", node.name
+
+
+def test_each_fact_of_the_two_apis_is_written_in_one_place() -> None:
+    # The credential and namespace headers, the lease-id layout, the serial number's
+    # text, the system's lease ttl and the names alias: one copy each, so the client
+    # and the sandbox cannot drift apart.
+    headers = {h.lower() for h in (*TOKEN_HEADERS, *NAMESPACE_HEADERS)}
+    owners = {("literal", h): {"toolkit/_spec/headers.py"} for h in headers} | {
+        ("name", "SYSTEM_MAX_TTL"): {"toolkit/sandbox/secrets/mounts.py"},
+        ("name", "Names"): {"toolkit/secrets/_base.py"},
+        ("name", "PURPOSES"): {"toolkit/_spec/keymgmt.py"},
+        ("function", "split_lease_id"): {"toolkit/_spec/leases.py"},
+        ("function", "format_serial"): {"toolkit/_x509.py"},
+    }
+    found: dict[tuple[str, str], set[str]] = {}
+    for where, kind, value in _literals_and_names():
+        if (kind, value) in owners:
+            found.setdefault((kind, value), set()).add(where)
+    assert found == owners

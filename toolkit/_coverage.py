@@ -38,7 +38,15 @@ from ._errors import (
 
 T = TypeVar("T")
 
-__all__ = ["Coverage", "Gap", "coverage", "coverage_of", "is_gap", "require_complete"]
+__all__ = [
+    "Coverage",
+    "Gap",
+    "carry",
+    "coverage",
+    "coverage_of",
+    "is_gap",
+    "require_complete",
+]
 
 ATTR = "coverage"
 COLUMNS = ("view", "path", "status", "reason")
@@ -135,6 +143,18 @@ class Coverage:
             ],
         )
 
+    @classmethod
+    def merged(cls, view: str, records: Iterable[Coverage]) -> Coverage:
+        """One record for ``view`` holding what each of ``records`` asked, read and
+        could not read (a view built from several reads, or parts put together)."""
+        parts = list(records)
+        return cls(
+            view,
+            asked=list(dict.fromkeys(a for r in parts for a in r.asked)),
+            read=sum(r.read for r in parts),
+            gaps=[g for r in parts for g in r.gaps],
+        )
+
     def attach(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` with this record in ``attrs["coverage"]`` (the frame itself, changed)."""
         frame.attrs[ATTR] = self.as_dict()
@@ -169,6 +189,21 @@ def coverage_of(obj: Any) -> list[Coverage]:
     if isinstance(obj, Iterable) and not isinstance(obj, str | bytes):
         return [c for item in obj for c in coverage_of(item)]
     return []
+
+
+def carry(frame: pd.DataFrame, *sources: Any, view: str) -> pd.DataFrame:
+    """``frame`` (derived from ``sources``: frames, records) with one record for
+    ``view`` merging theirs, so a view built from others keeps what they could not
+    read. A source that carries no record is a gap: nothing proves it whole."""
+    records: list[Coverage] = []
+    for source in sources:
+        found = coverage_of(source)
+        if not found:
+            found = [
+                Coverage(view, gaps=[Gap(view, None, "built from a frame with no coverage record")])
+            ]
+        records.extend(found)
+    return Coverage.merged(view, records).attach(frame)
 
 
 def coverage(*objs: Any) -> pd.DataFrame:

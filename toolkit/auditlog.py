@@ -424,13 +424,18 @@ def unused_frame(
                 )
                 continue
             matched.update({a: h for a, h in hashes.items() if h in logged or a not in matched})
-        tokens_matched = bool(matched) or not accessors
+        # Hashed, but no live accessor's HMAC in the log at all: the join could not see
+        # (another device's key, another server's log), so none is called "never used".
+        seen_in_log = any(h in logged for h in matched.values())
+        tokens_matched = seen_in_log or not accessors
         if not tokens_matched:
-            record.note_gap(
-                "auth/token/accessors",
-                None,
-                "token accessors not matched: the log holds only their HMACs",
+            why = (
+                "no live token accessor's HMAC appears in the log (another audit device's "
+                "key or another server's log?): tokens not called unused"
+                if matched
+                else "token accessors not matched: the log holds only their HMACs"
             )
+            record.note_gap("auth/token/accessors", None, why)
     now = cover.last_time
     rows = []
     for accessor in accessors:

@@ -18,13 +18,18 @@ reads), then kept for the life of the catalog, and of the kernel for
 - ``history.<frame>``: the frames of a history (:mod:`toolkit.history`).
 
 A table that could not be read in part (a PKI mount or an auth mount that
-refused) keeps what it read and lists what it missed in :meth:`Catalog.gaps_frame`;
-a table the catalog does not have is an error naming the ones it has.
+refused, a gap of the view's own completeness record) keeps what it read and lists
+what it missed in :meth:`Catalog.gaps_frame`; an answer that read such a table says
+so itself: ``answer.attrs["coverage"]`` (a :class:`toolkit.Coverage` record over the
+live tables the query read, ``toolkit.coverage(answer)`` shows it) and an
+:class:`IncompleteAnswer` warning naming what was not read. A table the catalog
+does not have is an error naming the ones it has.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,11 +38,17 @@ from typing import Any
 
 import pandas as pd
 
+from ._coverage import Coverage, carry, coverage_of
 from ._errors import APIError, InputError, PermissionDenied
 from .extras import require
 
 require("sql", "SQL over the live views", "duckdb")
-__all__ = ["Catalog", "SECRETS_TABLES", "PLATFORM_TABLES", "sql"]
+__all__ = ["Catalog", "IncompleteAnswer", "SECRETS_TABLES", "PLATFORM_TABLES", "sql"]
+
+
+class IncompleteAnswer(UserWarning):
+    """A query read a table that could not be read whole: the answer may miss rows."""
+
 
 SECRETS_TABLES = (
     "leases",
@@ -59,6 +70,7 @@ class _Read:
     frame: pd.DataFrame
     read_at: datetime
     seconds: float
+    coverage: Coverage
 
 
 class Catalog:
@@ -117,15 +129,32 @@ class Catalog:
             # Some queries (a lateral UNNEST) are bound to be named: fall back to the words.
             words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query.lower()))
             named = words & set(self._loaders)
-        for name in sorted(named):
-            if name in self._loaders and name not in self._read:
+        live = sorted(n for n in named if n in self._loaders)
+        for name in live:
+            if name not in self._read:
                 self._load(name)
         try:
-            return self.con.execute(query).df()
+            answer = self.con.execute(query).df()
         except duckdb.CatalogException as exc:
             raise InputError(
                 f"{str(exc).splitlines()[0]}; the live tables are {', '.join(self.list_tables())}"
             ) from None
+        return self._covered(answer, live)
+
+    def _covered(self, answer: pd.DataFrame, tables: list[str]) -> pd.DataFrame:
+        """``answer`` with one record over the live ``tables`` it read (no more whole
+        than the least whole of them), and a warning naming what they could not read."""
+        record = Coverage.merged("catalog.sql", [self._read[t].coverage for t in tables])
+        record.asked = tables
+        record.read = len(answer)
+        if not record.complete:
+            warnings.warn(
+                f"this answer read tables not read whole: {record.summary()} "
+                "(catalog.gaps_frame() lists them)",
+                IncompleteAnswer,
+                stacklevel=3,
+            )
+        return record.attach(answer)
 
     def refresh(self, name: str | None = None) -> None:
         """Forget what was read (of ``name``, or all): the next query reads it again."""
@@ -167,19 +196,26 @@ class Catalog:
         from .report import _safe_frame
 
         started = time.monotonic()
+        before = len(self._gaps)
         frame = self._loaders[name]()
         walked = time.monotonic() - started  # the API walk alone
-        from ._coverage import coverage_of
-
-        for record in coverage_of(frame):  # what the view itself could not read
-            for gap in record.gaps:
-                status = f"{gap.status} " if gap.status is not None else ""
-                self._gaps.append({"table": name, "part": gap.path, "reason": status + gap.reason})
+        # What the view itself could not read, and what the catalog could not (a mount).
+        caught = self._gaps[before:]
+        found = coverage_of(frame)
+        record = Coverage.merged(f"catalog.{name}", found)
+        record.read = len(frame)
+        if not found:
+            record.note_gap(name, None, "the table's view carries no coverage record")
+        for gap in record.gaps:
+            status = f"{gap.status} " if gap.status is not None else ""
+            self._gaps.append({"table": name, "part": gap.path, "reason": status + gap.reason})
+        for caught_gap in caught:
+            record.note_gap(caught_gap["part"], None, caught_gap["reason"])
         safe = _safe_frame(frame)
         if safe.index.name is not None or isinstance(safe.index, pd.MultiIndex):
             safe = safe.reset_index()
         safe.attrs = {}
-        self._read[name] = _Read(safe, datetime.now(UTC), walked)
+        self._read[name] = _Read(safe, datetime.now(UTC), walked, record)
         self.con.register(name, safe)
 
     def _gap(self, table: str, part: str, exc: Exception) -> None:
@@ -204,9 +240,13 @@ class Catalog:
             rows.append(_mount_row("secrets", path, info))
         for path, info in self._auth_mounts().items():
             rows.append(_mount_row("auth", path, info))
-        return pd.DataFrame(
+        frame = pd.DataFrame(
             rows, columns=["kind", "path", "type", "accessor", "description", "local"]
         ).astype({c: "string" for c in ("kind", "path", "type", "accessor", "description")})
+        # Two reads, each whole or raised.
+        cov = Coverage("catalog.mounts", asked=["sys/mounts", "sys/auth"])
+        cov.note_read(len(frame))
+        return cov.attach(frame)
 
     def _auth_mounts(self) -> dict[str, dict[str, Any]]:
         from .secrets._base import unwrap
@@ -233,7 +273,10 @@ class Catalog:
                 for n in names
             ]  # fmt: skip
         columns = ["mount", "method", "kind", "name", "mount_accessor"]
-        return pd.DataFrame(rows, columns=columns, dtype="string")
+        # A mount whose roles could not be listed is a gap the catalog noted (_gap).
+        cov = Coverage("catalog.auth_roles", asked=["sys/auth"])
+        cov.note_read(len(rows))
+        return cov.attach(pd.DataFrame(rows, columns=columns, dtype="string"))
 
     def _certificates(self) -> pd.DataFrame:
         parts = []
@@ -247,8 +290,11 @@ class Catalog:
                 continue
             parts.append(frame.reset_index().assign(mount=path))
         if not parts:
-            return pd.DataFrame({"mount": pd.Series(dtype="string")})
-        return pd.concat(parts, ignore_index=True)
+            return Coverage("pki.certificates_frame").attach(
+                pd.DataFrame({"mount": pd.Series(dtype="string")})
+            )
+        # pd.concat keeps attributes only when every part's are equal: merge them.
+        return carry(pd.concat(parts, ignore_index=True), *parts, view="pki.certificates_frame")
 
     def _agents(self) -> pd.DataFrame:
         return self.platform.agent_pools.all_agents(self.organization)
@@ -265,9 +311,13 @@ class Catalog:
         for set_id in sets.index:
             frame = self.platform.policy_set_parameters.parameters_frame(set_id)
             parts.append(frame.reset_index().assign(policy_set_id=set_id))
+        view = "policy_set_parameters.parameters_frame"
         if not parts:
-            return pd.DataFrame({"policy_set_id": pd.Series(dtype="string")})
-        return pd.concat(parts, ignore_index=True)
+            return carry(
+                pd.DataFrame({"policy_set_id": pd.Series(dtype="string")}), sets, view=view
+            )
+        # pd.concat keeps attributes only when every part's are equal: merge them.
+        return carry(pd.concat(parts, ignore_index=True), sets, *parts, view=view)
 
 
 def _mount_row(kind: str, path: str, info: dict[str, Any]) -> dict[str, Any]:

@@ -335,16 +335,21 @@ class Run:
         A view that could not read everything makes this raise
         :class:`IncompleteAudit` (one line naming what it could not read) unless
         the run allows incomplete audits, when it prints that line and goes on. A
-        frame that carries no coverage record is noted as unproven.
+        frame that carries no coverage record proves nothing whole: it is noted as
+        unproven and stops the run the same way (a fleet reports an unproven run
+        incomplete).
         """
         fresh: list[Coverage] = []
+        unrecorded: list[str] = []
         for label, frame in frames.items():
             found = coverage_of(frame)
             if not found:
-                self.unrecorded.append(label)
+                unrecorded.append(label)
             fresh.extend(found)
         self.records.extend(fresh)
+        self.unrecorded.extend(unrecorded)
         missing = [c.summary() for c in fresh if not c.complete]
+        missing += [f"{label}: no coverage record (unproven)" for label in unrecorded]
         if missing:
             line = "; ".join(missing)
             if not self.allow_incomplete:

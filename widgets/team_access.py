@@ -131,7 +131,7 @@ class TeamAccessForm(Form):
                 record = self.client.team_access.update(existing["id"], access=level, **permissions)
                 done = "Updated"
             else:
-                record = self.client.team_access.add(workspace_id, team_id, level, **permissions)
+                record = self.client.team_access.create(workspace_id, team_id, level, **permissions)
                 done = "Added"
         except ToolkitError as exc:
             self.show_error(exc)

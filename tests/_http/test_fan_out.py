@@ -94,6 +94,7 @@ def test_leaving_the_iteration_early_sends_no_more(demo_sandbox: Sandbox):
     assert len(seen) == count + 1
 
 
+@pytest.mark.slow  # it waits out the sandbox's rate-limit windows, a second each
 def test_a_429_in_the_middle_is_waited_out_and_every_call_answered():
     with Sandbox(demo=True, rate_limit=30) as sandbox:
         http = platform_layer(
@@ -112,6 +113,7 @@ def test_a_429_in_the_middle_is_waited_out_and_every_call_answered():
     assert elapsed >= 1.5
 
 
+@pytest.mark.slow  # it waits out the sandbox's rate-limit windows, a second each
 def test_a_long_fan_out_against_the_rate_limit_gets_every_answer_with_default_retries():
     """Far more calls than the limit allows a second, eight in flight at first: the
     fan-out narrows after a 429 instead of exhausting any call's retries."""
@@ -131,11 +133,11 @@ def test_bulk_views_pause_the_collector_and_leave_it_as_they_found_it(sandbox: S
     paused: list[bool] = []
     with SecretsClient(sandbox.address, sandbox.token) as client:
         client.http.response_hooks.append(lambda r: paused.append(gc.isenabled()))
-        frame = client.leases.leases_by_mount()
+        frame = client.leases.leases_by_mount(mounts=["broker/"])
         assert gc.isenabled()
         gc.disable()
         try:
-            client.leases.leases_by_mount()
+            client.leases.leases_by_mount(mounts=["broker/"])
             assert not gc.isenabled()
         finally:
             gc.enable()

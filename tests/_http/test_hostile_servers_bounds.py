@@ -555,14 +555,14 @@ def test_a_call_handed_to_the_loop_as_close_stops_it_ends_at_once(serve, what):
     """The narrow window of the race above, held open: the caller has taken the
     loop, another thread closes the client (its loop stops), then the caller hands
     its call over. The loop will never run it; the call must still end, at once."""
-    from toolkit._http.engine import Engine
+    from toolkit._http.transport import Transport
 
     server = serve(keep_answering)
     http = layer(server.address, timeout=5)
     http.request("GET", "/warm")
     taken, closed = threading.Event(), threading.Event()
 
-    class HeldHandOver(Engine):  # widens the window only; the code under test is Engine's
+    class HeldHandOver(Transport):  # widens the window only; the code under test is Transport's
         def loop(self):  # type: ignore[no-untyped-def]
             loop = super().loop()
             if threading.current_thread().name == "caller":

@@ -17,7 +17,7 @@ from tests._http.test_hostile_servers import TOKEN, keep_answering, layer, serve
 from tests._http.test_hostile_servers_bounds import exit_code
 from tests._sockets import Peer, answer
 from toolkit import ConfigurationError, OutcomeUnknown, ProtocolError, Redirected, TimeoutError
-from toolkit._http import engine as engine_module
+from toolkit._http import transport as transport_module
 from toolkit.secrets.standby import FollowStandby
 
 __all__ = ["serve", "tls"]  # the scripted servers' fixture, shared with the first round
@@ -161,7 +161,7 @@ def test_what_a_forked_child_drops_of_the_parents_engine_says_nothing_on_its_con
     if pid == 0:  # the child: lets go of what the parent's engine left, as its end would
         code = 1
         try:
-            engine_module._ORPHANS.clear()
+            transport_module._ORPHANS.clear()
             gc.collect()
             code = 0
         finally:

@@ -34,7 +34,7 @@ from toolkit import (
     Unprocessable,
 )
 from toolkit._http import HTTPLayer
-from toolkit._http.engine import DeadlineWatch
+from toolkit._http.transport import DeadlineWatch
 from toolkit.sandbox._server import BackgroundServer
 
 FAST = RetryPolicy(attempts=4, backoff=0.01, max_pause=1.0)

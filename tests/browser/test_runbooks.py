@@ -23,6 +23,18 @@ from tests.browser._page import (
 
 RUNBOOKS = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+# The index of the first code cell whose outputs hold a picture (-1: none).
+FIRST_CHART = """() => {
+  const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+  for (let i = 0; i < cells.length; i++) {
+    const outputs = cells.get(i).outputs;
+    if (!outputs) continue;
+    for (let j = 0; j < outputs.length; j++) {
+      if ((outputs.get(j).data || {})["image/png"]) return i;
+    }
+  }
+  return -1;
+}"""
 
 
 def widget_outputs(cell_outputs: list[dict[str, Any]]) -> int:
@@ -62,7 +74,17 @@ def test_a_runbook_runs_in_jupyterlab_without_errors_and_its_widgets_render(
     assert cut_labels(page) == []
     shown = output_text(page)
     assert not WIDGET_AS_TEXT.search(shown), WIDGET_AS_TEXT.search(shown)
-    charts = page.locator(".jp-RenderedImage img")
-    if charts.count():  # the end state worth a look: the runbook's first chart
-        focus_on(page, charts.first)
+    # The end state worth a look: the runbook's first chart. JupyterLab keeps only the
+    # cells near the view in the page, so the notebook is first scrolled to that cell.
+    first_chart = page.evaluate(FIRST_CHART)
+    if first_chart >= 0:
+        page.evaluate(
+            "i => window.jupyterapp.shell.currentWidget.content.scrollToItem(i, 'center')",
+            first_chart,
+        )
+        chart = page.locator(".jp-RenderedImage img").first
+        chart.wait_for(timeout=10_000)
+        focus_on(page, chart)
+        # Whole, mid-picture, the cell that drew it above (not cut at the bottom edge).
+        chart.evaluate("e => e.scrollIntoView({block: 'center'})")
     screenshot(page, f"runbook-{Path(name).stem}")

@@ -436,6 +436,7 @@ def test_pytfe_names_the_policy_mocks_permission_sentinel_mocks(
 # -- rate limit ------------------------------------------------------------------
 
 
+@pytest.mark.slow  # it waits out the sandbox's rate-limit windows, a second each
 def test_pytfe_waits_out_the_rate_limit_and_gets_every_page(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -433,6 +433,34 @@ token_env = "FLEET_TEST_GOOD"
     assert index.index("class='incomplete'") < index.index("class='skipped'")
 
 
+# The same runbook, its view's frame carrying no coverage record: nothing proves it whole.
+UNPROVEN = [
+    GAPPED[0],
+    "import os, pandas as pd, toolkit\n"
+    "client = toolkit.SecretsClient(token=os.environ[token_env])\n"
+    "leases = pd.DataFrame({'lease_id': ['a']})",
+    "run.seen(leases=leases)",
+    GAPPED[3],
+]
+
+
+def test_a_run_whose_views_prove_nothing_whole_is_incomplete_not_passed(
+    demo_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLEET_TEST_GOOD", demo_sandbox.token)
+    probe = _probe(tmp_path, "secrets", UNPROVEN, GAPPED_PARAMETERS)
+    (target,) = parse_targets(
+        f'[[target]]\nname="unproven"\nkind="secrets"\naddress="{demo_sandbox.address}"\n'
+        'token_env="FLEET_TEST_GOOD"\nparameters = { allow_incomplete = true }\n'
+    )
+    # Allowed to finish (unallowed, run.seen stops it), it must still not read as passed.
+    run = run_fleet(probe, [target], tmp_path / "o", show_progress=False)
+    (saved,) = run.results
+    assert saved["summary"]["coverage"] == "unproven"
+    assert (saved["status"], run.exit_status) == ("incomplete", 2)
+    assert "no coverage record" in saved["error"]
+
+
 def test_a_misspelt_parameter_in_the_targets_file_is_refused_before_anything_starts(
     tmp_path: Path,
 ) -> None:
@@ -483,18 +511,25 @@ def test_the_targets_file_keys_are_in_the_help(capsys: pytest.CaptureFixture[str
         assert key in text
 
 
+def lease_audit_in_a_mistyped_namespace(address: str, token_env: str, out: Path) -> str:
+    """The lease audit run by the fleet on ``address`` in the namespace ``nope/``: it
+    must fail or be incomplete, never pass; the one line it gives."""
+    (target,) = parse_targets(
+        f'[[target]]\nname="typo"\nkind="secrets"\naddress="{address}"\n'
+        f'token_env="{token_env}"\nnamespace="nope/"\n'
+    )
+    run = run_fleet(NOTEBOOKS / "05_lease_audit.ipynb", [target], out, show_progress=False)
+    (result,) = run.results
+    assert result["status"] in ("failed", "incomplete"), result
+    assert run.exit_status != 0 and "\n" not in result["error"]
+    return str(result["error"])
+
+
 def test_a_target_with_a_mistyped_namespace_is_never_passed(
     demo_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FLEET_TEST_GOOD", demo_sandbox.token)
-    (target,) = parse_targets(
-        f'[[target]]\nname="typo"\nkind="secrets"\naddress="{demo_sandbox.address}"\n'
-        'token_env="FLEET_TEST_GOOD"\nnamespace="nope/"\n'
+    error = lease_audit_in_a_mistyped_namespace(
+        demo_sandbox.address, "FLEET_TEST_GOOD", tmp_path / "o"
     )
-    run = run_fleet(
-        NOTEBOOKS / "05_lease_audit.ipynb", [target], tmp_path / "o", show_progress=False
-    )
-    (result,) = run.results
-    assert result["status"] in ("failed", "incomplete"), result
-    assert "namespace not found" in result["error"] or "nope" in result["error"]
-    assert run.exit_status != 0
+    assert "namespace not found" in error or "nope" in error

@@ -18,7 +18,7 @@ def test_capacity_per_pool_counts_what_holds_capacity_and_projects_the_run_out(
 ) -> None:
     platform = empty_sandbox.platform
     platform.add_organization("cap")
-    platform.pool_store.limit = 2
+    platform.pool_limit = 2
     busy_pool = platform.add_pool("cap", "busy-pool")
     quiet_pool = platform.add_pool("cap", "quiet-pool")
     now = empty_sandbox.clock.now()

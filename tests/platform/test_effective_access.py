@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pandas as pd
 import pytest
 
-from toolkit import PlatformClient
+from toolkit import NotFound, PlatformClient
 from toolkit._frames import build_frame
 from toolkit._spec.access import IMPLIED_PERMISSIONS
 from toolkit.platform.team_access import (
@@ -125,13 +126,15 @@ def test_no_grants_is_an_empty_frame_with_the_columns() -> None:
 
 @pytest.fixture
 def platform(empty_sandbox: Sandbox) -> Iterator[PlatformClient]:
+    """Organization ``o``: owners, ``ops`` (manage-workspaces over a read record) and
+    ``ci`` (custom, plan), whose member holds ``o-member-token``; the owner's client."""
     service = empty_sandbox.platform
     service.add_organization("o", token="o-org-token")
     ws = service.add_workspace("o", "w1")
     service.add_team("o", "owners", owners=True, members=["o-owner-token"])
     ops = service.add_team("o", "ops", organization_access=["manage-workspaces"])
     service.add_team_access(ws, ops, "read")
-    ci = service.add_team("o", "ci")
+    ci = service.add_team("o", "ci", members=["o-member-token"])
     service.add_team_access(ws, ci, "custom", runs="plan")
     with PlatformClient(empty_sandbox.address, "o-owner-token") as client:
         yield client
@@ -149,3 +152,40 @@ def test_effective_access_on_the_sandbox_names_manage_workspaces_over_a_read_rec
     record = frame.attrs["coverage"]
     assert not record["complete"]
     assert "no users relationship" in record["gaps"][0]["reason"]
+
+
+def test_effective_access_goes_across_organizations_as_the_other_views_do(
+    platform: PlatformClient,
+) -> None:
+    # A name the caller gives that does not exist is an error naming it (issue 23), not a
+    # problem row; an organization that refuses, or one listed and gone, is a row.
+    with pytest.raises(NotFound, match="organization 'nope' not found"):
+        platform.team_access.effective_access(["o", "nope"])
+    frame = platform.team_access.effective_access(["o"])
+    assert list(frame.columns[:1]) == ["organization"] and frame.columns[-1] == "problem"
+    assert set(frame["organization"]) == {"o"} and frame["problem"].isna().all()
+    matrix = platform.team_access.effective_access_matrix()
+    assert matrix.loc[("o", "w1"), "ops"] == "admin"
+    assert set(matrix.index.get_level_values("organization")) == {"o"}
+    assert matrix.attrs["coverage"]["view"] == "team_access.effective_access_matrix"
+
+
+def test_a_members_partial_view_of_the_grants_is_a_gap_not_a_whole_answer(
+    platform: PlatformClient, empty_sandbox: Sandbox
+) -> None:
+    with PlatformClient(empty_sandbox.address, "o-member-token") as member:
+        frame = member.team_access.effective_access("o", users=False)
+    assert "ci" in set(frame["holder"])  # its own team's grant, and only part of the rest
+    reasons = [g["reason"] for g in frame.attrs["coverage"]["gaps"]]
+    assert any("not visible to this token" in r for r in reasons), reasons
+
+
+def test_the_findings_and_the_matrix_read_an_across_frame_with_a_problem_row(
+    platform: PlatformClient,
+) -> None:
+    read = platform.team_access.effective_access(["o"], users=False)
+    gone = pd.DataFrame({"organization": ["gone"], "problem": ["organization gone: not found"]})
+    frame = pd.concat([read, gone], ignore_index=True)
+    findings = effective_access_findings(frame)
+    assert "o/w1: ops" in set(findings["object"])
+    assert effective_access_matrix(frame).loc[("o", "w1"), "ops"] == "admin"

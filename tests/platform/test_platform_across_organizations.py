@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pandas as pd
 import pytest
 
-from toolkit import InputError, PlatformClient
+from toolkit import InputError, NotFound, PlatformClient
 from toolkit._coverage import coverage_of
 from toolkit._spec.access import AGENT_STATUSES
 from toolkit.sandbox import Sandbox
@@ -105,13 +105,31 @@ def test_agents_by_status_across_organizations_shows_only_what_the_token_sees(de
     assert set(seen["organization"]) == {"acme"}
 
 
-def test_an_organization_the_token_may_not_read_is_a_problem_row_not_an_error(demo_sandbox):
+def test_an_organization_the_caller_names_that_this_token_cannot_see_is_an_error(demo_sandbox):
+    # The service answers 404 alike for a missing organization and one not visible: a
+    # name the caller gave is checked first, and a wrong one is an error naming it.
     with PlatformClient(demo_sandbox.address, "demo-org-acme") as acme:
-        seen = acme.organizations.across(acme.agent_pools.agents_by_status, ["acme", "globex"])
+        with pytest.raises(NotFound, match="organization 'globex' not found, or not visible"):
+            acme.organizations.across(acme.agent_pools.agents_by_status, ["acme", "globex"])
+        with pytest.raises(NotFound, match="organization 'acmex'"):
+            acme.organizations.across(acme.agent_pools.agents_by_status, ["acmex"])
+
+
+def test_a_listed_organization_that_cannot_be_read_is_a_problem_row_and_a_gap(demo_sandbox):
+    # Discovered by listing, then not readable (gone since, here by the call's own 404):
+    # a row saying so and a gap, and the others go on.
+    with PlatformClient(demo_sandbox.address, demo_sandbox.token) as client:
+
+        def counts(organization):
+            gone = organization == "globex"
+            return client.agent_pools.agents_by_status("globex-gone" if gone else organization)
+
+        seen = client.organizations.across(counts)
     problems = seen[seen["problem"].notna()]
     assert list(problems["organization"]) == ["globex"]
-    assert seen[seen["organization"] == "acme"]["problem"].isna().all()
     assert len(seen[seen["organization"] == "acme"]) > 0
+    (record,) = coverage_of(seen)
+    assert [g.path for g in record.gaps] == ["organizations/globex"]
 
 
 def test_agents_by_status_across_organizations_counts_agents_past_the_first_page(sandbox):
@@ -323,11 +341,3 @@ def test_an_organization_without_problems_has_no_findings(empty_sandbox):
     with PlatformClient(empty_sandbox.address, empty_sandbox.token) as client:
         found = client.team_access.findings()
     assert found.empty and list(found.columns) == ["severity", "area", "object", "reason"]
-
-
-def test_a_refused_organization_is_a_gap_in_the_coverage_of_across(demo_sandbox):
-    with PlatformClient(demo_sandbox.address, "demo-org-acme") as acme:
-        seen = acme.organizations.across(acme.agent_pools.agents_by_status, ["acme", "globex"])
-    (record,) = coverage_of(seen)
-    assert not record.complete
-    assert [g.path for g in record.gaps] == ["organizations/globex"]

@@ -72,6 +72,19 @@ def test_agents_by_status_counts_every_status_per_pool(reader):
     assert int(row["total"]) == 7
 
 
+def test_the_agent_views_ask_what_the_token_sees_once(demo_sandbox: Sandbox):
+    """The pools frame already records whether the token sees every pool: the agent
+    views built on it do not read the organization a second time."""
+    with PlatformClient(demo_sandbox.address, demo_sandbox.token) as client:
+        paths: list[str] = []
+        client.http.response_hooks.append(lambda r: paths.append(str(r.url)))
+        for view in (client.agent_pools.agents_by_status, client.agent_pools.all_agents):
+            paths.clear()
+            frame = view("acme")
+            assert frame.attrs["coverage"]["gaps"] == []
+            assert sum(p.endswith("/api/v2/organizations/acme") for p in paths) == 1, paths
+
+
 def test_stale_agents_are_judged_against_the_servers_clock(reader):
     stale = reader.agent_pools.stale_agents("acme", older_than=timedelta(minutes=10))
     assert set(stale["name"]) == {"runner-04", "runner-05", "runner-06", "runner-07"}
@@ -104,7 +117,7 @@ def test_create_update_and_delete_a_pool(client):
     assert (updated.name, updated.organization_scoped) == ("initech-runners-2", True)
     client.agent_pools.delete(pool.id)
     with pytest.raises(NotFound):
-        client.agent_pools.get(pool.id)
+        client.agent_pools.read(pool.id)
 
 
 def test_a_second_pool_is_refused_with_the_servers_reason(client):
@@ -128,7 +141,7 @@ def test_pool_list_filters_by_query_and_allowed_workspace(reader):
 
 
 def test_pool_get_can_include_the_workspaces_that_use_it(reader):
-    pool = reader.agent_pools.get(pool_of(reader, "acme"), include_workspaces=True)
+    pool = reader.agent_pools.read(pool_of(reader, "acme"), include_workspaces=True)
     assert sorted(w["name"] for w in pool.workspaces) == ["billing-api", "web-backend"]
 
 
@@ -161,7 +174,7 @@ def test_deleting_an_idle_agent_is_a_precondition_failure(client):
     idle = agents.index[agents["status"] == "idle"][0]
     with pytest.raises(PreconditionFailed):
         client.agent_pools.delete_agent(idle)
-    assert client.agent_pools.agent(idle).status == "idle"
+    assert client.agent_pools.read_agent(idle).status == "idle"
 
 
 def test_agent_cleanup_dry_run_changes_nothing_and_says_what_it_would_do(client):
@@ -236,7 +249,7 @@ def test_the_styled_matrix_renders_colours_per_level(reader):
 
 def test_custom_permissions_with_a_non_custom_level_are_refused_before_sending(client):
     with pytest.raises(InputError, match="custom"):
-        client.team_access.add("ws-x", "team-x", "read", runs="apply")
+        client.team_access.create("ws-x", "team-x", "read", runs="apply")
 
 
 def test_adding_and_updating_team_access_reports_implied_permissions(client):
@@ -244,7 +257,7 @@ def test_adding_and_updating_team_access_reports_implied_permissions(client):
     teams = client.organizations.teams_frame("acme")
     networking = ws.index[ws["name"] == "networking"][0]
     readers = teams.index[teams["name"] == "readers"][0]
-    record = client.team_access.add(networking, readers, "plan")
+    record = client.team_access.create(networking, readers, "plan")
     assert record.runs == IMPLIED_PERMISSIONS["plan"]["runs"]
     record = client.team_access.update(record.id, access="custom", runs="apply", run_tasks=True)
     assert (record.access, record.runs, record.run_tasks, record.variables) == (
@@ -254,8 +267,8 @@ def test_adding_and_updating_team_access_reports_implied_permissions(client):
         "none",
     )
     with pytest.raises(Unprocessable):
-        client.team_access.add(networking, readers, "read")
-    client.team_access.remove(record.id)
+        client.team_access.create(networking, readers, "read")
+    client.team_access.delete(record.id)
     assert record.id not in client.team_access.access_frame(networking).index
 
 
@@ -298,6 +311,7 @@ def test_a_bad_token_is_unauthorized(demo_sandbox):
         PlatformClient(demo_sandbox.address, "not-a-token").organizations.organizations_frame()
 
 
+@pytest.mark.slow  # it waits out the sandbox's rate-limit windows, a second each
 def test_the_client_backs_off_when_the_sandbox_rate_limits_it():
     with Sandbox(rate_limit=5) as limited:
         client = PlatformClient(
@@ -305,7 +319,7 @@ def test_the_client_backs_off_when_the_sandbox_rate_limits_it():
         )
         started = time.monotonic()
         for _ in range(12):
-            assert client.organizations.get("acme")["name"] == "acme"
+            assert client.organizations.read("acme")["name"] == "acme"
         elapsed = time.monotonic() - started
     # The limit bit (the sandbox answered 429s), and every one was waited out: 12
     # requests at 5 a second take at least two fresh windows, whatever the retries.

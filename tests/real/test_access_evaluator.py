@@ -297,10 +297,25 @@ def test_who_can_names_exactly_the_principals_whose_logins_hold_the_capability(
         _ok(http.post(f"auth/{approle}/role/ci", json={"token_policies": ["w-writers"]}))
         # Every method whose configuration names policies: JWT, Kubernetes and cert roles,
         # identity groups (inherited by their member entities).
-        jwt_mount, k8s_mount, cert_mount = (
-            f"{k}-{uuid.uuid4().hex[:6]}" for k in ("jwt", "k8s", "cert")
+        jwt_mount, k8s_mount, cert_mount, oidc_mount = (
+            f"{k}-{uuid.uuid4().hex[:6]}" for k in ("jwt", "k8s", "cert", "oidc")
         )
         _ok(http.post(f"sys/auth/{jwt_mount}", json={"type": "jwt"}))
+        # OIDC roles need no live provider to be written (its discovery URL is the
+        # mount's config, left unset): one on an oidc mount, one on the jwt mount.
+        _ok(http.post(f"sys/auth/{oidc_mount}", json={"type": "oidc"}))
+        for role_mount, role in ((oidc_mount, "web"), (jwt_mount, "browser")):
+            _ok(
+                http.post(
+                    f"auth/{role_mount}/role/{role}",
+                    json={
+                        "role_type": "oidc",
+                        "user_claim": "sub",
+                        "allowed_redirect_uris": ["http://localhost:8250/oidc/callback"],
+                        "token_policies": ["w-writers"],
+                    },
+                )
+            )
         _ok(http.post(f"sys/auth/{k8s_mount}", json={"type": "kubernetes"}))
         _ok(http.post(f"sys/auth/{cert_mount}", json={"type": "cert"}))
         _ok(
@@ -368,6 +383,8 @@ def test_who_can_names_exactly_the_principals_whose_logins_hold_the_capability(
         writers = client.access.who_can("update", "app/data/team/x")
         kinds = dict(zip(writers.index, writers["kind"], strict=True))
         assert kinds[f"auth/{jwt_mount}/role/deployer"] == "jwt_role"
+        assert kinds[f"auth/{oidc_mount}/role/web"] == "oidc_role"
+        assert kinds[f"auth/{jwt_mount}/role/browser"] == "oidc_role"
         assert kinds[f"auth/{cert_mount}/certs/ops-cert"] == "cert_role"
         assert kinds[f"identity/group/name/{group_name}"] == "group"
         # The entity inherits its group's policy, and so does the user aliased to it.

@@ -138,3 +138,17 @@ def test_without_sudo_on_sys_audit_nor_a_device_the_tokens_are_not_called_unused
         assert "needs update there" in refused["reason"]
     roles = usage[usage["kind"] == "approle role"].set_index("name")
     assert roles.loc["dormant", "state"] == "never used since the log begins"
+
+
+def test_a_log_where_no_live_accessor_hash_appears_is_a_gap_not_never_used(
+    hashed: OpenBao, used: dict[str, str]
+) -> None:
+    # The log another OpenBao wrote (its own HMAC key): this server's accessors hash fine,
+    # and none of those hashes is in it. The join could not see; nobody is "never used".
+    other = Path(__file__).resolve().parents[1] / "data" / "openbao-2.7.2-audit.log"
+    with SecretsClient(hashed.address, hashed.token) as client:
+        usage = auditlog.unused_frame(auditlog.open(other), client, devices=[AUDIT_DEVICE])
+    tokens = usage[usage["kind"] == "token"]
+    assert len(tokens) >= 4 and set(tokens["state"]) == {"not matched"}
+    (gap,) = usage.attrs["coverage"]["gaps"]
+    assert gap["path"] == "auth/token/accessors" and "no live token accessor" in gap["reason"]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.fleet.test_fleet import lease_audit_in_a_mistyped_namespace
 from tests.sandbox._process import address_of, start
 from tests.servers.openbao import OpenBao
 from toolkit.fleet import parse_targets, run_fleet
@@ -146,3 +147,11 @@ def test_the_command_hands_a_fleet_to_a_dask_scheduler_by_address(
     assert done.returncode == 0, done.stderr[-2000:]
     assert "0 failed, 0 incomplete, 2 passed, 0 skipped" in done.stdout
     assert (tmp_path / "out" / "index.html").is_file()
+
+
+def test_an_openbao_target_with_a_mistyped_namespace_is_never_passed(
+    bao: OpenBao, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLEET_BAO_TOKEN", bao.token)
+    error = lease_audit_in_a_mistyped_namespace(bao.address, "FLEET_BAO_TOKEN", tmp_path / "o")
+    assert "namespace 'nope'" in error, error

@@ -100,3 +100,17 @@ def test_deleting_a_namespace_with_children_is_refused_on_openbao(tree: SecretsC
     with pytest.raises(APIError, match="child namespaces"):
         tree.namespaces.delete("ns-a")
     assert "ns-a/ns-b/ns-c/" in tree.namespaces.list_all()
+
+
+def test_a_namespace_the_caller_names_that_does_not_exist_is_an_error_on_openbao(
+    tree: SecretsClient,
+) -> None:
+    import toolkit
+
+    with pytest.raises(toolkit.NamespaceNotFound, match="ns-x"):
+        tree.namespaces.across(lambda c: c.policies.policies_frame(), ["ns-a", "ns-x"])
+    whole = tree.namespaces.across(lambda c: c.policies.policies_frame(), ["ns-a", "ns-z"])
+    assert toolkit.coverage(whole).attrs["complete"] and set(whole["namespace"]) == {
+        "ns-a/",
+        "ns-z/",
+    }

@@ -284,13 +284,13 @@ def test_a_bulk_revoke_through_nginx_revokes_each_lease_once_like_a_direct_one(
     _seed.tokens(front.bao, role, 60)
     prefix = f"auth/token/create/{role}/"
     with front.client() as proxied, front.direct() as direct:
-        ids = sorted(proxied.leases.lease_ids(prefix))
+        ids = sorted(proxied.leases.list_lease_ids(prefix))
         assert len(ids) == 60
         through = proxied.leases.revoke_leases(ids[:30], dry_run=False, show_progress=False)
         straight = direct.leases.revoke_leases(ids[30:], dry_run=False, show_progress=False)
         assert set(through["action"]) == set(straight["action"]) == {"revoked"}
         assert list(through.columns) == list(straight.columns)
-        assert direct.leases.lease_ids(prefix) == []
+        assert direct.leases.list_lease_ids(prefix) == []
     revokes = Counter(
         r.body.get("lease_id")
         for r in front.bao.audit_records()
@@ -383,7 +383,7 @@ def test_reads_go_to_the_second_upstream_when_the_first_dies_and_no_post_arrives
 ) -> None:
     names = marked("next-upstream", 80)
     with front.direct() as direct:
-        ids = direct.leases.lease_ids(audit_leases)
+        ids = direct.leases.list_lease_ids(audit_leases)
     first = len(front.nginx.access_records())
     with front.client() as client, ThreadPoolExecutor(2) as runner:
         # Dies as the 20th token create's answer comes back: that write was applied and

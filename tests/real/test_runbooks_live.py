@@ -493,6 +493,24 @@ def test_a_token_without_sudo_stops_the_lease_audit_on_openbao(
     assert "403" in line and "sys/leases/lookup" in line
 
 
+@pytest.mark.parametrize("allowed", [False, True])
+def test_a_token_without_sudo_is_never_a_clean_token_audit_on_openbao(
+    allowed: bool, own_bao: OpenBao, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Listing accessors needs sudo: the policy review's token view files that as a gap.
+    with SecretsClient(own_bao.address, own_bao.token) as client:
+        client.policies.write("acl", "all-but-sudo", NO_SUDO)
+        token = client.tokens.create(["all-but-sudo"], "1h")["client_token"].reveal()
+    monkeypatch.setenv("VAULT_TOKEN", token)
+    if not allowed:
+        line = _stopped("06_policy_review.ipynb", tmp_path, token)
+        assert line.startswith("IncompleteAudit") and "auth/token/accessors" in line
+        return
+    _live_run("06_policy_review.ipynb", tmp_path, token, allow_incomplete=True)
+    header = json.loads((tmp_path / "evidence" / "06_policy_review.header.json").read_text())
+    assert header["coverage"]["verdict"] == "incomplete"
+
+
 def test_a_mount_that_does_not_exist_stops_the_certificate_audit_on_openbao(
     own_bao: OpenBao, tmp_path: Path
 ) -> None:

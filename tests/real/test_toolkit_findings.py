@@ -122,7 +122,7 @@ def test_real_lease_counts_come_per_role_for_engines_and_per_mount_for_auth(
     auth = counts[counts["kind"] == "auth"]
     tokens = auth[auth["mount"] == "auth/token/"]
     assert list(tokens["role"]) == [""]
-    assert int(tokens["count"].iloc[0]) == len(bao_client.leases.lease_ids("auth/token/"))
+    assert int(tokens["count"].iloc[0]) == len(bao_client.leases.list_lease_ids("auth/token/"))
     assert (auth["role"] == "").all() and auth["mount"].is_unique
 
     found = lease_count_findings(counts, threshold=11)
@@ -146,7 +146,7 @@ def test_real_soon_expiring_leases_are_told_apart_and_revoked_at_a_rate(
     done = bao_client.leases.revoke_in_batches(sorted(soon), rate=20, batch_size=2, dry_run=False)
     assert time.monotonic() - started >= 4 / 20
     assert set(done["action"]) == {"revoked"}
-    assert not soon & set(bao_client.leases.lease_ids("auth/token/create/f-soon/"))
+    assert not soon & set(bao_client.leases.list_lease_ids("auth/token/create/f-soon/"))
 
 
 # -- engines --------------------------------------------------------------------------

@@ -99,7 +99,7 @@ def test_the_whole_tree_and_a_prefix_give_the_same_leases(
     under = bao_client.leases.leases_by_mount(prefix=PREFIX)
     assert set(under.index) <= set(everything.index)
     assert set(under.index) == set(everything.index[everything.index.str.startswith(PREFIX)])
-    ids = bao_client.leases.lease_ids(PREFIX)
+    ids = bao_client.leases.list_lease_ids(PREFIX)
     assert sorted(ids) == sorted(under.index)
     assert set(bao_client.leases.list_leases("auth/token/create")) >= {f"{ROLE}/"}
 
@@ -154,7 +154,7 @@ def test_bulk_renew_and_revoke_report_each_lease_and_a_dry_run_sends_nothing(
 ) -> None:
     prefix, credentials = few_credentials
     users = [c["data"]["username"] for c in credentials]
-    ids = bao_client.leases.lease_ids(prefix)
+    ids = bao_client.leases.list_lease_ids(prefix)
     assert sorted(ids) == sorted(c["lease_id"] for c in credentials)
     dry = bao_client.leases.revoke_leases(ids)
     assert list(dry.columns) == ["action", "detail"]
@@ -169,7 +169,7 @@ def test_bulk_renew_and_revoke_report_each_lease_and_a_dry_run_sends_nothing(
         [*ids[:3], unknown], dry_run=False, show_progress=False
     )
     assert set(revoked["action"]) == {"revoked"}  # revoking an unknown lease is a no-op
-    assert sorted(bao_client.leases.lease_ids(prefix)) == sorted(ids[3:])
+    assert sorted(bao_client.leases.list_lease_ids(prefix)) == sorted(ids[3:])
     # Revoking a credential's lease drops its PostgreSQL user.
     gone = {c["data"]["username"] for c in credentials if c["lease_id"] in ids[:3]}
     assert len(gone) == 3 and not gone & postgres.roles()
@@ -183,7 +183,7 @@ def test_revoke_prefix_revokes_every_lease_and_token_under_it(
 ) -> None:
     prefix, tokens = few
     bao_client.leases.revoke_prefix(prefix)
-    assert bao_client.leases.lease_ids(prefix) == []
+    assert bao_client.leases.list_lease_ids(prefix) == []
     assert not any(token_works(bao, t) for t in tokens)
 
 
@@ -192,7 +192,7 @@ def test_revoke_force_revokes_every_lease_under_the_prefix(
 ) -> None:
     prefix, tokens = few
     bao_client.leases.revoke_force(prefix)
-    assert bao_client.leases.lease_ids(prefix) == []
+    assert bao_client.leases.list_lease_ids(prefix) == []
     assert not any(token_works(bao, t) for t in tokens)
 
 
@@ -211,7 +211,7 @@ def test_the_real_servers_errors_for_unknown_leases(bao_client: SecretsClient) -
 def test_the_real_server_renews_tokens_only_through_the_token_endpoints(
     bao_client: SecretsClient, few: tuple[str, list[str]]
 ) -> None:
-    lease_id = bao_client.leases.lease_ids(few[0])[0]
+    lease_id = bao_client.leases.list_lease_ids(few[0])[0]
     with pytest.raises(APIError) as renew:
         bao_client.leases.renew(lease_id, 60)
     assert (renew.value.status, renew.value.message) == (
@@ -246,5 +246,5 @@ def test_the_revoke_form_previews_and_revokes_a_prefix_on_the_real_server(
     assert "5 lease(s) under" in form.status_text, form.status_text
     form.confirm.value = prefix.rstrip("/")
     form.revoke_button.click()
-    assert bao_client.leases.lease_ids(prefix) == [], form.status_text
+    assert bao_client.leases.list_lease_ids(prefix) == [], form.status_text
     assert not any(token_works(bao, t) for t in tokens)

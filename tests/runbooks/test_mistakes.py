@@ -139,3 +139,21 @@ def test_a_policy_set_to_change_is_never_picked_for_the_operator(
     assert caught.value.evalue == (
         "set policy_set_name: this token sees 2 policy set(s): opa-guardrails, tagging-rules"
     )
+
+
+def test_a_history_without_lease_audits_is_refused_naming_what_the_trends_read(
+    tmp_path: Path,
+) -> None:
+    import pandas as pd
+
+    from toolkit import history, report
+
+    folder = tmp_path / "history"
+    with Sandbox() as sandbox, SecretsClient(sandbox.address, sandbox.token) as client:
+        header = report.header_of(client, runbook="13_access_review", parameters={})
+        history.append(folder, {"holders": pd.DataFrame({"shown": ["ops"]})}, header, target="eu")
+    with pytest.raises(papermill.PapermillExecutionError) as caught:
+        run_runbook("14_trends.ipynb", tmp_path, {"history_dir": str(folder)}, timeout=120)
+    assert caught.value.ename == "InputError"
+    assert "holds no lease_counts or findings" in caught.value.evalue
+    assert "05_lease_audit" in caught.value.evalue

@@ -14,6 +14,9 @@ import pytest
 
 from tests.sandbox._process import start
 
+# Each test starts the sandbox's command line as a process of its own.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[tuple[str, list[str], Path]]:
@@ -69,7 +72,6 @@ def test_empty_starts_without_demo_data():
         proc.wait(10)
 
 
-@pytest.mark.slow
 def test_a_threshold_above_the_share_count_is_refused_with_a_message():
     done = subprocess.run(
         [sys.executable, "-m", "toolkit", "sandbox", "--key-shares", "2", "--key-threshold", "3"],

@@ -29,12 +29,13 @@ from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets import fields
 from toolkit.sandbox.secrets.backends import Engine, EngineRegistry
 from toolkit.sandbox.secrets.engines import ENGINES
-from toolkit.sandbox.secrets.errors import SecretsError
+from toolkit.sandbox.secrets.errors import InvalidRequest, PathNotFound, SecretsError
 from toolkit.sandbox.secrets.host import EngineHost
 from toolkit.sandbox.secrets.http._base import (
     EngineRoute,
     SecretsRequest,
     engine_route,
+    engine_state,
     envelope,
     listing,
     no_content,
@@ -140,29 +141,29 @@ class EchoState:
 
     def write(self, name: str, text: str) -> None:
         if not text:
-            raise SecretsError(400, "text: required")
+            raise InvalidRequest("text: required")
         self.words[name] = text
 
     def read(self, name: str) -> dict[str, Any]:
         if name not in self.words:
-            raise SecretsError(404)
+            raise PathNotFound()
         return {"name": name, "text": self.words[name]}
 
 
 async def write_word(call: SecretsRequest) -> Response:
     """http.py: ``POST words/:name`` with ``text``."""
-    state: EchoState = call.backend
+    state: EchoState = engine_state(call)
     state.write(call.params["name"], fields.string(call.body, "text", default=""))
     return no_content()
 
 
 async def read_word(call: SecretsRequest) -> Response:
-    state: EchoState = call.backend
+    state: EchoState = engine_state(call)
     return envelope(state.read(call.params["name"]))
 
 
 async def list_words(call: SecretsRequest) -> Response:
-    state: EchoState = call.backend
+    state: EchoState = engine_state(call)
     return listing(list(state.words))
 
 

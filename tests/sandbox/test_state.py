@@ -389,6 +389,7 @@ def test_a_stored_object_naming_code_outside_the_sandbox_is_refused(tmp_path: Pa
 # -- a write stores what it changed ----------------------------------------------------------
 
 
+@pytest.mark.slow  # it makes and stores twenty thousand leases
 def test_a_token_create_stores_a_few_rows_whatever_the_number_of_leases(tmp_path: Path) -> None:
     from toolkit.sandbox import Sandbox
 

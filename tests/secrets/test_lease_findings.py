@@ -49,7 +49,7 @@ def test_counts_by_mount_and_role_match_the_server_with_a_list_only_token(
     with SecretsClient(sandbox.address, answer["auth"]["client_token"]) as lister:
         # This token cannot look a lease up: the counts come from LIST answers alone.
         with pytest.raises(Exception, match="permission denied"):
-            lister.leases.lookup(client.leases.lease_ids("database/")[0])
+            lister.leases.lookup(client.leases.list_lease_ids("database/")[0])
         counts = lister.leases.lease_counts(mounts=client.leases.list_mounts())
 
     expected = _server_counts(sandbox)
@@ -131,7 +131,7 @@ def test_leases_with_nothing_due_give_no_expiry_findings(
 def test_bulk_revoke_keeps_to_its_rate_and_revokes_each_lease_once(
     sandbox: Sandbox, client: SecretsClient
 ) -> None:
-    ids = client.leases.lease_ids("database/creds/reporting/")[:12]
+    ids = client.leases.list_lease_ids("database/creds/reporting/")[:12]
     planned = client.leases.revoke_in_batches(ids, rate=30, batch_size=4)
     assert set(planned["action"]) == {"would revoke"} and list(planned["batch"]) == [
         0,
@@ -147,7 +147,7 @@ def test_bulk_revoke_keeps_to_its_rate_and_revokes_each_lease_once(
         2,
         2,
     ]
-    assert set(ids) <= set(client.leases.lease_ids("database/creds/reporting/"))
+    assert set(ids) <= set(client.leases.list_lease_ids("database/creds/reporting/"))
 
     started = time.monotonic()
     done = client.leases.revoke_in_batches(ids, rate=30, batch_size=4, dry_run=False)
@@ -155,19 +155,19 @@ def test_bulk_revoke_keeps_to_its_rate_and_revokes_each_lease_once(
 
     assert set(done["action"]) == {"revoked"} and list(done.index) == ids
     assert elapsed >= 8 / 30  # three batches: two waits of 4/30 s
-    assert not set(ids) & set(client.leases.lease_ids("database/creds/reporting/"))
+    assert not set(ids) & set(client.leases.list_lease_ids("database/creds/reporting/"))
 
 
 def test_a_refused_revocation_is_reported_on_its_row_and_the_rest_go_on(
     sandbox: Sandbox, client: SecretsClient
 ) -> None:
-    ids = client.leases.lease_ids("database/creds/reporting/")[:3]
+    ids = client.leases.list_lease_ids("database/creds/reporting/")[:3]
     token = client.tokens.create(policies=["auditors"], ttl="1h")
     with SecretsClient(sandbox.address, token["client_token"].reveal()) as auditor:
         done = auditor.leases.revoke_in_batches(ids, rate=1000, dry_run=False)
     assert list(done["action"]) == ["failed"] * 3
     assert done["detail"].str.startswith("403: permission denied").all()
-    assert set(ids) <= set(client.leases.lease_ids("database/creds/reporting/"))
+    assert set(ids) <= set(client.leases.list_lease_ids("database/creds/reporting/"))
     with pytest.raises(InputError, match="rate must be a positive number"):
         client.leases.revoke_in_batches(ids, rate=0)
     with pytest.raises(InputError, match="an empty lease id"):

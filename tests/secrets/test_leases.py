@@ -142,8 +142,8 @@ def test_lookup_list_renew_and_revoke_one_lease(client: SecretsClient) -> None:
 def test_bulk_renew_reports_every_lease_and_never_stops_at_a_failure(
     client: SecretsClient,
 ) -> None:
-    ids = client.leases.lease_ids("database/creds/app/")[:5]
-    certificate = client.leases.lease_ids("pki/")[0]
+    ids = client.leases.list_lease_ids("database/creds/app/")[:5]
+    certificate = client.leases.list_lease_ids("pki/")[0]
     todo = [*ids[:2], "database/creds/app/unknown", certificate, *ids[2:]]
 
     planned = client.leases.renew_leases(todo, 900, show_progress=False)
@@ -160,7 +160,7 @@ def test_bulk_renew_reports_every_lease_and_never_stops_at_a_failure(
 def test_a_renewal_past_the_max_ttl_returns_the_servers_capping_warning(
     client: SecretsClient,
 ) -> None:
-    first, second, third = client.leases.lease_ids("database/creds/app/")[:3]
+    first, second, third = client.leases.list_lease_ids("database/creds/app/")[:3]
     within = client.leases.renew(first, 60)
     assert within["lease_duration"] == 60 and within["warnings"] == []
     capped = client.leases.renew(second, 10**8)
@@ -172,7 +172,7 @@ def test_a_renewal_past_the_max_ttl_returns_the_servers_capping_warning(
 
 
 def test_a_dry_run_changes_nothing(client: SecretsClient) -> None:
-    ids = client.leases.lease_ids("broker/creds/producer/")[:3]
+    ids = client.leases.list_lease_ids("broker/creds/producer/")[:3]
     before = [client.leases.lookup(i)["expire_time"] for i in ids]
     client.leases.renew_leases(ids, 3600, show_progress=False)
     plan = client.leases.revoke_leases(ids, show_progress=False)
@@ -181,18 +181,18 @@ def test_a_dry_run_changes_nothing(client: SecretsClient) -> None:
 
 
 def test_bulk_revoke_revokes_each_lease(client: SecretsClient) -> None:
-    ids = client.leases.lease_ids("broker/creds/consumer/")[:4]
+    ids = client.leases.list_lease_ids("broker/creds/consumer/")[:4]
     done = client.leases.revoke_leases(ids, dry_run=False, show_progress=False)
     assert set(done["action"]) == {"revoked"}
-    remaining = set(client.leases.lease_ids("broker/creds/consumer/"))
+    remaining = set(client.leases.list_lease_ids("broker/creds/consumer/"))
     assert not remaining & set(ids)
 
 
 def test_revoke_prefix_and_revoke_force_empty_a_prefix(client: SecretsClient) -> None:
     client.leases.revoke_prefix("database/creds/reporting")
-    assert client.leases.lease_ids("database/creds/reporting/") == []
+    assert client.leases.list_lease_ids("database/creds/reporting/") == []
     client.leases.revoke_force("database/creds/app")
-    assert client.leases.lease_ids("database/creds/app/") == []
+    assert client.leases.list_lease_ids("database/creds/app/") == []
     with pytest.raises(InputError):
         client.leases.revoke_prefix("")
 

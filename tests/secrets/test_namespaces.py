@@ -177,3 +177,23 @@ def test_namespaces_survive_a_stored_state(client: SecretsClient, admin_sandbox:
     assert [ns.path for ns in tree.children("team-a/")] == ["team-a/sub/"]
     assert tree.get("team-a/").custom_metadata == {"owner": "alice"}
     assert tree.get("team-a/").mounts.engine("sys") is not None
+
+
+def test_a_namespace_the_caller_names_that_does_not_exist_is_an_error_not_a_row(
+    client: SecretsClient,
+) -> None:
+    with pytest.raises(toolkit.NamespaceNotFound, match="team-x"):
+        client.namespaces.across(lambda c: c.policies.policies_frame(), ["team-a", "team-x"])
+    # One the walk found that has gone by the time it is called is a gap and a row.
+    walked = client.namespaces.list_all()
+
+    def children(view: SecretsClient) -> object:
+        if view.namespace == "team-a/sub/leaf/":
+            client.in_namespace("team-a/sub").namespaces.delete("leaf")
+        return view.namespaces.namespaces_frame()
+
+    frame = client.namespaces.across(children)
+    assert "team-a/sub/leaf/" in walked
+    (gone,) = frame.loc[frame["namespace"] == "team-a/sub/leaf/", "problem"]
+    assert gone == "namespace team-a/sub/leaf/ no longer exists"
+    assert "team-a/sub/leaf/" in set(toolkit.coverage(frame)["path"])

@@ -143,11 +143,11 @@ def test_the_revocation_plan_sends_nothing_until_apply_and_never_twice(
     empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
 ) -> None:
     _seed(empty_sandbox, per_role=10)
-    ids = client.leases.lease_ids("database/creds/scale-0/")
+    ids = client.leases.list_lease_ids("database/creds/scale-0/")
     journal = tmp_path / "revoked.journal"
     preview = client.leases.revocation_plan(ids, rate=1000, batch_size=4, journal=journal)
     assert len(preview) == 3 and set(preview["status"]) == {"not sent: apply is False"}
-    assert len(client.leases.lease_ids("database/creds/scale-0/")) == 10
+    assert len(client.leases.list_lease_ids("database/creds/scale-0/")) == 10
 
     posts: list[str] = []
     client.http.response_hooks.append(lambda r: posts.append(r.url) if r.method == "POST" else None)
@@ -157,7 +157,7 @@ def test_the_revocation_plan_sends_nothing_until_apply_and_never_twice(
     assert set(done["action"]) == {"revoked"} and len(posts) == 6
     again = client.leases.revocation_plan(ids, rate=1000, batch_size=4, apply=True, journal=journal)
     assert len(again) == 4 and len(posts) == 10  # the six already sent are not sent again
-    assert client.leases.lease_ids("database/creds/scale-0/") == []
+    assert client.leases.list_lease_ids("database/creds/scale-0/") == []
 
 
 def test_the_area_radar_compares_with_its_last_snapshot_by_the_servers_clock(

@@ -89,7 +89,7 @@ def test_list_refused_is_asked_again_as_get_and_a_forbidden_folder_is_recorded(
     server_of.append(server)
     with _client(server) as bao:
         walk = Walk()
-        ids = bao.leases.lease_ids("", walk=walk)
+        ids = bao.leases.list_lease_ids("", walk=walk)
     assert ids == ["db/l1", "db/l2"]
     unread = {u.path: u for u in walk.unread}
     assert unread["secret/"].status == 403
@@ -144,7 +144,7 @@ def test_a_mistyped_mount_is_named_by_the_lease_ids_and_the_scan(demo_sandbox) -
 
     with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
         with pytest.raises(MountNotFound, match="databse"):
-            client.leases.lease_ids("databse/creds/")
+            client.leases.list_lease_ids("databse/creds/")
         with pytest.raises(MountNotFound, match="nope"):
             client.leases.scan(mounts=["nope/"])
 

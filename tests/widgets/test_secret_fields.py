@@ -9,6 +9,7 @@ place a form reveals it on request, and there only until it is hidden.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import re
 import secrets
@@ -178,19 +179,21 @@ def test_the_who_can_form_names_tokens_by_accessor_and_shows_no_token(
 # -- password fields sync once; revealed secrets do not stay ----------------------------------
 
 
-def _build_every_form(sandbox: Sandbox) -> dict[str, object]:
-    """One of each form in ``widgets.__all__``, on the demo sandbox."""
+def _build_every_form(sandbox: Sandbox, clients: contextlib.ExitStack) -> dict[str, object]:
+    """One of each form in ``widgets.__all__``, on the demo sandbox; ``clients`` closes
+    the clients they use (an open client's loop thread outlives the test)."""
     import widgets
 
-    platform = PlatformClient(sandbox.address, sandbox.token)
-    vault = SecretsClient(sandbox.address, sandbox.token)
+    platform = clients.enter_context(PlatformClient(sandbox.address, sandbox.token))
+    vault = clients.enter_context(SecretsClient(sandbox.address, sandbox.token))
+    login = clients.enter_context(SecretsClient.for_login(sandbox.address))
     polset = str(platform.organizations.policy_sets_frame("acme").index[0])
     builders = {
         "AgentCleanupForm": lambda: widgets.AgentCleanupForm(platform, "acme"),
         "CertificateRequestForm": lambda: CertificateRequestForm(vault),
         "KeyDistributionForm": lambda: KeyDistributionForm(vault),
         "LeaseRevokeForm": lambda: widgets.LeaseRevokeForm(vault),
-        "LoginForm": lambda: widgets.LoginForm(SecretsClient.for_login(sandbox.address)),
+        "LoginForm": lambda: widgets.LoginForm(login),
         "LibraryCheckoutForm": lambda: LibraryCheckoutForm(vault),
         "PolicySetParameterForm": lambda: PolicySetParameterForm(platform, polset),
         "RekeyCeremonyForm": lambda: RekeyCeremonyForm(vault),
@@ -214,7 +217,9 @@ def test_every_password_field_of_every_form_syncs_only_when_typing_is_done(
     import ipywidgets
 
     passwords: dict[str, list[object]] = {}
-    for name, form in _build_every_form(sandbox).items():
+    with contextlib.ExitStack() as clients:
+        forms = _build_every_form(sandbox, clients)
+    for name, form in forms.items():
         # The displayed tree, and fields a form swaps in later (held as attributes).
         roots = [form.widget, *vars(form).values()]  # type: ignore[attr-defined]
         for widget in {id(w): w for r in roots for w in _descendants(r)}.values():

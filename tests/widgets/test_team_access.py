@@ -85,7 +85,7 @@ def test_saving_custom_permissions_sends_the_fields_values(
     form.save_button.click()
 
     assert form.record is not None
-    stored = client.team_access.get(form.record["id"])
+    stored = client.team_access.read(form.record["id"])
     assert (stored["access"], stored["runs"], stored["variables"]) == ("custom", "apply", "write")
     assert stored["workspace_locking"] is True
     assert stored["run_tasks"] is False
@@ -112,7 +112,7 @@ def test_the_servers_error_message_is_shown_in_the_status_area(
 ) -> None:
     ws = acme["networking"]
     with pytest.raises(APIError) as refused:
-        client.team_access.add(ws, "team-doesnotexist", "read")
+        client.team_access.create(ws, "team-doesnotexist", "read")
     form.team.options = [("ghost", "team-doesnotexist")]
     _pick(form, "networking", "ghost")
     form.save_button.click()

@@ -34,12 +34,12 @@ from .._errors import (
     TimeoutError,
 )
 from .._masking import Sensitive
-from .engine import ConnectorFactory, Engine, tls_context
 from .fanout import OrderedResponses, Request, RequestFanOut, ThreadedMap, worker_mark
 from .paths import check_path
 from .policy import Failure, RetryPolicy, judge, mask, repeatable
 from .redirects import NO_REDIRECTS, RedirectRule
-from .response import Headers, Response
+from .response import CREDENTIAL_HEADERS, Headers, Response
+from .transport import ConnectorFactory, Transport, tls_context
 
 __all__ = ["HTTPLayer", "decode_json"]
 
@@ -142,9 +142,7 @@ class HTTPLayer:
         self.redirects = redirects
         self.token_headers = token_headers
         # Header names whose plain values are credentials (hidden like a Sensitive).
-        self._credential_names = frozenset(
-            {"authorization", "proxy-authorization", *(h.lower() for h in token_headers)}
-        )
+        self._credential_names = CREDENTIAL_HEADERS | {h.lower() for h in token_headers}
         self._plain: dict[str, str] = {}
         self._secret: dict[str, Sensitive] = {}
         # A view (:meth:`with_headers`): the layer it views, and its own headers on
@@ -174,7 +172,7 @@ class HTTPLayer:
             if self.address.startswith("https")
             else False
         )
-        self._engine = Engine(
+        self._engine = Transport(
             tls=tls,
             limit=max_concurrency,
             connector=connector,
@@ -597,8 +595,13 @@ class HTTPLayer:
         loop = self._engine.loop()
         future = self._engine.submit(fan.run(self.fan_out_timeout))
         # A fan-out the loop never ran (the client closed as it was handed over)
-        # still finishes, so that its reader is not left waiting.
-        future.add_done_callback(lambda f: out.finish(fan.cancelled) if f.cancelled() else None)
+        # still finishes, so that its reader is not left waiting. Only then: a
+        # reader leaving early cancels this future too, and must wait for the
+        # fan-out itself to stop (below), not for this callback.
+        transport = self._engine
+        future.add_done_callback(
+            lambda f: out.finish(fan.cancelled) if f.cancelled() and transport.closed else None
+        )
         try:
             k = 0
             while k < len(todo):

@@ -14,10 +14,19 @@ from typing import Any
 
 from .._masking import HIDDEN, Sensitive
 
-__all__ = ["SECRET_HEADERS", "Headers", "Response"]
+__all__ = ["CREDENTIAL_HEADERS", "Headers", "Response", "is_credential_header"]
 
 # Headers that carry a credential: never shown by a repr.
-SECRET_HEADERS = frozenset({"x-vault-token", "x-service-token", "authorization", "cookie"})
+# Headers whose values are credentials whatever the API: HTTP's own. A header named for a
+# token (``*-token``: the secrets API's two) is one too; the layer adds the names a client
+# passes in (``token_headers``).
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
+
+
+def is_credential_header(name: str) -> bool:
+    """Whether a header called ``name`` carries a credential (hidden in every repr)."""
+    lowered = name.lower()
+    return lowered in CREDENTIAL_HEADERS or lowered.endswith("-token")
 
 
 class Headers(Mapping[str, str]):
@@ -59,7 +68,7 @@ class Headers(Mapping[str, str]):
 def masked(headers: Mapping[str, Any]) -> dict[str, str]:
     """``headers`` as a plain dict with every credential replaced by a placeholder."""
     return {
-        k: HIDDEN if k.lower() in SECRET_HEADERS or isinstance(v, Sensitive) else str(v)
+        k: HIDDEN if is_credential_header(k) or isinstance(v, Sensitive) else str(v)
         for k, v in headers.items()
     }
 

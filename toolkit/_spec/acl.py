@@ -111,6 +111,9 @@ def parse_hcl(text: str) -> dict[str, Any]:
         if not isinstance(parsed, dict):
             raise PolicyParseError("failed to parse policy: the JSON document is not an object")
         return parsed
+    plain = _go_document(text)
+    if plain is not None:
+        return plain
     try:
         # python-hcl2's grammar, parsed the way ``hcl2.parses_to_tree`` does (its
         # newline appended) but without position tracking: the same tree, in half the time.
@@ -128,6 +131,109 @@ def parse_hcl(text: str) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - as above
         reason = " ".join(str(exc).split())
         raise PolicyParseError(f"failed to parse policy: {reason}") from None
+
+
+# What HashiCorp's HCL (pygohcl) reads differently from python-hcl2, or evaluates: escapes,
+# interpolations and directives, heredocs; and non-ASCII text (HCL normalizes it to NFC).
+_GO_UNSAFE = re.compile(r"\\|\$\{|%\{|<<|[^\x00-\x7f]")
+# Quoted strings (no escapes, by the check above) and comments, in the order they start.
+_GO_LEXEMES = re.compile(r'"[^"\n]*"|#[^\n]*|//[^\n]*|/\*.*?\*/', re.DOTALL)
+_GO_WORD = r"[A-Za-z_][A-Za-z0-9_-]*+"  # possessive: a word never gives back, no backtracking
+_GO_VALUE = r'(?:"|\[(?:"(?:,")*,?)?\])'
+# A plain document with its strings as ``"`` and without comments or blanks: attributes
+# whose values are strings or lists of strings, and blocks with one label holding such.
+_GO_ITEM = re.compile(rf'({_GO_WORD})(?:=({_GO_VALUE})|"\{{((?:{_GO_WORD}={_GO_VALUE})*)\}})')
+_GO_BLANKS = re.compile(r"\s+")
+_go_reader: Any = None
+_go_pid = 0
+
+
+def _go_loads() -> Any:
+    """pygohcl's ``loads`` (HashiCorp's HCL, compiled), or None: not installed, or this
+    process is a fork of the one that loaded it (a Go runtime does not survive a fork)."""
+    global _go_reader, _go_pid
+    if _go_reader is None:
+        try:
+            import pygohcl
+        except Exception:  # noqa: BLE001 - not installed or not loadable: python-hcl2 reads
+            _go_reader = False
+            return None
+        _go_reader, _go_pid = pygohcl.loads, os.getpid()
+    return _go_reader if _go_reader and os.getpid() == _go_pid else None
+
+
+def _go_document(text: str) -> dict[str, Any] | None:
+    """``text`` as python-hcl2 serializes it, read by HashiCorp's HCL, when the text is a
+    plain policy: attributes and one-label blocks whose values are literal strings or
+    lists of them. None for anything else (python-hcl2 reads it then), so the two readers
+    never disagree: HCL evaluates expressions and templates python-hcl2 keeps as text.
+
+    HCL returns one object per block type with the labels as keys (sorted; repeated
+    labels as a list): the blocks are put back in the text's order here."""
+    loads = _go_loads()
+    if loads is None or _GO_UNSAFE.search(text):
+        return None
+    strings: list[str] = []
+
+    def lexeme(match: re.Match[str]) -> str:
+        if match.group().startswith('"'):
+            strings.append(match.group()[1:-1])
+            return '"'
+        return " "
+
+    skeleton = _GO_BLANKS.sub("", _GO_LEXEMES.sub(lexeme, text))
+    order: list[tuple[str, str | None]] = []  # (name, block label or None: an attribute)
+    at = position = 0
+    # Item after item from the start, each matched where the last ended: a search
+    # (finditer) would try every later offset after a failure, the square of the text.
+    while position < len(skeleton):
+        item = _GO_ITEM.match(skeleton, position)
+        if item is None:
+            return None
+        position = item.end()
+        if item.group(2) is not None:
+            order.append((item.group(1), None))
+        else:
+            order.append((item.group(1), strings[at]))
+        at += item.group().count('"')
+    if position != len(skeleton):
+        return None
+    try:
+        parsed = loads(text)
+    except Exception:  # noqa: BLE001 - whatever HCL refuses, python-hcl2 reads or words
+        return None
+    if not isinstance(parsed, dict):
+        return None
+    found: dict[str, Any] = {}
+    taken: dict[tuple[str, str], int] = {}
+    for name, label in order:
+        value = parsed.get(name)
+        if label is None:
+            if name in found or not isinstance(value, str | list):
+                return None
+            found[name] = value
+            continue
+        bodies = value.get(label) if isinstance(value, dict) else None
+        if isinstance(bodies, dict):
+            bodies = [bodies]
+        index = taken.get((name, label), 0)
+        taken[(name, label)] = index + 1
+        if not isinstance(bodies, list) or index >= len(bodies):
+            return None
+        blocks_of = found.setdefault(name, [])
+        if not isinstance(blocks_of, list) or not isinstance(bodies[index], dict):
+            return None
+        blocks_of.append({label: bodies[index]})
+    # Every block HCL returned is one the text's order names (nothing merged or dropped).
+    for name, value in parsed.items():
+        if isinstance(value, dict):
+            for label, bodies in value.items():
+                count = len(bodies) if isinstance(bodies, list) else 1
+                if taken.get((name, label), 0) != count:
+                    return None
+        elif name not in found:
+            return None
+    return found
 
 
 def _cache_dir() -> Path | None:

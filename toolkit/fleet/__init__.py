@@ -16,7 +16,8 @@ in local processes or on an existing Dask cluster, and writes into ``DIR``:
 
 Each target has one of four outcomes: ``passed``; ``incomplete`` (the runbook
 could not read everything: it stopped, or finished marked incomplete because
-``allow_incomplete`` was set); ``failed``; ``skipped`` (a target of the other
+``allow_incomplete`` was set, or finished ``unproven``: a frame it checked carried no
+coverage record); ``failed``; ``skipped`` (a target of the other
 kind than the runbook's ``metadata.toolkit.kind``, never run). A target that is
 down, refuses the token or times out is reported and never stops the others.
 The exit status is 1 when any target failed, else 2 when any is incomplete, else

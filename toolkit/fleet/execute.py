@@ -28,6 +28,13 @@ TOKEN_VARIABLE = "TOOLKIT_FLEET_TOKEN"
 OUTCOMES = ("failed", "incomplete", "passed", "skipped")
 # The error a runbook raises when a view could not read everything (toolkit.IncompleteAudit).
 _INCOMPLETE = "IncompleteAudit"
+# A run that finished without proving it saw everything is not passed: the coverage
+# verdict its summary gives (toolkit.runbook.Run.verdict) and what the index says.
+_NOT_WHOLE = {
+    "incomplete": "finished marked incomplete (allow_incomplete): see its coverage",
+    "unproven": "finished, but a frame it checked carried no coverage record: nothing "
+    "proves it saw everything",
+}
 # What a failure may say: the error's type and first line, cut to this length.
 _ERROR_LENGTH = 300
 
@@ -87,9 +94,10 @@ def execute_target(
             text = output.read_text(encoding="utf-8")
             result["notebook"] = text
             result["summary"] = _summaries(text)
-        if result["status"] == "passed" and result["summary"].get("coverage") == "incomplete":
+        not_whole = _NOT_WHOLE.get(str(result["summary"].get("coverage")))
+        if result["status"] == "passed" and not_whole:
             result["status"] = "incomplete"
-            result["error"] = "finished marked incomplete (allow_incomplete): see its coverage"
+            result["error"] = not_whole
         if evidence.is_dir():
             result["evidence"] = {
                 str(p.relative_to(evidence)): p.read_bytes()

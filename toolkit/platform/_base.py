@@ -7,15 +7,15 @@ from typing import Any
 
 import pandas as pd
 
-from .._area import Area as BaseArea
+from .._area import Area
 from .._frames import Schema, build_frame
 from .._records import Record
 from ._jsonapi import MEDIA_TYPE, flatten, iter_resources
 
-__all__ = ["Area"]
+__all__ = ["PlatformArea"]
 
 
-class Area(BaseArea):
+class PlatformArea(Area):
     """One API area of the platform: its calls share the client's HTTP layer."""
 
     SERVICE = "platform"

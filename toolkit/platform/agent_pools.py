@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._coverage import Coverage
+from .._coverage import Coverage, carry, coverage_of
 from .._errors import APIError, DecodeError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
@@ -18,7 +18,7 @@ from .._progress import progress
 from .._records import Record
 from .._spec.access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 from .._time import format_iso_ms, parse_time
-from ._base import Area
+from ._base import PlatformArea
 from ._jsonapi import (
     FrameBuilder,
     PageSink,
@@ -134,7 +134,7 @@ def _pool_body(
     return {"data": data}
 
 
-class AgentPools(Area):
+class AgentPools(PlatformArea):
     """Agent pools and their agents."""
 
     # The agent statuses, and those an agent may be removed in, at hand from the client.
@@ -169,7 +169,10 @@ class AgentPools(Area):
             params["filter[allowed_workspaces][name]"] = allowed_workspace
         path = api_path("/organizations/{organization}/agent-pools", organization=organization)
         if not includes:
-            return self._frame(path, POOLS, params)
+            frame = self._frame(path, POOLS, params)
+            return _covered(
+                "agent_pools.pools_frame", self._sees_all(organization), (), frame, len(frame)
+            )
         params["include"] = ",".join(includes)
         included: list[dict[str, Any]] = []
         pools = [flatten(r) for r in iter_resources(self._http, path, params, included=included)]
@@ -180,7 +183,10 @@ class AgentPools(Area):
         }
         for pool in pools:
             pool["workspaces"] = [names.get(w) for w in pool.get("workspace_ids") or []]
-        return build_frame(pools, POOLS_WITH_WORKSPACES)
+        frame = build_frame(pools, POOLS_WITH_WORKSPACES)
+        return _covered(
+            "agent_pools.pools_frame", self._sees_all(organization), (), frame, len(frame)
+        )
 
     def status_counts(self, organization: str, **filters: Any) -> dict[str, int]:
         """``meta.status-counts`` of the pool list: ``total`` and ``matching``."""
@@ -199,7 +205,7 @@ class AgentPools(Area):
         counts = meta.get("status-counts") or {}
         return {k: int(v) for k, v in counts.items()}
 
-    def get(self, pool_id: str, *, include_workspaces: bool = False) -> Record:
+    def read(self, pool_id: str, *, include_workspaces: bool = False) -> Record:
         """One pool. ``GET /agent-pools/:id`` (``include=workspaces`` adds ``workspaces``)."""
         params = {"include": "workspaces"} if include_workspaces else None
         doc = self._get(api_path("/agent-pools/{pool_id}", pool_id=pool_id), params)
@@ -255,12 +261,14 @@ class AgentPools(Area):
         params = (
             {"filter[last-ping-since]": format_iso_ms(last_ping_since)} if last_ping_since else None
         )
-        resources = iter_resources(
-            self._http, api_path("/agent-pools/{pool_id}/agents", pool_id=pool_id), params
-        )
-        return agents_frame(resources, pool_id)
+        path = api_path("/agent-pools/{pool_id}/agents", pool_id=pool_id)
+        frame = agents_frame(iter_resources(self._http, path, params), pool_id)
+        # One pool's list, every page: whole, or raised (a missing pool names itself).
+        cov = Coverage("agent_pools.agents_frame", asked=[path.lstrip("/")])
+        cov.note_read(len(frame))
+        return cov.attach(frame)
 
-    def agent(self, agent_id: str) -> Record:
+    def read_agent(self, agent_id: str) -> Record:
         """One agent with its status. ``GET /agents/:id``."""
         return self._record(self._get(api_path("/agents/{agent_id}", agent_id=agent_id)), "agent")
 
@@ -282,7 +290,9 @@ class AgentPools(Area):
         pages of all pools, then every other page. ``show_progress`` shows a bar
         over the pages; ``pools`` (the frame of :meth:`pools_frame`) saves listing them.
         """
-        pool_ids = list((self.pools_frame(organization) if pools is None else pools).index)
+        if pools is None:
+            pools = self.pools_frame(organization)
+        pool_ids = list(pools.index)
         with collector_paused():
             builders = [FrameBuilder(AGENTS, {"pool_id": pid}) for pid in pool_ids]
             self._read_agents(pool_ids, builders, show_progress)
@@ -291,9 +301,8 @@ class AgentPools(Area):
             agents = build_frame([], AGENTS)
         else:
             agents = pd.concat(frames) if len(frames) > 1 else frames[0]
-        return _covered(
-            "agent_pools.all_agents", self._sees_all(organization), pool_ids, agents, len(agents)
-        )
+        sees = self._sees_all(organization, pools)
+        return _covered("agent_pools.all_agents", sees, pool_ids, agents, len(agents))
 
     def agents_by_status(self, organization: str, *, show_progress: bool = False) -> pd.DataFrame:
         """Per pool, how many agents are in each status (one column per status, and ``total``)."""
@@ -301,14 +310,18 @@ class AgentPools(Area):
         tally = self._tally(list(pools.index), show_progress)
         counts = count_by_status(pools, tally)
         read = sum(tally.values())
-        return _covered(
-            "agent_pools.agents_by_status", self._sees_all(organization), pools.index, counts, read
-        )
+        sees = self._sees_all(organization, pools)
+        return _covered("agent_pools.agents_by_status", sees, pools.index, counts, read)
 
-    def _sees_all(self, organization: str) -> dict[str, bool]:
+    def _sees_all(self, organization: str, pools: pd.DataFrame | None = None) -> dict[str, bool]:
         """Whether this token sees every pool of ``organization``: a pool a caller has
         no permission on answers 404, as a missing one (spec part 3, rule 3), so only a
-        token that may manage the organization's pools (or update it) can tell."""
+        token that may manage the organization's pools (or update it) can tell.
+        ``pools``, a frame of :meth:`pools_frame`, already says: no second request."""
+        listing = f"organizations/{organization}/agent-pools"
+        for record in [] if pools is None else coverage_of(pools):
+            if record.view == "agent_pools.pools_frame" and listing in record.asked:
+                return {organization: all(gap.path != listing for gap in record.gaps)}
         permissions = Organizations(self._http).caller_permissions(organization)
         sees = not permissions or bool(
             permissions.get("can-update") or permissions.get("can-update-agent-pools")
@@ -365,7 +378,10 @@ class AgentPools(Area):
         judged by the server's clock."""
         pools = self.pools_frame(organization)
         agents = self.all_agents(organization, pools=pools)
-        return agent_capacity(agents, pools, now=self._http.server_now(), hold=hold, window=window)
+        capacity = agent_capacity(
+            agents, pools, now=self._http.server_now(), hold=hold, window=window
+        )
+        return carry(capacity, agents, view="agent_pools.agent_capacity")
 
     # -- bulk ----------------------------------------------------------------------
     def remove_agents(
@@ -447,7 +463,7 @@ class AgentPools(Area):
 
     def _remove_if_unchanged(self, agent_id: str, planned: pd.Series) -> tuple[str, str]:
         try:
-            current = self.agent(agent_id)
+            current = self.read_agent(agent_id)
         except NotFound:
             return "skipped", "gone since the preview"
         except APIError as exc:

@@ -6,12 +6,13 @@ from typing import Any
 
 import pandas as pd
 
+from .._coverage import Coverage
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
 from .._masking import HIDDEN, Sensitive
 from .._records import Record
-from ._base import Area
+from ._base import PlatformArea
 from ._jsonapi import flatten, iter_resources
 
 __all__ = ["PolicySetParameters", "PARAMETERS"]
@@ -36,7 +37,7 @@ def _parameter(resource: dict[str, Any], policy_set_id: str) -> Record:
     return Record(flat, kind="policy-set-parameter")
 
 
-class PolicySetParameters(Area):
+class PolicySetParameters(PlatformArea):
     """Parameters of a policy set: key/value pairs passed to the policy runtime."""
 
     def _path(self, policy_set_id: str, parameter_id: str | None = None) -> str:
@@ -48,13 +49,14 @@ class PolicySetParameters(Area):
     def parameters_frame(self, policy_set_id: str) -> pd.DataFrame:
         """Every parameter; sensitive values show as ``<hidden>``.
 
-        ``GET /policy-sets/:policy_set_id/parameters`` (all pages).
+        ``GET /policy-sets/:policy_set_id/parameters`` (all pages: whole, or raised; a
+        missing policy set raises naming it).
         """
-        records = [
-            _parameter(r, policy_set_id)
-            for r in iter_resources(self._http, self._path(policy_set_id))
-        ]
-        return build_frame(records, PARAMETERS)
+        path = self._path(policy_set_id)
+        records = [_parameter(r, policy_set_id) for r in iter_resources(self._http, path)]
+        cov = Coverage("policy_set_parameters.parameters_frame", asked=[path.lstrip("/")])
+        cov.note_read(len(records))
+        return cov.attach(build_frame(records, PARAMETERS))
 
     def create(
         self,

@@ -8,7 +8,7 @@ from typing import Any, TypedDict, Unpack
 
 import pandas as pd
 
-from .._coverage import Coverage
+from .._coverage import Coverage, carry, coverage_of
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
@@ -20,7 +20,7 @@ from .._spec.access import (
     PERMISSION_ATTRIBUTES,
     PERMISSION_VALUES,
 )
-from ._base import Area
+from ._base import PlatformArea
 from ._jsonapi import flatten, iter_resources, read_lists
 from .organizations import Organizations
 from .team_access_rules import (
@@ -121,7 +121,7 @@ def _attributes(access: str | None, permissions: dict[str, Any]) -> dict[str, An
     return attrs
 
 
-class TeamAccess(Area):
+class TeamAccess(PlatformArea):
     """Which team has which access to which workspace."""
 
     # The permission tables, at hand from the client (``platform.team_access.ACCESS_LEVELS``).
@@ -132,23 +132,38 @@ class TeamAccess(Area):
     CUSTOM_DEFAULTS = CUSTOM_DEFAULTS
 
     def access_frame(self, workspace_id: str) -> pd.DataFrame:
-        """Team access records of one workspace. ``GET /team-workspaces?filter[workspace][id]=``."""
+        """Team access records of one workspace. ``GET /team-workspaces?filter[workspace][id]=``.
+
+        A member's token sees only its own teams' records: ``attrs["coverage"]`` then
+        has a gap (the workspace's organization is read to tell, ``GET /workspaces/:id``)."""
         records = [
             flatten(r)
             for r in iter_resources(
                 self._http, "/team-workspaces", {"filter[workspace][id]": workspace_id}
             )
         ]
-        return build_frame(records, TEAM_ACCESS)
+        where = f"team-workspaces?filter[workspace][id]={workspace_id}"
+        cov = Coverage("team_access.access_frame", asked=[where])
+        cov.note_read(len(records))
+        orgs = Organizations(self._http)
+        organization = str(orgs.workspace(workspace_id).get("organization_id") or "")
+        if organization and not orgs.sees_all(organization):
+            cov.note_gap(
+                where,
+                None,
+                "team access of teams this token is not in is not visible to it (a member "
+                "sees its own teams' grants; an owner's token sees all)",
+            )
+        return cov.attach(build_frame(records, TEAM_ACCESS))
 
-    def get(self, team_access_id: str) -> Record:
+    def read(self, team_access_id: str) -> Record:
         """One record. ``GET /team-workspaces/:id``."""
         return self._record(
             self._get(api_path("/team-workspaces/{team_access_id}", team_access_id=team_access_id)),
             "team-access",
         )
 
-    def add(
+    def create(
         self,
         workspace_id: str,
         team_id: str,
@@ -192,7 +207,7 @@ class TeamAccess(Area):
             "team-access",
         )
 
-    def remove(self, team_access_id: str) -> None:
+    def delete(self, team_access_id: str) -> None:
         """Remove a team's access. ``DELETE /team-workspaces/:id``."""
         self._send(
             "DELETE", api_path("/team-workspaces/{team_access_id}", team_access_id=team_access_id)
@@ -260,7 +275,7 @@ class TeamAccess(Area):
             grants, ["workspace_name"], teams, workspaces, min_level, [(n,) for _, n in every]
         )
         matrix.index.name = "workspace"
-        return matrix
+        return carry(matrix, grants, view="team_access.permissions_matrix")
 
     def _matrix_of_records(self, organization: str) -> pd.DataFrame:
         orgs = Organizations(self._http)
@@ -277,7 +292,8 @@ class TeamAccess(Area):
         matrix = matrix.reindex(index=names).astype("string")
         matrix.index.name = "workspace"
         matrix.columns.name = "team"
-        return matrix.reindex(columns=sorted(matrix.columns))
+        matrix = matrix.reindex(columns=sorted(matrix.columns))
+        return carry(matrix, access, view="team_access.permissions_matrix")
 
     # -- across organizations --------------------------------------------------------
     def grants_all_organizations_frame(
@@ -307,13 +323,9 @@ class TeamAccess(Area):
         """Whether the token sees all of each organization's team access: an owner's
         (the organization's ``permissions.can-update``) does, a member's sees only its
         own teams' (spec part 2, rule 4). A missing organization raises naming it."""
-        owner: dict[str, bool] = {}
-        for org in names:
-            # A missing organization raises NotFound naming it (PlatformClient.explain).
-            permissions = Organizations(self._http).caller_permissions(org)
-            # A service that shows no permissions is taken at its word: all visible.
-            owner[org] = bool(permissions.get("can-update", True))
-        return owner
+        # A missing organization raises NotFound naming it (PlatformClient.explain).
+        orgs = Organizations(self._http)
+        return {org: orgs.sees_all(org) for org in names}
 
     def _grants_and_teams(
         self, organizations: str | Sequence[str] | None
@@ -420,9 +432,10 @@ class TeamAccess(Area):
         grants, _, every = self._grants_and_teams(organizations)
         if not organization_level:
             grants = grants[grants["source"] == "workspace"]
-        return grants_matrix(
+        matrix = grants_matrix(
             grants, ["organization", "workspace_name"], teams, workspaces, min_level, every
         )
+        return carry(matrix, grants, view="team_access.permissions_matrix_all_organizations_frame")
 
     def effective_access(
         self, organizations: str | Sequence[str] | None = None, *, users: bool = True
@@ -431,29 +444,43 @@ class TeamAccess(Area):
         access, the higher of its organization-level and team-access grants, with the
         grant that decides (:func:`~.team_access_rules.effective_access`).
 
-        Reads as :meth:`grants_all_organizations_frame`. Users come from the teams'
-        ``users`` relationship; where no team lists its users, the user rows are
-        missing and ``attrs["coverage"]`` says so rather than showing nobody.
+        One organization, several, or every one the token can see, through
+        ``organizations.across`` as the house's other views over several organizations:
+        ``organization`` first, ``problem`` last (an organization that refuses or does
+        not exist is one row saying so, and the others go on). Users come from the
+        teams' ``users`` relationship; where no team lists its users, the user rows
+        are missing and ``attrs["coverage"]`` says so rather than showing nobody, as it
+        says which teams' grants the token could not see (a member's token).
         """
-        grants, teams, _ = self._grants_and_teams(organizations)
+        return Organizations(self._http).across(
+            lambda organization: self._effective_access_of(organization, users), organizations
+        )
+
+    def _effective_access_of(self, organization: str, users: bool) -> pd.DataFrame:
+        grants, teams, _ = self._grants_and_teams(organization)
         members = {str(t["id"]): [str(u) for u in t["user_ids"]] for t in teams if "user_ids" in t}
         frame = effective_access(grants, members if users else None)
         cov = Coverage("team_access.effective_access", read=len(grants))
-        if users:
-            for org in sorted({str(t["organization"]) for t in teams if "user_ids" not in t}):
-                cov.note_gap(
-                    f"organizations/{org}/teams",
-                    None,
-                    "the teams name no users relationship: access by user unknown",
-                )
-        return cov.attach(frame)
+        for inner in coverage_of(grants):  # grants the token could not see
+            cov.gaps.extend(inner.gaps)
+        if users and any("user_ids" not in t for t in teams):
+            cov.note_gap(
+                f"organizations/{organization}/teams",
+                None,
+                "the teams name no users relationship: access by user unknown",
+            )
+        return cov.attach(frame.drop(columns="organization"))
 
     def effective_access_matrix(
         self, organizations: str | Sequence[str] | None = None
     ) -> pd.DataFrame:
         """Workspaces (``(organization, workspace)``) by teams, each cell the effective level
-        (:meth:`effective_access`, the higher grant winning)."""
-        return effective_access_matrix(self.effective_access(organizations, users=False))
+        (:meth:`effective_access`, the higher grant winning); an organization that could
+        not be read has no rows, and the matrix's ``attrs["coverage"]`` names it."""
+        effective = self.effective_access(organizations, users=False)
+        read = effective[effective["problem"].isna()] if "problem" in effective else effective
+        matrix = effective_access_matrix(read.drop(columns="problem", errors="ignore"))
+        return carry(matrix, effective, view="team_access.effective_access_matrix")
 
     def findings(
         self,
@@ -466,13 +493,14 @@ class TeamAccess(Area):
         """What is wrong with team access in one, several or every visible organization:
         :func:`team_access_findings` of :meth:`grants_all_organizations_frame`."""
         grants, teams, _ = self._grants_and_teams(organizations)
-        return team_access_findings(
+        found = team_access_findings(
             grants,
             teams,
             large_team=large_team,
             admin_workspaces=admin_workspaces,
             max_owners=max_owners,
         )
+        return carry(found, grants, view="team_access.findings")
 
     def _organization_names(self, organizations: str | Sequence[str] | None) -> builtins.list[str]:
         if organizations is None:

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Mount
 
 from ._faults import InjectFaults
+from ._wire import api_of, error_response
 
 if TYPE_CHECKING:
     from . import Sandbox
@@ -36,21 +37,6 @@ __all__ = ["build_app"]
 # so a page from elsewhere cannot reach it by pointing its own name at 127.0.0.1
 # (DNS rebinding). ``--allow-host`` adds names (a proxy's, say).
 LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
-
-
-def _error_response(
-    path: str, status: int, text: str, headers: dict[str, str] | None = None
-) -> JSONResponse:
-    """An error in the shape of the API that ``path`` belongs to: the one place the
-    app shapes one (the secrets API's list of strings, the platform's JSON:API objects)."""
-    if path.startswith("/v1"):
-        return JSONResponse({"errors": [text]}, status_code=status, headers=headers)
-    return JSONResponse(
-        {"errors": [{"status": str(status), "title": text}]},
-        status_code=status,
-        media_type="application/vnd.api+json",
-        headers=headers,
-    )
 
 
 def _split_host(value: str) -> tuple[str, str | None]:
@@ -106,7 +92,7 @@ class HostCheck:
             f"Host header {shown!r} is not a name this sandbox is served under "
             f"({', '.join(LOCAL_NAMES)}); start it with --allow-host NAME to accept another"
         )
-        await _error_response(scope["path"], 400, text)(scope, receive, send)
+        await error_response(api_of(scope["path"]), 400, text)(scope, receive, send)
 
 
 class _DateHeader:
@@ -172,11 +158,11 @@ class _RateLimit:
         if count >= self.per_second:
             self.sandbox.rate_limited += 1
             reset = max(1.0 - (now - start), 0.001)
-            response = _error_response(
-                "/api/v2",
+            response = error_response(
+                "platform",
                 429,
                 "Too many requests",
-                {
+                headers={
                     "Retry-After": str(math.ceil(reset)),
                     "X-RateLimit-Limit": f"{self.per_second:g}",
                     "X-RateLimit-Reset": f"{reset:.3f}",
@@ -225,12 +211,12 @@ class _Persist:
 
 
 def build_app(sandbox: Sandbox) -> Any:
-    from .platform.routes import routes as platform_routes
+    from .platform.http.routes import routes as platform_routes
     from .secrets.http.routes import routes as secrets_routes
 
     async def crashed(request: Request, exc: Exception) -> Response:
         log.exception("sandbox bug while serving %s %s", request.method, request.url.path)
-        return _error_response(request.url.path, 500, "internal error in the sandbox")
+        return error_response(api_of(request.url.path), 500, "internal error in the sandbox")
 
     async def http_error(request: Request, exc: Exception) -> Response:
         # Unknown paths and methods, in each API's error shape.
@@ -243,7 +229,7 @@ def build_app(sandbox: Sandbox) -> Any:
             )
         else:
             text = "method not allowed" if status == 405 else "not found"
-        return _error_response(request.url.path, status, text)
+        return error_response(api_of(request.url.path), status, text)
 
     app = Starlette(
         routes=[

@@ -136,13 +136,13 @@ def _policies(secrets: Any, count: int) -> None:
 
 
 def _agents(platform: Any, count: int) -> None:
-    if ORGANIZATION not in platform.org_store.organizations:
+    if not platform.has_organization(ORGANIZATION):
         platform.add_organization(ORGANIZATION)
     now = platform.clock.now()
     pools: list[str] = []
     for i in range(count):
         if i % POOL_SIZE == 0:
-            platform.pool_store.limit = max(platform.pool_store.limit, len(pools) + 1)
+            platform.pool_limit = max(platform.pool_limit, len(pools) + 1)
             pools.append(platform.add_pool(ORGANIZATION, f"scale-pool-{len(pools):03d}"))
         status = AGENT_STATUSES[i % len(AGENT_STATUSES)]
         platform.add_agent(

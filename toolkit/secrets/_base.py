@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Self
 
-from .._area import Area as BaseArea
+from .._area import Area
 from .._coverage import Coverage
 from .._errors import APIError, DecodeError, MissingField, NotFound
 from .._http import HTTPLayer, Request, api_path, decode_json, segments
@@ -23,7 +23,7 @@ from .._records import Record
 from .._reprs import area_repr
 
 __all__ = [
-    "Area",
+    "SecretsArea",
     "ENVELOPE_KEYS",
     "EngineArea",
     "Names",
@@ -291,7 +291,7 @@ def hide(record: dict[str, Any], *fields: str, label: str = "secret") -> dict[st
     return record
 
 
-class Area(BaseArea):
+class SecretsArea(Area):
     """One API area of the secrets server: its calls share the client's HTTP layer."""
 
     SERVICE = "secrets server"
@@ -318,7 +318,7 @@ class Area(BaseArea):
         return Record(dict(data), kind=kind)
 
 
-class EngineArea(Area):
+class EngineArea(SecretsArea):
     """A secrets engine's calls, against one mount path.
 
     Each engine has a default mount (``DEFAULT_MOUNT``, the spec's path); the
@@ -362,6 +362,17 @@ class EngineArea(Area):
         found = [r for r in self._http.map(one, names) if r is not None]
         cov.note_read(len(found))
         return found
+
+    def _read_each_named(
+        self,
+        cov: Coverage,
+        names: Sequence[str],
+        read: Callable[[str], Any],
+        folder: str,
+    ) -> list[tuple[str, Any]]:
+        """As :meth:`_read_each`, each record with the name it was read by."""
+        pairs = self._read_each(cov, names, lambda name: (name, read(name)), folder)
+        return [(name, record) for name, record in pairs]
 
     def _path(self, template: str, **names: object) -> str:
         """``/<mount>/<template>``, each ``{name}`` of the template filled with a

@@ -44,7 +44,7 @@ from .._spec.acl import (
     priority,
     stages,
 )
-from ._base import Area, error_of, listed_keys, unwrap
+from ._base import SecretsArea, error_of, listed_keys, unwrap
 
 # A policy's most specific match at one stage: (priority key, pattern, capabilities).
 _Best = tuple[Any, str, set[str]]
@@ -70,6 +70,9 @@ AUTH_METHODS: dict[str, tuple[tuple[str, str], ...]] = {
     "kubernetes": (("role", "kubernetes_role"),),
     "cert": (("certs", "cert_role"),),
 }
+# The JWT/OIDC plugin's kinds: a role's ``role_type`` (jwt or oidc) names it, whichever
+# type its mount was enabled as.
+_JWT_KINDS = frozenset({"jwt_role", "oidc_role"})
 # Users whose entity alias is their name on the mount, so their entity can be found.
 _ALIASED_BY_NAME = frozenset({"userpass_user", "ldap_user"})
 _READ_OK = frozenset({400, 403, 404, 405})
@@ -546,7 +549,7 @@ def _reason(status: int, verb: str) -> str:
     return f"the server answered {status}"
 
 
-class Access(Area):
+class Access(SecretsArea):
     """Who can do what on the secrets server: :meth:`who_can`, :meth:`can`, :meth:`explain`.
 
     The first question loads the server's configuration (:meth:`load`); later
@@ -738,6 +741,10 @@ class Access(Area):
                     if data is None:
                         continue
                     own = _policies_of(data, "token_policies", "policies")
+                    kind_of = what
+                    if what in _JWT_KINDS and data.get("role_type") in ("jwt", "oidc"):
+                        # One plugin serves both: the role's own type says how it logs in.
+                        kind_of = f"{data['role_type']}_role"
                     if what == "ldap_group":
                         policies: tuple[str, ...] = tuple(own)
                         group_map[name.lower()] = policies
@@ -755,7 +762,7 @@ class Access(Area):
                                 dict.fromkeys(policies + entity_policies[known.entity_id])
                             )
                     found.append(
-                        Principal(f"{base.lstrip('/')}/{name}", what, name, policies, identity)
+                        Principal(f"{base.lstrip('/')}/{name}", kind_of, name, policies, identity)
                     )
         return found
 

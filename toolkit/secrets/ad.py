@@ -298,9 +298,21 @@ class Directory(EngineArea):
         names = list(sets) if sets is not None else self.list_sets()
         leases = Leases(self._http)
         rows: list[dict[str, Any]] = []
+        cov = self._coverage("library_status")
         for set_name in names:
-            status = self.status(set_name)
+            where = self._path("library/{name}/status", name=set_name).lstrip("/")
+            status = cov.read_or_gap(where, partial(self.status, set_name))
+            if status is None:
+                continue
+            cov.note_read()
             expiries = self._set_leases(leases, set_name)
+            if expiries is None:
+                cov.note_gap(
+                    f"sys/leases/lookup/{self.mount}/library/{set_name}/check-out/",
+                    403,
+                    "check-out leases not listed: only this client's own show a lease, none "
+                    "an expiry",
+                )
             matched = self._match_leases(set_name, status, expiries)
             for account, fields in status.items():
                 available = bool(fields.get("available"))
@@ -321,13 +333,13 @@ class Directory(EngineArea):
                         "lease_expiry": (expiries or {}).get(lease_id) if lease_id else None,
                     }
                 )
-        return build_frame(rows, LIBRARY_STATUS)
+        return cov.attach(build_frame(rows, LIBRARY_STATUS))
 
     def _set_leases(self, leases: Leases, set_name: str) -> dict[str, datetime | None] | None:
         """The live check-out leases of a set and their expiry; None without permission."""
         prefix = f"{self.mount}/library/{set_name}/check-out/"
         try:
-            frame = leases.lookup_leases(leases.lease_ids(prefix), mounts=[self.mount + "/"])
+            frame = leases.lookup_leases(leases.list_lease_ids(prefix), mounts=[self.mount + "/"])
         except APIError as exc:
             if exc.status == 403:
                 return None

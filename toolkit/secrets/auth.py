@@ -37,7 +37,7 @@ from .._http import HTTPLayer, api_path, segments
 from .._masking import Sensitive, reveal
 from .._records import Record, integer
 from .._time import parse_duration
-from ._base import Area, unwrap
+from ._base import SecretsArea, unwrap
 
 __all__ = [
     "DEFAULT_SERVICE_ACCOUNT_TOKEN",
@@ -72,7 +72,7 @@ class TokenExpiryWarning(UserWarning):
     """The client's token can no longer be renewed: it will expire; log in again."""
 
 
-class Auth(Area):
+class Auth(SecretsArea):
     """``auth/<method>/login``: log in, and keep the resulting token renewed.
 
     Mount paths default to each method's type (``approle``, ``userpass``, ...);

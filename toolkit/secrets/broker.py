@@ -261,21 +261,35 @@ class Broker(EngineArea):
         ``tags`` is the role's tags joined by commas. A role with tags only has
         one row with no virtual host, so every role shows.
         """
+        cov, roles = self._given_or_read("vhost_permissions", roles)
         rows: list[dict[str, Any]] = []
-        for role in roles if roles is not None else self._roles():
+        for role in roles:
             tags = ",".join(role["tags"])
             if not role["vhosts"]:
                 rows.append({"role": role["name"], "vhost": None, "tags": tags})
             for vhost, perms in sorted(role["vhosts"].items()):
                 rows.append({"role": role["name"], "vhost": vhost, "tags": tags, **perms})
-        return build_frame(rows, VHOST_PERMISSIONS)
+        return cov.attach(build_frame(rows, VHOST_PERMISSIONS))
 
     def topic_permissions(self, roles: list[Record] | None = None) -> pd.DataFrame:
         """One row per role, virtual host and exchange: its ``write`` and ``read`` patterns."""
+        cov, roles = self._given_or_read("topic_permissions", roles)
         rows = [
             {"role": role["name"], "vhost": vhost, "exchange": exchange, **perms}
-            for role in (roles if roles is not None else self._roles())
+            for role in roles
             for vhost, exchanges in sorted(role["vhost_topics"].items())
             for exchange, perms in sorted(exchanges.items())
         ]
-        return build_frame(rows, TOPIC_PERMISSIONS)
+        return cov.attach(build_frame(rows, TOPIC_PERMISSIONS))
+
+    def _given_or_read(
+        self, view: str, roles: list[Record] | None
+    ) -> tuple[Coverage, list[Record]]:
+        """The view's record and its roles: read (a refused read is a gap), or the ones
+        the caller passed, which this view did not read (``asked`` says so)."""
+        if roles is None:
+            cov = self._coverage(view)
+            return cov, self._roles(cov)
+        cov = Coverage(f"broker.{view}", asked=["roles passed in by the caller"])
+        cov.note_read(len(roles))
+        return cov, roles

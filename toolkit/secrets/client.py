@@ -27,6 +27,7 @@ from .._http.layer import FAN_OUT_TIMEOUT
 from .._http.response import Response
 from .._masking import Sensitive
 from .._records import Record
+from .._spec.headers import NAMESPACE_HEADER, TOKEN_HEADERS
 from ._base import EngineArea, listed_keys, refuse_missing, unwrap
 from .access import Access
 from .ad import Directory
@@ -42,7 +43,7 @@ from .plugins import Plugins
 from .policies import Policies
 from .rekey import Rekey
 from .seal import Seal
-from .standby import TOKEN_HEADERS, FollowStandby
+from .standby import FollowStandby
 from .tokens import Tokens
 
 __all__ = ["ENGINE_AREAS", "LOGIN_METHODS", "SecretsClient"]
@@ -137,7 +138,7 @@ class SecretsClient(ServiceClient):
             hidden_token = Sensitive(settings.token, "token")
             headers = dict.fromkeys(TOKEN_HEADERS, hidden_token)
         if settings.namespace:
-            headers["X-Vault-Namespace"] = settings.namespace
+            headers[NAMESPACE_HEADER] = settings.namespace
         super().__init__(
             settings,
             "/v1",
@@ -191,7 +192,7 @@ class SecretsClient(ServiceClient):
         view.namespace = key + "/" if key else None
         # A copy of this client's layer, so an ExplainingLayer too.
         view.http = cast(
-            ExplainingLayer, self.http.with_headers({"X-Vault-Namespace": view.namespace})
+            ExplainingLayer, self.http.with_headers({NAMESPACE_HEADER: view.namespace})
         )
         view.last_login = None
         view._bind_explain()

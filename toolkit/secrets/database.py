@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._coverage import Coverage
+from .._coverage import Coverage, carry
 from .._errors import DecodeError, InputError
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
@@ -472,7 +472,9 @@ class Database(EngineArea):
     def findings(self) -> pd.DataFrame:
         """What is risky in this mount's connections: :func:`connection_findings` of
         :meth:`connections_frame` (``LIST`` then ``GET /<mount>/config/:name`` each)."""
-        return connection_findings(self.connections_frame(), self.mount)
+        connections = self.connections_frame()
+        found = connection_findings(connections, self.mount)
+        return carry(found, connections, view="database.findings")
 
 
 def connection_findings(connections: pd.DataFrame, mount: str = "database") -> pd.DataFrame:

@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._coverage import Coverage, is_gap
+from .._coverage import Coverage, carry, is_gap
 from .._errors import InputError, NotFound, PermissionDenied
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
@@ -534,13 +534,16 @@ class KeyManagement(EngineArea):
         (on the newest version only: it is older than ``period``, a timedelta or
         days). Ages are measured by the server's clock unless ``now`` is given.
         """
-        return rotation_audit(self.key_versions_frame(), period, now or self._http.server_now())
+        versions = self.key_versions_frame()
+        audit = rotation_audit(versions, period, now or self._http.server_now())
+        return carry(audit, versions, view="keymgmt.rotation_audit")
 
     def findings(
         self, period: timedelta | int = timedelta(days=90), *, now: datetime | None = None
     ) -> pd.DataFrame:
         """Keys not rotated within ``period``: :func:`key_findings` of :meth:`rotation_audit`."""
-        return key_findings(self.rotation_audit(period, now=now), self.mount)
+        audit = self.rotation_audit(period, now=now)
+        return carry(key_findings(audit, self.mount), audit, view="keymgmt.findings")
 
 
 def _cell(distribution: Mapping[str, Any]) -> str:

@@ -19,16 +19,26 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .._coverage import Coverage
+from .._coverage import Coverage, carry, is_gap
 from .._errors import APIError, InputError, ToolkitError, one_line
 from .._frames import Col, Schema, build_frame, frame_from_columns
 from .._gc import collector_paused
 from .._http import HTTPLayer, Request, decode_json, segments
 from .._progress import progress
 from .._records import Record, integer
+from .._spec.leases import split_lease_id
 from .._time import parse_time
 from ..findings import combine
-from ._base import GONE, Area, lookup_requests, records_of, require_mounts, unwrap, warnings_of
+from ._base import (
+    GONE,
+    Names,
+    SecretsArea,
+    lookup_requests,
+    records_of,
+    require_mounts,
+    unwrap,
+    warnings_of,
+)
 from .checkpoint import DEFAULT_MAX_ROWS
 from .lease_rules import (
     EXPIRING,
@@ -95,9 +105,6 @@ LEASE_ACTIONS = Schema.of(
     Col("detail"),
     index="lease_id",
 )
-# A list of names.
-Names = list[str]
-
 IRREVOCABLE = Schema.of(
     "lease_id",
     Col("mount"),
@@ -107,34 +114,15 @@ IRREVOCABLE = Schema.of(
 )
 
 
-def split_lease_id(lease_id: str, mounts: Sequence[str] = ()) -> tuple[str, str]:
-    """The mount and role of a lease id.
-
-    The mount is the longest of ``mounts`` the id starts with, else the first
-    segment (two for ``auth/<method>/``), with a trailing ``/``. The role is
-    the segment after the engine's endpoint word: ``database/creds/readonly/Xy``
-    is mount ``database/``, role ``readonly``; ``ad/library/helpdesk/check-out/Xy``
-    role ``helpdesk``; with a single segment before the suffix, that segment.
-    """
-    mount = ""
-    for candidate in mounts:
-        if lease_id.startswith(candidate) and len(candidate) > len(mount):
-            mount = candidate
-    parts = lease_id.split("/")
-    if not mount:
-        mount = f"auth/{parts[1]}/" if parts[0] == "auth" and len(parts) > 2 else parts[0] + "/"
-    middle = [p for p in lease_id[len(mount) :].split("/")[:-1] if p]
-    return mount, middle[1] if len(middle) > 1 else (middle[0] if middle else "")
-
-
-class Leases(Area):
+class Leases(SecretsArea):
     """``sys/leases/*``: one lease at a time, and in bulk."""
 
     @staticmethod
     def summary(frame: pd.DataFrame) -> pd.DataFrame:
         """Per mount of a :meth:`leases_by_mount` frame: counts, expiring within 1 hour
-        and 24 hours, shortest and median ttl (:func:`lease_summary`; no request)."""
-        return lease_summary(frame)
+        and 24 hours, shortest and median ttl (:func:`lease_summary`; no request), as
+        whole as ``frame`` was (its completeness record carried)."""
+        return carry(lease_summary(frame), frame, view="leases.summary")
 
     # -- one lease -------------------------------------------------------------
     def lookup(self, lease_id: str) -> Record:
@@ -276,24 +264,40 @@ class Leases(Area):
             for item in items
         ]
         frame = build_frame(rows, IRREVOCABLE)
-        frame.attrs["lease_count"] = integer(data.get("lease_count"), "lease_count", len(rows))
+        count = integer(data.get("lease_count"), "lease_count", len(rows))
+        frame.attrs["lease_count"] = count
         frame.attrs["warnings"] = warnings_of(payload)
-        return frame
+        cov = Coverage("leases.irrevocable_frame", asked=["sys/leases?type=irrevocable"])
+        cov.note_read(len(rows))
+        if count > len(rows):  # the server's limit (10,000 unless raised) cut the list
+            cov.note_gap(
+                "sys/leases?type=irrevocable",
+                None,
+                f"{len(rows)} of {count} irrevocable leases listed: raise limit (or 'none')",
+            )
+        return cov.attach(frame)
 
     # -- mounts ------------------------------------------------------------------
-    def list_mounts(self) -> Names:
-        """Mount paths of the secrets engines and auth methods (``sys/mounts``, ``sys/auth``)."""
+    def list_mounts(self, *, coverage: Coverage | None = None) -> Names:
+        """Mount paths of the secrets engines and auth methods (``sys/mounts``, ``sys/auth``).
+
+        A table the token may not read raises (a short list would hide its mounts),
+        unless ``coverage`` is given: then the refusal is a gap noted there and the
+        other table's mounts come back."""
         found: list[str] = []
         for path, prefix in (("/sys/mounts", ""), ("/sys/auth", "auth/")):
             try:
                 data = unwrap(self._http.json("GET", path))
-            except APIError:
+            except APIError as exc:
+                if coverage is None or not is_gap(exc):
+                    raise
+                coverage.note_error(path.lstrip("/"), exc)
                 continue
             found.extend(prefix + k for k in data if k.endswith("/"))
         return found
 
     # -- views -----------------------------------------------------------------
-    def lease_ids(self, prefix: str = "", *, walk: Walk | None = None) -> Names:
+    def list_lease_ids(self, prefix: str = "", *, walk: Walk | None = None) -> Names:
         """Every lease id under ``prefix`` (all when empty), walking the lookup tree.
 
         :func:`~toolkit.secrets.walk.walk_tree`: the folders of each level listed
@@ -319,7 +323,7 @@ class Leases(Area):
         if walk is None and not seen.complete:
             from .._coverage import Coverage, require_complete
 
-            require_complete(Coverage.from_dict(seen.coverage("leases.lease_ids", [prefix])))
+            require_complete(Coverage.from_dict(seen.coverage("leases.list_lease_ids", [prefix])))
         return found
 
     def leases_by_mount(
@@ -411,8 +415,10 @@ class Leases(Area):
             return frame.sort_values(["mount", "expire_time"], kind="stable")
 
     def _known_mounts(self) -> Names:
+        """The mounts a lease id's path is split by (mount, role); what cannot be read
+        only makes that split a guess, so it is not a gap of the lease view."""
         try:
-            return self.list_mounts()
+            return self.list_mounts(coverage=Coverage("leases.mount_names"))
         except ToolkitError:
             return []
 
@@ -550,7 +556,8 @@ class Leases(Area):
         """Past-due and soon-expiring leases, kept apart: :func:`expiry_states`, judged by
         the server's clock (its ``Date``), of ``leases`` or of :meth:`leases_by_mount`."""
         frame = self.leases_by_mount() if leases is None else leases
-        return expiry_states(frame, now=self._http.server_now(), within=within)
+        states = expiry_states(frame, now=self._http.server_now(), within=within)
+        return carry(states, frame, view="leases.expiry")
 
     def findings(
         self,
@@ -562,8 +569,11 @@ class Leases(Area):
         """The lease findings: :func:`lease_count_findings` of :meth:`lease_counts` (LIST
         only), then :func:`expiry_findings` of :meth:`expiry` (which looks every lease up,
         unless ``leases`` is given)."""
-        counts = lease_count_findings(self.lease_counts(), threshold=threshold)
-        return combine(counts, expiry_findings(self.expiry(leases, within=within)))
+        counted = self.lease_counts()
+        expiry = self.expiry(leases, within=within)
+        counts = lease_count_findings(counted, threshold=threshold)
+        found = combine(counts, expiry_findings(expiry))
+        return carry(found, counted, expiry, view="leases.findings")
 
     # -- bulk --------------------------------------------------------------------
     def renew_leases(

@@ -27,8 +27,9 @@ from .._errors import NamespaceNotFound, NotFound, PermissionDenied, TokenRefuse
 from .._frames import Col, Schema, build_frame, scope_part, stack_scopes
 from .._http import HTTPLayer, api_path, decode_json
 from .._records import Record
+from .._spec.headers import NAMESPACE_HEADER
 from ..findings import Finding, findings_frame
-from ._base import Area, unwrap
+from ._base import SecretsArea, unwrap
 
 if TYPE_CHECKING:
     from .client import SecretsClient
@@ -37,7 +38,6 @@ __all__ = ["MOUNTS", "NAMESPACES", "ROOT", "Namespaces", "refusal_findings"]
 
 # How the root namespace is named in a frame's ``namespace`` column.
 ROOT = "root"
-NAMESPACE_HEADER = "X-Vault-Namespace"
 
 NAMESPACES = Schema.of(
     Col("path"),
@@ -69,7 +69,7 @@ def _label(path: str) -> str:
     return path or ROOT
 
 
-class Namespaces(Area):
+class Namespaces(SecretsArea):
     """The namespaces below the client's own, and any area's calls across all of them.
 
     ``view`` makes a client in another namespace (``SecretsClient.in_namespace``).
@@ -189,8 +189,11 @@ class Namespaces(Area):
         as the last: a namespace that refuses the call (403: restricted there) or
         has vanished since the walk gives one row with only ``namespace`` and
         ``problem`` set, and the others go on. ``namespaces`` limits the run to
-        those full paths (default: the walk's, starting here).
+        those full paths (default: the walk's, starting here); a namespace named there
+        that does not exist is an error naming it (:class:`~toolkit.NamespaceNotFound`),
+        not a row: only one the walk found and that then vanished is a gap.
         """
+        named = namespaces is not None
         paths = [self._start(), *self.list_all()] if namespaces is None else list(namespaces)
         cov = Coverage("namespaces.across", asked=[p or ROOT for p in paths])
 
@@ -208,6 +211,8 @@ class Namespaces(Area):
                 )
             except NotFound as exc:
                 if "namespace not found" not in str(exc) and not isinstance(exc, NamespaceNotFound):
+                    raise
+                if named:  # the caller's own name: a mistake to name, not a gap
                     raise
                 cov.note_error(label, exc)
                 return scope_part("namespace", label, None, f"namespace {label} no longer exists")

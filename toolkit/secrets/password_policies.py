@@ -18,7 +18,7 @@ from .._frames import Col, Schema, build_frame
 from .._http import api_path
 from .._masking import Sensitive, reveal
 from .._records import Record
-from ._base import Area
+from ._base import SecretsArea
 
 __all__ = ["PasswordPolicies", "POLICY_SAMPLES", "password_classes"]
 
@@ -46,7 +46,7 @@ def password_classes(password: str | Sensitive) -> dict[str, Any]:
     }
 
 
-class PasswordPolicies(Area):
+class PasswordPolicies(SecretsArea):
     """``sys/policies/password``: policies that say how passwords are generated."""
 
     def list_policies(self) -> list[str]:

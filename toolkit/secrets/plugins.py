@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
+from .._coverage import Coverage, carry
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
 from .._records import Record
-from ._base import Area
+from ._base import SecretsArea
 
 __all__ = ["CATALOG", "PLUGIN_INVENTORY", "PLUGIN_TYPES", "Plugins", "plugin_findings"]
 
@@ -46,7 +48,7 @@ def _params(version: str | None) -> dict[str, str] | None:
     return {"version": version} if version else None
 
 
-class Plugins(Area):
+class Plugins(SecretsArea):
     """``sys/plugins/catalog``."""
 
     def catalog(self) -> pd.DataFrame:
@@ -61,7 +63,10 @@ class Plugins(Area):
         if detailed is None:
             detailed = [{"type": t, "name": n} for t in PLUGIN_TYPES for n in data.get(t) or []]
         frame = build_frame(list(detailed), CATALOG)
-        return frame.set_index(["type", "name", "version"]).sort_index()
+        # One read, whole or raised.
+        cov = Coverage("plugins.catalog", asked=["sys/plugins/catalog"])
+        cov.note_read(len(frame))
+        return cov.attach(frame.set_index(["type", "name", "version"]).sort_index())
 
     def list_plugins(self, plugin_type: str) -> list[str]:
         """Names registered for a type. ``LIST /sys/plugins/catalog/:type``."""
@@ -137,17 +142,30 @@ class Plugins(Area):
         version (an unversioned external plugin shadows the built-in of its
         name, so it runs the mounts that pin no version). Database plugins run
         inside database connections, not mounts: their ``mounts`` is empty.
+
+        ``attrs["coverage"]`` notes an entry whose read was refused (its row is left
+        out) and a mount table that could not be read (``mounts`` then shows only
+        the other table's).
         """
         catalog = self.catalog().reset_index()
+        cov = Coverage("plugins.inventory", asked=["sys/plugins/catalog", "sys/mounts", "sys/auth"])
         external = catalog[~catalog["builtin"].fillna(False).astype(bool)]
         entries = [
             (str(r.type), str(r.name), r.version if isinstance(r.version, str) else "")
             for r in external.itertuples()
         ]
-        details = list(self._http.map(lambda e: self.read(*e[:2], e[2] or None), entries))
-        mounts = self._mounts()
+
+        def detail_of(entry: tuple[str, str, str]) -> Record | None:
+            kind, name, version = entry
+            where = f"sys/plugins/catalog/{kind}/{name}"
+            return cov.read_or_gap(where, lambda: self.read(kind, name, version or None))
+
+        details = list(self._http.map(detail_of, entries))
+        mounts = self._mounts(cov)
         rows = []
         for (kind, name, version), detail in zip(entries, details, strict=True):
+            if detail is None:
+                continue
             running = [
                 path
                 for path, (mount_kind, mount_type, pinned) in mounts.items()
@@ -164,17 +182,23 @@ class Plugins(Area):
                     "mounts": sorted(running),
                 }
             )
-        return build_frame(rows, PLUGIN_INVENTORY)
+        cov.note_read(len(rows))
+        return cov.attach(build_frame(rows, PLUGIN_INVENTORY))
 
     def findings(self) -> pd.DataFrame:
         """:func:`plugin_findings` of :meth:`inventory`."""
-        return plugin_findings(self.inventory())
+        inventory = self.inventory()
+        return carry(plugin_findings(inventory), inventory, view="plugins.findings")
 
-    def _mounts(self) -> dict[str, tuple[str, str, str]]:
-        """Mount path -> (plugin type, engine type, pinned version), secrets and auth."""
+    def _mounts(self, cov: Coverage) -> dict[str, tuple[str, str, str]]:
+        """Mount path -> (plugin type, engine type, pinned version), secrets and auth; a
+        table the token may not read is a gap in ``cov``."""
         found: dict[str, tuple[str, str, str]] = {}
         for path, kind, prefix in (("/sys/mounts", "secret", ""), ("/sys/auth", "auth", "auth/")):
-            for mount, config in self._read(path).items():
+            table: dict[str, Any] | None = cov.read_or_gap(
+                path.lstrip("/"), functools.partial(self._read, path)
+            )
+            for mount, config in (table or {}).items():
                 if mount.endswith("/") and isinstance(config, Mapping):
                     pinned = str(config.get("plugin_version") or "")
                     found[prefix + mount] = (kind, str(config.get("type") or ""), pinned)

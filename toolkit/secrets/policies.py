@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._coverage import Coverage, is_gap
+from .._coverage import Coverage, carry, is_gap
 from .._coverage import coverage_of as coverage_records
 from .._errors import (
     APIError,
@@ -27,7 +27,7 @@ from .._errors import (
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
 from .._records import Record, text
-from ._base import Area, unwrap
+from ._base import SecretsArea, unwrap
 
 __all__ = ["ENFORCEMENT_LEVELS", "HOLDERS", "KINDS", "POLICIES", "Policies"]
 
@@ -63,7 +63,7 @@ def _paths(paths: str | Sequence[str] | None) -> list[str]:
     return [p.strip() for p in items if p and p.strip()]
 
 
-class Policies(Area):
+class Policies(SecretsArea):
     """``sys/policies/{acl,rgp,egp}``."""
 
     def list_policies(self, kind: str = "acl") -> list[str]:
@@ -220,9 +220,21 @@ class Policies(Area):
     # -- findings (ACL rules, and who holds which policy) ---------------------------------
     def acl_texts(self) -> dict[str, str]:
         """Every ACL policy's text by name: ``LIST /sys/policies/acl``, then a ``GET`` each."""
+        return self._acl_texts(Coverage("policies.acl_texts", asked=["sys/policies/acl"]))
+
+    def _acl_texts(self, cov: Coverage) -> dict[str, str]:
+        """:meth:`acl_texts`, a policy whose read is refused a gap in ``cov``."""
         names = self.list_policies("acl")
-        texts = self._http.map(lambda n: self.read("acl", n).get("policy") or "", names)
-        return dict(zip(names, texts, strict=True))
+
+        def one(name: str) -> str | None:
+            where = f"sys/policies/acl/{name}"
+            found = cov.read_or_gap(where, lambda: self.read("acl", name))
+            return None if found is None else str(found.get("policy") or "")
+
+        texts = dict(zip(names, self._http.map(one, names), strict=True))
+        read = {name: text for name, text in texts.items() if text is not None}
+        cov.note_read(len(read))
+        return read
 
     def rules_frame(self) -> pd.DataFrame:
         """Every rule of every ACL policy: ``policy``, ``path``, ``capabilities`` (a list).
@@ -232,14 +244,16 @@ class Policies(Area):
         """
         from .acl import rules_frame
 
-        return rules_frame(self.acl_texts())
+        cov = Coverage("policies.rules_frame", asked=["sys/policies/acl"])
+        return cov.attach(rules_frame(self._acl_texts(cov)))
 
     def findings(self, rules: pd.DataFrame | None = None) -> pd.DataFrame:
         """What is dangerous in the ACL policies (:func:`toolkit.secrets.acl.rule_findings`):
         root-equivalent rules, ``sudo``, orphan-token creation, globs under ``sys/``."""
         from .acl import rule_findings
 
-        return rule_findings(self.rules_frame() if rules is None else rules)
+        rules = self.rules_frame() if rules is None else rules
+        return carry(rule_findings(rules), rules, view="policies.findings")
 
     def holders(self, tokens: pd.DataFrame | None = None) -> pd.DataFrame:
         """Who carries which policy, where the server lets it be listed.

@@ -27,7 +27,7 @@ from .._http import HTTPLayer
 from .._masking import Sensitive, hidden, reveal
 from .._records import Record
 from .._reprs import area_repr
-from ._base import Area, hide, unwrap
+from ._base import SecretsArea, hide, unwrap
 
 __all__ = ["FLAVOURS", "Rekey"]
 
@@ -44,7 +44,7 @@ _PREFIX = {
 SHARE_FIELDS = ("keys", "keys_base64")
 
 
-class Rekey(Area):
+class Rekey(SecretsArea):
     """The rekey endpoints: ``sys/rekey/*`` (legacy) or ``sys/rotate/root/*``."""
 
     def __init__(

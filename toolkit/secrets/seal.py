@@ -10,12 +10,12 @@ from __future__ import annotations
 from .._errors import InputError
 from .._masking import Sensitive, hidden, reveal
 from .._records import Record
-from ._base import Area, unwrap
+from ._base import SecretsArea, unwrap
 
 __all__ = ["Seal"]
 
 
-class Seal(Area):
+class Seal(SecretsArea):
     """The server's seal."""
 
     def status(self) -> Record:

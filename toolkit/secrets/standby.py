@@ -17,10 +17,7 @@ import orjson
 from .._http import Response
 from .._http.redirects import Ask, Origin, RedirectRule, origin
 
-__all__ = ["TOKEN_HEADERS", "FollowStandby", "standby_refusal"]
-
-# The server reads the token from either; both are sent.
-TOKEN_HEADERS = ("X-Vault-Token", "X-Service-Token")
+__all__ = ["FollowStandby", "standby_refusal"]
 
 
 @dataclass(frozen=True)

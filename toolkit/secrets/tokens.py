@@ -24,7 +24,7 @@ from .._http import Request, api_path, decode_json
 from .._records import Record
 from .._time import from_epoch, parse_duration
 from ..findings import Finding, findings_frame
-from ._base import GONE_OR_REFUSED, Area, hide, listed_keys, lookup_requests, skipped, unwrap
+from ._base import GONE_OR_REFUSED, SecretsArea, hide, listed_keys, lookup_requests, skipped, unwrap
 from .checkpoint import DEFAULT_MAX_ROWS
 from .sprawl import CHUNK as SCAN_CHUNK
 from .sprawl import TokenScan, scan_tokens, token_sprawl
@@ -56,7 +56,7 @@ TOKEN_ROLES = Schema.of(
 )
 
 
-class Tokens(Area):
+class Tokens(SecretsArea):
     """``auth/token``: issuing and inspecting tokens."""
 
     def create(

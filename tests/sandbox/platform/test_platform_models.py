@@ -9,7 +9,12 @@ import pytest
 from toolkit.sandbox import DEMO_EPOCH
 from toolkit.sandbox._clock import Clock
 from toolkit.sandbox.platform.demo import load_demo
-from toolkit.sandbox.platform.errors import Invalid, LimitReached, PlatformError, Unauthorized
+from toolkit.sandbox.platform.errors import (
+    LimitReached,
+    PlatformError,
+    RuleViolation,
+    UnknownCaller,
+)
 from toolkit.sandbox.platform.models import PlatformService
 from toolkit.sandbox.platform.team_access import PermissionSettings
 
@@ -84,7 +89,7 @@ def test_set_agent_status_validates_and_moves_the_ping():
     service.set_agent_status(agent_id, "busy", later)
     agent = service.agent(service.authenticate("root"), agent_id)
     assert (agent.reported_status, agent.last_ping_at) == ("busy", later)
-    with pytest.raises(Invalid) as refused:
+    with pytest.raises(RuleViolation) as refused:
         service.set_agent_status(agent_id, "asleep")
     assert refused.value.field == "status"
     assert agent.reported_status == "busy"
@@ -103,7 +108,7 @@ def test_the_pool_limit_is_enforced_by_the_python_api_too():
 def test_unknown_tokens_are_refused_with_401():
     service = _demo()
     for token in (None, "", "nope"):
-        with pytest.raises(Unauthorized):
+        with pytest.raises(UnknownCaller):
             service.authenticate(token)
 
 

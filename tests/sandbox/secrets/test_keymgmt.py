@@ -16,6 +16,7 @@ from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._plain import dump, round_trip
 from toolkit.sandbox.secrets.engines.keymgmt.demo import DEMO_KEYS, DEMO_PROVIDERS
+from toolkit.sandbox.secrets.engines.keymgmt.http import distribution_document, key_document
 from toolkit.sandbox.secrets.engines.keymgmt.state import KeyManagementEngine
 
 
@@ -578,8 +579,8 @@ def test_the_engine_state_survives_being_stored_and_loaded(
     mount = restored.mounts.engine("keymgmt")
     assert mount is not None and mount.backend.service is restored
     state: KeyManagementEngine = mount.backend
-    assert state.describe_key("signer") == before["keys"]["signer"]
+    assert key_document(state.read_key("signer")) == before["keys"]["signer"]
     assert (
-        state.describe_distribution("azure", "signer")
+        distribution_document(state.distribution("azure", "signer"))
         == (before["providers"]["azure"]["keys"]["signer"])
     )

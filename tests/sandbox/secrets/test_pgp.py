@@ -15,7 +15,7 @@ import pytest
 
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets import pgp
-from toolkit.sandbox.secrets.errors import SecretsError
+from toolkit.sandbox.secrets.errors import InvalidRequest, SecretsError
 
 
 def make_keys(count: int) -> list[Any]:
@@ -84,7 +84,7 @@ def test_each_share_is_encrypted_as_hex_text_to_its_own_key(operators: list[Any]
 def test_a_value_that_is_not_a_public_key_is_refused_naming_the_entry() -> None:
     with pytest.raises(SecretsError) as refused:
         pgp.parse_public_keys([base64.b64encode(b"not a key").decode()])
-    assert refused.value.status == 400
+    assert isinstance(refused.value, InvalidRequest)
     message = refused.value.messages[0]
     assert message.startswith("pgp_keys[0]: error parsing given PGP key")
     assert "\n" not in message

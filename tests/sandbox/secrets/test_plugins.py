@@ -10,6 +10,7 @@ import pytest
 from tests.sandbox.secrets._access_api import issue, put_acl
 from toolkit.sandbox.secrets.engines import ENGINES
 from toolkit.sandbox.secrets.errors import SecretsError
+from toolkit.sandbox.secrets.http.sys_plugins import entry_document
 from toolkit.sandbox.secrets.plugins import BUILTIN_VERSION, PluginCatalog
 
 SHA = "a" * 64
@@ -57,7 +58,7 @@ def test_env_values_never_show_in_a_repr_or_a_read() -> None:
     entry = catalog.register(
         "database", "mine", sha256=SHA, command="mine", env=["API_KEY=hunter2"]
     )
-    assert "hunter2" not in repr(entry) and "hunter2" not in str(entry.read())
+    assert "hunter2" not in repr(entry) and "hunter2" not in str(entry_document(entry))
 
 
 def test_a_bad_env_entry_is_refused_without_echoing_it() -> None:

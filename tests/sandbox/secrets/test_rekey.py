@@ -11,12 +11,17 @@ import httpx
 import pytest
 
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.secrets.errors import SecretsError
-from toolkit.sandbox.secrets.rekey import RekeyOperation
-from toolkit.sandbox.secrets.seal import Seal
+from toolkit.sandbox.secrets.errors import SecretsError, ServerSealed
+from toolkit.sandbox.secrets.rekey import (
+    RekeyOperation,
+    RekeyResult,
+    RekeyStatus,
+    VerificationStatus,
+)
+from toolkit.sandbox.secrets.seal import SealState
 
 
-def initial_shares(seal: Seal, tmp_path: Path) -> list[bytes]:
+def initial_shares(seal: SealState, tmp_path: Path) -> list[bytes]:
     path = tmp_path / "init.json"
     seal.write_init_file(str(path), "root")
     return [bytes.fromhex(key) for key in json.loads(path.read_text())["keys"]]
@@ -26,57 +31,53 @@ def initial_shares(seal: Seal, tmp_path: Path) -> list[bytes]:
 
 
 def test_the_state_machine_walks_start_update_verify_without_a_socket(tmp_path: Path) -> None:
-    seal = Seal(3, 2)
+    seal = SealState(3, 2)
     old = initial_shares(seal, tmp_path)
     ceremony = RekeyOperation(seal)
-    assert ceremony.status()["started"] is False
+    assert ceremony.status().started is False
 
     started = ceremony.start(4, 3, require_verification=True)
-    assert (started["started"], started["t"], started["n"], started["required"]) == (
+    assert (started.started, started.threshold, started.shares, started.required) == (
         True,
         3,
         4,
         2,
     )
-    assert ceremony.update(old[0], started["nonce"])["progress"] == 1
-    done = ceremony.update(old[2], started["nonce"])
-    assert done["complete"] and done["verification_required"]
-    new = [bytes.fromhex(key) for key in done["keys"]]
+    progress = ceremony.update(old[0], started.nonce)
+    assert isinstance(progress, RekeyStatus) and progress.progress == 1
+    done = ceremony.update(old[2], started.nonce)
+    assert isinstance(done, RekeyResult) and done.verification_required
+    new = done.shares
     assert seal.rebuilds_root_key(old[:2]) and not seal.rebuilds_root_key(new[:2])
+    assert new[0].hex() not in repr(done), "the new shares stay out of the result's repr"
 
-    nonce = done["verification_nonce"]
-    assert ceremony.verification_status() == {
-        "nonce": nonce,
-        "started": True,
-        "t": 3,
-        "n": 4,
-        "progress": 0,
-    }
+    nonce = done.verification_nonce
+    assert ceremony.verification_status() == VerificationStatus(nonce, True, 3, 4, 0)
     ceremony.verify(new[3], nonce)
     ceremony.verify(new[0], nonce)
-    assert ceremony.verify(new[1], nonce) == {"nonce": nonce, "complete": True}
+    assert ceremony.verify(new[1], nonce) == nonce
     assert ceremony.attempt is None
     assert (seal.shares, seal.threshold) == (4, 3)
     assert seal.rebuilds_root_key(new[:3]) and not seal.rebuilds_root_key(old[:2])
 
 
 def test_sealing_forgets_the_attempt_and_a_sealed_server_refuses_rekey(tmp_path: Path) -> None:
-    seal = Seal(3, 2)
+    seal = SealState(3, 2)
     ceremony = RekeyOperation(seal)
     ceremony.start(3, 2)
     seal.seal()
     with pytest.raises(SecretsError) as refused:
         ceremony.status()
-    assert refused.value.status == 503 and refused.value.messages == ["Vault is sealed"]
+    assert isinstance(refused.value, ServerSealed) and refused.value.messages == ["Vault is sealed"]
     for share in initial_shares(seal, tmp_path)[:2]:
         seal.unseal(share)
-    assert ceremony.status()["started"] is False
+    assert ceremony.status().started is False
 
 
 def test_the_attempt_repr_shows_no_shares(tmp_path: Path) -> None:
-    seal = Seal(3, 2)
+    seal = SealState(3, 2)
     ceremony = RekeyOperation(seal)
-    nonce = ceremony.start(3, 2)["nonce"]
+    nonce = ceremony.start(3, 2).nonce
     share = initial_shares(seal, tmp_path)[0]
     ceremony.update(share, nonce)
     assert share.hex() not in repr(ceremony) and "b'" not in repr(ceremony)

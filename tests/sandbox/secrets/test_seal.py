@@ -14,7 +14,7 @@ import pytest
 
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets.errors import SecretsError
-from toolkit.sandbox.secrets.seal import Seal
+from toolkit.sandbox.secrets.seal import SealState
 
 
 @pytest.fixture
@@ -32,43 +32,43 @@ def server(tmp_path: Path) -> Iterator[tuple[httpx.Client, dict[str, Any]]]:
 
 
 def test_a_new_seal_is_unsealed_with_five_shares_and_threshold_three() -> None:
-    seal = Seal()
+    seal = SealState()
     assert not seal.sealed
     assert (seal.shares, seal.threshold) == (5, 3)
 
 
 def test_a_threshold_of_the_initial_shares_unseals(tmp_path: Path) -> None:
-    seal = Seal(4, 2)
+    seal = SealState(4, 2)
     path = tmp_path / "init.json"
     seal.write_init_file(str(path), "root")
     keys = [bytes.fromhex(key) for key in json.loads(path.read_text())["keys"]]
     seal.seal()
     seal.unseal(keys[3])
-    assert seal.sealed and seal.status()["progress"] == 1
+    assert seal.sealed and seal.progress == 1
     seal.unseal(keys[1])
-    assert not seal.sealed and seal.status()["progress"] == 0
+    assert not seal.sealed and seal.progress == 0
 
 
 def test_a_share_given_twice_counts_once() -> None:
-    seal = Seal(3, 2)
+    seal = SealState(3, 2)
     seal.seal()
     seal.unseal(b"\x01" * 33)
     seal.unseal(b"\x01" * 33)
-    assert seal.status()["progress"] == 1
+    assert seal.progress == 1
 
 
 def test_shares_of_another_key_are_refused_and_progress_starts_over() -> None:
-    seal, other = Seal(3, 2), Seal(3, 2)
+    seal, other = SealState(3, 2), SealState(3, 2)
     _, foreign = other.new_root_key(3, 2)
     seal.seal()
     seal.unseal(foreign[0])
     with pytest.raises(SecretsError, match="Unseal failed, invalid key"):
         seal.unseal(foreign[1])
-    assert seal.sealed and seal.status()["progress"] == 0
+    assert seal.sealed and seal.progress == 0
 
 
 def test_a_single_share_seal_hands_out_the_key_itself(tmp_path: Path) -> None:
-    seal = Seal(1, 1)
+    seal = SealState(1, 1)
     path = tmp_path / "init.json"
     seal.write_init_file(str(path), "root")
     (key,) = json.loads(path.read_text())["keys"]
@@ -81,11 +81,11 @@ def test_a_single_share_seal_hands_out_the_key_itself(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("shares", "threshold"), [(3, 4), (3, 1), (0, 0), (256, 3)])
 def test_an_invalid_start_up_configuration_is_refused(shares: int, threshold: int) -> None:
     with pytest.raises(ValueError, match="invalid seal configuration"):
-        Seal(shares, threshold)
+        SealState(shares, threshold)
 
 
 def test_the_seal_repr_shows_no_shares() -> None:
-    assert repr(Seal()) == "<Seal unsealed t=3 n=5>"
+    assert repr(SealState()) == "<SealState unsealed t=3 n=5>"
 
 
 # -- over HTTP ---------------------------------------------------------------------

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..._spec.access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
-from .errors import Invalid, NotFound, NotRemovable
+from .errors import NotRemovable, RecordNotFound, RuleViolation
 
 if TYPE_CHECKING:
     from .._clock import Clock
@@ -85,7 +85,7 @@ class AgentStore:
         """``GET /agents/:id``; ``owner`` requires the right to change it."""
         agent = self.agents.get(agent_id)
         if agent is None:
-            raise NotFound()
+            raise RecordNotFound()
         self.pool_store.get(caller, agent.pool_id, owner=owner)
         return agent
 
@@ -126,7 +126,7 @@ class AgentStore:
         """A new agent in ``pool``, every value checked before anything changes."""
         _check_status(status)
         if not ip_address:
-            raise Invalid("ip-address must be a non-empty string", "ip_address")
+            raise RuleViolation("ip-address must be a non-empty string", "ip_address")
         agent = Agent(
             self.ids.new("agent-", pool.id, name or "", unique=unique or name is None),
             pool.id,
@@ -151,4 +151,6 @@ class AgentStore:
 
 def _check_status(status: str) -> None:
     if status not in AGENT_STATUSES:
-        raise Invalid(f"status {status!r} is not one of {', '.join(AGENT_STATUSES)}", "status")
+        raise RuleViolation(
+            f"status {status!r} is not one of {', '.join(AGENT_STATUSES)}", "status"
+        )

@@ -1,30 +1,33 @@
 """The refusals of the platform sandbox's rules, as typed errors with no HTTP in them.
 
-The state raises these; the HTTP side (:mod:`.error_documents`) turns each into
+The state raises these; the HTTP side (:mod:`.http._errors`) turns each into
 a JSON:API error document, choosing the status, the title and the JSON
 pointer. ``field`` names the argument that broke a rule, in the state's own
 words (``name``, ``organization_scoped``, ``allowed_workspaces``, ``team``...),
 and ``index`` the entry of a list argument.
 
-- :class:`Unauthorized`: no token, or one the service does not know.
-- :class:`NotFound`: a missing record, or one the caller may not see or change
+- :class:`UnknownCaller`: no token, or one the service does not know.
+- :class:`RecordNotFound`: a missing record, or one the caller may not see or change
   (spec part 5: the two are answered alike).
-- :class:`Invalid`: a value that breaks a rule (a name's characters, a taken key).
+- :class:`RuleViolation`: a value that breaks a rule (a name's characters, a taken key).
 - :class:`LimitReached`: the organization holds as many agent pools as allowed.
 - :class:`InUse`: an agent pool that workspaces still use.
 - :class:`NotRemovable`: an agent whose status does not allow its removal.
+
+Each name is the platform's own: the client's errors (``toolkit._errors``) and the
+secrets sandbox's have others, so a traceback names one class.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "InUse",
-    "Invalid",
     "LimitReached",
-    "NotFound",
     "NotRemovable",
     "PlatformError",
-    "Unauthorized",
+    "RecordNotFound",
+    "RuleViolation",
+    "UnknownCaller",
 ]
 
 
@@ -32,18 +35,18 @@ class PlatformError(Exception):
     """A refusal by the platform's rules; the message says what is wrong."""
 
 
-class Unauthorized(PlatformError):
+class UnknownCaller(PlatformError):
     """The request has no token, or one the service does not know."""
 
 
-class NotFound(PlatformError):
+class RecordNotFound(PlatformError):
     """The record does not exist, or the caller may not see or change it."""
 
     def __init__(self, message: str = "not found") -> None:
         super().__init__(message)
 
 
-class Invalid(PlatformError):
+class RuleViolation(PlatformError):
     """A value breaks a rule: ``field`` names the argument, ``index`` its entry in a list."""
 
     def __init__(self, message: str, field: str | None = None, index: int | None = None) -> None:

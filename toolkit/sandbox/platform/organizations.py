@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._spec.access import ORGANIZATION_PERMISSIONS
-from .errors import NotFound, Unauthorized
+from .errors import RecordNotFound, UnknownCaller
 
 if TYPE_CHECKING:
     from .._clock import Clock
@@ -126,12 +126,12 @@ class OrganizationStore:
     def authenticate(self, token: str | None) -> Caller:
         """The caller a bearer token names; :class:`Unauthorized` for a missing or unknown one."""
         if not token:
-            raise Unauthorized("the request has no bearer token in its Authorization header")
+            raise UnknownCaller("the request has no bearer token in its Authorization header")
         if token == self.admin_token:
             return Caller(token, is_admin=True)
         if token in self.org_tokens or self.teams_by_token.get(token):
             return Caller(token)
-        raise Unauthorized("the bearer token is not valid")
+        raise UnknownCaller("the bearer token is not valid")
 
     def role(self, caller: Caller, organization: str) -> Role | None:
         """``owner``, ``member`` or None: the caller's standing in an organization."""
@@ -165,7 +165,7 @@ class OrganizationStore:
         org = self.organizations.get(name)
         role = self.role(caller, name) if org else None
         if org is None or role is None or (owner and role != "owner"):
-            raise NotFound()
+            raise RecordNotFound()
         return org
 
     def team_visible(self, caller: Caller, team: Team) -> bool:
@@ -332,7 +332,7 @@ class OrganizationStore:
         """``GET /workspaces/:id``."""
         ws = self.workspaces.get(workspace_id)
         if ws is None or not self.role(caller, ws.organization):
-            raise NotFound()
+            raise RecordNotFound()
         return ws
 
     def list_teams(self, caller: Caller, organization: str) -> list[Team]:
@@ -344,7 +344,7 @@ class OrganizationStore:
         """``GET /teams/:id``."""
         team = self.teams.get(team_id)
         if team is None or not self.team_visible(caller, team):
-            raise NotFound()
+            raise RecordNotFound()
         return team
 
     def list_policy_sets(self, caller: Caller, organization: str) -> list[PolicySet]:
@@ -357,7 +357,7 @@ class OrganizationStore:
         ps = self.policy_sets.get(policy_set_id)
         role = self.role(caller, ps.organization) if ps else None
         if ps is None or role is None or (owner and role != "owner"):
-            raise NotFound()
+            raise RecordNotFound()
         return ps
 
 

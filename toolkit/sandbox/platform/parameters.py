@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .errors import Invalid, NotFound
+from .errors import RecordNotFound, RuleViolation
 
 if TYPE_CHECKING:
     from .ids import IdSource
@@ -53,7 +53,7 @@ class ParameterStore:
         ps = self.orgs.policy_set(caller, policy_set_id, owner=owner)
         param = self.by_policy_set.get(ps.id, {}).get(parameter_id)
         if param is None:
-            raise NotFound()
+            raise RecordNotFound()
         return param
 
     def create(
@@ -75,7 +75,7 @@ class ParameterStore:
     ) -> Parameter:
         """A new parameter of ``ps``, every rule checked before anything changes."""
         if ps.kind != PARAMETER_KIND:
-            raise Invalid(
+            raise RuleViolation(
                 f"policy set {ps.name} is of kind {ps.kind!r}; parameters exist only for "
                 f"{PARAMETER_KIND} policy sets",
                 "policy_set",
@@ -126,13 +126,13 @@ class ParameterStore:
         """Refuse a blank or taken key, another category, or un-hiding a sensitive value."""
         if key is not None:
             if not key.strip():
-                raise Invalid("key must be a non-empty string", "key")
+                raise RuleViolation("key must be a non-empty string", "key")
             for other in params.values():
                 if other is not current and other.key == key:
-                    raise Invalid(f"key {key!r} has already been taken", "key")
+                    raise RuleViolation(f"key {key!r} has already been taken", "key")
         if category is not None and category != CATEGORY:
-            raise Invalid(
+            raise RuleViolation(
                 f"category {category!r} is not allowed; it must be {CATEGORY!r}", "category"
             )
         if current is not None and current.sensitive and sensitive is False:
-            raise Invalid("a sensitive parameter cannot be made non-sensitive", "sensitive")
+            raise RuleViolation("a sensitive parameter cannot be made non-sensitive", "sensitive")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from .errors import InUse, Invalid, LimitReached, NotFound
+from .errors import InUse, LimitReached, RecordNotFound, RuleViolation
 
 if TYPE_CHECKING:
     from .._clock import Clock
@@ -118,7 +118,7 @@ class PoolStore:
         pool = self.pools.get(pool_id)
         role = self.orgs.role(caller, pool.organization) if pool else None
         if pool is None or role is None or (owner and role != "owner"):
-            raise NotFound()
+            raise RecordNotFound()
         return pool
 
     def create(
@@ -202,11 +202,13 @@ class PoolStore:
     # -- rules -----------------------------------------------------------------------
     def _checked_name(self, org: Organization, name: str, current: AgentPool | None) -> str:
         if not POOL_NAME.match(name):
-            raise Invalid(f"name {name!r} may contain only letters, numbers, '-' and '_'", "name")
+            raise RuleViolation(
+                f"name {name!r} may contain only letters, numbers, '-' and '_'", "name"
+            )
         for other in org.pools:
             pool = self.pools[other]
             if pool is not current and pool.name.lower() == name.lower():
-                raise Invalid(f"name {name!r} has already been taken", "name")
+                raise RuleViolation(f"name {name!r} has already been taken", "name")
         return name
 
     def _allowed_workspaces(
@@ -218,7 +220,7 @@ class PoolStore:
         for i, ws_id in enumerate(workspace_ids):
             ws = self.orgs.workspaces.get(ws_id)
             if ws is None or ws.organization != org.name:
-                raise Invalid(
+                raise RuleViolation(
                     f"workspace {ws_id!r} does not exist in organization {org.name}",
                     "allowed_workspaces",
                     i,

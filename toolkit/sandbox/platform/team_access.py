@@ -21,7 +21,7 @@ from ..._spec.access import (
     PERMISSION_ATTRIBUTES,
     PERMISSION_VALUES,
 )
-from .errors import Invalid, NotFound
+from .errors import RecordNotFound, RuleViolation
 
 if TYPE_CHECKING:
     from .ids import IdSource
@@ -31,7 +31,7 @@ __all__ = [
     "ACCESS_LEVELS",
     "IMPLIED_PERMISSIONS",
     "PermissionSettings",
-    "TeamAccess",
+    "TeamWorkspace",
     "TeamAccessStore",
 ]
 
@@ -46,7 +46,7 @@ _LABELS = {
 
 
 @dataclass
-class TeamAccess:
+class TeamWorkspace:
     id: str
     team_id: str
     workspace_id: str
@@ -88,7 +88,7 @@ class TeamAccessStore:
     def __init__(self, *, ids: IdSource, orgs: OrganizationStore) -> None:
         self.ids = ids
         self.orgs = orgs
-        self.records: dict[str, TeamAccess] = {}
+        self.records: dict[str, TeamWorkspace] = {}
         self.pairs: set[tuple[str, str]] = set()  # (team id, workspace id)
         # record ids of each workspace, in creation order
         self.by_workspace: dict[str, dict[str, None]] = {}
@@ -113,11 +113,11 @@ class TeamAccessStore:
             record.access == "admin" and record.team_id in mine for record in self._of(ws.id)
         )
 
-    def _of(self, workspace_id: str) -> list[TeamAccess]:
+    def _of(self, workspace_id: str) -> list[TeamWorkspace]:
         return [self.records[r] for r in self.by_workspace.get(workspace_id, {})]
 
     # -- endpoints -------------------------------------------------------------------
-    def list_records(self, caller: Caller, workspace_id: str) -> list[TeamAccess]:
+    def list_records(self, caller: Caller, workspace_id: str) -> list[TeamWorkspace]:
         """``GET /team-workspaces?filter[workspace][id]=``: members see their own teams' records."""
         ws = self.orgs.workspace(caller, workspace_id)
         records = self._of(ws.id)
@@ -126,18 +126,18 @@ class TeamAccessStore:
         mine = self.orgs.caller_teams(caller)
         return [r for r in records if r.team_id in mine]
 
-    def get(self, caller: Caller, access_id: str, *, manage: bool = False) -> TeamAccess:
+    def get(self, caller: Caller, access_id: str, *, manage: bool = False) -> TeamWorkspace:
         """``GET /team-workspaces/:id``; ``manage`` requires the right to change it."""
         record = self.records.get(access_id)
         if record is None:
-            raise NotFound()
+            raise RecordNotFound()
         ws = self.orgs.workspaces[record.workspace_id]
         if self.manages(caller, ws):
             return record
         if manage or not self.orgs.role(caller, ws.organization):
-            raise NotFound()
+            raise RecordNotFound()
         if caller.token not in self.orgs.teams[record.team_id].members:
-            raise NotFound()
+            raise RecordNotFound()
         return record
 
     def create(
@@ -147,15 +147,15 @@ class TeamAccessStore:
         team_id: str,
         access: str,
         permissions: PermissionSettings = PermissionSettings(),
-    ) -> TeamAccess:
+    ) -> TeamWorkspace:
         """``POST /team-workspaces`` (owners and the workspace's admins)."""
         self._settings(access, permissions, None)
         ws = self.orgs.workspaces.get(workspace_id)
         if ws is None or not self.manages(caller, ws):
-            raise NotFound()
+            raise RecordNotFound()
         team = self.orgs.teams.get(team_id)
         if team is None or team.organization != ws.organization:
-            raise NotFound()
+            raise RecordNotFound()
         return self.add(ws, team, access, permissions, unique=True)
 
     def add(
@@ -166,12 +166,14 @@ class TeamAccessStore:
         permissions: PermissionSettings,
         *,
         unique: bool,
-    ) -> TeamAccess:
+    ) -> TeamWorkspace:
         """A new record, every rule checked before anything changes."""
         access, custom = self._settings(access, permissions, None)
         if (team.id, ws.id) in self.pairs:
-            raise Invalid(f"team {team.name} already has access to workspace {ws.name}", "team")
-        record = TeamAccess(
+            raise RuleViolation(
+                f"team {team.name} already has access to workspace {ws.name}", "team"
+            )
+        record = TeamWorkspace(
             self.ids.new("tws-", team.id, ws.id, unique=unique), team.id, ws.id, access, custom
         )
         self.records[record.id] = record
@@ -185,7 +187,7 @@ class TeamAccessStore:
         access_id: str,
         access: str | None = None,
         permissions: PermissionSettings = PermissionSettings(),
-    ) -> TeamAccess:
+    ) -> TeamWorkspace:
         """``PATCH /team-workspaces/:id`` (owners and the workspace's admins)."""
         record = self.get(caller, access_id, manage=True)
         record.access, record.custom = self._settings(access, permissions, record)
@@ -201,23 +203,23 @@ class TeamAccessStore:
     # -- rules 1 and 2 ---------------------------------------------------------------
     @staticmethod
     def _settings(
-        access: str | None, permissions: PermissionSettings, current: TeamAccess | None
+        access: str | None, permissions: PermissionSettings, current: TeamWorkspace | None
     ) -> tuple[str, dict[str, str | bool]]:
         """The (access, custom permissions) a create or update leads to, or :class:`Invalid`."""
         if access is not None:
             if access not in ACCESS_LEVELS:
-                raise Invalid(
+                raise RuleViolation(
                     f"access {access!r} is not one of {', '.join(ACCESS_LEVELS)}", "access"
                 )
         elif current is None:
-            raise Invalid(f"access is required; one of {', '.join(ACCESS_LEVELS)}", "access")
+            raise RuleViolation(f"access is required; one of {', '.join(ACCESS_LEVELS)}", "access")
         else:
             access = current.access
         given = permissions.given()
         for name, value in given.items():
             field_name = name.replace("-", "_")
             if access != "custom":
-                raise Invalid(
+                raise RuleViolation(
                     f"{_LABELS[name]} is read-only when access level is '{access}'; "
                     "use the 'custom' access level to set this attribute.",
                     field_name,
@@ -225,9 +227,9 @@ class TeamAccessStore:
             allowed = PERMISSION_VALUES[name]
             if allowed == (False, True):
                 if not isinstance(value, bool):
-                    raise Invalid(f"{name} must be a boolean", field_name)
+                    raise RuleViolation(f"{name} must be a boolean", field_name)
             elif not isinstance(value, str) or value not in allowed:
-                raise Invalid(
+                raise RuleViolation(
                     f"{name} {value!r} is not one of {', '.join(map(str, allowed))}", field_name
                 )
         if access != "custom":

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .errors import SecretsError
+from .errors import InvalidRequest, SecretsError
 
 if TYPE_CHECKING:
     from .host import EngineHost
@@ -42,7 +42,7 @@ def generate_password(
     try:
         return service.password_policies.generate(policy)
     except SecretsError as exc:
-        raise SecretsError(400, prefix + "; ".join(exc.messages)) from None
+        raise InvalidRequest(prefix + "; ".join(exc.messages)) from None
 
 
 def lease_ttls(mount: Mount, ttl: int, max_ttl: int) -> tuple[int, int]:

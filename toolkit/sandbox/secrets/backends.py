@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import SecretsError
+from .errors import InvalidRequest
 
 if TYPE_CHECKING:
     from .host import EngineHost
@@ -100,7 +100,7 @@ class EngineRegistry:
         """The engine of type ``kind``; 400 as the real server answers an unknown plugin."""
         found = self._by_type.get(kind)
         if found is None:
-            raise SecretsError(400, f"plugin not found in the catalog: {kind}")
+            raise InvalidRequest(f"plugin not found in the catalog: {kind}")
         return found
 
     def default_mounts(self) -> dict[str, tuple[str, str]]:

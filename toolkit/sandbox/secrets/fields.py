@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..._time import parse_duration
-from .errors import SecretsError
+from .errors import InvalidRequest, SecretsError
 
 __all__ = [
     "boolean",
@@ -35,14 +35,14 @@ def _bad(name: str, expected: str, value: Any) -> SecretsError:
     )
     if isinstance(value, str):
         shown = repr(value if len(value) <= 40 else value[:40] + "...")
-    return SecretsError(400, f"{name}: expected {expected}, got {shown}")
+    return InvalidRequest(f"{name}: expected {expected}, got {shown}")
 
 
 def required(body: Mapping[str, Any], name: str) -> Any:
     """The value of ``name``; 400 ``missing <name>`` when absent or empty."""
     value = body.get(name)
     if value is None or value == "" or value == []:
-        raise SecretsError(400, f"missing {name}")
+        raise InvalidRequest(f"missing {name}")
     return value
 
 
@@ -96,9 +96,9 @@ def integer(
     if not isinstance(value, int):
         raise _bad(name, "an integer", value)
     if minimum is not None and value < minimum:
-        raise SecretsError(400, f"{name}: must be at least {minimum}, got {value}")
+        raise InvalidRequest(f"{name}: must be at least {minimum}, got {value}")
     if maximum is not None and value > maximum:
-        raise SecretsError(400, f"{name}: must be at most {maximum}, got {value}")
+        raise InvalidRequest(f"{name}: must be at most {maximum}, got {value}")
     return value
 
 
@@ -110,7 +110,7 @@ def duration(body: Mapping[str, Any], name: str, default: int = 0) -> int:
     try:
         return parse_duration(value, field=name)
     except (ValueError, TypeError) as exc:
-        raise SecretsError(400, str(exc)) from None
+        raise InvalidRequest(str(exc)) from None
 
 
 def string_list(body: Mapping[str, Any], name: str, *, need: bool = False) -> list[str]:
@@ -148,7 +148,7 @@ def json_object(body: Mapping[str, Any], name: str) -> dict[str, Any]:
         try:
             value = json.loads(value)
         except ValueError as exc:
-            raise SecretsError(400, f"{name}: not valid JSON: {exc}") from None
+            raise InvalidRequest(f"{name}: not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise _bad(name, "a JSON object", value)
     return value

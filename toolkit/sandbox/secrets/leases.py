@@ -58,12 +58,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..._spec.leases import split_lease_id
 from .._clock import Clock
 from .._plain import RecordTable, StoredRecord
-from .errors import SecretsError
+from .errors import InvalidRequest
 from .mounts import SYSTEM_MAX_TTL
 
-__all__ = ["SYSTEM_MAX_TTL", "Lease", "LeaseManager", "mount_of"]
+__all__ = ["Lease", "LeaseManager", "mount_of"]
 
 
 _SUFFIX_ALPHABET = string.ascii_letters + string.digits
@@ -73,10 +74,7 @@ RevokeCallback = Callable[["Lease"], None]
 
 def mount_of(lease_id: str) -> str:
     """The mount a lease id belongs to: ``database/creds/x/1`` -> ``database/``."""
-    parts = lease_id.split("/")
-    if parts[0] == "auth" and len(parts) > 2:
-        return f"auth/{parts[1]}/"
-    return parts[0] + "/"
+    return split_lease_id(lease_id)[0]
 
 
 @dataclass(eq=False)
@@ -279,14 +277,14 @@ class LeaseManager:
         """
         self._expire_due()
         if increment < 0:
-            raise SecretsError(400, "increment cannot be negative")
+            raise InvalidRequest("increment cannot be negative")
         lease = self._leases.get(lease_id)
         if lease is None:
-            raise SecretsError(400, "lease not found")
+            raise InvalidRequest("lease not found")
         if lease.irrevocable:
-            raise SecretsError(400, f"lease is irrevocable and cannot be renewed: {lease_id}")
+            raise InvalidRequest(f"lease is irrevocable and cannot be renewed: {lease_id}")
         if not lease.renewable:
-            raise SecretsError(400, "lease is not renewable")
+            raise InvalidRequest("lease is not renewable")
         now = self._clock.now()
         wanted = increment or lease.ttl_granted
         # A live lease expires no later than its cap, so the cap is still ahead of now.
@@ -307,7 +305,7 @@ class LeaseManager:
         if lease is None:
             return False
         if not self._revoke(lease):
-            raise SecretsError(400, f"failed to revoke lease {lease_id}: {lease.revoke_error}")
+            raise InvalidRequest(f"failed to revoke lease {lease_id}: {lease.revoke_error}")
         return True
 
     def revoke_prefix(self, prefix: str) -> int:
@@ -321,8 +319,7 @@ class LeaseManager:
         for index, lease_id in enumerate(ids):
             lease = self._leases[lease_id]
             if not self._revoke(lease):
-                raise SecretsError(
-                    400,
+                raise InvalidRequest(
                     f"failed to revoke {lease_id!r} ({index + 1} / {len(ids)}): "
                     f"{lease.revoke_error}",
                 )

@@ -25,7 +25,6 @@ import secrets
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from .errors import bad_request, not_found
 from .tokens import Token, TokenStore
@@ -99,18 +98,6 @@ class AppRole:
     secret_id_ttl: int = 0
     secret_id_num_uses: int = 0
     secret_ids: dict[str, SecretId] = field(default_factory=dict)  # by accessor
-
-    def read(self) -> dict[str, Any]:
-        """The role as ``GET auth/approle/role/:name`` shows it."""
-        return {
-            "bind_secret_id": self.bind_secret_id,
-            "secret_id_num_uses": self.secret_id_num_uses,
-            "secret_id_ttl": self.secret_id_ttl,
-            "token_policies": list(self.settings.policies),
-            "policies": list(self.settings.policies),
-            "token_ttl": self.settings.ttl,
-            "token_max_ttl": self.settings.max_ttl,
-        }
 
 
 def _check_name(kind: str, name: str) -> str:

@@ -8,7 +8,7 @@ from typing import Any, cast
 from ..._spec.acl import ACL
 from .._clock import Clock
 from .backends import EngineRegistry
-from .errors import SecretsError, capability_denied
+from .errors import InvalidRequest, PathNotFound, capability_denied
 from .leases import LeaseManager
 from .logins import LoginService
 from .mounts import Mount, MountTable
@@ -17,7 +17,7 @@ from .password_policies import PasswordPolicyStore
 from .plugins import PluginCatalog
 from .policies import PolicyStore
 from .rekey import RekeyOperation
-from .seal import Seal
+from .seal import SealState
 from .tokens import Token, TokenStore
 
 __all__ = ["SecretsService"]
@@ -45,7 +45,7 @@ class SecretsService:
         self.lock = threading.RLock()
         # ``recovery_seal``: an auto-unseal seal that stores the root key; the
         # shares are then recovery shares (spec 4.3, "seals with stored keys").
-        self.seal = Seal(key_shares, key_threshold, recovery=recovery_seal)
+        self.seal = SealState(key_shares, key_threshold, recovery=recovery_seal)
         self.rekey = RekeyOperation(self.seal)
         self.recovery_rekey = RekeyOperation(self.seal, recovery=True)
         # Whether the legacy ``sys/rekey/{init,update,verify}`` endpoints answer.
@@ -86,7 +86,7 @@ class SecretsService:
         if self.namespaces.get(path) is None:
             if self.namespaces.exists(path):
                 return self
-            raise SecretsError(404, "namespace not found")
+            raise PathNotFound("namespace not found")
         return cast("SecretsService", NamespaceScope(self, path))
 
     # -- engine mounts --------------------------------------------------------------
@@ -163,8 +163,8 @@ class NamespaceScope:
         return getattr(self.root, name)
 
     def enable_engine(self, path: str, kind: str, **settings: Any) -> Mount:
-        raise SecretsError(
-            400, "the sandbox mounts secrets engines in the root namespace only (see its docs)"
+        raise InvalidRequest(
+            "the sandbox mounts secrets engines in the root namespace only (see its docs)"
         )
 
     def disable_engine(self, path: str) -> None:

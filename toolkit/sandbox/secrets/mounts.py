@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import SecretsError
+from .errors import InvalidRequest
 
 __all__ = ["Mount", "MountTable", "SYSTEM_MAX_TTL"]
 
@@ -62,27 +62,6 @@ class Mount:
         default = self.default_lease_ttl or max_ttl
         return min(default, max_ttl), max_ttl
 
-    def describe(self) -> dict[str, Any]:
-        """The mount as ``sys/mounts`` shows it."""
-        return {
-            "accessor": self.accessor,
-            "config": {
-                "default_lease_ttl": self.default_lease_ttl,
-                "force_no_cache": False,
-                "max_lease_ttl": self.max_lease_ttl,
-            },
-            "description": self.description,
-            "external_entropy_access": False,
-            "local": self.local,
-            "options": self.options,
-            "plugin_version": "",
-            "running_plugin_version": BUILTIN_VERSION,
-            "running_sha256": "",
-            "seal_wrap": self.seal_wrap,
-            "type": self.type,
-            "uuid": self.uuid,
-        }
-
 
 class MountTable:
     """Secrets engine mounts and auth method mounts, by path (with a trailing ``/``)."""
@@ -105,12 +84,6 @@ class MountTable:
                 "approle/": ("approle", "machine roles"),
             }.items()
         }
-
-    def engine_table(self) -> dict[str, dict[str, Any]]:
-        return {path: m.describe() for path, m in sorted(self.engines.items())}
-
-    def auth_table(self) -> dict[str, dict[str, Any]]:
-        return {path: m.describe() for path, m in sorted(self.auth.items())}
 
     def engine(self, path: str) -> Mount | None:
         return self.engines.get(path.strip("/") + "/")
@@ -137,10 +110,10 @@ class MountTable:
         key = normalize_path(path)
         for reserved in _RESERVED:
             if key.startswith(reserved) or reserved.startswith(key):
-                raise SecretsError(400, f"cannot mount under reserved path {reserved!r}")
+                raise InvalidRequest(f"cannot mount under reserved path {reserved!r}")
         for existing in self.engines:
             if key.startswith(existing) or existing.startswith(key):
-                raise SecretsError(400, f"path is already in use at {existing}")
+                raise InvalidRequest(f"path is already in use at {existing}")
         mount = Mount(
             key,
             kind,
@@ -156,7 +129,7 @@ class MountTable:
         """Remove the engine mount at ``path``; None when nothing is mounted there."""
         key = normalize_path(path)
         if key in _SYSTEM_MOUNTS:
-            raise SecretsError(400, f"cannot unmount {key!r}")
+            raise InvalidRequest(f"cannot unmount {key!r}")
         return self.engines.pop(key, None)
 
 
@@ -164,5 +137,5 @@ def normalize_path(path: str) -> str:
     """A mount path as the table keys it: no leading ``/``, one trailing ``/``; 400 when empty."""
     key = path.strip().strip("/")
     if not key or "//" in key or any(part in (".", "..") for part in key.split("/")):
-        raise SecretsError(400, f"invalid mount path {path!r}")
+        raise InvalidRequest(f"invalid mount path {path!r}")
     return key + "/"

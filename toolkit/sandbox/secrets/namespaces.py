@@ -22,9 +22,8 @@ from __future__ import annotations
 import secrets
 import string
 import uuid
-from typing import Any
 
-from .errors import SecretsError
+from .errors import InvalidRequest, PathNotFound
 from .mounts import MountTable
 from .password_policies import PasswordPolicyStore
 from .policies import PolicyStore
@@ -55,17 +54,6 @@ class Namespace:
         self.password_policies = PasswordPolicyStore()
         # A new namespace has only the system mounts.
         self.mounts = MountTable()
-
-    def describe(self) -> dict[str, Any]:
-        """The namespace as ``sys/namespaces`` shows it."""
-        return {
-            "custom_metadata": dict(self.custom_metadata),
-            "id": self.id,
-            "locked": False,
-            "path": self.path,
-            "tainted": False,
-            "uuid": self.uuid,
-        }
 
 
 class NamespaceTree:
@@ -136,30 +124,30 @@ class NamespaceTree:
         if key not in self.namespaces:
             return False
         if self.children(key):
-            raise SecretsError(400, "unable to delete namespace containing child namespaces")
+            raise InvalidRequest("unable to delete namespace containing child namespaces")
         del self.namespaces[key]
         return True
 
     def _child_key(self, parent: str, name: str) -> str:
         base = normalize(parent)
         if base and base not in self.namespaces:
-            raise SecretsError(404, "namespace not found")
+            raise PathNotFound("namespace not found")
         return base + _check_name(name) + "/"
 
 
 def _check_name(name: str) -> str:
     cleaned = name.strip("/") if name.count("/") <= 1 and name.endswith("/") else name
     if "/" in cleaned:
-        raise SecretsError(400, "namespace name cannot contain /")
+        raise InvalidRequest("namespace name cannot contain /")
     if not cleaned:
-        raise SecretsError(400, "namespace name cannot be empty")
+        raise InvalidRequest("namespace name cannot be empty")
     if any(c.isspace() for c in cleaned):
-        raise SecretsError(
-            400, f"{cleaned!r} contains space characters that cannot be used in a namespace name"
+        raise InvalidRequest(
+            f"{cleaned!r} contains space characters that cannot be used in a namespace name"
         )
     if cleaned in ("root", ".", ".."):
         # "root" names the root namespace in the header: a child so named would be unreachable.
-        raise SecretsError(400, f"{cleaned!r} cannot name a namespace")
+        raise InvalidRequest(f"{cleaned!r} cannot name a namespace")
     return cleaned
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..._spec.acl import PolicyParseError, blocks, parse_hcl
-from .errors import SecretsError, bad_request
+from .errors import PathNotFound, bad_request
 from .policies import policy_text
 
 __all__ = [
@@ -154,7 +154,7 @@ class PasswordPolicyStore:
         """A policy by name; 404 ``policy does not exist`` when there is none."""
         policy = self._policies.get(name)
         if policy is None:
-            raise SecretsError(404, "policy does not exist")
+            raise PathNotFound("policy does not exist")
         return policy
 
     def put(self, name: str, document: Any) -> PasswordPolicy:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..._openpgp import KeyUnusable, encrypt_to, load_certificate, probe_encryption
-from .errors import SecretsError
+from .errors import InvalidRequest
 
 __all__ = ["PublicKey", "encrypt_shares", "parse_public_keys"]
 
@@ -36,7 +36,7 @@ class PublicKey:
 def _parse_one(text: Any, index: int) -> PublicKey:
     field = f"pgp_keys[{index}]"
     if not isinstance(text, str) or not text.strip():
-        raise SecretsError(400, f"{field}: must be a non-empty string")
+        raise InvalidRequest(f"{field}: must be a non-empty string")
     stripped = text.strip()
     if stripped.startswith("-----BEGIN PGP"):
         data = stripped.encode("ascii", "replace")
@@ -44,20 +44,20 @@ def _parse_one(text: Any, index: int) -> PublicKey:
         try:
             data = base64.b64decode(stripped, validate=True)
         except (binascii.Error, ValueError):
-            raise SecretsError(
-                400, f"{field}: error decoding given PGP key: not valid base64"
+            raise InvalidRequest(
+                f"{field}: error decoding given PGP key: not valid base64"
             ) from None
     try:
         cert = load_certificate(data)
     except KeyUnusable as exc:
-        raise SecretsError(400, f"{field}: error parsing given PGP key: {exc}") from None
+        raise InvalidRequest(f"{field}: error parsing given PGP key: {exc}") from None
     # Encrypt once now so a key that cannot receive messages is refused when
     # the rekey starts, not after the current shares have been given.
     try:
         probe_encryption(cert)
     except KeyUnusable as exc:
-        raise SecretsError(
-            400, f"{field}: PGP key {cert.fingerprint.lower()} cannot encrypt: {exc}"
+        raise InvalidRequest(
+            f"{field}: PGP key {cert.fingerprint.lower()} cannot encrypt: {exc}"
         ) from None
     return PublicKey(cert.fingerprint.lower(), cert)
 
@@ -67,20 +67,20 @@ def parse_public_keys(keys: Any) -> list[PublicKey]:
     if keys is None:
         return []
     if not isinstance(keys, list):
-        raise SecretsError(400, "pgp_keys must be an array of strings")
+        raise InvalidRequest("pgp_keys must be an array of strings")
     return [_parse_one(text, index) for index, text in enumerate(keys)]
 
 
 def encrypt_shares(shares: Sequence[bytes], keys: Sequence[PublicKey]) -> list[bytes]:
     """Each share's hex text encrypted to the key at the same position (binary messages)."""
     if len(shares) != len(keys):
-        raise SecretsError(400, "incorrect number of PGP keys for rekey")
+        raise InvalidRequest("incorrect number of PGP keys for rekey")
     encrypted = []
     for share, key in zip(shares, keys, strict=True):
         try:
             encrypted.append(encrypt_to(key.cert, share.hex().encode("ascii")))
         except KeyUnusable as exc:
-            raise SecretsError(
-                400, f"pgp key {key.fingerprint} cannot encrypt the share: {exc}"
+            raise InvalidRequest(
+                f"pgp key {key.fingerprint} cannot encrypt the share: {exc}"
             ) from None
     return encrypted

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import SecretsError
+from .errors import InvalidRequest
 
 __all__ = ["BUILTIN_VERSION", "PLUGIN_TYPES", "PluginCatalog", "PluginEntry"]
 
@@ -90,40 +90,12 @@ class PluginEntry:
     # binary, sets it. Never shown on the wire.
     installed: bool = field(default=False, repr=False)
 
-    def read(self) -> dict[str, Any]:
-        """The fields of ``GET sys/plugins/catalog/:type/:name`` (never ``env``)."""
-        data: dict[str, Any] = {
-            "args": list(self.args),
-            "builtin": self.builtin,
-            "command": self.command,
-            "name": self.name,
-            "sha256": self.sha256,
-            "version": self.version,
-        }
-        if self.builtin:
-            data["deprecation_status"] = self.deprecation_status
-        return data
-
-    def detail(self) -> dict[str, Any]:
-        """One row of ``detailed`` in ``GET sys/plugins/catalog``."""
-        row: dict[str, Any] = {
-            "builtin": self.builtin,
-            "name": self.name,
-            "type": self.type,
-            "version": self.version,
-        }
-        if self.builtin:
-            row["deprecation_status"] = self.deprecation_status
-        else:
-            row["sha256"] = self.sha256
-        return row
-
 
 def check_type(plugin_type: str) -> str:
     """``plugin_type`` when it is ``auth``, ``database`` or ``secret``; 400 otherwise."""
     if plugin_type not in PLUGIN_TYPES:
-        raise SecretsError(
-            400, f"invalid plugin type {plugin_type!r}: expected one of auth, database, secret"
+        raise InvalidRequest(
+            f"invalid plugin type {plugin_type!r}: expected one of auth, database, secret"
         )
     return plugin_type
 
@@ -134,7 +106,7 @@ def canonical_version(version: str) -> str:
         return ""
     match = _SEMVER.match(version)
     if not match:
-        raise SecretsError(400, f"version {version!r} is not a valid semantic version")
+        raise InvalidRequest(f"version {version!r} is not a valid semantic version")
     return version if version.startswith("v") else "v" + version
 
 
@@ -179,35 +151,32 @@ class PluginCatalog:
         """
         check_type(plugin_type)
         if not name or "/" in name:
-            raise SecretsError(400, f"invalid plugin name {name!r}")
+            raise InvalidRequest(f"invalid plugin name {name!r}")
         if not isinstance(version, str):
-            raise SecretsError(400, "version: expected a string")
+            raise InvalidRequest("version: expected a string")
         version = canonical_version(version)
         if version and "builtin" in version.partition("+")[2]:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"version {version!r} is not allowed because 'builtin' is a reserved "
                 "metadata identifier",
             )
         if not sha256:
-            raise SecretsError(400, "missing SHA-256 value: sha256 is required")
+            raise InvalidRequest("missing SHA-256 value: sha256 is required")
         if not isinstance(sha256, str) or not _SHA256.match(sha256):
-            raise SecretsError(400, "sha256: expected the 64 hex digits of a SHA-256 sum")
+            raise InvalidRequest("sha256: expected the 64 hex digits of a SHA-256 sum")
         if not command:
-            raise SecretsError(400, "missing command value: command is required")
+            raise InvalidRequest("missing command value: command is required")
         if not isinstance(command, str):
-            raise SecretsError(400, "command: expected a string")
+            raise InvalidRequest("command: expected a string")
         if command.startswith(("/", "\\")) or "\\" in command or ".." in command.split("/"):
-            raise SecretsError(
-                400, f"command {command!r} must be a path inside the plugin directory"
-            )
+            raise InvalidRequest(f"command {command!r} must be a path inside the plugin directory")
         args_list = _string_list(args, "args")
         env_list = _string_list(env, "env")
         for position, item in enumerate(env_list, start=1):
             key, sep, _ = item.partition("=")
             if not sep or not key:
                 # The entry may hold a secret value: name its position, not its text.
-                raise SecretsError(400, f"env: entry {position} is not of the form key=value")
+                raise InvalidRequest(f"env: entry {position} is not of the form key=value")
         entry = PluginEntry(
             type=plugin_type,
             name=name,
@@ -246,10 +215,9 @@ class PluginCatalog:
         entry = self.get(plugin_type, name, version)
         if entry is None:
             shown = f"{name} {canonical_version(version)}".strip()
-            raise SecretsError(400, f"plugin not found in the catalog: {shown}")
+            raise InvalidRequest(f"plugin not found in the catalog: {shown}")
         if not (entry.builtin or entry.installed):
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"cannot run plugin {name!r}: no binary in the plugin directory matches its "
                 "catalog sha256 (the sandbox has none; builtin plugins run)",
             )
@@ -266,7 +234,7 @@ class PluginCatalog:
             del self._registered[(plugin_type, name, version)]
             return True
         if (plugin_type, name) in self._builtin and version == BUILTIN_VERSION:
-            raise SecretsError(400, f"cannot delete builtin plugin {name!r}")
+            raise InvalidRequest(f"cannot delete builtin plugin {name!r}")
         return False
 
     def names(self, plugin_type: str) -> list[str]:
@@ -282,16 +250,10 @@ class PluginCatalog:
         registered = sorted(self._registered.values(), key=lambda e: (e.type, e.name, e.version))
         return builtin + registered
 
-    def catalog(self) -> dict[str, Any]:
-        """The ``data`` of ``GET sys/plugins/catalog``."""
-        data: dict[str, Any] = {t: self.names(t) for t in PLUGIN_TYPES}
-        data["detailed"] = [e.detail() for e in self.entries()]
-        return data
-
 
 def _string_list(value: Any, field_name: str) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise SecretsError(400, f"{field_name}: expected a list of strings")
+        raise InvalidRequest(f"{field_name}: expected a list of strings")
     return list(value)

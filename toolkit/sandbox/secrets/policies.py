@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._spec.acl import ACL, PathRule, PolicyParseError, parse_acl_policy
-from .errors import SecretsError, bad_request
+from .errors import PathNotFound, bad_request
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -122,15 +122,6 @@ class Policy:
         """The path rules of an ACL policy (none for RGP and EGP)."""
         return _acl_rules(self.text, self.name) if self.kind == "acl" and self.text else ()
 
-    def read_data(self) -> dict[str, Any]:
-        """The read answer of ``GET /sys/policies/{kind}/:name``."""
-        data: dict[str, Any] = {"name": self.name, "policy": self.text}
-        if self.kind in ("rgp", "egp"):
-            data["enforcement_level"] = self.enforcement_level
-        if self.kind == "egp":
-            data["paths"] = list(self.paths)
-        return data
-
     def path_map(self) -> list[dict[str, Any]]:
         """An EGP's paths as ``{path, glob}`` pairs, the glob's ``*`` removed."""
         return [
@@ -175,7 +166,7 @@ class PolicyStore:
     @staticmethod
     def _kind(kind: str) -> str:
         if kind not in KINDS:
-            raise SecretsError(404, f"unknown policy type {kind!r}")
+            raise PathNotFound(f"unknown policy type {kind!r}")
         return kind
 
     @staticmethod
@@ -200,7 +191,7 @@ class PolicyStore:
             return Policy("acl", "root", "")
         policy = self._by_kind[self._kind(kind)].get(name)
         if policy is None:
-            raise SecretsError(404, f"no {kind} policy named {name!r}")
+            raise PathNotFound(f"no {kind} policy named {name!r}")
         return policy
 
     def put(

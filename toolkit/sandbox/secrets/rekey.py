@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import pgp
-from .errors import SecretsError
-from .seal import Seal, encode_shares, rebuild_key, sealed_error, validate_share_config
+from .errors import InvalidRequest
+from .seal import SealState, rebuild_key, sealed_error, validate_share_config
 
-__all__ = ["RekeyAttempt", "RekeyOperation"]
+__all__ = ["RekeyAttempt", "RekeyOperation", "RekeyResult", "RekeyStatus", "VerificationStatus"]
 
 
 @dataclass(eq=False)
@@ -53,11 +53,50 @@ class RekeyAttempt:
         return [key.fingerprint for key in self.pgp_keys] or None
 
 
+@dataclass(frozen=True)
+class RekeyStatus:
+    """Where a rekey stands (``sys/rekey/init``, and an update below the threshold)."""
+
+    started: bool
+    nonce: str
+    threshold: int  # 0 while none is under way
+    shares: int
+    progress: int
+    required: int  # the current seal's threshold
+    pgp_fingerprints: list[str] | None
+    backup: bool
+    verification_required: bool
+    verification_nonce: str  # "" until the new shares exist
+
+
+@dataclass(frozen=True)
+class RekeyResult:
+    """A completed update: the new shares handed out (PGP-encrypted when keys were given)."""
+
+    nonce: str
+    shares: list[bytes] = field(repr=False)
+    pgp_fingerprints: list[str] | None
+    backup: bool
+    verification_required: bool
+    verification_nonce: str  # "" unless verification was asked for
+
+
+@dataclass(frozen=True)
+class VerificationStatus:
+    """Where the verification of the new shares stands (``sys/rekey/verify``)."""
+
+    nonce: str
+    started: bool
+    threshold: int
+    shares: int
+    progress: int
+
+
 def _flag(value: Any, name: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise SecretsError(400, f"{name} must be a boolean, got {value!r}")
+        raise InvalidRequest(f"{name} must be a boolean, got {value!r}")
     return value
 
 
@@ -66,7 +105,7 @@ def _already_given(parts: list[bytes], key: bytes) -> bool:
 
 
 class RekeyOperation:
-    """Rekeying the shares of one :class:`~.seal.Seal`.
+    """Rekeying the shares of one :class:`~.seal.SealState`.
 
     ``recovery=False`` rekeys the root key (``sys/rekey/*``, ``sys/rotate/root/*``).
     On a Shamir seal that hands out new unseal shares. On a seal with stored shares
@@ -79,7 +118,7 @@ class RekeyOperation:
     it is refused.
     """
 
-    def __init__(self, seal: Seal, *, recovery: bool = False) -> None:
+    def __init__(self, seal: SealState, *, recovery: bool = False) -> None:
         self.seal = seal
         self.recovery = recovery
         self.attempt: RekeyAttempt | None = None
@@ -97,8 +136,8 @@ class RekeyOperation:
         if self.seal.sealed:
             raise sealed_error()
         if self.recovery and not self.seal.recovery:
-            raise SecretsError(
-                400, "recovery keys are not supported by this seal: it is a shamir seal"
+            raise InvalidRequest(
+                "recovery keys are not supported by this seal: it is a shamir seal"
             )
 
     @property
@@ -107,24 +146,22 @@ class RekeyOperation:
         return self.seal.recovery and not self.recovery
 
     # -- GET/POST/DELETE sys/rekey/init --------------------------------------------
-    def status(self) -> dict[str, Any]:
-        """The status shape of ``GET sys/rekey/init``."""
+    def status(self) -> RekeyStatus:
+        """Where the rekey stands (``GET sys/rekey/init``)."""
         self._unsealed()
         attempt = self.attempt
-        body: dict[str, Any] = {
-            "nonce": attempt.nonce if attempt else "",
-            "started": attempt is not None,
-            "t": attempt.threshold if attempt else 0,
-            "n": attempt.shares if attempt else 0,
-            "progress": len(attempt.progress) if attempt else 0,
-            "required": self.seal.threshold,
-            "pgp_fingerprints": attempt.fingerprints if attempt else None,
-            "backup": bool(attempt and attempt.pgp_keys and attempt.backup),
-            "verification_required": bool(attempt and attempt.require_verification),
-        }
-        if attempt and attempt.verification_nonce:
-            body["verification_nonce"] = attempt.verification_nonce
-        return body
+        return RekeyStatus(
+            started=attempt is not None,
+            nonce=attempt.nonce if attempt else "",
+            threshold=attempt.threshold if attempt else 0,
+            shares=attempt.shares if attempt else 0,
+            progress=len(attempt.progress) if attempt else 0,
+            required=self.seal.threshold,
+            pgp_fingerprints=attempt.fingerprints if attempt else None,
+            backup=bool(attempt and attempt.pgp_keys and attempt.backup),
+            verification_required=bool(attempt and attempt.require_verification),
+            verification_nonce=attempt.verification_nonce if attempt else "",
+        )
 
     def start(
         self,
@@ -133,8 +170,8 @@ class RekeyOperation:
         pgp_keys: Any = None,
         backup: Any = False,
         require_verification: Any = False,
-    ) -> dict[str, Any]:
-        """Start an attempt (``POST sys/rekey/init``); answers the status shape.
+    ) -> RekeyStatus:
+        """Start an attempt (``POST sys/rekey/init``); returns its status.
 
         Refused with 400 when the settings are invalid or an attempt is already
         under way (its settings then stay as they were).
@@ -143,7 +180,7 @@ class RekeyOperation:
         wants_backup = _flag(backup, "backup")
         verification = _flag(require_verification, "require_verification")
         if pgp_keys is not None and not isinstance(pgp_keys, list):
-            raise SecretsError(400, "pgp_keys must be an array of strings")
+            raise InvalidRequest("pgp_keys must be an array of strings")
         if self._stored_shares:
             return self._start_stored(pgp_keys, wants_backup, verification)
         context = (
@@ -153,39 +190,36 @@ class RekeyOperation:
         )
         shares, threshold = validate_share_config(secret_shares, secret_threshold, context)
         if wants_backup and not pgp_keys:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 "cannot request a backup of the new keys without providing PGP keys for encryption",
             )
         if pgp_keys and len(pgp_keys) != shares:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"incorrect number of PGP keys for rekey: pgp_keys has {len(pgp_keys)} "
                 f"entries, secret_shares is {shares}",
             )
         keys = pgp.parse_public_keys(pgp_keys or None)
         if self.attempt is not None:
-            raise SecretsError(400, "rekey already in progress")
+            raise InvalidRequest("rekey already in progress")
         self.attempt = RekeyAttempt(shares, threshold, keys, wants_backup, verification)
         return self.status()
 
     def _start_stored(
         self, pgp_keys: list[Any] | None, backup: bool, verification: bool
-    ) -> dict[str, Any]:
+    ) -> RekeyStatus:
         """Start rotating a root key the seal keeps: whatever share settings were asked
         are coerced to 1 of 1 (as OpenBao 2.7 does); nothing that needs shares is allowed."""
         if pgp_keys:
-            raise SecretsError(400, "PGP key encryption not supported when using stored keys")
+            raise InvalidRequest("PGP key encryption not supported when using stored keys")
         if backup:
-            raise SecretsError(400, "key backup not supported when using stored keys")
+            raise InvalidRequest("key backup not supported when using stored keys")
         if verification:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 "requiring verification not supported when rotating the barrier key with "
                 "recovery keys",
             )
         if self.attempt is not None:
-            raise SecretsError(400, "rekey already in progress")
+            raise InvalidRequest("rekey already in progress")
         self.attempt = RekeyAttempt(1, 1, [], False, False)
         return self.status()
 
@@ -195,10 +229,10 @@ class RekeyOperation:
         self.attempt = None
 
     # -- POST sys/rekey/update -------------------------------------------------------
-    def update(self, key: bytes, nonce: Any) -> dict[str, Any]:
+    def update(self, key: bytes, nonce: Any) -> RekeyStatus | RekeyResult:
         """Give one current share; at the threshold, make the new shares.
 
-        Below the threshold the answer is the status shape. At the threshold
+        Below the threshold the answer is the status. At the threshold
         the shares must rebuild the current root key (else 400 and progress
         starts over); then the new shares are returned and, unless
         verification was asked for, the root key is rotated at once.
@@ -206,30 +240,25 @@ class RekeyOperation:
         self._unsealed()
         attempt = self.attempt
         if attempt is None:
-            raise SecretsError(400, "no barrier rekey in progress")
+            raise InvalidRequest("no barrier rekey in progress")
         if attempt.verification_key is not None:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 "rekey operation already finished; verification must be performed; "
                 f'nonce for the verification operation is "{attempt.verification_nonce}"',
             )
         if nonce != attempt.nonce:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f'incorrect nonce supplied; nonce for this rekey operation is "{attempt.nonce}"',
             )
         if _already_given(attempt.progress, key):
-            raise SecretsError(
-                400, "given key has already been provided during this rekey operation"
-            )
+            raise InvalidRequest("given key has already been provided during this rekey operation")
         attempt.progress.append(key)
         if len(attempt.progress) < self.seal.threshold:
             return self.status()
 
         parts, attempt.progress = attempt.progress, []
         if not self.seal.rebuilds_root_key(parts):
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 "root key verification failed: the shares given do not rebuild the current "
                 "root key; rekey progress has been reset",
             )
@@ -237,57 +266,48 @@ class RekeyOperation:
             # The seal makes and keeps the new root key: no share is handed out.
             self.seal.rotate_stored_key()
             self.attempt = None
-            return {
-                "nonce": attempt.nonce,
-                "complete": True,
-                **encode_shares([]),
-                "pgp_fingerprints": None,
-                "backup": False,
-                "verification_required": False,
-            }
-        new_key, new_shares = Seal.new_root_key(attempt.shares, attempt.threshold)
+            return RekeyResult(attempt.nonce, [], None, False, False, "")
+        new_key, new_shares = SealState.new_root_key(attempt.shares, attempt.threshold)
         handed_out = new_shares
         if attempt.pgp_keys:
             handed_out = pgp.encrypt_shares(new_shares, attempt.pgp_keys)
             if attempt.backup:
                 self._store_backup(attempt, handed_out)
 
-        result: dict[str, Any] = {
-            "nonce": attempt.nonce,
-            "complete": True,
-            **encode_shares(handed_out),
-            "pgp_fingerprints": attempt.fingerprints,
-            "backup": attempt.backup,
-            "verification_required": attempt.require_verification,
-        }
         if attempt.require_verification:
             attempt.verification_key = new_key
             attempt.verification_nonce = str(uuid.uuid4())
-            result["verification_nonce"] = attempt.verification_nonce
-            return result
-        self.seal.rotate(new_key, attempt.shares, attempt.threshold)
-        self.attempt = None
-        return result
+        else:
+            self.seal.rotate(new_key, attempt.shares, attempt.threshold)
+            self.attempt = None
+        return RekeyResult(
+            attempt.nonce,
+            handed_out,
+            attempt.fingerprints,
+            attempt.backup,
+            attempt.require_verification,
+            attempt.verification_nonce if attempt.require_verification else "",
+        )
 
     # -- GET/POST/DELETE sys/rekey/verify ------------------------------------------------
     def _attempt_for_verification(self) -> RekeyAttempt:
         self._unsealed()
         if self.attempt is None:
-            raise SecretsError(400, "no rekey configuration found")
+            raise InvalidRequest("no rekey configuration found")
         return self.attempt
 
-    def verification_status(self) -> dict[str, Any]:
-        """The shape of ``GET sys/rekey/verify``: nonce, started, t, n, progress."""
+    def verification_status(self) -> VerificationStatus:
+        """Where the verification stands (``GET sys/rekey/verify``)."""
         attempt = self._attempt_for_verification()
-        return {
-            "nonce": attempt.verification_nonce,
-            "started": attempt.verification_key is not None,
-            "t": attempt.threshold,
-            "n": attempt.shares,
-            "progress": len(attempt.verification_progress),
-        }
+        return VerificationStatus(
+            attempt.verification_nonce,
+            attempt.verification_key is not None,
+            attempt.threshold,
+            attempt.shares,
+            len(attempt.verification_progress),
+        )
 
-    def restart_verification(self) -> dict[str, Any]:
+    def restart_verification(self) -> VerificationStatus:
         """``DELETE sys/rekey/verify``: progress back to 0 and a new nonce; the attempt stays."""
         attempt = self._attempt_for_verification()
         if attempt.verification_key is not None:
@@ -295,29 +315,27 @@ class RekeyOperation:
             attempt.verification_nonce = str(uuid.uuid4())
         return self.verification_status()
 
-    def verify(self, key: bytes, nonce: Any) -> dict[str, Any]:
+    def verify(self, key: bytes, nonce: Any) -> VerificationStatus | str:
         """Give one *new* share; at the new threshold, rotate the root key.
 
-        Below the threshold the answer is the verification status. A set that
+        Below the threshold the answer is the verification status; at it, the
+        nonce of the verification that completed. A set that
         does not rebuild the new key is refused with 400, progress goes back
         to 0 and a new verification nonce is issued.
         """
         self._unsealed()
         attempt = self.attempt
         if attempt is None:
-            raise SecretsError(400, "no rekey in progress")
+            raise InvalidRequest("no rekey in progress")
         if attempt.verification_key is None:
-            raise SecretsError(400, "no rekey verification in progress")
+            raise InvalidRequest("no rekey verification in progress")
         if nonce != attempt.verification_nonce:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 "incorrect nonce supplied; nonce for this verify operation is "
                 f'"{attempt.verification_nonce}"',
             )
         if _already_given(attempt.verification_progress, key):
-            raise SecretsError(
-                400, "given key has already been provided during this verify operation"
-            )
+            raise InvalidRequest("given key has already been provided during this verify operation")
         attempt.verification_progress.append(key)
         if len(attempt.verification_progress) < attempt.threshold:
             return self.verification_status()
@@ -326,14 +344,13 @@ class RekeyOperation:
         rebuilt = rebuild_key(parts, attempt.threshold)
         if rebuilt is None or not hmac.compare_digest(rebuilt, attempt.verification_key):
             attempt.verification_nonce = str(uuid.uuid4())
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 "rekey verification failed; incorrect key shares supplied; progress has been "
                 f'reset and the new verification nonce is "{attempt.verification_nonce}"',
             )
         self.seal.rotate(attempt.verification_key, attempt.shares, attempt.threshold)
         self.attempt = None
-        return {"nonce": attempt.verification_nonce, "complete": True}
+        return attempt.verification_nonce
 
     # -- GET/DELETE sys/rekey/backup --------------------------------------------------
     def _store_backup(self, attempt: RekeyAttempt, encrypted: list[bytes]) -> None:

@@ -4,7 +4,7 @@ The sandbox starts initialised and unsealed, like a development server, but
 with a real root key (32 random bytes) split into ``key_shares`` unseal shares
 of which ``key_threshold`` rebuild it. Only a SHA-256 digest of the root key is
 kept: a share set is accepted when the key it rebuilds has that digest. The
-initial shares are kept for :meth:`Seal.write_init_file` (the answer the real
+initial shares are kept for :meth:`SealState.write_init_file` (the answer the real
 server gives to ``sys/init``); shares never appear in a repr, a log line or an
 error message.
 
@@ -26,12 +26,13 @@ from collections.abc import Callable
 from typing import Any
 
 from . import shamir
-from .errors import SecretsError
+from .errors import InvalidRequest, SecretsError, ServerSealed
 
 __all__ = [
+    "COMMIT_DATE",
     "ROOT_KEY_BYTES",
     "SERVER_VERSION",
-    "Seal",
+    "SealState",
     "decode_key",
     "encode_shares",
     "rebuild_key",
@@ -52,7 +53,7 @@ MAX_KEY_BYTES = ROOT_KEY_BYTES + 1
 
 def sealed_error() -> SecretsError:
     """The answer to any call that needs an unsealed server while it is sealed."""
-    return SecretsError(503, "Vault is sealed")
+    return ServerSealed("Vault is sealed")
 
 
 def decode_key(text: Any, field: str = "key") -> bytes:
@@ -62,7 +63,7 @@ def decode_key(text: Any, field: str = "key") -> bytes:
     length, is read as standard base64. Refuses with 400 naming the field.
     """
     if not isinstance(text, str) or not text:
-        raise SecretsError(400, f"'{field}' must be specified in request body as JSON")
+        raise InvalidRequest(f"'{field}' must be specified in request body as JSON")
     try:
         key = bytes.fromhex(text)
         if not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
@@ -71,11 +72,11 @@ def decode_key(text: Any, field: str = "key") -> bytes:
         try:
             key = base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError):
-            raise SecretsError(400, f"'{field}' must be a valid hex or base64 string") from None
+            raise InvalidRequest(f"'{field}' must be a valid hex or base64 string") from None
     if len(key) < MIN_KEY_BYTES:
-        raise SecretsError(400, f"key is shorter than minimum {MIN_KEY_BYTES} bytes")
+        raise InvalidRequest(f"key is shorter than minimum {MIN_KEY_BYTES} bytes")
     if len(key) > MAX_KEY_BYTES:
-        raise SecretsError(400, f"key is longer than maximum {MAX_KEY_BYTES} bytes")
+        raise InvalidRequest(f"key is longer than maximum {MAX_KEY_BYTES} bytes")
     return key
 
 
@@ -94,9 +95,9 @@ def validate_share_config(shares: Any, threshold: Any, context: str) -> tuple[in
     """
     for field, value in (("secret_shares", shares), ("secret_threshold", threshold)):
         if value is None:
-            raise SecretsError(400, f"{context}: {field} is required")
+            raise InvalidRequest(f"{context}: {field} is required")
         if isinstance(value, bool) or not isinstance(value, int):
-            raise SecretsError(400, f"{context}: {field} must be an integer, got {value!r}")
+            raise InvalidRequest(f"{context}: {field} must be an integer, got {value!r}")
     reason = ""
     if shares < 1:
         reason = f"secret_shares must be at least one (got {shares})"
@@ -109,7 +110,7 @@ def validate_share_config(shares: Any, threshold: Any, context: str) -> tuple[in
     elif threshold > shares:
         reason = f"secret_threshold ({threshold}) cannot be larger than secret_shares ({shares})"
     if reason:
-        raise SecretsError(400, f"{context}: {reason}")
+        raise InvalidRequest(f"{context}: {reason}")
     return shares, threshold
 
 
@@ -130,7 +131,7 @@ def rebuild_key(parts: list[bytes], threshold: int) -> bytes | None:
         return None
 
 
-class Seal:
+class SealState:
     """The seal of the sandbox's secrets server: plain state, no HTTP.
 
     With ``recovery=True`` the seal stores the root key itself (an auto-unseal
@@ -163,7 +164,7 @@ class Seal:
     def __repr__(self) -> str:
         state = "sealed" if self.sealed else "unsealed"
         kind = " recovery" if self.recovery else ""
-        return f"<Seal {state}{kind} t={self.threshold} n={self.shares}>"
+        return f"<SealState {state}{kind} t={self.threshold} n={self.shares}>"
 
     @property
     def seal_type(self) -> str:
@@ -237,68 +238,19 @@ class Seal:
         parts = self._progress
         self.reset_unseal()
         if not self.rebuilds_root_key(parts):
-            raise SecretsError(400, "Unseal failed, invalid key")
+            raise InvalidRequest("Unseal failed, invalid key")
         self.sealed = False
 
-    # -- answers ------------------------------------------------------------------
-    def status(self) -> dict[str, Any]:
-        """The ``sys/seal-status`` answer (also what ``sys/unseal`` returns)."""
-        body: dict[str, Any] = {
-            "type": self.seal_type,
-            "initialized": True,
-            "sealed": self.sealed,
-            "t": self.threshold,
-            "n": self.shares,
-            "progress": len(self._progress),
-            "nonce": self._nonce,
-            "version": SERVER_VERSION,
-            "commit_date": COMMIT_DATE,
-            "migration": False,
-            "recovery_seal": self.recovery,
-            "storage_type": "inmem",
-        }
-        if self.recovery:
-            # As OpenBao 2.7 with a static seal: ``t`` and ``n`` are the recovery shares'.
-            body["recovery_seal_type"] = "shamir"
-        if not self.sealed:
-            body["cluster_name"] = self.cluster_name
-            body["cluster_id"] = self.cluster_id
-        return body
+    # -- what the answers show ------------------------------------------------------
+    @property
+    def progress(self) -> int:
+        """How many unseal shares have been given towards the next unseal."""
+        return len(self._progress)
 
-    def health(self, server_time: int) -> dict[str, Any]:
-        """The ``sys/health`` body; ``server_time`` is the sandbox clock in Unix seconds."""
-        body: dict[str, Any] = {
-            "initialized": True,
-            "sealed": self.sealed,
-            "standby": False,
-            "performance_standby": False,
-            "replication_performance_mode": "disabled",
-            "replication_dr_mode": "disabled",
-            "server_time_utc": server_time,
-            "version": SERVER_VERSION,
-        }
-        if not self.sealed:
-            body["cluster_name"] = self.cluster_name
-            body["cluster_id"] = self.cluster_id
-        return body
-
-    def leader(self) -> dict[str, Any]:
-        """The ``sys/leader`` body of a single server without high availability.
-
-        The CLI's ``status`` reads it after ``sys/seal-status``. Sealed, the
-        real server answers 503 (raised by the handler, as for any sealed call).
-        """
-        if self.sealed:
-            raise sealed_error()
-        return {
-            "ha_enabled": False,
-            "is_self": False,
-            "active_time": "0001-01-01T00:00:00Z",
-            "leader_address": "",
-            "leader_cluster_address": "",
-            "performance_standby": False,
-            "performance_standby_last_remote_wal": 0,
-        }
+    @property
+    def nonce(self) -> str:
+        """The nonce of the unseal in progress (empty when none is)."""
+        return self._nonce
 
     def write_init_file(self, path: str, root_token: str) -> None:
         """Write the initial shares and root token as the real ``sys/init`` answers them.

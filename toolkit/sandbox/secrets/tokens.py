@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..._time import format_rfc3339, parse_duration
+from ..._time import parse_duration
 from .._clock import Clock
 from .._plain import RecordTable, StoredRecord
-from .errors import SecretsError, bad_request, permission_denied
+from .errors import InvalidRequest, bad_request, permission_denied
 from .mounts import SYSTEM_MAX_TTL
 
 if TYPE_CHECKING:
@@ -114,48 +114,6 @@ class Token(StoredRecord):
     def expired(self, now: datetime) -> bool:
         expiry = self.expire_time
         return expiry is not None and now >= expiry
-
-    def lookup_data(self, now: datetime) -> dict[str, Any]:
-        """The ``data`` of ``auth/token/lookup-self`` and ``auth/token/lookup``."""
-        expiry = self.expire_time
-        return {
-            "accessor": self.accessor,
-            "creation_time": int(self.creation_time.timestamp()),
-            "creation_ttl": self.ttl,
-            "display_name": self.display_name,
-            "entity_id": self.entity_id,
-            "expire_time": format_rfc3339(expiry) if expiry else None,
-            "explicit_max_ttl": 0,
-            "id": self.id,
-            "issue_time": format_rfc3339(self.creation_time),
-            "last_renewal_time": int(self.last_renewal.timestamp()) if self.last_renewal else None,
-            "meta": dict(self.meta) or None,
-            "namespace_path": self.namespace,
-            "num_uses": 0,
-            "orphan": self.orphan,
-            "path": self.path,
-            "policies": list(self.policies),
-            "renewable": self.renewable,
-            "ttl": self.remaining(now),
-            "type": "service",
-        }
-
-    def auth_data(self, now: datetime) -> dict[str, Any]:
-        """The ``auth`` block answered when the token is issued or renewed."""
-        return {
-            "client_token": self.id,
-            "accessor": self.accessor,
-            "policies": list(self.policies),
-            "token_policies": list(self.policies),
-            "metadata": dict(self.meta) or None,
-            "lease_duration": self.remaining(now),
-            "renewable": self.renewable,
-            "entity_id": self.entity_id,
-            "token_type": "service",
-            "orphan": self.orphan,
-            "mfa_requirement": None,
-            "num_uses": 0,
-        }
 
 
 def _policy_list(value: Any) -> list[str] | None:
@@ -266,8 +224,8 @@ class TokenStore:
         """The accessors of every live token (``LIST auth/token/accessors``)."""
         return [t.accessor for t in self.live()]
 
-    def lookup_accessor(self, accessor: str) -> dict[str, Any]:
-        """What ``auth/token/lookup-accessor`` shows of a token: its lookup without the id.
+    def by_accessor(self, accessor: str) -> Token:
+        """The live token of an accessor (``auth/token/lookup-accessor``).
 
         An accessor that names no live token is 400 ``invalid accessor``, as on
         the real server.
@@ -275,7 +233,7 @@ class TokenStore:
         token = self._by_accessor(accessor) if accessor else None
         if token is None:
             raise bad_request("invalid accessor")
-        return {**token.lookup_data(self.clock.now()), "id": ""}
+        return token
 
     def __getstate__(self) -> dict[str, Any]:
         # The accessor index is rebuilt on its first miss: never stored (``--state``).
@@ -416,7 +374,7 @@ class TokenStore:
         """
         if token is self.root:
             # The sandbox keeps its root token: revoking it would lock the operator out.
-            raise SecretsError(400, "the sandbox's root token cannot be revoked")
+            raise InvalidRequest("the sandbox's root token cannot be revoked")
         revoked: list[Token] = []
         pending = [token]
         while pending:

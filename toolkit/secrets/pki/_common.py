@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives import serialization
 from ..._errors import DecodeError, InputError
 from ..._frames import Col, Schema
 from ..._records import Record
+from ..._x509 import format_serial
 
 FORMATS = ("pem", "der", "pem_bundle")
 PRIVATE_KEY_FORMATS = ("der", "pem", "pkcs8")
@@ -124,11 +125,6 @@ def certificate_names(cert: x509.Certificate) -> list[str]:
     return names
 
 
-def _serial_text(serial: int) -> str:
-    raw = serial.to_bytes(max(1, (serial.bit_length() + 7) // 8), "big")
-    return ":".join(f"{b:02x}" for b in raw)
-
-
 def _body(**params: Any) -> dict[str, Any]:
     """Request parameters without the ones left out (None); lists joined by commas."""
     body: dict[str, Any] = {}
@@ -179,7 +175,7 @@ def _crl_record(pem: str, issuer: x509.Certificate) -> Record:
             "delta_of": delta_of,
             "this_update": crl.last_update_utc,
             "next_update": crl.next_update_utc,
-            "revoked": [_serial_text(r.serial_number) for r in crl],
+            "revoked": [format_serial(r.serial_number) for r in crl],
             "pem": pem.strip(),
         },
         kind="pki_crl",

@@ -16,10 +16,10 @@ from cryptography.hazmat.primitives import serialization
 
 from ..._errors import InputError
 from ..._masking import Sensitive
+from ..._x509 import format_serial
 from ._common import (
     _load_certificate,
     _pem,
-    _serial_text,
     certificate_names,
 )
 
@@ -50,7 +50,9 @@ class IssuedCertificate:
         # The chain above the certificate (sign-intermediate answers it with the certificate first).
         chain = [_pem(_load_certificate(str(c))) for c in data.get("ca_chain") or []]
         self.ca_chain = [c for c in chain if c != self.certificate]
-        self.serial_number = str(data.get("serial_number") or _serial_text(self.cert.serial_number))
+        self.serial_number = str(
+            data.get("serial_number") or format_serial(self.cert.serial_number)
+        )
         key = data.get("private_key")
         self.private_key: Sensitive | None = (
             key if isinstance(key, Sensitive) else Sensitive(key, "private key") if key else None

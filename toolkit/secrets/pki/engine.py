@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..._coverage import Coverage, carry
 from ..._frames import build_frame
 from ..checkpoint import DEFAULT_MAX_ROWS
 from ._common import (
@@ -32,14 +33,20 @@ class PKI(RoleCalls, IssuerCalls, IssuanceCalls, RevocationCalls, TidyCalls):
         and certificates that expire within ``expiring_within`` (by the server's clock),
         and expired certificates still stored. Reads the issuers, the roles and every
         stored certificate (:meth:`certificates_frame`)."""
-        return certificate_findings(
+        issuers, roles, certificates = (
             self.issuers_frame(),
             self.roles_frame(),
             self.certificates_frame(),
+        )
+        found = certificate_findings(
+            issuers,
+            roles,
+            certificates,
             mount=self.mount,
             now=self._http.server_now(),
             expiring_within=expiring_within,
         )
+        return carry(found, issuers, roles, certificates, view="pki.findings")
 
     # -- the estate, at scale (estate.py) ---------------------------------------------------
     def certificate_estate(
@@ -69,4 +76,7 @@ class PKI(RoleCalls, IssuerCalls, IssuanceCalls, RevocationCalls, TidyCalls):
 
     def session_certificates(self) -> pd.DataFrame:
         """The session's certificates (:data:`ISSUED_CERTIFICATES`): subject, SANs, serial, issuer, not after."""
-        return build_frame([c.record() for c in self._issued], ISSUED_CERTIFICATES)
+        # The session's own list: nothing is read from the server, so it is whole.
+        cov = Coverage("pki.session_certificates", asked=["this session"])
+        cov.note_read(len(self._issued))
+        return cov.attach(build_frame([c.record() for c in self._issued], ISSUED_CERTIFICATES))

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from cryptography import x509
 
+from ..._coverage import Coverage, carry, coverage_of
 from ..._errors import APIError, InputError
 from ..._frames import Col, Schema, build_frame
 from ..._gc import collector_paused
@@ -213,9 +214,13 @@ def _pieces(certs: Pieces, columns: list[str]) -> Iterable[pd.DataFrame]:
     return [certs[columns]] if isinstance(certs, pd.DataFrame) else certs.pieces(columns)
 
 
-def certificate_calendar(certs: Pieces, *, now: datetime, freq: str = "W") -> pd.DataFrame:
+def certificate_calendar(
+    certs: Pieces, *, now: datetime, freq: str = "W", mounts: Iterable[str] = ()
+) -> pd.DataFrame:
     """Certificates still valid and not revoked, by the period they expire in (``freq``:
-    ``D``, ``W``, ``MS``) and mount: a row a period, a column a mount."""
+    ``D``, ``W``, ``MS``) and mount: a row a period (index ``expires``, UTC), a column a
+    mount (``int64`` counts). Every mount of ``mounts`` has its column, with no
+    certificate to count as well: the columns do not depend on what was found."""
     total: pd.DataFrame | None = None
     for piece in _pieces(certs, ["mount", "not_after", "revoked"]):
         live = piece[(piece["not_after"] > now) & ~piece["revoked"].fillna(False).astype(bool)]
@@ -225,9 +230,11 @@ def certificate_calendar(certs: Pieces, *, now: datetime, freq: str = "W") -> pd
         part = pd.crosstab(period.dt.start_time.dt.tz_localize(UTC), live["mount"].astype(object))
         total = part if total is None else total.add(part, fill_value=0)
     if total is None:
-        return pd.DataFrame(index=pd.DatetimeIndex([], tz=UTC, name="expires"))
-    total = total.fillna(0).astype("int64").sort_index()
-    total.index.name, total.columns.name = "expires", None
+        total = pd.DataFrame(index=pd.DatetimeIndex([], tz=UTC, name="expires"))
+    columns = list(dict.fromkeys([*mounts, *(str(c) for c in total.columns)]))
+    total = total.reindex(columns=columns).fillna(0).astype("int64").sort_index()
+    total.index = pd.DatetimeIndex(total.index, name="expires").as_unit("ns")
+    total.columns.name = None
     return total
 
 
@@ -311,6 +318,7 @@ def crl_sizes(pki: PKI, issuers: pd.DataFrame, *, limit: int = STORAGE_ENTRY_LIM
     limit``, ``over half``, ``ok``, or what stopped the read."""
     from cryptography.hazmat.primitives.serialization import Encoding
 
+    cov = Coverage("pki.crl_sizes", asked=[f"{pki.mount}/issuer/{i}/crl" for i in issuers.index])
     rows = []
     for issuer_id, row in issuers.iterrows():
         size = entries = None
@@ -327,8 +335,10 @@ def crl_sizes(pki: PKI, issuers: pd.DataFrame, *, limit: int = STORAGE_ENTRY_LIM
             )
         except APIError as exc:
             status = f"not read: {exc.status}"
+            cov.note_error(f"{pki.mount}/issuer/{issuer_id}/crl", exc)
         except ValueError:
             status = "not read: the answer is not a PEM CRL"
+            cov.note_gap(f"{pki.mount}/issuer/{issuer_id}/crl", None, "not a PEM CRL")
         rows.append(
             {
                 "issuer_id": str(issuer_id),
@@ -340,7 +350,8 @@ def crl_sizes(pki: PKI, issuers: pd.DataFrame, *, limit: int = STORAGE_ENTRY_LIM
                 "status": status,
             }
         )
-    return build_frame(rows, CRL_SIZES)
+    cov.note_read(sum(r["crl_bytes"] is not None for r in rows))
+    return cov.attach(build_frame(rows, CRL_SIZES))
 
 
 # -- every mount ------------------------------------------------------------------------------
@@ -359,11 +370,25 @@ class CertificateEstate:
         count = sum(s.rows for s in self.spools.values())
         return f"<CertificateEstate {count:,} certificates on {len(self.spools)} mounts>"
 
+    def coverage(self) -> Coverage:
+        """What the estate could read: the certificate walk of every mount, each
+        mount's issuers and roles, and each issuer's CRL (:class:`toolkit.Coverage`)."""
+        walked = Coverage.from_dict(
+            self.walk.coverage("pki.certificate_estate", [f"{m}/" for m in self.spools])
+        )
+        parts = coverage_of([self.issuers, *self.roles.values(), self.crl_sizes])
+        return Coverage.merged("pki.certificate_estate", [walked, *parts])
+
+    def _carry(self, frame: pd.DataFrame, view: str) -> pd.DataFrame:
+        """``frame`` with the estate's record under ``view``: a view of the estate
+        is no more whole than what the estate read."""
+        return carry(frame, self.coverage(), view=f"pki.certificate_estate.{view}")
+
     def frame(self) -> pd.DataFrame:
         empty = build_frame([], CERTIFICATE_ESTATE)
         parts = [s.frame(empty) for s in self.spools.values()]
         frame = pd.concat(parts) if len(parts) > 1 else (parts[0] if parts else empty)
-        frame.attrs["coverage"] = self.walk.coverage("pki.certificate_estate", list(self.spools))
+        frame.attrs["coverage"] = self.coverage().as_dict()
         return frame
 
     def _all(self) -> list[pd.DataFrame]:
@@ -371,31 +396,45 @@ class CertificateEstate:
 
     def calendar(self, freq: str = "W") -> pd.DataFrame:
         pieces = self._all()
-        return certificate_calendar(
+        frame = certificate_calendar(
             pd.concat(pieces) if pieces else build_frame([], CERTIFICATE_ESTATE),
             now=self.now,
             freq=freq,
+            mounts=list(self.spools),
         )
+        return self._carry(frame, "calendar")
 
     def tidy(self, safety_buffer: timedelta = timedelta(hours=72)) -> pd.DataFrame:
-        return _over_spools(
+        frame = _over_spools(
             self, lambda s: tidy_candidates(s, now=self.now, safety_buffer=safety_buffer)
         )
+        return self._carry(frame, "tidy")
 
     def outliving_issuer(self) -> pd.DataFrame:
-        return _over_spools(self, lambda s: outliving_issuer(s, self.issuers))
+        frame = _over_spools(self, lambda s: outliving_issuer(s, self.issuers))
+        return self._carry(frame, "outliving_issuer")
 
     def roles_from_root(self) -> pd.DataFrame:
         parts = [
             roles_from_root(self.issuers[self.issuers["mount"] == m], r).assign(mount=m)
             for m, r in self.roles.items()
         ]
-        return pd.concat(parts) if parts else roles_from_root(self.issuers, pd.DataFrame())
+        frame = pd.concat(parts) if parts else roles_from_root(self.issuers, pd.DataFrame())
+        return self._carry(frame, "roles_from_root")
 
 
-def _over_spools(estate: CertificateEstate, fn: Callable[[Spool], pd.DataFrame]) -> pd.DataFrame:
+def _over_spools(estate: CertificateEstate, fn: Callable[[Pieces], pd.DataFrame]) -> pd.DataFrame:
     parts = [fn(s) for s in estate.spools.values()]
+    if not parts:  # no PKI mount: the view's empty frame, with its columns
+        return fn(build_frame([], CERTIFICATE_ESTATE))
     return pd.concat(parts) if len(parts) > 1 else parts[0]
+
+
+def _joined(parts: list[pd.DataFrame], empty: pd.DataFrame, view: str) -> pd.DataFrame:
+    """The mounts' frames as one, with one record merging theirs (``pd.concat`` keeps
+    attributes only when all parts' are equal, so each part's gaps would be lost)."""
+    frame = pd.concat(parts) if parts else empty
+    return carry(frame, *parts, view=view) if parts else Coverage(view).attach(frame)
 
 
 def certificate_estate(
@@ -425,8 +464,8 @@ def certificate_estate(
         issuers.append(frame)
         roles[area.mount] = area.roles_frame()
         sizes.append(crl_sizes(area, frame))
-    all_issuers = pd.concat(issuers) if issuers else pd.DataFrame()
-    all_sizes = pd.concat(sizes) if sizes else build_frame([], CRL_SIZES)
+    all_issuers = _joined(issuers, pd.DataFrame(), "pki.issuers_frame")
+    all_sizes = _joined(sizes, build_frame([], CRL_SIZES), "pki.crl_sizes")
     return CertificateEstate(spools, all_issuers, roles, all_sizes, pki._http.server_now(), walk)
 
 

@@ -14,7 +14,7 @@ from ..._frames import build_frame
 from ..._http import Request, decode_json
 from ..._records import Record, integer
 from ..._time import from_epoch
-from .._base import hide, lease_of, unwrap, warnings_of
+from .._base import GONE_OR_REFUSED, hide, lease_of, skipped, unwrap, warnings_of
 from ._area import PKIBase
 from ._common import (
     MOUNT_CERTIFICATES,
@@ -277,14 +277,16 @@ class IssuanceCalls(PKIBase):
 
         ``LIST /pki/certs``, then ``GET /pki/cert/:serial`` for each: subject,
         SANs, issuer, validity, whether it has expired (by the server's clock) and
-        whether it is revoked (with when). A certificate gone between the list and its read is left out.
+        whether it is revoked (with when). A certificate gone between the list and its read
+        is left out; one whose read is refused is a gap in ``attrs["coverage"]``.
         """
+        cov = self._coverage("certificates_frame")
         serials = self.list_certs()
         calls = [
             Request(
                 "GET",
                 self._path("cert/{listed_serial}", listed_serial=s),
-                ok_statuses=frozenset({404}),
+                ok_statuses=GONE_OR_REFUSED,
             )
             for s in serials
         ]
@@ -293,7 +295,8 @@ class IssuanceCalls(PKIBase):
         # Expired by the server's clock (a sandbox's runs from its own epoch), not this machine's.
         now = self._http.server_now()
         for serial, response in zip(serials, answers, strict=True):
-            if response.status_code == 404:
+            where = self._path("cert/{serial}", serial=serial).lstrip("/")
+            if skipped(cov, where, response, self._http):
                 continue
             data = unwrap(decode_json(response, "GET"))
             cert = _load_certificate(str(data.get("certificate") or ""))
@@ -316,4 +319,5 @@ class IssuanceCalls(PKIBase):
                     "is_ca": is_ca,
                 }
             )
-        return build_frame(rows, MOUNT_CERTIFICATES)
+        cov.note_read(len(rows))
+        return cov.attach(build_frame(rows, MOUNT_CERTIFICATES))

@@ -48,11 +48,18 @@ class IssuerCalls(PKIBase):
         )
 
     def issuers_frame(self) -> pd.DataFrame:
-        """Every issuer of the mount with what its certificate says (:data:`PKI_ISSUERS`)."""
-        default = self.default_issuer().get("default", "")
+        """Every issuer of the mount with what its certificate says (:data:`PKI_ISSUERS`).
+
+        ``LIST /pki/issuers``, ``GET /pki/config/issuers`` (which is the default), then
+        ``GET /pki/issuer/:ref`` each, concurrently; ``attrs["coverage"]`` notes an
+        issuer (or the default) whose read was refused."""
+        cov = self._coverage("issuers_frame")
+        config = cov.read_or_gap(self._path("config/issuers").lstrip("/"), self.default_issuer)
+        default = config.get("default", "") if config is not None else ""
         rows = []
-        for issuer_id in self.list_issuers():
-            data = self.read_issuer(issuer_id)
+        for issuer_id, data in self._read_each_named(
+            cov, self.list_issuers(), self.read_issuer, "issuer"
+        ):
             cert = _load_certificate(data["certificate"])
             rows.append(
                 {
@@ -67,7 +74,7 @@ class IssuerCalls(PKIBase):
                     "not_after": cert.not_valid_after_utc,
                 }
             )
-        return build_frame(rows, PKI_ISSUERS)
+        return cov.attach(build_frame(rows, PKI_ISSUERS))
 
     def generate_root(
         self, common_name: str, *, type: str = "internal", legacy_path: bool = False, **params: Any

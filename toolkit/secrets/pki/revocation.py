@@ -13,13 +13,13 @@ from ..._errors import InputError
 from ..._frames import build_frame
 from ..._records import Record
 from ..._time import from_epoch
+from ..._x509 import format_serial
 from .._base import unwrap
 from ._area import PKIBase
 from ._common import (
     CRL_ENTRIES,
     _body,
     _crl_record,
-    _serial_text,
 )
 
 
@@ -57,12 +57,15 @@ class RevocationCalls(PKIBase):
         crl = x509.load_pem_x509_crl(self.crl(issuer_ref, delta=delta)["pem"].encode())
         rows = [
             {
-                "serial_number": _serial_text(r.serial_number),
+                "serial_number": format_serial(r.serial_number),
                 "revocation_time": r.revocation_date_utc,
             }
             for r in crl
         ]
-        return build_frame(rows, CRL_ENTRIES)
+        # One read, whole or raised: the CRL as the issuer signed it.
+        cov = self._coverage("crl_entries")
+        cov.note_read(len(rows))
+        return cov.attach(build_frame(rows, CRL_ENTRIES))
 
     def rotate_crl(self) -> Record:
         """Rebuild every issuer's CRL now. ``GET /pki/crl/rotate``; ``success`` and ``warnings``."""

@@ -47,17 +47,21 @@ class RoleCalls(PKIBase):
         self._send("DELETE", self._path("roles/{name}", name=name))
 
     def roles_frame(self) -> pd.DataFrame:
-        """Every role of the mount, one row each (:data:`PKI_ROLES`)."""
+        """Every role of the mount, one row each (:data:`PKI_ROLES`).
+
+        ``LIST /pki/roles``, then ``GET /pki/roles/:name`` each, concurrently;
+        ``attrs["coverage"]`` notes a role whose read was refused."""
+        cov = self._coverage("roles_frame")
         rows = []
-        for name in self.list_roles():
-            role = dict(self.read_role(name))
+        for name, read in self._read_each_named(cov, self.list_roles(), self.read_role, "roles"):
+            role = dict(read)
             for field in _LIST_FIELDS:
                 value = role.get(field)
                 role[field] = (
                     value if isinstance(value, str) else ", ".join(listed_keys(value, field))
                 )
             rows.append({"name": name, **role})
-        return build_frame(rows, PKI_ROLES)
+        return cov.attach(build_frame(rows, PKI_ROLES))
 
     def check_request(
         self,

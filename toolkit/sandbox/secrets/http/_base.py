@@ -24,14 +24,16 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..errors import SecretsError
+from ...._spec.headers import NAMESPACE_HEADERS, TOKEN_HEADERS
+from ..._wire import SandboxRequest, error_response
+from ..errors import AccessDenied, InvalidRequest, PathNotFound, SecretsError, ServerSealed
 from ..namespaces import normalize as namespace_key
 
 if TYPE_CHECKING:
@@ -42,6 +44,8 @@ if TYPE_CHECKING:
 __all__ = [
     "SecretsRequest",
     "EngineRoute",
+    "engine_state",
+    "flag",
     "Rule",
     "SecretsError",
     "bare",
@@ -54,10 +58,8 @@ __all__ = [
     "resource",
     "route",
     "serve",
+    "status_of",
 ]
-
-TOKEN_HEADERS = ("x-service-token", "x-vault-token")
-NAMESPACE_HEADERS = ("x-vault-namespace", "x-service-namespace")
 
 
 class EnvelopeResponse(JSONResponse):
@@ -75,7 +77,25 @@ class EnvelopeResponse(JSONResponse):
 
 
 def error(status: int, *messages: str) -> JSONResponse:
-    return JSONResponse({"errors": list(messages)}, status_code=status)
+    """The secrets API's error answer (through the sandbox's one error shaper)."""
+    return error_response("secrets", status, *messages)
+
+
+# The status of each typed refusal of the state, on this API: the one place it is chosen.
+STATUS: dict[type[SecretsError], int] = {
+    InvalidRequest: 400,
+    AccessDenied: 403,
+    PathNotFound: 404,
+    ServerSealed: 503,
+}
+
+
+def status_of(exc: SecretsError) -> int:
+    """The status a refusal is answered with (a refusal of no known kind is the client's: 400)."""
+    for kind in type(exc).__mro__:
+        if kind in STATUS:
+            return STATUS[kind]
+    return 400
 
 
 def no_content() -> Response:
@@ -122,50 +142,26 @@ def bare(payload: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(payload, status_code=status)
 
 
-@dataclass
-class SecretsRequest:
-    """One permitted request to the secrets API, as a handler sees it (body decoded, token checked)."""
+# The one request class of the sandbox, as the secrets API's handlers see it:
+# ``call.caller`` is the token (None on the few unauthenticated routes).
+SecretsRequest: TypeAlias = SandboxRequest["SecretsService", "Token | None"]
 
-    request: Request
-    service: SecretsService
-    token: Token | None
-    body: dict[str, Any]
-    path: str  # the API path without /v1, e.g. "sys/policies/acl/admin"
-    is_list: bool
-    namespace: str
-    mount: Mount | None = None
 
-    @property
-    def backend(self) -> Any:
-        """The state object of the engine this call was routed to (engine handlers only)."""
-        if self.mount is None or self.mount.backend is None:
-            raise SecretsError(404, f"no engine is mounted for {self.path!r}")
-        return self.mount.backend
+def engine_state(call: SecretsRequest) -> Any:
+    """The state object of the engine this call was routed to (engine handlers only)."""
+    if call.mount is None or call.mount.backend is None:
+        raise PathNotFound(f"no engine is mounted for {call.path!r}")
+    return call.mount.backend
 
-    @property
-    def params(self) -> dict[str, str]:
-        return dict(self.request.path_params)
 
-    @property
-    def query(self) -> Any:
-        return self.request.query_params
-
-    def arg(self, name: str, default: Any = None) -> Any:
-        """A parameter from the JSON body, else the query string, else ``default``."""
-        if name in self.body:
-            return self.body[name]
-        if name in self.request.query_params:
-            return self.request.query_params[name]
-        return default
-
-    def flag(self, name: str, default: bool = False) -> bool:
-        """A boolean parameter: a JSON boolean, or ``true``/``false``/``1``/``0`` in the query."""
-        value = self.arg(name, default)
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "1", "false", "0"):
-            return value.lower() in ("true", "1")
-        raise SecretsError(400, f"{name}: expected a boolean, got {value!r}")
+def flag(call: SecretsRequest, name: str, default: bool = False) -> bool:
+    """A boolean parameter: a JSON boolean, or ``true``/``false``/``1``/``0`` in the query."""
+    value = call.arg(name, default)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "1", "false", "0"):
+        return value.lower() in ("true", "1")
+    raise InvalidRequest(f"{name}: expected a boolean, got {value!r}")
 
 
 async def read_body(request: Request) -> dict[str, Any]:
@@ -175,11 +171,11 @@ async def read_body(request: Request) -> dict[str, Any]:
     try:
         parsed = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise SecretsError(400, f"failed to parse JSON input: {exc}") from None
+        raise InvalidRequest(f"failed to parse JSON input: {exc}") from None
     if parsed is None:
         return {}
     if not isinstance(parsed, dict):
-        raise SecretsError(400, "failed to parse JSON input: the body must be a JSON object")
+        raise InvalidRequest("failed to parse JSON input: the body must be a JSON object")
     return parsed
 
 
@@ -247,7 +243,7 @@ async def serve(
         with service.lock:
             token = None
             if rule.authenticated and service.sealed:
-                raise SecretsError(503, "Vault is sealed")
+                raise ServerSealed("Vault is sealed")
             # The namespace's own view (404 "namespace not found" for an unknown one).
             scoped = service.in_namespace(namespace)
             if scoped is not service and mount is not None:
@@ -255,12 +251,11 @@ async def serve(
                 return error(404, f"no handler for route {request.url.path!r}")
             if rule.authenticated:
                 token = service.authenticate(request_token(request))
-            call = SecretsRequest(request, scoped, token, body, api_path, is_list, namespace, mount)
+            call = SandboxRequest(request, scoped, token, body, api_path, is_list, namespace, mount)
             if token is not None:
                 if rule.restricted and not service.namespaces.may_call_restricted(namespace):
                     # Not the caller's to do from here: refused like any denied request.
-                    raise SecretsError(
-                        403,
+                    raise AccessDenied(
                         f"permission denied: {api_path} is restricted to the root or "
                         f"administrative namespace, not {namespace!r}",
                     )
@@ -278,7 +273,7 @@ async def serve(
                 return error(405, "unsupported operation")
             return await handler(call)
     except SecretsError as exc:
-        return error(exc.status, *exc.messages)
+        return error(status_of(exc), *exc.messages)
 
 
 def route(
@@ -320,7 +315,7 @@ class EngineRoute:
 
     ``path`` uses Starlette's syntax (``key/{name}``, ``issuer/{ref}/issue/{role}``).
     The dispatcher in ``http/engines.py`` finds the mount, matches the rest of
-    the path here and serves the call with ``call.mount`` and ``call.backend`` set;
+    the path here and serves the call with ``call.mount`` set (:func:`backend` gives its state);
     the ACL is checked against the full path (``<mount>/<path>``).
     """
 

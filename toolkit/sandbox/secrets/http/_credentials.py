@@ -17,7 +17,7 @@ __all__ = ["caller", "secret_answer"]
 
 def caller(call: SecretsRequest) -> Requester:
     """Who asks: the caller's token display name (for usernames) and id (for the lease)."""
-    token = call.token
+    token = call.caller
     return Requester(token.display_name, token.id) if token else Requester()
 
 

@@ -15,9 +15,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .. import fields
-from ..errors import SecretsError
-from ..logins import TokenSettings
+from ..errors import InvalidRequest, PathNotFound
+from ..logins import AppRole, TokenSettings
 from ._base import SecretsRequest, envelope, listing, no_content, route
+from .auth_token import token_auth
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -29,14 +30,14 @@ __all__ = ["routes"]
 def _credential(call: SecretsRequest, name: str) -> str:
     value = call.body.get(name)
     if value is None or value == "":
-        raise SecretsError(400, f"missing {name}")
+        raise InvalidRequest(f"missing {name}")
     if not isinstance(value, str):
-        raise SecretsError(400, f"{name}: expected a string")
+        raise InvalidRequest(f"{name}: expected a string")
     return value
 
 
 def _issued(call: SecretsRequest, token: Token) -> Response:
-    return envelope(None, auth=token.auth_data(call.service.clock.now()))
+    return envelope(None, auth=token_auth(token, call.service.clock.now()))
 
 
 def _token_settings(call: SecretsRequest) -> TokenSettings:
@@ -73,7 +74,7 @@ async def userpass_user(call: SecretsRequest) -> Response:
     if call.request.method.upper() == "GET":
         user = call.service.logins.users.get(call.params["username"].lower())
         if user is None:
-            raise SecretsError(404)
+            raise PathNotFound()
         return envelope(_settings_data(user.settings))
     call.service.logins.put_user(
         call.params["username"], _credential(call, "password"), _token_settings(call)
@@ -100,7 +101,7 @@ async def ldap_group(call: SecretsRequest) -> Response:
     if call.request.method.upper() == "GET":
         policies = logins.ldap_groups.get(name.lower())
         if policies is None:
-            raise SecretsError(404)
+            raise PathNotFound()
         return envelope({"policies": list(policies)})
     logins.put_ldap_group(name, [p.lower() for p in fields.string_list(call.body, "policies")])
     return no_content()
@@ -110,7 +111,7 @@ async def ldap_user(call: SecretsRequest) -> Response:
     """``GET auth/ldap/users/:name``: the directory user's groups (and no policies of its own)."""
     user = call.service.logins.ldap_users.get(call.params["username"].lower())
     if user is None:
-        raise SecretsError(404)
+        raise PathNotFound()
     return envelope({"groups": ",".join(user.groups), "policies": []})
 
 
@@ -130,8 +131,21 @@ async def approle_login(call: SecretsRequest) -> Response:
     role_id = _credential(call, "role_id")
     secret_id: Any = call.body.get("secret_id")
     if secret_id is not None and not isinstance(secret_id, str):
-        raise SecretsError(400, "secret_id: expected a string")
+        raise InvalidRequest("secret_id: expected a string")
     return _issued(call, call.service.logins.approle_login(role_id, secret_id or None))
+
+
+def approle_document(role: AppRole) -> dict[str, Any]:
+    """The role as ``GET auth/approle/role/:name`` shows it."""
+    return {
+        "bind_secret_id": role.bind_secret_id,
+        "secret_id_num_uses": role.secret_id_num_uses,
+        "secret_id_ttl": role.secret_id_ttl,
+        "token_policies": list(role.settings.policies),
+        "policies": list(role.settings.policies),
+        "token_ttl": role.settings.ttl,
+        "token_max_ttl": role.settings.max_ttl,
+    }
 
 
 async def approle_role(call: SecretsRequest) -> Response:
@@ -140,7 +154,7 @@ async def approle_role(call: SecretsRequest) -> Response:
     name = call.params["name"]
     method = call.request.method.upper()
     if method == "GET":
-        return envelope(logins.role(name).read())
+        return envelope(approle_document(logins.role(name)))
     if method == "DELETE":
         logins.delete_role(name)
         return no_content()
@@ -169,7 +183,7 @@ async def approle_secret_id(call: SecretsRequest) -> Response:
     """``POST auth/approle/role/:name/secret-id``: a new secret id, shown this once."""
     metadata = fields.json_object(call.body, "metadata") if call.body.get("metadata") else {}
     if not all(isinstance(v, str) for v in metadata.values()):
-        raise SecretsError(400, "metadata: expected a map of strings to strings")
+        raise InvalidRequest("metadata: expected a map of strings to strings")
     value, issued = call.service.logins.generate_secret_id(call.params["name"], metadata)
     return envelope(
         {

@@ -10,24 +10,70 @@ An unknown token on ``auth/token/lookup`` is 403
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..errors import SecretsError, bad_request
+from ...._time import format_rfc3339
+from ..errors import AccessDenied, bad_request
 from ._base import SecretsRequest, envelope, error, listing, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
     from ..tokens import Token
 
-__all__ = ["routes"]
+__all__ = ["routes", "token_auth", "token_lookup"]
+
+
+def token_lookup(token: Token, now: datetime) -> dict[str, Any]:
+    """The ``data`` of ``auth/token/lookup-self`` and ``auth/token/lookup``."""
+    expiry = token.expire_time
+    return {
+        "accessor": token.accessor,
+        "creation_time": int(token.creation_time.timestamp()),
+        "creation_ttl": token.ttl,
+        "display_name": token.display_name,
+        "entity_id": token.entity_id,
+        "expire_time": format_rfc3339(expiry) if expiry else None,
+        "explicit_max_ttl": 0,
+        "id": token.id,
+        "issue_time": format_rfc3339(token.creation_time),
+        "last_renewal_time": int(token.last_renewal.timestamp()) if token.last_renewal else None,
+        "meta": dict(token.meta) or None,
+        "namespace_path": token.namespace,
+        "num_uses": 0,
+        "orphan": token.orphan,
+        "path": token.path,
+        "policies": list(token.policies),
+        "renewable": token.renewable,
+        "ttl": token.remaining(now),
+        "type": "service",
+    }
+
+
+def token_auth(token: Token, now: datetime) -> dict[str, Any]:
+    """The ``auth`` block answered when a token is issued or renewed."""
+    return {
+        "client_token": token.id,
+        "accessor": token.accessor,
+        "policies": list(token.policies),
+        "token_policies": list(token.policies),
+        "metadata": dict(token.meta) or None,
+        "lease_duration": token.remaining(now),
+        "renewable": token.renewable,
+        "entity_id": token.entity_id,
+        "token_type": "service",
+        "orphan": token.orphan,
+        "mfa_requirement": None,
+        "num_uses": 0,
+    }
 
 
 def _caller(call: SecretsRequest) -> Token:
-    assert call.token is not None  # every route here is authenticated
-    return call.token
+    assert call.caller is not None  # every route here is authenticated
+    return call.caller
 
 
 def _named_token(call: SecretsRequest) -> Token | None:
@@ -45,20 +91,20 @@ async def create(call: SecretsRequest) -> Response:
     parent = _caller(call)
     has_sudo = call.service.acl_for(parent).allows("auth/token/create", "update", sudo=True)
     token = call.service.tokens.create(parent, call.body, parent_has_sudo=has_sudo)
-    return envelope(None, auth=token.auth_data(call.service.clock.now()))
+    return envelope(None, auth=token_auth(token, call.service.clock.now()))
 
 
 async def lookup_self(call: SecretsRequest) -> Response:
     """``GET auth/token/lookup-self``: the caller's own token."""
-    return envelope(_caller(call).lookup_data(call.service.clock.now()))
+    return envelope(token_lookup(_caller(call), call.service.clock.now()))
 
 
 async def lookup(call: SecretsRequest) -> Response:
     """``POST auth/token/lookup``: the token given in the body's ``token``."""
     token = _named_token(call)
     if token is None:
-        raise SecretsError(403, "bad token")
-    return envelope(token.lookup_data(call.service.clock.now()))
+        raise AccessDenied("bad token")
+    return envelope(token_lookup(token, call.service.clock.now()))
 
 
 async def list_accessors(call: SecretsRequest) -> Response:
@@ -71,13 +117,14 @@ async def lookup_accessor(call: SecretsRequest) -> Response:
     accessor = call.body.get("accessor")
     if not isinstance(accessor, str) or not accessor:
         raise bad_request("missing accessor")
-    return envelope(call.service.tokens.lookup_accessor(accessor))
+    token = call.service.tokens.by_accessor(accessor)
+    return envelope({**token_lookup(token, call.service.clock.now()), "id": ""})
 
 
 async def renew_self(call: SecretsRequest) -> Response:
     """``POST auth/token/renew-self``: extend the caller's token by ``increment``."""
     token = call.service.tokens.renew(_caller(call), call.body.get("increment"))
-    return envelope(None, auth=token.auth_data(call.service.clock.now()))
+    return envelope(None, auth=token_auth(token, call.service.clock.now()))
 
 
 async def revoke_self(call: SecretsRequest) -> Response:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..errors import SecretsError
+from ..errors import InvalidRequest
 from ._base import SecretsRequest, envelope, route
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def _paths(call: SecretsRequest) -> list[str]:
     if isinstance(raw, str):
         raw = [p.strip() for p in raw.split(",") if p.strip()]
     if not isinstance(raw, list) or not raw or not all(isinstance(p, str) for p in raw):
-        raise SecretsError(400, "paths: expected a non-empty list of paths")
+        raise InvalidRequest("paths: expected a non-empty list of paths")
     return [p.lstrip("/") for p in raw]
 
 
@@ -47,18 +47,18 @@ def _answer(call: SecretsRequest, token: Token) -> Response:
 
 async def capabilities_self(call: SecretsRequest) -> Response:
     """``POST sys/capabilities-self``: the caller's own capabilities on ``paths``."""
-    assert call.token is not None  # an authenticated route
-    return _answer(call, call.token)
+    assert call.caller is not None  # an authenticated route
+    return _answer(call, call.caller)
 
 
 async def capabilities(call: SecretsRequest) -> Response:
     """``POST sys/capabilities``: the capabilities of ``token`` on ``paths``."""
     token_id = call.body.get("token")
     if not isinstance(token_id, str) or not token_id:
-        raise SecretsError(400, "token: missing the token to look up")
+        raise InvalidRequest("token: missing the token to look up")
     token = call.service.tokens.get(token_id)
     if token is None:
-        raise SecretsError(400, "invalid token")
+        raise InvalidRequest("invalid token")
     return _answer(call, token)
 
 

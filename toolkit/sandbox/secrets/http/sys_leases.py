@@ -19,8 +19,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...._time import format_rfc3339, parse_duration
-from ..errors import SecretsError
-from ._base import SecretsRequest, envelope, error, no_content, route
+from ..errors import InvalidRequest, SecretsError
+from ._base import SecretsRequest, envelope, error, flag, no_content, route
 
 if TYPE_CHECKING:
     from ..leases import Lease
@@ -36,16 +36,16 @@ def _lease_id(call: SecretsRequest) -> str:
     """The lease id of the body, else of the path (the body wins when both are given)."""
     value = call.body.get("lease_id") or call.params.get("lease_id") or ""
     if not isinstance(value, str):
-        raise SecretsError(400, "lease_id: expected a string")
+        raise InvalidRequest("lease_id: expected a string")
     if not value:
-        raise SecretsError(400, "lease_id must be specified")
+        raise InvalidRequest("lease_id must be specified")
     return value
 
 
 def _prefix(call: SecretsRequest) -> str:
     prefix = call.params.get("prefix", "")
     if not prefix.strip("/"):
-        raise SecretsError(400, "prefix must be specified")
+        raise InvalidRequest("prefix must be specified")
     return prefix
 
 
@@ -70,7 +70,7 @@ async def lookup(call: SecretsRequest) -> Response:
     leases = call.service.leases
     lease = leases.get(_lease_id(call))
     if lease is None:
-        raise SecretsError(400, "invalid lease")
+        raise InvalidRequest("invalid lease")
     return envelope(lookup_data(lease, leases.now()))
 
 
@@ -88,12 +88,12 @@ async def renew(call: SecretsRequest) -> Response:
     try:
         increment = parse_duration(call.body.get("increment"), field="increment")
     except ValueError as exc:
-        raise SecretsError(400, str(exc)) from None
+        raise InvalidRequest(str(exc)) from None
     leases = call.service.leases
     known = leases.get(lease_id)
     if known is not None and known.mount.startswith("auth/"):
         # Spec 4.4: token leases are renewed through the token endpoints.
-        raise SecretsError(400, "tokens cannot be renewed through this endpoint")
+        raise InvalidRequest("tokens cannot be renewed through this endpoint")
     lease = leases.renew(lease_id, increment)
     # Counted from the renewal's own instant: the clock has moved on since, and
     # a later "now" would grant a second less than asked (and warn of a cap).
@@ -121,7 +121,7 @@ def _revoked(sync: bool, done: bool) -> Response:
 async def revoke(call: SecretsRequest) -> Response:
     """``POST|PUT sys/leases/revoke[/:lease_id]``: revoke one lease (unknown: 204)."""
     lease_id = _lease_id(call)
-    sync = call.flag("sync")
+    sync = flag(call, "sync")
     return _revoked(sync, call.service.leases.revoke(lease_id))
 
 
@@ -129,8 +129,8 @@ async def revoke_prefix(call: SecretsRequest) -> Response:
     """``POST|PUT sys/leases/revoke-prefix/:prefix`` (sudo): every lease under the prefix."""
     prefix = _prefix(call)
     if prefix.endswith("/"):
-        raise SecretsError(400, f'invalid prefix {prefix!r}: a prefix must not end in "/"')
-    sync = call.flag("sync")
+        raise InvalidRequest(f'invalid prefix {prefix!r}: a prefix must not end in "/"')
+    sync = flag(call, "sync")
     return _revoked(sync, call.service.leases.revoke_prefix(prefix) > 0)
 
 
@@ -165,10 +165,10 @@ async def tidy(call: SecretsRequest) -> Response:
 def _irrevocable_type(call: SecretsRequest) -> None:
     kind = call.arg("type", "")
     if not kind:
-        raise SecretsError(400, 'type is required: only "irrevocable" is supported')
+        raise InvalidRequest('type is required: only "irrevocable" is supported')
     if kind != "irrevocable":
-        raise SecretsError(400, f'unsupported lease type {kind!r}: only "irrevocable" is supported')
-    call.flag("include_child_namespaces")  # accepted; the sandbox has one namespace
+        raise InvalidRequest(f'unsupported lease type {kind!r}: only "irrevocable" is supported')
+    flag(call, "include_child_namespaces")  # accepted; the sandbox has one namespace
 
 
 async def count(call: SecretsRequest) -> Response:
@@ -186,7 +186,7 @@ def _limit(call: SecretsRequest) -> int | None:
     if text == "none":
         return None
     if isinstance(raw, bool) or not text.isdigit() or int(text) <= 0:
-        raise SecretsError(400, f'limit: expected a positive number or "none", got {raw!r}')
+        raise InvalidRequest(f'limit: expected a positive number or "none", got {raw!r}')
     return int(text)
 
 

@@ -10,39 +10,68 @@ and shows only the mounts the token can reach.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
 from starlette.routing import Route
 
 from .. import fields
-from ..errors import SecretsError, permission_denied
+from ..errors import InvalidRequest, ServerSealed, permission_denied
+from ..mounts import BUILTIN_VERSION, Mount
 from ._base import SecretsRequest, envelope, no_content, request_token, route
 
 if TYPE_CHECKING:
     from ...._spec.acl import ACL
     from ..models import SecretsService
 
-__all__ = ["routes"]
+__all__ = ["mount_document", "routes"]
+
+
+def mount_document(mount: Mount) -> dict[str, Any]:
+    """The mount as ``sys/mounts`` and ``sys/auth`` show it."""
+    return {
+        "accessor": mount.accessor,
+        "config": {
+            "default_lease_ttl": mount.default_lease_ttl,
+            "force_no_cache": False,
+            "max_lease_ttl": mount.max_lease_ttl,
+        },
+        "description": mount.description,
+        "external_entropy_access": False,
+        "local": mount.local,
+        "options": mount.options,
+        "plugin_version": "",
+        "running_plugin_version": BUILTIN_VERSION,
+        "running_sha256": "",
+        "seal_wrap": mount.seal_wrap,
+        "type": mount.type,
+        "uuid": mount.uuid,
+    }
+
+
+def _table(mounts: Mapping[str, Mount]) -> dict[str, dict[str, Any]]:
+    """A mount table as ``sys/mounts`` and ``sys/auth`` show it, by path."""
+    return {path: mount_document(m) for path, m in sorted(mounts.items())}
 
 
 async def list_mounts(call: SecretsRequest) -> Response:
     """``GET sys/mounts``: every secrets engine mount, by path."""
-    return envelope(call.service.mounts.engine_table(), top_level=True)
+    return envelope(_table(call.service.mounts.engines), top_level=True)
 
 
 async def read_mount(call: SecretsRequest) -> Response:
     """``GET sys/mounts/:path``: one mount."""
     mount = call.service.mounts.engine(call.params["path"])
     if mount is None:
-        raise SecretsError(400, f"no matching mount at {call.params['path'].strip('/')}/")
-    return envelope(mount.describe(), top_level=True)
+        raise InvalidRequest(f"no matching mount at {call.params['path'].strip('/')}/")
+    return envelope(mount_document(mount), top_level=True)
 
 
 def _config(call: SecretsRequest) -> dict[str, int]:
     config = call.body.get("config") or {}
     if not isinstance(config, dict):
-        raise SecretsError(400, "config: expected an object")
+        raise InvalidRequest("config: expected an object")
     return {
         "default_lease_ttl": fields.duration(config, "default_lease_ttl"),
         "max_lease_ttl": fields.duration(config, "max_lease_ttl"),
@@ -55,7 +84,7 @@ async def enable_mount(call: SecretsRequest) -> Response:
     kind = fields.string(call.body, "type", need=True)
     options = call.body.get("options")
     if options is not None and not isinstance(options, dict):
-        raise SecretsError(400, "options: expected a map of strings")
+        raise InvalidRequest("options: expected a map of strings")
     call.service.enable_engine(
         path,
         kind,
@@ -76,7 +105,7 @@ async def read_tune(call: SecretsRequest) -> Response:
     """``GET sys/mounts/:path/tune``: the mount's lease ttls."""
     mount = call.service.mounts.engine(call.params["path"])
     if mount is None:
-        raise SecretsError(400, f"cannot fetch sysview for path {call.params['path']!r}")
+        raise InvalidRequest(f"cannot fetch sysview for path {call.params['path']!r}")
     default, maximum = mount.lease_ttls()
     data = {
         "default_lease_ttl": default,
@@ -93,11 +122,11 @@ async def tune_mount(call: SecretsRequest) -> Response:
     path = call.params["path"]
     mount = call.service.mounts.engine(path)
     if mount is None:
-        raise SecretsError(400, f"no mount at {path.strip('/')}/")
+        raise InvalidRequest(f"no mount at {path.strip('/')}/")
     default = fields.duration(call.body, "default_lease_ttl", mount.default_lease_ttl)
     maximum = fields.duration(call.body, "max_lease_ttl", mount.max_lease_ttl)
     if maximum and default > maximum:
-        raise SecretsError(400, "default_lease_ttl: cannot be greater than max_lease_ttl")
+        raise InvalidRequest("default_lease_ttl: cannot be greater than max_lease_ttl")
     if "description" in call.body:
         mount.description = fields.string(call.body, "description")
     mount.default_lease_ttl, mount.max_lease_ttl = default, maximum
@@ -106,13 +135,13 @@ async def tune_mount(call: SecretsRequest) -> Response:
 
 async def list_auth(call: SecretsRequest) -> Response:
     """``GET sys/auth``: every auth method mount, by path."""
-    return envelope(call.service.mounts.auth_table(), top_level=True)
+    return envelope(_table(call.service.mounts.auth), top_level=True)
 
 
 def _caller_acl(call: SecretsRequest) -> ACL:
     service = call.service
     if service.sealed:
-        raise SecretsError(503, "Vault is sealed")
+        raise ServerSealed("Vault is sealed")
     return service.acl_for(service.authenticate(request_token(call.request)))
 
 
@@ -120,8 +149,8 @@ async def ui_mounts(call: SecretsRequest) -> Response:
     """``GET sys/internal/ui/mounts``: the mounts the caller's token can reach, by kind."""
     acl = _caller_acl(call)
     table = call.service.mounts
-    secret = {p: m for p, m in table.engine_table().items() if acl.reaches(p)}
-    auth = {p: m for p, m in table.auth_table().items() if acl.reaches("auth/" + p)}
+    secret = {p: m for p, m in _table(table.engines).items() if acl.reaches(p)}
+    auth = {p: m for p, m in _table(table.auth).items() if acl.reaches("auth/" + p)}
     return envelope({"secret": secret, "auth": auth})
 
 
@@ -135,7 +164,7 @@ async def ui_mount(call: SecretsRequest) -> Response:
     mount = call.service.mounts.match(call.params["path"].strip("/"))
     if mount is None or not acl.reaches(mount.path):
         raise permission_denied()
-    return envelope({**mount.describe(), "path": mount.path})
+    return envelope({**mount_document(mount), "path": mount.path})
 
 
 def routes(service: SecretsService) -> list[Route]:

@@ -21,10 +21,23 @@ from ._base import SecretsRequest, envelope, error, listing, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
+    from ..namespaces import Namespace
 
-__all__ = ["routes"]
+__all__ = ["namespace_document", "routes"]
 
 BASE = "sys/namespaces"
+
+
+def namespace_document(ns: Namespace) -> dict[str, Any]:
+    """The namespace as ``sys/namespaces`` shows it."""
+    return {
+        "custom_metadata": dict(ns.custom_metadata),
+        "id": ns.id,
+        "locked": False,
+        "path": ns.path,
+        "tainted": False,
+        "uuid": ns.uuid,
+    }
 
 
 def _tree(call: SecretsRequest) -> Any:
@@ -38,21 +51,21 @@ async def list_namespaces(call: SecretsRequest) -> Response:
     response = listing([_name(ns.path) for ns in children])
     if not children:
         return response
-    info = {_name(ns.path): ns.describe() for ns in children}
+    info = {_name(ns.path): namespace_document(ns) for ns in children}
     return envelope({"keys": sorted(info), "key_info": info})
 
 
 async def read_namespace(call: SecretsRequest) -> Response:
     """``GET sys/namespaces/:name``."""
     found = _tree(call).read(call.namespace, call.params["name"])
-    return error(404) if found is None else envelope(found.describe())
+    return error(404) if found is None else envelope(namespace_document(found))
 
 
 async def write_namespace(call: SecretsRequest) -> Response:
     """``POST``/``PUT sys/namespaces/:name``: create, or replace ``custom_metadata``."""
     metadata = fields.string_map(call.body, "custom_metadata")
     made = _tree(call).create(call.namespace, call.params["name"], metadata)
-    return envelope(made.describe())
+    return envelope(namespace_document(made))
 
 
 async def delete_namespace(call: SecretsRequest) -> Response:

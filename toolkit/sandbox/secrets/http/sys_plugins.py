@@ -14,26 +14,59 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..errors import SecretsError
-from ..plugins import check_type
+from ..errors import InvalidRequest
+from ..plugins import PLUGIN_TYPES, PluginEntry, check_type
 from ._base import SecretsRequest, envelope, error, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
 
-__all__ = ["plugin_routes"]
+__all__ = ["entry_document", "plugin_routes"]
+
+
+def entry_document(entry: PluginEntry) -> dict[str, Any]:
+    """The fields of ``GET sys/plugins/catalog/:type/:name`` (never ``env``)."""
+    data: dict[str, Any] = {
+        "args": list(entry.args),
+        "builtin": entry.builtin,
+        "command": entry.command,
+        "name": entry.name,
+        "sha256": entry.sha256,
+        "version": entry.version,
+    }
+    if entry.builtin:
+        data["deprecation_status"] = entry.deprecation_status
+    return data
+
+
+def _detail(entry: PluginEntry) -> dict[str, Any]:
+    """One row of ``detailed`` in ``GET sys/plugins/catalog``."""
+    row: dict[str, Any] = {
+        "builtin": entry.builtin,
+        "name": entry.name,
+        "type": entry.type,
+        "version": entry.version,
+    }
+    if entry.builtin:
+        row["deprecation_status"] = entry.deprecation_status
+    else:
+        row["sha256"] = entry.sha256
+    return row
 
 
 def _version(call: SecretsRequest) -> str:
     value: Any = call.arg("version", "")
     if not isinstance(value, str):
-        raise SecretsError(400, "version: expected a string")
+        raise InvalidRequest("version: expected a string")
     return value
 
 
 async def catalog(call: SecretsRequest) -> Response:
     """``GET sys/plugins/catalog``: names per type and a ``detailed`` list."""
-    return envelope(call.service.plugins.catalog())
+    plugins = call.service.plugins
+    data: dict[str, Any] = {t: plugins.names(t) for t in PLUGIN_TYPES}
+    data["detailed"] = [_detail(e) for e in plugins.entries()]
+    return envelope(data)
 
 
 async def list_type(call: SecretsRequest) -> Response:
@@ -61,7 +94,7 @@ async def read(call: SecretsRequest) -> Response:
     entry = call.service.plugins.get(call.params["type"], call.params["name"], _version(call))
     if entry is None:
         return error(404)
-    return envelope(entry.read())
+    return envelope(entry_document(entry))
 
 
 async def remove(call: SecretsRequest) -> Response:

@@ -21,10 +21,21 @@ from ._base import SecretsRequest, envelope, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
+    from ..policies import Policy
 
-__all__ = ["routes"]
+__all__ = ["policy_document", "routes"]
 
 Handler = Callable[[SecretsRequest], Awaitable[Response]]
+
+
+def policy_document(policy: Policy) -> dict[str, Any]:
+    """The read answer of ``GET /sys/policies/{kind}/:name``."""
+    data: dict[str, Any] = {"name": policy.name, "policy": policy.text}
+    if policy.kind in ("rgp", "egp"):
+        data["enforcement_level"] = policy.enforcement_level
+    if policy.kind == "egp":
+        data["paths"] = list(policy.paths)
+    return data
 
 
 def _list(kind: str) -> Handler:
@@ -46,7 +57,7 @@ def _read(kind: str) -> Handler:
     async def handler(call: SecretsRequest) -> Response:
         """``GET sys/policies/{kind}/:name``."""
         policy = call.service.policies.get(kind, call.params["name"])
-        return envelope(policy.read_data())
+        return envelope(policy_document(policy))
 
     return handler
 

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..errors import SecretsError
-from ..rekey import RekeyOperation
-from ..seal import decode_key
+from ..errors import InvalidRequest
+from ..rekey import RekeyOperation, RekeyResult, RekeyStatus, VerificationStatus
+from ..seal import decode_key, encode_shares
 from ._base import SecretsRequest, bare, envelope, error, no_content, route
 
 if TYPE_CHECKING:
@@ -31,6 +31,54 @@ if TYPE_CHECKING:
 __all__ = ["routes"]
 
 Answer = Callable[[Any], JSONResponse]
+
+
+def status_document(status: RekeyStatus) -> dict[str, Any]:
+    """The legacy status shape (``sys/rekey/init``; an update below the threshold)."""
+    body: dict[str, Any] = {
+        "nonce": status.nonce,
+        "started": status.started,
+        "t": status.threshold,
+        "n": status.shares,
+        "progress": status.progress,
+        "required": status.required,
+        "pgp_fingerprints": status.pgp_fingerprints,
+        "backup": status.backup,
+        "verification_required": status.verification_required,
+    }
+    if status.verification_nonce:
+        body["verification_nonce"] = status.verification_nonce
+    return body
+
+
+def update_document(outcome: RekeyStatus | RekeyResult) -> dict[str, Any]:
+    """An update's answer: the status below the threshold, else the new shares."""
+    if isinstance(outcome, RekeyStatus):
+        return status_document(outcome)
+    body: dict[str, Any] = {
+        "nonce": outcome.nonce,
+        "complete": True,
+        **encode_shares(outcome.shares),
+        "pgp_fingerprints": outcome.pgp_fingerprints,
+        "backup": outcome.backup,
+        "verification_required": outcome.verification_required,
+    }
+    if outcome.verification_required:
+        body["verification_nonce"] = outcome.verification_nonce
+    return body
+
+
+def verification_document(outcome: VerificationStatus | str) -> dict[str, Any]:
+    """``sys/rekey/verify``: where the verification stands, or (a nonce) that it completed."""
+    if isinstance(outcome, str):
+        return {"nonce": outcome, "complete": True}
+    return {
+        "nonce": outcome.nonce,
+        "started": outcome.started,
+        "t": outcome.threshold,
+        "n": outcome.shares,
+        "progress": outcome.progress,
+    }
 
 
 def _share_and_nonce(call: SecretsRequest, *, named_fields: bool) -> tuple[bytes, Any]:
@@ -42,7 +90,7 @@ def _share_and_nonce(call: SecretsRequest, *, named_fields: bool) -> tuple[bytes
     if named_fields:
         for name in ("key", "nonce"):
             if not call.body.get(name):
-                raise SecretsError(400, f"missing required field '{name}'")
+                raise InvalidRequest(f"missing required field '{name}'")
     return decode_key(call.body.get("key")), call.body.get("nonce", "")
 
 
@@ -83,15 +131,17 @@ def _init_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any
             return no_content()
         if method in ("POST", "PUT"):
             body = call.body
-            status = ceremony.start(
-                body.get("secret_shares"),
-                body.get("secret_threshold"),
-                body.get("pgp_keys"),
-                body.get("backup", False),
-                body.get("require_verification", False),
+            status = status_document(
+                ceremony.start(
+                    body.get("secret_shares"),
+                    body.get("secret_threshold"),
+                    body.get("pgp_keys"),
+                    body.get("backup", False),
+                    body.get("require_verification", False),
+                )
             )
         else:
-            status = ceremony.status()
+            status = status_document(ceremony.status())
         if rotate:
             return answer(_rotate_shape(status))
         if ceremony_of is _root:
@@ -104,7 +154,7 @@ def _init_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any
 def _update_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any:
     async def handler(call: SecretsRequest) -> Response:
         key, nonce = _share_and_nonce(call, named_fields=rotate)
-        result = ceremony_of(call).update(key, nonce)
+        result = update_document(ceremony_of(call).update(key, nonce))
         if rotate:
             if result.get("complete"):
                 result = {"verification_nonce": "", **result}
@@ -122,11 +172,11 @@ def _verify_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> A
         ceremony = ceremony_of(call)
         method = call.request.method
         if method == "DELETE":
-            return answer(ceremony.restart_verification())
+            return answer(verification_document(ceremony.restart_verification()))
         if method in ("POST", "PUT"):
             key, nonce = _share_and_nonce(call, named_fields=rotate)
-            return answer(ceremony.verify(key, nonce))
-        return answer(ceremony.verification_status())
+            return answer(verification_document(ceremony.verify(key, nonce)))
+        return answer(verification_document(ceremony.verification_status()))
 
     return handler
 

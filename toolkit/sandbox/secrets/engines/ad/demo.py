@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from .state import DirectoryConfig, DirectoryEngine, Role
+from .state import DirectoryConfig, DirectoryEngine, DirectoryRole
 
 if TYPE_CHECKING:
     from ...host import EngineHost
@@ -112,7 +112,7 @@ def load_demo(service: EngineHost) -> None:
         password_policy="strong-32",
     )
     for role_name, (account, ttl, rotated_ago) in DEMO_ROLES.items():
-        role = Role(role_name, account, ttl)
+        role = DirectoryRole(role_name, account, ttl)
         if rotated_ago is not None:
             rotated = start - timedelta(seconds=rotated_ago)
             entry = engine.entries[_dn(account)]

@@ -9,36 +9,92 @@ path is open to whoever the ACL grants ``<mount>library/manage/*``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from starlette.responses import Response
 
+from ....._time import format_rfc3339
 from ... import fields
 from ...http._base import (
     EngineRoute,
     Handler,
     SecretsRequest,
     engine_route,
+    engine_state,
     envelope,
     listing,
     no_content,
     resource,
 )
 from ...tokens import Token
-from .state import DEFAULT_URL, REQUEST_TIMEOUT, ROTATION_TOLERANCE, ConfigWrite, DirectoryEngine
+from .state import (
+    DEFAULT_URL,
+    REQUEST_TIMEOUT,
+    ROTATION_TOLERANCE,
+    ConfigWrite,
+    DirectoryConfig,
+    DirectoryEngine,
+)
 
 __all__ = ["routes"]
 
 
 def _backend(call: SecretsRequest) -> DirectoryEngine:
-    backend = call.backend
+    backend = engine_state(call)
     assert isinstance(backend, DirectoryEngine)
     return backend
 
 
 def _token(call: SecretsRequest) -> Token:
-    assert call.token is not None  # every engine route is authenticated
-    return call.token
+    assert call.caller is not None  # every engine route is authenticated
+    return call.caller
+
+
+# -- answers ---------------------------------------------------------------------------
+
+
+def _time(value: datetime | None) -> str | None:
+    return format_rfc3339(value) if value is not None else None
+
+
+def config_document(config: DirectoryConfig) -> dict[str, Any]:
+    """The fields ``GET config`` answers (spec 4.7): never ``bindpass``."""
+    return {
+        "binddn": config.binddn,
+        "certificate": config.certificate,
+        "insecure_tls": config.insecure_tls,
+        "length": 0 if config.password_policy else config.length,
+        "max_ttl": config.max_ttl,
+        "starttls": config.starttls,
+        "tls_max_version": config.tls_max_version,
+        "tls_min_version": config.tls_min_version,
+        "ttl": config.ttl,
+        "upndomain": config.upndomain,
+        "url": config.url,
+        "userdn": config.userdn,
+    }
+
+
+def _role_document(engine: DirectoryEngine, name: str) -> dict[str, Any]:
+    role, password_last_set = engine.read_role(name)
+    return {
+        "service_account_name": role.service_account_name,
+        "ttl": role.ttl,
+        "last_service_rotation": _time(role.last_service_rotation),
+        "password_last_set": _time(password_last_set),
+    }
+
+
+def _set_document(engine: DirectoryEngine, name: str) -> dict[str, Any]:
+    library_set = engine.library.read_set(name)
+    return {
+        "service_account_names": list(library_set.service_account_names),
+        "ttl": library_set.ttl,
+        "max_ttl": library_set.max_ttl,
+        "disable_check_in_enforcement": library_set.disable_check_in_enforcement,
+    }
 
 
 def _given(body: dict[str, Any], name: str) -> bool:
@@ -77,7 +133,7 @@ async def write_config(call: SecretsRequest) -> Response:
 
 
 async def read_config(call: SecretsRequest) -> Response:
-    return envelope(_backend(call).read_config())
+    return envelope(config_document(_backend(call).read_config()))
 
 
 async def delete_config(call: SecretsRequest) -> Response:
@@ -90,7 +146,14 @@ async def list_roles(call: SecretsRequest) -> Response:
 
 
 async def creds(call: SecretsRequest) -> Response:
-    return envelope(_backend(call).creds(call.params["name"]))
+    role = _backend(call).creds(call.params["name"])
+    return envelope(
+        {
+            "current_password": role.current_password,
+            "last_password": role.last_password,
+            "username": role.service_account_name,
+        }
+    )
 
 
 async def write_role(call: SecretsRequest) -> Response:
@@ -157,7 +220,18 @@ async def manage_check_in(call: SecretsRequest) -> Response:
 
 
 async def status(call: SecretsRequest) -> Response:
-    return envelope(_backend(call).library.status(call.params["name"]))
+    """``GET library/:name/status``: each account's availability and borrower."""
+    answer: dict[str, dict[str, Any]] = {}
+    for account, out in _backend(call).library.status(call.params["name"]):
+        if out is None:
+            answer[account] = {"available": True}
+        else:
+            answer[account] = {
+                "available": False,
+                "borrower_client_token": out.borrower_client_token,
+                "borrower_entity_id": out.borrower_entity_id,
+            }
+    return envelope(answer)
 
 
 async def rotate_root(call: SecretsRequest) -> Response:
@@ -165,16 +239,23 @@ async def rotate_root(call: SecretsRequest) -> Response:
     return envelope(None, warnings=warnings) if warnings else no_content()
 
 
-def _named(path: str, owner: str, read: str, write: Handler, delete: str) -> EngineRoute:
+def _named(
+    path: str,
+    owner: str,
+    read: Callable[[DirectoryEngine, str], dict[str, Any]],
+    write: Handler,
+    delete: str,
+) -> EngineRoute:
     """``GET``/``POST``/``PUT``/``DELETE`` of one named item: a role (``owner`` empty: the
-    DirectoryEngine's) or a set (``owner`` "library"); ``write`` reads the body."""
+    DirectoryEngine's) or a set (``owner`` "library"); ``read`` renders the item,
+    ``write`` reads the body."""
 
     def state(call: SecretsRequest) -> Any:
         backend = _backend(call)
         return getattr(backend, owner) if owner else backend
 
     async def do_read(call: SecretsRequest) -> Response:
-        return envelope(getattr(state(call), read)(call.params["name"]))
+        return envelope(read(_backend(call), call.params["name"]))
 
     async def do_delete(call: SecretsRequest) -> Response:
         getattr(state(call), delete)(call.params["name"])
@@ -188,13 +269,13 @@ def routes() -> list[EngineRoute]:
     return [
         resource("config", {**config, "DELETE": delete_config}),
         engine_route("roles", list_roles, ["GET", "LIST"]),
-        _named("roles/{name}", "", "read_role", write_role, "delete_role"),
+        _named("roles/{name}", "", _role_document, write_role, "delete_role"),
         engine_route("creds/{name}", creds, ["GET"]),
         engine_route("library", list_sets, ["LIST"]),
         engine_route("library/manage/{name}/check-in", manage_check_in, ["POST", "PUT"]),
         engine_route("library/{name}/check-out", check_out, ["POST", "PUT"]),
         engine_route("library/{name}/check-in", check_in, ["POST", "PUT"]),
         engine_route("library/{name}/status", status, ["GET"]),
-        _named("library/{name}", "library", "read_set", write_set, "delete_set"),
+        _named("library/{name}", "library", _set_document, write_set, "delete_set"),
         engine_route("rotate-root", rotate_root, ["GET"]),
     ]

@@ -55,14 +55,6 @@ class LibrarySet:
     disable_check_in_enforcement: bool = False
     check_outs: dict[str, CheckOut] = field(default_factory=dict)
 
-    def read(self) -> dict[str, Any]:
-        return {
-            "service_account_names": list(self.service_account_names),
-            "ttl": self.ttl,
-            "max_ttl": self.max_ttl,
-            "disable_check_in_enforcement": self.disable_check_in_enforcement,
-        }
-
 
 def borrower_token(token: Token) -> str:
     """What the engine keeps of a borrower's token: a hash, as the real server passes it."""
@@ -167,8 +159,9 @@ class Library:
             existing.ttl, existing.max_ttl = ttl, max_ttl
             existing.disable_check_in_enforcement = enforcement_off
 
-    def read_set(self, name: str) -> dict[str, Any]:
-        return self._set(name, missing=404).read()
+    def read_set(self, name: str) -> LibrarySet:
+        """``GET library/:name``; 404 when there is no such set."""
+        return self._set(name, missing=404)
 
     def delete_set(self, name: str) -> None:
         """``DELETE library/:name``; refused while accounts of the set are checked out."""
@@ -190,22 +183,15 @@ class Library:
             raise bad_request(f"library set {name!r} does not exist")
         return library_set
 
-    def status(self, name: str) -> dict[str, dict[str, Any]]:
-        """``GET library/:name/status``: each account's availability and borrower."""
+    def status(self, name: str) -> list[tuple[str, CheckOut | None]]:
+        """``GET library/:name/status``: each account with its check-out (None: available),
+        expired check-outs brought back first."""
         library_set = self._set(name, missing=404)
         self._expire_leases()
-        answer: dict[str, dict[str, Any]] = {}
-        for account in library_set.service_account_names:
-            out = library_set.check_outs.get(account)
-            if out is None:
-                answer[account] = {"available": True}
-            else:
-                answer[account] = {
-                    "available": False,
-                    "borrower_client_token": out.borrower_client_token,
-                    "borrower_entity_id": out.borrower_entity_id,
-                }
-        return answer
+        return [
+            (account, library_set.check_outs.get(account))
+            for account in library_set.service_account_names
+        ]
 
     def _expire_leases(self) -> None:
         """Let the lease manager revoke what is due, so expired check-outs are back."""

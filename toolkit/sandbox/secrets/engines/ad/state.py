@@ -28,9 +28,8 @@ import string
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ....._time import format_rfc3339
 from ...errors import SecretsError, bad_request, not_found
 from .accounts import DirectoryEntry
 from .library import LIBRARY_TTL, CheckOut, Library, LibrarySet, borrower_token
@@ -52,7 +51,7 @@ __all__ = [
     "DirectoryEntry",
     "Library",
     "LibrarySet",
-    "Role",
+    "DirectoryRole",
     "borrower_token",
 ]
 
@@ -92,23 +91,6 @@ class DirectoryConfig:
     request_timeout: int = REQUEST_TIMEOUT
     last_rotation_tolerance: int = ROTATION_TOLERANCE
 
-    def read(self) -> dict[str, Any]:
-        """The fields ``GET config`` answers (spec 4.7): never ``bindpass``."""
-        return {
-            "binddn": self.binddn,
-            "certificate": self.certificate,
-            "insecure_tls": self.insecure_tls,
-            "length": 0 if self.password_policy else self.length,
-            "max_ttl": self.max_ttl,
-            "starttls": self.starttls,
-            "tls_max_version": self.tls_max_version,
-            "tls_min_version": self.tls_min_version,
-            "ttl": self.ttl,
-            "upndomain": self.upndomain,
-            "url": self.url,
-            "userdn": self.userdn,
-        }
-
 
 @dataclass(frozen=True)
 class ConfigWrite:
@@ -135,7 +117,7 @@ class ConfigWrite:
 
 
 @dataclass
-class Role:
+class DirectoryRole:
     """``<mount>roles/:name``: one service account whose password the engine rotates."""
 
     name: str
@@ -156,7 +138,7 @@ class DirectoryEngine:
         self.service = service
         self.mount = mount
         self.config: DirectoryConfig | None = None
-        self.roles: dict[str, Role] = {}
+        self.roles: dict[str, DirectoryRole] = {}
         self.library = Library(self)
         self.entries: dict[str, DirectoryEntry] = {}  # by DN, lower case
         self.root_rotation_seconds = self.ROOT_ROTATION_SECONDS
@@ -301,11 +283,11 @@ class DirectoryEngine:
             last_rotation_tolerance=request.last_rotation_tolerance,
         )
 
-    def read_config(self) -> dict[str, Any]:
+    def read_config(self) -> DirectoryConfig:
         """``GET config``; 404 when the engine has none."""
         if self.config is None:
             raise not_found()
-        return self.config.read()
+        return self.config
 
     def delete_config(self) -> None:
         """``DELETE config``."""
@@ -352,22 +334,17 @@ class DirectoryEngine:
         if existing is not None and existing.service_account_name == entry.name:
             existing.ttl = ttl
             return
-        self.roles[key] = Role(key, entry.name, ttl)
+        self.roles[key] = DirectoryRole(key, entry.name, ttl)
 
-    def read_role(self, name: str) -> dict[str, Any]:
+    def read_role(self, name: str) -> tuple[DirectoryRole, datetime | None]:
+        """``GET roles/:name``: the role, and when its account's password was last set."""
         role = self._role(name)
-        entry = self.entry(role.service_account_name)
-        return {
-            "service_account_name": role.service_account_name,
-            "ttl": role.ttl,
-            "last_service_rotation": _time(role.last_service_rotation),
-            "password_last_set": _time(entry.password_last_set),
-        }
+        return role, self.entry(role.service_account_name).password_last_set
 
     def delete_role(self, name: str) -> None:
         self.roles.pop(self.key(name), None)
 
-    def creds(self, name: str) -> dict[str, Any]:
+    def creds(self, name: str) -> DirectoryRole:
         """``GET creds/:name``: the passwords, rotated first when the ttl has passed.
 
         Also rotated when the service never set the password, or when the
@@ -391,13 +368,9 @@ class DirectoryEngine:
             role.last_password = role.current_password
             role.current_password = password
             role.last_service_rotation = now
-        return {
-            "current_password": role.current_password,
-            "last_password": role.last_password,
-            "username": role.service_account_name,
-        }
+        return role
 
-    def _role(self, name: str) -> Role:
+    def _role(self, name: str) -> DirectoryRole:
         role = self.roles.get(self.key(name))
         if role is None:
             raise not_found()
@@ -445,7 +418,3 @@ class DirectoryEngine:
 
 def _random(length: int) -> str:
     return "".join(secrets.choice(_ALPHABET) for _ in range(max(0, length)))
-
-
-def _time(value: datetime | None) -> str | None:
-    return format_rfc3339(value) if value is not None else None

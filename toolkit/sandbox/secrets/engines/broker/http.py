@@ -15,11 +15,12 @@ from typing import Any
 from starlette.responses import Response
 
 from ... import fields
-from ...errors import SecretsError
+from ...errors import InvalidRequest
 from ...http._base import (
     EngineRoute,
     SecretsRequest,
     engine_route,
+    engine_state,
     envelope,
     error,
     listing,
@@ -33,7 +34,7 @@ __all__ = ["routes"]
 
 
 def _broker(call: SecretsRequest) -> BrokerEngine:
-    backend: BrokerEngine = call.backend
+    backend: BrokerEngine = engine_state(call)
     return backend
 
 
@@ -43,11 +44,11 @@ def json_field(body: dict[str, Any], name: str) -> Any:
     if raw is None or raw == "":
         return None
     if not isinstance(raw, str):
-        raise SecretsError(400, f"{name}: expected a string holding a JSON object")
+        raise InvalidRequest(f"{name}: expected a string holding a JSON object")
     try:
         return json.loads(raw)
     except ValueError as exc:
-        raise SecretsError(400, f"failed to unmarshal {name}: {exc}") from None
+        raise InvalidRequest(f"failed to unmarshal {name}: {exc}") from None
 
 
 async def write_connection(call: SecretsRequest) -> Response:
@@ -55,7 +56,7 @@ async def write_connection(call: SecretsRequest) -> Response:
     body = call.body
     password = body.get("password")
     if password not in (None, "") and not isinstance(password, str):
-        raise SecretsError(400, "password: expected a string")
+        raise InvalidRequest("password: expected a string")
     _broker(call).configure_connection(
         connection_uri=fields.string(body, "connection_uri"),
         username=fields.string(body, "username"),

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..._credentials import Requester, creds_lease, generate_password, lease_ttls
-from ...errors import SecretsError
+from ...errors import InvalidRequest
 
 if TYPE_CHECKING:
     from ...host import EngineHost
@@ -127,11 +127,11 @@ class BrokerEngine:
             ("password", password),
         ):
             if not value:
-                raise SecretsError(400, f"missing {name}")
+                raise InvalidRequest(f"missing {name}")
         if verify:
             reason = _management_uri_problem(uri)
             if reason:
-                raise SecretsError(400, f"failed to validate the connection: {reason}")
+                raise InvalidRequest(f"failed to validate the connection: {reason}")
         self.connection = BrokerConnection(
             connection_uri=uri,
             username=username,
@@ -145,9 +145,9 @@ class BrokerEngine:
         """``POST config/lease``: ``ttl`` and ``max_ttl`` in seconds (0: the mount's)."""
         for key, value in (("ttl", ttl), ("max_ttl", max_ttl)):
             if value < 0:
-                raise SecretsError(400, f"{key}: cannot be negative")
+                raise InvalidRequest(f"{key}: cannot be negative")
         if max_ttl and ttl > max_ttl:
-            raise SecretsError(400, "ttl: cannot be greater than max_ttl")
+            raise InvalidRequest("ttl: cannot be greater than max_ttl")
         self.lease_ttl, self.lease_max_ttl, self.lease_configured = ttl, max_ttl, True
 
     def lease_config(self) -> dict[str, int] | None:
@@ -172,7 +172,7 @@ class BrokerEngine:
         decoded from the request's JSON text; None when not given).
         """
         if not tags and vhosts is None:
-            raise SecretsError(400, "both tags and vhosts not specified")
+            raise InvalidRequest("both tags and vhosts not specified")
         checked = check_vhosts(vhosts)
         topics = check_vhost_topics(vhost_topics)
         self.roles[name] = BrokerRole(name, tags, checked, topics)
@@ -185,11 +185,10 @@ class BrokerEngine:
         """``GET creds/:name``: a new broker user with the role's permissions, as a lease."""
         role = self.roles.get(name)
         if role is None:
-            raise SecretsError(400, f"unknown role: {name}")
+            raise InvalidRequest(f"unknown role: {name}")
         connection = self.connection
         if connection is None:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 "failed to create a new user with the generated credentials: "
                 f"no connection is configured at {self.mount.path}config/connection",
             )
@@ -219,7 +218,7 @@ class BrokerEngine:
     def revoke_creds(self, lease: Lease) -> None:
         """A creds lease ends: delete its user from the broker."""
         if self.connection is None:
-            raise SecretsError(400, "could not delete user: no connection is configured")
+            raise InvalidRequest("could not delete user: no connection is configured")
         username = str((lease.data or {}).get("username", ""))
         self._users.pop(username, None)
 
@@ -247,23 +246,21 @@ def _management_uri_problem(uri: str) -> str | None:
 
 def _permissions(name: str, where: str, value: Any, keys: tuple[str, ...]) -> dict[str, str]:
     if not isinstance(value, dict):
-        raise SecretsError(400, f"{name}: {where} must be an object with keys {', '.join(keys)}")
+        raise InvalidRequest(f"{name}: {where} must be an object with keys {', '.join(keys)}")
     unknown = sorted(set(value) - set(keys))
     if unknown:
-        raise SecretsError(
-            400, f"{name}: {where} has unknown key {unknown[0]!r} (allowed: {', '.join(keys)})"
+        raise InvalidRequest(
+            f"{name}: {where} has unknown key {unknown[0]!r} (allowed: {', '.join(keys)})"
         )
     result = {}
     for key in keys:
         pattern = value.get(key, "")
         if not isinstance(pattern, str):
-            raise SecretsError(400, f"{name}: {where}.{key} must be a string pattern")
+            raise InvalidRequest(f"{name}: {where}.{key} must be a string pattern")
         try:
             re.compile(pattern)
         except re.error as exc:
-            raise SecretsError(
-                400, f"{name}: {where}.{key} is not a valid pattern: {exc}"
-            ) from None
+            raise InvalidRequest(f"{name}: {where}.{key} is not a valid pattern: {exc}") from None
         result[key] = pattern
     return result
 
@@ -273,7 +270,7 @@ def check_vhosts(decoded: Any) -> dict[str, dict[str, str]]:
     if decoded is None:
         return {}
     if not isinstance(decoded, dict):
-        raise SecretsError(400, "vhosts: expected a JSON object of virtual host to permissions")
+        raise InvalidRequest("vhosts: expected a JSON object of virtual host to permissions")
     return {
         vhost: _permissions("vhosts", repr(vhost), perms, _VHOST_KEYS)
         for vhost, perms in decoded.items()
@@ -285,14 +282,14 @@ def check_vhost_topics(decoded: Any) -> dict[str, dict[str, dict[str, str]]]:
     if decoded is None:
         return {}
     if not isinstance(decoded, dict):
-        raise SecretsError(
-            400, "vhost_topics: expected a JSON object of virtual host to exchange to permissions"
+        raise InvalidRequest(
+            "vhost_topics: expected a JSON object of virtual host to exchange to permissions"
         )
     result: dict[str, dict[str, dict[str, str]]] = {}
     for vhost, exchanges in decoded.items():
         if not isinstance(exchanges, dict):
-            raise SecretsError(
-                400, f"vhost_topics: {vhost!r} must be an object of exchange to permissions"
+            raise InvalidRequest(
+                f"vhost_topics: {vhost!r} must be an object of exchange to permissions"
             )
         result[vhost] = {
             exchange: _permissions("vhost_topics", f"{vhost!r} / {exchange!r}", perms, _TOPIC_KEYS)

@@ -15,12 +15,13 @@ from typing import Any
 from starlette.responses import Response
 
 from ... import fields
-from ...errors import SecretsError
+from ...errors import InvalidRequest
 from ...http._base import (
     EngineRoute,
     Handler,
     SecretsRequest,
     engine_route,
+    engine_state,
     envelope,
     error,
     listing,
@@ -35,7 +36,7 @@ from .state import (
     Connection,
     ConnectionWrite,
     DatabaseEngine,
-    Role,
+    DatabaseRole,
     RoleWrite,
     StaticRole,
     StaticRoleWrite,
@@ -46,7 +47,7 @@ __all__ = ["routes"]
 
 
 def _db(call: SecretsRequest) -> DatabaseEngine:
-    backend: DatabaseEngine = call.backend
+    backend: DatabaseEngine = engine_state(call)
     backend.rotate_due()
     return backend
 
@@ -63,7 +64,7 @@ def statements(body: dict[str, Any], name: str) -> list[str] | None:
         return [value]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return [v for v in value if v.strip()]
-    raise SecretsError(400, f"{name}: expected a list of strings")
+    raise InvalidRequest(f"{name}: expected a list of strings")
 
 
 def _optional_duration(body: dict[str, Any], name: str) -> int | None:
@@ -128,7 +129,7 @@ def connection_data(connection: Connection) -> dict[str, Any]:
     }
 
 
-def role_data(role: Role) -> dict[str, Any]:
+def role_data(role: DatabaseRole) -> dict[str, Any]:
     """The ``data`` of ``GET roles/:name``."""
     return {
         "db_name": role.db_name,
@@ -236,7 +237,17 @@ async def issue_creds(call: SecretsRequest) -> Response:
 
 async def static_creds(call: SecretsRequest) -> Response:
     """``GET static-creds/:name``: the current password, its last rotation and ttl."""
-    return envelope(_db(call).static_creds(call.params["name"]))
+    role, now = _db(call).static_creds(call.params["name"])
+    next_rotation = role.next_rotation or now
+    return envelope(
+        {
+            "username": role.username,
+            "password": role.password,
+            "last_service_rotation": rfc3339(role.last_rotation or now),
+            "rotation_period": role.rotation_period,
+            "ttl": max(0, round((next_rotation - now).total_seconds())),
+        }
+    )
 
 
 async def rotate_role(call: SecretsRequest) -> Response:

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ...errors import SecretsError
+from ...errors import InvalidRequest
 
 __all__ = [
     "Dialect",
@@ -186,32 +186,30 @@ def check_details(dialect: Dialect, details: dict[str, Any], verify: bool) -> No
             continue
         value = details.get(key)
         if value is None or value == "" or value == []:
-            raise SecretsError(400, f"error creating database object: {key} cannot be empty")
+            raise InvalidRequest(f"error creating database object: {key} cannot be empty")
     for key in ("username", "password"):
         value = details.get(key)
         if value is not None and not isinstance(value, str):
-            raise SecretsError(400, f"error creating database object: {key}: expected a string")
+            raise InvalidRequest(f"error creating database object: {key}: expected a string")
         if isinstance(value, str) and ("{{username}}" in value or "{{password}}" in value):
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 "error creating database object: username and/or password cannot contain "
                 "the template variables",
             )
     url = details.get("connection_url")
     if url is not None and not isinstance(url, str):
-        raise SecretsError(400, "error creating database object: connection_url: expected a string")
+        raise InvalidRequest("error creating database object: connection_url: expected a string")
     if not verify or not isinstance(url, str):
         return
     for key in ("username", "password"):
         if "{{" + key + "}}" in url and not details.get(key):
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"error creating database object: error verifying connection: connection_url "
                 f"uses {{{{{key}}}}} but no {key} is set",
             )
     rendered = render(url, {"username": "user", "password": "secret"})
     reason = dialect.check_url(rendered)
     if reason:
-        raise SecretsError(
-            400, f"error creating database object: error verifying connection: {reason}"
+        raise InvalidRequest(
+            f"error creating database object: error verifying connection: {reason}"
         )

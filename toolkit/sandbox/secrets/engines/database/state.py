@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ....._time import format_rfc3339
 from ..._credentials import Requester, creds_lease, generate_password, lease_ttls
-from ...errors import SecretsError
+from ...errors import InvalidRequest, SecretsError
 from .plugins import (
     check_details,
     default_password,
@@ -60,7 +60,7 @@ __all__ = [
     "ConnectionWrite",
     "DatabaseEngine",
     "ExecutedStatement",
-    "Role",
+    "DatabaseRole",
     "RoleWrite",
     "StaticRole",
     "StaticRoleWrite",
@@ -110,7 +110,7 @@ class Connection:
 
 
 @dataclass
-class Role:
+class DatabaseRole:
     """One dynamic role (``roles/:name``); ttls in seconds, 0 meaning the mount's."""
 
     name: str
@@ -201,7 +201,7 @@ class DatabaseEngine:
         self.service = service
         self.mount = mount
         self.connections: dict[str, Connection] = {}
-        self.roles: dict[str, Role] = {}
+        self.roles: dict[str, DatabaseRole] = {}
         self.static_roles: dict[str, StaticRole] = {}
         # The simulated database behind each connection: its users and its statement log.
         self._users: dict[str, set[str]] = {}
@@ -228,7 +228,7 @@ class DatabaseEngine:
         self.rotate_due()
         found = self.connections.get(name)
         if found is None:
-            raise SecretsError(400, f'failed to find entry for connection with name: "{name}"')
+            raise InvalidRequest(f'failed to find entry for connection with name: "{name}"')
         return found
 
     def configure(self, name: str, request: ConnectionWrite) -> list[str]:
@@ -242,12 +242,12 @@ class DatabaseEngine:
         base = old or Connection(name=name, plugin_name="", details={})
         plugin_name = _keep(request.plugin_name, base.plugin_name)
         if not plugin_name:
-            raise SecretsError(400, "empty plugin name")
+            raise InvalidRequest("empty plugin name")
         version = _keep(request.plugin_version, base.plugin_version)
         try:
             self.service.plugins.runnable("database", plugin_name, version)
         except SecretsError as exc:
-            raise SecretsError(400, "error creating database object: " + exc.messages[0]) from None
+            raise InvalidRequest("error creating database object: " + exc.messages[0]) from None
         verify = request.verify_connection
         allowed = list(_keep(request.allowed_roles, base.allowed_roles))
         rotation = list(_keep(request.root_rotation_statements, base.root_rotation_statements))
@@ -298,14 +298,10 @@ class DatabaseEngine:
         connection = self.connection(name)
         username = connection.details.get("username")
         if not isinstance(username, str) or not username:
-            raise SecretsError(
-                400, "unable to rotate root credentials: no username in configuration"
-            )
+            raise InvalidRequest("unable to rotate root credentials: no username in configuration")
         old = connection.details.get("password")
         if not isinstance(old, str) or not old:
-            raise SecretsError(
-                400, "unable to rotate root credentials: no password in configuration"
-            )
+            raise InvalidRequest("unable to rotate root credentials: no password in configuration")
         password = self._password(connection)
         dialect = dialect_of(connection.plugin_name)
         statements = connection.root_rotation_statements or [dialect.rotate]
@@ -317,12 +313,12 @@ class DatabaseEngine:
     def _check_role_name(self, name: str, *, static: bool) -> None:
         clash = name in (self.roles if static else self.static_roles)
         if clash:
-            raise SecretsError(400, "Role and Static Role names must be unique")
+            raise InvalidRequest("Role and Static Role names must be unique")
 
     def _allowed_connection(self, db_name: str, role: str) -> Connection:
         connection = self.connection(db_name)
         if not connection.allows(role):
-            raise SecretsError(400, f'"{role}" is not an allowed role')
+            raise InvalidRequest(f'"{role}" is not an allowed role')
         return connection
 
     def write_role(self, name: str, request: RoleWrite) -> None:
@@ -332,10 +328,10 @@ class DatabaseEngine:
         old = self.roles.get(name)
         db_name = _keep(request.db_name, old.db_name if old else "")
         if not db_name:
-            raise SecretsError(400, "database name is required")
+            raise InvalidRequest("database name is required")
         creation = list(_keep(request.creation_statements, old.creation_statements if old else []))
         if not creation:
-            raise SecretsError(400, "missing creation_statements")
+            raise InvalidRequest("missing creation_statements")
         revocation = _keep(request.revocation_statements, old.revocation_statements if old else [])
         rollback = _keep(request.rollback_statements, old.rollback_statements if old else [])
         renew = _keep(request.renew_statements, old.renew_statements if old else [])
@@ -343,7 +339,7 @@ class DatabaseEngine:
         max_ttl = _keep(request.max_ttl, old.max_ttl if old else 0)
         self._check_ttls(default_ttl, max_ttl)
         self.connection(db_name)  # allowed_roles is checked when creds are issued
-        self.roles[name] = Role(
+        self.roles[name] = DatabaseRole(
             name=name,
             db_name=db_name,
             creation_statements=creation,
@@ -358,16 +354,15 @@ class DatabaseEngine:
         _, mount_max = self.mount.lease_ttls()
         for key, value in (("default_ttl", default_ttl), ("max_ttl", max_ttl)):
             if value < 0:
-                raise SecretsError(400, f"{key}: cannot be negative")
+                raise InvalidRequest(f"{key}: cannot be negative")
             if value > mount_max:
-                raise SecretsError(
-                    400,
+                raise InvalidRequest(
                     f"{key}: {value}s is longer than the mount's maximum lease ttl ({mount_max}s)",
                 )
         if max_ttl and default_ttl > max_ttl:
-            raise SecretsError(400, "default_ttl: cannot be greater than max_ttl")
+            raise InvalidRequest("default_ttl: cannot be greater than max_ttl")
 
-    def role(self, name: str) -> Role | None:
+    def role(self, name: str) -> DatabaseRole | None:
         self.rotate_due()
         return self.roles.get(name)
 
@@ -381,7 +376,7 @@ class DatabaseEngine:
         self.rotate_due()
         role = self.roles.get(name)
         if role is None:
-            raise SecretsError(400, f"unknown role: {name}")
+            raise InvalidRequest(f"unknown role: {name}")
         connection = self._allowed_connection(role.db_name, name)
         ttl, max_ttl = ttls = lease_ttls(self.mount, role.default_ttl, role.max_ttl)
         password = self._password(connection)
@@ -424,7 +419,7 @@ class DatabaseEngine:
         db_name = str(data.get("db_name", ""))
         connection = self.connections.get(db_name)
         if connection is None:
-            raise SecretsError(400, f'failed to find entry for connection with name: "{db_name}"')
+            raise InvalidRequest(f'failed to find entry for connection with name: "{db_name}"')
         statements = list(data.get("revocation_statements") or [])
         statements = statements or [dialect_of(connection.plugin_name).revoke]
         self._run(connection, "revoke", username, statements)
@@ -444,19 +439,17 @@ class DatabaseEngine:
         creating = old is None
         db_name = _keep(request.db_name, old.db_name if old else "")
         if not db_name:
-            raise SecretsError(400, "database name is a required field")
+            raise InvalidRequest("database name is a required field")
         username = request.username or ""
         if creating and not username:
-            raise SecretsError(400, "username is a required field to create a static account")
+            raise InvalidRequest("username is a required field to create a static account")
         if old is not None and username and username != old.username:
-            raise SecretsError(400, "cannot update static account username")
+            raise InvalidRequest("cannot update static account username")
         if request.rotation_period is None and creating:
-            raise SecretsError(400, "rotation_period is required to create static accounts")
+            raise InvalidRequest("rotation_period is required to create static accounts")
         period = _keep(request.rotation_period, old.rotation_period if old else 0)
         if period < MIN_ROTATION_PERIOD:
-            raise SecretsError(
-                400, f"rotation_period must be {MIN_ROTATION_PERIOD} seconds or more"
-            )
+            raise InvalidRequest(f"rotation_period must be {MIN_ROTATION_PERIOD} seconds or more")
         statements = list(
             _keep(request.rotation_statements, old.rotation_statements if old else [])
         )
@@ -493,29 +486,22 @@ class DatabaseEngine:
             self._run(connection, "static-delete", role.username, [revoke])
             self._users.get(role.db_name, set()).discard(role.username)
 
-    def static_creds(self, name: str) -> dict[str, Any]:
-        """``GET static-creds/:name``: the current password and when it rotates."""
+    def static_creds(self, name: str) -> tuple[StaticRole, datetime]:
+        """``GET static-creds/:name``: the role with its current password, and the time
+        it was read at (its ttl counts from then)."""
         self.rotate_due()
         role = self.static_roles.get(name)
         if role is None:
-            raise SecretsError(400, f"unknown role: {name}")
+            raise InvalidRequest(f"unknown role: {name}")
         self._allowed_connection(role.db_name, name)
-        now = self.service.clock.now()
-        next_rotation = role.next_rotation or now
-        return {
-            "username": role.username,
-            "password": role.password,
-            "last_service_rotation": rfc3339(role.last_rotation or now),
-            "rotation_period": role.rotation_period,
-            "ttl": max(0, round((next_rotation - now).total_seconds())),
-        }
+        return role, self.service.clock.now()
 
     def rotate_role(self, name: str) -> None:
         """``POST rotate-role/:name``: a new password now; the period starts again."""
         self.rotate_due()
         role = self.static_roles.get(name)
         if role is None:
-            raise SecretsError(400, "no static role found for role name")
+            raise InvalidRequest("no static role found for role name")
         connection = self.connection(role.db_name)
         self._rotate_static(role, connection, self.service.clock.now(), "static-rotate")
 

@@ -14,37 +14,80 @@ from typing import Any
 
 from starlette.responses import Response
 
+from ....._time import format_rfc3339
 from ... import fields
-from ...errors import SecretsError
+from ...errors import PathNotFound
 from ...http._base import (
     EngineRoute,
     SecretsRequest,
     engine_route,
+    engine_state,
     envelope,
     listing,
     no_content,
     resource,
 )
-from .state import DEFAULT_PROTECTION, KeyManagementEngine
+from .state import (
+    DEFAULT_PROTECTION,
+    KEY_TYPES,
+    Distribution,
+    KeyManagementEngine,
+    KmsProvider,
+    ManagedKey,
+)
 
 # One route per path for all its methods, and lists that are 404 when empty:
 # the helpers the credential engines use too.
 
-__all__ = ["routes"]
+__all__ = ["distribution_document", "key_document", "provider_document", "routes"]
 
 
-def _read(describe: Callable[..., dict[str, Any]], *names: str) -> Response:
+def key_document(key: ManagedKey) -> dict[str, Any]:
+    """The key as ``GET key/:name`` answers it; the material itself is never in it."""
+    asymmetric = KEY_TYPES[key.type] is not None
+    versions: dict[str, Any] = {}
+    for number, version in sorted(key.versions.items()):
+        entry: dict[str, Any] = {"creation_time": format_rfc3339(version.creation_time)}
+        if asymmetric:
+            entry["public_key"] = version.public_key
+        versions[str(number)] = entry
+    return {
+        "deletion_allowed": key.deletion_allowed,
+        "keys": versions,
+        "latest_version": key.latest_version,
+        "min_enabled_version": key.min_enabled_version,
+        "name": key.name,
+        "type": key.type,
+    }
+
+
+def provider_document(provider: KmsProvider) -> dict[str, Any]:
+    """A KMS provider as ``GET kms/:name`` answers it (never its credentials)."""
+    return {"key_collection": provider.key_collection, "provider": provider.provider}
+
+
+def distribution_document(dist: Distribution) -> dict[str, Any]:
+    """A key in a provider as ``GET kms/:name/key/:key_name`` answers it."""
+    return {
+        "name": dist.name,
+        "protection": dist.protection,
+        "purpose": list(dist.purpose),
+        "versions": {str(v): ident for v, ident in sorted(dist.versions.items())},
+    }
+
+
+def _read(
+    find: Callable[..., Any], render: Callable[[Any], dict[str, Any]], *names: str
+) -> Response:
     """A read's ``data``; a missing one is 404 with no message, as the real server answers."""
     try:
-        return envelope(describe(*names))
-    except SecretsError as exc:
-        if exc.status == 404:
-            raise SecretsError(404) from None
-        raise
+        return envelope(render(find(*names)))
+    except PathNotFound:
+        raise PathNotFound() from None
 
 
 def _engine(call: SecretsRequest) -> KeyManagementEngine:
-    backend: KeyManagementEngine = call.backend
+    backend: KeyManagementEngine = engine_state(call)
     return backend
 
 
@@ -70,7 +113,7 @@ async def write_key(call: SecretsRequest) -> Response:
 
 async def read_key(call: SecretsRequest) -> Response:
     """``GET key/:name``: type, versions with creation time (and public key), settings."""
-    return _read(_engine(call).describe_key, call.params["name"])
+    return _read(_engine(call).read_key, key_document, call.params["name"])
 
 
 async def list_keys(call: SecretsRequest) -> Response:
@@ -111,7 +154,7 @@ async def write_provider(call: SecretsRequest) -> Response:
 
 async def read_provider(call: SecretsRequest) -> Response:
     """``GET kms/:name``: ``provider`` and ``key_collection`` (never the credentials)."""
-    return _read(_engine(call).describe_provider, call.params["name"])
+    return _read(_engine(call).provider, provider_document, call.params["name"])
 
 
 async def list_providers(call: SecretsRequest) -> Response:
@@ -141,7 +184,12 @@ async def distribute(call: SecretsRequest) -> Response:
 
 async def read_distribution(call: SecretsRequest) -> Response:
     """``GET kms/:name/key/:key_name``: ``name``, ``protection``, ``purpose``, ``versions``."""
-    return _read(_engine(call).describe_distribution, call.params["name"], call.params["key_name"])
+    return _read(
+        _engine(call).distribution,
+        distribution_document,
+        call.params["name"],
+        call.params["key_name"],
+    )
 
 
 async def list_distributed(call: SecretsRequest) -> Response:

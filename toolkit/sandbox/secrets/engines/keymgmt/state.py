@@ -23,14 +23,13 @@ import os
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from ....._spec.keymgmt import PROTECTIONS, PURPOSES, SYMMETRIC_PURPOSES
-from ....._time import format_rfc3339
-from ...errors import SecretsError
+from ...errors import InvalidRequest, PathNotFound
 
 if TYPE_CHECKING:
     from ...host import EngineHost
@@ -131,7 +130,7 @@ class KmsProvider:
 def _named(table: dict[str, _T], name: str, what: str) -> _T:
     found = table.get(name)
     if found is None:
-        raise SecretsError(404, f"{what} not found: {name}")
+        raise PathNotFound(f"{what} not found: {name}")
     return found
 
 
@@ -164,12 +163,12 @@ class KeyManagementEngine:
         ``min_enabled_version`` lies between 0 and the latest version.
         """
         if type is not None and type not in KEY_TYPES:
-            raise SecretsError(
-                400, f"type: unsupported key type {type!r}; expected one of {', '.join(KEY_TYPES)}"
+            raise InvalidRequest(
+                f"type: unsupported key type {type!r}; expected one of {', '.join(KEY_TYPES)}"
             )
         if min_enabled_version is not None and min_enabled_version < 0:
-            raise SecretsError(
-                400, f"min_enabled_version: must not be negative, got {min_enabled_version}"
+            raise InvalidRequest(
+                f"min_enabled_version: must not be negative, got {min_enabled_version}"
             )
         existing = self.keys.get(name)
         if existing is None:
@@ -178,14 +177,12 @@ class KeyManagementEngine:
         else:
             key, latest = existing, existing.latest_version
             if type is not None and type != key.type:
-                raise SecretsError(
-                    400,
+                raise InvalidRequest(
                     f"type: the type of key {name!r} is fixed at creation ({key.type}), "
                     f"it cannot become {type}",
                 )
         if min_enabled_version is not None and min_enabled_version > latest:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"min_enabled_version: {min_enabled_version} is above the latest version "
                 f"of key {name!r} ({latest})",
             )
@@ -213,37 +210,23 @@ class KeyManagementEngine:
         key = self.key(name)
         held = self._holder(name)
         if held is not None:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"key {name!r} is still distributed to KMS provider {held[0].name!r}; "
                 "remove it from the provider first",
             )
         if not key.deletion_allowed:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"deletion of key {name!r} is not allowed: set deletion_allowed to true first",
             )
         del self.keys[name]
 
-    def describe_key(self, name: str) -> dict[str, Any]:
-        """The key as ``GET key/:name`` answers it; the material itself is never in it."""
+    def read_key(self, name: str) -> ManagedKey:
+        """The key ``GET key/:name`` shows, each version's public key made (RSA keys make
+        their material when first shown or used)."""
         key = self.key(name)
-        asymmetric = KEY_TYPES[key.type] is not None
-        versions: dict[str, Any] = {}
-        for number, version in sorted(key.versions.items()):
-            entry: dict[str, Any] = {"creation_time": format_rfc3339(version.creation_time)}
-            if asymmetric:
-                self._material(key, number)
-                entry["public_key"] = version.public_key
-            versions[str(number)] = entry
-        return {
-            "deletion_allowed": key.deletion_allowed,
-            "keys": versions,
-            "latest_version": key.latest_version,
-            "min_enabled_version": key.min_enabled_version,
-            "name": key.name,
-            "type": key.type,
-        }
+        for number in key.versions:
+            self._material(key, number)
+        return key
 
     def key_names(self) -> list[str]:
         return sorted(self.keys)
@@ -274,17 +257,16 @@ class KeyManagementEngine:
         accepted and not kept: the sandbox reaches no external KMS.
         """
         if provider and provider not in PROVIDERS:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"provider: unsupported KMS provider {provider!r}; "
                 f"expected one of {', '.join(PROVIDERS)}",
             )
         existing = self.providers.get(name)
         if existing is None:
             if not provider:
-                raise SecretsError(400, "missing provider")
+                raise InvalidRequest("missing provider")
             if not key_collection:
-                raise SecretsError(400, "missing key_collection")
+                raise InvalidRequest("missing key_collection")
             self.providers[name] = KmsProvider(name, provider, key_collection)
             return True
         for field_name, given, current in (
@@ -292,8 +274,7 @@ class KeyManagementEngine:
             ("key_collection", key_collection, existing.key_collection),
         ):
             if given and given != current:
-                raise SecretsError(
-                    400,
+                raise InvalidRequest(
                     f"{field_name}: fixed after creation; KMS provider {name!r} keeps "
                     f"{current!r}, it cannot become {given!r}",
                 )
@@ -303,16 +284,11 @@ class KeyManagementEngine:
         """Delete the KMS provider ``name``: refused while it still holds keys."""
         found = self.provider(name)
         if found.keys:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"KMS provider {name!r} still holds keys ({', '.join(sorted(found.keys))}); "
                 "remove them from the provider first",
             )
         del self.providers[name]
-
-    def describe_provider(self, name: str) -> dict[str, Any]:
-        found = self.provider(name)
-        return {"key_collection": found.key_collection, "provider": found.provider}
 
     def provider_names(self) -> list[str]:
         return sorted(self.providers)
@@ -338,44 +314,38 @@ class KeyManagementEngine:
         kind = PROVIDERS[provider.provider]
         purposes = list(dict.fromkeys(purpose))
         if not purposes:
-            raise SecretsError(400, "purpose: at least one purpose is required")
+            raise InvalidRequest("purpose: at least one purpose is required")
         unknown = [p for p in purposes if p not in PURPOSES]
         if unknown:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"purpose: unsupported {', '.join(map(repr, unknown))}; "
                 f"expected some of {', '.join(PURPOSES)}",
             )
         if protection not in PROTECTIONS:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"protection: unsupported {protection!r}; expected one of {', '.join(PROTECTIONS)}",
             )
         present = provider.keys.get(key_name)
         if present is not None:
             if sorted(present.purpose) != sorted(purposes):
-                raise SecretsError(
-                    400,
+                raise InvalidRequest(
                     f"purpose: fixed once key {key_name!r} is distributed to {provider_name!r} "
                     f"({', '.join(present.purpose)})",
                 )
             if present.protection != protection:
-                raise SecretsError(
-                    400,
+                raise InvalidRequest(
                     f"protection: fixed once key {key_name!r} is distributed to "
                     f"{provider_name!r} ({present.protection})",
                 )
             return False
         held = self._holder(key_name)
         if held is not None:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"key {key_name!r} is already distributed to KMS provider {held[0].name!r}; "
                 "a key can be distributed to one provider only",
             )
         if key.type not in kind.key_types:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"key {key_name!r} is {key.type}, which {provider.provider} does not take; "
                 f"it takes {', '.join(sorted(kind.key_types))}",
             )
@@ -388,8 +358,7 @@ class KeyManagementEngine:
             allowed = kind.purposes & (
                 _SYMMETRIC_PURPOSES if KEY_TYPES[key.type] is None else frozenset(PURPOSES)
             )
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"purpose: {', '.join(refused)} not supported for key type {key.type} in "
                 f"{provider.provider}; supported: {', '.join(p for p in PURPOSES if p in allowed)}",
             )
@@ -404,19 +373,10 @@ class KeyManagementEngine:
         """The key ``key_name`` in the provider; 404 when it is not there."""
         found = self.provider(provider_name).keys.get(key_name)
         if found is None:
-            raise SecretsError(
-                404, f"key {key_name!r} is not distributed to KMS provider {provider_name!r}"
+            raise PathNotFound(
+                f"key {key_name!r} is not distributed to KMS provider {provider_name!r}"
             )
         return found
-
-    def describe_distribution(self, provider_name: str, key_name: str) -> dict[str, Any]:
-        dist = self.distribution(provider_name, key_name)
-        return {
-            "name": dist.name,
-            "protection": dist.protection,
-            "purpose": list(dist.purpose),
-            "versions": {str(v): ident for v, ident in sorted(dist.versions.items())},
-        }
 
     def provider_keys(self, provider_name: str) -> list[str]:
         return sorted(self.provider(provider_name).keys)

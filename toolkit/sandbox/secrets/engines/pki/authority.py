@@ -8,7 +8,6 @@ certificates (and keys) becomes issuers with ``issuers/import/bundle``.
 
 from __future__ import annotations
 
-import base64
 import re
 from datetime import datetime
 from typing import Any
@@ -19,11 +18,11 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from ....._spec import certificate_names as policy
 from ....._x509 import path_length
-from ...errors import SecretsError
+from ...errors import InvalidRequest
 from . import x509 as certs
 from .issuers import IssuerAdmin
-from .requests import CAOptions, KeyRequest, Names, Output, Validity
-from .state import csr_sans, template
+from .requests import CAOptions, KeyRequest, RequestedNames, Validity
+from .state import Imported, Issued, NewRequest, NewRoot, csr_sans, template
 
 __all__ = ["Authority"]
 
@@ -33,7 +32,7 @@ class Authority(IssuerAdmin):
 
     def _ca_names(
         self,
-        names: Names,
+        names: RequestedNames,
         options: CAOptions,
         csr: x509.CertificateSigningRequest | None,
     ) -> certs.CertTemplate:
@@ -48,7 +47,7 @@ class Authority(IssuerAdmin):
             return made
         cn = names.common_name
         if not cn:
-            raise SecretsError(400, "missing common_name")
+            raise InvalidRequest("missing common_name")
         dns, emails = policy.split_alt_names(names.alt_names)
         if not names.exclude_cn_from_sans:
             policy.add_common_name(cn, dns, emails)
@@ -60,13 +59,12 @@ class Authority(IssuerAdmin):
     def sign_intermediate(
         self,
         csr: x509.CertificateSigningRequest,
-        names: Names,
+        names: RequestedNames,
         *,
         options: CAOptions,
         validity: Validity,
-        output: Output,
         issuer_ref: str = "default",
-    ) -> tuple[dict[str, Any], list[str]]:
+    ) -> tuple[Issued, list[str]]:
         """``POST root/sign-intermediate`` (or ``issuer/:ref/sign-intermediate``): a CA certificate.
 
         No role policy applies; the result may outlast the signing issuer (with a warning).
@@ -90,7 +88,7 @@ class Authority(IssuerAdmin):
                 "the certificate past the issuing CA's expiration time will fail."
             )
         warnings += self._ca_warnings(cert, "signed")
-        return self._answer(cert, signer, output, chain_from_self=True), warnings
+        return Issued(cert, signer, chain_from_self=True), warnings
 
     def _sign_ca(
         self,
@@ -122,7 +120,7 @@ class Authority(IssuerAdmin):
         *,
         require_matching_certificate_algorithms: bool = False,
         issuer_ref: str = "default",
-    ) -> dict[str, Any]:
+    ) -> Issued:
         """``POST root/sign-self-issued`` (or ``issuer/:ref/sign-self-issued``).
 
         The submitted certificate must be a self-issued CA certificate; it keeps
@@ -134,15 +132,14 @@ class Authority(IssuerAdmin):
         except x509.ExtensionNotFound:
             is_ca = False
         if not is_ca:
-            raise SecretsError(400, "given certificate is not a CA certificate")
+            raise InvalidRequest("given certificate is not a CA certificate")
         if submitted.issuer != submitted.subject:
-            raise SecretsError(400, "given certificate is not self-issued")
+            raise InvalidRequest("given certificate is not self-issued")
         signer, signer_key = self._signer(issuer_ref)
         ours = certs.key_description(signer.cert.public_key())[0]
         theirs = certs.key_description(submitted.public_key())[0]
         if require_matching_certificate_algorithms and ours != theirs:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"signing certificate's public key algorithm ({ours}) does not match submitted "
                 f"certificate's ({theirs}), and require_matching_certificate_algorithms is true",
             )
@@ -165,20 +162,18 @@ class Authority(IssuerAdmin):
             ).value.digest
         except x509.ExtensionNotFound:
             made.skid = None
-        cert = certs.sign(made, signer.cert, signer_key)
-        return {"certificate": certs.cert_pem(cert), "issuing_ca": signer.certificate}
+        return Issued(certs.sign(made, signer.cert, signer_key), signer)
 
     # -- CA generation and import -------------------------------------------------------------
     def generate_root(
         self,
         key_request: KeyRequest,
-        names: Names,
+        names: RequestedNames,
         *,
         options: CAOptions,
         validity: Validity,
-        output: Output,
         issuer_name: str = "",
-    ) -> tuple[dict[str, Any], list[str]]:
+    ) -> tuple[NewRoot, list[str]]:
         """``POST root/generate/:type`` and ``issuers/generate/root/:type``: a new root issuer.
 
         ``internal`` keeps the key, ``exported`` also answers it once, ``existing``
@@ -200,32 +195,10 @@ class Authority(IssuerAdmin):
         issuer = self._add_issuer(cert, stored.id, issuer_name)
         issuer.revocation_signature_algorithm = certs.signature_algorithm_name(cert)
         self._keep(cert, issuer.id)
-        data = {
-            "certificate": certs.encode_cert(issuer.certificate, output.format),
-            "issuing_ca": certs.encode_cert(issuer.certificate, output.format),
-            "serial_number": certs.format_serial(cert.serial_number),
-            "expiration": int(cert.not_valid_after_utc.timestamp()),
-            "issuer_id": issuer.id,
-            "issuer_name": issuer.name,
-            "key_id": stored.id,
-            "key_name": stored.name,
-        }
-        if kind == "exported":
-            data["private_key"] = certs.private_key_output(
-                key,
-                "pem" if output.format == "pem_bundle" else output.format,
-                output.private_key_format,
-            )
-            data["private_key_type"] = key_type
-            if output.format == "pem_bundle":
-                data["certificate"] = "\n".join(
-                    [certs.private_key_output(key, "pem", "der"), issuer.certificate]
-                )
-        return data, warnings + self._ca_warnings(cert, "generated")
+        made_root = NewRoot(issuer, stored, key if kind == "exported" else None)
+        return made_root, warnings + self._ca_warnings(cert, "generated")
 
-    def generate_intermediate(
-        self, key_request: KeyRequest, names: Names, *, output: Output
-    ) -> dict[str, Any]:
+    def generate_intermediate(self, key_request: KeyRequest, names: RequestedNames) -> NewRequest:
         """``POST intermediate/generate/:type`` and ``issuers/generate/intermediate/:type``: a key and its CSR."""
         kind = key_request.kind
         existing, key_type, bits, key_name = self._key_for(key_request)
@@ -233,20 +206,9 @@ class Authority(IssuerAdmin):
         key = certs.load_key(existing.pem) if existing else certs.generate_key(key_type, bits)
         csr_pem = certs.build_csr(made.subject, key, made.general_names())
         stored = existing or self._store_key(key, key_type, bits, key_name)
-        csr_out = csr_pem
-        if output.format == "der":
-            csr_out = base64.b64encode(
-                x509.load_pem_x509_csr(csr_pem.encode()).public_bytes(serialization.Encoding.DER)
-            ).decode()
-        data: dict[str, Any] = {"csr": csr_out, "key_id": stored.id, "key_name": stored.name}
-        if kind == "exported":
-            data["private_key"] = certs.private_key_output(
-                key, "der" if output.format == "der" else "pem", output.private_key_format
-            )
-            data["private_key_type"] = key_type
-        return data
+        return NewRequest(csr_pem, stored, key if kind == "exported" else None)
 
-    def import_bundle(self, text: str, field_name: str, *, need_key: bool) -> dict[str, Any]:
+    def import_bundle(self, text: str, field_name: str, *, need_key: bool) -> Imported:
         """``POST intermediate/set-signed`` (``certificate``) or ``issuers/import/bundle`` (``pem_bundle``).
 
         Every CA certificate in the text becomes an issuer unless it already is
@@ -255,7 +217,7 @@ class Authority(IssuerAdmin):
         matches a key of the mount (set-signed, where the CSR's key is here).
         """
         if not text.strip():
-            raise SecretsError(400, f"missing {field_name}")
+            raise InvalidRequest(f"missing {field_name}")
         keys = _read_keys(text, field_name)
         found = certs.read_certificates(text, field_name) if "CERTIFICATE" in text else []
         for cert in found:
@@ -264,9 +226,9 @@ class Authority(IssuerAdmin):
             except x509.ExtensionNotFound:
                 is_ca = False
             if not is_ca:
-                raise SecretsError(400, f"{field_name}: refusing to import non-CA certificate")
+                raise InvalidRequest(f"{field_name}: refusing to import non-CA certificate")
         if not found and not keys:
-            raise SecretsError(400, f"{field_name}: no certificate or key found")
+            raise InvalidRequest(f"{field_name}: no certificate or key found")
 
         def public_der(k: Any) -> bytes:
             return k.public_bytes(
@@ -282,7 +244,7 @@ class Authority(IssuerAdmin):
             public_der(c.public_key()) in known_keys or public_der(c.public_key()) in pending
             for c in found
         ):
-            raise SecretsError(400, f"{field_name}: no certificate matches a key of this mount")
+            raise InvalidRequest(f"{field_name}: no certificate matches a key of this mount")
         imported_keys, existing_keys = [], []
         for key in keys:
             der = public_der(key.public_key())
@@ -305,13 +267,7 @@ class Authority(IssuerAdmin):
             mapping[issuer.id] = issuer.key_id
             if certs.format_serial(cert.serial_number) not in self.certs:
                 self._keep(cert, issuer.id)
-        return {
-            "imported_issuers": imported or None,
-            "imported_keys": imported_keys or None,
-            "mapping": mapping,
-            "existing_issuers": existing or None,
-            "existing_keys": existing_keys or None,
-        }
+        return Imported(imported, imported_keys, mapping, existing, existing_keys)
 
     def _ca_warnings(self, cert: x509.Certificate, made: str) -> list[str]:
         """The warnings of root generation and sign-intermediate: no AIA URLs; path length zero."""
@@ -347,8 +303,7 @@ def _new_ca_path_length(requested: int, parent: x509.Certificate | None) -> int 
     """
     limit = path_length(parent) if parent is not None else None
     if limit == 0:
-        raise SecretsError(
-            400,
+        raise InvalidRequest(
             "signing certificate has a max path length of zero, and cannot issue further CA "
             "certificates",
         )
@@ -365,11 +320,11 @@ def _read_keys(text: str, field_name: str) -> list[certs.PrivateKey]:
         try:
             key = serialization.load_pem_private_key(block.encode(), password=None)
         except (ValueError, TypeError) as exc:
-            raise SecretsError(400, f"{field_name}: error parsing private key: {exc}") from None
+            raise InvalidRequest(f"{field_name}: error parsing private key: {exc}") from None
         if not isinstance(
             key, rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
         ):
-            raise SecretsError(400, f"{field_name}: unsupported private key type")
+            raise InvalidRequest(f"{field_name}: unsupported private key type")
         keys.append(key)
     return keys
 

@@ -17,7 +17,7 @@ from typing import Any
 from cryptography import x509
 
 from ... import fields
-from ...errors import SecretsError
+from ...errors import InvalidRequest
 from . import x509 as certs
 from .requests import (
     FORMATS,
@@ -27,8 +27,8 @@ from .requests import (
     CAOptions,
     CRLConfig,
     KeyRequest,
-    Names,
     Output,
+    RequestedNames,
     RevokedEntry,
     TidyRequest,
     URLConfig,
@@ -69,14 +69,14 @@ def _list(body: Body, name: str) -> list[str]:
         try:
             value = json.loads(value)
         except ValueError as exc:
-            raise SecretsError(400, f"{name}: not a valid JSON array: {exc}") from None
+            raise InvalidRequest(f"{name}: not a valid JSON array: {exc}") from None
         return fields.string_list({name: value}, name)
     return fields.string_list(body, name)
 
 
-def names(body: Body) -> Names:
+def names(body: Body) -> RequestedNames:
     """``common_name``, ``alt_names``, ``ip_sans``, ``uri_sans``, ``other_sans``, ``user_ids``, ..."""
-    found = Names(
+    found = RequestedNames(
         common_name=fields.string(body, "common_name").strip(),
         alt_names=_list(body, "alt_names"),
         ip_sans=_list(body, "ip_sans"),
@@ -98,13 +98,13 @@ def output(body: Body, *, with_key: bool = True) -> Output:
     """``format``, ``private_key_format`` (when a key is answered), ``remove_roots_from_chain``."""
     fmt = fields.string(body, "format", "pem") or "pem"
     if fmt not in FORMATS:
-        raise SecretsError(400, 'the "format" path parameter must be "pem", "der", or "pem_bundle"')
+        raise InvalidRequest('the "format" path parameter must be "pem", "der", or "pem_bundle"')
     key_format = "der"
     if with_key:
         key_format = fields.string(body, "private_key_format", "der") or "der"
         if key_format not in PRIVATE_KEY_FORMATS:
-            raise SecretsError(
-                400, f"private_key_format: must be der, pem or pkcs8, got {key_format!r}"
+            raise InvalidRequest(
+                f"private_key_format: must be der, pem or pkcs8, got {key_format!r}"
             )
     return Output(fmt, key_format, fields.boolean(body, "remove_roots_from_chain"))
 
@@ -129,14 +129,14 @@ def ca_options(body: Body) -> CAOptions:
     )
     for domain in options.permitted_dns_domains:
         if not _DOMAIN.fullmatch(domain):
-            raise SecretsError(400, f"permitted_dns_domains: {domain!r} is not a DNS domain")
+            raise InvalidRequest(f"permitted_dns_domains: {domain!r} is not a DNS domain")
     skid = fields.string(body, "skid").replace(":", "").strip()
     if skid:
         try:
             options.skid = bytes.fromhex(skid)
         except ValueError:
-            raise SecretsError(
-                400, f"skid: could not parse requested SKID value as hex: {skid!r}"
+            raise InvalidRequest(
+                f"skid: could not parse requested SKID value as hex: {skid!r}"
             ) from None
     return options
 
@@ -144,7 +144,7 @@ def ca_options(body: Body) -> CAOptions:
 def _signature_bits(body: Body) -> int:
     bits = fields.integer(body, "signature_bits", 0)
     if bits not in SIGNATURE_BITS:
-        raise SecretsError(400, f"signature_bits: must be 0, 256, 384 or 512, got {bits}")
+        raise InvalidRequest(f"signature_bits: must be 0, 256, 384 or 512, got {bits}")
     return bits
 
 
@@ -167,7 +167,7 @@ def certificate(body: Body, name: str = "certificate") -> x509.Certificate:
     """Exactly one PEM certificate in ``name``."""
     found = certs.read_certificates(fields.string(body, name, need=True), name)
     if len(found) != 1:
-        raise SecretsError(400, f"{len(found)} certificates found in PEM file, expected 1")
+        raise InvalidRequest(f"{len(found)} certificates found in PEM file, expected 1")
     return found[0]
 
 
@@ -253,22 +253,20 @@ def revoked_entries(body: Body) -> list[RevokedEntry]:
     if given in (None, "", []):
         return []
     if not isinstance(given, list) or not all(isinstance(e, Mapping) for e in given):
-        raise SecretsError(400, "revoked_certs: expected a list of objects")
+        raise InvalidRequest("revoked_certs: expected a list of objects")
     entries = []
     for index, entry in enumerate(given):
         text = fields.string(entry, "serial_number").replace(":", "").replace("-", "")
         try:
             serial = int(text, 16)
         except ValueError:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"revoked_certs: failed parsing serial_number from entry {index}: {text!r} is "
                 "not hex",
             ) from None
         when = entry.get("revocation_time")
         if when in (None, ""):
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"revoked_certs: failed parsing revocation_time from entry {index}: "
                 "missing 'revocation_time' field",
             )
@@ -284,8 +282,8 @@ def _time(value: Any, index: int) -> datetime:
         if value.isdigit():
             return datetime.fromtimestamp(int(value), UTC)
         return parse_not_after(value, f"revoked_certs: entry {index} revocation_time")
-    raise SecretsError(
-        400, f"revoked_certs: entry {index} revocation_time: expected a time, got {value!r}"
+    raise InvalidRequest(
+        f"revoked_certs: entry {index} revocation_time: expected a time, got {value!r}"
     )
 
 

@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .engine import PKIEngine
-from .requests import CAOptions, KeyRequest, Names, Output, Validity
-from .x509 import read_csr
+from .requests import CAOptions, KeyRequest, RequestedNames, Validity
+from .x509 import cert_pem, read_csr
 
 if TYPE_CHECKING:
     from ...host import EngineHost
@@ -83,27 +83,24 @@ def load_demo(service: EngineHost) -> None:
     organization = {"organization": ["Example Corp"]}
     root, _ = pki.generate_root(
         KeyRequest("internal", "ec", 384, key_name=ROOT_NAME),
-        Names(common_name="Example Corp Root CA 2026", subject=organization),
+        RequestedNames(common_name="Example Corp Root CA 2026", subject=organization),
         options=CAOptions(),
         validity=Validity(not_after=_at(service, 3650)),
-        output=Output(),
         issuer_name=ROOT_NAME,
     )
     request = pki.generate_intermediate(
         KeyRequest("internal", "ec", key_name=INTERMEDIATE_NAME),
-        Names(common_name="Example Corp Issuing CA 2026", subject=organization),
-        output=Output(),
+        RequestedNames(common_name="Example Corp Issuing CA 2026", subject=organization),
     )
     signed, _ = pki.sign_intermediate(
-        read_csr(request["csr"]),
-        Names(common_name="Example Corp Issuing CA 2026", subject=organization),
+        read_csr(request.csr_pem),
+        RequestedNames(common_name="Example Corp Issuing CA 2026", subject=organization),
         options=CAOptions(max_path_length=0),
         validity=Validity(not_after=_at(service, 1825)),
-        output=Output(),
-        issuer_ref=root["issuer_id"],
+        issuer_ref=root.issuer.id,
     )
-    imported = pki.import_bundle(signed["certificate"], "certificate", need_key=True)
-    intermediate = imported["imported_issuers"][0]
+    imported = pki.import_bundle(cert_pem(signed.cert), "certificate", need_key=True)
+    intermediate = imported.issuers[0]
     pki.update_issuer(intermediate, name=INTERMEDIATE_NAME)
     pki.set_config_issuers(INTERMEDIATE_NAME)
     for name, role in DEMO_PKI_ROLES.items():

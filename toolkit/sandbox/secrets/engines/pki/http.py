@@ -12,21 +12,25 @@ no token, as on the real server. Bodies are read into typed requests by
 
 from __future__ import annotations
 
+import base64
 import bisect
 from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 from starlette.responses import Response
 
 from ... import fields
-from ...errors import SecretsError
+from ...errors import InvalidRequest, PathNotFound
 from ...http._base import (
     EngineRoute,
     Handler,
     Rule,
     SecretsRequest,
     engine_route,
+    engine_state,
     envelope,
     listing,
     no_content,
@@ -34,7 +38,18 @@ from ...http._base import (
 )
 from . import bodies
 from .engine import PKIEngine
-from .x509 import load_cert
+from .requests import CRLConfig, Output, URLConfig, short_duration
+from .revocation import URL_FIELDS
+from .state import Imported, Issued, Issuer, StoredKey, rfc3339
+from .x509 import (
+    cert_pem,
+    encode_cert,
+    format_serial,
+    is_self_signed,
+    key_description,
+    load_cert,
+    private_key_output,
+)
 
 __all__ = ["routes"]
 
@@ -44,15 +59,121 @@ CRL_DER = "application/pkix-crl"
 CRL_PEM = "application/x-pem-file"
 
 
+# -- answers ---------------------------------------------------------------------------
+
+
+def issuer_document(engine: PKIEngine, issuer: Issuer) -> dict[str, Any]:
+    """An issuer as ``GET issuer/:ref`` answers it."""
+    return {
+        "issuer_id": issuer.id,
+        "issuer_name": issuer.name,
+        "key_id": issuer.key_id,
+        "certificate": issuer.certificate,
+        "ca_chain": engine.chain(issuer),
+        "manual_chain": None,
+        "leaf_not_after_behavior": issuer.leaf_not_after_behavior,
+        "usage": ",".join(sorted(issuer.usage)),
+        "revocation_signature_algorithm": issuer.revocation_signature_algorithm,
+        "revoked": False,
+        "issuing_certificates": [],
+        "crl_distribution_points": [],
+        "delta_crl_distribution_points": [],
+        "ocsp_servers": [],
+    }
+
+
+def key_document(key: StoredKey) -> dict[str, Any]:
+    """A key as ``GET key/:ref`` answers it (never the key itself)."""
+    return {"key_id": key.id, "key_name": key.name, "key_type": key.type, "key_bits": key.bits}
+
+
+def crl_config_document(c: CRLConfig) -> dict[str, Any]:
+    """``config/crl``: durations written as the server writes them (``72h``, ``15m``)."""
+    return {
+        "expiry": short_duration(c.expiry),
+        "disable": c.disable,
+        "ocsp_disable": c.ocsp_disable,
+        "ocsp_expiry": short_duration(c.ocsp_expiry),
+        "auto_rebuild": c.auto_rebuild,
+        "auto_rebuild_grace_period": short_duration(c.auto_rebuild_grace_period),
+        "enable_delta": c.enable_delta,
+        "delta_rebuild_interval": short_duration(c.delta_rebuild_interval),
+        "allow_expired_cert_revocation": c.allow_expired_cert_revocation,
+    }
+
+
+def urls_document(u: URLConfig) -> dict[str, Any]:
+    """``config/urls``."""
+    return {name: list(getattr(u, name)) for name in URL_FIELDS} | {
+        "enable_templating": u.enable_templating
+    }
+
+
+def issued_document(engine: PKIEngine, issued: Issued, output: Output) -> dict[str, Any]:
+    """A certificate just made, as ``data``: certificate, issuing CA, chain, serial, and the
+    key if one was made, in the requested format.
+
+    ``ca_chain`` is the signer's chain (the new certificate first for
+    sign-intermediate, ``chain_from_self``); it is left out when empty, as
+    when ``remove_roots_from_chain`` drops the only (root) issuer.
+    """
+    cert, signer, key = issued.cert, issued.signer, issued.key
+    pem = cert_pem(cert)
+    chain = ([pem] if issued.chain_from_self else []) + engine.chain(signer)
+    if output.remove_roots_from_chain:
+        chain = [c for c in chain if not is_self_signed(load_cert(c))]
+    fmt = output.format
+    data: dict[str, Any] = {
+        "certificate": encode_cert(pem, fmt),
+        "issuing_ca": encode_cert(signer.certificate, fmt),
+        "serial_number": format_serial(cert.serial_number),
+        "not_before": int(cert.not_valid_before_utc.timestamp()),
+        "expiration": int(cert.not_valid_after_utc.timestamp()),
+    }
+    if chain:
+        data["ca_chain"] = [encode_cert(c, fmt) for c in chain]
+    if fmt == "pem_bundle":
+        parts = [pem]
+        if key is not None:
+            parts.insert(0, private_key_output(key, "pem", "der"))
+        if signer.certificate != pem and not is_self_signed(signer.cert):
+            parts.append(signer.certificate)
+        data["certificate"] = "\n".join(parts)
+    if key is not None:
+        key_fmt = "pem" if fmt == "pem_bundle" else fmt
+        data["private_key"] = private_key_output(key, key_fmt, output.private_key_format)
+        data["private_key_type"] = key_description(key.public_key())[0]
+    return data
+
+
+def _imported(done: Imported) -> dict[str, Any]:
+    """An import's answer: each list null when empty, as the real server answers."""
+    return {
+        "imported_issuers": done.issuers or None,
+        "imported_keys": done.keys or None,
+        "mapping": done.mapping,
+        "existing_issuers": done.existing_issuers or None,
+        "existing_keys": done.existing_keys or None,
+    }
+
+
+def _config_issuers(engine: PKIEngine) -> dict[str, Any]:
+    """``config/issuers``: the default issuer and whether it follows the latest."""
+    return {
+        "default": engine.default_issuer,
+        "default_follows_latest_issuer": engine.default_follows_latest_issuer,
+    }
+
+
 def _engine(call: SecretsRequest) -> PKIEngine:
-    backend: PKIEngine = call.backend
+    backend: PKIEngine = engine_state(call)
     return backend
 
 
 def _listing_with_info(keys: list[str], key_info: Mapping[str, object]) -> Response:
     """A list with ``key_info`` beside ``keys`` (issuers, keys); 404 when empty."""
     if not keys:
-        raise SecretsError(404)
+        raise PathNotFound()
     return envelope({"keys": keys, "key_info": dict(key_info)})
 
 
@@ -73,7 +194,7 @@ async def list_roles(call: SecretsRequest) -> Response:
 async def read_role(call: SecretsRequest) -> Response:
     role = _engine(call).role(call.params["name"])
     if role is None:
-        raise SecretsError(404)
+        raise PathNotFound()
     return envelope(role)
 
 
@@ -90,119 +211,157 @@ async def delete_role(call: SecretsRequest) -> Response:
 # -- issue and sign -------------------------------------------------------------------------
 async def issue(call: SecretsRequest) -> Response:
     body = call.body
-    data, warnings, lease = _engine(call).issue(
+    output = bodies.output(body)
+    engine = _engine(call)
+    issued, warnings, lease = engine.issue(
         call.params["role"],
         bodies.names(body),
         validity=bodies.validity(body),
-        output=bodies.output(body),
         key=bodies.key_request("internal", body),
         issuer_ref=call.params.get("ref"),
     )
-    return envelope(data, warnings=warnings, **lease)
+    return envelope(issued_document(engine, issued, output), warnings=warnings, **lease)
 
 
 async def sign(call: SecretsRequest) -> Response:
     body = call.body
-    data, warnings, lease = _engine(call).sign(
+    output = bodies.output(body, with_key=False)
+    engine = _engine(call)
+    issued, warnings, lease = engine.sign(
         call.params["role"],
         bodies.csr(body),
         bodies.names(body),
         validity=bodies.validity(body),
-        output=bodies.output(body, with_key=False),
         issuer_ref=call.params.get("ref"),
     )
-    return envelope(data, warnings=warnings, **lease)
+    return envelope(issued_document(engine, issued, output), warnings=warnings, **lease)
 
 
 async def sign_verbatim(call: SecretsRequest) -> Response:
     body = call.body
-    data, warnings, lease = _engine(call).sign_verbatim(
+    output = bodies.output(body, with_key=False)
+    engine = _engine(call)
+    issued, warnings, lease = engine.sign_verbatim(
         bodies.csr(body),
         bodies.verbatim_options(body),
         validity=bodies.validity(body),
-        output=bodies.output(body, with_key=False),
         role_name=call.params.get("role"),
         issuer_ref=call.params.get("ref"),
     )
-    return envelope(data, warnings=warnings, **lease)
+    return envelope(issued_document(engine, issued, output), warnings=warnings, **lease)
 
 
 async def sign_intermediate(call: SecretsRequest) -> Response:
     body = call.body
-    data, warnings = _engine(call).sign_intermediate(
+    output = bodies.output(body, with_key=False)
+    engine = _engine(call)
+    issued, warnings = engine.sign_intermediate(
         bodies.csr(body),
         bodies.names(body),
         options=bodies.ca_options(body),
         validity=bodies.validity(body),
-        output=bodies.output(body, with_key=False),
         issuer_ref=call.params.get("ref", "default"),
     )
-    return envelope(data, warnings=warnings)
+    return envelope(issued_document(engine, issued, output), warnings=warnings)
 
 
 async def sign_self_issued(call: SecretsRequest) -> Response:
     body = call.body
     submitted = bodies.certificate(body)
-    return envelope(
-        _engine(call).sign_self_issued(
-            submitted,
-            require_matching_certificate_algorithms=fields.boolean(
-                body, "require_matching_certificate_algorithms"
-            ),
-            issuer_ref=call.params.get("ref", "default"),
-        )
+    signed = _engine(call).sign_self_issued(
+        submitted,
+        require_matching_certificate_algorithms=fields.boolean(
+            body, "require_matching_certificate_algorithms"
+        ),
+        issuer_ref=call.params.get("ref", "default"),
     )
+    return envelope({"certificate": cert_pem(signed.cert), "issuing_ca": signed.signer.certificate})
 
 
 # -- issuers and keys ---------------------------------------------------------------------
 async def generate_root(call: SecretsRequest) -> Response:
     body = call.body
-    data, warnings = _engine(call).generate_root(
+    output = bodies.output(body)
+    made, warnings = _engine(call).generate_root(
         bodies.key_request(call.params["kind"], body),
         bodies.names(body),
         options=bodies.ca_options(body),
         validity=bodies.validity(body),
-        output=bodies.output(body),
         issuer_name=fields.string(body, "issuer_name"),
     )
+    issuer, stored, fmt = made.issuer, made.key, output.format
+    data: dict[str, Any] = {
+        "certificate": encode_cert(issuer.certificate, fmt),
+        "issuing_ca": encode_cert(issuer.certificate, fmt),
+        "serial_number": format_serial(issuer.cert.serial_number),
+        "expiration": int(issuer.cert.not_valid_after_utc.timestamp()),
+        "issuer_id": issuer.id,
+        "issuer_name": issuer.name,
+        "key_id": stored.id,
+        "key_name": stored.name,
+    }
+    if made.exported is not None:
+        key_fmt = "pem" if fmt == "pem_bundle" else fmt
+        data["private_key"] = private_key_output(made.exported, key_fmt, output.private_key_format)
+        data["private_key_type"] = stored.type
+        if fmt == "pem_bundle":
+            data["certificate"] = "\n".join(
+                [private_key_output(made.exported, "pem", "der"), issuer.certificate]
+            )
     return envelope(data, warnings=warnings)
 
 
 async def generate_intermediate(call: SecretsRequest) -> Response:
     body = call.body
-    return envelope(
-        _engine(call).generate_intermediate(
-            bodies.key_request(call.params["kind"], body),
-            bodies.names(body),
-            output=bodies.output(body),
-        )
+    output = bodies.output(body)
+    made = _engine(call).generate_intermediate(
+        bodies.key_request(call.params["kind"], body), bodies.names(body)
     )
+    csr = made.csr_pem
+    if output.format == "der":
+        der = x509.load_pem_x509_csr(csr.encode()).public_bytes(Encoding.DER)
+        csr = base64.b64encode(der).decode()
+    data: dict[str, Any] = {"csr": csr, "key_id": made.key.id, "key_name": made.key.name}
+    if made.exported is not None:
+        key_fmt = "der" if output.format == "der" else "pem"
+        data["private_key"] = private_key_output(made.exported, key_fmt, output.private_key_format)
+        data["private_key_type"] = made.key.type
+    return envelope(data)
 
 
 async def set_signed(call: SecretsRequest) -> Response:
     text = fields.string(call.body, "certificate")
-    return envelope(_engine(call).import_bundle(text, "certificate", need_key=True))
+    return envelope(_imported(_engine(call).import_bundle(text, "certificate", need_key=True)))
 
 
 async def import_bundle(call: SecretsRequest) -> Response:
     text = fields.string(call.body, "pem_bundle")
-    return envelope(_engine(call).import_bundle(text, "pem_bundle", need_key=False))
+    return envelope(_imported(_engine(call).import_bundle(text, "pem_bundle", need_key=False)))
 
 
 async def list_issuers(call: SecretsRequest) -> Response:
-    keys, info = _engine(call).list_issuers()
-    return _listing_with_info(keys, info)
+    engine = _engine(call)
+    info = {
+        i.id: {
+            "issuer_name": i.name,
+            "is_default": i.id == engine.default_issuer,
+            "serial_number": format_serial(i.cert.serial_number),
+            "key_id": i.key_id,
+        }
+        for i in engine.list_issuers()
+    }
+    return _listing_with_info(list(info), info)
 
 
 async def read_issuer(call: SecretsRequest) -> Response:
     engine = _engine(call)
-    return envelope(engine.issuer_data(engine.resolve(call.params["ref"])))
+    return envelope(issuer_document(engine, engine.resolve(call.params["ref"])))
 
 
 async def update_issuer(call: SecretsRequest) -> Response:
-    return envelope(
-        _engine(call).update_issuer(call.params["ref"], **bodies.issuer_update(call.body))
-    )
+    engine = _engine(call)
+    issuer = engine.update_issuer(call.params["ref"], **bodies.issuer_update(call.body))
+    return envelope(issuer_document(engine, issuer))
 
 
 async def delete_issuer(call: SecretsRequest) -> Response:
@@ -233,7 +392,7 @@ async def issuer_der(call: SecretsRequest) -> Response:
 
 
 async def read_config_issuers(call: SecretsRequest) -> Response:
-    return envelope(_engine(call).config_issuers())
+    return envelope(_config_issuers(_engine(call)))
 
 
 async def write_config_issuers(call: SecretsRequest) -> Response:
@@ -243,17 +402,23 @@ async def write_config_issuers(call: SecretsRequest) -> Response:
         if "default_follows_latest_issuer" in body
         else None
     )
-    return envelope(_engine(call).set_config_issuers(fields.string(body, "default"), follows))
+    engine = _engine(call)
+    engine.set_config_issuers(fields.string(body, "default"), follows)
+    return envelope(_config_issuers(engine))
 
 
 async def list_keys(call: SecretsRequest) -> Response:
-    info = _engine(call).keys_info()
+    engine = _engine(call)
+    default_key = engine.default_key_id()
+    info = {
+        k.id: {"key_name": k.name, "is_default": k.id == default_key} for k in engine.keys.values()
+    }
     return _listing_with_info(list(info), info)
 
 
 async def read_key(call: SecretsRequest) -> Response:
     engine = _engine(call)
-    return envelope(engine.key_data(engine.resolve_key(call.params["ref"])))
+    return envelope(key_document(engine.resolve_key(call.params["ref"])))
 
 
 async def delete_key(call: SecretsRequest) -> Response:
@@ -265,10 +430,14 @@ async def generate_key(call: SecretsRequest) -> Response:
     """``POST keys/generate/internal|exported``; ``kms`` needs a KMS the sandbox does not have."""
     kind = call.params["kind"]
     if kind == "kms":
-        raise SecretsError(400, '"external_key_ref" is required for kms typed key generation')
+        raise InvalidRequest('"external_key_ref" is required for kms typed key generation')
     if kind not in ("internal", "exported"):
-        raise SecretsError(404, "unsupported path")
-    return envelope(_engine(call).generate_key(bodies.key_request(kind, call.body)))
+        raise PathNotFound("unsupported path")
+    stored, exported = _engine(call).generate_key(bodies.key_request(kind, call.body))
+    data: dict[str, Any] = {"key_id": stored.id, "key_name": stored.name, "key_type": stored.type}
+    if kind == "exported":
+        data["private_key"] = exported
+    return envelope(data)
 
 
 # -- certificates ------------------------------------------------------------------------
@@ -283,7 +452,7 @@ async def list_certs(call: SecretsRequest) -> Response:
         try:
             limit = int(raw)
         except ValueError:
-            raise SecretsError(400, f"limit: {raw!r} is not a whole number") from None
+            raise InvalidRequest(f"limit: {raw!r} is not a whole number") from None
         if limit > 0:
             return listing(serials[start : start + limit])
     return listing(serials[start:])
@@ -297,9 +466,34 @@ async def read_cert(call: SecretsRequest) -> Response:
     serial = call.params["serial"]
     if serial in ("crl", "delta-crl"):
         return _crl_json(call, None, delta=serial == "delta-crl", key="certificate")
-    data = _engine(call).read_cert(serial)
-    if data is None:
-        raise SecretsError(404)
+    engine = _engine(call)
+    if serial in ("ca", "ca_chain"):
+        # The default issuer's certificate, or its whole chain.
+        chain = engine.default_chain()
+        if not chain:
+            raise PathNotFound()
+        data: dict[str, Any] = {
+            "certificate": "\n".join(chain) if serial == "ca_chain" else chain[0],
+            "revocation_time": 0,
+            "revocation_time_rfc3339": "",
+        }
+        if serial == "ca_chain":
+            data["ca_chain"] = data["certificate"]
+        return envelope(data)
+    kept = engine.read_cert(serial)
+    if kept is None:
+        raise PathNotFound()
+    data = {
+        "certificate": kept.certificate,
+        "revocation_time": kept.revocation_time,
+        "revocation_time_rfc3339": "",
+    }
+    if kept.revocation_time:
+        # ``issuer_id`` is answered for a revoked certificate only, as on the real server.
+        data["revocation_time_rfc3339"] = kept.revocation_time_rfc3339 or rfc3339(
+            datetime.fromtimestamp(kept.revocation_time, UTC)
+        )
+        data["issuer_id"] = kept.issuer_id
     return envelope(data)
 
 
@@ -331,25 +525,33 @@ async def revoke(call: SecretsRequest) -> Response:
     body = call.body
     serial = fields.string(body, "serial_number")
     certificate = bodies.certificate(body) if body.get("certificate") else None
-    return envelope(_engine(call).revoke(serial or None, certificate))
+    kept = _engine(call).revoke(serial or None, certificate)
+    return envelope(
+        {
+            "revocation_time": kept.revocation_time,
+            "revocation_time_rfc3339": kept.revocation_time_rfc3339,
+            "state": "revoked",
+        }
+    )
 
 
 async def read_crl_config(call: SecretsRequest) -> Response:
-    return envelope(_engine(call).crl_config_data())
+    return envelope(crl_config_document(_engine(call).crl_config))
 
 
 async def write_crl_config(call: SecretsRequest) -> Response:
     engine = _engine(call)
-    return envelope(engine.set_crl_config(bodies.crl_config(call.body, engine.crl_config)))
+    config = engine.set_crl_config(bodies.crl_config(call.body, engine.crl_config))
+    return envelope(crl_config_document(config))
 
 
 async def read_urls(call: SecretsRequest) -> Response:
-    return envelope(_engine(call).urls_data())
+    return envelope(urls_document(_engine(call).urls))
 
 
 async def write_urls(call: SecretsRequest) -> Response:
     engine = _engine(call)
-    return envelope(engine.set_urls(bodies.url_config(call.body, engine.urls)))
+    return envelope(urls_document(engine.set_urls(bodies.url_config(call.body, engine.urls))))
 
 
 def _crl_raw(call: SecretsRequest, *, delta: bool, form: str) -> Response:
@@ -386,7 +588,7 @@ def _crl_json(call: SecretsRequest, ref: str | None, *, delta: bool, key: str) -
     pem = engine.crl_pem(ref, delta=delta)
     if not pem:
         # The real server answers 500 here; a missing default issuer is the caller's to fix.
-        raise SecretsError(400, "no default issuer currently configured")
+        raise InvalidRequest("no default issuer currently configured")
     if key == "certificate":
         return envelope({key: pem, "revocation_time": 0, "revocation_time_rfc3339": ""})
     return envelope({key: pem + "\n"})
@@ -410,15 +612,24 @@ async def rotate_delta_crl(call: SecretsRequest) -> Response:
 
 async def sign_revocation_list(call: SecretsRequest) -> Response:
     body = call.body
-    data = _engine(call).sign_revocation_list(
+    crl_number = fields.integer(body, "crl_number", 0)
+    delta_base = fields.integer(body, "delta_crl_base_number", -1)
+    next_update = fields.duration(body, "next_update", 72 * 3600)
+    revoked = bodies.revoked_entries(body)
+    form = fields.string(body, "format", "pem") or "pem"
+    if form not in ("pem", "der"):
+        raise InvalidRequest(f'format: must be "pem" or "der", got {form!r}')
+    pem = _engine(call).sign_revocation_list(
         call.params["ref"],
-        crl_number=fields.integer(body, "crl_number", 0),
-        delta_crl_base_number=fields.integer(body, "delta_crl_base_number", -1),
-        next_update=fields.duration(body, "next_update", 72 * 3600),
-        revoked=bodies.revoked_entries(body),
-        format=fields.string(body, "format", "pem") or "pem",
+        crl_number=crl_number,
+        delta_crl_base_number=delta_base,
+        next_update=next_update,
+        revoked=revoked,
     )
-    return envelope(data)
+    if form == "der":
+        der = x509.load_pem_x509_crl(pem.encode()).public_bytes(Encoding.DER)
+        return envelope({"crl": base64.b64encode(der).decode()})
+    return envelope({"crl": pem + "\n"})
 
 
 # -- tidy ------------------------------------------------------------------------------------

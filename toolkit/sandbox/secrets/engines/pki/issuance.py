@@ -13,17 +13,26 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from cryptography import x509
 
 from ....._spec import certificate_names as policy
-from ...errors import SecretsError
+from ...errors import InvalidRequest
 from . import x509 as certs
-from .requests import SUBJECT_FIELDS, KeyRequest, Names, Output, Validity, VerbatimOptions
+from .requests import SUBJECT_FIELDS, KeyRequest, RequestedNames, Validity, VerbatimOptions
 from .roles import key_bits, role_ext_key_usage
-from .state import Issuer, PKIState, csr_common_name, csr_sans, rfc3339, template
+from .state import (
+    Issued,
+    IssuedCert,
+    Issuer,
+    PKIState,
+    csr_common_name,
+    csr_sans,
+    rfc3339,
+    template,
+)
 
 if TYPE_CHECKING:
     from ...leases import Lease
@@ -49,7 +58,7 @@ class Issuance(PKIState):
     def _role_for_use(self, name: str) -> dict[str, Any]:
         role = self.roles.get(name)
         if role is None:
-            raise SecretsError(400, f"unknown role: {name}")
+            raise InvalidRequest(f"unknown role: {name}")
         return role
 
     def _leaf_validity(
@@ -65,7 +74,10 @@ class Issuance(PKIState):
         )
 
     def _role_names(
-        self, role: Mapping[str, Any], names: Names, csr: x509.CertificateSigningRequest | None
+        self,
+        role: Mapping[str, Any],
+        names: RequestedNames,
+        csr: x509.CertificateSigningRequest | None,
     ) -> certs.CertTemplate:
         """The subject and SANs of an issue or sign request, checked against the role.
 
@@ -94,7 +106,7 @@ class Issuance(PKIState):
             subject_serial=serial,
         )
         if refused:
-            raise SecretsError(400, refused)
+            raise InvalidRequest(refused)
         subject_values = {k: list(role[k]) for k in SUBJECT_FIELDS}
         subject_values["serial_number"] = [serial] if serial else []
         subject = certs.subject_name(cn, subject_values, names.user_ids)
@@ -130,17 +142,16 @@ class Issuance(PKIState):
     def issue(
         self,
         role_name: str,
-        names: Names,
+        names: RequestedNames,
         *,
         validity: Validity,
-        output: Output,
         key: KeyRequest,
         issuer_ref: str | None = None,
-    ) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    ) -> tuple[Issued, list[str], dict[str, Any]]:
         """``POST issue/:role`` (or ``issuer/:ref/issue/:role``): a new key and its certificate.
 
         ``key`` is what the request asked (type and bits, or neither). Returns the
-        response data (with ``private_key``), warnings, and lease fields.
+        certificate made (with its new private key), warnings, and lease fields.
         """
         role = self._role_for_use(role_name)
         key_type, bits, warnings = _issue_key(role, key)
@@ -155,7 +166,7 @@ class Issuance(PKIState):
         if not role["no_store"]:
             self._keep(cert, signer.id)
         return (
-            self._answer(cert, signer, output, private),
+            Issued(cert, signer, private),
             warnings,
             self._lease(role_name, role, cert, "issue"),
         )
@@ -164,12 +175,11 @@ class Issuance(PKIState):
         self,
         role_name: str,
         csr: x509.CertificateSigningRequest,
-        names: Names,
+        names: RequestedNames,
         *,
         validity: Validity,
-        output: Output,
         issuer_ref: str | None = None,
-    ) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    ) -> tuple[Issued, list[str], dict[str, Any]]:
         """``POST sign/:role`` (or ``issuer/:ref/sign/:role``): a certificate for the CSR's key."""
         role = self._role_for_use(role_name)
         signer, signer_key = self._signer(issuer_ref or role["issuer_ref"])
@@ -192,7 +202,7 @@ class Issuance(PKIState):
                 '"use_csr_sans" set to true'
             )
         return (
-            self._answer(cert, signer, output),
+            Issued(cert, signer),
             warnings,
             self._lease(role_name, role, cert, "sign"),
         )
@@ -203,10 +213,9 @@ class Issuance(PKIState):
         options: VerbatimOptions,
         *,
         validity: Validity,
-        output: Output,
         role_name: str | None = None,
         issuer_ref: str | None = None,
-    ) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    ) -> tuple[Issued, list[str], dict[str, Any]]:
         """``POST sign-verbatim[/:role]`` (or ``issuer/:ref/sign-verbatim[/:role]``).
 
         The certificate carries the CSR's subject and SANs as they are: no name
@@ -218,15 +227,14 @@ class Issuance(PKIState):
         role = dict(self._role_for_use(role_name)) if role_name else _verbatim_role()
         bad = [u for u in options.key_usage if u.lower() not in _VERBATIM_USAGES]
         if bad:
-            raise SecretsError(400, f"key_usage: unknown key usage {bad[0]!r}")
+            raise InvalidRequest(f"key_usage: unknown key usage {bad[0]!r}")
         bad = [u for u in options.ext_key_usage if u.lower() not in _VERBATIM_EXT_USAGES]
         if bad:
-            raise SecretsError(400, f"ext_key_usage: unknown extended key usage {bad[0]!r}")
+            raise InvalidRequest(f"ext_key_usage: unknown extended key usage {bad[0]!r}")
         try:
             constraints = csr.extensions.get_extension_for_class(x509.BasicConstraints).value
             if constraints.ca:
-                raise SecretsError(
-                    400,
+                raise InvalidRequest(
                     "will not sign a CSR asking to be a CA certificate; use "
                     "root/sign-intermediate for that",
                 )
@@ -257,7 +265,7 @@ class Issuance(PKIState):
         if not role["no_store"]:
             self._keep(cert, signer.id)
         lease = self._lease(role_name, role, cert, "sign-verbatim") if role_name else {}
-        return self._answer(cert, signer, output), warnings, lease
+        return Issued(cert, signer), warnings, lease
 
     def _sign_leaf(
         self,
@@ -298,37 +306,9 @@ class Issuance(PKIState):
             _SORTED[self] = kept
         return kept[1]
 
-    def read_cert(self, serial: str) -> dict[str, Any] | None:
-        """``GET cert/:serial`` (colons or hyphens); None when unknown. ``ca``/``ca_chain`` too.
-
-        ``issuer_id`` is answered for a revoked certificate only, as on the real server.
-        """
-        if serial in ("ca", "ca_chain"):
-            chain = self.default_chain()
-            if not chain:
-                return None
-            data: dict[str, Any] = {
-                "certificate": "\n".join(chain) if serial == "ca_chain" else chain[0],
-                "revocation_time": 0,
-                "revocation_time_rfc3339": "",
-            }
-            if serial == "ca_chain":
-                data["ca_chain"] = data["certificate"]
-            return data
-        kept = self.certs.get(normal_serial(serial))
-        if kept is None:
-            return None
-        data = {
-            "certificate": kept.certificate,
-            "revocation_time": kept.revocation_time,
-            "revocation_time_rfc3339": "",
-        }
-        if kept.revocation_time:
-            data["revocation_time_rfc3339"] = kept.revocation_time_rfc3339 or rfc3339(
-                datetime.fromtimestamp(kept.revocation_time, UTC)
-            )
-            data["issuer_id"] = kept.issuer_id
-        return data
+    def read_cert(self, serial: str) -> IssuedCert | None:
+        """The kept certificate of ``serial`` (colons or hyphens); None when unknown."""
+        return self.certs.get(normal_serial(serial))
 
 
 def normal_serial(serial: str) -> str:
@@ -356,15 +336,12 @@ def _check_csr_key(role: Mapping[str, Any], public_key: Any) -> None:
     wanted = role["key_type"]
     if wanted == "any":
         if kind == "rsa" and bits < 2048:
-            raise SecretsError(
-                400, f"RSA keys < 2048 bits are unsafe and not supported: got {bits}"
-            )
+            raise InvalidRequest(f"RSA keys < 2048 bits are unsafe and not supported: got {bits}")
         return
     if kind != wanted:
-        raise SecretsError(400, f"role requires keys of type {wanted}")
+        raise InvalidRequest(f"role requires keys of type {wanted}")
     if bits < role["key_bits"]:
-        raise SecretsError(
-            400,
+        raise InvalidRequest(
             f"role requires a minimum of a {role['key_bits']}-bit key, but CSR's key is {bits} bits",
         )
 
@@ -384,11 +361,10 @@ def _issue_key(role: Mapping[str, Any], asked: KeyRequest) -> tuple[str, int, li
         )
         return role["key_type"], role["key_bits"], warnings
     if asked.key_type is None:
-        raise SecretsError(
-            400,
+        raise InvalidRequest(
             'role key type "any" not allowed for issuing certificates without providing '
             "key_type and/or key_bits request parameters",
         )
     if asked.key_type == "any":
-        raise SecretsError(400, 'key_type: "any" cannot be used to generate a key')
+        raise InvalidRequest('key_type: "any" cannot be used to generate a key')
     return asked.key_type, key_bits(asked.key_type, asked.key_bits or 0), []

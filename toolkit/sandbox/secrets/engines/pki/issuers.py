@@ -14,7 +14,7 @@ from typing import Any
 
 from cryptography import x509
 
-from ...errors import SecretsError
+from ...errors import InvalidRequest
 from . import x509 as certs
 from .requests import KeyRequest
 from .roles import build_role, key_bits
@@ -29,37 +29,9 @@ class IssuerAdmin(PKIState):
     """Issuers (read, update, delete, the default), keys (generate, read, delete) and roles."""
 
     # -- issuers ------------------------------------------------------------------------
-    def issuer_data(self, issuer: Issuer) -> dict[str, Any]:
-        """An issuer as ``GET issuer/:ref`` answers it."""
-        return {
-            "issuer_id": issuer.id,
-            "issuer_name": issuer.name,
-            "key_id": issuer.key_id,
-            "certificate": issuer.certificate,
-            "ca_chain": self.chain(issuer),
-            "manual_chain": None,
-            "leaf_not_after_behavior": issuer.leaf_not_after_behavior,
-            "usage": ",".join(sorted(issuer.usage)),
-            "revocation_signature_algorithm": issuer.revocation_signature_algorithm,
-            "revoked": False,
-            "issuing_certificates": [],
-            "crl_distribution_points": [],
-            "delta_crl_distribution_points": [],
-            "ocsp_servers": [],
-        }
-
-    def list_issuers(self) -> tuple[list[str], dict[str, Any]]:
-        """Issuer ids and, per id, ``issuer_name``, ``is_default``, ``serial_number``."""
-        info = {
-            i.id: {
-                "issuer_name": i.name,
-                "is_default": i.id == self.default_issuer,
-                "serial_number": certs.format_serial(i.cert.serial_number),
-                "key_id": i.key_id,
-            }
-            for i in self.issuers.values()
-        }
-        return list(info), info
+    def list_issuers(self) -> list[Issuer]:
+        """Every issuer, in the order they were added (``LIST issuers``)."""
+        return list(self.issuers.values())
 
     def update_issuer(
         self,
@@ -68,7 +40,7 @@ class IssuerAdmin(PKIState):
         name: str | None = None,
         leaf_not_after_behavior: str | None = None,
         usage: list[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Issuer:
         """``POST issuer/:ref``: ``issuer_name``, ``leaf_not_after_behavior``, ``usage`` (None: unchanged)."""
         issuer = self.resolve(ref)
         name = issuer.name if name is None else name
@@ -76,36 +48,27 @@ class IssuerAdmin(PKIState):
         self._check_name(name, "issuer", others)
         behavior = leaf_not_after_behavior or issuer.leaf_not_after_behavior
         if behavior not in LEAF_BEHAVIORS:
-            raise SecretsError(
-                400, f"leaf_not_after_behavior: must be err, truncate or permit, got {behavior!r}"
+            raise InvalidRequest(
+                f"leaf_not_after_behavior: must be err, truncate or permit, got {behavior!r}"
             )
         usage = issuer.usage if usage is None else usage
         bad = [u for u in usage if u not in USAGES]
         if bad:
-            raise SecretsError(400, f"usage: unknown issuer usage {bad[0]!r}")
+            raise InvalidRequest(f"usage: unknown issuer usage {bad[0]!r}")
         issuer.name, issuer.leaf_not_after_behavior = name, behavior
         issuer.usage = sorted(set(usage) | {"read-only"})  # read-only is always implied
-        return self.issuer_data(issuer)
+        return issuer
 
-    def config_issuers(self) -> dict[str, Any]:
-        return {
-            "default": self.default_issuer,
-            "default_follows_latest_issuer": self.default_follows_latest_issuer,
-        }
-
-    def set_config_issuers(
-        self, default: str, follows_latest: bool | None = None
-    ) -> dict[str, Any]:
+    def set_config_issuers(self, default: str, follows_latest: bool | None = None) -> None:
         """``POST config/issuers``: the default issuer (by id or name) and whether it follows the latest."""
         if not default or default == "default":
-            raise SecretsError(
-                400, "Invalid issuer specification; must be non-empty and can't be 'default'."
+            raise InvalidRequest(
+                "Invalid issuer specification; must be non-empty and can't be 'default'."
             )
         issuer = self.resolve(default)
         if follows_latest is not None:
             self.default_follows_latest_issuer = follows_latest
         self.default_issuer = issuer.id
-        return self.config_issuers()
 
     def _add_issuer(self, cert: x509.Certificate, key_id: str, name: str = "") -> Issuer:
         issuer = Issuer(str(uuid.uuid4()), name, key_id, certs.cert_pem(cert))
@@ -148,7 +111,7 @@ class IssuerAdmin(PKIState):
     def resolve_key(self, ref: str) -> StoredKey:
         found = self.find_key(ref)
         if found is None:
-            raise SecretsError(400, f"unable to find PKI key for reference: {ref}")
+            raise InvalidRequest(f"unable to find PKI key for reference: {ref}")
         return found
 
     def find_key(self, ref: str) -> StoredKey | None:
@@ -156,30 +119,23 @@ class IssuerAdmin(PKIState):
             ref = self.issuers[self.default_issuer].key_id
         return next((k for k in self.keys.values() if ref and ref in (k.id, k.name)), None)
 
-    def key_data(self, key: StoredKey) -> dict[str, Any]:
-        return {"key_id": key.id, "key_name": key.name, "key_type": key.type, "key_bits": key.bits}
-
-    def keys_info(self) -> dict[str, dict[str, Any]]:
-        """``LIST keys``: per key id, its name and whether the default issuer uses it."""
-        default_key = self.issuers[self.default_issuer].key_id if self.default_issuer else ""
-        return {
-            k.id: {"key_name": k.name, "is_default": k.id == default_key}
-            for k in self.keys.values()
-        }
+    def default_key_id(self) -> str:
+        """The id of the default issuer's key ("" when there is no default issuer)."""
+        return self.issuers[self.default_issuer].key_id if self.default_issuer else ""
 
     def _key_for(self, request: KeyRequest) -> tuple[StoredKey | None, str, int, str]:
         """For ``internal``/``exported``: the type, bits and name of a new key; ``existing``: the key."""
         if request.kind == "existing":
             if not request.key_ref:
-                raise SecretsError(400, "missing argument key_ref for existing type")
+                raise InvalidRequest("missing argument key_ref for existing type")
             return self.resolve_key(request.key_ref), "", 0, ""
         if request.kind not in ("internal", "exported"):
-            raise SecretsError(
-                400, f"type: must be internal, exported or existing, got {request.kind!r}"
+            raise InvalidRequest(
+                f"type: must be internal, exported or existing, got {request.kind!r}"
             )
         key_type = request.key_type or "rsa"
         if key_type == "any":
-            raise SecretsError(400, 'key_type: "any" cannot be used to generate a key')
+            raise InvalidRequest('key_type: "any" cannot be used to generate a key')
         bits = key_bits(key_type, request.key_bits or 0)
         self._check_name(request.key_name, "key", [k.name for k in self.keys.values()])
         return None, key_type, bits, request.key_name
@@ -189,17 +145,16 @@ class IssuerAdmin(PKIState):
         self.keys[stored.id] = stored
         return stored
 
-    def generate_key(self, request: KeyRequest) -> dict[str, Any]:
-        """``POST keys/generate/internal|exported``: a key alone; ``exported`` answers it once."""
+    def generate_key(self, request: KeyRequest) -> tuple[StoredKey, str]:
+        """``POST keys/generate/internal|exported``: a key alone, and (``exported`` only,
+        handed out this once) its private key as PEM; "" for ``internal``."""
         if request.kind not in ("internal", "exported"):
-            raise SecretsError(400, f"type: must be internal or exported, got {request.kind!r}")
+            raise InvalidRequest(f"type: must be internal or exported, got {request.kind!r}")
         _, key_type, bits, name = self._key_for(request)
         key = certs.generate_key(key_type, bits)
         stored = self._store_key(key, key_type, bits, name)
-        data: dict[str, Any] = {"key_id": stored.id, "key_name": stored.name, "key_type": key_type}
-        if request.kind == "exported":
-            data["private_key"] = certs.private_key_output(key, "pem", "der")
-        return data
+        exported = certs.private_key_output(key, "pem", "der") if request.kind == "exported" else ""
+        return stored, exported
 
     def delete_key(self, ref: str) -> None:
         """``DELETE key/:ref``: refused while an issuer uses the key; an unknown key is no error."""
@@ -209,7 +164,7 @@ class IssuerAdmin(PKIState):
         user = next((i for i in self.issuers.values() if i.key_id == key.id), None)
         if user is not None:
             # The real server's wording, two spaces included.
-            raise SecretsError(400, f"Failed to Delete Key.  Key in Use by Issuer: {user.id}")
+            raise InvalidRequest(f"Failed to Delete Key.  Key in Use by Issuer: {user.id}")
         del self.keys[key.id]
 
     # -- roles --------------------------------------------------------------------------

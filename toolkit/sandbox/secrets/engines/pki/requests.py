@@ -2,7 +2,7 @@
 
 The HTTP side (:mod:`toolkit.sandbox.secrets.engines.pki.bodies`) reads request
 bodies into these; the state never sees a wire document. Issue, sign,
-sign-verbatim, sign-intermediate and root generation share :class:`Names`,
+sign-verbatim, sign-intermediate and root generation share :class:`RequestedNames`,
 :class:`Validity` and :class:`Output`; the CA requests add :class:`CAOptions`;
 key generation takes a :class:`KeyRequest`. The revocation side has
 :class:`CRLConfig`, :class:`URLConfig`, :class:`RevokedEntry` and
@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from ....._spec import certificate_names as policy
-from ...errors import SecretsError
+from ...errors import InvalidRequest
 
 __all__ = [
     "FORMATS",
@@ -28,7 +28,7 @@ __all__ = [
     "CAOptions",
     "CRLConfig",
     "KeyRequest",
-    "Names",
+    "RequestedNames",
     "Output",
     "RevokedEntry",
     "TidyRequest",
@@ -59,7 +59,7 @@ _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}
 
 
 @dataclass
-class Names:
+class RequestedNames:
     """The names asked for in one request, before any policy is applied.
 
     ``subject`` holds the subject fields of a CA request (``ou``, ``organization``, ...);
@@ -200,14 +200,14 @@ def parse_ip(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
     try:
         return ipaddress.ip_address(value)
     except ValueError:
-        raise SecretsError(400, f"ip_sans: the value {value!r} is not a valid IP address") from None
+        raise InvalidRequest(f"ip_sans: the value {value!r} is not a valid IP address") from None
 
 
 def parse_uri(value: str) -> str:
     parts = urlsplit(value)
     if not parts.scheme or " " in value:
-        raise SecretsError(
-            400, f"uri_sans: the provided URI Subject Alternative Name {value!r} is not a valid URI"
+        raise InvalidRequest(
+            f"uri_sans: the provided URI Subject Alternative Name {value!r} is not a valid URI"
         )
     return value
 
@@ -215,13 +215,11 @@ def parse_uri(value: str) -> str:
 def parse_not_after(text: str, name: str = "not_after") -> datetime:
     """``YYYY-MM-ddTHH:MM:SSZ`` (RFC 3339) as an aware UTC datetime; 9999-12-31T23:59:59Z works."""
     if not _RFC3339.match(text):
-        raise SecretsError(
-            400, f"{name}: expected a UTC time as YYYY-MM-ddTHH:MM:SSZ, got {text!r}"
-        )
+        raise InvalidRequest(f"{name}: expected a UTC time as YYYY-MM-ddTHH:MM:SSZ, got {text!r}")
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError as exc:
-        raise SecretsError(400, f"{name}: {exc}") from None
+        raise InvalidRequest(f"{name}: {exc}") from None
     return parsed.astimezone(UTC)
 
 
@@ -250,4 +248,4 @@ def parse_other_san(text: str, name: str = "other_sans") -> tuple[str, str]:
     try:
         return policy.parse_other_san(text)
     except ValueError as exc:
-        raise SecretsError(400, f"{name}: {exc}") from None
+        raise InvalidRequest(f"{name}: {exc}") from None

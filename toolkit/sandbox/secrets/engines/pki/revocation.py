@@ -17,23 +17,20 @@ them when a CRL is read, on its own clock, which a reader cannot tell apart.
 
 from __future__ import annotations
 
-import base64
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from urllib.parse import urlsplit
 
 from cryptography import x509
-from cryptography.hazmat.primitives import serialization
 
-from ...errors import SecretsError
+from ...errors import InvalidRequest, SecretsError
 from . import x509 as certs
 from .issuance import normal_serial
 from .requests import CRLConfig, RevokedEntry, URLConfig, short_duration
 from .state import IssuedCert, Issuer, PKIState, StoredCRL, rfc3339
 
-__all__ = ["Revocation"]
+__all__ = ["URL_FIELDS", "Revocation"]
 
-_URL_FIELDS = (
+URL_FIELDS = (
     "issuing_certificates",
     "crl_distribution_points",
     "delta_crl_distribution_points",
@@ -47,7 +44,7 @@ class Revocation(PKIState):
     # -- revoking ----------------------------------------------------------------------
     def revoke(
         self, serial: str | None = None, certificate: x509.Certificate | None = None
-    ) -> dict[str, Any]:
+    ) -> IssuedCert:
         """``POST revoke``: by ``serial`` (colons or hyphens) or by the ``certificate`` itself.
 
         Revoking again answers the first revocation's time. An issuer's own
@@ -55,56 +52,51 @@ class Revocation(PKIState):
         (``no_store``) can be, given whole, if one of its issuers signed it.
         """
         if serial and certificate is not None:
-            raise SecretsError(
-                400, "Must provide either the certificate or the serial to revoke; not both."
+            raise InvalidRequest(
+                "Must provide either the certificate or the serial to revoke; not both."
             )
         if not serial and certificate is None:
-            raise SecretsError(400, "The serial number or certificate to revoke must be provided.")
+            raise InvalidRequest("The serial number or certificate to revoke must be provided.")
         kept = self._to_revoke(serial, certificate)
         for issuer in self.issuers.values():
             if issuer.certificate == kept.certificate and certs.is_self_signed(issuer.cert):
-                raise SecretsError(
-                    400, f"adding issuer (id: {issuer.id}) to its own CRL is not allowed"
+                raise InvalidRequest(
+                    f"adding issuer (id: {issuer.id}) to its own CRL is not allowed"
                 )
         if not kept.revocation_time:
             now = self.now()
             if now > kept.cert.not_valid_after_utc and not (
                 self.crl_config.allow_expired_cert_revocation
             ):
-                raise SecretsError(
-                    400,
+                raise InvalidRequest(
                     f"certificate with serial {kept.serial} has expired; set "
                     "allow_expired_cert_revocation on config/crl to revoke it",
                 )
             kept.revocation_time = int(now.timestamp())
             kept.revocation_time_rfc3339 = rfc3339(now)
             self._on_revoked()
-        return {
-            "revocation_time": kept.revocation_time,
-            "revocation_time_rfc3339": kept.revocation_time_rfc3339,
-            "state": "revoked",
-        }
+        return kept
 
     def _to_revoke(self, serial: str | None, certificate: x509.Certificate | None) -> IssuedCert:
         if certificate is None:
             found = self.certs.get(normal_serial(serial or ""))
             if found is None:
-                raise SecretsError(400, f"certificate with serial {serial} not found.")
+                raise InvalidRequest(f"certificate with serial {serial} not found.")
             return found
         pem = certs.cert_pem(certificate)
         key = certs.format_serial(certificate.serial_number)
         found = self.certs.get(key)
         if found is not None:
             if found.certificate != pem:
-                raise SecretsError(
-                    400, "certificate: does not match the certificate stored under its serial"
+                raise InvalidRequest(
+                    "certificate: does not match the certificate stored under its serial"
                 )
             return found
         signer = next(
             (i for i in self.issuers.values() if certs.issued_by(certificate, i.cert)), None
         )
         if signer is None:
-            raise SecretsError(400, "certificate: not issued by any issuer of this mount")
+            raise InvalidRequest("certificate: not issued by any issuer of this mount")
         self.certs[key] = IssuedCert(key, pem, signer.id)
         return self.certs[key]
 
@@ -122,66 +114,40 @@ class Revocation(PKIState):
             self.rotate()
 
     # -- configuration ----------------------------------------------------------------------
-    def crl_config_data(self) -> dict[str, Any]:
-        """``GET config/crl``: durations written as the server writes them (``72h``, ``15m``)."""
-        c = self.crl_config
-        return {
-            "expiry": short_duration(c.expiry),
-            "disable": c.disable,
-            "ocsp_disable": c.ocsp_disable,
-            "ocsp_expiry": short_duration(c.ocsp_expiry),
-            "auto_rebuild": c.auto_rebuild,
-            "auto_rebuild_grace_period": short_duration(c.auto_rebuild_grace_period),
-            "enable_delta": c.enable_delta,
-            "delta_rebuild_interval": short_duration(c.delta_rebuild_interval),
-            "allow_expired_cert_revocation": c.allow_expired_cert_revocation,
-        }
-
-    def set_crl_config(self, config: CRLConfig) -> dict[str, Any]:
+    def set_crl_config(self, config: CRLConfig) -> CRLConfig:
         """``POST config/crl``: the whole configuration (the HTTP side merges a partial write)."""
         if config.expiry <= 0:
-            raise SecretsError(400, "expiry: must be a positive duration")
+            raise InvalidRequest("expiry: must be a positive duration")
         if config.enable_delta and not config.auto_rebuild:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 "Delta CRLs cannot be enabled when auto rebuilding is disabled as the complete "
                 "CRL is always regenerated!",
             )
         if config.auto_rebuild and config.auto_rebuild_grace_period >= config.expiry:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"CRL auto-rebuilding grace period ({short_duration(config.auto_rebuild_grace_period)}) "
                 f"must be strictly shorter than CRL expiry ({short_duration(config.expiry)}) value "
                 "when auto-rebuilding of CRLs is enabled",
             )
         if config.enable_delta and config.delta_rebuild_interval >= config.expiry:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 f"CRL delta rebuild window ({short_duration(config.delta_rebuild_interval)}) "
                 f"must be strictly shorter than CRL expiry ({short_duration(config.expiry)})",
             )
         self.crl_config = config
-        return self.crl_config_data()
+        return config
 
-    def urls_data(self) -> dict[str, Any]:
-        """``GET config/urls``."""
-        u = self.urls
-        return {name: list(getattr(u, name)) for name in _URL_FIELDS} | {
-            "enable_templating": u.enable_templating
-        }
-
-    def set_urls(self, urls: URLConfig) -> dict[str, Any]:
+    def set_urls(self, urls: URLConfig) -> URLConfig:
         """``POST config/urls``: every location must be a URL (templates only with ``enable_templating``)."""
-        for name in _URL_FIELDS:
+        for name in URL_FIELDS:
             for value in getattr(urls, name):
                 if not _is_url(value, templated=urls.enable_templating):
-                    raise SecretsError(
-                        400,
+                    raise InvalidRequest(
                         "invalid URL found in Authority Information Access (AIA) parameter "
                         f"{name}: {value}",
                     )
         self.urls = urls
-        return self.urls_data()
+        return urls
 
     # -- the CRLs -------------------------------------------------------------------------
     def crl_pem(self, ref: str | None = None, *, delta: bool = False) -> str:
@@ -287,21 +253,19 @@ class Revocation(PKIState):
         delta_crl_base_number: int = -1,
         next_update: int = 72 * 3600,
         revoked: list[RevokedEntry] | None = None,
-        format: str = "pem",
-    ) -> dict[str, Any]:
-        """``POST issuer/:ref/sign-revocation-list``: a CRL of the caller's entries, signed by the issuer.
+    ) -> str:
+        """``POST issuer/:ref/sign-revocation-list``: a CRL (PEM) of the caller's entries,
+        signed by the issuer.
 
         Nothing is stored: the mount's own CRLs are not changed.
         """
-        if format not in ("pem", "der"):
-            raise SecretsError(400, f'format: must be "pem" or "der", got {format!r}')
         try:
             issuer = self.resolve(ref)
         except SecretsError as exc:
-            raise SecretsError(400, f"failed to resolve issuer issuer_ref: {exc}") from None
+            raise InvalidRequest(f"failed to resolve issuer issuer_ref: {exc}") from None
         stored = self.keys.get(issuer.key_id)
         if stored is None or "crl-signing" not in issuer.usage:
-            raise SecretsError(400, f"issuer {issuer.id} cannot sign revocation lists")
+            raise InvalidRequest(f"issuer {issuer.id} cannot sign revocation lists")
         now = self.now().replace(microsecond=0)
         pem = certs.build_crl(
             issuer.cert,
@@ -312,10 +276,7 @@ class Revocation(PKIState):
             next_update=now + timedelta(seconds=next_update),
             delta_of=delta_crl_base_number if delta_crl_base_number >= 0 else None,
         )
-        if format == "der":
-            der = x509.load_pem_x509_crl(pem.encode()).public_bytes(serialization.Encoding.DER)
-            return {"crl": base64.b64encode(der).decode()}
-        return {"crl": pem + "\n"}
+        return pem
 
 
 def _when(kept: IssuedCert) -> datetime:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ....._spec import certificate_names as policy
-from ...errors import SecretsError
+from ...errors import InvalidRequest
 from .requests import OID, SIGNATURE_BITS, parse_not_after
 from .x509 import EC_CURVES, EXT_KEY_USAGES, KEY_USAGES, RSA_BITS
 
@@ -88,7 +88,7 @@ def build_role(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """
     unknown = [name for name in values if name not in ROLE_DEFAULTS]
     if unknown:
-        raise SecretsError(400, f"{unknown[0]}: not a field of a certificate role")
+        raise InvalidRequest(f"{unknown[0]}: not a field of a certificate role")
     role: dict[str, Any] = {}
     for name, default in ROLE_DEFAULTS.items():
         value = values.get(name, default)
@@ -98,25 +98,25 @@ def build_role(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
             role[name] = default  # an empty text takes the default, as on the real server
     role["key_bits"] = key_bits(role["key_type"], role["key_bits"])
     if role["signature_bits"] not in SIGNATURE_BITS:
-        raise SecretsError(
-            400, f"signature_bits: must be 0, 256, 384 or 512, got {role['signature_bits']}"
+        raise InvalidRequest(
+            f"signature_bits: must be 0, 256, 384 or 512, got {role['signature_bits']}"
         )
     if role["key_type"] == "rsa" and role["signature_bits"] == 0:
         role["signature_bits"] = 256
     if role["max_ttl"] and role["ttl"] > role["max_ttl"]:
-        raise SecretsError(400, '"ttl" value must be less than "max_ttl" value')
+        raise InvalidRequest('"ttl" value must be less than "max_ttl" value')
     known = {name.lower() for name in KEY_USAGES}
     bad = [u for u in role["key_usage"] if u.lower() not in known]
     if bad:
-        raise SecretsError(400, f"key_usage: unknown key usage {bad[0]!r}")
+        raise InvalidRequest(f"key_usage: unknown key usage {bad[0]!r}")
     known = {name.lower() for name in EXT_KEY_USAGES}
     bad = [u for u in role["ext_key_usage"] if u.lower() not in known]
     if bad:
-        raise SecretsError(400, f"ext_key_usage: unknown extended key usage {bad[0]!r}")
+        raise InvalidRequest(f"ext_key_usage: unknown extended key usage {bad[0]!r}")
     bad = [o for o in role["ext_key_usage_oids"] if not OID.match(o)]
     if bad:
-        raise SecretsError(
-            400, f"{bad[0]!r} could not be parsed as a valid oid for an extended key usage"
+        raise InvalidRequest(
+            f"{bad[0]!r} could not be parsed as a valid oid for an extended key usage"
         )
     role["cn_validations"] = _cn_validations(role["cn_validations"])
     if role["allowed_other_sans"] != ["*"]:
@@ -124,7 +124,7 @@ def build_role(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
             try:
                 policy.parse_other_san(pattern)
             except ValueError as exc:
-                raise SecretsError(400, f"error parsing allowed_other_sans: {exc}") from None
+                raise InvalidRequest(f"error parsing allowed_other_sans: {exc}") from None
     for name in ("not_before", "not_after"):
         if role[name]:
             parse_not_after(role[name], name)
@@ -148,14 +148,13 @@ def _cn_validations(values: list[str]) -> list[str]:
     lowered = [v.lower() for v in values]
     for value in lowered:
         if value not in ("email", "hostname", "disabled"):
-            raise SecretsError(400, f"cn_validations value incorrect: unknown type: `{value}`")
+            raise InvalidRequest(f"cn_validations value incorrect: unknown type: `{value}`")
         if lowered.count(value) > 1:
-            raise SecretsError(
-                400, f"cn_validations value incorrect: `{value}` specified multiple times"
+            raise InvalidRequest(
+                f"cn_validations value incorrect: `{value}` specified multiple times"
             )
     if "disabled" in lowered and len(lowered) > 1:
-        raise SecretsError(
-            400,
+        raise InvalidRequest(
             "cn_validations value incorrect: cannot specify `disabled` along with `email` or "
             "`hostname`",
         )
@@ -165,19 +164,19 @@ def _cn_validations(values: list[str]) -> list[str]:
 def key_bits(key_type: str, bits: int) -> int:
     """The key size a ``key_type`` gets for ``bits`` (0: the type's default); 400 when invalid."""
     if key_type not in KEY_TYPES:
-        raise SecretsError(400, f"key_type: unknown key type {key_type}")
+        raise InvalidRequest(f"key_type: unknown key type {key_type}")
     if key_type == "rsa":
         bits = bits or 2048
         if bits < 2048:
-            raise SecretsError(
-                400, f"key_bits: RSA keys < 2048 bits are unsafe and not supported: got {bits}"
+            raise InvalidRequest(
+                f"key_bits: RSA keys < 2048 bits are unsafe and not supported: got {bits}"
             )
         if bits not in RSA_BITS:
-            raise SecretsError(400, f"key_bits: unsupported bit length for RSA key: {bits}")
+            raise InvalidRequest(f"key_bits: unsupported bit length for RSA key: {bits}")
     elif key_type == "ec":
         bits = bits or 256
         if bits not in EC_CURVES:
-            raise SecretsError(400, f"key_bits: unsupported bit length for EC key: {bits}")
+            raise InvalidRequest(f"key_bits: unsupported bit length for EC key: {bits}")
     else:
         bits = 0
     return bits

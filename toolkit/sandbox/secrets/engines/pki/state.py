@@ -19,11 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from cryptography import x509
 
-from ...errors import SecretsError
+from ...errors import InvalidRequest, SecretsError
 from . import x509 as certs
 from .requests import (
     CRLConfig,
-    Output,
     URLConfig,
     Validity,
     go_duration,
@@ -37,7 +36,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "USAGES",
+    "Imported",
+    "Issued",
     "IssuedCert",
+    "NewRequest",
+    "NewRoot",
     "Issuer",
     "PKIState",
     "StoredCRL",
@@ -75,6 +78,52 @@ class Issuer:
     @property
     def cert(self) -> x509.Certificate:
         return certs.load_cert(self.certificate)
+
+
+@dataclass(frozen=True)
+class Issued:
+    """A certificate just made: by ``signer``, with the private key made for it, if any.
+
+    ``chain_from_self``: the chain answered starts with the certificate itself
+    (sign-intermediate). The HTTP side renders it in the requested format.
+    """
+
+    cert: x509.Certificate
+    signer: Issuer
+    key: certs.PrivateKey | None = field(default=None, repr=False)
+    chain_from_self: bool = False
+
+
+@dataclass(frozen=True)
+class NewRoot:
+    """A root issuer just made, its stored key, and the private key when it is exported."""
+
+    issuer: Issuer
+    key: StoredKey
+    exported: certs.PrivateKey | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class NewRequest:
+    """An intermediate's CSR (PEM), its stored key, and the private key when exported."""
+
+    csr_pem: str
+    key: StoredKey
+    exported: certs.PrivateKey | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What an import did: issuers and keys added, and those the mount already had (ids).
+
+    ``mapping`` gives each imported issuer's key id ("" when the mount has no key for it).
+    """
+
+    issuers: list[str]
+    keys: list[str]
+    mapping: dict[str, str]
+    existing_issuers: list[str]
+    existing_keys: list[str]
 
 
 @dataclass
@@ -132,8 +181,8 @@ class PKIState:
         found = self.find_issuer(ref)
         if found is None:
             if ref.strip().lower() == "default":
-                raise SecretsError(400, "no default issuer currently configured")
-            raise SecretsError(400, f"unable to find PKI issuer for reference: {ref}")
+                raise InvalidRequest("no default issuer currently configured")
+            raise InvalidRequest(f"unable to find PKI issuer for reference: {ref}")
         return found
 
     def find_issuer(self, ref: str) -> Issuer | None:
@@ -148,20 +197,15 @@ class PKIState:
         try:
             issuer = self.resolve(ref)
             if "issuing-certificates" not in issuer.usage:
-                raise SecretsError(
-                    400,
+                raise InvalidRequest(
                     f"requested usage issuing-certificates for issuer {issuer.id} but only had "
                     f"usage {','.join(issuer.usage)}",
                 )
             key = self.keys.get(issuer.key_id)
             if key is None:
-                raise SecretsError(
-                    400, f"issuer {issuer.id} has no key in this mount and cannot sign"
-                )
+                raise InvalidRequest(f"issuer {issuer.id} has no key in this mount and cannot sign")
         except SecretsError as exc:
-            raise SecretsError(
-                exc.status, f"could not fetch the CA certificate (was one set?): {exc}"
-            ) from None
+            raise type(exc)(f"could not fetch the CA certificate (was one set?): {exc}") from None
         return issuer, certs.load_key(key.pem)
 
     def chain(self, issuer: Issuer) -> list[str]:
@@ -193,11 +237,11 @@ class PKIState:
         if not name:
             return
         if name.lower() == "default":
-            raise SecretsError(400, f"reserved keyword 'default' can not be used as {kind} name")
+            raise InvalidRequest(f"reserved keyword 'default' can not be used as {kind} name")
         if not _NAME.match(name):
-            raise SecretsError(400, f"{kind} name contained invalid characters")
+            raise InvalidRequest(f"{kind} name contained invalid characters")
         if name in taken:
-            raise SecretsError(400, f"{kind} name already in use")
+            raise InvalidRequest(f"{kind} name already in use")
 
     # -- certificates made and kept ---------------------------------------------------
     def _serial(self) -> int:
@@ -230,48 +274,6 @@ class PKIState:
             delta_crl_distribution_points=fill(urls.delta_crl_distribution_points),
         )
 
-    def _answer(
-        self,
-        cert: x509.Certificate,
-        signer: Issuer,
-        output: Output,
-        key: certs.PrivateKey | None = None,
-        *,
-        chain_from_self: bool = False,
-    ) -> dict[str, Any]:
-        """The response ``data``: certificate, issuing CA, chain, serial, and the key if one was made.
-
-        ``ca_chain`` is the signer's chain (the new certificate first for
-        sign-intermediate, ``chain_from_self``); it is left out when empty, as
-        when ``remove_roots_from_chain`` drops the only (root) issuer.
-        """
-        pem = certs.cert_pem(cert)
-        chain = ([pem] if chain_from_self else []) + self.chain(signer)
-        if output.remove_roots_from_chain:
-            chain = [c for c in chain if not certs.is_self_signed(certs.load_cert(c))]
-        fmt = output.format
-        data: dict[str, Any] = {
-            "certificate": certs.encode_cert(pem, fmt),
-            "issuing_ca": certs.encode_cert(signer.certificate, fmt),
-            "serial_number": certs.format_serial(cert.serial_number),
-            "not_before": int(cert.not_valid_before_utc.timestamp()),
-            "expiration": int(cert.not_valid_after_utc.timestamp()),
-        }
-        if chain:
-            data["ca_chain"] = [certs.encode_cert(c, fmt) for c in chain]
-        if fmt == "pem_bundle":
-            parts = [pem]
-            if key is not None:
-                parts.insert(0, certs.private_key_output(key, "pem", "der"))
-            if signer.certificate != pem and not certs.is_self_signed(signer.cert):
-                parts.append(signer.certificate)
-            data["certificate"] = "\n".join(parts)
-        if key is not None:
-            key_fmt = "pem" if fmt == "pem_bundle" else fmt
-            data["private_key"] = certs.private_key_output(key, key_fmt, output.private_key_format)
-            data["private_key_type"] = certs.key_description(key.public_key())[0]
-        return data
-
     # -- validity -----------------------------------------------------------------------
     def _validity(
         self,
@@ -293,8 +295,7 @@ class PKIState:
         role_not_after = (role or {}).get("not_after") or ""
         fixed_end = parse_role_time(role_not_after, "not_after") or validity.not_after
         if ttl and fixed_end is not None:
-            raise SecretsError(
-                400,
+            raise InvalidRequest(
                 "Either ttl or not_after should be provided. Both should not be provided in "
                 "the same request.",
             )
@@ -315,8 +316,7 @@ class PKIState:
             if behavior == "truncate":
                 not_after = signer.not_valid_after_utc
             elif behavior != "permit":
-                raise SecretsError(
-                    400,
+                raise InvalidRequest(
                     f"cannot satisfy request, as TTL would result in notAfter of "
                     f"{rfc3339(not_after)} that is beyond the expiration of the CA certificate "
                     f"at {rfc3339(signer.not_valid_after_utc)}",
@@ -326,7 +326,7 @@ class PKIState:
             fixed_start if fixed_start is not None else now - timedelta(seconds=not_before_duration)
         )
         if not_after <= not_before:
-            raise SecretsError(400, f"not_after: {rfc3339(not_after)} is not after NotBefore")
+            raise InvalidRequest(f"not_after: {rfc3339(not_after)} is not after NotBefore")
         return not_before, not_after, warnings
 
     # -- hooks the revocation side fills in -------------------------------------------

@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.x509.oid import AuthorityInformationAccessOID, ExtendedKeyUsageOID, NameOID
 
 from ....._x509 import format_serial
-from ...errors import SecretsError
+from ...errors import InvalidRequest
 
 __all__ = [
     "KEY_USAGES",
@@ -106,7 +106,7 @@ def generate_key(key_type: str, bits: int) -> PrivateKey:
         return ec.generate_private_key(EC_CURVES[bits]())
     if key_type == "ed25519":
         return ed25519.Ed25519PrivateKey.generate()
-    raise SecretsError(400, f"key_type: unknown key type {key_type}")
+    raise InvalidRequest(f"key_type: unknown key type {key_type}")
 
 
 def key_pem(key: PrivateKey) -> str:
@@ -198,23 +198,23 @@ def issued_by(cert: x509.Certificate, parent: x509.Certificate) -> bool:
 def read_certificates(text: str, field_name: str) -> list[x509.Certificate]:
     """Every certificate in a PEM text; 400 naming ``field_name`` when there is none."""
     if "-----BEGIN CERTIFICATE-----" not in text:
-        raise SecretsError(400, f"{field_name}: certificate could not be PEM-decoded")
+        raise InvalidRequest(f"{field_name}: certificate could not be PEM-decoded")
     try:
         return x509.load_pem_x509_certificates(text.encode())
     except ValueError as exc:
-        raise SecretsError(400, f"{field_name}: error parsing certificate: {exc}") from None
+        raise InvalidRequest(f"{field_name}: error parsing certificate: {exc}") from None
 
 
 def read_csr(text: str) -> x509.CertificateSigningRequest:
     """A PEM certificate request with a valid signature; 400 naming ``csr`` otherwise."""
     if "-----BEGIN" not in text:
-        raise SecretsError(400, "csr contains no data")
+        raise InvalidRequest("csr contains no data")
     try:
         csr = x509.load_pem_x509_csr(text.encode())
     except ValueError as exc:
-        raise SecretsError(400, f"certificate request could not be parsed: {exc}") from None
+        raise InvalidRequest(f"certificate request could not be parsed: {exc}") from None
     if not csr.is_signature_valid:
-        raise SecretsError(400, "csr: request signature invalid")
+        raise InvalidRequest("csr: request signature invalid")
     return csr
 
 
@@ -493,7 +493,7 @@ def _attribute(oid: x509.ObjectIdentifier, value: str, name: str) -> x509.NameAt
     try:
         return x509.NameAttribute(oid, value)
     except ValueError as exc:
-        raise SecretsError(400, f"{name}: {exc}") from None
+        raise InvalidRequest(f"{name}: {exc}") from None
 
 
 def signature_algorithm_name(cert: x509.Certificate) -> str:

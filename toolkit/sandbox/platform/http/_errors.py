@@ -1,8 +1,9 @@
 """JSON:API error documents of the platform sandbox: the HTTP side of every refusal.
 
 :class:`ErrorDocument` is what the HTTP layer answers with: a status and the
-JSON:API error objects (``status``, ``title``, ``detail``, ``source.pointer``
-or ``source.parameter``). The HTTP side raises it for what only the wire can
+members of its JSON:API error objects (``title``, ``detail``, ``source.pointer``
+or ``source.parameter``; ``status`` is filled in by the one error shaper,
+:func:`toolkit.sandbox._wire.error_response`). The HTTP side raises it for what only the wire can
 get wrong (a body that is not a document, an attribute of the wrong JSON
 type, a query parameter the service cannot use), and :func:`from_state` turns
 a typed refusal of the state (:mod:`.errors`) into one, pointing at the member
@@ -13,21 +14,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import (
+from starlette.responses import JSONResponse
+
+from ..._wire import error_response
+from ..errors import (
     InUse,
-    Invalid,
     LimitReached,
-    NotFound,
     NotRemovable,
     PlatformError,
-    Unauthorized,
+    RecordNotFound,
+    RuleViolation,
+    UnknownCaller,
 )
 
 __all__ = ["ErrorDocument", "bad_parameter", "from_state", "invalid", "pointer_of"]
 
 
 class ErrorDocument(Exception):
-    """A refusal as the wire carries it: ``status`` and the JSON:API error objects."""
+    """A refusal as the wire carries it: ``status`` and the JSON:API error objects
+    (their members after ``status``)."""
 
     def __init__(self, status: int, errors: list[dict[str, Any]]) -> None:
         self.status = status
@@ -45,7 +50,7 @@ class ErrorDocument(Exception):
         parameter: str | None = None,
     ) -> ErrorDocument:
         """An error document with a single error object."""
-        obj: dict[str, Any] = {"status": str(status), "title": title}
+        obj: dict[str, Any] = {"title": title}
         if detail is not None:
             obj["detail"] = detail
         if pointer is not None:
@@ -54,9 +59,9 @@ class ErrorDocument(Exception):
             obj["source"] = {"parameter": parameter}
         return cls(status, [obj])
 
-    @property
-    def document(self) -> dict[str, Any]:
-        return {"errors": self.errors}
+    def response(self) -> JSONResponse:
+        """The answer that carries this refusal."""
+        return error_response("platform", self.status, *self.errors)
 
 
 def invalid(detail: str, pointer: str | None = None) -> ErrorDocument:
@@ -94,12 +99,12 @@ def pointer_of(field: str | None, index: int | None = None) -> str | None:
 def from_state(exc: PlatformError) -> ErrorDocument:
     """The error document of a refusal by the state's rules."""
     detail = str(exc)
-    if isinstance(exc, Unauthorized):
+    if isinstance(exc, UnknownCaller):
         return ErrorDocument.one(401, "unauthorized", detail)
-    if isinstance(exc, NotFound):
+    if isinstance(exc, RecordNotFound):
         # The same answer for a missing record and one the caller may not see (spec part 5).
         return ErrorDocument.one(404, "not found")
-    if isinstance(exc, Invalid):
+    if isinstance(exc, RuleViolation):
         return invalid(detail, pointer_of(exc.field, exc.index))
     if isinstance(exc, LimitReached):
         return ErrorDocument.one(422, "agent pool limit reached", detail)

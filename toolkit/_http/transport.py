@@ -42,7 +42,7 @@ from .._tls import client_context
 from .policy import Failure
 from .response import Response
 
-__all__ = ["ConnectorFactory", "DeadlineWatch", "Engine"]
+__all__ = ["ConnectorFactory", "DeadlineWatch", "Transport"]
 
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ _NO_PROXY: dict[str, Any] = {}  # a server reached directly: no proxy arguments
 ConnectorFactory = Callable[[], Any]
 
 # Every engine of this process, for the fork hook below.
-_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
+_ENGINES: weakref.WeakSet[Transport] = weakref.WeakSet()
 # In a forked child, what the parent's engines left: kept, never closed here.
 _ORPHANS: list[Any] = []
 
@@ -118,7 +118,7 @@ def tls_context(
     )
 
 
-class Engine:
+class Transport:
     """A private event loop with one aiohttp session, started on first use.
 
     ``limit`` bounds the connections kept and opened at once; ``connector``
@@ -203,10 +203,6 @@ class Engine:
                 self._thread = thread
                 self._loop = loop
             return self._loop
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run ``coro`` on the engine's loop and wait for its result (from any other thread)."""
-        return self.submit(coro).result(timeout)
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
         """Schedule ``coro`` on the loop. When :meth:`close` ran between taking the
