@@ -288,6 +288,14 @@ def test_each_fact_of_the_two_apis_is_written_in_one_place() -> None:
         ("name", "PURPOSES"): {"toolkit/_spec/keymgmt.py"},
         ("function", "split_lease_id"): {"toolkit/_spec/leases.py"},
         ("function", "format_serial"): {"toolkit/_x509.py"},
+        ("name", "MAX_PAGE_SIZE"): {"toolkit/_spec/jsonapi.py"},
+        ("name", "DEFAULT_PAGE_SIZE"): {"toolkit/_spec/jsonapi.py"},
+        ("name", "MEDIA_TYPE"): {
+            "toolkit/_spec/jsonapi.py",
+            "toolkit/sandbox/platform/http/_base.py",
+        },
+        ("literal", "application/vnd.api+json"): {"toolkit/_spec/jsonapi.py"},
+        ("name", "SERVER_VERSION"): {"toolkit/sandbox/secrets/seal.py"},
     }
     found: dict[tuple[str, str], set[str]] = {}
     for where, kind, value in _literals_and_names():

@@ -284,3 +284,18 @@ def test_an_unknown_path_and_a_foreign_host_answer_in_the_secrets_apis_shape(
     assert unknown.status_code == 404
     assert unknown.json() == {"errors": ["no handler for route '/v1/no/such/path'"]}
     assert foreign.status_code == 400 and "--allow-host" in foreign.json()["errors"][0]
+
+
+def test_a_store_of_the_sandbox_is_named_a_store() -> None:
+    """One word for one kind of thing: a store is ``<Thing>Store``; the two facades are
+    the only services, and the server's own names (mount table, plugin catalog) stay."""
+    facades = {"SecretsService", "PlatformService"}
+    odd = sorted(
+        f"{path.relative_to(SANDBOX)}: {node.name}"
+        for path in _modules(SANDBOX)
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.ClassDef)
+        and node.name.endswith(("Manager", "Tree", "Service"))
+        and node.name not in facades
+    )
+    assert odd == []

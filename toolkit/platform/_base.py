@@ -10,7 +10,8 @@ import pandas as pd
 from .._area import Area
 from .._frames import Schema, build_frame
 from .._records import Record
-from ._jsonapi import MEDIA_TYPE, flatten, iter_resources
+from .._spec.jsonapi import MEDIA_TYPE
+from ._jsonapi import flatten, iter_resources
 
 __all__ = ["PlatformArea"]
 

@@ -21,6 +21,7 @@ from .._frames import Schema, frame_from_columns
 from .._gc import collector_paused
 from .._http import HTTPLayer, Request, decode_json
 from .._progress import progress
+from .._spec.jsonapi import MAX_PAGE_SIZE
 
 __all__ = [
     "MAX_PAGES",
@@ -35,10 +36,6 @@ __all__ = [
     "resources_frame",
     "snake",
 ]
-
-# The largest page the platform serves; fewer requests for the same records.
-MAX_PAGE_SIZE = 100
-MEDIA_TYPE = "application/vnd.api+json"
 
 
 def snake(name: str) -> str:

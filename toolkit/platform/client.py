@@ -13,7 +13,8 @@ from .._http import RetryPolicy, decode_json
 from .._http.layer import FAN_OUT_TIMEOUT
 from .._masking import Sensitive
 from .._records import Record
-from ._jsonapi import MEDIA_TYPE, flatten
+from .._spec.jsonapi import MEDIA_TYPE
+from ._jsonapi import flatten
 from .agent_pools import AgentPools
 from .organizations import Organizations
 from .policy_set_parameters import PolicySetParameters

@@ -25,13 +25,15 @@ from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from .._spec.jsonapi import MEDIA_TYPE
+
 __all__ = ["API", "JSON_API", "SandboxRequest", "api_of", "error_response"]
 
 ServiceT = TypeVar("ServiceT")
 CallerT = TypeVar("CallerT")
 
 API = Literal["secrets", "platform"]
-JSON_API = "application/vnd.api+json"
+JSON_API = MEDIA_TYPE
 
 
 @dataclass

@@ -21,14 +21,14 @@ from toolkit.sandbox import Sandbox
 from toolkit.sandbox._clock import Clock
 from toolkit.sandbox.secrets.demo_leases import _ROLES, DEMO_LEASE_COUNT
 from toolkit.sandbox.secrets.errors import InvalidRequest, SecretsError
-from toolkit.sandbox.secrets.leases import Lease, LeaseManager, mount_of
+from toolkit.sandbox.secrets.leases import Lease, LeaseStore, mount_of
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def manager() -> LeaseManager:
-    return LeaseManager(Clock(START))
+def manager() -> LeaseStore:
+    return LeaseStore(Clock(START))
 
 
 def failing(reason: str) -> Callable[[Lease], None]:
@@ -41,7 +41,7 @@ def failing(reason: str) -> Callable[[Lease], None]:
 # -- the lease manager, without a socket -------------------------------------------
 
 
-def test_a_lease_id_is_the_path_prefix_and_a_random_suffix(manager: LeaseManager) -> None:
+def test_a_lease_id_is_the_path_prefix_and_a_random_suffix(manager: LeaseStore) -> None:
     lease = manager.create("database/creds/readonly", ttl=3600)
     prefix, _, suffix = lease.lease_id.rpartition("/")
     assert prefix == "database/creds/readonly"
@@ -50,7 +50,7 @@ def test_a_lease_id_is_the_path_prefix_and_a_random_suffix(manager: LeaseManager
     assert mount_of("auth/token/create/abc") == "auth/token/"
 
 
-def test_a_lease_expires_on_its_own_when_the_clock_passes_its_ttl(manager: LeaseManager) -> None:
+def test_a_lease_expires_on_its_own_when_the_clock_passes_its_ttl(manager: LeaseStore) -> None:
     lease = manager.create("database/creds/readonly", ttl=60)
     manager._clock.advance(30)
     assert manager.get(lease.lease_id) is lease
@@ -59,7 +59,7 @@ def test_a_lease_expires_on_its_own_when_the_clock_passes_its_ttl(manager: Lease
     assert manager.lookup_prefix("database/") == []
 
 
-def test_expiry_runs_the_engines_revocation_callback(manager: LeaseManager) -> None:
+def test_expiry_runs_the_engines_revocation_callback(manager: LeaseStore) -> None:
     revoked: list[str] = []
     lease = manager.create(
         "broker/creds/app", ttl=10, on_revoke=lambda le: revoked.append(le.lease_id)
@@ -70,7 +70,7 @@ def test_expiry_runs_the_engines_revocation_callback(manager: LeaseManager) -> N
 
 
 def test_a_lease_whose_revocation_fails_at_expiry_becomes_irrevocable(
-    manager: LeaseManager,
+    manager: LeaseStore,
 ) -> None:
     lease = manager.create("database/creds/app", ttl=10, on_revoke=failing("connection refused"))
     manager._clock.advance(11)
@@ -79,7 +79,7 @@ def test_a_lease_whose_revocation_fails_at_expiry_becomes_irrevocable(
     assert manager.count_irrevocable() == ({"database/": 1}, 1)
 
 
-def test_renewal_extends_from_now_and_records_the_renewal_time(manager: LeaseManager) -> None:
+def test_renewal_extends_from_now_and_records_the_renewal_time(manager: LeaseStore) -> None:
     lease = manager.create("database/creds/app", ttl=600, max_ttl=3600)
     manager._clock.advance(300)
     renewed = manager.renew(lease.lease_id, 900)
@@ -90,13 +90,13 @@ def test_renewal_extends_from_now_and_records_the_renewal_time(manager: LeaseMan
     assert manager.get(lease.lease_id) is lease
 
 
-def test_renewal_without_an_increment_grants_the_original_ttl(manager: LeaseManager) -> None:
+def test_renewal_without_an_increment_grants_the_original_ttl(manager: LeaseStore) -> None:
     lease = manager.create("database/creds/app", ttl=600, max_ttl=3600)
     manager._clock.advance(100)
     assert 599 <= manager.renew(lease.lease_id).ttl(manager.now()) <= 600
 
 
-def test_renewal_is_capped_at_issue_time_plus_max_ttl(manager: LeaseManager) -> None:
+def test_renewal_is_capped_at_issue_time_plus_max_ttl(manager: LeaseStore) -> None:
     lease = manager.create("database/creds/app", ttl=600, max_ttl=1000)
     manager._clock.advance(500)
     manager.renew(lease.lease_id, 10_000)
@@ -104,7 +104,7 @@ def test_renewal_is_capped_at_issue_time_plus_max_ttl(manager: LeaseManager) -> 
     assert 499 <= lease.ttl(manager.now()) <= 500
 
 
-def test_a_lease_renewed_up_to_its_max_ttl_expires_there(manager: LeaseManager) -> None:
+def test_a_lease_renewed_up_to_its_max_ttl_expires_there(manager: LeaseStore) -> None:
     lease = manager.create("database/creds/app", ttl=100, max_ttl=100)
     manager._clock.advance(50)
     manager.renew(lease.lease_id, 100)
@@ -113,19 +113,19 @@ def test_a_lease_renewed_up_to_its_max_ttl_expires_there(manager: LeaseManager) 
         manager.renew(lease.lease_id, 100)
 
 
-def test_a_non_renewable_lease_refuses_renewal(manager: LeaseManager) -> None:
+def test_a_non_renewable_lease_refuses_renewal(manager: LeaseStore) -> None:
     lease = manager.create("pki/issue/web-server", ttl=600, renewable=False)
     with pytest.raises(SecretsError, match="not renewable") as info:
         manager.renew(lease.lease_id, 60)
     assert isinstance(info.value, InvalidRequest)
 
 
-def test_the_ttl_at_creation_is_capped_by_max_ttl(manager: LeaseManager) -> None:
+def test_the_ttl_at_creation_is_capped_by_max_ttl(manager: LeaseStore) -> None:
     lease = manager.create("database/creds/app", ttl=7200, max_ttl=3600)
     assert lease.ttl(manager.now()) <= 3600
 
 
-def test_revoke_prefix_revokes_only_the_leases_under_the_folder(manager: LeaseManager) -> None:
+def test_revoke_prefix_revokes_only_the_leases_under_the_folder(manager: LeaseStore) -> None:
     ro = [manager.create("database/creds/readonly", ttl=600) for _ in range(3)]
     app = manager.create("database/creds/app", ttl=600)
     other = manager.create("database/creds/readonly-extra", ttl=600)
@@ -135,20 +135,20 @@ def test_revoke_prefix_revokes_only_the_leases_under_the_folder(manager: LeaseMa
     assert manager.get(other.lease_id) is other
 
 
-def test_revoke_prefix_naming_one_lease_revokes_that_lease(manager: LeaseManager) -> None:
+def test_revoke_prefix_naming_one_lease_revokes_that_lease(manager: LeaseStore) -> None:
     lease = manager.create("database/creds/readonly", ttl=600)
     assert manager.revoke_prefix(lease.lease_id) == 1
     assert manager.get(lease.lease_id) is None
 
 
-def test_revoke_prefix_stops_at_a_failing_lease_and_keeps_it(manager: LeaseManager) -> None:
+def test_revoke_prefix_stops_at_a_failing_lease_and_keeps_it(manager: LeaseStore) -> None:
     bad = manager.create("database/creds/app", ttl=600, on_revoke=failing("db down"))
     with pytest.raises(SecretsError, match="db down"):
         manager.revoke_prefix("database/")
     assert manager.get(bad.lease_id) is bad and bad.irrevocable
 
 
-def test_revoke_force_removes_leases_even_when_the_engine_fails(manager: LeaseManager) -> None:
+def test_revoke_force_removes_leases_even_when_the_engine_fails(manager: LeaseStore) -> None:
     bad = manager.create("database/creds/app", ttl=600, on_revoke=failing("db down"))
     good = manager.create("database/creds/app", ttl=600)
     assert manager.revoke_force("database/creds/app") == 2
@@ -156,13 +156,13 @@ def test_revoke_force_removes_leases_even_when_the_engine_fails(manager: LeaseMa
     assert manager.count_irrevocable() == ({}, 0)
 
 
-def test_revoking_one_lease_reports_whether_there_was_one(manager: LeaseManager) -> None:
+def test_revoking_one_lease_reports_whether_there_was_one(manager: LeaseStore) -> None:
     lease = manager.create("broker/creds/app", ttl=600)
     assert manager.revoke(lease.lease_id) is True
     assert manager.revoke(lease.lease_id) is False
 
 
-def test_tidy_revokes_the_leases_of_tokens_that_are_gone(manager: LeaseManager) -> None:
+def test_tidy_revokes_the_leases_of_tokens_that_are_gone(manager: LeaseStore) -> None:
     kept = manager.create("database/creds/app", ttl=600, token="live-token")
     gone = manager.create("database/creds/app", ttl=600, token="dead-token")
     server = manager.create("database/creds/app", ttl=600)
@@ -171,7 +171,7 @@ def test_tidy_revokes_the_leases_of_tokens_that_are_gone(manager: LeaseManager) 
     assert manager.get(kept.lease_id) is kept and manager.get(server.lease_id) is server
 
 
-def test_revoke_by_token_revokes_every_lease_of_that_token(manager: LeaseManager) -> None:
+def test_revoke_by_token_revokes_every_lease_of_that_token(manager: LeaseStore) -> None:
     for _ in range(3):
         manager.create("database/creds/app", ttl=600, token="t1")
     manager.create("database/creds/app", ttl=600, token="t2")
@@ -179,7 +179,7 @@ def test_revoke_by_token_revokes_every_lease_of_that_token(manager: LeaseManager
     assert len(manager) == 1
 
 
-def test_the_token_a_lease_was_issued_to_never_shows_in_its_repr(manager: LeaseManager) -> None:
+def test_the_token_a_lease_was_issued_to_never_shows_in_its_repr(manager: LeaseStore) -> None:
     # Values no random lease id can contain (ids are letters and digits only).
     lease = manager.create(
         "database/creds/app", ttl=600, token="s.very-secret-token", data={"p": "pass-word!"}
@@ -188,7 +188,7 @@ def test_the_token_a_lease_was_issued_to_never_shows_in_its_repr(manager: LeaseM
 
 
 def test_lookup_prefix_lists_direct_children_with_folders_ending_in_a_slash(
-    manager: LeaseManager,
+    manager: LeaseStore,
 ) -> None:
     a = manager.create("database/creds/readonly", ttl=600, suffix="aaa")
     manager.create("database/creds/readonly/nested", ttl=600, suffix="bbb")
@@ -199,7 +199,7 @@ def test_lookup_prefix_lists_direct_children_with_folders_ending_in_a_slash(
     assert manager.lookup_prefix("database/creds/readonly") == ["nested/"]
 
 
-def test_irrevocable_leases_are_listed_by_mount_up_to_a_limit(manager: LeaseManager) -> None:
+def test_irrevocable_leases_are_listed_by_mount_up_to_a_limit(manager: LeaseStore) -> None:
     for mount in ("database/creds/app", "broker/creds/app", "database/creds/ro"):
         manager.create(mount, ttl=1, on_revoke=failing("unreachable"))
     manager._clock.advance(2)
@@ -210,7 +210,7 @@ def test_irrevocable_leases_are_listed_by_mount_up_to_a_limit(manager: LeaseMana
 
 
 def test_expiry_examines_only_the_leases_that_are_due_not_all_leases(
-    manager: LeaseManager,
+    manager: LeaseStore,
 ) -> None:
     for _ in range(5000):
         manager.create("database/creds/long", ttl=86_400)
@@ -246,7 +246,7 @@ def test_a_kept_listing_follows_every_lease_added_or_revoked_under_it(
 
 
 def test_listing_a_prefix_touches_its_path_and_children_not_every_lease(
-    manager: LeaseManager,
+    manager: LeaseStore,
 ) -> None:
     for _ in range(3000):
         manager.create("database/creds/big", ttl=86_400)
@@ -261,7 +261,7 @@ def test_listing_a_prefix_touches_its_path_and_children_not_every_lease(
     assert manager.examined - before < 20
 
 
-def test_renewals_do_not_grow_the_expiry_heap_without_bound(manager: LeaseManager) -> None:
+def test_renewals_do_not_grow_the_expiry_heap_without_bound(manager: LeaseStore) -> None:
     lease = manager.create("database/creds/app", ttl=600, max_ttl=10**9)
     for _ in range(1000):
         manager.renew(lease.lease_id, 600)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from .._clock import Clock
-    from .leases import LeaseManager
+    from .leases import LeaseStore
     from .mounts import MountTable
     from .password_policies import PasswordPolicyStore
     from .plugins import PluginCatalog
@@ -31,7 +31,7 @@ class EngineHost(Protocol):
     def clock(self) -> Clock: ...
 
     @property
-    def leases(self) -> LeaseManager: ...
+    def leases(self) -> LeaseStore: ...
 
     @property
     def tokens(self) -> TokenStore: ...

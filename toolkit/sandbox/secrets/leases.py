@@ -1,6 +1,6 @@
 """Leases on issued secrets (spec part 2 "Lease", section 4.4), in plain Python.
 
-:class:`LeaseManager` tracks every lease the sandbox's engines issue, on the
+:class:`LeaseStore` tracks every lease the sandbox's engines issue, on the
 sandbox clock (``service.clock``). Engines call it; the ``sys/leases/*``
 handlers in ``http/sys_leases.py`` are thin over it.
 
@@ -64,7 +64,7 @@ from .._plain import RecordTable, StoredRecord
 from .errors import InvalidRequest
 from .mounts import SYSTEM_MAX_TTL
 
-__all__ = ["Lease", "LeaseManager", "mount_of"]
+__all__ = ["Lease", "LeaseStore", "mount_of"]
 
 
 _SUFFIX_ALPHABET = string.ascii_letters + string.digits
@@ -127,7 +127,7 @@ class _Node:
         self.listing: list[str] | None = None
 
 
-class LeaseManager:
+class LeaseStore:
     """Every lease of the secrets server, expiring on the sandbox clock."""
 
     def __init__(self, clock: Clock) -> None:
@@ -168,7 +168,7 @@ class LeaseManager:
                 self._schedule(lease)
 
     def __repr__(self) -> str:
-        return f"<LeaseManager {len(self._leases)} leases, {len(self._irrevocable)} irrevocable>"
+        return f"<LeaseStore {len(self._leases)} leases, {len(self._irrevocable)} irrevocable>"
 
     # -- creating --------------------------------------------------------------
     def create(

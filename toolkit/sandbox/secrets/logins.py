@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from .errors import bad_request, not_found
 from .tokens import Token, TokenStore
 
-__all__ = ["AppRole", "LoginService", "SecretId", "TokenSettings"]
+__all__ = ["AppRole", "LoginStore", "SecretId", "TokenSettings"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _INVALID_CREDENTIALS = "invalid username or password"
@@ -106,7 +106,7 @@ def _check_name(kind: str, name: str) -> str:
     return name
 
 
-class LoginService:
+class LoginStore:
     """The three login methods' users, directory users and roles, and their logins."""
 
     def __init__(self, tokens: TokenStore) -> None:
@@ -118,7 +118,7 @@ class LoginService:
 
     def __repr__(self) -> str:
         return (
-            f"<LoginService {len(self.users)} userpass users, {len(self.ldap_users)} "
+            f"<LoginStore {len(self.users)} userpass users, {len(self.ldap_users)} "
             f"LDAP users, {len(self.roles)} AppRoles>"
         )
 

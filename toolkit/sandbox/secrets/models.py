@@ -9,10 +9,10 @@ from ..._spec.acl import ACL
 from .._clock import Clock
 from .backends import EngineRegistry
 from .errors import InvalidRequest, PathNotFound, capability_denied
-from .leases import LeaseManager
-from .logins import LoginService
+from .leases import LeaseStore
+from .logins import LoginStore
 from .mounts import Mount, MountTable
-from .namespaces import NamespaceTree
+from .namespaces import NamespaceStore
 from .password_policies import PasswordPolicyStore
 from .plugins import PluginCatalog
 from .policies import PolicyStore
@@ -56,13 +56,13 @@ class SecretsService:
         self.key_threshold = key_threshold
         self.policies = PolicyStore()
         self.password_policies = PasswordPolicyStore()
-        self.leases = LeaseManager(clock)
+        self.leases = LeaseStore(clock)
         self.plugins = PluginCatalog(engines.catalog_names())
         self.tokens = TokenStore(clock, root_token, lease_manager=self._lease_manager)
-        self.logins = LoginService(self.tokens)
+        self.logins = LoginStore(self.tokens)
         self.mounts = MountTable(engines.default_mounts())
         # Child namespaces and the administrative one (``sys/namespaces``).
-        self.namespaces = NamespaceTree()
+        self.namespaces = NamespaceStore()
         for mount in list(self.mounts.engines.values()):
             engines.attach_backend(self, mount)
 
@@ -77,7 +77,7 @@ class SecretsService:
         self.engines = EngineRegistry()
         if "namespaces" not in state:
             # A state stored before namespaces existed: it had none.
-            self.namespaces = NamespaceTree()
+            self.namespaces = NamespaceStore()
 
     def in_namespace(self, path: str) -> SecretsService:
         """The service as a request in namespace ``path`` sees it: the root itself, or a
@@ -109,7 +109,7 @@ class SecretsService:
         self.mounts.disable(path)
 
     # -- tokens and access --------------------------------------------------------
-    def _lease_manager(self) -> LeaseManager | None:
+    def _lease_manager(self) -> LeaseStore | None:
         return getattr(self, "leases", None)
 
     def authenticate(self, token_id: str | None) -> Token:
@@ -157,7 +157,7 @@ class NamespaceScope:
         self.policies = namespace.policies
         self.password_policies = namespace.password_policies
         self.mounts = namespace.mounts
-        self.leases = LeaseManager(root.clock)
+        self.leases = LeaseStore(root.clock)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.root, name)

@@ -14,7 +14,7 @@ a lease, and its lease endpoints see an empty lease store. Tokens, logins, the
 seal and the plugin catalog are the root namespace's.
 
 The spec (part 1, convention 5) allows restricted endpoints only in the root
-namespace or the administrative one: :attr:`NamespaceTree.admin` names it.
+namespace or the administrative one: :attr:`NamespaceStore.admin` names it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from .mounts import MountTable
 from .password_policies import PasswordPolicyStore
 from .policies import PolicyStore
 
-__all__ = ["Namespace", "NamespaceTree", "normalize"]
+__all__ = ["Namespace", "NamespaceStore", "normalize"]
 
 _ID_ALPHABET = string.ascii_letters + string.digits
 
@@ -56,7 +56,7 @@ class Namespace:
         self.mounts = MountTable()
 
 
-class NamespaceTree:
+class NamespaceStore:
     """Every child namespace by full path (``team-a/``, ``team-a/sub/``), and the admin one."""
 
     def __init__(self) -> None:

@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidRequest
+from .seal import SERVER_VERSION
 
 __all__ = ["BUILTIN_VERSION", "PLUGIN_TYPES", "PluginCatalog", "PluginEntry"]
 
 PLUGIN_TYPES = ("auth", "database", "secret")
 
-SERVER_VERSION = "2.7.2"
 BUILTIN_VERSION = f"v{SERVER_VERSION}+builtin.bao"
 
 # Builtin names per type; those in _DEPRECATED are listed as "deprecated", the rest "supported".

@@ -31,7 +31,7 @@ from .errors import InvalidRequest, bad_request, permission_denied
 from .mounts import SYSTEM_MAX_TTL
 
 if TYPE_CHECKING:
-    from .leases import Lease, LeaseManager
+    from .leases import Lease, LeaseStore
 
 __all__ = [
     "DEFAULT_TTL",
@@ -140,7 +140,7 @@ class TokenStore:
         clock: Clock,
         root_token: str,
         *,
-        lease_manager: Callable[[], LeaseManager | None] = lambda: None,
+        lease_manager: Callable[[], LeaseStore | None] = lambda: None,
     ) -> None:
         self.clock = clock
         # One stored row per token (``--state``).

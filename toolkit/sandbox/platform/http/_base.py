@@ -40,6 +40,7 @@ from urllib.parse import parse_qsl, urlencode
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from ...._spec.jsonapi import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from ..._wire import JSON_API, SandboxRequest
 from ..errors import PlatformError
 from ..models import Caller, PlatformService
@@ -76,8 +77,6 @@ __all__ = [
 
 BASE = "/api/v2"
 MEDIA_TYPE = JSON_API
-DEFAULT_PAGE_SIZE = 20
-MAX_PAGE_SIZE = 100
 T = TypeVar("T")
 
 # The one request class of the sandbox, as the platform's handlers see it.
