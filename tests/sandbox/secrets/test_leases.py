@@ -223,7 +223,7 @@ def test_expiry_examines_only_the_leases_that_are_due_not_all_leases(
 
 
 def test_a_kept_listing_follows_every_lease_added_or_revoked_under_it(
-    manager: LeaseManager,
+    manager: LeaseStore,
 ) -> None:
     first = manager.create("database/creds/app", ttl=86_400, suffix="m")
     assert manager.lookup_prefix("database/creds/app/") == ["m"]
