@@ -60,3 +60,17 @@ def test_a_long_list_of_gaps_stays_one_line():
         cov.note_gap(f"sys/leases/lookup/m{i}/", 403, "permission denied")
     summary = cov.summary()
     assert "and 47 more" in summary and "\n" not in summary
+
+
+def test_a_record_lists_its_gaps_in_the_same_order_whatever_order_they_were_noted_in() -> None:
+    """Concurrent reads note their gaps in any order: the record (and the evidence
+    filed from it) reads the same from run to run."""
+    noted = [("sys/b", 403, "permission denied"), ("sys/a", 404, "gone"), ("sys/a", 403, "x")]
+    records = []
+    for order in (noted, noted[::-1]):
+        cov = Coverage("plugins.inventory")
+        for path, status, reason in order:
+            cov.note_gap(path, status, reason)
+        records.append(cov.as_dict())
+    assert records[0] == records[1]
+    assert [g["path"] for g in records[0]["gaps"]] == ["sys/a", "sys/a", "sys/b"]

@@ -124,7 +124,12 @@ class Coverage:
             "asked": list(self.asked),
             "read": self.read,
             "complete": self.complete,
-            "gaps": [{"path": g.path, "status": g.status, "reason": g.reason} for g in self.gaps],
+            # In path order: reads that ran concurrently note theirs in any order, and
+            # evidence of the same view should read the same from run to run.
+            "gaps": [
+                {"path": g.path, "status": g.status, "reason": g.reason}
+                for g in sorted(self.gaps, key=lambda g: (g.path, g.status or 0, g.reason))
+            ],
         }
 
     @classmethod
