@@ -36,6 +36,7 @@ from ...http._base import (
     no_content,
     resource,
 )
+from ...http._credentials import lease_fields
 from . import bodies
 from .engine import PKIEngine
 from .requests import CRLConfig, Output, URLConfig, short_duration
@@ -220,7 +221,9 @@ async def issue(call: SecretsRequest) -> Response:
         key=bodies.key_request("internal", body),
         issuer_ref=call.params.get("ref"),
     )
-    return envelope(issued_document(engine, issued, output), warnings=warnings, **lease)
+    return envelope(
+        issued_document(engine, issued, output), warnings=warnings, **lease_fields(lease)
+    )
 
 
 async def sign(call: SecretsRequest) -> Response:
@@ -234,7 +237,9 @@ async def sign(call: SecretsRequest) -> Response:
         validity=bodies.validity(body),
         issuer_ref=call.params.get("ref"),
     )
-    return envelope(issued_document(engine, issued, output), warnings=warnings, **lease)
+    return envelope(
+        issued_document(engine, issued, output), warnings=warnings, **lease_fields(lease)
+    )
 
 
 async def sign_verbatim(call: SecretsRequest) -> Response:
@@ -248,7 +253,9 @@ async def sign_verbatim(call: SecretsRequest) -> Response:
         role_name=call.params.get("role"),
         issuer_ref=call.params.get("ref"),
     )
-    return envelope(issued_document(engine, issued, output), warnings=warnings, **lease)
+    return envelope(
+        issued_document(engine, issued, output), warnings=warnings, **lease_fields(lease)
+    )
 
 
 async def sign_intermediate(call: SecretsRequest) -> Response:

@@ -104,13 +104,13 @@ class Issuance(PKIState):
 
     def _lease(
         self, role_name: str, role: Mapping[str, Any], cert: x509.Certificate, verb: str
-    ) -> dict[str, Any]:
+    ) -> Lease | None:
         """A lease for the certificate when the role asks for one (``generate_lease``); else none."""
         if not role["generate_lease"]:
-            return {}
+            return None
         now = self.now()
         ttl = max(1, int((cert.not_valid_after_utc - now).total_seconds()))
-        lease = self.service.leases.create(
+        return self.service.leases.create(
             f"{self.mount.path}{verb}/{role_name}",
             ttl=ttl,
             max_ttl=ttl,
@@ -118,7 +118,6 @@ class Issuance(PKIState):
             on_revoke=self._lease_revoked,
             data={"serial": certs.format_serial(cert.serial_number)},
         )
-        return {"lease_id": lease.lease_id, "lease_duration": ttl, "renewable": False}
 
     def _lease_revoked(self, lease: Lease) -> None:
         kept = self.certs.get((lease.data or {}).get("serial", ""))
@@ -137,11 +136,11 @@ class Issuance(PKIState):
         validity: Validity,
         key: KeyRequest,
         issuer_ref: str | None = None,
-    ) -> tuple[Issued, list[str], dict[str, Any]]:
+    ) -> tuple[Issued, list[str], Lease | None]:
         """``POST issue/:role`` (or ``issuer/:ref/issue/:role``): a new key and its certificate.
 
         ``key`` is what the request asked (type and bits, or neither). Returns the
-        certificate made (with its new private key), warnings, and lease fields.
+        certificate made (with its new private key), warnings, and its lease (``generate_lease``).
         """
         role = self._role_for_use(role_name)
         key_type, bits, warnings = _issue_key(role, key)
@@ -169,7 +168,7 @@ class Issuance(PKIState):
         *,
         validity: Validity,
         issuer_ref: str | None = None,
-    ) -> tuple[Issued, list[str], dict[str, Any]]:
+    ) -> tuple[Issued, list[str], Lease | None]:
         """``POST sign/:role`` (or ``issuer/:ref/sign/:role``): a certificate for the CSR's key."""
         role = self._role_for_use(role_name)
         signer, signer_key = self._signer(issuer_ref or role["issuer_ref"])
@@ -205,7 +204,7 @@ class Issuance(PKIState):
         validity: Validity,
         role_name: str | None = None,
         issuer_ref: str | None = None,
-    ) -> tuple[Issued, list[str], dict[str, Any]]:
+    ) -> tuple[Issued, list[str], Lease | None]:
         """``POST sign-verbatim[/:role]`` (or ``issuer/:ref/sign-verbatim[/:role]``).
 
         The certificate carries the CSR's subject and SANs as they are: no name
@@ -254,7 +253,7 @@ class Issuance(PKIState):
         )
         if not role["no_store"]:
             self._keep(cert, signer.id)
-        lease = self._lease(role_name, role, cert, "sign-verbatim") if role_name else {}
+        lease = self._lease(role_name, role, cert, "sign-verbatim") if role_name else None
         return Issued(cert, signer), warnings, lease
 
     def _sign_leaf(
