@@ -23,6 +23,7 @@ from ...errors import InvalidRequest, SecretsError
 from . import x509 as certs
 from .requests import (
     CRLConfig,
+    TidyRequest,
     URLConfig,
     Validity,
     go_duration,
@@ -45,6 +46,7 @@ __all__ = [
     "PKIState",
     "StoredCRL",
     "StoredKey",
+    "TidyRun",
     "csr_common_name",
     "csr_sans",
     "rfc3339",
@@ -150,6 +152,17 @@ class StoredCRL:
     serials: list[str] = field(default_factory=list)  # the revoked serials it lists
 
 
+@dataclass(frozen=True)
+class TidyRun:
+    """The last tidy of a mount: what it was asked, when it ran, what it removed."""
+
+    request: TidyRequest
+    started: datetime
+    finished: datetime
+    cert_store_deleted: int
+    revoked_deleted: int
+
+
 class PKIState:
     """One mount's state of the certificate engine (spec 4.10), and the helpers all parts use."""
 
@@ -170,7 +183,7 @@ class PKIState:
         self.crl_number = 0
         # Revocations not yet in a complete CRL (auto_rebuild) and in no delta CRL yet.
         self.unpublished_revocations = 0
-        self.tidy_record: dict[str, Any] = {}
+        self.last_tidy: TidyRun | None = None
 
     def now(self) -> datetime:
         return self.service.clock.now()
