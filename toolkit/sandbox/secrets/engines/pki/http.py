@@ -685,7 +685,7 @@ def tidy_status_document(run: TidyRun | None, backend_uuid: str) -> dict[str, An
     if run is None:
         status["state"] = "Inactive"
         return status
-    asked = run.request
+    asked = run.asked
     return status | {
         "state": "Finished",
         "error": None,

@@ -156,7 +156,7 @@ class StoredCRL:
 class TidyRun:
     """The last tidy of a mount: what it was asked, when it ran, what it removed."""
 
-    request: TidyRequest
+    asked: TidyRequest
     started: datetime
     finished: datetime
     cert_store_deleted: int
