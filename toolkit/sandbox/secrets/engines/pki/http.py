@@ -41,6 +41,7 @@ from . import bodies
 from .engine import PKIEngine
 from .requests import CRLConfig, Output, URLConfig, short_duration
 from .revocation import URL_FIELDS
+from .roles import Role
 from .state import Imported, Issued, Issuer, StoredKey, TidyRun, rfc3339
 from .x509 import (
     cert_pem,
@@ -192,16 +193,24 @@ async def list_roles(call: SecretsRequest) -> Response:
     return listing(list(_engine(call).roles))
 
 
+def role_document(role: Role) -> dict[str, Any]:
+    """A role as the server reads it back: every field, lists as lists."""
+    return {
+        name: list(value) if isinstance(value, tuple) else value
+        for name, value in role.values().items()
+    }
+
+
 async def read_role(call: SecretsRequest) -> Response:
     role = _engine(call).role(call.params["name"])
     if role is None:
         raise PathNotFound()
-    return envelope(role)
+    return envelope(role_document(role))
 
 
 async def write_role(call: SecretsRequest) -> Response:
-    data, warnings = _engine(call).write_role(call.params["name"], bodies.role_values(call.body))
-    return envelope(data, warnings=warnings)
+    role, warnings = _engine(call).write_role(call.params["name"], bodies.role_values(call.body))
+    return envelope(role_document(role), warnings=warnings)
 
 
 async def delete_role(call: SecretsRequest) -> Response:
