@@ -26,7 +26,7 @@ from starlette.routing import Route
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.platform.http.routes import routes as platform_routes
 from toolkit.sandbox.secrets.engines import ENGINES
-from toolkit.sandbox.secrets.http.routes import routes as secrets_routes
+from toolkit.sandbox.secrets.http.routes import system_routes
 
 # -- what the spec says ---------------------------------------------------------------
 # Answer without a token (the real server's unauthenticated system endpoints).
@@ -92,7 +92,7 @@ def _concrete(template: str) -> str:
 def _secrets_endpoints() -> list[tuple[str, str]]:
     sandbox = Sandbox(demo=False)
     found: set[tuple[str, str]] = set()
-    for entry in secrets_routes(sandbox.secrets)[:-1]:  # the last is the engine dispatcher
+    for entry in system_routes(sandbox.secrets):
         assert isinstance(entry, Route) and entry.methods
         if entry.path.startswith(SELF_CHECKING):
             continue  # answers per token itself: see its own test below

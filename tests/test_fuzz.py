@@ -30,7 +30,7 @@ from toolkit.sandbox._plain import dump
 from toolkit.sandbox.platform.http.routes import routes as platform_routes
 from toolkit.sandbox.secrets.backends import EngineRegistry
 from toolkit.sandbox.secrets.engines import ENGINES
-from toolkit.sandbox.secrets.http.routes import routes as secrets_routes
+from toolkit.sandbox.secrets.http.routes import system_routes
 
 # Examples per endpoint: a few in the fast suite, many more in `make test-fuzz` (FUZZ_EXAMPLES),
 # which `make test` runs.
@@ -55,7 +55,7 @@ def _endpoints() -> list[tuple[str, str, frozenset[str]]]:
     for entry in platform_routes(sandbox.platform):
         assert isinstance(entry, Route)
         found.append(("platform", "/api/v2" + entry.path, frozenset(entry.methods or ())))
-    for entry in secrets_routes(sandbox.secrets)[:-1]:
+    for entry in system_routes(sandbox.secrets):
         assert isinstance(entry, Route)
         found.append(("secrets", "/v1" + entry.path, frozenset(entry.methods or ())))
     found += engine_endpoints(ENGINES)

@@ -69,3 +69,18 @@ def test_pki_certs_pages_with_after_and_limit() -> None:
         assert every == sorted(every) and first + rest == every and len(first) == 10
         with pytest.raises(Exception, match="limit"):
             bao.http.json("LIST", "/pki/certs", params={"limit": "ten"})
+
+
+def test_generated_leases_outlast_a_benchmark_and_some_have_under_an_hour() -> None:
+    from toolkit.sandbox.scale import LEASE_FLOOR
+
+    with Sandbox(demo=False, demo_scale={"leases": 3000}) as sb:
+        manager = sb.secrets.leases
+        now = manager.now()
+        left = [
+            (manager.get(f"{folder}/{key}").expire_time - now).total_seconds()  # type: ignore[union-attr]
+            for folder in ("database/creds/role-00", "database/creds/role-01")
+            for key in manager.lookup_prefix(folder + "/")
+        ]
+    assert min(left) >= LEASE_FLOOR - 60  # none expires while a full-size benchmark walks them
+    assert any(s < 3600 for s in left) and max(left) > 30 * 86400

@@ -13,7 +13,7 @@ from tests._sockets import Threaded, answer
 from toolkit import DecodeError, IncompleteAudit
 from toolkit._coverage import require_complete
 from toolkit.secrets import SecretsClient
-from toolkit.secrets.walk import Walk, stream_keys
+from toolkit.secrets.walk import Walk, stream_key_batches, stream_keys, walk_tree
 
 
 def _path(head: bytes) -> tuple[str, str]:
@@ -104,6 +104,38 @@ def test_keys_stream_from_either_listing_shape() -> None:
     assert list(stream_keys(b'{ "warnings": null, "keys" : ["q"] }')) == ["q"]
     with pytest.raises(DecodeError):
         list(stream_keys(b'{"data": {"keys": ["a", '))
+
+
+def test_keys_come_in_batches_of_at_most_the_size_asked_each_key_a_string() -> None:
+    body = json.dumps({"data": {"keys": [f"k{i}" for i in range(7)] + [5, "f/"]}}).encode()
+    batches = list(stream_key_batches(body, 4))
+    assert [len(b) for b in batches] == [4, 4, 1]
+    assert [k for b in batches for k in b] == [f"k{i}" for i in range(7)] + ["5", "f/"]
+
+
+def _lookup(folder: str) -> str:
+    return f"/sys/leases/lookup/{folder}"
+
+
+def test_a_walk_hands_leaves_in_chunks_and_walks_the_folders_met_among_them(
+    server_of: list[Threaded],
+) -> None:
+    trees = {
+        "/v1/sys/leases/lookup/": ["a1", "a2", "sub/", "a3", "a4", "a5"],
+        "/v1/sys/leases/lookup/sub/": ["b1"],
+    }
+
+    def answer_of(head: bytes, n: int) -> tuple[bytes, bool]:
+        return _listing(trees[_path(head)[1]]), False
+
+    server = Threaded(answer_of)
+    server_of.append(server)
+    walk = Walk()
+    with _client(server) as bao:
+        got = list(walk_tree(bao.leases._http, [""], path_of=_lookup, walk=walk, chunk=3))
+    # A chunk of three keys holding a folder hands two leaves; the folder is walked next.
+    assert got == [("", ["a1", "a2"]), ("", ["a3", "a4", "a5"]), ("sub/", ["b1"])]
+    assert (walk.folders, walk.leaves, walk.complete) == (2, 6, True)
 
 
 def test_a_mistyped_mount_is_named_by_the_lease_ids_and_the_scan(demo_sandbox) -> None:

@@ -7,8 +7,9 @@ deterministically (names and times from counters, no randomness but the
 keys):
 
 - ``leases``: four in ten under one exploding role (``database/creds/role-00``),
-  the rest over 19 more database roles and 5 broker roles, ttl from 10 min to
-  40 days;
+  the rest over 19 more database roles and 5 broker roles, ttl from 40 min to
+  40 days, at least 40 min of it left at start (some under an hour; none expire
+  during a benchmark's walks);
 - ``tokens``: service tokens with the default policy and a few of 20 policies,
   one in 50 never expiring and one in 100 root;
 - ``certificates``: leaf certificates of the ``pki/`` mount's default issuer,
@@ -83,6 +84,8 @@ def load_scale(sandbox: Sandbox, counts: dict[str, int]) -> None:
 
 
 # -- the kinds ----------------------------------------------------------------------------
+# The least time a generated lease has left when the sandbox starts (40 minutes).
+LEASE_FLOOR = 2400
 LEASE_FOLDERS = [f"database/creds/role-{i:02d}" for i in range(1, 20)] + [
     f"broker/creds/queue-{i:02d}" for i in range(5)
 ]
@@ -93,14 +96,15 @@ def _leases(secrets: Any, count: int) -> None:
     now = leases.now()
     for i in range(count):
         folder = "database/creds/role-00" if i % 10 < 4 else LEASE_FOLDERS[i % len(LEASE_FOLDERS)]
-        ttl = 600 + (i * 7919) % (40 * 86400)
+        ttl = LEASE_FLOOR + (i * 7919) % (40 * 86400)
         leases.create(
             folder,
             ttl=ttl,
             renewable=True,
             suffix=f"scale{i:09d}",
-            # Issued up to a day ago, never so long ago that it has already expired.
-            issue_time=now - timedelta(seconds=(i % 86400) % (ttl // 2)),
+            # Issued up to a day ago, with at least LEASE_FLOOR left: some under an hour,
+            # none gone while a benchmark walks them (the full-size scale run takes 15-25 min).
+            issue_time=now - timedelta(seconds=(i % 86400) % (ttl - LEASE_FLOOR + 1)),
         )
 
 

@@ -87,3 +87,82 @@ def test_a_denied_request_changes_nothing(sandbox: Sandbox) -> None:
         kept = root.get("sys/policies/password/alnum-20")
     assert_error(refused, 403, "permission denied")
     assert kept.status_code == 200
+
+
+def test_the_envelope_is_compact_json_and_writes_what_orjson_cannot() -> None:
+    import json
+
+    from toolkit.sandbox.secrets.http._base import envelope
+
+    payload = {"keys": ["a", "b/"], "n": 3, 7: "int key", "é": None}
+    body = envelope(payload).body
+    assert json.loads(body)["data"] == {"keys": ["a", "b/"], "n": 3, "7": "int key", "é": None}
+    assert b'"data":{"keys":["a","b/"]' in body  # compact, as the standard encoder wrote it
+    assert json.loads(envelope({"serial": 2**70}).body)["data"] == {"serial": 2**70}
+
+
+def test_engine_paths_are_dispatched_first_and_system_paths_keep_their_table() -> None:
+    from starlette.routing import Match
+
+    from toolkit.sandbox.secrets.http.routes import routes
+
+    sandbox = Sandbox(demo=False)
+    first = routes(sandbox.secrets)[0]
+
+    def matched(path: str) -> Match:
+        scope = {"type": "http", "path": path, "root_path": "", "method": "GET"}
+        return first.matches(scope)[0]
+
+    assert matched("/pki/cert/1f:a5") is Match.FULL
+    assert matched("/secret/data/app") is Match.FULL
+    assert matched("/sys/mounts") is Match.NONE
+    assert matched("/auth/token/lookup-self") is Match.NONE
+
+
+def test_the_date_header_follows_the_sandbox_clock_when_it_moves(sandbox: Sandbox) -> None:
+    from email.utils import parsedate_to_datetime
+
+    with v1(sandbox) as root:
+        before = parsedate_to_datetime(root.get("sys/health").headers["date"])
+        sandbox.secrets.clock.advance(3600)
+        after = parsedate_to_datetime(root.get("sys/health").headers["date"])
+    assert 3600 <= (after - before).total_seconds() < 3610
+
+
+def test_the_indexed_system_routes_choose_as_starlette_s_ordered_scan_would() -> None:
+    from starlette.routing import Match
+
+    from toolkit.sandbox.secrets.http.routes import IndexedRoutes, system_routes
+
+    table = system_routes(Sandbox(demo=False).secrets)
+    indexed = IndexedRoutes(table)
+    paths = {r.path.replace("{", "").replace("}", "").replace(":path", "") for r in table}
+    paths |= {"/sys", "/sys/", "/auth", "/auth/x/login/u", "/sys/leases/lookup/a/b/", "/nope"}
+    for path in sorted(paths):
+        for method in ("GET", "POST", "DELETE", "LIST", "PATCH"):
+            scope = {"type": "http", "path": path, "root_path": "", "method": method}
+            linear = (Match.NONE, None)
+            for route in table:
+                match, _ = route.matches(scope)
+                if match is Match.FULL:
+                    linear = (match, route)
+                    break
+                if match is Match.PARTIAL and linear[0] is Match.NONE:
+                    linear = (match, route)
+            match, child = indexed.matches(scope)
+            assert (match, child.get("toolkit.sandbox.route")) == linear, (method, path)
+
+
+def test_the_indexed_routes_still_name_their_paths() -> None:
+    from starlette.routing import NoMatchFound
+
+    from toolkit.sandbox.secrets.http.routes import IndexedRoutes, system_routes
+
+    table = system_routes(Sandbox(demo=False).secrets)
+    first = table[0]
+    params = {p: "x" for p in first.param_convertors}
+    assert IndexedRoutes(table).url_path_for(first.name, **params) == first.url_path_for(
+        first.name, **params
+    )
+    with pytest.raises(NoMatchFound):
+        IndexedRoutes(table).url_path_for("no-such-route")

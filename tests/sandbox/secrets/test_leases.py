@@ -222,6 +222,29 @@ def test_expiry_examines_only_the_leases_that_are_due_not_all_leases(
     assert manager.examined - before == 3
 
 
+def test_a_kept_listing_follows_every_lease_added_or_revoked_under_it(
+    manager: LeaseStore,
+) -> None:
+    first = manager.create("database/creds/app", ttl=86_400, suffix="m")
+    assert manager.lookup_prefix("database/creds/app/") == ["m"]
+    assert manager.lookup_prefix("database/creds/") == ["app/"]
+    manager.create("database/creds/app", ttl=86_400, suffix="a")
+    manager.create("database/creds/app/m", ttl=86_400, suffix="x")  # "m" is a folder too now
+    assert manager.lookup_prefix("database/creds/app/") == ["a", "m", "m/"]
+    before = manager.examined
+    manager.lookup_prefix("database/creds/app/")
+    assert manager.examined - before == 3  # kept: only the path was walked again
+    manager.revoke(first.lease_id)
+    assert manager.lookup_prefix("database/creds/app/") == ["a", "m/"]
+    manager.create("database/creds/short", ttl=10)
+    assert manager.lookup_prefix("database/creds/") == ["app/", "short/"]
+    manager._clock.advance(11)  # expiry revokes it, and the kept listing follows
+    assert manager.lookup_prefix("database/creds/") == ["app/"]
+    listed = manager.lookup_prefix("database/creds/")
+    listed.append("changed by a caller")
+    assert manager.lookup_prefix("database/creds/") == ["app/"]
+
+
 def test_listing_a_prefix_touches_its_path_and_children_not_every_lease(
     manager: LeaseStore,
 ) -> None:

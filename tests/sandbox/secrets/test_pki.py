@@ -1605,3 +1605,19 @@ def test_deleting_the_default_issuer_warns_and_leaves_its_certificates(api: http
     assert len(key_id) == 2  # the key stays, and can go now
     ok(api.post("pki/issue/root-ops", json={"common_name": "ops.example.com"}))
     assert api.get("pki/crl").status_code == 204  # no default issuer, no default CRL
+
+
+def test_paged_certificate_listing_follows_a_certificate_issued_between_pages(
+    shared: httpx.Client,
+) -> None:
+    def page(after: str = "", limit: int = 3) -> list[str]:
+        params = {"limit": str(limit), **({"after": after} if after else {})}
+        response = shared.request("LIST", "pki/certs", params=params)
+        return list(ok(response)["data"]["keys"]) if response.status_code == 200 else []
+
+    everything = page(limit=0)
+    assert everything == sorted(everything) and page() == everything[:3]
+    serial = ok(shared.post("pki/issue/web-server", json={"common_name": "paged.example.com"}))
+    added = serial["data"]["serial_number"]
+    assert added in page(limit=0)  # the kept order is sorted again after an issue
+    assert page(after=everything[0], limit=2) == sorted([*everything, added])[1:3]

@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -59,6 +60,20 @@ __all__ = [
     "serve",
     "status_of",
 ]
+
+
+class EnvelopeResponse(JSONResponse):
+    """A JSON answer rendered with orjson: the sandbox's LIST answers run to
+    hundreds of thousands of keys (``--demo-scale``), and the standard
+    library's encoder took a fifth of its time serving them. The bytes are the
+    same compact JSON; what orjson cannot write (an integer beyond 64 bits) is
+    written by the standard encoder as before."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)
+        except TypeError:  # orjson.JSONEncodeError
+            return super().render(content)
 
 
 def error(status: int, *messages: str) -> JSONResponse:
@@ -119,7 +134,7 @@ def envelope(
             "auth": auth,
         }
     )
-    return JSONResponse(payload, status_code=status)
+    return EnvelopeResponse(payload, status_code=status)
 
 
 def bare(payload: Any, status: int = 200) -> JSONResponse:

@@ -23,21 +23,36 @@ from ._base import EngineRoute, error, serve
 if TYPE_CHECKING:
     from ..models import SecretsService
 
-__all__ = ["dispatcher"]
+__all__ = ["EnginePathsFirst", "dispatcher"]
+
+# First path segments that only system routes serve (nothing can be mounted under them).
+_SYSTEM_SEGMENTS = frozenset({"sys", "auth"})
 
 
 class _Compiled:
-    """An engine type's handlers with their path patterns compiled."""
+    """An engine type's handlers with their path patterns compiled, and indexed by
+    their first segment: a path is matched against the patterns whose first segment
+    is its own or a parameter, in the order the engine declares them."""
 
     def __init__(self, routes: list[EngineRoute]) -> None:
         self.entries: list[tuple[re.Pattern[str], dict[str, Any], EngineRoute]] = []
+        firsts: list[str | None] = []
         for entry in routes:
             regex, _, convertors = compile_path("/" + entry.path)
             self.entries.append((regex, convertors, entry))
+            first = entry.path.split("/", 1)[0]
+            firsts.append(None if "{" in first else first)
+        literal = {f for f in firsts if f is not None}
+        self._by_first = {
+            name: [e for e, f in zip(self.entries, firsts, strict=True) if f in (name, None)]
+            for name in literal
+        }
+        self._open = [e for e, f in zip(self.entries, firsts, strict=True) if f is None]
 
     def match(self, rest: str) -> tuple[EngineRoute, dict[str, Any]] | None:
-        for regex, convertors, entry in self.entries:
-            found = regex.match("/" + rest)
+        path = "/" + rest
+        for regex, convertors, entry in self._by_first.get(rest.split("/", 1)[0], self._open):
+            found = regex.match(path)
             if found:
                 params = {k: convertors[k].convert(v) for k, v in found.groupdict().items()}
                 return entry, params
@@ -77,3 +92,22 @@ def dispatcher(service: SecretsService, system_routes: Sequence[BaseRoute]) -> R
 
     methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "LIST"]
     return Route("/{path:path}", endpoint, methods=methods)
+
+
+class EnginePathsFirst(Route):
+    """The engine dispatcher, tried before every system route for a path outside
+    ``sys/`` and ``auth/``: no system route serves such a path, so it ends where the
+    catch-all at the end of the table would, without Starlette matching it against
+    each of the hundred system routes first (a quarter of the sandbox's time
+    serving a certificate read, measured with 200,000 certificates)."""
+
+    def __init__(self, catch_all: Route) -> None:
+        super().__init__(catch_all.path, catch_all.endpoint, methods=list(catch_all.methods or ()))
+
+    def matches(self, scope: Any) -> tuple[Match, Any]:
+        match, child = super().matches(scope)
+        if match is not Match.NONE:
+            first = str(child.get("path_params", {}).get("path", "")).split("/", 1)[0]
+            if first in _SYSTEM_SEGMENTS:
+                return Match.NONE, {}
+        return match, child

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from starlette.routing import Route
+from starlette._utils import get_route_path
+from starlette.routing import BaseRoute, Match, NoMatchFound, Route
 
 from . import (
     auth_logins,
@@ -17,7 +18,7 @@ from . import (
     sys_rekey,
     sys_seal,
 )
-from .engines import dispatcher
+from .engines import EnginePathsFirst, dispatcher
 from .sys_leases import lease_routes
 from .sys_plugins import plugin_routes
 
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
     from ..models import SecretsService
 
 
-def routes(service: SecretsService) -> list[Route]:
+def system_routes(service: SecretsService) -> list[Route]:
+    """Every ``sys/`` and ``auth/`` route, in the order they are tried."""
     table: list[Route] = []
     table += auth_token.routes(service)
     table += auth_logins.routes(service)
@@ -38,6 +40,75 @@ def routes(service: SecretsService) -> list[Route]:
     table += sys_mounts.routes(service)
     table += sys_capabilities.routes(service)
     table += sys_namespaces.routes(service)
-    # Last: everything under an engine mount, wherever the engine is mounted.
-    table.append(dispatcher(service, list(table)))
     return table
+
+
+def routes(service: SecretsService) -> list[BaseRoute]:
+    """What ``/v1`` serves: the engine dispatcher for a path outside ``sys/`` and
+    ``auth/`` (no system route serves one), the system routes (indexed), and the
+    dispatcher again last, which decides 404 against 405 for what none served."""
+    table = system_routes(service)
+    engines = dispatcher(service, list(table))
+    return [EnginePathsFirst(engines), IndexedRoutes(table), engines]
+
+
+class IndexedRoutes(BaseRoute):
+    """Routes tried in their order, as Starlette's router tries them, but only those
+    that can match the path: each route is filed under the literal segments its
+    pattern starts with (up to two, ``sys/leases``), and a path is matched against the
+    routes filed under its own first segments. Starlette matched every request
+    against up to a hundred patterns: a quarter of the sandbox's time serving a
+    lease look-up, measured at 40,000 leases."""
+
+    def __init__(self, routes: list[Route]) -> None:
+        self.routes = routes
+        heads = [_literal_head(r.path) for r in routes]
+        keys = {h for h in heads if len(h) == _DEPTH}
+        self._index = {
+            k: [r for r, h in zip(routes, heads, strict=True) if k[: len(h)] == h] for k in keys
+        }
+        self._heads = list(zip(routes, heads, strict=True))
+
+    def _candidates(self, scope: Any) -> list[Route]:
+        parts = tuple(get_route_path(scope).lstrip("/").split("/", _DEPTH)[:_DEPTH])
+        found = self._index.get(parts)
+        if found is not None:
+            return found
+        return [r for r, h in self._heads if parts[: len(h)] == h]
+
+    def matches(self, scope: Any) -> tuple[Match, Any]:
+        partial: tuple[Match, Any] | None = None
+        for route in self._candidates(scope):
+            match, child = route.matches(scope)
+            if match is Match.FULL:
+                return match, {**child, _CHOSEN: route}
+            if match is Match.PARTIAL and partial is None:
+                partial = (match, {**child, _CHOSEN: route})
+        return partial if partial is not None else (Match.NONE, {})
+
+    def url_path_for(self, name: str, /, **path_params: Any) -> Any:
+        for route in self.routes:
+            try:
+                return route.url_path_for(name, **path_params)
+            except NoMatchFound:
+                continue
+        raise NoMatchFound(name, path_params)
+
+    async def handle(self, scope: Any, receive: Any, send: Any) -> None:
+        route = scope.pop(_CHOSEN)
+        scope["route"] = route
+        await route.handle(scope, receive, send)
+
+
+_DEPTH = 2
+_CHOSEN = "toolkit.sandbox.route"
+
+
+def _literal_head(path: str) -> tuple[str, ...]:
+    """The first literal segments of a route pattern (at most ``_DEPTH``)."""
+    head: list[str] = []
+    for part in path.lstrip("/").split("/")[:_DEPTH]:
+        if "{" in part:
+            break
+        head.append(part)
+    return tuple(head)

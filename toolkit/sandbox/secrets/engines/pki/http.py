@@ -460,10 +460,9 @@ async def generate_key(call: SecretsRequest) -> Response:
 async def list_certs(call: SecretsRequest) -> Response:
     """``LIST certs``, paged as OpenBao pages it: ``after`` (keys sorted after it) and
     ``limit`` (at most that many; none, 0 or less: all)."""
-    serials = sorted(_engine(call).cert_serials())
+    serials = _engine(call).sorted_cert_serials()
     after = call.query.get("after")
-    if after:
-        serials = serials[bisect.bisect_right(serials, after) :]
+    start = bisect.bisect_right(serials, after) if after else 0
     raw = call.query.get("limit")
     if raw not in (None, ""):
         try:
@@ -471,8 +470,8 @@ async def list_certs(call: SecretsRequest) -> Response:
         except ValueError:
             raise InvalidRequest(f"limit: {raw!r} is not a whole number") from None
         if limit > 0:
-            serials = serials[:limit]
-    return listing(serials)
+            return listing(serials[start : start + limit])
+    return listing(serials[start:])
 
 
 async def list_revoked(call: SecretsRequest) -> Response:

@@ -11,6 +11,7 @@ key is made or anything stored: a refusal changes nothing.
 
 from __future__ import annotations
 
+import weakref
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,15 @@ VERBATIM_ROLE = Role()
 
 _VERBATIM_USAGES = {name.lower(): name for name in certs.KEY_USAGES}
 _VERBATIM_EXT_USAGES = {name.lower(): oid for name, oid in certs.EXT_KEY_USAGES.items()}
+
+
+# Each engine's serials in order, with the set they were sorted from: a paged
+# ``LIST certs`` of 200,000 certificates asks 200 times, and sorting them each
+# time made the listing grow with the square of the store. Kept beside the
+# engine, not in it, so that ``--state`` stores nothing more.
+_SORTED: weakref.WeakKeyDictionary[PKIState, tuple[set[str], list[str]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 class Issuance(PKIState):
@@ -286,6 +296,15 @@ class Issuance(PKIState):
     def cert_serials(self) -> list[str]:
         """Serials of every certificate kept, in colon form as issue answers them (``LIST certs``)."""
         return list(self.certs)
+
+    def sorted_cert_serials(self) -> list[str]:
+        """:meth:`cert_serials` sorted (paged ``LIST certs``), sorted again only when the
+        store's serials differ from the last sort's (a set comparison, no sort)."""
+        kept = _SORTED.get(self)
+        if kept is None or len(kept[0]) != len(self.certs) or kept[0] != self.certs.keys():
+            kept = (set(self.certs), sorted(self.certs))
+            _SORTED[self] = kept
+        return kept[1]
 
     def read_cert(self, serial: str) -> IssuedCert | None:
         """The kept certificate of ``serial`` (colons or hyphens); None when unknown."""
