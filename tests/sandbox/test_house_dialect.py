@@ -5,7 +5,9 @@
 - one request class (``_wire.SandboxRequest``) and one function that shapes
   API errors (``_wire.error_response``);
 - the state of both halves raises typed errors, mapped to a status only at
-  the HTTP edge.
+  the HTTP edge;
+- the secrets state hands over records, never an answer's shape (the
+  envelope's lease fields, or ``data`` beside its lease).
 
 Each rule is read from the code (its syntax tree), and each checker is also
 shown a made-up breach, so that a checker that sees nothing cannot pass.
@@ -214,6 +216,69 @@ def test_the_one_error_shaper_answers_each_api_in_its_shape(
     answer = _wire.error_response(api, 404, *errors)
     assert answer.status_code == 404 and json.loads(bytes(answer.body)) == body
     assert answer.media_type == ("application/json" if api == "secrets" else _wire.JSON_API)
+
+
+# -- wire shapes only on the HTTP side ------------------------------------------------------
+
+# The envelope's own fields (spec part 1, convention 4): what only the HTTP side writes.
+ENVELOPE_KEYS = frozenset(
+    {"lease_id", "lease_duration", "renewable", "data", "wrap_info", "warnings", "auth"}
+)
+
+
+def _secrets_state_modules() -> list[Path]:
+    """The secrets sandbox's modules but its HTTP side (``http/``, each engine's ``http.py``)."""
+    root = SANDBOX / "secrets"
+    return [
+        path
+        for path in _modules(root)
+        if path.relative_to(root).parts[0] != "http" and path.name != "http.py"
+    ]
+
+
+def wire_returns(source: str) -> list[str]:
+    """Where ``source`` hands over an answer's shape: a returned dict literal (or
+    ``dict(...)``) naming a field of the envelope, or a dict literal returned beside
+    something else (an answer's ``data`` beside its lease or warnings)."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Return) or node.value is None:
+            continue
+        paired = isinstance(node.value, ast.Tuple)
+        for value in node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]:
+            keys: list[object] = []
+            if isinstance(value, ast.Dict):
+                keys = [k.value for k in value.keys if isinstance(k, ast.Constant)]
+                if paired:
+                    found.append(f"line {node.lineno}: a dict beside other values")
+            elif isinstance(value, ast.Call) and getattr(value.func, "id", "") == "dict":
+                keys = [k.arg for k in value.keywords if k.arg]
+            found += [f"line {node.lineno}: {k}" for k in keys if k in ENVELOPE_KEYS]
+    return found
+
+
+def test_the_wire_checker_sees_lease_fields_and_data_handed_over_by_state() -> None:
+    lease = "def f(lease):\n    return {'lease_id': lease.id, 'renewable': False}\n"
+    assert wire_returns(lease) == ["line 2: lease_id", "line 2: renewable"]
+    called = "def f(lease):\n    return dict(data={}, lease_duration=lease.ttl)\n"
+    assert wire_returns(called) == ["line 2: data", "line 2: lease_duration"]
+    beside = "def f(user, lease):\n    return {'username': user}, lease\n"
+    assert wire_returns(beside) == ["line 2: a dict beside other values"]
+    typed = "def f(user, lease):\n    return Credentials(user, 'pw'), lease\n"
+    assert wire_returns(typed) == []
+    assert wire_returns("def f():\n    return {'username': 'u'}\n") == []
+
+
+def test_no_secrets_state_module_hands_over_a_wire_shape() -> None:
+    modules = _secrets_state_modules()
+    assert any(p.name == "issuance.py" for p in modules)
+    assert not any(p.name == "http.py" or "http" in p.relative_to(SANDBOX).parts for p in modules)
+    found = sorted(
+        f"{path.relative_to(SANDBOX)} {where}"
+        for path in modules
+        for where in wire_returns(path.read_text())
+    )
+    assert found == []
 
 
 # -- typed errors raised by state, a status only at the HTTP edge --------------------------

@@ -11,6 +11,8 @@ from tests.sandbox.secrets._access_api import assert_error, issue, put_acl, v1
 from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._plain import round_trip
+from toolkit.sandbox.secrets._credentials import Credentials
+from toolkit.sandbox.secrets.engines.ad.library import Lent
 from toolkit.sandbox.secrets.engines.database.state import DatabaseEngine
 
 URL = "postgresql://{{username}}:{{password}}@db.internal:5432/orders"
@@ -578,3 +580,9 @@ def test_the_engine_state_is_plain_data_that_survives_being_stored(sandbox):
     broker = copy.mounts.engine("broker").backend
     assert copy.leases.revoke("broker/creds/producer/demoLiveProducer00000001")
     assert len(broker.users()) == 2
+
+
+def test_the_records_handed_to_the_http_side_keep_passwords_out_of_their_repr() -> None:
+    made, lent = Credentials("v-token-reader", "s3cret-pw"), Lent("svc-dba", "s3cret-pw")
+    assert "s3cret-pw" not in repr(made) and "v-token-reader" in repr(made)
+    assert "s3cret-pw" not in repr(lent) and "svc-dba" in repr(lent)

@@ -23,6 +23,9 @@ from cryptography.x509.oid import NameOID
 
 from tests.sandbox.secrets._access_api import assert_error, issue, put_acl, v1
 from toolkit.sandbox import Sandbox
+from toolkit.sandbox._plain import round_trip
+from toolkit.sandbox.secrets.engines.pki import http as pki_http
+from toolkit.sandbox.secrets.engines.pki.roles import Role
 
 OTHER_NAME_UPN = "1.3.6.1.4.1.311.20.2.3"
 
@@ -1436,6 +1439,27 @@ def test_tidy_removes_certificates_expired_past_the_safety_buffer_and_reports_it
     assert_error(api.post("pki/tidy", json={"tidy_cert_store": "x"}), 400, "tidy_cert_store")
     bad = {"tidy_cert_store": True, "safety_buffer": "bogus"}
     assert_error(api.post("pki/tidy", json=bad), 400, "safety_buffer")
+
+
+def test_a_role_and_the_last_tidy_are_stored_as_records_and_answer_the_same_after(
+    sandbox: Sandbox, api: httpx.Client
+) -> None:
+    """``--state`` keeps a role and the last tidy as typed records (lists as tuples); the
+    HTTP side renders them, from the stored copy as from the original."""
+    role = {"allowed_domains": ["kept.example.com"], "allow_subdomains": True, "ttl": "2h"}
+    written = ok(api.post("pki/roles/kept", json=role))["data"]
+    ok(api.post("pki/tidy", json={"tidy_cert_store": True}), 202)
+    status = ok(api.get("pki/tidy-status"))["data"]
+    with sandbox.secrets.lock:
+        copy = round_trip({"secrets": sandbox.secrets})["secrets"]
+    stored = copy.mounts.engine("pki").backend
+    assert isinstance(stored.roles["kept"], Role)
+    assert stored.roles["kept"].allowed_domains == ("kept.example.com",)
+    assert written["allowed_domains"] == ["kept.example.com"] and written["ttl"] == 7200
+    assert pki_http.role_document(stored.roles["kept"]) == written
+    assert ok(api.get("pki/roles/kept"))["data"] == written
+    again = pki_http.tidy_status_document(stored.tidy_status(), stored.mount.uuid)
+    assert again == status and status["state"] == "Finished"
 
 
 # -- config/urls ---------------------------------------------------------------------------

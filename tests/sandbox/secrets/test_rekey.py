@@ -11,8 +11,11 @@ import httpx
 import pytest
 
 from toolkit.sandbox import Sandbox
+from toolkit.sandbox._plain import round_trip
 from toolkit.sandbox.secrets.errors import SecretsError, ServerSealed
+from toolkit.sandbox.secrets.http import sys_rekey
 from toolkit.sandbox.secrets.rekey import (
+    RekeyBackup,
     RekeyOperation,
     RekeyResult,
     RekeyStatus,
@@ -492,3 +495,16 @@ def test_recovery_rekey_settings_are_checked_like_unseal_ones(recovery_server: S
     assert response.status_code == 400
     assert errors(response)[0].startswith("invalid recovery configuration")
     assert recovery_server.client.get("sys/rekey-recovery-key/backup").status_code == 404
+
+
+def test_the_backup_is_stored_as_a_record_and_rendered_on_the_http_side() -> None:
+    """``--state`` keeps the backup as a ``RekeyBackup`` (the encrypted shares as bytes);
+    ``sys/rekey/backup`` shows them in hex and base64 by fingerprint."""
+    backup = RekeyBackup("nonce-1", {"AB12": [b"\x01\xff", b"\x02"], "CD34": [b"\x03"]})
+    copy = round_trip({"secrets": backup})["secrets"]
+    assert copy == backup and "\\x01" not in repr(copy)
+    assert sys_rekey.backup_document(copy) == {
+        "nonce": "nonce-1",
+        "keys": {"AB12": ["01ff", "02"], "CD34": ["03"]},
+        "keys_base64": {"AB12": ["Af8=", "Ag=="], "CD34": ["Aw=="]},
+    }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .leases import Lease
     from .mounts import Mount
 
-__all__ = ["Requester", "creds_lease", "generate_password"]
+__all__ = ["Credentials", "Requester", "creds_lease", "generate_password"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,15 @@ class Requester:
     token: str | None = None
     issued_at: datetime | None = None
     lease_suffix: str | None = None
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """A user an engine made for a lease: its name and password (the password kept out of
+    the repr). The HTTP side puts them in the answer's ``data``."""
+
+    username: str
+    password: str = field(repr=False)
 
 
 def generate_password(

@@ -14,7 +14,6 @@ Served by ``http/sys_rekey.py`` at ``sys/rekey/*`` and ``sys/rotate/root/*``.
 
 from __future__ import annotations
 
-import base64
 import hmac
 import uuid
 from dataclasses import dataclass, field
@@ -24,7 +23,14 @@ from . import pgp
 from .errors import InvalidRequest
 from .seal import SealState, rebuild_key, sealed_error, validate_share_config
 
-__all__ = ["RekeyAttempt", "RekeyOperation", "RekeyResult", "RekeyStatus", "VerificationStatus"]
+__all__ = [
+    "RekeyAttempt",
+    "RekeyBackup",
+    "RekeyOperation",
+    "RekeyResult",
+    "RekeyStatus",
+    "VerificationStatus",
+]
 
 
 @dataclass(eq=False)
@@ -92,6 +98,15 @@ class VerificationStatus:
     progress: int
 
 
+@dataclass(frozen=True)
+class RekeyBackup:
+    """The new shares of a rekey, PGP-encrypted, kept by the key fingerprint that encrypts
+    each (``sys/rekey/backup``); stored with the state (``--state``)."""
+
+    nonce: str
+    keys: dict[str, list[bytes]] = field(repr=False)
+
+
 def _flag(value: Any, name: str) -> bool:
     if value is None:
         return False
@@ -122,7 +137,7 @@ class RekeyOperation:
         self.seal = seal
         self.recovery = recovery
         self.attempt: RekeyAttempt | None = None
-        self._backup: dict[str, Any] | None = None
+        self._backup: RekeyBackup | None = None
         # The real server forgets an attempt when it seals.
         seal.on_seal(self._forget)
 
@@ -354,25 +369,15 @@ class RekeyOperation:
 
     # -- GET/DELETE sys/rekey/backup --------------------------------------------------
     def _store_backup(self, attempt: RekeyAttempt, encrypted: list[bytes]) -> None:
-        keys: dict[str, list[str]] = {}
+        keys: dict[str, list[bytes]] = {}
         for public_key, message in zip(attempt.pgp_keys, encrypted, strict=True):
-            keys.setdefault(public_key.fingerprint, []).append(message.hex())
-        self._backup = {"nonce": attempt.nonce, "keys": keys}
+            keys.setdefault(public_key.fingerprint, []).append(message)
+        self._backup = RekeyBackup(attempt.nonce, keys)
 
-    def read_backup(self) -> dict[str, Any] | None:
-        """The stored backup (``nonce``, ``keys`` and ``keys_base64`` by fingerprint), or None."""
+    def read_backup(self) -> RekeyBackup | None:
+        """The stored backup, or None."""
         self._unsealed()
-        if self._backup is None:
-            return None
-        keys: dict[str, list[str]] = self._backup["keys"]
-        return {
-            "nonce": self._backup["nonce"],
-            "keys": {fp: list(values) for fp, values in keys.items()},
-            "keys_base64": {
-                fp: [base64.b64encode(bytes.fromhex(value)).decode("ascii") for value in values]
-                for fp, values in keys.items()
-            },
-        }
+        return self._backup
 
     def delete_backup(self) -> None:
         """Delete the stored backup of PGP-encrypted shares."""

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..errors import InvalidRequest
-from ..rekey import RekeyOperation, RekeyResult, RekeyStatus, VerificationStatus
+from ..rekey import RekeyBackup, RekeyOperation, RekeyResult, RekeyStatus, VerificationStatus
 from ..seal import decode_key, encode_shares
 from ._base import SecretsRequest, bare, envelope, error, no_content, route
 
@@ -66,6 +66,17 @@ def update_document(outcome: RekeyStatus | RekeyResult) -> dict[str, Any]:
     if outcome.verification_required:
         body["verification_nonce"] = outcome.verification_nonce
     return body
+
+
+def backup_document(backup: RekeyBackup) -> dict[str, Any]:
+    """``sys/rekey/backup``: the nonce, and the encrypted shares (``keys`` in hex,
+    ``keys_base64``) by the fingerprint of the key that encrypts them."""
+    by_key = {fp: encode_shares(shares) for fp, shares in backup.keys.items()}
+    return {
+        "nonce": backup.nonce,
+        "keys": {fp: shares["keys"] for fp, shares in by_key.items()},
+        "keys_base64": {fp: shares["keys_base64"] for fp, shares in by_key.items()},
+    }
 
 
 def verification_document(outcome: VerificationStatus | str) -> dict[str, Any]:
@@ -190,7 +201,7 @@ def _backup_handler(ceremony_of: Ceremony) -> Any:
         backup = ceremony.read_backup()
         if backup is None:
             return error(400, "no backed-up keys found")
-        return envelope(backup)
+        return envelope(backup_document(backup))
 
     return handler
 

@@ -28,6 +28,7 @@ from ...http._base import (
     no_content,
     resource,
 )
+from ...http._credentials import lease_fields
 from ...tokens import Token
 from .state import (
     DEFAULT_URL,
@@ -192,13 +193,9 @@ async def write_set(call: SecretsRequest) -> Response:
 async def check_out(call: SecretsRequest) -> Response:
     library = _backend(call).library
     ttl = fields.duration(call.body, "ttl", 0)
-    data, lease = library.check_out(call.params["name"], _token(call), ttl=ttl)
-    return envelope(
-        data,
-        lease_id=lease.lease_id,
-        renewable=lease.renewable,
-        lease_duration=lease.ttl_granted,
-    )
+    lent, lease = library.check_out(call.params["name"], _token(call), ttl=ttl)
+    data = {"service_account_name": lent.service_account_name, "password": lent.password}
+    return envelope(data, **lease_fields(lease))
 
 
 def _check_in(call: SecretsRequest, *, manage: bool) -> Response:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ...errors import bad_request, not_found
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ...tokens import Token
     from .accounts import DirectoryEntry
 
-__all__ = ["LIBRARY_TTL", "CheckOut", "Library", "LibrarySet", "borrower_token"]
+__all__ = ["LIBRARY_TTL", "CheckOut", "Lent", "Library", "LibrarySet", "borrower_token"]
 
 LIBRARY_TTL = 24 * 3600
 
@@ -42,6 +42,15 @@ class CheckOut:
     borrower_entity_id: str
     borrower_client_token: str  # a hash of the token, never the token itself
     lease_id: str
+
+
+@dataclass(frozen=True)
+class Lent:
+    """What a check-out hands the borrower: the account and its password (kept out of the
+    repr). The HTTP side puts them in the answer's ``data``."""
+
+    service_account_name: str
+    password: str = field(repr=False)
 
 
 @dataclass
@@ -198,7 +207,7 @@ class Library:
         self.directory.service.leases.leases_under(self.directory.mount.path + "library/")
 
     # -- check-out and check-in -----------------------------------------------------------
-    def check_out(self, name: str, token: Token, *, ttl: int = 0) -> tuple[dict[str, Any], Lease]:
+    def check_out(self, name: str, token: Token, *, ttl: int = 0) -> tuple[Lent, Lease]:
         """``POST library/:name/check-out``: lend the first free account, under a lease.
 
         ``ttl`` (0: not given) defaults to the set's and is capped at it (0: unlimited, then
@@ -219,10 +228,7 @@ class Library:
         if not free:
             raise bad_request(f"no service accounts are available in library set {name!r}")
         lease = self.lend(library_set.name, free[0], token, ttl=ttl, max_ttl=max_ttl)
-        return {
-            "service_account_name": free[0],
-            "password": self.directory.entry(free[0]).password,
-        }, lease
+        return Lent(free[0], self.directory.entry(free[0]).password), lease
 
     def lend(
         self,

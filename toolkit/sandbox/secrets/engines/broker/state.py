@@ -31,7 +31,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..._credentials import Requester, creds_lease, generate_password, lease_ttls
+from ..._credentials import (
+    Credentials,
+    Requester,
+    creds_lease,
+    generate_password,
+    lease_ttls,
+)
 from ...errors import InvalidRequest
 
 if TYPE_CHECKING:
@@ -181,7 +187,7 @@ class BrokerEngine:
         self.roles.pop(name, None)
 
     # -- creds ---------------------------------------------------------------------
-    def issue_creds(self, name: str, requester: Requester) -> tuple[dict[str, str], Lease]:
+    def issue_creds(self, name: str, requester: Requester) -> tuple[Credentials, Lease]:
         """``GET creds/:name``: a new broker user with the role's permissions, as a lease."""
         role = self.roles.get(name)
         if role is None:
@@ -213,7 +219,7 @@ class BrokerEngine:
             self.revoke_creds,
             {"username": username},
         )
-        return {"username": username, "password": password}, lease
+        return Credentials(username, password), lease
 
     def revoke_creds(self, lease: Lease) -> None:
         """A creds lease ends: delete its user from the broker."""

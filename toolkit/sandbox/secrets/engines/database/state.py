@@ -38,7 +38,13 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ....._time import format_rfc3339
-from ..._credentials import Requester, creds_lease, generate_password, lease_ttls
+from ..._credentials import (
+    Credentials,
+    Requester,
+    creds_lease,
+    generate_password,
+    lease_ttls,
+)
 from ...errors import InvalidRequest, SecretsError
 from .plugins import (
     check_details,
@@ -371,7 +377,7 @@ class DatabaseEngine:
         self.rotate_due()
         self.roles.pop(name, None)
 
-    def issue_creds(self, name: str, requester: Requester) -> tuple[dict[str, str], Lease]:
+    def issue_creds(self, name: str, requester: Requester) -> tuple[Credentials, Lease]:
         """``GET creds/:name``: a new database user, and the lease that will drop it."""
         self.rotate_due()
         role = self.roles.get(name)
@@ -410,7 +416,7 @@ class DatabaseEngine:
                 "revocation_statements": list(role.revocation_statements),
             },
         )
-        return {"username": username, "password": password}, lease
+        return Credentials(username, password), lease
 
     def revoke_creds(self, lease: Lease) -> None:
         """A creds lease ends: run its revocation statements and drop the user."""

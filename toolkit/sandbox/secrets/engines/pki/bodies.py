@@ -195,7 +195,7 @@ def role_values(body: Body) -> dict[str, Any]:
             values[name] = fields.integer(body, name, default)
         elif isinstance(default, bool):
             values[name] = fields.boolean(body, name, default)
-        elif isinstance(default, list):
+        elif isinstance(default, tuple):
             values[name] = fields.string_list(body, name)
         else:
             values[name] = fields.string(body, name, default) or default

@@ -36,11 +36,13 @@ from ...http._base import (
     no_content,
     resource,
 )
+from ...http._credentials import lease_fields
 from . import bodies
 from .engine import PKIEngine
 from .requests import CRLConfig, Output, URLConfig, short_duration
 from .revocation import URL_FIELDS
-from .state import Imported, Issued, Issuer, StoredKey, rfc3339
+from .roles import Role
+from .state import Imported, Issued, Issuer, StoredKey, TidyRun, rfc3339
 from .x509 import (
     cert_pem,
     encode_cert,
@@ -191,16 +193,24 @@ async def list_roles(call: SecretsRequest) -> Response:
     return listing(list(_engine(call).roles))
 
 
+def role_document(role: Role) -> dict[str, Any]:
+    """A role as the server reads it back: every field, lists as lists."""
+    return {
+        name: list(value) if isinstance(value, tuple) else value
+        for name, value in role.values().items()
+    }
+
+
 async def read_role(call: SecretsRequest) -> Response:
     role = _engine(call).role(call.params["name"])
     if role is None:
         raise PathNotFound()
-    return envelope(role)
+    return envelope(role_document(role))
 
 
 async def write_role(call: SecretsRequest) -> Response:
-    data, warnings = _engine(call).write_role(call.params["name"], bodies.role_values(call.body))
-    return envelope(data, warnings=warnings)
+    role, warnings = _engine(call).write_role(call.params["name"], bodies.role_values(call.body))
+    return envelope(role_document(role), warnings=warnings)
 
 
 async def delete_role(call: SecretsRequest) -> Response:
@@ -220,7 +230,9 @@ async def issue(call: SecretsRequest) -> Response:
         key=bodies.key_request("internal", body),
         issuer_ref=call.params.get("ref"),
     )
-    return envelope(issued_document(engine, issued, output), warnings=warnings, **lease)
+    return envelope(
+        issued_document(engine, issued, output), warnings=warnings, **lease_fields(lease)
+    )
 
 
 async def sign(call: SecretsRequest) -> Response:
@@ -234,7 +246,9 @@ async def sign(call: SecretsRequest) -> Response:
         validity=bodies.validity(body),
         issuer_ref=call.params.get("ref"),
     )
-    return envelope(issued_document(engine, issued, output), warnings=warnings, **lease)
+    return envelope(
+        issued_document(engine, issued, output), warnings=warnings, **lease_fields(lease)
+    )
 
 
 async def sign_verbatim(call: SecretsRequest) -> Response:
@@ -248,7 +262,9 @@ async def sign_verbatim(call: SecretsRequest) -> Response:
         role_name=call.params.get("role"),
         issuer_ref=call.params.get("ref"),
     )
-    return envelope(issued_document(engine, issued, output), warnings=warnings, **lease)
+    return envelope(
+        issued_document(engine, issued, output), warnings=warnings, **lease_fields(lease)
+    )
 
 
 async def sign_intermediate(call: SecretsRequest) -> Response:
@@ -639,8 +655,80 @@ async def tidy(call: SecretsRequest) -> Response:
     return envelope(None, status=202, warnings=warnings)
 
 
+# What tidy-status answers before any tidy ran: every field, null, and the state.
+_TIDY_FIELDS = (
+    "acme_account_deleted_count",
+    "acme_account_revoked_count",
+    "acme_account_safety_buffer",
+    "acme_orders_deleted_count",
+    "cert_store_deleted_count",
+    "current_cert_store_count",
+    "current_revoked_cert_count",
+    "error",
+    "issuer_safety_buffer",
+    "message",
+    "missing_issuer_cert_count",
+    "page_size",
+    "pause_duration",
+    "revoked_cert_deleted_count",
+    "revoked_safety_buffer",
+    "safety_buffer",
+    "tidy_acme",
+    "tidy_cert_store",
+    "tidy_expired_issuers",
+    "tidy_invalid_certs",
+    "tidy_move_legacy_ca_bundle",
+    "tidy_revoked_cert_issuer_associations",
+    "tidy_revoked_certs",
+    "time_finished",
+    "time_started",
+    "total_acme_account_count",
+)
+
+
+def tidy_status_document(run: TidyRun | None, backend_uuid: str) -> dict[str, Any]:
+    """``GET tidy-status``: the last run, or ``Inactive`` with every field null."""
+    status: dict[str, Any] = dict.fromkeys(_TIDY_FIELDS)
+    status["internal_backend_uuid"] = backend_uuid
+    if run is None:
+        status["state"] = "Inactive"
+        return status
+    asked = run.asked
+    return status | {
+        "state": "Finished",
+        "error": None,
+        "message": None,
+        "time_started": rfc3339(run.started),
+        "time_finished": rfc3339(run.finished),
+        "last_auto_tidy_finished": rfc3339(run.finished),
+        "safety_buffer": asked.safety_buffer,
+        "revoked_safety_buffer": asked.safety_buffer,
+        "issuer_safety_buffer": asked.issuer_safety_buffer,
+        "acme_account_safety_buffer": 30 * 24 * 3600,
+        "pause_duration": asked.pause_duration,
+        "page_size": 1000,
+        "tidy_cert_store": asked.tidy_cert_store,
+        "tidy_revoked_certs": asked.tidy_revoked_certs,
+        "tidy_revoked_cert_issuer_associations": asked.tidy_revoked_cert_issuer_associations,
+        "tidy_expired_issuers": asked.tidy_expired_issuers,
+        "tidy_invalid_certs": asked.tidy_invalid_certs,
+        "tidy_move_legacy_ca_bundle": asked.tidy_move_legacy_ca_bundle,
+        "tidy_acme": asked.tidy_acme,
+        "cert_store_deleted_count": run.cert_store_deleted,
+        "revoked_cert_deleted_count": run.revoked_deleted,
+        "missing_issuer_cert_count": 0,
+        "current_cert_store_count": None,
+        "current_revoked_cert_count": None,
+        "acme_account_deleted_count": 0,
+        "acme_account_revoked_count": 0,
+        "acme_orders_deleted_count": 0,
+        "total_acme_account_count": 0,
+    }
+
+
 async def tidy_status(call: SecretsRequest) -> Response:
-    return envelope(_engine(call).tidy_status())
+    engine = _engine(call)
+    return envelope(tidy_status_document(engine.tidy_status(), engine.mount.uuid))
 
 
 async def tidy_cancel(call: SecretsRequest) -> Response:

@@ -12,7 +12,6 @@ key is made or anything stored: a refusal changes nothing.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,7 @@ from ....._spec import certificate_names as policy
 from ...errors import InvalidRequest
 from . import x509 as certs
 from .requests import SUBJECT_FIELDS, KeyRequest, RequestedNames, Validity, VerbatimOptions
-from .roles import key_bits, role_ext_key_usage
+from .roles import Role, key_bits, role_ext_key_usage
 from .state import (
     Issued,
     IssuedCert,
@@ -38,6 +37,10 @@ if TYPE_CHECKING:
     from ...leases import Lease
 
 __all__ = ["Issuance"]
+
+# What sign-verbatim without a role uses: the mount's TTLs, the default issuer, kept, no
+# lease (a role's defaults).
+VERBATIM_ROLE = Role()
 
 _VERBATIM_USAGES = {name.lower(): name for name in certs.KEY_USAGES}
 _VERBATIM_EXT_USAGES = {name.lower(): oid for name, oid in certs.EXT_KEY_USAGES.items()}
@@ -55,14 +58,14 @@ _SORTED: weakref.WeakKeyDictionary[PKIState, tuple[set[str], list[str]]] = (
 class Issuance(PKIState):
     """Issue, sign and sign-verbatim; reading and listing the kept certificates."""
 
-    def _role_for_use(self, name: str) -> dict[str, Any]:
+    def _role_for_use(self, name: str) -> Role:
         role = self.roles.get(name)
         if role is None:
             raise InvalidRequest(f"unknown role: {name}")
         return role
 
     def _leaf_validity(
-        self, validity: Validity, signer: Issuer, role: Mapping[str, Any]
+        self, validity: Validity, signer: Issuer, role: Role
     ) -> tuple[datetime, datetime, list[str]]:
         """The validity of an issued or signed leaf: the role's ttls, the issuer's behaviour."""
         return self._validity(
@@ -70,12 +73,12 @@ class Issuance(PKIState):
             signer.cert,
             behavior=signer.leaf_not_after_behavior,
             role=role,
-            not_before_duration=role["not_before_duration"],
+            not_before_duration=role.not_before_duration,
         )
 
     def _role_names(
         self,
-        role: Mapping[str, Any],
+        role: Role,
         names: RequestedNames,
         csr: x509.CertificateSigningRequest | None,
     ) -> certs.CertTemplate:
@@ -84,9 +87,9 @@ class Issuance(PKIState):
         The first name the role refuses denies the whole request, naming it.
         """
         cn = names.common_name
-        if csr is not None and role["use_csr_common_name"]:
+        if csr is not None and role.use_csr_common_name:
             cn = csr_common_name(csr) or cn
-        if csr is not None and role["use_csr_sans"]:
+        if csr is not None and role.use_csr_sans:
             dns, emails, ips, uris = csr_sans(csr)
         else:
             dns, emails = policy.split_alt_names(names.alt_names)
@@ -95,7 +98,7 @@ class Issuance(PKIState):
             policy.add_common_name(cn, dns, emails)
         serial = names.subject_serial
         refused = policy.refusal(
-            role,
+            role.values(),
             common_name=cn,
             dns_names=dns,
             emails=emails,
@@ -107,20 +110,18 @@ class Issuance(PKIState):
         )
         if refused:
             raise InvalidRequest(refused)
-        subject_values = {k: list(role[k]) for k in SUBJECT_FIELDS}
+        subject_values = {k: list(getattr(role, k)) for k in SUBJECT_FIELDS}
         subject_values["serial_number"] = [serial] if serial else []
         subject = certs.subject_name(cn, subject_values, names.user_ids)
         return template(subject, dns, emails, ips, uris, names.other_sans)
 
-    def _lease(
-        self, role_name: str, role: Mapping[str, Any], cert: x509.Certificate, verb: str
-    ) -> dict[str, Any]:
+    def _lease(self, role_name: str, role: Role, cert: x509.Certificate, verb: str) -> Lease | None:
         """A lease for the certificate when the role asks for one (``generate_lease``); else none."""
-        if not role["generate_lease"]:
-            return {}
+        if not role.generate_lease:
+            return None
         now = self.now()
         ttl = max(1, int((cert.not_valid_after_utc - now).total_seconds()))
-        lease = self.service.leases.create(
+        return self.service.leases.create(
             f"{self.mount.path}{verb}/{role_name}",
             ttl=ttl,
             max_ttl=ttl,
@@ -128,7 +129,6 @@ class Issuance(PKIState):
             on_revoke=self._lease_revoked,
             data={"serial": certs.format_serial(cert.serial_number)},
         )
-        return {"lease_id": lease.lease_id, "lease_duration": ttl, "renewable": False}
 
     def _lease_revoked(self, lease: Lease) -> None:
         kept = self.certs.get((lease.data or {}).get("serial", ""))
@@ -147,15 +147,15 @@ class Issuance(PKIState):
         validity: Validity,
         key: KeyRequest,
         issuer_ref: str | None = None,
-    ) -> tuple[Issued, list[str], dict[str, Any]]:
+    ) -> tuple[Issued, list[str], Lease | None]:
         """``POST issue/:role`` (or ``issuer/:ref/issue/:role``): a new key and its certificate.
 
         ``key`` is what the request asked (type and bits, or neither). Returns the
-        certificate made (with its new private key), warnings, and lease fields.
+        certificate made (with its new private key), warnings, and its lease (``generate_lease``).
         """
         role = self._role_for_use(role_name)
         key_type, bits, warnings = _issue_key(role, key)
-        signer, signer_key = self._signer(issuer_ref or role["issuer_ref"])
+        signer, signer_key = self._signer(issuer_ref or role.issuer_ref)
         made = self._role_names(role, names, None)
         not_before, not_after, more = self._leaf_validity(validity, signer, role)
         warnings += more
@@ -163,7 +163,7 @@ class Issuance(PKIState):
         cert = self._sign_leaf(
             role, made, private.public_key(), not_before, not_after, signer, signer_key
         )
-        if not role["no_store"]:
+        if not role.no_store:
             self._keep(cert, signer.id)
         return (
             Issued(cert, signer, private),
@@ -179,24 +179,24 @@ class Issuance(PKIState):
         *,
         validity: Validity,
         issuer_ref: str | None = None,
-    ) -> tuple[Issued, list[str], dict[str, Any]]:
+    ) -> tuple[Issued, list[str], Lease | None]:
         """``POST sign/:role`` (or ``issuer/:ref/sign/:role``): a certificate for the CSR's key."""
         role = self._role_for_use(role_name)
-        signer, signer_key = self._signer(issuer_ref or role["issuer_ref"])
+        signer, signer_key = self._signer(issuer_ref or role.issuer_ref)
         _check_csr_key(role, csr.public_key())
         made = self._role_names(role, names, csr)
         not_before, not_after, warnings = self._leaf_validity(validity, signer, role)
         cert = self._sign_leaf(
             role, made, csr.public_key(), not_before, not_after, signer, signer_key
         )
-        if not role["no_store"]:
+        if not role.no_store:
             self._keep(cert, signer.id)
-        if role["use_csr_common_name"] and names.common_name:
+        if role.use_csr_common_name and names.common_name:
             warnings.append(
                 "the common_name field was provided but the role is set with "
                 '"use_csr_common_name" set to true'
             )
-        if role["use_csr_sans"] and names.alt_names:
+        if role.use_csr_sans and names.alt_names:
             warnings.append(
                 "the alt_names field was provided but the role is set with "
                 '"use_csr_sans" set to true'
@@ -215,7 +215,7 @@ class Issuance(PKIState):
         validity: Validity,
         role_name: str | None = None,
         issuer_ref: str | None = None,
-    ) -> tuple[Issued, list[str], dict[str, Any]]:
+    ) -> tuple[Issued, list[str], Lease | None]:
         """``POST sign-verbatim[/:role]`` (or ``issuer/:ref/sign-verbatim[/:role]``).
 
         The certificate carries the CSR's subject and SANs as they are: no name
@@ -224,7 +224,7 @@ class Issuance(PKIState):
         TTLs and the default issuer apply. A CSR asking to be a CA is refused
         (that is sign-intermediate's job).
         """
-        role = dict(self._role_for_use(role_name)) if role_name else _verbatim_role()
+        role = self._role_for_use(role_name) if role_name else VERBATIM_ROLE
         bad = [u for u in options.key_usage if u.lower() not in _VERBATIM_USAGES]
         if bad:
             raise InvalidRequest(f"key_usage: unknown key usage {bad[0]!r}")
@@ -240,7 +240,7 @@ class Issuance(PKIState):
                 )
         except x509.ExtensionNotFound:
             pass
-        signer, signer_key = self._signer(issuer_ref or role["issuer_ref"])
+        signer, signer_key = self._signer(issuer_ref or role.issuer_ref)
         not_before, not_after, warnings = self._leaf_validity(validity, signer, role)
         dns, emails, ips, uris = csr_sans(csr)
         made = template(csr.subject, dns, emails, ips, uris)
@@ -262,14 +262,14 @@ class Issuance(PKIState):
             signature_bits=options.signature_bits,
             use_pss=options.use_pss,
         )
-        if not role["no_store"]:
+        if not role.no_store:
             self._keep(cert, signer.id)
-        lease = self._lease(role_name, role, cert, "sign-verbatim") if role_name else {}
+        lease = self._lease(role_name, role, cert, "sign-verbatim") if role_name else None
         return Issued(cert, signer), warnings, lease
 
     def _sign_leaf(
         self,
-        role: Mapping[str, Any],
+        role: Role,
         made: certs.CertTemplate,
         public_key: Any,
         not_before: datetime,
@@ -280,16 +280,16 @@ class Issuance(PKIState):
         made.public_key = public_key
         made.not_before, made.not_after = not_before, not_after
         made.serial = self._serial()
-        made.key_usage = list(role["key_usage"])
+        made.key_usage = list(role.key_usage)
         made.ext_key_usage = role_ext_key_usage(role)
-        made.basic_constraints_for_leaf = role["basic_constraints_valid_for_non_ca"]
+        made.basic_constraints_for_leaf = role.basic_constraints_valid_for_non_ca
         made.links = self._links(signer.id)
         return certs.sign(
             made,
             signer.cert,
             signer_key,
-            signature_bits=role["signature_bits"],
-            use_pss=role["use_pss"],
+            signature_bits=role.signature_bits,
+            use_pss=role.use_pss,
         )
 
     # -- stored certificates ------------------------------------------------------------
@@ -316,50 +316,36 @@ def normal_serial(serial: str) -> str:
     return serial.strip().lower().replace("-", ":")
 
 
-def _verbatim_role() -> dict[str, Any]:
-    """What sign-verbatim without a role uses: the mount's TTLs, the default issuer, kept."""
-    return {
-        "issuer_ref": "default",
-        "ttl": 0,
-        "max_ttl": 0,
-        "not_before_duration": 30,
-        "not_before": "",
-        "not_after": "",
-        "no_store": False,
-        "generate_lease": False,
-    }
-
-
-def _check_csr_key(role: Mapping[str, Any], public_key: Any) -> None:
+def _check_csr_key(role: Role, public_key: Any) -> None:
     """The CSR's key must be of the role's type and at least its size (``any`` takes all)."""
     kind, bits = certs.key_description(public_key)
-    wanted = role["key_type"]
+    wanted = role.key_type
     if wanted == "any":
         if kind == "rsa" and bits < 2048:
             raise InvalidRequest(f"RSA keys < 2048 bits are unsafe and not supported: got {bits}")
         return
     if kind != wanted:
         raise InvalidRequest(f"role requires keys of type {wanted}")
-    if bits < role["key_bits"]:
+    if bits < role.key_bits:
         raise InvalidRequest(
-            f"role requires a minimum of a {role['key_bits']}-bit key, but CSR's key is {bits} bits",
+            f"role requires a minimum of a {role.key_bits}-bit key, but CSR's key is {bits} bits",
         )
 
 
-def _issue_key(role: Mapping[str, Any], asked: KeyRequest) -> tuple[str, int, list[str]]:
+def _issue_key(role: Role, asked: KeyRequest) -> tuple[str, int, list[str]]:
     """The key type and size an issue request gets, and its warnings.
 
     A role with ``key_type`` ``any`` takes them from the request (required);
     otherwise the role's values hold and request values are ignored with a warning.
     """
     given = asked.key_type is not None or asked.key_bits is not None
-    if role["key_type"] != "any":
+    if role.key_type != "any":
         warnings = (
             ["parameters key_type and key_bits ignored as role had specific values"]
             if given
             else []
         )
-        return role["key_type"], role["key_bits"], warnings
+        return role.key_type, role.key_bits, warnings
     if asked.key_type is None:
         raise InvalidRequest(
             'role key type "any" not allowed for issuing certificates without providing '

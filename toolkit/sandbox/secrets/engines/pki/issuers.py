@@ -17,7 +17,7 @@ from cryptography import x509
 from ...errors import InvalidRequest
 from . import x509 as certs
 from .requests import KeyRequest
-from .roles import build_role, key_bits
+from .roles import Role, build_role, key_bits
 from .state import USAGES, Issuer, PKIState, StoredKey
 
 __all__ = ["LEAF_BEHAVIORS", "IssuerAdmin"]
@@ -98,11 +98,11 @@ class IssuerAdmin(PKIState):
                 "default issuer. Operations without an explicit issuer will not work until a new "
                 "default is configured."
             )
-            using = [r for r in self.roles.values() if r["issuer_ref"] == "default"]
+            using = [r for r in self.roles.values() if r.issuer_ref == "default"]
             if using:
                 warnings.append(f"{len(using)} roles reference default")
         for named in {issuer.id, issuer.name} - {""}:
-            using = [r for r in self.roles.values() if r["issuer_ref"] == named]
+            using = [r for r in self.roles.values() if r.issuer_ref == named]
             if using:
                 warnings.append(f"{len(using)} roles reference {named}")
         return warnings
@@ -168,29 +168,28 @@ class IssuerAdmin(PKIState):
         del self.keys[key.id]
 
     # -- roles --------------------------------------------------------------------------
-    def write_role(self, name: str, values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    def write_role(self, name: str, values: Mapping[str, Any]) -> tuple[Role, list[str]]:
         """``POST roles/:name``: the whole role (defaults for what is not given), and warnings.
 
         ``values`` are typed (seconds, booleans, lists), as the HTTP side read them.
         """
         role, warnings = build_role(values)
-        if self.find_issuer(role["issuer_ref"]) is None:
-            if role["issuer_ref"] == "default":
+        if self.find_issuer(role.issuer_ref) is None:
+            if role.issuer_ref == "default":
                 warnings.append(
                     "Issuing Certificate was set to default, but no default issuing certificate "
                     "(configurable at /config/issuers) is currently set"
                 )
             else:
                 warnings.append(
-                    f"Issuing Certificate was set to {role['issuer_ref']} but no issuing "
+                    f"Issuing Certificate was set to {role.issuer_ref} but no issuing "
                     "certificate currently has that name"
                 )
         self.roles[name] = role
-        return dict(role), warnings
+        return role, warnings
 
-    def role(self, name: str) -> dict[str, Any] | None:
-        role = self.roles.get(name)
-        return dict(role) if role is not None else None
+    def role(self, name: str) -> Role | None:
+        return self.roles.get(name)
 
     def delete_role(self, name: str) -> None:
         self.roles.pop(name, None)

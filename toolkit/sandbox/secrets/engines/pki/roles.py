@@ -11,6 +11,7 @@ check before sending.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ....._spec import certificate_names as policy
@@ -18,59 +19,80 @@ from ...errors import InvalidRequest
 from .requests import OID, SIGNATURE_BITS, parse_not_after
 from .x509 import EC_CURVES, EXT_KEY_USAGES, KEY_USAGES, RSA_BITS
 
-__all__ = ["DURATIONS", "INTEGERS", "ROLE_DEFAULTS", "build_role", "key_bits", "role_ext_key_usage"]
+__all__ = [
+    "DURATIONS",
+    "INTEGERS",
+    "ROLE_DEFAULTS",
+    "Role",
+    "build_role",
+    "key_bits",
+    "role_ext_key_usage",
+]
+
+
+@dataclass(frozen=True)
+class Role:
+    """A certificate role as stored: every field, with the default the real server gives one
+    not written. Lists are tuples here; the HTTP side renders the role as the server reads
+    it back (``role_document``)."""
+
+    issuer_ref: str = "default"
+    ttl: int = 0
+    max_ttl: int = 0
+    allow_localhost: bool = True
+    allowed_domains: tuple[str, ...] = ()
+    allowed_domains_template: bool = False
+    allow_bare_domains: bool = False
+    allow_subdomains: bool = False
+    allow_glob_domains: bool = False
+    allow_wildcard_certificates: bool = True
+    allow_any_name: bool = False
+    enforce_hostnames: bool = True
+    allow_ip_sans: bool = True
+    allowed_uri_sans: tuple[str, ...] = ()
+    allowed_uri_sans_template: bool = False
+    allowed_other_sans: tuple[str, ...] = ()
+    allowed_serial_numbers: tuple[str, ...] = ()
+    allowed_user_ids: tuple[str, ...] = ()
+    allow_token_displayname: bool = False
+    server_flag: bool = True
+    client_flag: bool = True
+    code_signing_flag: bool = False
+    email_protection_flag: bool = False
+    key_type: str = "rsa"
+    key_bits: int = 0
+    signature_bits: int = 0
+    use_pss: bool = False
+    key_usage: tuple[str, ...] = ("DigitalSignature", "KeyAgreement", "KeyEncipherment")
+    ext_key_usage: tuple[str, ...] = ()
+    ext_key_usage_oids: tuple[str, ...] = ()
+    use_csr_common_name: bool = True
+    use_csr_sans: bool = True
+    ou: tuple[str, ...] = ()
+    organization: tuple[str, ...] = ()
+    country: tuple[str, ...] = ()
+    locality: tuple[str, ...] = ()
+    province: tuple[str, ...] = ()
+    street_address: tuple[str, ...] = ()
+    postal_code: tuple[str, ...] = ()
+    generate_lease: bool = False
+    no_store: bool = False
+    require_cn: bool = True
+    cn_validations: tuple[str, ...] = ("email", "hostname")
+    policy_identifiers: tuple[str, ...] = ()
+    basic_constraints_valid_for_non_ca: bool = False
+    not_before_duration: int = 30
+    not_before: str = ""
+    not_after: str = ""
+
+    def values(self) -> dict[str, Any]:
+        """Every field by name: what the name policy (:mod:`toolkit._spec.certificate_names`)
+        reads a role as."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
 
 # Every role field and its default, as the real server reads them back.
-ROLE_DEFAULTS: dict[str, Any] = {
-    "issuer_ref": "default",
-    "ttl": 0,
-    "max_ttl": 0,
-    "allow_localhost": True,
-    "allowed_domains": [],
-    "allowed_domains_template": False,
-    "allow_bare_domains": False,
-    "allow_subdomains": False,
-    "allow_glob_domains": False,
-    "allow_wildcard_certificates": True,
-    "allow_any_name": False,
-    "enforce_hostnames": True,
-    "allow_ip_sans": True,
-    "allowed_uri_sans": [],
-    "allowed_uri_sans_template": False,
-    "allowed_other_sans": [],
-    "allowed_serial_numbers": [],
-    "allowed_user_ids": [],
-    "allow_token_displayname": False,
-    "server_flag": True,
-    "client_flag": True,
-    "code_signing_flag": False,
-    "email_protection_flag": False,
-    "key_type": "rsa",
-    "key_bits": 0,
-    "signature_bits": 0,
-    "use_pss": False,
-    "key_usage": ["DigitalSignature", "KeyAgreement", "KeyEncipherment"],
-    "ext_key_usage": [],
-    "ext_key_usage_oids": [],
-    "use_csr_common_name": True,
-    "use_csr_sans": True,
-    "ou": [],
-    "organization": [],
-    "country": [],
-    "locality": [],
-    "province": [],
-    "street_address": [],
-    "postal_code": [],
-    "generate_lease": False,
-    "no_store": False,
-    "require_cn": True,
-    "cn_validations": ["email", "hostname"],
-    "policy_identifiers": [],
-    "basic_constraints_valid_for_non_ca": False,
-    "not_before_duration": 30,
-    "not_before": "",
-    "not_after": "",
-}
+ROLE_DEFAULTS: dict[str, Any] = Role().values()
 _GENERATE_LEASE_WARNING = (
     "it is encouraged to disable generate_lease and rely on PKI's native capabilities when "
     "possible; this option can cause instance-wide issues with large numbers of issued "
@@ -81,7 +103,7 @@ INTEGERS = ("key_bits", "signature_bits")
 KEY_TYPES = ("rsa", "ec", "ed25519", "any")
 
 
-def build_role(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def build_role(values: Mapping[str, Any]) -> tuple[Role, list[str]]:
     """The role ``values`` (typed, as the HTTP side read them) make, defaults filled in, and warnings.
 
     400 naming a bad field, with the real server's wording where it has one.
@@ -92,7 +114,7 @@ def build_role(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     role: dict[str, Any] = {}
     for name, default in ROLE_DEFAULTS.items():
         value = values.get(name, default)
-        role[name] = list(value) if isinstance(default, list) else value
+        role[name] = list(value) if isinstance(default, tuple) else value
     for name, default in ROLE_DEFAULTS.items():
         if isinstance(default, str) and not role[name]:
             role[name] = default  # an empty text takes the default, as on the real server
@@ -138,7 +160,8 @@ def build_role(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
         role["generate_lease"] = False
     elif role["generate_lease"]:
         warnings.append(_GENERATE_LEASE_WARNING)
-    return role, warnings
+    kept: dict[str, Any] = {n: tuple(v) if isinstance(v, list) else v for n, v in role.items()}
+    return Role(**kept), warnings
 
 
 def _cn_validations(values: list[str]) -> list[str]:
@@ -182,20 +205,20 @@ def key_bits(key_type: str, bits: int) -> int:
     return bits
 
 
-def role_ext_key_usage(role: Mapping[str, Any]) -> list[Any]:
+def role_ext_key_usage(role: Role) -> list[Any]:
     """The extended key usages a role's certificates carry: its flags, names and OIDs."""
     from cryptography import x509
 
     found = []
     for flag, name in (
-        ("server_flag", "ServerAuth"),
-        ("client_flag", "ClientAuth"),
-        ("code_signing_flag", "CodeSigning"),
-        ("email_protection_flag", "EmailProtection"),
+        (role.server_flag, "ServerAuth"),
+        (role.client_flag, "ClientAuth"),
+        (role.code_signing_flag, "CodeSigning"),
+        (role.email_protection_flag, "EmailProtection"),
     ):
-        if role.get(flag):
+        if flag:
             found.append(EXT_KEY_USAGES[name])
     by_name = {name.lower(): oid for name, oid in EXT_KEY_USAGES.items()}
-    found += [by_name[n.lower()] for n in role.get("ext_key_usage", [])]
-    found += [x509.ObjectIdentifier(o) for o in role.get("ext_key_usage_oids", [])]
+    found += [by_name[n.lower()] for n in role.ext_key_usage]
+    found += [x509.ObjectIdentifier(o) for o in role.ext_key_usage_oids]
     return list(dict.fromkeys(found))

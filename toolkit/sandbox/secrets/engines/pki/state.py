@@ -12,10 +12,9 @@ engine (:class:`~.engine.PKIEngine`) is all of them on one state.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cryptography import x509
 
@@ -23,6 +22,7 @@ from ...errors import InvalidRequest, SecretsError
 from . import x509 as certs
 from .requests import (
     CRLConfig,
+    TidyRequest,
     URLConfig,
     Validity,
     go_duration,
@@ -33,6 +33,7 @@ from .requests import (
 if TYPE_CHECKING:
     from ...host import EngineHost
     from ...mounts import Mount
+    from .roles import Role
 
 __all__ = [
     "USAGES",
@@ -45,6 +46,7 @@ __all__ = [
     "PKIState",
     "StoredCRL",
     "StoredKey",
+    "TidyRun",
     "csr_common_name",
     "csr_sans",
     "rfc3339",
@@ -150,6 +152,17 @@ class StoredCRL:
     serials: list[str] = field(default_factory=list)  # the revoked serials it lists
 
 
+@dataclass(frozen=True)
+class TidyRun:
+    """The last tidy of a mount: what it was asked, when it ran, what it removed."""
+
+    asked: TidyRequest
+    started: datetime
+    finished: datetime
+    cert_store_deleted: int
+    revoked_deleted: int
+
+
 class PKIState:
     """One mount's state of the certificate engine (spec 4.10), and the helpers all parts use."""
 
@@ -158,7 +171,7 @@ class PKIState:
         self.mount = mount
         self.issuers: dict[str, Issuer] = {}
         self.keys: dict[str, StoredKey] = {}
-        self.roles: dict[str, dict[str, Any]] = {}
+        self.roles: dict[str, Role] = {}
         self.certs: dict[str, IssuedCert] = {}
         self.default_issuer = ""
         self.default_follows_latest_issuer = False
@@ -170,7 +183,7 @@ class PKIState:
         self.crl_number = 0
         # Revocations not yet in a complete CRL (auto_rebuild) and in no delta CRL yet.
         self.unpublished_revocations = 0
-        self.tidy_record: dict[str, Any] = {}
+        self.last_tidy: TidyRun | None = None
 
     def now(self) -> datetime:
         return self.service.clock.now()
@@ -281,7 +294,7 @@ class PKIState:
         signer: x509.Certificate | None,
         *,
         behavior: str = "err",
-        role: Mapping[str, Any] | None = None,
+        role: Role | None = None,
         not_before_duration: int = 30,
     ) -> tuple[datetime, datetime, list[str]]:
         """NotBefore and NotAfter from ``ttl`` or ``not_after``, capped as the server does.
@@ -292,7 +305,7 @@ class PKIState:
         ``leaf_not_after_behavior``: ``err`` refuses, ``truncate`` cuts, ``permit`` allows.
         """
         ttl = validity.ttl
-        role_not_after = (role or {}).get("not_after") or ""
+        role_not_after = role.not_after if role else ""
         fixed_end = parse_role_time(role_not_after, "not_after") or validity.not_after
         if ttl and fixed_end is not None:
             raise InvalidRequest(
@@ -300,7 +313,7 @@ class PKIState:
                 "the same request.",
             )
         mount_default, mount_max = self.mount.lease_ttls()
-        role_ttl, role_max = (role or {}).get("ttl", 0), (role or {}).get("max_ttl", 0)
+        role_ttl, role_max = (role.ttl, role.max_ttl) if role else (0, 0)
         ttl = ttl or role_ttl or mount_default
         max_ttl = role_max or mount_max
         warnings = []
@@ -321,7 +334,7 @@ class PKIState:
                     f"{rfc3339(not_after)} that is beyond the expiration of the CA certificate "
                     f"at {rfc3339(signer.not_valid_after_utc)}",
                 )
-        fixed_start = parse_role_time((role or {}).get("not_before") or "", "not_before")
+        fixed_start = parse_role_time(role.not_before if role else "", "not_before")
         not_before = (
             fixed_start if fixed_start is not None else now - timedelta(seconds=not_before_duration)
         )

@@ -13,10 +13,9 @@ server says when it is asked after one ended.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from .requests import TidyRequest
-from .state import PKIState, rfc3339
+from .state import PKIState, TidyRun
 
 __all__ = ["Tidy"]
 
@@ -31,36 +30,6 @@ NOTHING_ASKED = (
     "/ tidy_acme)."
 )
 NONE_RUNNING = "Tidy operation cannot be cancelled as none is currently running."
-
-# What tidy-status answers before any tidy ran: every field, null, and the state.
-_FIELDS = (
-    "acme_account_deleted_count",
-    "acme_account_revoked_count",
-    "acme_account_safety_buffer",
-    "acme_orders_deleted_count",
-    "cert_store_deleted_count",
-    "current_cert_store_count",
-    "current_revoked_cert_count",
-    "error",
-    "issuer_safety_buffer",
-    "message",
-    "missing_issuer_cert_count",
-    "page_size",
-    "pause_duration",
-    "revoked_cert_deleted_count",
-    "revoked_safety_buffer",
-    "safety_buffer",
-    "tidy_acme",
-    "tidy_cert_store",
-    "tidy_expired_issuers",
-    "tidy_invalid_certs",
-    "tidy_move_legacy_ca_bundle",
-    "tidy_revoked_cert_issuer_associations",
-    "tidy_revoked_certs",
-    "time_finished",
-    "time_started",
-    "total_acme_account_count",
-)
 
 
 class Tidy(PKIState):
@@ -94,37 +63,7 @@ class Tidy(PKIState):
                         self.default_issuer = ""
         if deleted_revoked:
             self._drop_built_crls()
-        finished = self.now()
-        self.tidy_record = {
-            "state": "Finished",
-            "error": None,
-            "message": None,
-            "time_started": rfc3339(started),
-            "time_finished": rfc3339(finished),
-            "last_auto_tidy_finished": rfc3339(finished),
-            "safety_buffer": request.safety_buffer,
-            "revoked_safety_buffer": request.safety_buffer,
-            "issuer_safety_buffer": request.issuer_safety_buffer,
-            "acme_account_safety_buffer": 30 * 24 * 3600,
-            "pause_duration": request.pause_duration,
-            "page_size": 1000,
-            "tidy_cert_store": request.tidy_cert_store,
-            "tidy_revoked_certs": request.tidy_revoked_certs,
-            "tidy_revoked_cert_issuer_associations": request.tidy_revoked_cert_issuer_associations,
-            "tidy_expired_issuers": request.tidy_expired_issuers,
-            "tidy_invalid_certs": request.tidy_invalid_certs,
-            "tidy_move_legacy_ca_bundle": request.tidy_move_legacy_ca_bundle,
-            "tidy_acme": request.tidy_acme,
-            "cert_store_deleted_count": deleted_certs,
-            "revoked_cert_deleted_count": deleted_revoked,
-            "missing_issuer_cert_count": 0,
-            "current_cert_store_count": None,
-            "current_revoked_cert_count": None,
-            "acme_account_deleted_count": 0,
-            "acme_account_revoked_count": 0,
-            "acme_orders_deleted_count": 0,
-            "total_acme_account_count": 0,
-        }
+        self.last_tidy = TidyRun(request, started, self.now(), deleted_certs, deleted_revoked)
         return [STARTED]
 
     def _drop_built_crls(self) -> None:
@@ -132,14 +71,9 @@ class Tidy(PKIState):
         self.crls.clear()
         self.delta_crls.clear()
 
-    def tidy_status(self) -> dict[str, Any]:
-        """``GET tidy-status``: the last run, or ``Inactive`` with every field null."""
-        status: dict[str, Any] = dict.fromkeys(_FIELDS)
-        status["internal_backend_uuid"] = self.mount.uuid
-        if not self.tidy_record:
-            status["state"] = "Inactive"
-            return status
-        return status | self.tidy_record
+    def tidy_status(self) -> TidyRun | None:
+        """``GET tidy-status``: the last run, or None before any."""
+        return self.last_tidy
 
     def tidy_cancel(self) -> list[str]:
         """``POST tidy-cancel``: no tidy is ever running here (each ends before its answer)."""
