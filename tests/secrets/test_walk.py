@@ -163,3 +163,62 @@ def test_a_404_with_words_below_the_start_is_recorded_not_read_as_empty(
         counts = bao.leases.lease_counts(mounts=[])
     gaps = counts.attrs["coverage"]["gaps"]
     assert [g["path"] for g in gaps] == ["odd/"] and "unsupported path" in gaps[0]["reason"]
+
+
+def test_a_server_listing_the_same_folders_under_every_folder_is_walked_to_a_limit(
+    server_of: list[Threaded],
+) -> None:
+    """Twelve folder keys under every folder make a tree of every order of them (a
+    billion folders, the cycle check passing each): the walk lists at most its limit
+    and records the rest as one gap, within a bounded time and memory."""
+    keys = [f"{chr(ord('a') + i)}/" for i in range(12)] + ["lease-1"]
+
+    def answer_of(head: bytes, n: int) -> tuple[bytes, bool]:
+        return _listing(keys), False
+
+    server = Threaded(answer_of)
+    server_of.append(server)
+    started = time.monotonic()
+    with _client(server) as bao:
+        walk = Walk()
+        folders = [
+            f
+            for f, _ in walk_tree(
+                bao.http,
+                [""],
+                path_of=lambda f: f"/sys/leases/lookup/{f}",
+                walk=walk,
+                max_folders=200,
+            )
+        ]
+    assert time.monotonic() - started < 10
+    assert walk.folders == 200 and len(set(folders)) == 200
+    limit = [u for u in walk.unread if "at most 200 folders" in u.reason]
+    assert len(limit) == 1 and "more folder(s)" in limit[0].reason
+    assert not walk.complete
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 200_000, b'{"data":{"keys":' + b'[{"a":' * 50_000, b'{"data":{"keys":[' + b"[" * 100],
+    ids=["open-brackets", "objects-in-the-keys", "just-past-the-limit"],
+)
+def test_an_answer_nested_past_any_list_of_keys_is_refused_in_bounded_memory(body: bytes) -> None:
+    """The streaming parser keeps the path of every open level as text: 200,000 open
+    brackets (a 200 kB answer) took all the memory of the machine."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(DecodeError, match="nests deeper than 64 levels"):
+            list(stream_key_batches(body))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 1024 * 1024
+
+
+def test_brackets_inside_keys_are_not_nesting() -> None:
+    keys = ["[" * 100, "{" * 100 + '"', "a\\" + "[" * 70]
+    body = json.dumps({"data": {"keys": keys}}).encode()
+    assert [k for batch in stream_key_batches(body) for k in batch] == keys

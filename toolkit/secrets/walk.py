@@ -26,6 +26,7 @@ answers are parsed with.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -39,6 +40,10 @@ __all__ = ["MAX_DEPTH", "Unread", "Walk", "stream_key_batches", "stream_keys", "
 
 # Deeper than any lease id an engine makes (``auth/<method>/<path...>/<id>``).
 MAX_DEPTH = 32
+# Folders one walk lists at most. A lease tree has a folder a role (thousands on a
+# large server); a server that lists the same folder keys under every folder grows a
+# tree of every order of them (12 keys: a billion folders), which no walk may follow.
+MAX_FOLDERS = 100_000
 # Leaf keys handed over at a time.
 CHUNK = 10_000
 # Answers to a LIST that are reported, not raised: empty (404), refused (405),
@@ -87,6 +92,29 @@ def stream_keys(content: bytes) -> Iterator[str]:
         yield from batch
 
 
+# How deep a LIST answer may nest. Its shape is three levels deep; ijson keeps the
+# path of every open level as text, so its memory grows with the square of the
+# nesting: 20,000 open brackets took a gigabyte, 200,000 (a 200 kB answer) all of it.
+MAX_NESTING = 64
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*+"')
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def _check_nesting(content: bytes) -> None:
+    """Raise :class:`DecodeError` when ``content`` nests deeper than ``MAX_NESTING``
+    (brackets inside strings do not count). An answer with few brackets, as every
+    list of keys is, is passed by two counts in C."""
+    if content.count(b"[") + content.count(b"{") <= MAX_NESTING:
+        return
+    depth = 0
+    for bracket in _BRACKET.findall(_JSON_STRING.sub(b"", content)):
+        depth += 1 if bracket in (b"[", b"{") else -1
+        if depth > MAX_NESTING:
+            raise DecodeError(
+                f"a LIST answer nests deeper than {MAX_NESTING} levels: not a list of keys"
+            )
+
+
 def stream_key_batches(content: bytes, size: int = CHUNK) -> Iterator[list[str]]:
     """:func:`stream_keys` in lists of at most ``size`` keys: the keys are taken from
     the parser and made strings in C (``islice``, ``map``), so a folder of a million
@@ -94,6 +122,7 @@ def stream_key_batches(content: bytes, size: int = CHUNK) -> Iterator[list[str]]
     counting a million leases)."""
     import ijson  # the C backend loads with it; kept off `import toolkit`
 
+    _check_nesting(content)
     yielded = False
     try:
         for prefix in ("data.keys.item", "keys.item"):
@@ -114,6 +143,7 @@ def walk_tree(
     path_of: Callable[[str], str],
     walk: Walk | None = None,
     max_depth: int = MAX_DEPTH,
+    max_folders: int = MAX_FOLDERS,
     chunk: int = CHUNK,
     skip: Callable[[str], bool] | None = None,
 ) -> Iterator[tuple[str, list[str]]]:
@@ -123,15 +153,25 @@ def walk_tree(
     segment). A folder with more than ``chunk`` leaves comes in several
     pairs, keys in the server's order. ``walk`` collects the counts and what
     could not be read. ``skip(folder)`` true leaves a folder's leaves out (a
-    resumed walk's folders already done) while still walking under it.
+    resumed walk's folders already done) while still walking under it. At most
+    ``max_folders`` folders are listed; the folders past that limit are one gap of
+    ``walk``, never walked and never silently left out.
     """
     if max_depth < 1:
         raise InputError(f"max_depth must be at least 1, not {max_depth}")
+    if max_folders < 1:
+        raise InputError(f"max_folders must be at least 1, not {max_folders}")
     if chunk < 1:
         raise InputError(f"chunk must be at least 1, not {chunk}")
     seen = walk if walk is not None else Walk()
     level = [s for s in dict.fromkeys(starts)]
     depth = 0
+    beyond: list[str] = []  # the first folder past the limit, and how many there were
+    over = 0
+    if len(level) > max_folders:
+        beyond, over = level[max_folders : max_folders + 1], len(level) - max_folders
+        level = level[:max_folders]
+    taken = len(level)  # folders listed, or queued to be
     while level:
         depth += 1
         calls = [Request("LIST", path_of(f), ok_statuses=_LIST_REPORTED) for f in level]
@@ -151,7 +191,11 @@ def walk_tree(
                             refused = _refusal(folder, key, depth, max_depth)
                             if refused:
                                 seen.unread.append(Unread(folder + key, None, refused))
+                            elif taken >= max_folders:
+                                beyond = beyond or [folder + key]
+                                over += 1
                             else:
+                                taken += 1
                                 level.append(folder + key)
                         batch = [k for k in batch if not k.endswith("/")]
                     if batch and not dropping:
@@ -161,6 +205,15 @@ def walk_tree(
                 seen.unread.append(Unread(folder, response.status_code, str(exc)))
             del content
         del answers
+    if over:
+        seen.unread.append(
+            Unread(
+                beyond[0],
+                None,
+                f"not walked, nor {over - 1} more folder(s) found past it: a walk lists "
+                f"at most {max_folders} folders (max_folders)",
+            )
+        )
 
 
 def _listing(
