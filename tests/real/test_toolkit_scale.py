@@ -36,6 +36,24 @@ def test_the_estate_pages_a_real_mounts_certificates(bao: OpenBao) -> None:
     assert frame.attrs["coverage"]["complete"]
 
 
+def test_the_estate_misses_no_certificate_at_a_page_boundary_on_openbao(bao: OpenBao) -> None:
+    """OpenBao pages certs/ by its storage keys (bytes joined by hyphens) while it
+    lists colons: pages of one, across serials that share their first byte."""
+    with SecretsClient(bao.address, bao.token) as client:
+        client.enable_engine("pki-pages", "pki", max_lease_ttl="87600h")
+        pki = client.pki.at("pki-pages")
+        pki.generate_root("Pages Root", key_type="ec", issuer_name="root", ttl="8760h")
+        pki.write_role(
+            "web", allowed_domains=["example.test"], allow_subdomains=True, key_type="ec"
+        )
+        for i in range(40):
+            pki.issue("web", f"p{i}.example.test", ttl="1h")
+        listed = client.http.request("LIST", "/pki-pages/certs").json()["data"]["keys"]
+        assert any(a[:2] == b[:2] for a, b in zip(listed, listed[1:], strict=False))
+        frame = pki.certificate_estate(["pki-pages"], page=1).frame()
+    assert sorted(frame.index) == sorted(listed) and frame.attrs["coverage"]["complete"]
+
+
 def test_a_lease_scan_on_openbao_resumes_from_its_checkpoint(bao: OpenBao, tmp_path: Path) -> None:
     _seed.tokens(bao, "scan", 120)
     point = tmp_path / "scan.json"

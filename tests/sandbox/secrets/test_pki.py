@@ -1620,4 +1620,25 @@ def test_paged_certificate_listing_follows_a_certificate_issued_between_pages(
     serial = ok(shared.post("pki/issue/web-server", json={"common_name": "paged.example.com"}))
     added = serial["data"]["serial_number"]
     assert added in page(limit=0)  # the kept order is sorted again after an issue
-    assert page(after=everything[0], limit=2) == sorted([*everything, added])[1:3]
+    assert page(after=everything[0].replace(":", "-"), limit=2) == sorted([*everything, added])[1:3]
+
+
+def test_paged_certificate_listing_compares_after_with_the_stored_form_as_openbao_does(
+    shared: httpx.Client,
+) -> None:
+    """OpenBao lists serials joined by colons and pages them by their storage keys,
+    joined by hyphens: after= in the listed form passes over every serial that
+    shares its first byte (":" sorts after "-"), in the hyphen form over none."""
+    for n in range(40):
+        ok(shared.post("pki/issue/web-server", json={"common_name": f"p{n}.example.com"}))
+    keys = list(ok(shared.request("LIST", "pki/certs"))["data"]["keys"])
+
+    def first_after(after: str) -> str | None:
+        answer = ok(shared.request("LIST", "pki/certs", params={"after": after, "limit": "1"}))
+        return (answer["data"]["keys"] or [None])[0]
+
+    pairs = list(zip(keys, keys[1:], strict=False))
+    assert all(first_after(a.replace(":", "-")) == b for a, b in pairs)
+    shared_first_byte = [(a, b) for a, b in pairs if a[:2] == b[:2]]
+    assert shared_first_byte  # 40 serials over 256 first bytes share some
+    assert all(first_after(a) != b for a, b in shared_first_byte)

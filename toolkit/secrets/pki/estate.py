@@ -136,14 +136,17 @@ def scan_certificates(
             if not serials:
                 break
             seen.folders += 1
-            if after and serials[0] <= after:
+            if after and _storage_key(serials[0]) <= after:
                 seen.unread.append(
                     Unread(f"{pki.mount}/certs", None, "the server ignores after= (paging refused)")
                 )
                 break
             spool.add(_read_page(pki, serials))
             seen.leaves += len(serials)
-            after = serials[-1]
+            # OpenBao compares after= with its storage keys, where a serial's bytes are
+            # joined by hyphens, though it lists them joined by colons: a colon form
+            # passes over every serial that shares its first byte (":" sorts after "-").
+            after = _storage_key(serials[-1])
             if point is not None:
                 point.state = {"after": after}
                 point.save()
@@ -157,6 +160,11 @@ def scan_certificates(
         point.finished = True
         point.save()
     return spool
+
+
+def _storage_key(serial: str) -> str:
+    """A listed serial (``1d:46:fe``) as the server stores and pages it (``1d-46-fe``)."""
+    return serial.replace(":", "-")
 
 
 def _read_page(pki: PKI, serials: list[str]) -> pd.DataFrame:

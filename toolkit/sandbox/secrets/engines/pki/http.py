@@ -459,10 +459,12 @@ async def generate_key(call: SecretsRequest) -> Response:
 # -- certificates ------------------------------------------------------------------------
 async def list_certs(call: SecretsRequest) -> Response:
     """``LIST certs``, paged as OpenBao pages it: ``after`` (keys sorted after it) and
-    ``limit`` (at most that many; none, 0 or less: all)."""
+    ``limit`` (at most that many; none, 0 or less: all). As OpenBao, ``after`` is
+    compared with the storage keys, the serials' bytes joined by hyphens, though
+    the list shows them joined by colons."""
     serials = _engine(call).sorted_cert_serials()
     after = call.query.get("after")
-    start = bisect.bisect_right(serials, after) if after else 0
+    start = bisect.bisect_right(serials, after, key=_storage_key) if after else 0
     raw = call.query.get("limit")
     if raw not in (None, ""):
         try:
@@ -472,6 +474,10 @@ async def list_certs(call: SecretsRequest) -> Response:
         if limit > 0:
             return listing(serials[start : start + limit])
     return listing(serials[start:])
+
+
+def _storage_key(serial: str) -> str:
+    return serial.replace(":", "-")
 
 
 async def list_revoked(call: SecretsRequest) -> Response:
