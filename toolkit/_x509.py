@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cryptography import x509
 
-__all__ = ["format_serial", "path_length"]
+__all__ = ["format_serial", "path_length", "serial_storage_key"]
 
 
 def path_length(cert: x509.Certificate) -> int | None:
@@ -20,3 +20,9 @@ def format_serial(serial: int) -> str:
     colon-separated lowercase hex."""
     raw = serial.to_bytes(max(1, (serial.bit_length() + 7) // 8), "big")
     return ":".join(f"{b:02x}" for b in raw)
+
+
+def serial_storage_key(serial: str) -> str:
+    """A listed serial (``1d:46:fe``) as the server stores it and pages ``LIST certs``
+    by it (``1d-46-fe``): ``after=`` is compared with this form, not the listed one."""
+    return serial.replace(":", "-")

@@ -37,6 +37,7 @@ from ..._errors import APIError, InputError
 from ..._frames import Col, Schema, build_frame
 from ..._gc import collector_paused
 from ..._http import Request, decode_json
+from ..._x509 import serial_storage_key
 from ..checkpoint import (
     DEFAULT_MAX_ROWS,
     Spool,
@@ -136,7 +137,7 @@ def scan_certificates(
             if not serials:
                 break
             seen.folders += 1
-            if after and _storage_key(serials[0]) <= after:
+            if after and serial_storage_key(serials[0]) <= after:
                 seen.unread.append(
                     Unread(f"{pki.mount}/certs", None, "the server ignores after= (paging refused)")
                 )
@@ -146,7 +147,7 @@ def scan_certificates(
             # OpenBao compares after= with its storage keys, where a serial's bytes are
             # joined by hyphens, though it lists them joined by colons: a colon form
             # passes over every serial that shares its first byte (":" sorts after "-").
-            after = _storage_key(serials[-1])
+            after = serial_storage_key(serials[-1])
             if point is not None:
                 point.state = {"after": after}
                 point.save()
@@ -160,11 +161,6 @@ def scan_certificates(
         point.finished = True
         point.save()
     return spool
-
-
-def _storage_key(serial: str) -> str:
-    """A listed serial (``1d:46:fe``) as the server stores and pages it (``1d-46-fe``)."""
-    return serial.replace(":", "-")
 
 
 def _read_page(pki: PKI, serials: list[str]) -> pd.DataFrame:

@@ -22,6 +22,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 from starlette.responses import Response
 
+from ....._x509 import serial_storage_key
 from ... import fields
 from ...errors import InvalidRequest, PathNotFound
 from ...http._base import (
@@ -464,7 +465,7 @@ async def list_certs(call: SecretsRequest) -> Response:
     the list shows them joined by colons."""
     serials = _engine(call).sorted_cert_serials()
     after = call.query.get("after")
-    start = bisect.bisect_right(serials, after, key=_storage_key) if after else 0
+    start = bisect.bisect_right(serials, after, key=serial_storage_key) if after else 0
     raw = call.query.get("limit")
     if raw not in (None, ""):
         try:
@@ -474,10 +475,6 @@ async def list_certs(call: SecretsRequest) -> Response:
         if limit > 0:
             return listing(serials[start : start + limit])
     return listing(serials[start:])
-
-
-def _storage_key(serial: str) -> str:
-    return serial.replace(":", "-")
 
 
 async def list_revoked(call: SecretsRequest) -> Response:
