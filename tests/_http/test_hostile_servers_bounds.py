@@ -490,22 +490,23 @@ def _never_answering(peer: Peer) -> None:
         time.sleep(5)
 
 
+def _call_or_fan_out(http: HTTPLayer, what: str, n: int, outcome: list[BaseException]) -> None:
+    """One read, or a fan-out of ``n``; what it raised goes into ``outcome``."""
+    try:
+        if what == "call":
+            http.request("GET", "/x")
+        else:
+            list(http.many(Request("GET", f"/x/{i}") for i in range(n)))
+    except BaseException as exc:  # noqa: BLE001 - the test looks at it
+        outcome.append(exc)
+
+
 @pytest.mark.parametrize("what", ["call", "fan-out"])
 def test_close_from_another_thread_fails_what_is_in_flight_at_once(serve, what):
     server = serve(_never_answering)
     http = layer(server.address, timeout=30)
     outcome: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            if what == "call":
-                http.request("GET", "/sys/health")
-            else:
-                list(http.many(Request("GET", f"/x/{i}") for i in range(50)))
-        except BaseException as exc:  # noqa: BLE001 - the test looks at it
-            outcome.append(exc)
-
-    caller = threading.Thread(target=run)
+    caller = threading.Thread(target=_call_or_fan_out, args=(http, what, 50, outcome))
     caller.start()
     while not server.requests():
         time.sleep(0.01)
@@ -572,17 +573,7 @@ def test_a_call_handed_to_the_loop_as_close_stops_it_ends_at_once(serve, what):
 
     http._engine.__class__ = HeldHandOver
     outcome: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            if what == "call":
-                http.request("GET", "/x")
-            else:
-                list(http.many(Request("GET", f"/x/{i}") for i in range(8)))
-        except BaseException as exc:  # noqa: BLE001 - the test looks at it
-            outcome.append(exc)
-
-    caller = threading.Thread(target=run, name="caller")
+    caller = threading.Thread(target=_call_or_fan_out, args=(http, what, 8, outcome), name="caller")
     caller.start()
     assert taken.wait(2)
     http.close()
