@@ -85,7 +85,8 @@ _PLAIN = frozenset({str, type(None)})
 def _series(values: list[Any], dtype: str, name: str) -> pd.Series:
     try:
         return _typed(values, dtype, name)
-    except (ValueError, TypeError, OverflowError, ArithmeticError) as exc:
+    # LookupError: pandas indexes a column of nested lists as if it were two-dimensional.
+    except (ValueError, TypeError, OverflowError, ArithmeticError, LookupError) as exc:
         if dtype == "datetime":
             return _times_one_by_one(values, name)
         raise DecodeError(

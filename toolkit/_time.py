@@ -18,6 +18,7 @@ __all__ = [
     "NotATime",
     "format_iso_ms",
     "from_epoch",
+    "later",
     "parse_duration",
     "parse_time",
     "format_rfc3339",
@@ -70,6 +71,18 @@ def from_epoch(value: Any) -> datetime | None:
         return datetime.fromtimestamp(int(value), UTC)
     except (ValueError, TypeError, OverflowError, OSError):
         raise NotATime("a value that should be a unix time is not one") from None
+
+
+def later(when: datetime | None, seconds: float) -> datetime | None:
+    """``when`` plus ``seconds``; None when ``when`` is None or the sum falls outside
+    the years a datetime holds (a server's ttl of 10**30 seconds), never an
+    OverflowError."""
+    if when is None:
+        return None
+    try:
+        return when + timedelta(seconds=seconds)
+    except (OverflowError, ValueError):
+        return None
 
 
 def _parse_text(value: str) -> datetime:

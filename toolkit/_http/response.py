@@ -115,8 +115,12 @@ class Response:
 
     def json(self) -> Any:
         """The body decoded as JSON (the standard decoder: it takes ``NaN`` too).
-        A number too large for a float (``1e999``) is a ValueError, not infinity."""
-        return jsonlib.loads(self.content, parse_float=_float)
+        A number too large for a float (``1e999``), or nesting deeper than the decoder
+        recurses, is a ValueError, not infinity or a RecursionError."""
+        try:
+            return jsonlib.loads(self.content, parse_float=_float)
+        except RecursionError:
+            raise ValueError("the JSON answer is nested too deeply to decode") from None
 
     def __repr__(self) -> str:
         return f"<Response {self.status_code} {self.method} {self.url}>"

@@ -11,7 +11,7 @@ from .._area import Area
 from .._frames import Schema, build_frame
 from .._records import Record
 from .._spec.jsonapi import MEDIA_TYPE
-from ._jsonapi import flatten, iter_resources
+from ._jsonapi import flatten, iter_resources, resource_of
 
 __all__ = ["PlatformArea"]
 
@@ -30,7 +30,7 @@ class PlatformArea(Area):
         )
 
     def _record(self, document: Any, kind: str) -> Record:
-        return Record(flatten((document or {}).get("data") or {}), kind=kind)
+        return Record(resource_of(document, kind), kind=kind)
 
     def _frame(
         self, path: str, schema: Schema, params: Mapping[str, Any] | None = None

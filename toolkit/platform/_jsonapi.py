@@ -30,7 +30,7 @@ __all__ = [
     "Listing",
     "PageSink",
     "flatten",
-    "get_document",
+    "resource_of",
     "iter_resources",
     "read_lists",
     "resources_frame",
@@ -184,8 +184,16 @@ def resources_frame(
     return builder.frame()
 
 
-def get_document(http: HTTPLayer, path: str, params: Mapping[str, Any] | None = None) -> Any:
-    return http.json("GET", path, params=params)
+def resource_of(document: Any, what: str) -> dict[str, Any]:
+    """The one resource a JSON:API document holds, flattened; ``{}`` for an empty
+    answer (204 or ``data: null``), a :class:`DecodeError` naming ``what`` when the
+    document is no object."""
+    if document is None:
+        return {}
+    if not isinstance(document, Mapping):
+        raise DecodeError(f"the server's answer for {what} is not a JSON:API document")
+    data = document.get("data")
+    return flatten(data) if data else {}
 
 
 def _page_params(params: Mapping[str, Any] | None, number: int, size: int) -> dict[str, Any]:

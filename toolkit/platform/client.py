@@ -14,7 +14,7 @@ from .._http.layer import FAN_OUT_TIMEOUT
 from .._masking import Sensitive
 from .._records import Record
 from .._spec.jsonapi import MEDIA_TYPE
-from ._jsonapi import flatten
+from ._jsonapi import resource_of
 from .agent_pools import AgentPools
 from .organizations import Organizations
 from .policy_set_parameters import PolicySetParameters
@@ -163,7 +163,7 @@ class PlatformClient(ServiceClient):
         response = self.http.request("GET", "/account/details", ok_statuses={404})
         if response.status_code == 404:
             return Record({"kind": "unknown", "username": None}, kind="account")
-        user = flatten((decode_json(response) or {}).get("data") or {})
+        user = resource_of(decode_json(response), "the account")
         service = bool(user.get("is_service_account"))
         name = str(user.get("username") or "")
         kind = "user"

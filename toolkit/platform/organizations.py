@@ -11,12 +11,12 @@ from typing import Any
 import pandas as pd
 
 from .._coverage import Coverage, coverage_of
-from .._errors import DecodeError, InputError, NotFound, PermissionDenied
+from .._errors import InputError, NotFound, PermissionDenied
 from .._frames import Col, Schema, scope_part, stack_scopes
 from .._http import api_path
 from .._records import Record
 from ._base import PlatformArea
-from ._jsonapi import flatten
+from ._jsonapi import resource_of
 
 __all__ = ["Organizations"]
 
@@ -123,11 +123,7 @@ class Organizations(PlatformArea):
         payload = self._http.json(
             "GET", api_path("/organizations/{organization}", organization=organization)
         )
-        if not isinstance(payload, Mapping):
-            raise DecodeError(
-                f"the server's answer for organization {organization!r} is not an object"
-            )
-        permissions = flatten(payload.get("data")).get("permissions")
+        permissions = resource_of(payload, f"organization {organization!r}").get("permissions")
         return dict(permissions) if isinstance(permissions, Mapping) else {}
 
     def workspaces_frame(self, organization: str, *, search: str | None = None) -> pd.DataFrame:

@@ -519,13 +519,13 @@ class TeamAccess(PlatformArea):
         access = self.organization_access(organization)
         rows = []
         for _, rec in access.iterrows():
-            level = rec["access"]
+            level = rec["access"] if isinstance(rec["access"], str) else None  # not pd.NA
             implied = level != "custom"
             for api in PERMISSION_ATTRIBUTES:
                 col = api.replace("-", "_")
                 value = rec[col]
                 if implied:  # an access level this client does not know implies nothing known
-                    value = IMPLIED_PERMISSIONS.get(level, {}).get(api)
+                    value = IMPLIED_PERMISSIONS.get(level or "", {}).get(api)
                 rows.append(
                     {
                         "workspace_id": rec["workspace_id"],

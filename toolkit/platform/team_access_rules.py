@@ -180,6 +180,17 @@ def _matches(name: Any, patterns: str | Iterable[str] | None) -> bool:
     return isinstance(name, str) and any(fnmatchcase(name, p) for p in wanted)
 
 
+def _in_order(values: Iterable[Any]) -> list[Any]:
+    """``values`` (names, or tuples of names) sorted, a missing name (a server's
+    record without one) last rather than a ``TypeError``."""
+
+    def key(value: Any) -> Any:
+        parts = value if isinstance(value, tuple) else (value,)
+        return tuple((p is None, "" if p is None else str(p)) for p in parts)
+
+    return sorted(values, key=key)
+
+
 def grants_matrix(
     grants: pd.DataFrame,
     index: list[str],
@@ -206,11 +217,11 @@ def grants_matrix(
         current = cells.setdefault(key, {}).get(row["team_name"])
         if current is None or rank > current[0]:
             cells[key][row["team_name"]] = (rank, row["access"])
-    keys = sorted(cells)
+    keys = _in_order(cells)
     if floor is None:
         matching = {tuple(k) for k in every if _matches(k[-1], workspaces)}
-        keys = sorted(matching | set(keys))
-    columns = sorted({t for c in cells.values() for t in c})
+        keys = _in_order(matching | set(keys))
+    columns = _in_order({t for c in cells.values() for t in c})
     data = {t: [cells.get(k, {}).get(t, (0, None))[1] for k in keys] for t in columns}
     labels = [k[0] for k in keys] if len(index) == 1 else keys
     idx = (
@@ -510,11 +521,15 @@ def _effective_row(
 
 def effective_access_matrix(effective: pd.DataFrame, holder_kind: str = "team") -> pd.DataFrame:
     """Workspaces (rows, by ``(organization, workspace)``) by holders: the effective level."""
+    if "holder_kind" not in effective:  # no organization could be read: no rows
+        effective = pd.DataFrame(
+            columns=["organization", "workspace_name", "holder_kind", "holder", "level"]
+        )
     rows = effective[effective["holder_kind"] == holder_kind]
-    keys = sorted(
+    keys = _in_order(
         {(o, w) for o, w in zip(rows["organization"], rows["workspace_name"], strict=True)}
     )
-    holders = sorted(set(rows["holder"]))
+    holders = _in_order(set(rows["holder"]))
     cells = {
         (o, w, h): lv
         for o, w, h, lv in zip(

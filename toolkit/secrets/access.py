@@ -582,7 +582,7 @@ class Access(SecretsArea):
         for entity in entities:
             ident = _identity_of(entity, groups)
             identities[ident.entity_id] = ident
-            own = list(entity.get("policies") or [])
+            own = listed_keys(entity.get("policies"), "policies")
             for g in ident.groups:
                 own.extend(group_policies.get(g.id, ()))
             entity_policies[ident.entity_id] = tuple(dict.fromkeys(own))
@@ -778,7 +778,8 @@ class Access(SecretsArea):
                 continue
             policies = tuple(
                 dict.fromkeys(
-                    list(data.get("policies") or []) + list(data.get("identity_policies") or [])
+                    listed_keys(data.get("policies"), "policies")
+                    + listed_keys(data.get("identity_policies"), "identity_policies")
                 )
             )
             entity = str(data.get("entity_id") or "")
@@ -805,7 +806,7 @@ def _group_policies(groups: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[
         if group is None or gid in seen:
             return []
         seen.add(gid)
-        found = list(group.get("policies") or [])
+        found = listed_keys(group.get("policies"), "policies")
         for parent in group.get("parent_group_ids") or []:
             found.extend(above(str(parent), seen))
         return found

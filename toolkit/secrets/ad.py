@@ -28,7 +28,7 @@ from .._frames import Col, Schema, build_frame
 from .._http import HTTPLayer
 from .._masking import Sensitive, hidden, reveal
 from .._records import Record, integer
-from .._time import parse_duration, parse_time
+from .._time import later, parse_duration, parse_time
 from ._base import EngineArea, fields_of, hide, lease_of, unwrap, warnings_of
 from .leases import Leases
 
@@ -400,7 +400,7 @@ class Directory(EngineArea):
                     "ttl": ttl,
                     "last_service_rotation": last,
                     "password_last_set": role.get("password_last_set"),
-                    "next_rotation": last + timedelta(seconds=ttl) if last else None,
+                    "next_rotation": later(last, ttl),
                 }
             )
         cov.note_read(len(rows))

@@ -36,8 +36,8 @@ from .._errors import APIError, InputError, ToolkitError
 from .._http import HTTPLayer, api_path, segments
 from .._masking import Sensitive, reveal
 from .._records import Record, integer
-from .._time import parse_duration
-from ._base import SecretsArea, unwrap
+from .._time import later, parse_duration
+from ._base import SecretsArea, listed_keys, unwrap
 
 __all__ = [
     "DEFAULT_SERVICE_ACCOUNT_TOKEN",
@@ -214,8 +214,8 @@ class Auth(SecretsArea):
             {
                 "client_token": value,
                 "accessor": data.get("accessor"),
-                "policies": list(data.get("policies") or []),
-                "token_policies": list(data.get("policies") or []),
+                "policies": listed_keys(data.get("policies"), "policies"),
+                "token_policies": listed_keys(data.get("policies"), "policies"),
                 "ttl": integer(data.get("ttl"), "ttl"),
                 "renewable": bool(data.get("renewable")),
                 "display_name": data.get("display_name"),
@@ -296,8 +296,10 @@ class Auth(SecretsArea):
             {
                 "client_token": token,
                 "accessor": auth.get("accessor"),
-                "policies": list(auth.get("policies") or []),
-                "token_policies": list(auth.get("token_policies") or auth.get("policies") or []),
+                "policies": listed_keys(auth.get("policies"), "policies"),
+                "token_policies": listed_keys(
+                    auth.get("token_policies") or auth.get("policies"), "token_policies"
+                ),
                 "ttl": integer(auth.get("lease_duration"), "lease_duration"),
                 "renewable": bool(auth.get("renewable")),
                 "display_name": display_name,
@@ -402,7 +404,7 @@ class TokenRenewal:
             self.state = "stopped"
 
     def _note(self, ttl: int) -> None:
-        self.expires_at = self._clock.now() + timedelta(seconds=ttl)
+        self.expires_at = later(self._clock.now(), ttl)
 
     def _when(self) -> str:
         return self.expires_at.isoformat(timespec="seconds") if self.expires_at else "?"

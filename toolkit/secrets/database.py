@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
@@ -30,8 +30,8 @@ from .._coverage import Coverage, carry
 from .._errors import DecodeError, InputError
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
-from .._records import Record
-from .._time import parse_time
+from .._records import Record, text
+from .._time import later, parse_time
 from ._base import EngineArea, Names, fields_of, hide, listed_keys, warnings_of
 from ._credentials import issue_credentials, required
 
@@ -191,7 +191,7 @@ class Database(EngineArea):
                 "username": details.get("username"),
                 "connection_details": details,
                 "allowed_roles": listed_keys(data.get("allowed_roles"), "allowed_roles"),
-                "root_rotation_statements": list(rotation or []),
+                "root_rotation_statements": listed_keys(rotation, "root_rotation_statements"),
                 "password_policy": data.get("password_policy") or "",
                 "verify_connection": data.get("verify_connection"),
             },
@@ -273,7 +273,7 @@ class Database(EngineArea):
         return Record(
             {
                 "name": name,
-                "db_name": data.get("db_name") or "",
+                "db_name": text(data.get("db_name"), "db_name") or "",
                 **{key: listed_keys(data.get(key), key) for key in _STATEMENT_LISTS},
                 "default_ttl": _seconds(data.get("default_ttl")),
                 "max_ttl": _seconds(data.get("max_ttl")),
@@ -343,12 +343,14 @@ class Database(EngineArea):
         return Record(
             {
                 "name": name,
-                "db_name": data.get("db_name") or "",
+                "db_name": text(data.get("db_name"), "db_name") or "",
                 "username": data.get("username") or "",
-                "rotation_statements": list(data.get("rotation_statements") or []),
+                "rotation_statements": listed_keys(
+                    data.get("rotation_statements"), "rotation_statements"
+                ),
                 "rotation_period": period,
                 "last_rotation": last,
-                "next_rotation": last + timedelta(seconds=period) if last else None,
+                "next_rotation": later(last, period),
             },
             kind="database-static-role",
         )

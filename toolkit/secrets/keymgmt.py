@@ -28,7 +28,7 @@ from .._coverage import Coverage, carry, is_gap
 from .._errors import InputError, NotFound, PermissionDenied
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
-from .._records import Record, integer
+from .._records import Record, integer, text
 from .._spec.keymgmt import PROTECTIONS, PURPOSES
 from .._time import from_epoch, parse_time
 from ._base import EngineArea, Names, fields_of, listed_keys
@@ -163,7 +163,7 @@ class KeyManagement(EngineArea):
         data = self._read(self._path("key/{name}", name=name))
         return Record(
             {
-                "name": data.get("name") or name,
+                "name": text(data.get("name"), "name") or name,
                 "type": data.get("type"),
                 "deletion_allowed": bool(data.get("deletion_allowed")),
                 "min_enabled_version": integer(

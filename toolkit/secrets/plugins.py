@@ -14,7 +14,7 @@ from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
 from .._records import Record
-from ._base import SecretsArea
+from ._base import SecretsArea, listed_keys, records_of
 
 __all__ = ["CATALOG", "PLUGIN_INVENTORY", "PLUGIN_TYPES", "Plugins", "plugin_findings"]
 
@@ -61,8 +61,10 @@ class Plugins(SecretsArea):
         data = self._read("/sys/plugins/catalog")
         detailed = data.get("detailed")
         if detailed is None:
-            detailed = [{"type": t, "name": n} for t in PLUGIN_TYPES for n in data.get(t) or []]
-        frame = build_frame(list(detailed), CATALOG)
+            detailed = [
+                {"type": t, "name": n} for t in PLUGIN_TYPES for n in listed_keys(data.get(t), t)
+            ]
+        frame = build_frame(records_of(detailed, "detailed"), CATALOG)
         # One read, whole or raised.
         cov = Coverage("plugins.catalog", asked=["sys/plugins/catalog"])
         cov.note_read(len(frame))

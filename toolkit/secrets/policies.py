@@ -27,7 +27,7 @@ from .._errors import (
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
 from .._records import Record, text
-from ._base import SecretsArea, unwrap
+from ._base import SecretsArea, listed_keys, unwrap
 
 __all__ = ["ENFORCEMENT_LEVELS", "HOLDERS", "KINDS", "POLICIES", "Policies"]
 
@@ -118,7 +118,10 @@ class Policies(SecretsArea):
         if kind != "acl":
             record["enforcement_level"] = data.get("enforcement_level")
         if kind == "egp":
-            record["paths"] = _paths(data.get("paths"))
+            paths = data.get("paths")  # a list, or a comma-separated text
+            record["paths"] = _paths(
+                paths if isinstance(paths, str) else listed_keys(paths, "paths")
+            )
         return Record(record, kind=f"{kind}-policy")
 
     def write(

@@ -214,8 +214,12 @@ class Tokens(SecretsArea):
             rows.append(
                 {
                     "role": name,
-                    "allowed_policies": list(data.get("allowed_policies") or []),
-                    "disallowed_policies": list(data.get("disallowed_policies") or []),
+                    "allowed_policies": listed_keys(
+                        data.get("allowed_policies"), "allowed_policies"
+                    ),
+                    "disallowed_policies": listed_keys(
+                        data.get("disallowed_policies"), "disallowed_policies"
+                    ),
                     "orphan": data.get("orphan"),
                     "renewable": data.get("renewable"),
                     "token_period": data.get("token_period", data.get("period")),

@@ -36,11 +36,11 @@ def certificate_findings(
         by_ref[str(issuer_id)] = row
         if isinstance(row.get("issuer_name"), str) and row["issuer_name"]:
             by_ref[row["issuer_name"]] = row
-        if bool(row.get("is_default")):
+        if pd.notna(row.get("is_default")) and bool(row.get("is_default")):
             by_ref["default"] = row
     horizon = now + expiring_within
     for issuer_id, row in issuers.iterrows():
-        name = row.get("issuer_name") or issuer_id
+        name = _named(row.get("issuer_name")) or issuer_id
         if pd.notna(row["not_after"]) and row["not_after"] <= horizon:
             found.append(
                 Finding(
@@ -51,7 +51,7 @@ def certificate_findings(
                 )
             )
     for role, row in roles.iterrows():
-        ref = str(row.get("issuer_ref") or "default")
+        ref = _named(row.get("issuer_ref")) or "default"
         issuer = by_ref.get(ref)
         where = f"{mount}/roles/{role}"
         if issuer is None:
@@ -91,3 +91,8 @@ def certificate_findings(
             )
         )
     return findings_frame(found)
+
+
+def _named(value: Any) -> str:
+    """A name from a frame's cell; "" for a missing one (``pd.NA`` has no truth value)."""
+    return value if isinstance(value, str) else ""
