@@ -473,3 +473,20 @@ def test_a_field_an_answer_lacks_or_gives_in_the_wrong_type_is_a_decode_error() 
         parse_time("not a time")
     with pytest.raises(DecodeError):
         from_epoch(10**30)
+
+
+def test_a_platform_answer_that_is_no_resource_is_a_decode_error_not_an_empty_one() -> None:
+    # `true` where a document was due, and a document holding no organization: neither
+    # may read as "this token shows no permissions".
+    for body in (b"true", b'{"data": null}', b'{"data": [1]}'):
+        server = _serve_one(body)
+        client = PlatformClient(server.address, "t", retry=RetryPolicy(attempts=1))
+        try:
+            with pytest.raises(DecodeError):
+                client.organizations.caller_permissions("acme")
+            if body == b"true":
+                with pytest.raises(DecodeError, match="the account"):
+                    client.account()
+        finally:
+            client.close()
+            server.stop()

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from .._coverage import Coverage, coverage_of
-from .._errors import InputError, NotFound, PermissionDenied
+from .._errors import DecodeError, InputError, NotFound, PermissionDenied
 from .._frames import Col, Schema, scope_part, stack_scopes
 from .._http import api_path
 from .._records import Record
@@ -123,7 +123,10 @@ class Organizations(PlatformArea):
         payload = self._http.json(
             "GET", api_path("/organizations/{organization}", organization=organization)
         )
-        permissions = resource_of(payload, f"organization {organization!r}").get("permissions")
+        resource = resource_of(payload, f"organization {organization!r}")
+        if not resource:  # an answer without the organization says nothing of the token
+            raise DecodeError(f"the server's answer for organization {organization!r} is empty")
+        permissions = resource.get("permissions")
         return dict(permissions) if isinstance(permissions, Mapping) else {}
 
     def workspaces_frame(self, organization: str, *, search: str | None = None) -> pd.DataFrame:
