@@ -16,12 +16,12 @@ from toolkit.sandbox import Sandbox
 DAY0 = datetime(2026, 3, 1, 6, 0, tzinfo=UTC)
 
 
-def _header(day: int, **fields: object) -> Header:
+def _header(day: int, runbook: str = "05_lease_audit", **fields: object) -> Header:
     return Header(
         server="https://bao.example:8200",
         server_version="2.7.2",
         cluster="prod-eu",
-        runbook="05_lease_audit",
+        runbook=runbook,
         generated_at=DAY0 + timedelta(days=day, seconds=40),
         server_time=DAY0 + timedelta(days=day),
         **fields,  # type: ignore[arg-type]
@@ -36,7 +36,7 @@ def test_frames_land_partitioned_by_frame_target_runbook_and_the_servers_date(
     tmp_path: Path,
 ) -> None:
     written = history.append(tmp_path, {"lease_counts": _counts(5)}, _header(0), target="eu")
-    assert len(written) == 1
+    assert len(written) == 2 and written[1].relative_to(tmp_path).parts[0] == history.AUDITS
     relative = written[0].relative_to(tmp_path).parts
     assert relative[:4] == ("lease_counts", "target=eu", "runbook=05_lease_audit",
                             "date=2026-03-01")  # fmt: skip
@@ -52,7 +52,7 @@ def test_one_view_per_frame_across_targets_and_dates_answers_a_trend(tmp_path: P
         for target, growth in (("eu", 10), ("us", 0)):
             frames = {"lease_counts": _counts(100 + growth * day), "findings": pd.DataFrame()}
             history.append(tmp_path, frames, _header(day), target=target)
-    assert history.list_frames(tmp_path) == ["findings", "lease_counts"]
+    assert history.list_frames(tmp_path) == ["audits", "findings", "lease_counts"]
     trend = (
         history.open(tmp_path)
         .sql(
@@ -78,15 +78,17 @@ def test_compaction_merges_a_years_small_files_and_keeps_every_row(tmp_path: Pat
     for day in range(12):
         history.append(tmp_path, {"lease_counts": _counts(day)}, _header(day), target="eu")
     before = history.open(tmp_path).sql("select count(*), sum(count) from lease_counts").fetchall()
-    assert len(list(tmp_path.rglob("*.parquet"))) == 12
+    kept = tmp_path / "lease_counts"
+    assert len(list(kept.rglob("*.parquet"))) == 12
     assert history.compact(tmp_path, min_files=20) == 0  # fewer than asked: left alone
-    assert history.compact(tmp_path) == 12
-    files = list(tmp_path.rglob("*.parquet"))
+    assert history.compact(tmp_path, frames=["lease_counts"]) == 12
+    files = list(kept.rglob("*.parquet"))
     assert len(files) == 1 and files[0].parent.name == "year=2026"
     after = history.open(tmp_path).sql("select count(*), sum(count) from lease_counts").fetchall()
     assert after == before
     history.append(tmp_path, {"lease_counts": _counts(99)}, _header(12), target="eu")
-    assert history.compact(tmp_path) == 2  # the merged file and the new day, merged again
+    assert history.compact(tmp_path, frames=["lease_counts"]) == 2  # merged file + new day
+    assert history.compact(tmp_path) == 13  # the audits' own rows: 13 days, one file now
     assert history.open(tmp_path).sql("select count(*) from lease_counts").fetchall() == [(26,)]
 
 
@@ -98,6 +100,8 @@ def test_secrets_are_hidden_and_bad_names_refused_before_anything_is_written(
     assert b"hunter2-pw" not in written[0].read_bytes()
     with pytest.raises(InputError, match="history target 'eu west'"):
         history.append(tmp_path / "b", {"accounts": frame}, _header(0), target="eu west")
+    with pytest.raises(InputError, match="'audits' is the history's own"):
+        history.append(tmp_path / "b", {"audits": frame}, _header(0), target="eu")
     with pytest.raises(InputError, match="frame name '../up'"):
         history.append(tmp_path / "b", {"../up": frame}, _header(0), target="eu")
     clash = pd.DataFrame({"audit_target": ["mine"]})
@@ -131,7 +135,9 @@ def test_a_fleets_parquet_evidence_is_appended_with_its_own_header(tmp_path: Pat
     blobs = {p.name: p.read_bytes() for p in paths}
     blobs["notes.txt"] = b"not evidence"
     written = history.append_evidence(tmp_path / "h", blobs, target="fleet-a")
-    assert len(written) == 1 and "date=2026-03-03" in str(written[0])
+    assert len(written) == 2 and "date=2026-03-03" in str(written[0])
+    filed = history.open(tmp_path / "h").sql("select frame, rows from audits").fetchall()
+    assert filed == [("lease_counts", 2)]
     row = history.open(tmp_path / "h").sql("select * from lease_counts limit 1").df().iloc[0]
     assert row["audit_target"] == "fleet-a" and row["audit_runbook"] == "05_lease_audit"
 
@@ -146,5 +152,25 @@ def test_the_header_carries_the_servers_clock_which_dates_the_snapshot(
     assert header.server_time.date().isoformat() == moved  # the server's clock, not ours
     assert header.generated_at.date() < header.server_time.date()
     assert header.as_dict()["server_time"].startswith(moved)
-    (path,) = history.append(tmp_path, {"n": pd.DataFrame({"n": [1]})}, header, target="sb")
+    path, _ = history.append(tmp_path, {"n": pd.DataFrame({"n": [1]})}, header, target="sb")
     assert f"date={moved}" in str(path)
+
+
+def test_an_audit_that_found_nothing_leaves_its_row_so_its_silence_is_told_from_absence(
+    tmp_path: Path,
+) -> None:
+    finding = pd.DataFrame({"area": ["leases"], "object": ["pki/web"], "severity": ["low"]})
+    none = finding.iloc[0:0]
+    history.append(tmp_path, {"findings": finding}, _header(0), target="eu")
+    history.append(tmp_path, {"findings": none}, _header(1), target="eu")  # fixed on day 1
+    tokens = _header(1, "06_token_audit")
+    history.append(tmp_path, {"findings": finding}, tokens, target="eu")
+    con = history.open(tmp_path)
+    filed = con.sql(
+        "select audit_runbook, audit_date::varchar, rows from audits order by all"
+    ).fetchall()
+    assert filed == [("05_lease_audit", "2026-03-01", 1), ("05_lease_audit", "2026-03-02", 0),
+                     ("06_token_audit", "2026-03-02", 1)]  # fmt: skip
+    # The findings table alone cannot tell day 1 found nothing: it has no row of day 1.
+    days = con.sql("select distinct audit_date::varchar from findings order by 1").fetchall()
+    assert days == [("2026-03-01",), ("2026-03-02",)]  # the token audit's, not the lease audit's

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from .report import Header
 
 __all__ = [
+    "AUDITS",
     "AUDIT_COLUMNS",
     "ENV_HISTORY",
     "append",
@@ -73,6 +74,9 @@ AUDIT_COLUMNS = (
     "audit_toolkit_version",
     "audit_run",
 )
+# One row per frame each audit filed, with its row count: an audit that found nothing
+# still leaves its rows here, so a snapshot without findings is told from no snapshot.
+AUDITS = "audits"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _META_KEY = b"toolkit.evidence"
 _STAMP = "%Y%m%dT%H%M%SZ"
@@ -83,6 +87,32 @@ def _arrow() -> tuple[Any, Any]:
     import pyarrow.parquet as pq
 
     return pa, pq
+
+
+def _frame_name(label: str) -> str:
+    if label == AUDITS:
+        raise InputError(f"history frame name {AUDITS!r} is the history's own: name the frame else")
+    return _part_name(label, "frame name")
+
+
+def _filed(
+    root: Path,
+    counts: Mapping[str, int],
+    header: Mapping[str, Any],
+    target: str,
+    when: datetime,
+    run: str,
+) -> Path:
+    """The audit's rows in :data:`AUDITS`: each frame it filed and how many rows."""
+    pa, _ = _arrow()
+    names = sorted(counts)
+    table = pa.table(
+        {
+            "frame": pa.array(names, pa.string()),
+            "rows": pa.array([counts[n] for n in names], pa.int64()),
+        }
+    )
+    return _write(root, AUDITS, table, header, target, when, run)
 
 
 def _part_name(value: str, what: str) -> str:
@@ -202,18 +232,21 @@ def append(
     ``target`` names the audited target (else ``TOOLKIT_TARGET``, the header's
     cluster, or the server's host); ``taken_at`` the time (else the header's
     ``server_time``, else its ``generated_at``). Secret cells are hidden as in
-    the evidence.
+    the evidence. The audit's row counts go to :data:`AUDITS` (its file last in
+    what is returned).
     """
     head = _header_dict(header)
     when = (taken_at or _when(head)).astimezone(UTC)
     name = target or _default_target(head)
     for label in frames:
-        _part_name(label, "frame name")
+        _frame_name(label)
     run = uuid.uuid4().hex[:12]
-    return [
+    written = [
         _write(Path(root), label, _frame_table(frame), head, name, when, run)
         for label, frame in frames.items()
     ]
+    counts = {label: len(frame) for label, frame in frames.items()}
+    return [*written, _filed(Path(root), counts, head, name, when, run)]
 
 
 def append_evidence(root: str | Path, files: Mapping[str, bytes], *, target: str) -> list[Path]:
@@ -221,11 +254,13 @@ def append_evidence(root: str | Path, files: Mapping[str, bytes], *, target: str
 
     This is how a fleet run keeps every target's frames: the header and frame name
     come from each file's metadata (what :func:`toolkit.report.save` wrote).
-    Files that are not Parquet evidence are skipped.
+    Files that are not Parquet evidence are skipped. Each audit among them (a
+    runbook and its time) gets its rows in :data:`AUDITS`.
     """
     _, pq = _arrow()
     run = uuid.uuid4().hex[:12]
     written = []
+    audits: dict[tuple[str, datetime], tuple[dict[str, Any], dict[str, int]]] = {}
     for file_name, blob in sorted(files.items()):
         if not file_name.endswith(".parquet"):
             continue
@@ -233,11 +268,15 @@ def append_evidence(root: str | Path, files: Mapping[str, bytes], *, target: str
         attrs = _pandas_attrs(table)
         head = attrs.get("evidence")
         label = attrs.get("evidence_frame") or Path(file_name).stem.partition("-")[2]
-        if not isinstance(head, dict) or not label:
+        if not isinstance(head, dict) or not label or label == AUDITS:
             continue
         table = table.replace_schema_metadata(None)
         when = _when(head)
         written.append(_write(Path(root), label, table, head, target, when, run))
+        key = (str(head.get("runbook") or ""), when)
+        audits.setdefault(key, (head, {}))[1][label] = table.num_rows
+    for (_, when), (head, counts) in sorted(audits.items(), key=lambda item: item[0]):
+        written.append(_filed(Path(root), counts, head, target, when, run))
     return written
 
 

@@ -254,3 +254,37 @@ def test_a_demo_name_the_server_lacks_is_one_line_naming_what_it_has(tmp_path: P
         caught.value.evalue
     )
     assert "web-server" in caught.value.evalue
+
+
+def test_the_trends_count_a_finding_closed_by_an_audit_that_found_nothing(
+    tmp_path: Path,
+) -> None:
+    import pandas as pd
+
+    from toolkit import history, report
+    from toolkit.secrets import SecretsClient
+
+    folder = tmp_path / "history"
+    counts = pd.DataFrame({"mount": ["pki/"], "role": ["web"], "count": [300]})
+    finding = pd.DataFrame(
+        {"severity": ["low"], "area": ["leases"], "object": ["pki/web"], "reason": ["many"]}
+    )
+    with Sandbox() as sandbox, SecretsClient(sandbox.address, sandbox.token) as client:
+        for found in (finding, finding.iloc[0:0]):  # fixed on the second day
+            header = report.header_of(client, runbook="05_lease_audit", parameters={})
+            history.append(folder, {"lease_counts": counts, "findings": found}, header, target="eu")
+            sandbox.clock.advance(24 * 3600)
+        header = report.header_of(client, runbook="06_token_audit", parameters={})
+        token = finding.assign(area="tokens", object="auth/token/root")
+        history.append(folder, {"findings": token}, header, target="eu")
+    evidence = tmp_path / "evidence"
+    run_runbook(
+        "14_trends.ipynb",
+        tmp_path,
+        {"history_dir": str(folder), "evidence_dir": str(evidence)},
+        timeout=120,
+    )
+    (ages,) = evidence.glob("14_trends-finding_ages.csv")
+    rows = ages.read_text().splitlines()
+    # Open: the token audit's finding only; the lease audit's newest run found nothing.
+    assert len(rows) == 2 and "auth/token/root" in rows[1], rows
