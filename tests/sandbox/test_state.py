@@ -243,6 +243,49 @@ def test_the_whole_demo_state_is_stored_and_resumed_in_process(tmp_path: Path) -
                 )
 
 
+def test_a_state_an_older_toolkit_stored_is_refused_by_its_format_saying_what_to_do(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    from toolkit import __version__
+    from toolkit.sandbox import Sandbox
+    from toolkit.sandbox._state import StateFile, StateFileError
+
+    path = tmp_path / "older.db"
+    Sandbox(state=str(path), demo=False).stop()
+    with sqlite3.connect(path) as db:
+        assert dict(db.execute("SELECT key, value FROM sandbox_meta"))["toolkit_version"] == (
+            __version__
+        )
+        # What the toolkit stored before its stores were renamed: format 2, no version.
+        db.execute("UPDATE sandbox_meta SET value = '2' WHERE key = 'format'")
+        db.execute("DELETE FROM sandbox_meta WHERE key = 'toolkit_version'")
+    stored = StateFile(str(path))
+    try:
+        with pytest.raises(StateFileError) as caught:
+            stored.load()
+    finally:
+        stored.close()
+    message = str(caught.value)
+    assert "format 2 (an older toolkit), this sandbox reads 3" in message
+    assert message.endswith("start with another --state file") and "\n" not in message
+    # A name the sandbox no longer has, under the current format: the same advice.
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE sandbox_meta SET value = '3' WHERE key = 'format'")
+        db.execute("INSERT INTO sandbox_meta VALUES ('toolkit_version', '0.0.9')")
+        db.execute(
+            "UPDATE sandbox_areas SET doc = ? WHERE name = 'clock'",
+            (json.dumps({"$o": "toolkit.sandbox._clock:GoneClock", "#": 0, "a": {}}),),
+        )
+    stored = StateFile(str(path))
+    try:
+        with pytest.raises(StateFileError, match=r"stored by toolkit 0\.0\.9, this is .*another"):
+            stored.load()
+    finally:
+        stored.close()
+
+
 # -- the file is private, and read as data ---------------------------------------------------
 
 

@@ -56,8 +56,17 @@ __all__ = ["READ_FLUSH_SECONDS", "StateFile", "StateFileError", "StoredState", "
 
 # How long a change made while reading may wait before it is stored.
 READ_FLUSH_SECONDS = 0.5
-_FORMAT = 2
+# The stored form's version: raised whenever a stored class is renamed or moved, or a
+# field changes meaning (3: the sandbox's stores and engines renamed, issue 25), so that
+# an older file is refused by its number rather than by the first name it lacks.
+_FORMAT = 3
 _AREAS = ("clock", "platform", "secrets")
+
+
+def _toolkit_version() -> str:
+    from .. import __version__  # the package, imported by the time a state is stored
+
+    return __version__
 
 
 class StateFileError(ValueError):
@@ -155,7 +164,16 @@ class StateFile:
         try:
             return self._load()
         except (PlainDataError, orjson.JSONDecodeError, KeyError, TypeError) as exc:
-            raise StateFileError(f"{self.path}: the stored state cannot be read: {exc}") from None
+            raise StateFileError(
+                f"{self.path}: the stored state cannot be read: {exc} (stored by "
+                f"{self._stored_by()}); start with another --state file"
+            ) from None
+
+    def _stored_by(self) -> str:
+        row = self._db.execute(
+            "SELECT value FROM sandbox_meta WHERE key = 'toolkit_version'"
+        ).fetchone()
+        return f"toolkit {row[0]}, this is {_toolkit_version()}" if row else "an older toolkit"
 
     def _load(self) -> StoredState | None:
         areas = self._db.execute("SELECT name, doc FROM sandbox_areas ORDER BY ord").fetchall()
@@ -165,8 +183,8 @@ class StateFile:
         fmt = row[0] if row else None
         if fmt != str(_FORMAT):
             raise StateFileError(
-                f"{self.path}: stored state has format {fmt}, this sandbox reads {_FORMAT}; "
-                "start with another --state file"
+                f"{self.path}: stored state has format {fmt} ({self._stored_by()}), this "
+                f"sandbox reads {_FORMAT}; start with another --state file"
             )
         decoder = Decoder()
         records = [
@@ -254,8 +272,8 @@ class StateFile:
         try:
             db.execute(
                 "INSERT OR REPLACE INTO sandbox_meta (key, value) VALUES ('format', ?), "
-                "('saved_at', ?)",
-                (str(_FORMAT), repr(time.time())),
+                "('saved_at', ?), ('toolkit_version', ?)",
+                (str(_FORMAT), repr(time.time()), _toolkit_version()),
             )
             db.executemany(
                 "INSERT OR REPLACE INTO sandbox_areas (name, ord, doc) VALUES (?, ?, ?)",
