@@ -123,10 +123,10 @@ def test_a_members_token_sees_part_of_the_team_access_and_says_so(
     demo_sandbox: Sandbox,
 ) -> None:
     with PlatformClient(demo_sandbox.address, demo_sandbox.token) as owner:
-        full = owner.team_access.grants_all_organizations_frame("acme")
+        full = owner.team_access.grants_frame("acme")
         assert toolkit.coverage(full).attrs["complete"]
     with PlatformClient(demo_sandbox.address, "demo-member-bob") as member:
-        part = member.team_access.grants_all_organizations_frame("acme")
+        part = member.team_access.grants_frame("acme")
         assert len(part) < len(full)
         (gap,) = toolkit.coverage(part)["reason"]
         assert "team access of" in gap and "not visible to this token" in gap
@@ -147,7 +147,7 @@ def test_the_account_card_names_the_token_kind(demo_sandbox: Sandbox) -> None:
 def test_a_missing_organization_is_named(demo_sandbox: Sandbox) -> None:
     with PlatformClient(demo_sandbox.address, demo_sandbox.token) as client:
         with pytest.raises(NotFound, match="organization 'acmex' not found, or not visible"):
-            client.team_access.grants_all_organizations_frame("acmex")
+            client.team_access.grants_frame("acmex")
         with pytest.raises(NotFound, match="organization 'acmex'"):
             client.agent_pools.pools_frame("acmex")
 
@@ -305,10 +305,10 @@ def test_a_members_token_that_sees_each_listed_teams_grant_is_still_not_whole(
     platform.add_team_access(payroll, ops, "read")
     platform.add_team_access(payroll, audit, "admin")
     with PlatformClient(empty_sandbox.address, "initech-owner-token") as owner:
-        full = owner.team_access.grants_all_organizations_frame("initech")
+        full = owner.team_access.grants_frame("initech")
         assert toolkit.coverage(full).attrs["complete"]
     with PlatformClient(empty_sandbox.address, "initech-member-token") as member:
-        part = member.team_access.grants_all_organizations_frame("initech")
+        part = member.team_access.grants_frame("initech")
     assert len(part) < len(full)
     assert not toolkit.coverage(part).attrs["complete"]
 

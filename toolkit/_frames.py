@@ -182,6 +182,8 @@ def scope_part(
     part = frame.reset_index() if named else frame.reset_index(drop=True)
     part.insert(0, column, pd.Series([label] * len(part), dtype="string"))
     part["problem"] = pd.Series([pd.NA] * len(part), dtype="string")
+    # A matrix labels its columns ("team"); stacked, they are no longer all teams.
+    part.columns.name = None
     return part
 
 

@@ -4,6 +4,7 @@ findings, against a real sandbox over HTTP."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -164,7 +165,7 @@ def test_across_no_organization_is_an_empty_frame_with_its_columns(reader):
 def test_grants_include_the_owners_team_and_organization_level_access_on_every_workspace(
     audited,
 ):
-    grants = audited.team_access.grants_all_organizations_frame()
+    grants = audited.team_access.grants_frame()
     assert set(grants["organization"]) == {"north", "south"}
     owners = grants[(grants["source"] == "owners") & (grants["organization"] == "north")]
     assert sorted(owners["workspace_name"]) == [f"app-{k}" for k in range(1, 7)]
@@ -180,29 +181,64 @@ def test_grants_include_the_owners_team_and_organization_level_access_on_every_w
 
 
 def test_a_custom_record_is_placed_among_the_levels_by_what_it_may_do(audited):
-    grants = audited.team_access.grants_all_organizations_frame("north")
+    grants = audited.team_access.grants_frame("north")
     level = dict(zip(grants["team_name"], grants["level"], strict=False))
     assert level["deployers"] == "write" and level["previewers"] == "plan"
+
+
+def _matrices(client: PlatformClient, **options: Any) -> pd.DataFrame:
+    """The permissions matrix of every organization, by the house's one combinator."""
+    return client.organizations.across(
+        lambda org: client.team_access.permissions_matrix(org, **options)
+    )
 
 
 def test_the_matrix_across_organizations_has_an_organization_level_and_the_higher_grant(
     audited,
 ):
-    matrix = audited.team_access.permissions_matrix_all_organizations_frame()
-    assert matrix.index.names == ["organization", "workspace"]
-    assert "organization" in matrix.reset_index().columns
-    assert matrix.loc[("north", "app-6"), "owners"] == "admin"
-    assert matrix.loc[("south", "svc-5"), "owners"] == "admin"
-    assert pd.isna(matrix.loc[("south", "svc-5"), "leads"])
-    # records only: owners and organization-level grants left out
-    records = audited.team_access.permissions_matrix_all_organizations_frame(
-        organization_level=False
-    )
+    matrix = _matrices(audited, organization_level=True)
+    # organization, workspace, a column per team, problem; no "team" label over them all
+    assert list(matrix.columns[:2]) == ["organization", "workspace"]
+    assert matrix.columns[-1] == "problem" and matrix.columns.name is None
+    assert matrix["problem"].isna().all()
+    cells = matrix.set_index(["organization", "workspace"])
+    assert cells.loc[("north", "app-6"), "owners"] == "admin"
+    assert cells.loc[("south", "svc-5"), "owners"] == "admin"
+    assert pd.isna(cells.loc[("south", "svc-5"), "leads"])
+    assert set(matrix.drop(columns="workspace").dtypes) == {pd.StringDtype()}
+    # records only: owners and organization-level grants left out, each as its own matrix
+    records = _matrices(audited)
     assert "owners" not in records.columns and "workspace-managers" not in records.columns
     for org in ("north", "south"):
         own = audited.team_access.permissions_matrix(org)
-        mine = records.loc[org].dropna(axis=1, how="all")
+        mine = records[records["organization"] == org].set_index("workspace")
+        mine = mine.drop(columns=["organization", "problem"]).dropna(axis=1, how="all")
         pd.testing.assert_frame_equal(mine, own.loc[:, mine.columns], check_names=False)
+
+
+def test_the_matrix_across_organizations_filters_each_organization_through_the_call(audited):
+    admins = _matrices(audited, min_level="admin", teams=["ops", "leads"])
+    assert list(admins.columns) == ["organization", "workspace", "ops", "leads", "problem"]
+    assert set(admins["organization"]) == {"north", "south"}
+    assert len(admins) == 5 + 4 and admins[["ops", "leads"]].notna().sum().sum() == 9
+
+
+def test_an_organization_gone_from_the_matrix_across_organizations_is_one_row_saying_so(
+    audited,
+):
+    # Listed, then gone when called (here by the call's own 404): one row naming it, a gap,
+    # and the other organization's rows go on.
+    matrix = audited.organizations.across(
+        lambda org: audited.team_access.permissions_matrix(
+            "south-gone" if org == "south" else org, organization_level=True
+        )
+    )
+    (gone,) = matrix[matrix["problem"].notna()].to_dict("records")
+    assert gone["organization"] == "south" and "south-gone" in gone["problem"]
+    assert pd.isna(gone["workspace"])
+    assert len(matrix[matrix["organization"] == "north"]) == 6
+    (record,) = coverage_of(matrix)
+    assert [g.path for g in record.gaps] == ["organizations/south"]
 
 
 def test_an_organization_grant_above_a_record_shows_in_the_cell(empty_sandbox):

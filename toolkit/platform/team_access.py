@@ -264,17 +264,14 @@ class TeamAccess(PlatformArea):
         placed by :func:`effective_level`, then drops rows and columns left
         empty. ``organization_level`` adds the owners team and the teams whose
         organization-level permissions reach every workspace (see
-        :meth:`grants_all_organizations_frame`); a cell then shows the higher grant.
+        :meth:`grants_frame`); a cell then shows the higher grant.
         """
         if not (teams or workspaces or min_level or organization_level):
             return self._matrix_of_records(organization)
         grants, _, every = self._grants_and_teams([organization])
         if not organization_level:
             grants = grants[grants["source"] == "workspace"]
-        matrix = grants_matrix(
-            grants, ["workspace_name"], teams, workspaces, min_level, [(n,) for _, n in every]
-        )
-        matrix.index.name = "workspace"
+        matrix = grants_matrix(grants, teams, workspaces, min_level, [n for _, n in every])
         return carry(matrix, grants, view="team_access.permissions_matrix")
 
     def _matrix_of_records(self, organization: str) -> pd.DataFrame:
@@ -296,9 +293,7 @@ class TeamAccess(PlatformArea):
         return carry(matrix, access, view="team_access.permissions_matrix")
 
     # -- across organizations --------------------------------------------------------
-    def grants_all_organizations_frame(
-        self, organizations: str | Sequence[str] | None = None
-    ) -> pd.DataFrame:
+    def grants_frame(self, organizations: str | Sequence[str] | None = None) -> pd.DataFrame:
         """Every grant of workspace access in each organization, one row each (:data:`GRANTS`).
 
         ``organizations``: a name, several, or None for every organization the
@@ -409,34 +404,6 @@ class TeamAccess(PlatformArea):
         frame = cov.attach(build_frame(rows, GRANTS))
         return frame, list(teams.values()), list(workspaces.values())
 
-    def permissions_matrix_all_organizations_frame(
-        self,
-        organizations: str | Sequence[str] | None = None,
-        *,
-        teams: str | Iterable[str] | None = None,
-        workspaces: str | Iterable[str] | None = None,
-        min_level: str | None = None,
-        organization_level: bool = True,
-    ) -> pd.DataFrame:
-        """The permissions matrix of several organizations (every one the token can see
-        by default): rows indexed by (``organization``, ``workspace``), a column per
-        team name, a cell the team's access level (the higher grant where several
-        apply). ``.reset_index()`` makes ``organization`` a column.
-
-        The owners team and organization-level grants are included unless
-        ``organization_level=False``; ``teams``, ``workspaces`` and ``min_level``
-        filter as in :meth:`permissions_matrix`. Workspaces without any grant
-        keep a row unless ``min_level`` is given. Reads as
-        :meth:`grants_all_organizations_frame`.
-        """
-        grants, _, every = self._grants_and_teams(organizations)
-        if not organization_level:
-            grants = grants[grants["source"] == "workspace"]
-        matrix = grants_matrix(
-            grants, ["organization", "workspace_name"], teams, workspaces, min_level, every
-        )
-        return carry(matrix, grants, view="team_access.permissions_matrix_all_organizations_frame")
-
     def effective_access(
         self, organizations: str | Sequence[str] | None = None, *, users: bool = True
     ) -> pd.DataFrame:
@@ -491,7 +458,7 @@ class TeamAccess(PlatformArea):
         max_owners: int = 5,
     ) -> pd.DataFrame:
         """What is wrong with team access in one, several or every visible organization:
-        :func:`team_access_findings` of :meth:`grants_all_organizations_frame`."""
+        :func:`team_access_findings` of :meth:`grants_frame`."""
         grants, teams, _ = self._grants_and_teams(organizations)
         found = team_access_findings(
             grants,

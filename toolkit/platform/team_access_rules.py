@@ -181,28 +181,23 @@ def _matches(name: Any, patterns: str | Iterable[str] | None) -> bool:
 
 
 def _in_order(values: Iterable[Any]) -> list[Any]:
-    """``values`` (names, or tuples of names) sorted, a missing name (a server's
-    record without one) last rather than a ``TypeError``."""
-
-    def key(value: Any) -> Any:
-        parts = value if isinstance(value, tuple) else (value,)
-        return tuple((p is None, "" if p is None else str(p)) for p in parts)
-
-    return sorted(values, key=key)
+    """``values`` (names) sorted, a missing name (a server's record without one)
+    last rather than a ``TypeError``."""
+    return sorted(values, key=lambda name: (name is None, "" if name is None else str(name)))
 
 
 def grants_matrix(
     grants: pd.DataFrame,
-    index: list[str],
     teams: str | Iterable[str] | None,
     workspaces: str | Iterable[str] | None,
     min_level: str | None,
-    every: Sequence[tuple[Any, ...]],
+    every: Iterable[str | None],
 ) -> pd.DataFrame:
-    """Rows ``index`` by team names; a cell is the highest grant's access (custom
-    stays custom unless another grant is higher). Filters as ``permissions_matrix``;
-    without ``min_level`` each key of ``every`` (as ``index``) whose workspace
-    matches has a row, granted or not."""
+    """Workspaces (rows, index ``workspace``) by team names; a cell is the highest
+    grant's access (custom stays custom unless another grant is higher). Filters as
+    ``permissions_matrix``; without ``min_level`` each workspace name of ``every``
+    that matches has a row, granted or not. A name missing from a server's record
+    sorts last. Several organizations: ``organizations.across`` over one each."""
     floor = security_level(min_level) if min_level is not None else None
     rows = grants[
         grants["team_name"].map(lambda n: _matches(n, teams)).astype(bool)
@@ -210,28 +205,20 @@ def grants_matrix(
     ]
     if floor is not None:
         rows = rows[rows["level"].map(lambda lv: security_level(lv) >= floor).astype(bool)]
-    cells: dict[tuple[Any, ...], dict[str, tuple[int, str]]] = {}
+    cells: dict[Any, dict[Any, tuple[int, str]]] = {}
     for row in rows.to_dict("records"):
-        key = tuple(row[c] for c in index)
         rank = _rank(row["level"])
-        current = cells.setdefault(key, {}).get(row["team_name"])
+        current = cells.setdefault(row["workspace_name"], {}).get(row["team_name"])
         if current is None or rank > current[0]:
-            cells[key][row["team_name"]] = (rank, row["access"])
+            cells[row["workspace_name"]][row["team_name"]] = (rank, row["access"])
     keys = _in_order(cells)
     if floor is None:
-        matching = {tuple(k) for k in every if _matches(k[-1], workspaces)}
-        keys = _in_order(matching | set(keys))
+        keys = _in_order({w for w in every if _matches(w, workspaces)} | set(keys))
     columns = _in_order({t for c in cells.values() for t in c})
     data = {t: [cells.get(k, {}).get(t, (0, None))[1] for k in keys] for t in columns}
-    labels = [k[0] for k in keys] if len(index) == 1 else keys
-    idx = (
-        pd.Index(labels, name=index[0])
-        if len(index) == 1
-        else pd.MultiIndex.from_tuples(keys, names=["organization", "workspace"])
-        if keys
-        else pd.MultiIndex.from_arrays([[], []], names=["organization", "workspace"])
+    matrix = pd.DataFrame(
+        data, index=pd.Index(keys, name="workspace"), columns=columns, dtype="string"
     )
-    matrix = pd.DataFrame(data, index=idx, columns=columns, dtype="string")
     matrix.columns.name = "team"
     return matrix
 
