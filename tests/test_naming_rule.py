@@ -14,7 +14,7 @@ import importlib
 import inspect
 import pkgutil
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -215,3 +215,31 @@ def test_both_clients_use_one_verb_set() -> None:
         if name in {"agent", "pool", "organization", "grant", "parameter"}
     ]
     assert nouns == []
+
+
+# Views over several organizations go through ``organizations.across`` (as namespaces
+# through ``namespaces.across``) or take ``organizations=`` (``team_access.grants_frame``):
+# a long ``<view>_all_organizations_frame`` name is not to come back.
+def _long_across_names(names: Iterable[tuple[str, str]]) -> list[str]:
+    return [f"{owner}.{name}" for owner, name in names if "all_organizations" in name]
+
+
+def _client_calls() -> Iterator[tuple[str, str]]:
+    """Every public call of both clients and of their areas."""
+    for cls in (SecretsClient, PlatformClient):
+        for name, member in inspect.getmembers(cls):
+            if not name.startswith("_") and callable(member):
+                yield cls.__name__, name
+    for area, name, _ in _public_calls():
+        yield area.__name__, name
+
+
+def test_no_call_over_several_organizations_has_a_long_name() -> None:
+    calls = list(_client_calls())
+    assert ("TeamAccess", "grants_frame") in calls and ("Organizations", "across") in calls
+    assert _long_across_names(calls) == []
+    # The check can fail: the names this rule retired are caught.
+    breach = [("TeamAccess", "permissions_matrix_all_organizations_frame")]
+    assert _long_across_names(calls + breach) == [
+        "TeamAccess.permissions_matrix_all_organizations_frame"
+    ]
