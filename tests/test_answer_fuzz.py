@@ -397,7 +397,6 @@ def test_only_toolkit_errors_come_out_of_a_view_whatever_the_server_answers(
 # replayed every run: the spoiling is a function of the seed and the request.
 FOUND = [
     ("platform.connection", 4243591148, 0.5),  # a number where the account was due
-    ("platform.team_access.permissions_matrix_all_organizations_frame", 527603371, 0.5),
     ("platform.team_access.effective_access_matrix", 1347535308, 1.0),  # nothing read
     ("platform.team_access.permissions_long", 245832823, 0.5),  # an access of NA
     ("platform.agent_pools.agent_capacity", 225627031, 1.0),  # a column of nested lists
