@@ -138,3 +138,33 @@ def test_parameters_of_every_policy_set_are_a_whole_table(demo_sandbox: Sandbox)
     record = toolkit.coverage(answer)
     assert record.attrs["complete"], record.attrs["views"]
     assert len(answer) > 0
+
+
+def test_leases_policies_pools_and_team_access_hold_what_the_clients_views_hold(
+    demo_sandbox: Sandbox,
+) -> None:
+    secrets = SecretsClient(demo_sandbox.address, demo_sandbox.token)
+    platform = PlatformClient(demo_sandbox.address, demo_sandbox.token)
+    catalog = Catalog(secrets, platform, organization="acme")
+    per_mount = catalog.sql("select mount, count(*) as n from leases group by mount")
+    counts = secrets.leases.lease_counts().groupby("mount")["count"].sum()
+    assert dict(zip(per_mount["mount"], per_mount["n"], strict=True)) == counts.to_dict()
+    acl = catalog.sql("select name from policies where kind = 'acl' order by name")
+    assert list(acl["name"]) == sorted(secrets.policies.list_policies())
+    pools = catalog.sql(
+        "select p.name, p.agent_count, count(a.id) as agents from pools p "
+        "left join agents a on a.pool_id = p.id group by all"
+    )
+    assert list(pools["name"]) == ["acme-private"]
+    assert pools["agent_count"].iloc[0] == pools["agents"].iloc[0] > 0
+    access = catalog.sql(
+        "select team_name, access from team_access where workspace_name = 'web-frontend' "
+        "order by team_name"
+    )
+    assert dict(zip(access["team_name"], access["access"], strict=True)) == {
+        "contractors": "plan", "developers": "write", "readers": "read"
+    }  # fmt: skip
+    every = catalog.sql("select count(*) as n from team_access")["n"].iloc[0]
+    assert every == len(platform.team_access.organization_access("acme"))
+    secrets.close()
+    platform.close()
