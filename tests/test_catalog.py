@@ -168,3 +168,25 @@ def test_leases_policies_pools_and_team_access_hold_what_the_clients_views_hold(
     assert every == len(platform.team_access.organization_access("acme"))
     secrets.close()
     platform.close()
+
+
+def test_sql_keeps_a_table_for_the_kernel_and_says_when_it_was_read(
+    demo_sandbox: Sandbox,
+) -> None:
+    answers = []
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        client.http.response_hooks.append(answers.append)
+        query = "select name from policies order by name"
+        first = toolkit.sql(client, query)
+        sent = len(answers)
+        again = toolkit.sql(client, query)
+        assert sent > 0 and len(answers) == sent  # the kept table: no request the second time
+        other = toolkit.sql(client, "select count(*) as n from policies where kind = 'acl'")
+        assert len(answers) == sent
+    assert again.equals(first) and other["n"].iloc[0] > 0
+    when = first.attrs["read_at"]["policies"]
+    assert (
+        list(again.attrs["read_at"]) == ["policies"] and again.attrs["read_at"]["policies"] == when
+    )
+    assert pd.Timestamp(when).tzinfo is not None
+    assert pd.Timestamp.now("UTC") - pd.Timestamp(when) < pd.Timedelta(minutes=5)
