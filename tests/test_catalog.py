@@ -173,7 +173,7 @@ def test_leases_policies_pools_and_team_access_hold_what_the_clients_views_hold(
 def test_sql_keeps_a_table_for_the_kernel_and_says_when_it_was_read(
     demo_sandbox: Sandbox,
 ) -> None:
-    answers = []
+    answers: list[object] = []
     with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
         client.http.response_hooks.append(answers.append)
         query = "select name from policies order by name"
