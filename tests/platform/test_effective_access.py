@@ -23,10 +23,13 @@ from toolkit.platform.team_access import (
     effective_access_findings,
     effective_access_matrix,
 )
+from toolkit.platform.team_access_rules import grants_matrix
 from toolkit.sandbox import Sandbox
 
 
-def _grant(team: str, source: str, access: str, level: str, ws: str = "w1", **perms: object):
+def _grant(
+    team: str | None, source: str, access: str, level: str, ws: str | None = "w1", **perms: object
+):
     implied = IMPLIED_PERMISSIONS.get(access, {})
     return {
         "organization": "o",
@@ -189,3 +192,23 @@ def test_the_findings_and_the_matrix_read_an_across_frame_with_a_problem_row(
     findings = effective_access_findings(frame)
     assert "o/w1: ops" in set(findings["object"])
     assert effective_access_matrix(frame).loc[("o", "w1"), "ops"] == "admin"
+
+
+def test_a_grant_whose_team_or_workspace_has_no_name_sorts_last_in_the_matrix():
+    # A server's record may lack a name (a team the token cannot see, a spoiled answer):
+    # sorting None among names raised TypeError in grants_matrix, once found by the
+    # answer fuzz; a missing name now sorts last.
+    rows = [
+        _grant("ops", "workspace", "admin", "admin", ws="web"),
+        _grant(None, "workspace", "read", "read", ws="web"),
+        _grant("devs", "workspace", "write", "write", ws=None),
+        _grant("devs", "workspace", "plan", "plan", ws="api"),
+    ]
+    matrix = grants_matrix(build_frame(rows, GRANTS), None, None, None, ["web", "api", None])
+    assert matrix.index.name == "workspace" and matrix.columns.name == "team"
+    assert list(matrix.columns[:2]) == ["devs", "ops"] and pd.isna(matrix.columns[2])
+    assert list(matrix.index[:2]) == ["api", "web"] and pd.isna(matrix.index[2])
+    assert matrix.loc["web", "ops"] == "admin" and matrix.loc["api", "devs"] == "plan"
+    assert matrix.iloc[0, 2] is pd.NA and matrix.iloc[1, 2] == "read"
+    assert matrix.iloc[2, 0] == "write"
+    assert set(matrix.dtypes) == {pd.StringDtype()}
