@@ -152,6 +152,16 @@ def test_a_missing_organization_is_named(demo_sandbox: Sandbox) -> None:
             client.agent_pools.pools_frame("acmex")
 
 
+def test_a_missing_workspace_pool_or_policy_set_is_named(demo_sandbox: Sandbox) -> None:
+    with PlatformClient(demo_sandbox.address, demo_sandbox.token) as client:
+        with pytest.raises(NotFound, match="workspace 'ws-nope' not found, or not visible"):
+            client.team_access.access_frame("ws-nope")
+        with pytest.raises(NotFound, match="agent pool 'apool-nope' not found, or not visible"):
+            client.agent_pools.agents_frame("apool-nope")
+        with pytest.raises(NotFound, match="policy set 'polset-nope' not found, or not visible"):
+            client.policy_set_parameters.parameters_frame("polset-nope")
+
+
 def test_an_api_prefix_in_the_address_is_refused_with_the_address_to_use() -> None:
     with pytest.raises(ConfigurationError, match="use 'http://127.0.0.1:8200'"):
         SecretsClient("http://127.0.0.1:8200/v1", "t")
