@@ -146,22 +146,27 @@ def test_the_account_card_names_the_token_kind(demo_sandbox: Sandbox) -> None:
         assert "demo-member-alice" not in owner
 
 
-def test_a_missing_organization_is_named(demo_sandbox: Sandbox) -> None:
-    with PlatformClient(demo_sandbox.address, demo_sandbox.token) as client:
-        with pytest.raises(NotFound, match="organization 'acmex' not found, or not visible"):
-            client.team_access.grants_all_organizations_frame("acmex")
-        with pytest.raises(NotFound, match="organization 'acmex'"):
-            client.agent_pools.pools_frame("acmex")
-
-
-def test_a_missing_workspace_pool_or_policy_set_is_named(demo_sandbox: Sandbox) -> None:
-    with PlatformClient(demo_sandbox.address, demo_sandbox.token) as client:
-        with pytest.raises(NotFound, match="workspace 'ws-nope' not found, or not visible"):
-            client.team_access.access_frame("ws-nope")
-        with pytest.raises(NotFound, match="agent pool 'apool-nope' not found, or not visible"):
-            client.agent_pools.agents_frame("apool-nope")
-        with pytest.raises(NotFound, match="policy set 'polset-nope' not found, or not visible"):
-            client.policy_set_parameters.parameters_frame("polset-nope")
+@pytest.mark.parametrize(
+    ("view", "named"),
+    [
+        (lambda c: c.team_access.grants_all_organizations_frame("acmex"), "organization 'acmex'"),
+        (lambda c: c.agent_pools.pools_frame("acmex"), "organization 'acmex'"),
+        (lambda c: c.team_access.access_frame("ws-nope"), "workspace 'ws-nope'"),
+        (lambda c: c.agent_pools.agents_frame("apool-nope"), "agent pool 'apool-nope'"),
+        (
+            lambda c: c.policy_set_parameters.parameters_frame("polset-nope"),
+            "policy set 'polset-nope'",
+        ),
+    ],
+)
+def test_a_missing_organization_workspace_pool_or_policy_set_is_named(
+    demo_sandbox: Sandbox, view: Callable[[PlatformClient], Any], named: str
+) -> None:
+    with (
+        PlatformClient(demo_sandbox.address, demo_sandbox.token) as client,
+        pytest.raises(NotFound, match=f"{named} not found, or not visible to this token"),
+    ):
+        view(client)
 
 
 def test_an_api_prefix_in_the_address_is_refused_with_the_address_to_use() -> None:
