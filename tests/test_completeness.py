@@ -496,3 +496,31 @@ def test_holders_keep_the_gaps_of_the_token_inventory_they_read(sandbox: Sandbox
     gaps = toolkit.coverage(holders)
     assert not gaps.attrs["complete"]
     assert any("lookup-accessor" in str(p) for p in gaps["path"]), list(gaps["path"])
+
+
+def test_a_key_the_token_may_not_read_is_a_gap_in_the_key_views(empty_sandbox: Sandbox) -> None:
+    # Every key readable but one: the key views file that key's path as a gap, and do not
+    # read as a whole inventory without it.
+    narrow_keys = (
+        'path "keymgmt/*" { capabilities = ["read", "list"] }\n'
+        'path "keymgmt/key/payments-dek" { capabilities = ["deny"] }\n'
+    )
+    with SecretsClient(empty_sandbox.address, empty_sandbox.token) as root:
+        for name in ("payments-dek", "release-signing"):
+            root.keymgmt.create_key(name, "aes256-gcm96")
+        root.policies.write("acl", "narrow-keys", narrow_keys)
+        token = root.tokens.create(policies=["narrow-keys"], ttl="1h")
+    with SecretsClient(empty_sandbox.address, token["client_token"]) as narrow:
+        # The walk over every key (keys_frame and key_versions_frame), and keys asked by name.
+        frames = [
+            narrow.keymgmt.keys_frame(),
+            narrow.keymgmt.key_versions_frame(),
+            narrow.keymgmt.key_versions_frame(["payments-dek", "release-signing"]),
+        ]
+    assert list(frames[0].index) == ["release-signing"]
+    for frame in frames[1:]:
+        assert set(frame.index.get_level_values("key")) == {"release-signing"}
+    for frame in frames:
+        gaps = toolkit.coverage(frame)
+        assert not gaps.attrs["complete"]
+        assert list(gaps["path"]) == ["keymgmt/key/payments-dek"], list(gaps["path"])
