@@ -12,7 +12,7 @@ from collections import Counter
 
 from toolkit.sandbox.secrets import demo_leases
 from toolkit.sandbox.secrets.demo import DEMO_TOKENS
-from toolkit.sandbox.secrets.engines.ad import demo as demo_directory
+from toolkit.sandbox.secrets.engines.ad import demo as demo_ad
 from toolkit.sandbox.secrets.engines.broker import demo as demo_broker
 from toolkit.sandbox.secrets.engines.database import demo as demo_database
 from toolkit.sandbox.secrets.leases import Lease
@@ -44,7 +44,7 @@ def demo_lease_folders() -> Counter[str]:
     folders.update(irrevocable_folders())
     folders.update(f"database/creds/{role}" for role, *_ in demo_database._LIVE_CREDS)
     folders.update(f"broker/creds/{role}" for role, *_ in demo_broker._LIVE_CREDS)
-    folders.update(f"ad/library/{name}/check-out" for name, *_ in demo_directory._LENT)
+    folders.update(f"ad/library/{name}/check-out" for name, *_ in demo_ad._LENT)
     folders["auth/token/create"] += len(DEMO_TOKENS)
     return folders
 
@@ -54,7 +54,7 @@ def engine_lease_ids() -> set[str]:
     return {
         *(f"database/creds/{role}/{suffix}" for role, suffix, _ in demo_database._LIVE_CREDS),
         *(f"broker/creds/{role}/{suffix}" for role, suffix, _ in demo_broker._LIVE_CREDS),
-        *(f"ad/library/{name}/check-out/{lent[-1]}" for name, *lent in demo_directory._LENT),
+        *(f"ad/library/{name}/check-out/{lent[-1]}" for name, *lent in demo_ad._LENT),
     }
 
 

@@ -147,3 +147,51 @@ def test_the_live_inventory_gives_never_used_unused_for_n_days_and_unexpected_ad
     assert str(usage["last_use"].dt.tz) == "UTC"
     with pytest.raises(InputError, match="days must be at least 1"):
         auditlog.unused_frame(auditlog.open(log_file), client, days=0)
+
+
+def _cert_entries(when: str, entry: str, path: str, accessor: str, role: str) -> str:
+    """A cert-auth entry as OpenBao writes it (``hmac_accessor=false``): the login's
+    metadata names the role (``cert_name``) beside the certificate's own fields."""
+    auth = {
+        "accessor": accessor, "display_name": f"cert-{role}", "policies": ["default"],
+        "entity_id": "7f1c0c55-0000-4000-8000-000000000001", "token_type": "service",
+        "metadata": {"authority_key_id": "3a:9f:00:11", "cert_name": role,
+                     "common_name": "host.example", "serial_number": "61440",
+                     "subject_key_id": "b2:04:77:e1"},
+    }  # fmt: skip
+    request = {"id": when, "operation": "update" if "login" in path else "read", "path": path,
+               "mount_point": "auth/cert/" if path.startswith("auth/") else "secret/",
+               "mount_type": "cert" if path.startswith("auth/") else "kv",
+               "namespace": {"id": "root"}, "remote_address": "10.0.0.7"}  # fmt: skip
+    if entry == "request" and "login" in path:
+        auth = {"policy_results": {"allowed": True}, "token_type": "default"}
+    return json.dumps({"time": when, "type": entry, "auth": auth, "request": request})
+
+
+def test_a_cert_role_s_last_login_and_last_use_come_from_its_cert_name(tmp_path: Path) -> None:
+    log_file = tmp_path / "audit.log"
+    lines = [
+        _cert_entries("2026-02-01T00:00:00Z", "request", "auth/cert/login", "", "web"),
+        _cert_entries("2026-02-01T00:00:01Z", "response", "auth/cert/login", "acc-web", "web"),
+        _cert_entries("2026-02-03T00:00:00Z", "request", "secret/data/app", "acc-web", "web"),
+        _cert_entries("2026-02-03T00:00:01Z", "response", "secret/data/app", "acc-web", "web"),
+    ]
+    log_file.write_text("\n".join(lines) + "\n")
+    log = auditlog.open(log_file)
+    assert log.span.unreadable == 0  # the certificate's metadata fields are read, not refused
+    cert = log.last_use_frame().set_index(["kind", "name"]).loc[("cert role", "web")]
+    assert cert["last_login"] == pd.Timestamp("2026-02-01T00:00:01Z")
+    assert cert["login_mount"] == "auth/cert/"
+    assert cert["last_use"] == pd.Timestamp("2026-02-03T00:00:00Z")
+    assert cert["requests"] == 1 and cert["note"] == ""  # the login request has no token yet
+    roles = pd.DataFrame(
+        {"mount": ["cert/", "cert/"], "method": ["cert", "cert"],
+         "kind": ["cert role", "cert role"], "name": ["web", "spare"],
+         "mount_accessor": ["auth_cert_1", "auth_cert_1"]}, dtype="string",
+    )  # fmt: skip
+    tokens = pd.DataFrame(index=pd.Index([], name="accessor", dtype="string"))
+    usage = auditlog.unused_frame(log, None, days=30, tokens=tokens, roles=roles)
+    by = usage.set_index(["kind", "name"])
+    assert by.loc[("cert role", "web"), "state"] == "used"
+    assert by.loc[("cert role", "web"), "last_use"] == pd.Timestamp("2026-02-03T00:00:00Z")
+    assert by.loc[("cert role", "spare"), "state"] == "never used since the log begins"

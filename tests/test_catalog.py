@@ -138,3 +138,55 @@ def test_parameters_of_every_policy_set_are_a_whole_table(demo_sandbox: Sandbox)
     record = toolkit.coverage(answer)
     assert record.attrs["complete"], record.attrs["views"]
     assert len(answer) > 0
+
+
+def test_leases_policies_pools_and_team_access_hold_what_the_clients_views_hold(
+    demo_sandbox: Sandbox,
+) -> None:
+    secrets = SecretsClient(demo_sandbox.address, demo_sandbox.token)
+    platform = PlatformClient(demo_sandbox.address, demo_sandbox.token)
+    catalog = Catalog(secrets, platform, organization="acme")
+    per_mount = catalog.sql("select mount, count(*) as n from leases group by mount")
+    counts = secrets.leases.lease_counts().groupby("mount")["count"].sum()
+    assert dict(zip(per_mount["mount"], per_mount["n"], strict=True)) == counts.to_dict()
+    acl = catalog.sql("select name from policies where kind = 'acl' order by name")
+    assert list(acl["name"]) == sorted(secrets.policies.list_policies())
+    pools = catalog.sql(
+        "select p.name, p.agent_count, count(a.id) as agents from pools p "
+        "left join agents a on a.pool_id = p.id group by all"
+    )
+    assert list(pools["name"]) == ["acme-private"]
+    assert pools["agent_count"].iloc[0] == pools["agents"].iloc[0] > 0
+    access = catalog.sql(
+        "select team_name, access from team_access where workspace_name = 'web-frontend' "
+        "order by team_name"
+    )
+    assert dict(zip(access["team_name"], access["access"], strict=True)) == {
+        "contractors": "plan", "developers": "write", "readers": "read"
+    }  # fmt: skip
+    every = catalog.sql("select count(*) as n from team_access")["n"].iloc[0]
+    assert every == len(platform.team_access.organization_access("acme"))
+    secrets.close()
+    platform.close()
+
+
+def test_sql_keeps_a_table_for_the_kernel_and_says_when_it_was_read(
+    demo_sandbox: Sandbox,
+) -> None:
+    answers: list[object] = []
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        client.http.response_hooks.append(answers.append)
+        query = "select name from policies order by name"
+        first = toolkit.sql(client, query)
+        sent = len(answers)
+        again = toolkit.sql(client, query)
+        assert sent > 0 and len(answers) == sent  # the kept table: no request the second time
+        other = toolkit.sql(client, "select count(*) as n from policies where kind = 'acl'")
+        assert len(answers) == sent
+    assert again.equals(first) and other["n"].iloc[0] > 0
+    when = first.attrs["read_at"]["policies"]
+    assert (
+        list(again.attrs["read_at"]) == ["policies"] and again.attrs["read_at"]["policies"] == when
+    )
+    assert pd.Timestamp(when).tzinfo is not None
+    assert pd.Timestamp.now("UTC") - pd.Timestamp(when) < pd.Timedelta(minutes=5)

@@ -3,14 +3,16 @@ read, and each mistake an operator makes reads as one line naming what to do."""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import toolkit
 from tests._http.test_hostile_servers import serve  # noqa: F401 - the fixture
-from tests._sockets import Peer, Scripted, answer
+from tests._sockets import Peer, Scripted, answer, certificate_files
 from toolkit import (
     ConfigurationError,
     MountNotFound,
@@ -26,7 +28,7 @@ from toolkit._errors import ConnectError, TLSError
 from toolkit.sandbox import Sandbox
 
 # The scripted-server fixture (tests._http.test_hostile_servers.serve).
-Serve = Callable[[Callable[[Peer], None]], Scripted]
+Serve = Callable[..., Scripted]
 
 LIMITED = """
 path "sys/policies/acl" { capabilities = ["list"] }
@@ -144,12 +146,27 @@ def test_the_account_card_names_the_token_kind(demo_sandbox: Sandbox) -> None:
         assert "demo-member-alice" not in owner
 
 
-def test_a_missing_organization_is_named(demo_sandbox: Sandbox) -> None:
-    with PlatformClient(demo_sandbox.address, demo_sandbox.token) as client:
-        with pytest.raises(NotFound, match="organization 'acmex' not found, or not visible"):
-            client.team_access.grants_all_organizations_frame("acmex")
-        with pytest.raises(NotFound, match="organization 'acmex'"):
-            client.agent_pools.pools_frame("acmex")
+@pytest.mark.parametrize(
+    ("view", "named"),
+    [
+        (lambda c: c.team_access.grants_all_organizations_frame("acmex"), "organization 'acmex'"),
+        (lambda c: c.agent_pools.pools_frame("acmex"), "organization 'acmex'"),
+        (lambda c: c.team_access.access_frame("ws-nope"), "workspace 'ws-nope'"),
+        (lambda c: c.agent_pools.agents_frame("apool-nope"), "agent pool 'apool-nope'"),
+        (
+            lambda c: c.policy_set_parameters.parameters_frame("polset-nope"),
+            "policy set 'polset-nope'",
+        ),
+    ],
+)
+def test_a_missing_organization_workspace_pool_or_policy_set_is_named(
+    demo_sandbox: Sandbox, view: Callable[[PlatformClient], Any], named: str
+) -> None:
+    with (
+        PlatformClient(demo_sandbox.address, demo_sandbox.token) as client,
+        pytest.raises(NotFound, match=f"{named} not found, or not visible to this token"),
+    ):
+        view(client)
 
 
 def test_an_api_prefix_in_the_address_is_refused_with_the_address_to_use() -> None:
@@ -266,6 +283,51 @@ def test_https_to_a_plain_port_names_the_fix(demo_sandbox: Sandbox) -> None:
         client.policies.list_policies()
     message = str(caught.value)
     assert "does not speak TLS: use http://" in message and "\n" not in message
+
+
+NGINX_400 = (
+    b"<html>\r\n<head><title>400 The plain HTTP request was sent to HTTPS port</title></head>"
+    b"\r\n<body>\r\n<center>The plain HTTP request was sent to HTTPS port</center>\r\n"
+    b"<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+)
+TLS_ALERT = b"\x15\x03\x01\x00\x02\x02\x46"  # a TLS record: alert, fatal, protocol_version
+
+
+@pytest.mark.parametrize("peer", ["openssl", "go", "nginx", "tls-alert"])
+def test_http_to_a_tls_port_names_the_fix(serve: Serve, tmp_path: Path, peer: str) -> None:  # noqa: F811
+    # Plain http spoken to a TLS port, as the servers an operator meets answer it:
+    # OpenSSL resets the connection, Go and nginx answer 400 in their own words, others
+    # send a TLS alert record where the status line belongs.
+    def handler(peer_: Peer) -> None:
+        if peer_.request() is None:
+            return
+        if peer == "go":
+            peer_.send(
+                b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
+            )
+        elif peer == "nginx":
+            head = "HTTP/1.1 400 Bad Request\r\nServer: nginx\r\nContent-Type: text/html\r\n"
+            peer_.send(f"{head}Content-Length: {len(NGINX_400)}\r\n\r\n".encode() + NGINX_400)
+        else:
+            peer_.send(TLS_ALERT)
+
+    tls = None
+    if peer == "openssl":
+        _, cert, key = certificate_files(tmp_path)
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(cert, key)
+    server = serve(handler, tls)
+    plain = f"http://127.0.0.1:{server.port}"
+    once = toolkit.RetryPolicy(attempts=1)
+    with (
+        SecretsClient(plain, "s.issue23-token", retry=once, timeout=5) as client,
+        pytest.raises(toolkit.ToolkitError) as caught,
+    ):
+        client.policies.list_policies()
+    assert (
+        caught.value.hint
+        == f"if 127.0.0.1:{server.port} speaks TLS, use https://127.0.0.1:{server.port}"
+    )
 
 
 def test_a_mistyped_lease_mount_raises_naming_it(demo_sandbox: Sandbox) -> None:
@@ -434,3 +496,31 @@ def test_holders_keep_the_gaps_of_the_token_inventory_they_read(sandbox: Sandbox
     gaps = toolkit.coverage(holders)
     assert not gaps.attrs["complete"]
     assert any("lookup-accessor" in str(p) for p in gaps["path"]), list(gaps["path"])
+
+
+def test_a_key_the_token_may_not_read_is_a_gap_in_the_key_views(empty_sandbox: Sandbox) -> None:
+    # Every key readable but one: the key views file that key's path as a gap, and do not
+    # read as a whole inventory without it.
+    narrow_keys = (
+        'path "keymgmt/*" { capabilities = ["read", "list"] }\n'
+        'path "keymgmt/key/payments-dek" { capabilities = ["deny"] }\n'
+    )
+    with SecretsClient(empty_sandbox.address, empty_sandbox.token) as root:
+        for name in ("payments-dek", "release-signing"):
+            root.keymgmt.create_key(name, "aes256-gcm96")
+        root.policies.write("acl", "narrow-keys", narrow_keys)
+        token = root.tokens.create(policies=["narrow-keys"], ttl="1h")
+    with SecretsClient(empty_sandbox.address, token["client_token"]) as narrow:
+        # The walk over every key (keys_frame and key_versions_frame), and keys asked by name.
+        frames = [
+            narrow.keymgmt.keys_frame(),
+            narrow.keymgmt.key_versions_frame(),
+            narrow.keymgmt.key_versions_frame(["payments-dek", "release-signing"]),
+        ]
+    assert list(frames[0].index) == ["release-signing"]
+    for frame in frames[1:]:
+        assert set(frame.index.get_level_values("key")) == {"release-signing"}
+    for frame in frames:
+        gaps = toolkit.coverage(frame)
+        assert not gaps.attrs["complete"]
+        assert list(gaps["path"]) == ["keymgmt/key/payments-dek"], list(gaps["path"])

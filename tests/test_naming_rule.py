@@ -13,6 +13,7 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import re
 import typing
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,6 +72,25 @@ VIEWS = {
     "vhost_permissions",
     "who_can",
 }
+DECISIONS = Path(__file__).resolve().parent.parent / "docs" / "decisions.md"
+
+
+def _views_in(decisions: str) -> set[str]:
+    """The names the "Views" row of the decisions' "Names" table lists as the views."""
+    rows = [line for line in decisions.splitlines() if line.startswith("| Views | ")]
+    assert len(rows) == 1, "docs/decisions.md has no single 'Views' row"
+    choice = rows[0].split(" | ")[1]
+    assert "these are the views: " in choice, rows[0]
+    return set(re.findall(r"`(\w+)`", choice.split("these are the views: ", 1)[1]))
+
+
+def test_the_decisions_list_the_views_this_test_allows() -> None:
+    assert _views_in(DECISIONS.read_text(encoding="utf-8")) == VIEWS
+    # A row that drifted (one view gone, one not in the code) is caught.
+    row = "| Views | a noun, these are the views: `all_agents`, `agent_list` | why |"
+    assert _views_in(row) == {"all_agents", "agent_list"} != VIEWS
+
+
 # The actions: verbs that return what they did (names or a frame of outcomes).
 ACTIONS = {
     "check_in",

@@ -46,6 +46,7 @@ from ._errors import (
 from ._http import RetryPolicy as RetryPolicy
 from ._masking import Sensitive
 from ._records import Record as Record
+from ._version import __version__ as __version__
 from .extras import module_dir
 from .platform import PlatformClient
 
@@ -92,8 +93,6 @@ __all__ = [
     "connect_platform",
     "connect_secrets",
 ]
-
-__version__ = "0.1.0"
 
 
 # Served on first use, to keep `import toolkit` light: name -> (module, attribute);

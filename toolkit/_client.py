@@ -3,6 +3,7 @@ and turning an error into one an operator can act on (:meth:`ServiceClient.expla
 
 from __future__ import annotations
 
+import re
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -10,7 +11,14 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 from ._config import Settings
-from ._errors import BadRequest, ConnectError, TLSError, ToolkitError, TransportError
+from ._errors import (
+    BadRequest,
+    ConnectError,
+    ProtocolError,
+    TLSError,
+    ToolkitError,
+    TransportError,
+)
 from ._http import HTTPLayer, RetryPolicy
 from ._http.redirects import NO_REDIRECTS, RedirectRule
 from ._http.response import Response
@@ -72,13 +80,19 @@ class ExplainingLayer(HTTPLayer):
         return better
 
 
+# A TLS record where an HTTP status line belongs (an alert or a handshake, version 3.x),
+# as the parser quotes the bad line's bytes (its backslashes escaped once more or not).
+_TLS_RECORD = re.compile(r"\\+x1[56]\\+x03")
+
+
 def transport_hint(exc: ToolkitError, address: str) -> str:
     """What to do about an address mistake the error shows, or "".
 
     Connection refused: is the server running on that port; ``https://`` spoken to
     a plain-HTTP port (OpenSSL's ``WRONG_VERSION_NUMBER``), and ``http://`` spoken
-    to a TLS port (a Go server answers 400 "HTTP request to an HTTPS server", others
-    drop the connection)."""
+    to a TLS port (a Go server answers 400 "HTTP request to an HTTPS server", nginx
+    400 "plain HTTP request was sent to HTTPS port", OpenSSL drops the connection, and
+    others send a TLS alert where the status line belongs)."""
     parts = urlsplit(address)
     host = parts.hostname or "?"
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -94,8 +108,9 @@ def transport_hint(exc: ToolkitError, address: str) -> str:
     if isinstance(exc, ConnectError) and ("refused" in lowered or "connect call failed" in lowered):
         return f"is the server running on port {port} of {host}? check the address"
     if parts.scheme == "http" and (
-        (isinstance(exc, BadRequest) and "https server" in lowered)
-        or (type(exc) is TransportError and ("malformed" in lowered or "broke" in lowered))
+        (isinstance(exc, BadRequest) and ("https server" in lowered or "https port" in lowered))
+        or (type(exc) is TransportError and "broke" in lowered)
+        or (isinstance(exc, ProtocolError) and _TLS_RECORD.search(text) is not None)
     ):
         return f"if {host}:{port} speaks TLS, use {other}://{host}:{port}"
     return ""

@@ -7,7 +7,8 @@
 
 A table is fetched only when a query names it (DuckDB says which tables a query
 reads), then kept for the life of the catalog, and of the kernel for
-:func:`sql`, with the time it was read (:meth:`Catalog.tables_frame`;
+:func:`sql`, with the time it was read (:meth:`Catalog.tables_frame`, and an
+answer's ``attrs["read_at"]``: each live table it read and when, UTC ISO 8601;
 :meth:`Catalog.refresh` reads again). The tables:
 
 - secrets server: ``leases``, ``tokens``, ``policies``, ``policy_rules``,
@@ -147,6 +148,8 @@ class Catalog:
         record = Coverage.merged("catalog.sql", [self._read[t].coverage for t in tables])
         record.asked = tables
         record.read = len(answer)
+        # When each live table was read: a kept table can be old (:func:`sql` keeps it).
+        answer.attrs["read_at"] = {t: self._read[t].read_at.isoformat() for t in tables}
         if not record.complete:
             warnings.warn(
                 f"this answer read tables not read whole: {record.summary()} "
@@ -346,7 +349,8 @@ def sql(
     """Answer ``query`` over the live tables of ``client`` (either service's client).
 
     Pass the other service's client as ``platform=`` to join across both. The
-    tables read are kept for the kernel's life (one catalog per set of clients).
+    tables read are kept for the kernel's life (one catalog per set of clients);
+    ``answer.attrs["read_at"]`` says when each table the answer read was read.
     """
     secrets = client
     if hasattr(client, "agent_pools") and not hasattr(client, "leases"):

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from hvac.exceptions import Forbidden, InvalidPath, InvalidRequest
 
-from tests.sandbox.secrets.test_directory import CONFIG_FIELDS
+from tests.sandbox.secrets.test_ad import CONFIG_FIELDS
 from toolkit.sandbox import Sandbox
 
 # -- database (spec 4.8) ----------------------------------------------------------

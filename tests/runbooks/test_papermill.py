@@ -83,6 +83,8 @@ def test_a_runbook_runs_headless_files_its_evidence_and_its_output_holds_no_secr
         assert header["started_at"] <= header["finished_at"]
         # Every view a runbook checks carries its record: the demo reads whole, never unproven.
         assert header["coverage"]["verdict"] == "complete", header["coverage"]
+        # ... and names them: with none checked, "complete" would prove nothing.
+        assert header["coverage"]["views"], header["coverage"]
         assert {"allow_incomplete", "evidence_dir"} <= set(header["parameters"])
         assert header["token_display_name"] or header["token_owner"]
         assert f"{stem}-coverage.csv" in filed
@@ -284,6 +286,11 @@ def test_the_trends_count_a_finding_closed_by_an_audit_that_found_nothing(
         {"history_dir": str(folder), "evidence_dir": str(evidence)},
         timeout=120,
     )
+    # Section 4's live answer (the server's mounts beside the history) is checked and filed.
+    header = json.loads((evidence / "14_trends.header.json").read_text())
+    views = header["coverage"]["views"]
+    assert any(v.startswith("catalog.sql: complete") for v in views), header["coverage"]
+    assert (evidence / "14_trends-beside.csv").exists()
     (ages,) = evidence.glob("14_trends-finding_ages.csv")
     rows = ages.read_text().splitlines()
     # Open: the token audit's finding only; the lease audit's newest run found nothing.

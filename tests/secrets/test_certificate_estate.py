@@ -14,6 +14,7 @@ from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.checkpoint import WalkInterrupted
 from toolkit.secrets.pki import scan_certificates
+from toolkit.secrets.pki.estate import crl_sizes
 
 COUNT = 120
 
@@ -53,12 +54,40 @@ def test_every_certificate_is_listed_a_page_at_a_time_and_parsed(
         len(outliving) == COUNT // 40
         and (outliving["not_after"] > outliving["issuer_not_after"]).all()
     )
-    assert "root-ops" in set(estate.roles_from_root().index)
+    # The demo's roles: root-ops names the root; internal-service names the intermediate,
+    # and web-server and client-auth use the default issuer, the intermediate too.
+    from_root = estate.roles_from_root()
+    assert set(estate.roles["pki"].index) == {
+        "root-ops",
+        "internal-service",
+        "web-server",
+        "client-auth",
+    }
+    assert list(from_root.index) == ["root-ops"]
+    assert from_root.loc["root-ops", "issuer_ref"] == "root-2026"
     sizes = estate.crl_sizes
     assert (sizes["status"] == "ok").all() and int(sizes["entries"].max()) >= COUNT // 20
     calendar = estate.calendar("W")
     live = frame[(frame["not_after"] > now) & ~frame["revoked"].astype(bool)]
     assert int(calendar.to_numpy().sum()) == len(live)
+
+
+def test_a_crl_over_half_or_over_the_limit_is_flagged(bao: SecretsClient) -> None:
+    """Each issuer's CRL against limits set around its own size: the boundaries are
+    strict (a CRL of exactly the limit is over half, not over it)."""
+    issuers = bao.pki.issuers_frame()
+    assert len(issuers) == 2
+    for issuer_id in issuers.index:
+        one = issuers.loc[[issuer_id]]
+        size = int(crl_sizes(bao.pki, one).loc[issuer_id, "crl_bytes"])
+        for limit, status in (
+            (size - 1, "over the limit"),
+            (size, "over half"),
+            (2 * size - 1, "over half"),
+            (2 * size, "ok"),
+        ):
+            row = crl_sizes(bao.pki, one, limit=limit).loc[issuer_id]
+            assert (row["status"], row["share_of_limit"]) == (status, size / limit)
 
 
 def test_an_interrupted_certificate_scan_resumes_after_the_last_page(

@@ -94,3 +94,32 @@ def test_the_widest_policy_sets_by_the_access_evaluator(bao: SecretsClient) -> N
     assert widest.loc[0, "policies"] == "root"
     assert widest.loc[1, "policies"] == "default, scale-policy-0003"
     assert widest["breadth"].iloc[1:].is_monotonic_decreasing
+
+
+def test_orphans_and_tokens_past_the_maximum_age_are_counted_exactly(
+    empty_sandbox: Sandbox,
+) -> None:
+    """Tokens of known orphan-ness and age: the counts are checked against them, not
+    against another path through the same summary."""
+    with SecretsClient(empty_sandbox.address, empty_sandbox.token) as bao:
+
+        def create(*, orphan: bool) -> None:
+            body = {"policies": ["default"], "no_parent": orphan}
+            bao.http.json("POST", "/auth/token/create", json=body)
+
+        # Old (with the sandbox's root token, also an orphan): 1 orphan and 3 children.
+        create(orphan=True)
+        for _ in range(3):
+            create(orphan=False)
+        empty_sandbox.clock.advance(20 * 86400)  # within the default 32-day TTL
+        # New: 2 orphans and 2 children (no two counts, nor their complements, are equal).
+        for orphan in (True, True, False, False):
+            create(orphan=orphan)
+        scan = bao.tokens.scan()
+    assert scan.tokens == 1 + 4 + 4
+    sprawl = token_sprawl(scan, max_age=timedelta(days=10))
+    assert sprawl.loc["orphan", "tokens"] == 1 + 1 + 2
+    assert sprawl.loc["older than 10 days", "tokens"] == 1 + 4
+    assert sprawl.loc["older than 10 days", "share"] == 5 / 9
+    younger = token_sprawl(scan, max_age=timedelta(days=21))
+    assert younger.loc["older than 21 days", "tokens"] == 0

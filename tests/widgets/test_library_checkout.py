@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.secrets._directory import corp_directory
+from tests.secrets._ad import corp_ad
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 from widgets import LibraryCheckoutForm
@@ -106,7 +106,7 @@ def test_refusals_are_shown_with_the_servers_reason(form: LibraryCheckoutForm) -
 def test_the_form_works_against_another_mount(
     sandbox: Sandbox, secrets_client: SecretsClient
 ) -> None:
-    corp_directory(sandbox, secrets_client)
+    corp_ad(sandbox, secrets_client)
     form = LibraryCheckoutForm(secrets_client, mount="corp-ad")
     assert list(form.set_name.options) == ["team"]
     form.check_out_button.click()

@@ -135,7 +135,11 @@ class TeamAccess(PlatformArea):
         """Team access records of one workspace. ``GET /team-workspaces?filter[workspace][id]=``.
 
         A member's token sees only its own teams' records: ``attrs["coverage"]`` then
-        has a gap (the workspace's organization is read to tell, ``GET /workspaces/:id``)."""
+        has a gap (the workspace's organization is read to tell, ``GET /workspaces/:id``).
+        That read comes first: a missing workspace raises naming it (the list's 404 is
+        on ``/team-workspaces``, whose path names no workspace)."""
+        orgs = Organizations(self._http)
+        organization = str(orgs.workspace(workspace_id).get("organization_id") or "")
         records = [
             flatten(r)
             for r in iter_resources(
@@ -145,8 +149,6 @@ class TeamAccess(PlatformArea):
         where = f"team-workspaces?filter[workspace][id]={workspace_id}"
         cov = Coverage("team_access.access_frame", asked=[where])
         cov.note_read(len(records))
-        orgs = Organizations(self._http)
-        organization = str(orgs.workspace(workspace_id).get("organization_id") or "")
         if organization and not orgs.sees_all(organization):
             cov.note_gap(
                 where,

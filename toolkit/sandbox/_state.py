@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from .._version import __version__
 from ._plain import Decoder, Encoder, PlainDataError
 
 if TYPE_CHECKING:
@@ -61,12 +62,6 @@ READ_FLUSH_SECONDS = 0.5
 # an older file is refused by its number rather than by the first name it lacks.
 _FORMAT = 3
 _AREAS = ("clock", "platform", "secrets")
-
-
-def _toolkit_version() -> str:
-    from .. import __version__  # the package, imported by the time a state is stored
-
-    return __version__
 
 
 class StateFileError(ValueError):
@@ -173,7 +168,7 @@ class StateFile:
         row = self._db.execute(
             "SELECT value FROM sandbox_meta WHERE key = 'toolkit_version'"
         ).fetchone()
-        return f"toolkit {row[0]}, this is {_toolkit_version()}" if row else "an older toolkit"
+        return f"toolkit {row[0]}, this is {__version__}" if row else "an older toolkit"
 
     def _load(self) -> StoredState | None:
         areas = self._db.execute("SELECT name, doc FROM sandbox_areas ORDER BY ord").fetchall()
@@ -273,7 +268,7 @@ class StateFile:
             db.execute(
                 "INSERT OR REPLACE INTO sandbox_meta (key, value) VALUES ('format', ?), "
                 "('saved_at', ?), ('toolkit_version', ?)",
-                (str(_FORMAT), repr(time.time()), _toolkit_version()),
+                (str(_FORMAT), repr(time.time()), __version__),
             )
             db.executemany(
                 "INSERT OR REPLACE INTO sandbox_areas (name, ord, doc) VALUES (?, ?, ?)",

@@ -1,4 +1,4 @@
-"""The directory (AD) engine over real HTTP: config, roles, creds rotation, the library, rotate-root."""
+"""The `ad` engine (`DirectoryEngine`) over HTTP: config, roles, creds rotation, rotate-root."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""The directory engine's client against a real sandbox: every call, passwords hidden, the views."""
+"""The `ad` engine's client (`Directory`) against a sandbox: every call, passwords hidden, views."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from tests.secrets._directory import corp_directory
+from tests.secrets._ad import corp_ad
 from toolkit import APIError, InputError, Sensitive
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets.engines.ad.demo import BIND_DN
@@ -158,7 +158,7 @@ def test_rotate_root_returns_the_warning_while_a_rotation_runs(
 
 
 def test_every_call_works_against_another_mount(sandbox: Sandbox, client: SecretsClient) -> None:
-    corp = corp_directory(sandbox, client)
+    corp = corp_ad(sandbox, client)
     lent = corp.check_out("team")
     assert lent["lease_id"].startswith("corp-ad/library/team/check-out/")
     frame = corp.library_status()

@@ -1,4 +1,4 @@
-"""A second directory engine mount with its own one-account directory, for the client and form tests."""
+"""A second mount of the `ad` engine with a one-account directory, for client and form tests."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from toolkit.secrets import SecretsClient
 from toolkit.secrets.ad import Directory
 
 
-def corp_directory(sandbox: Sandbox, client: SecretsClient, mount: str = "corp-ad") -> Directory:
+def corp_ad(sandbox: Sandbox, client: SecretsClient, mount: str = "corp-ad") -> Directory:
     """Mount the engine at ``mount``, configure it, give it the account ``alice`` in set ``team``."""
     client.enable_engine(mount, "ad")
     corp = client.ad.at(mount)
