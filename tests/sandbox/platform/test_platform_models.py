@@ -12,6 +12,7 @@ from toolkit.sandbox.platform.demo import load_demo
 from toolkit.sandbox.platform.errors import (
     LimitReached,
     PlatformError,
+    RecordNotFound,
     RuleViolation,
     UnknownCaller,
 )
@@ -164,3 +165,46 @@ def test_a_demo_on_a_clock_started_elsewhere_is_relative_to_that_start():
     load_demo(service)
     org = service.organization(service.authenticate("root"), "acme")
     assert org.created_at == start - timedelta(days=400)
+
+
+def test_seeding_a_missing_record_refuses_with_record_not_found_naming_it() -> None:
+    """The seeding API refuses as the endpoints do, with the platform's typed errors
+    (never a bare KeyError), and its message names what is missing."""
+    service = _demo()
+    ws = service.workspaces(service.authenticate("root"), "acme")[0].id
+    team = service.teams(service.authenticate("root"), "acme")[0].id
+    refusals = {
+        "no organization 'nope'": lambda: service.add_workspace("nope", "w"),
+        "no policy set 'polset-nope'": lambda: service.add_parameter("polset-nope", "k"),
+        "no agent pool 'apool-nope'": lambda: service.add_agent(
+            "apool-nope", name=None, status="idle", ip_address="10.0.0.1"
+        ),
+        "no agent 'agent-nope'": lambda: service.set_agent_status("agent-nope", "idle"),
+        "no workspace 'ws-nope'": lambda: service.add_team_access("ws-nope", team, "read"),
+        "no team 'team-nope'": lambda: service.add_team_access(ws, "team-nope", "read"),
+        "no agent pool 'apool-nope' in organization 'acme'": lambda: service.add_workspace(
+            "acme", "w", agent_pool_id="apool-nope"
+        ),
+        r"no workspace 'ws-nope'\Z": lambda: service.assign_workspace_pool("ws-nope", None),
+    }
+    for message, seed in refusals.items():
+        with pytest.raises(RecordNotFound, match=message):
+            seed()
+
+
+def test_seeding_a_broken_rule_refuses_with_rule_violation_naming_the_argument() -> None:
+    service = _demo()
+    refusals = {
+        "name": lambda: service.add_organization("acme"),
+        "token": lambda: service.add_organization("newco", token="demo-org-acme"),
+        "members": lambda: service.add_team("acme", "x", members=["root"]),
+        "kind": lambda: service.add_policy_set("acme", "p", kind="rego"),
+    }
+    for field, seed in refusals.items():
+        with pytest.raises(RuleViolation) as refused:
+            seed()
+        assert refused.value.field == field
+    with pytest.raises(RuleViolation, match="already exists in acme"):
+        service.add_workspace(
+            "acme", service.workspaces(service.authenticate("root"), "acme")[0].name
+        )

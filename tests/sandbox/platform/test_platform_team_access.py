@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from tests.sandbox.platform._platform_api import assert_error, team_id, workspace_id
+from toolkit.sandbox.platform.errors import RuleViolation
 from toolkit.sandbox.platform.models import CUSTOM_DEFAULTS, IMPLIED_PERMISSIONS
 
 
@@ -424,9 +425,9 @@ def test_a_team_without_manage_workspaces_gains_nothing_from_other_organization_
 
 
 def test_seeding_refuses_an_unknown_organization_permission_and_a_second_owners_team(sandbox):
-    with pytest.raises(ValueError, match="unknown organization permission"):
+    with pytest.raises(RuleViolation, match="unknown organization permission"):
         sandbox.platform.add_team("acme", "x", organization_access=["manage-everything"])
-    with pytest.raises(ValueError, match="already has an owners team"):
+    with pytest.raises(RuleViolation, match="already has an owners team"):
         sandbox.platform.add_team("acme", "more-owners", owners=True)
     assert "x" not in {t.name for t in sandbox.platform.org_store.teams.values()}
 

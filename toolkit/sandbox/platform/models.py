@@ -35,7 +35,7 @@ from ..._spec.access import (
     IMPLIED_PERMISSIONS,
 )
 from .agents import Agent, AgentStore
-from .errors import PlatformError
+from .errors import PlatformError, RecordNotFound
 from .ids import IdSource
 from .organizations import Caller, Organization, OrganizationStore, PolicySet, Role, Team, Workspace
 from .parameters import CATEGORY, Parameter, ParameterStore
@@ -213,7 +213,7 @@ class PlatformService:
         with self.lock:
             ps = self.org_store.policy_sets.get(policy_set_id)
             if ps is None:
-                raise KeyError(policy_set_id)
+                raise RecordNotFound(f"no policy set {policy_set_id!r}")
             return self.parameter_store.add(
                 ps, key, value, category=CATEGORY, sensitive=sensitive
             ).id
@@ -250,7 +250,7 @@ class PlatformService:
         with self.lock:
             pool = self.pool_store.pools.get(pool_id)
             if pool is None:
-                raise KeyError(pool_id)
+                raise RecordNotFound(f"no agent pool {pool_id!r}")
             return self.agent_store.register(
                 pool,
                 name=name,
@@ -267,7 +267,7 @@ class PlatformService:
         with self.lock:
             agent = self.agent_store.agents.get(agent_id)
             if agent is None:
-                raise KeyError(agent_id)
+                raise RecordNotFound(f"no agent {agent_id!r}")
             self.agent_store.report(agent, status=status, last_ping_at=last_ping_at)
 
     def add_team_access(
@@ -283,7 +283,8 @@ class PlatformService:
                 self.org_store.teams.get(team_id),
             )
             if ws is None or team is None:
-                raise KeyError(workspace_id if ws is None else team_id)
+                missing = f"workspace {workspace_id!r}" if ws is None else f"team {team_id!r}"
+                raise RecordNotFound(f"no {missing}")
             settings = PermissionSettings(**custom)
             return self.access_store.add(ws, team, access, settings, unique=False).id
 

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._spec.access import ORGANIZATION_PERMISSIONS
-from .errors import RecordNotFound, UnknownCaller
+from .errors import RecordNotFound, RuleViolation, UnknownCaller
 
 if TYPE_CHECKING:
     from .._clock import Clock
@@ -214,19 +214,19 @@ class OrganizationStore:
 
     # -- seeding (the Python API) ----------------------------------------------------
     def named(self, name: str) -> Organization:
-        """An organization by name, for the Python API (KeyError when missing)."""
+        """An organization by name, for the Python API (RecordNotFound when missing)."""
         org = self.organizations.get(name)
         if org is None:
-            raise KeyError(name)
+            raise RecordNotFound(f"no organization {name!r}: add it with add_organization first")
         return org
 
     def add_organization(
         self, name: str, *, email: str | None, token: str | None, created_at: datetime | None
     ) -> str:
         if not name or name in self.organizations:
-            raise ValueError(f"organization {name!r} exists or is empty")
+            raise RuleViolation(f"organization {name!r} exists or is empty", "name")
         if token is not None and (token in self.org_tokens or token == self.admin_token):
-            raise ValueError("that organization token is already in use")
+            raise RuleViolation("that organization token is already in use", "token")
         self.organizations[name] = Organization(
             name, email or f"admin@{name}.example", created_at or self.clock.now(), token
         )
@@ -237,7 +237,7 @@ class OrganizationStore:
     def add_workspace(self, organization: str, name: str, *, created_at: datetime | None) -> str:
         org = self.named(organization)
         if any(self.workspaces[w].name == name for w in org.workspaces):
-            raise ValueError(f"workspace {name!r} already exists in {organization}")
+            raise RuleViolation(f"workspace {name!r} already exists in {organization}", "name")
         ws = Workspace(
             self.ids.new("ws-", organization, name),
             name,
@@ -260,19 +260,22 @@ class OrganizationStore:
     ) -> str:
         org = self.named(organization)
         if any(self.teams[t].name == name for t in org.teams):
-            raise ValueError(f"team {name!r} already exists in {organization}")
+            raise RuleViolation(f"team {name!r} already exists in {organization}", "name")
         granted = frozenset(organization_access)
         unknown = granted - set(ORGANIZATION_PERMISSIONS)
         if unknown:
-            raise ValueError(
+            raise RuleViolation(
                 f"unknown organization permission {sorted(unknown)}; "
-                f"allowed: {', '.join(ORGANIZATION_PERMISSIONS)}"
+                f"allowed: {', '.join(ORGANIZATION_PERMISSIONS)}",
+                "organization_access",
             )
         if owners and any(self.teams[t].is_owners for t in org.teams):
-            raise ValueError(f"{organization} already has an owners team")
+            raise RuleViolation(f"{organization} already has an owners team", "owners")
         tokens = set(members)
         if self.admin_token in tokens or tokens & set(self.org_tokens):
-            raise ValueError("a team member token may not be an admin or organization token")
+            raise RuleViolation(
+                "a team member token may not be an admin or organization token", "members"
+            )
         team = Team(
             self.ids.new("team-", organization, name),
             name,
@@ -299,7 +302,7 @@ class OrganizationStore:
     ) -> str:
         org = self.named(organization)
         if kind not in POLICY_KINDS:
-            raise ValueError(f"kind must be one of {', '.join(POLICY_KINDS)}")
+            raise RuleViolation(f"kind must be one of {', '.join(POLICY_KINDS)}", "kind")
         ps = PolicySet(
             self.ids.new("polset-", organization, name),
             name,

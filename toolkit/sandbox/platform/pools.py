@@ -43,7 +43,9 @@ class PoolStore:
         self, *, clock: Clock, ids: IdSource, orgs: OrganizationStore, limit: int = 1
     ) -> None:
         if limit < 1:
-            raise ValueError("pool_limit must be at least 1")
+            # Not a client's refusal: the operator's configuration (the command line
+            # refuses --pool-limit below 1 before a store is built).
+            raise ValueError("pool_limit must be at least 1")  # not a client's refusal
         self.clock = clock
         self.ids = ids
         self.orgs = orgs
@@ -54,17 +56,17 @@ class PoolStore:
         return f"<PoolStore pools={len(self.pools)} limit={self.limit}>"
 
     def in_organization(self, pool_id: str, organization: str) -> AgentPool:
-        """A pool of ``organization`` by id, for the Python API (KeyError otherwise)."""
+        """A pool of ``organization`` by id, for the Python API (RecordNotFound otherwise)."""
         pool = self.pools.get(pool_id)
         if pool is None or pool.organization != organization:
-            raise KeyError(pool_id)
+            raise RecordNotFound(f"no agent pool {pool_id!r} in organization {organization!r}")
         return pool
 
     def assign_workspace(self, workspace_id: str, pool_id: str | None) -> None:
         """Make a workspace run on a pool of its organization (None: stop using one)."""
         ws = self.orgs.workspaces.get(workspace_id)
         if ws is None:
-            raise KeyError(workspace_id)
+            raise RecordNotFound(f"no workspace {workspace_id!r}")
         if pool_id is not None:
             self.in_organization(pool_id, ws.organization)
         if ws.agent_pool_id is not None:
@@ -90,7 +92,11 @@ class PoolStore:
         organization-scoped pools and those that list the workspace as allowed.
         """
         if sort is not None and sort not in POOL_SORTS:
-            raise ValueError(f"sort {sort!r} is not one of {', '.join(POOL_SORTS)}")
+            # Not a client's refusal: the HTTP side answers an unknown sort with 400
+            # (http/pools.py) before it calls here; this guards the Python API's type.
+            raise ValueError(  # not a client's refusal
+                f"sort {sort!r} is not one of {', '.join(POOL_SORTS)}"
+            )
         org = self.orgs.visible(caller, organization)
         pools = [self.pools[p] for p in org.pools]
         total = len(pools)
