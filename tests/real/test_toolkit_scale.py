@@ -4,6 +4,7 @@ after/limit on pki/certs), the lease scan resuming from its checkpoint, token sp
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tests.real import _seed
 from tests.servers.openbao import OpenBao
@@ -12,14 +13,18 @@ from toolkit.secrets.checkpoint import WalkInterrupted
 from toolkit.secrets.sprawl import token_sprawl
 
 
+def _root_and_role(client: SecretsClient, mount: str) -> Any:
+    """A PKI mount with a self-signed root ``root`` and a role ``web`` issuing from it."""
+    client.enable_engine(mount, "pki", max_lease_ttl="87600h")
+    pki = client.pki.at(mount)
+    pki.generate_root(f"{mount} root", key_type="ec", issuer_name="root", ttl="8760h")
+    pki.write_role("web", allowed_domains=["example.test"], allow_subdomains=True, key_type="ec")
+    return pki
+
+
 def test_the_estate_pages_a_real_mounts_certificates(bao: OpenBao) -> None:
     with SecretsClient(bao.address, bao.token) as client:
-        client.enable_engine("pki-estate", "pki", max_lease_ttl="87600h")
-        pki = client.pki.at("pki-estate")
-        pki.generate_root("Estate Root", key_type="ec", issuer_name="root", ttl="8760h")
-        pki.write_role(
-            "web", allowed_domains=["example.test"], allow_subdomains=True, key_type="ec"
-        )
+        pki = _root_and_role(client, "pki-estate")
         serials = [pki.issue("web", f"h{i}.example.test", ttl="1h").serial_number for i in range(9)]
         pki.revoke(serials[0])
         lists: list[str] = []
@@ -40,12 +45,7 @@ def test_the_estate_misses_no_certificate_at_a_page_boundary_on_openbao(bao: Ope
     """OpenBao pages certs/ by its storage keys (bytes joined by hyphens) while it
     lists colons: pages of one, across serials that share their first byte."""
     with SecretsClient(bao.address, bao.token) as client:
-        client.enable_engine("pki-pages", "pki", max_lease_ttl="87600h")
-        pki = client.pki.at("pki-pages")
-        pki.generate_root("Pages Root", key_type="ec", issuer_name="root", ttl="8760h")
-        pki.write_role(
-            "web", allowed_domains=["example.test"], allow_subdomains=True, key_type="ec"
-        )
+        pki = _root_and_role(client, "pki-pages")
         for i in range(40):
             pki.issue("web", f"p{i}.example.test", ttl="1h")
         listed = client.http.request("LIST", "/pki-pages/certs").json()["data"]["keys"]
