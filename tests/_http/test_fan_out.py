@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -379,3 +380,42 @@ def test_a_map_that_fails_returns_only_once_its_running_items_have_ended(serve):
     in_flight = len(started) - len(finished)
     http.close()
     assert in_flight == 0, f"{in_flight} request(s) still being answered after the map raised"
+
+
+def _held_fan_out(serve, body: bytes, hold: float) -> float:
+    """Seconds until the reader of a fan-out of 8 gets its first answer, when the
+    first is answered at once with ``body`` and the other seven are held back
+    until the reader has the first, or ``hold`` seconds have passed."""
+    released = threading.Event()
+
+    def answer(head: bytes, n: int) -> tuple[bytes, bool]:
+        if b" /v1/p0 " not in head:
+            released.wait(hold)
+        head_line = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        return (head_line + body, False)
+
+    server = serve(answer)
+    http = HTTPLayer(server.address, "/v1", max_concurrency=8)
+    started = time.monotonic()
+    first = None
+    for response in http.many([Request("GET", p) for p in paths(8)]):
+        if first is None:
+            first = time.monotonic() - started
+            released.set()
+        assert response.status_code == 200
+    http.close()
+    assert first is not None
+    return first
+
+
+def test_a_reader_is_handed_large_answers_without_waiting_for_a_batch(serve):
+    """A page of 40 kB is enough reading for one wake-up of the reader: it is
+    handed over as it comes, not once the other seven of the batch are in (the
+    reader would then be left with all of them to read after the last arrived)."""
+    assert _held_fan_out(serve, b"x" * 40_000, hold=3.0) < 1.5
+
+
+def test_small_answers_are_still_handed_to_the_reader_in_batches(serve):
+    """The control: half a kilobyte is not worth a wake-up of the reader, which
+    waits for the batch (here the whole fan-out of 8) before it reads."""
+    assert _held_fan_out(serve, b"x" * 500, hold=0.6) >= 0.5

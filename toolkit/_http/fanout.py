@@ -60,13 +60,19 @@ class OrderedResponses:
     reader with nothing to take waits for up to ``batch`` more of them (fewer
     near the end), so that it is woken once for a batch rather than once a
     result: each wake-up moves the interpreter lock between threads, which
-    cost as much as a third of a small exchange. The fan-out itself never
-    waits for the reader (up to its ``ahead`` bound).
+    cost as much as a third of a small exchange. It is woken sooner once the
+    answers in hold ``batch_bytes`` of body between them: answers that large
+    are enough work a wake-up, and a reader kept waiting for a batch of them
+    is left with the whole last batch to read after the last answer is in.
+    The fan-out itself never waits for the reader (up to its ``ahead`` bound).
     """
 
-    def __init__(self, count: int, batch: int = 1) -> None:
+    def __init__(self, count: int, batch: int = 1, batch_bytes: int | None = None) -> None:
         self.count = count
         self.batch = max(1, batch)
+        self.batch_bytes = batch_bytes
+        # Body bytes of the results in (below ``ready``) not yet taken.
+        self.ready_bytes = 0
         self.results: dict[int, Response | BaseException] = {}
         # The loop enters the plain lock (no Python-level Condition code on its
         # path); the reader waits on the condition built over it.
@@ -86,12 +92,18 @@ class OrderedResponses:
             results[k] = result
             ready = self.ready
             while ready in results:
+                answer = results[ready]
+                if not isinstance(answer, BaseException):
+                    self.ready_bytes += len(answer.content)
                 ready += 1
             self.ready = ready
             if failed:
                 self.failed = True
             waiting = self.waiting_for
-            if 0 <= waiting < ready or (self.failed and waiting >= 0):
+            limit = self.batch_bytes
+            if waiting >= 0 and (
+                waiting < ready or self.failed or (limit is not None and self.ready_bytes >= limit)
+            ):
                 self.waiting_for = -1  # one wake-up is enough
                 self.cond.notify_all()
 
@@ -114,8 +126,11 @@ class OrderedResponses:
             if k >= self.ready and not self.finished:
                 # Wait for a batch; after a failure, only for ``k`` itself.
                 want = min(k + self.batch, self.count) - 1
+                limit = self.batch_bytes
                 while not self.finished and not (
-                    want < self.ready or (self.failed and k < self.ready)
+                    want < self.ready
+                    or (self.failed and k < self.ready)
+                    or (limit is not None and self.ready_bytes >= limit and k < self.ready)
                 ):
                     self.waiting_for = want
                     self.cond.wait()
@@ -132,6 +147,7 @@ class OrderedResponses:
                     self.consumed = j + 1
                     raise result
                 taken.append(result)
+                self.ready_bytes -= len(result.content)
                 j += 1
             if not taken:
                 # The fan-out ended without this request: it stopped at an earlier

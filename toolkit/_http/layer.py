@@ -52,6 +52,10 @@ FAN_OUT_TIMEOUT = 900.0
 # The largest body taken, as it arrives and decoded: a LIST of a million lease
 # ids is some 70 MB.
 MAX_BODY = 256 * 1024 * 1024
+# A reader of a fan-out is woken once the answers waiting for it hold this much
+# body, whole batch or not: a page of 100 agents (39 kB) is reading enough for one
+# wake-up, where a lease lookup (half a kilobyte) is not.
+WAKE_BYTES = 32 * 1024
 # The Date headers believed: a server's clock outside these years is broken, and
 # its dates would not fit a frame's datetimes (pandas ends in 2262).
 _SANE_YEARS = range(2000, 2200)
@@ -585,7 +589,7 @@ class HTTPLayer:
         # Sending runs at most ``ahead`` answers ahead of the reader; the reader is
         # woken for half of that at once (fewer at the end).
         ahead = max(64, 8 * n)
-        out = OrderedResponses(len(todo), batch=ahead // 2)
+        out = OrderedResponses(len(todo), batch=ahead // 2, batch_bytes=WAKE_BYTES)
 
         fan = RequestFanOut(todo, n, self._attempt, self._verdict, out, ahead=ahead)
         fan.cancelled = ConfigurationError(
