@@ -5,6 +5,7 @@ as the test says and records what was asked."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -126,3 +127,33 @@ def test_a_page_that_is_not_a_json_api_list_is_a_toolkit_error(serve, document):
     server, client = serve(lambda number: document)
     with pytest.raises(ToolkitError):
         client.organizations.organizations_frame()
+
+
+def test_pages_a_count_foretells_go_out_with_the_first(serve):
+    """``expected_pages`` (a count the server gave elsewhere: a pool's
+    ``agent-count``) sends those pages with the first, not a round trip later:
+    here page 1 is answered only once page 3 has been asked for."""
+    asked = threading.Event()
+    honest = pages(3, total=3)
+
+    def page(number: int) -> dict[str, Any]:
+        if number == 3:
+            asked.set()
+        elif number == 1:
+            asked.wait(4)
+        return honest(number)
+
+    server, client = serve(page)
+    started = time.monotonic()
+    (listing,) = read_lists(client.http, [("/organizations", None)], expected_pages=[3])
+    assert time.monotonic() - started < 3
+    assert [r["attributes"]["name"] for r in listing.data] == ["o1", "o2", "o3"]
+    assert listing.meta["pagination"]["current-page"] == 1
+
+
+@pytest.mark.parametrize("expected", [0, 1, 2, 6, -4, 10**9])
+def test_a_foretold_count_of_pages_is_only_a_hint(serve, expected):
+    server, client = serve(pages(3))
+    (listing,) = read_lists(client.http, [("/organizations", None)], expected_pages=[expected])
+    assert [r["attributes"]["name"] for r in listing.data] == ["o1", "o2", "o3"]
+    assert len(server.heads) <= max(3, min(expected, PAGES_AHEAD))

@@ -103,6 +103,36 @@ def test_every_page_is_followed_and_order_is_kept(sandbox, client):
     assert bulk == sorted(bulk)
 
 
+def test_a_pools_agent_count_plans_its_pages_and_a_stale_count_changes_no_answer(sandbox, client):
+    """A pool's ``agent_count`` says how many pages of agents to ask for with the
+    first (no round trip to learn it); it is only a hint: a count grown stale in
+    either direction still gives every agent and no other."""
+    pool = pool_of(client, "acme")
+    ids = [
+        sandbox.platform.add_agent(
+            pool, name=f"gone-{i:03d}", status="exited", ip_address="10.0.0.1"
+        )
+        for i in range(243)
+    ]
+    stale = client.agent_pools.pools_frame("acme")
+    assert stale.loc[pool, "agent_count"] == 250  # three pages
+    for agent_id in ids[:150]:
+        client.agent_pools.delete_agent(agent_id)
+    asked: list[str] = []
+    client.http.response_hooks.append(lambda r: asked.append(str(r.url)))
+    agents = client.agent_pools.all_agents("acme", pools=stale)
+    assert len(agents) == 100 and agents.index.is_unique
+    # Pages 2 and 3 on the stale count's word alone: one page is all the server has now.
+    pages = sorted(
+        int(u.split("page%5Bnumber%5D=")[1].split("&")[0]) for u in asked if "/agents?" in u
+    )
+    assert pages == [1, 2, 3]
+    for i in range(300):
+        sandbox.platform.add_agent(pool, name=f"new-{i:03d}", status="idle", ip_address="10.0.0.2")
+    counts = client.agent_pools.all_agents("acme", pools=stale)
+    assert len(counts) == 400 and counts.index.is_unique
+
+
 def test_create_update_and_delete_a_pool(client):
     ws = client.organizations.workspaces_frame("initech")
     payroll = ws.index[ws["name"] == "payroll"][0]

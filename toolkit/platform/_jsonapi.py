@@ -26,6 +26,7 @@ from .._spec.jsonapi import MAX_PAGE_SIZE
 __all__ = [
     "MAX_PAGES",
     "MAX_PAGE_SIZE",
+    "PAGES_AHEAD",
     "FrameBuilder",
     "Listing",
     "PageSink",
@@ -346,6 +347,7 @@ def read_lists(
     desc: str = "reading pages",
     builders: Sequence[PageSink] | None = None,
     max_pages: int = MAX_PAGES,
+    expected_pages: Sequence[int] | None = None,
 ) -> list[Listing]:
     """Every page of each ``(path, params)`` list, in concurrent waves.
 
@@ -353,25 +355,21 @@ def read_lists(
     until the server's own ``next-page`` (or ``links.next``) is empty, never
     past ``max_pages``: its ``total-pages`` only says how many pages to ask
     for at once (up to :data:`PAGES_AHEAD`), and a page past the end the
-    server names is dropped. ``show_progress`` shows a bar over the lists,
-    each counted once complete. With ``builders`` (one per list), each page's
-    resources go into its list's builder as the page arrives.
+    server names is dropped. ``expected_pages`` (one a list) is the same kind
+    of hint known before the first page, from a count the server gave
+    elsewhere (a pool's ``agent-count``): those pages go out with the first.
+    ``show_progress`` shows a bar over the lists, each counted once complete.
+    With ``builders`` (one per list), each page's resources go into its list's
+    builder as the page arrives.
     """
+    hints = list(expected_pages) if expected_pages is not None else [0] * len(lists)
     with collector_paused():
-        firsts = http.many(
-            Request("GET", path, params=_page_params(params, 1, page_size))
-            for path, params in lists
-        )
         listings: list[Listing] = []
         following: list[_Follow] = []
-        for k, ((path, params), response) in enumerate(zip(lists, firsts, strict=True)):
-            document = _page_document(response, path, 1)
-            listing = Listing(meta=dict(document.get("meta") or {}))
-            listing.builder = builders[k] if builders is not None else None
-            listing.add(document)
+        for k, ((path, params), hint) in enumerate(zip(lists, hints, strict=True)):
+            listing = Listing(builder=builders[k] if builders is not None else None)
             listings.append(listing)
-            nxt = _next_page(document, path, 1)
-            following.append(_Follow(listing, path, params, nxt, _hint(document)))
+            following.append(_Follow(listing, path, params, 1, max(0, hint)))
         done = progress(
             _follow_pages(http, following, page_size, max_pages),
             desc=desc,
@@ -386,11 +384,8 @@ def read_lists(
 def _follow_pages(
     http: HTTPLayer, following: list[_Follow], page_size: int, max_pages: int
 ) -> Iterator[Listing]:
-    """Waves of the lists' next pages; yields each list once its paging has ended."""
-    for state in following:
-        if state.next is None:
-            yield state.listing  # one page: complete with the first wave
-    open_lists = [s for s in following if s.next is not None]
+    """Waves of the lists' pages from the first; yields each list once its paging has ended."""
+    open_lists = list(following)
     while open_lists:
         plans = [(s, s.planned(max_pages)) for s in open_lists]
         # A page asked for on the hint alone may be past the end: a 404 there is no error.
@@ -418,6 +413,11 @@ def _follow_pages(
                         url=state.path,
                     )
                 document = _page_document(response, state.path, number)
+                if number == 1:
+                    # The list's meta is its first page's; its count of pages, once
+                    # read, is the server's word, not the caller's.
+                    state.listing.meta = dict(document.get("meta") or {})
+                    state.hint = _hint(document) or state.hint
                 state.listing.add(document)
                 state.next = _next_page(document, state.path, number)
             if state.next is None:

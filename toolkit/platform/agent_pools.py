@@ -20,6 +20,8 @@ from .._spec.access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 from .._time import format_iso_ms, parse_time
 from ._base import PlatformArea
 from ._jsonapi import (
+    MAX_PAGE_SIZE,
+    PAGES_AHEAD,
     FrameBuilder,
     PageSink,
     flatten,
@@ -295,7 +297,7 @@ class AgentPools(PlatformArea):
         pool_ids = list(pools.index)
         with collector_paused():
             builders = [FrameBuilder(AGENTS, {"pool_id": pid}) for pid in pool_ids]
-            self._read_agents(pool_ids, builders, show_progress)
+            self._read_agents(pools, builders, show_progress)
             frames = [builder.frame() for builder in builders]
         if not frames:
             agents = build_frame([], AGENTS)
@@ -307,7 +309,7 @@ class AgentPools(PlatformArea):
     def agents_by_status(self, organization: str, *, show_progress: bool = False) -> pd.DataFrame:
         """Per pool, how many agents are in each status (one column per status, and ``total``)."""
         pools = self.pools_frame(organization)
-        tally = self._tally(list(pools.index), show_progress)
+        tally = self._tally(pools, show_progress)
         counts = count_by_status(pools, tally)
         read = sum(tally.values())
         sees = self._sees_all(organization, pools)
@@ -328,25 +330,28 @@ class AgentPools(PlatformArea):
         )
         return {organization: sees}
 
-    def _tally(self, pool_ids: Sequence[str], show_progress: bool) -> Counter[tuple[str, Any]]:
-        """The agents of ``pool_ids`` counted by status as their pages arrive (no frame)."""
+    def _tally(self, pools: pd.DataFrame, show_progress: bool) -> Counter[tuple[str, Any]]:
+        """The agents of ``pools`` counted by status as their pages arrive (no frame)."""
         pairs: Counter[tuple[str, Any]] = Counter()
         with collector_paused():
             self._read_agents(
-                pool_ids, [StatusTally(pid, pairs) for pid in pool_ids], show_progress
+                pools, [StatusTally(pid, pairs) for pid in pools.index], show_progress
             )
         return pairs
 
     def _read_agents(
-        self, pool_ids: Sequence[str], sinks: Sequence[PageSink], show_progress: bool
+        self, pools: pd.DataFrame, sinks: Sequence[PageSink], show_progress: bool
     ) -> None:
-        """Every page of each pool's agent list into that pool's sink, as pages arrive."""
+        """Every page of each pool's agent list into that pool's sink, as pages arrive.
+
+        Each pool's ``agent_count`` says how many pages to ask for with its first."""
         read_lists(
             self._http,
-            [(api_path("/agent-pools/{pool_id}/agents", pool_id=pid), None) for pid in pool_ids],
+            [(api_path("/agent-pools/{pool_id}/agents", pool_id=p), None) for p in pools.index],
             show_progress=show_progress,
             desc="reading agents",
             builders=sinks,
+            expected_pages=[_pages_of(n) for n in pools["agent_count"]],
         )
 
     def stale_agents(
@@ -542,6 +547,13 @@ class StatusTally:
     def add(self, resources: Sequence[Mapping[str, Any]]) -> None:
         pid = self.pool_id
         self.pairs.update((pid, _status(r)) for r in resources)
+
+
+def _pages_of(agent_count: Any) -> int:
+    """The pages of 100 a pool's ``agent_count`` fills (0, no hint, when it is missing)."""
+    if agent_count is pd.NA or agent_count is None:
+        return 0
+    return min(-(-int(agent_count) // MAX_PAGE_SIZE), PAGES_AHEAD)
 
 
 def _status(agent: Mapping[str, Any]) -> str | None:
