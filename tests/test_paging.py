@@ -16,9 +16,9 @@ import pytest
 
 from tests._sockets import Threaded
 from toolkit import DecodeError, PlatformClient, RetryPolicy, ToolkitError
-from toolkit.platform._jsonapi import PAGES_AHEAD, read_lists
+from toolkit.platform._jsonapi import PAGES_AHEAD, _values_decoder, read_lists
 
-Page = Callable[[int], dict[str, Any]]
+Page = Callable[[int], Any]  # a document, or the bytes of an answer
 
 
 def _organization(number: int) -> dict[str, Any]:
@@ -49,7 +49,8 @@ def serve() -> Iterator[Callable[[Page], tuple[Threaded, PlatformClient]]]:
         def answer(head: bytes, n: int) -> tuple[bytes, bool]:
             target = head.split(b" ", 2)[1].decode()
             query = parse_qs(urlsplit(target).query)
-            body = orjson.dumps(page(int(query["page[number]"][0])))
+            document = page(int(query["page[number]"][0]))
+            body = document if isinstance(document, bytes) else orjson.dumps(document)
             return (
                 b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.api+json\r\n"
                 b"Content-Length: %d\r\n\r\n%s" % (len(body), body),
@@ -157,3 +158,89 @@ def test_a_foretold_count_of_pages_is_only_a_hint(serve, expected):
     (listing,) = read_lists(client.http, [("/organizations", None)], expected_pages=[expected])
     assert [r["attributes"]["name"] for r in listing.data] == ["o1", "o2", "o3"]
     assert len(server.heads) <= max(3, min(expected, PAGES_AHEAD))
+
+
+# -- pages read for one attribute -------------------------------------------------------------
+
+
+class Statuses:
+    """A sink reading only each resource's ``status`` (as the agent tally does)."""
+
+    attribute = "status"
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+
+    def add(self, resources: Any) -> None:
+        raise AssertionError("a sink naming its attribute is handed values, not resources")
+
+    def add_values(self, values: list[Any]) -> None:
+        self.values.extend(values)
+
+
+def _agent(status: Any = "idle", **extra: Any) -> dict[str, Any]:
+    return {"id": "agent-1", "type": "agents", "attributes": {"status": status, **extra}}
+
+
+def _outcome(read: Callable[[], list[Any]]) -> Any:
+    try:
+        return read()
+    except DecodeError:
+        return DecodeError
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"data": [_agent("idle"), _agent("busy"), _agent(None)]},
+        {"data": [_agent(7), _agent([1]), _agent({"a": 1}), _agent(True)]},
+        {"data": [{"id": "a"}, {"id": "b", "attributes": None}, {"attributes": {}}]},
+        {"data": [_agent("idle")], "meta": {"pagination": {"total-pages": 1}}, "links": {}},
+        {"data": None},
+        {"data": [], "included": [{"id": "x", "attributes": {"name": "n"}}]},
+        b'{"data":[{"attributes":{"status":"idle","status":"busy"}}]}',
+        b'{"data":[{"attributes":{"status":"idle"}}],"meta":{"n":NaN}}',
+        b'{"data":[{"attributes":{"status":"idle","big":123456789012345678901234567890}}]}',
+        b'{"data":[{"attributes":{"status":"\\u00e9t\\u00e9"}}],"jsonapi":{"version":"1.0"}}',
+        # Not a page: each one a DecodeError, on either path.
+        {"data": [1, 2]},
+        {"data": "x"},
+        {"data": [{"attributes": "x"}]},
+        {"data": [{"attributes": {"status": "idle"}, "relationships": []}]},
+        {"data": [], "meta": {"pagination": []}},
+        {"data": [], "included": [5]},
+        {"data": [], "links": "next"},
+        [],
+        b'{"data":[{"attributes":{"status":"idle"}}]',
+        b"[" * 5000 + b"]" * 5000,
+    ],
+)
+def test_a_page_read_for_one_attribute_gives_what_the_whole_page_gives(serve, document):
+    """The typed reading of one attribute (msgspec, skipping the rest) answers as
+    decoding the whole page does: the same values, or the same DecodeError."""
+    server, client = serve(lambda number: document)
+
+    def whole() -> list[Any]:
+        (listing,) = read_lists(client.http, [("/organizations", None)])
+        return [(r.get("attributes") or {}).get("status") for r in listing.data]
+
+    def typed() -> list[Any]:
+        sink = Statuses()
+        read_lists(client.http, [("/organizations", None)], builders=[sink])
+        return sink.values
+
+    assert _outcome(typed) == _outcome(whole)
+
+
+def test_an_honest_page_is_read_by_the_typed_decoder_not_the_whole_one(demo_sandbox):
+    """The sandbox's pages of agents take the typed path (a decoder that refused
+    them would still answer right, by decoding each page whole, at three times the cost)."""
+    client = PlatformClient(demo_sandbox.address, demo_sandbox.token)
+    pool = client.agent_pools.pools_frame("acme").index[0]
+    page = client.http.request("GET", f"/agent-pools/{pool}/agents", params={"page[size]": 100})
+    client.close()
+    decoded = _values_decoder("status").decode(page.content)
+    assert [r.attributes.value for r in decoded.data] == [
+        r["attributes"]["status"] for r in page.json()["data"]
+    ]
+    assert decoded.meta["pagination"]["current-page"] == 1

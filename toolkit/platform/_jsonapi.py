@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import chain
-from typing import Any, Protocol
+from typing import Any, Optional, Protocol
 
 import pandas as pd
 
@@ -91,7 +92,13 @@ def _related(resource: Mapping[str, Any], name: str, many: bool) -> Any:
 
 class PageSink(Protocol):
     """Where :func:`read_lists` puts each page's resources as it arrives: a
-    :class:`FrameBuilder`, or anything else that takes them a page at a time."""
+    :class:`FrameBuilder`, or anything else that takes them a page at a time.
+
+    A sink that reads one attribute of each resource and nothing else says so
+    with an ``attribute`` (its name in the answer) and an ``add_values``: it
+    is then handed each page as that attribute's values, in order (None for a
+    resource without it), read by :func:`_page_values` without decoding the rest.
+    """
 
     def add(self, resources: Sequence[Mapping[str, Any]]) -> None: ...
 
@@ -219,7 +226,8 @@ class Listing:
         document = document or {}
         data = document.get("data") or []
         if self.builder is not None:
-            self.builder.add(data)
+            if data:
+                self.builder.add(data)
         else:
             self.data.extend(data)
         self.included.extend(document.get("included") or [])
@@ -244,6 +252,69 @@ def _page_document(response: Any, path: str, number: int) -> dict[str, Any]:
     if problem:
         raise DecodeError(f"GET {path} page {number}: {problem}", method="GET", url=path)
     return document
+
+
+def _page_values(
+    response: Any, path: str, number: int, attribute: str
+) -> tuple[dict[str, Any], list[Any]]:
+    """A page's JSON:API document without its ``data``, and the value of
+    ``attribute`` of each of its resources (None where a resource has none).
+
+    Read by a decoder typed for just that (msgspec): the resources' other
+    members are skipped, not built, a third of the time of decoding the page
+    whole. What the typed reading refuses (a resource that is not an object,
+    attributes or relationships that are not one, NaN, nesting past its limit)
+    is judged by decoding the page whole, as every other page is: the same
+    answer, or the same :class:`DecodeError`.
+    """
+    import msgspec
+
+    content = response.content
+    if response.status_code == 204 or not content:
+        return {}, []
+    try:
+        page = _values_decoder(attribute).decode(content)
+    except msgspec.MsgspecError:
+        document = _page_document(response, path, number)
+        data = document.pop("data", None) or []
+        return document, [(r.get("attributes") or {}).get(attribute) for r in data]
+    document = {
+        key: value
+        for key in ("meta", "links", "included")
+        if (value := getattr(page, key)) is not None
+    }
+    problem = _not_a_page(document)
+    if problem:
+        raise DecodeError(f"GET {path} page {number}: {problem}", method="GET", url=path)
+    return document, [None if r.attributes is None else r.attributes.value for r in page.data or ()]
+
+
+@lru_cache(maxsize=8)
+def _values_decoder(attribute: str) -> Any:
+    """A msgspec decoder of a JSON:API list page that keeps, of each resource,
+    ``attributes.<attribute>`` only (and checks that its relationships are an object)."""
+    import msgspec
+
+    attributes = msgspec.defstruct(
+        "Attributes", [("value", Any, None)], rename={"value": attribute}
+    )
+    resource = msgspec.defstruct(
+        "Resource",
+        [
+            ("attributes", Optional[attributes], None),  # noqa: UP045 - built at run time
+            ("relationships", Optional[dict[str, msgspec.Raw]], None),  # noqa: UP045
+        ],
+    )
+    page = msgspec.defstruct(
+        "Page",
+        [
+            ("data", Optional[list[resource]], None),  # type: ignore[valid-type]  # noqa: UP045
+            ("meta", Optional[dict[str, Any]], None),  # noqa: UP045
+            ("links", Optional[dict[str, Any]], None),  # noqa: UP045
+            ("included", Optional[list[Any]], None),  # noqa: UP045
+        ],
+    )
+    return msgspec.json.Decoder(page)
 
 
 def _not_a_page(document: Any) -> str:
@@ -412,7 +483,13 @@ def _follow_pages(
                         method="GET",
                         url=state.path,
                     )
-                document = _page_document(response, state.path, number)
+                sink = state.listing.builder
+                attribute = getattr(sink, "attribute", None)
+                if attribute is not None:
+                    document, values = _page_values(response, state.path, number, attribute)
+                    sink.add_values(values)  # type: ignore[union-attr]
+                else:
+                    document = _page_document(response, state.path, number)
                 if number == 1:
                     # The list's meta is its first page's; its count of pages, once
                     # read, is the server's word, not the caller's.

@@ -540,13 +540,27 @@ class StatusTally:
     resources at a time: what :meth:`AgentPools.agents_by_status` needs, without
     a frame of every agent."""
 
+    # The one attribute it reads: read_lists hands it each page's statuses alone.
+    attribute = "status"
+
     def __init__(self, pool_id: str, pairs: Counter[tuple[str, Any]]) -> None:
         self.pool_id = pool_id
         self.pairs = pairs
 
     def add(self, resources: Sequence[Mapping[str, Any]]) -> None:
-        pid = self.pool_id
-        self.pairs.update((pid, _status(r)) for r in resources)
+        self.add_values([(r.get("attributes") or {}).get("status") for r in resources])
+
+    def add_values(self, statuses: Sequence[Any]) -> None:
+        """Count a page's statuses (text, or None for an agent without one)."""
+        try:
+            counted = Counter(statuses)
+        except TypeError:  # an object or a list: not hashable, and no status either
+            counted = None
+        if counted is None or not all(s is None or type(s) is str for s in counted):
+            raise DecodeError("the server's answer has an agent 'status' that is not text")
+        pid, pairs = self.pool_id, self.pairs
+        for status, n in counted.items():
+            pairs[(pid, status)] += n
 
 
 def _pages_of(agent_count: Any) -> int:
@@ -554,13 +568,6 @@ def _pages_of(agent_count: Any) -> int:
     if agent_count is pd.NA or agent_count is None:
         return 0
     return min(-(-int(agent_count) // MAX_PAGE_SIZE), PAGES_AHEAD)
-
-
-def _status(agent: Mapping[str, Any]) -> str | None:
-    status = (agent.get("attributes") or {}).get("status")
-    if status is None or isinstance(status, str):
-        return status
-    raise DecodeError("the server's answer has an agent 'status' that is not text")
 
 
 def count_by_status(pools: pd.DataFrame, pairs: Counter[tuple[str, Any]]) -> pd.DataFrame:
