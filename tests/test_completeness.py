@@ -328,6 +328,56 @@ def test_http_to_a_tls_port_names_the_fix(serve: Serve, tmp_path: Path, peer: st
         caught.value.hint
         == f"if 127.0.0.1:{server.port} speaks TLS, use https://127.0.0.1:{server.port}"
     )
+    # One line, whatever the peer sent: nginx's HTML page is its title's words.
+    message = str(caught.value)
+    assert "\n" not in message and "\r" not in message and "<" not in message
+    if peer == "nginx":
+        assert "answered 400: 400 The plain HTTP request was sent to HTTPS port (hint" in message
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "said"),
+    [
+        (
+            "application/json",
+            b'{"errors": ["1 error occurred:\\n\\t* permission denied\\n\\n"]}',
+            "permission denied",
+        ),
+        (
+            "application/json",
+            b'{"errors": [{"title": "bad", "detail": "line one\\nline two"}]}',
+            "bad: line one line two",
+        ),
+        ("application/json", b'{"message": "first\\r\\nsecond"}', "first second"),
+        ("text/plain", b"upstream\r\n  timed out\r\n", "upstream timed out"),
+        (
+            "text/html",
+            b"<html><body><h1>502 Bad Gateway</h1>\n<p>try &amp; again</p></body></html>",
+            "502 Bad Gateway try & again",
+        ),
+    ],
+)
+def test_a_servers_error_words_are_one_line(
+    serve: Serve,  # noqa: F811
+    content_type: str,
+    body: bytes,
+    said: str,
+) -> None:
+    def handler(peer_: Peer) -> None:
+        if peer_.request() is None:
+            return
+        head = f"HTTP/1.1 403 Forbidden\r\nContent-Type: {content_type}\r\n"
+        peer_.send(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+    server = serve(handler)
+    once = toolkit.RetryPolicy(attempts=1)
+    with (
+        SecretsClient(f"http://127.0.0.1:{server.port}", "s.one-line", retry=once) as client,
+        pytest.raises(toolkit.PermissionDenied) as caught,
+    ):
+        client.policies.list_policies()
+    assert said in caught.value.message
+    assert "\n" not in str(caught.value) and "\r" not in str(caught.value)
 
 
 def test_a_mistyped_lease_mount_raises_naming_it(demo_sandbox: Sandbox) -> None:

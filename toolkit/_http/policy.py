@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from html.parser import HTMLParser
 from typing import Any, Literal
 
 from .._errors import (
@@ -332,11 +333,14 @@ def api_error(
                     pointer = str(source.get("pointer") or "") if isinstance(source, dict) else ""
                     if pointer and pointer not in text:
                         text = f"{text} ({pointer})"
-                    messages.append(text)
+                    messages.append(one_line(text))
         elif isinstance(payload.get("message"), str):
-            messages.append(payload["message"])
+            messages.append(one_line(payload["message"]))
     elif response.content:
-        snippet = mask(response.text, secrets)[:200].strip()
+        text = response.text
+        if "html" in response.headers.get("content-type", "").lower():
+            text = _html_words(text)
+        snippet = one_line(mask(text, secrets))[:200].strip()
         if snippet:
             messages.append(snippet)
     if response.note:
@@ -352,3 +356,33 @@ def api_error(
             k: mask(v, secrets) for k, v in response.headers.items() if k.lower() != "set-cookie"
         },
     )
+
+
+class _PageWords(HTMLParser):
+    """The words of an HTML error page: its title's, else its text's."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.title: list[str] = []
+        self.text: list[str] = []
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        self._in_title = self._in_title or tag == "title"
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+
+    def handle_data(self, data: str) -> None:
+        (self.title if self._in_title else self.text).append(data)
+
+
+def _html_words(page: str) -> str:
+    """What an HTML error page (a proxy's, nginx's) says, without its markup:
+    ``<title>400 The plain HTTP request was sent to HTTPS port</title>`` is
+    ``400 The plain HTTP request was sent to HTTPS port``."""
+    words = _PageWords()
+    words.feed(page[:65536])
+    words.close()
+    return " ".join(words.title) or " ".join(words.text)
