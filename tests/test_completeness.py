@@ -548,6 +548,46 @@ def test_holders_keep_the_gaps_of_the_token_inventory_they_read(sandbox: Sandbox
     assert any("lookup-accessor" in str(p) for p in gaps["path"]), list(gaps["path"])
 
 
+@pytest.mark.parametrize(
+    ("denied", "gap"),
+    [
+        # A provider the token may not read: none of its keys are known either.
+        ("keymgmt/kms/vault-eu", "keymgmt/kms/vault-eu"),
+        # A provider whose keys the token may not list.
+        ("keymgmt/kms/vault-eu/key", "keymgmt/kms/vault-eu/key"),
+        # One key in a provider the token may not read.
+        ("keymgmt/kms/vault-eu/key/payments-dek", "keymgmt/kms/vault-eu/key/payments-dek"),
+    ],
+)
+def test_a_provider_or_distribution_the_token_may_not_read_is_a_gap(
+    empty_sandbox: Sandbox, denied: str, gap: str
+) -> None:
+    # Two providers, a key in each: the refused path is a gap in every view that walks
+    # the providers, and the other provider's key is still read.
+    with SecretsClient(empty_sandbox.address, empty_sandbox.token) as root:
+        for name, provider in (("payments-dek", "vault-eu"), ("release-signing", "vault-us")):
+            root.keymgmt.create_key(name, "rsa-2048")
+            root.keymgmt.write_provider(provider, "azurekeyvault", f"{provider}-collection")
+            root.keymgmt.distribute(provider, name, ["encrypt", "decrypt"])
+        policy = f'path "keymgmt/*" {{ capabilities = ["read", "list"] }}\npath "{denied}" {{ capabilities = ["deny"] }}\n'
+        root.policies.write("acl", "narrow-kms", policy)
+        token = root.tokens.create(policies=["narrow-kms"], ttl="1h")
+    with SecretsClient(empty_sandbox.address, token["client_token"]) as narrow:
+        frames = {
+            "providers": narrow.keymgmt.providers_frame(),
+            "distributions": narrow.keymgmt.distributions_frame(),
+            "keys": narrow.keymgmt.keys_frame(),
+            "by provider": narrow.keymgmt.keys_by_provider(),
+        }
+    assert "release-signing" in list(frames["distributions"].index)
+    assert "payments-dek" not in list(frames["distributions"].index)
+    assert frames["keys"].loc["release-signing", "provider"] == "vault-us"
+    for view, frame in frames.items():
+        gaps = toolkit.coverage(frame)
+        assert not gaps.attrs["complete"], view
+        assert list(gaps["path"]) == [gap], (view, list(gaps["path"]))
+
+
 def test_a_key_the_token_may_not_read_is_a_gap_in_the_key_views(empty_sandbox: Sandbox) -> None:
     # Every key readable but one: the key views file that key's path as a gap, and do not
     # read as a whole inventory without it.
