@@ -106,6 +106,26 @@ ACTIONS = {
     "test_policy",
     "tidy",
 }
+
+
+def _actions_in(decisions: str) -> set[str]:
+    """The verbs the "Actions" row of the decisions' "Names" table names."""
+    rows = [line for line in decisions.splitlines() if line.startswith("| Actions | ")]
+    assert len(rows) == 1, "docs/decisions.md has no single 'Actions' row"
+    return set(re.findall(r"`(\w+)`", rows[0].split(" | ")[1]))
+
+
+def test_the_actions_the_decisions_name_are_actions_of_the_clients() -> None:
+    # The row gives examples ("..."): each is an action this test allows, and every
+    # action this test allows is a public call of an area.
+    named = _actions_in(DECISIONS.read_text(encoding="utf-8"))
+    assert named and named <= ACTIONS, sorted(named - ACTIONS)
+    public = {name for _, name, _ in _public_calls()}
+    assert public >= ACTIONS, sorted(ACTIONS - public)
+    row = "| Actions | a verb (`remove_agents`, `purge_everything`) returns what it did | why |"
+    assert not _actions_in(row) <= ACTIONS
+
+
 # Calls that break the rule today, each with why it is not renamed yet; a name leaves this
 # table when it is renamed (the test below fails while it is listed but gone).
 NOT_YET: dict[str, str] = {}
