@@ -4,7 +4,8 @@ Pagination lives here and nowhere else: each list is followed until the
 server's own ``next-page`` is empty, within a limit of pages; the first page's
 ``total-pages`` only says how many pages to ask for at once (concurrently,
 :meth:`HTTPLayer.many`, bounded), and records come back in server order.
-Several lists are read together: first pages of all, then the rest of all.
+Several lists are read together: first pages of all (with the pages a count
+the server gave elsewhere foretells), then the rest of all.
 """
 
 from __future__ import annotations
