@@ -380,6 +380,31 @@ def test_a_servers_error_words_are_one_line(
     assert "\n" not in str(caught.value) and "\r" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "page",
+    [
+        b"<html><head><title>token s.echoed-token refused</title></head></html>",
+        b"<html><head><title>token s.echoed&#45;token refused</title></head></html>",
+        b'<html><body><a href="/x?t=s.echoed-token">token</a> s.echoed-token</body></html>',
+    ],
+)
+def test_an_html_error_page_never_shows_the_token(serve: Serve, page: bytes) -> None:  # noqa: F811
+    def handler(peer_: Peer) -> None:
+        if peer_.request() is None:
+            return
+        head = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/html\r\n"
+        peer_.send(f"{head}Content-Length: {len(page)}\r\n\r\n".encode() + page)
+
+    server = serve(handler)
+    once = toolkit.RetryPolicy(attempts=1)
+    with (
+        SecretsClient(f"http://127.0.0.1:{server.port}", "s.echoed-token", retry=once) as client,
+        pytest.raises(toolkit.PermissionDenied) as caught,
+    ):
+        client.policies.list_policies()
+    assert "echoed" not in str(caught.value) and "token" in caught.value.message
+
+
 def test_a_mistyped_lease_mount_raises_naming_it(demo_sandbox: Sandbox) -> None:
     with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
         with pytest.raises(MountNotFound, match="'keymgmtx/'"):

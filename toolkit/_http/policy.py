@@ -337,10 +337,12 @@ def api_error(
         elif isinstance(payload.get("message"), str):
             messages.append(one_line(payload["message"]))
     elif response.content:
-        text = response.text
+        # Masked before the page's words are taken (a secret split by markup is
+        # hidden whole) and after (one written with character references).
+        text = mask(response.text, secrets)
         if "html" in response.headers.get("content-type", "").lower():
-            text = _html_words(text)
-        snippet = one_line(mask(text, secrets))[:200].strip()
+            text = mask(_html_words(text), secrets)
+        snippet = one_line(text)[:200].strip()
         if snippet:
             messages.append(snippet)
     if response.note:
