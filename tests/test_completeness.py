@@ -4,6 +4,7 @@ read, and each mistake an operator makes reads as one line naming what to do."""
 from __future__ import annotations
 
 import ssl
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from toolkit import (
 )
 from toolkit._client import transport_hint
 from toolkit._errors import ConnectError, TLSError
+from toolkit._masking import HIDDEN
 from toolkit.sandbox import Sandbox
 
 # The scripted-server fixture (tests._http.test_hostile_servers.serve).
@@ -335,6 +337,25 @@ def test_http_to_a_tls_port_names_the_fix(serve: Serve, tmp_path: Path, peer: st
         assert "answered 400: 400 The plain HTTP request was sent to HTTPS port (hint" in message
 
 
+def refused_with(serve: Serve, body: bytes, token: str, content_type: str = "text/html") -> Any:  # noqa: F811
+    """The error a client with ``token`` raises when a peer answers 403 with ``body``."""
+
+    def handler(peer_: Peer) -> None:
+        if peer_.request() is None:
+            return
+        head = f"HTTP/1.1 403 Forbidden\r\nContent-Type: {content_type}\r\n"
+        peer_.send(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+    server = serve(handler)
+    once = toolkit.RetryPolicy(attempts=1)
+    with (
+        SecretsClient(f"http://127.0.0.1:{server.port}", token, retry=once) as client,
+        pytest.raises(toolkit.PermissionDenied) as caught,
+    ):
+        client.policies.list_policies()
+    return caught.value
+
+
 @pytest.mark.parametrize(
     ("content_type", "body", "said"),
     [
@@ -363,21 +384,9 @@ def test_a_servers_error_words_are_one_line(
     body: bytes,
     said: str,
 ) -> None:
-    def handler(peer_: Peer) -> None:
-        if peer_.request() is None:
-            return
-        head = f"HTTP/1.1 403 Forbidden\r\nContent-Type: {content_type}\r\n"
-        peer_.send(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
-
-    server = serve(handler)
-    once = toolkit.RetryPolicy(attempts=1)
-    with (
-        SecretsClient(f"http://127.0.0.1:{server.port}", "s.one-line", retry=once) as client,
-        pytest.raises(toolkit.PermissionDenied) as caught,
-    ):
-        client.policies.list_policies()
-    assert said in caught.value.message
-    assert "\n" not in str(caught.value) and "\r" not in str(caught.value)
+    error = refused_with(serve, body, "s.one-line", content_type)
+    assert said in error.message
+    assert "\n" not in str(error) and "\r" not in str(error)
 
 
 @pytest.mark.parametrize(
@@ -389,20 +398,28 @@ def test_a_servers_error_words_are_one_line(
     ],
 )
 def test_an_html_error_page_never_shows_the_token(serve: Serve, page: bytes) -> None:  # noqa: F811
-    def handler(peer_: Peer) -> None:
-        if peer_.request() is None:
-            return
-        head = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/html\r\n"
-        peer_.send(f"{head}Content-Length: {len(page)}\r\n\r\n".encode() + page)
+    error = refused_with(serve, page, "s.echoed-token")
+    assert "echoed" not in str(error) and "token" in error.message
 
-    server = serve(handler)
-    once = toolkit.RetryPolicy(attempts=1)
-    with (
-        SecretsClient(f"http://127.0.0.1:{server.port}", "s.echoed-token", retry=once) as client,
-        pytest.raises(toolkit.PermissionDenied) as caught,
-    ):
-        client.policies.list_policies()
-    assert "echoed" not in str(caught.value) and "token" in caught.value.message
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        b"<html><![x[ a ]]><title>refused</title></html>",  # html.parser asserts on it
+        b"<a " * 30000,  # its time grows with the square of unclosed tags
+    ],
+)
+def test_a_hostile_html_error_page_is_still_a_one_line_api_error(serve: Serve, page: bytes) -> None:  # noqa: F811
+    started = time.process_time()
+    error = refused_with(serve, page, "s.hostile")
+    assert time.process_time() - started < 1.0
+    assert "\n" not in str(error) and len(error.messages[-1]) <= 200
+
+
+def test_a_masked_token_keeps_its_placeholder_in_an_html_page(serve: Serve) -> None:  # noqa: F811
+    page = b"<html><head><title>Invalid token s.placeholder-token</title></head></html>"
+    error = refused_with(serve, page, "s.placeholder-token")
+    assert f"Invalid token {HIDDEN}" in error.message
 
 
 def test_a_mistyped_lease_mount_raises_naming_it(demo_sandbox: Sandbox) -> None:

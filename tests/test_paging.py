@@ -202,6 +202,14 @@ def _outcome(read: Callable[[], list[Any]]) -> Any:
         b'{"data":[{"attributes":{"status":"idle"}}],"meta":{"n":NaN}}',
         b'{"data":[{"attributes":{"status":"idle","big":123456789012345678901234567890}}]}',
         b'{"data":[{"attributes":{"status":"\\u00e9t\\u00e9"}}],"jsonapi":{"version":"1.0"}}',
+        # Nesting the typed reading refuses sooner than the whole one, in a member it skips.
+        b'{"data":[{"id":"a","x":'
+        + b"[" * 1100
+        + b"]" * 1100
+        + b',"attributes":{"status":"idle"}}]}',
+        # Not UTF-8: in the value read, and in a member the typed reading skips.
+        b'{"data":[{"attributes":{"status":"\xff"}}]}',
+        b'{"data":[{"id":"\xc0\xaf","attributes":{"status":"idle"}}]}',
         # Not a page: each one a DecodeError, on either path.
         {"data": [1, 2]},
         {"data": "x"},

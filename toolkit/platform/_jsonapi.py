@@ -263,19 +263,21 @@ def _page_values(
 
     Read by a decoder typed for just that (msgspec): the resources' other
     members are skipped, not built, a third of the time of decoding the page
-    whole. What the typed reading refuses (a resource that is not an object,
-    attributes or relationships that are not one, NaN, nesting past its limit)
+    whole. The text must be UTF-8 and JSON throughout; the members skipped are
+    not converted (a number past a float's range in a resource's id is not
+    looked at). What the typed reading refuses (a resource that is not an
+    object, attributes or relationships that are not one, NaN, text that is
+    not UTF-8, nesting past its limit, which depends on the stack it runs on)
     is judged by decoding the page whole, as every other page is: the same
     answer, or the same :class:`DecodeError`.
     """
-    import msgspec
-
     content = response.content
     if response.status_code == 204 or not content:
         return {}, []
     try:
+        str(content, "utf-8")  # msgspec does not look inside the strings it skips
         page = _values_decoder(attribute).decode(content)
-    except msgspec.MsgspecError:
+    except (ValueError, RecursionError):  # msgspec's errors are ValueErrors, as bad UTF-8 is
         document = _page_document(response, path, number)
         data = document.pop("data", None) or []
         return document, [(r.get("attributes") or {}).get(attribute) for r in data]
