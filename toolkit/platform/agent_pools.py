@@ -21,7 +21,6 @@ from .._time import format_iso_ms, parse_time
 from ._base import PlatformArea
 from ._jsonapi import (
     MAX_PAGE_SIZE,
-    PAGES_AHEAD,
     FrameBuilder,
     PageSink,
     flatten,
@@ -564,10 +563,11 @@ class StatusTally:
 
 
 def _pages_of(agent_count: Any) -> int:
-    """The pages of 100 a pool's ``agent_count`` fills (0, no hint, when it is missing)."""
+    """The pages of 100 a pool's ``agent_count`` fills (0, no hint, when it is missing);
+    ``read_lists`` bounds how many it asks for at once."""
     if agent_count is pd.NA or agent_count is None:
         return 0
-    return min(-(-int(agent_count) // MAX_PAGE_SIZE), PAGES_AHEAD)
+    return -(-int(agent_count) // MAX_PAGE_SIZE)
 
 
 def count_by_status(pools: pd.DataFrame, pairs: Counter[tuple[str, Any]]) -> pd.DataFrame:

@@ -43,8 +43,8 @@ class PoolStore:
         self, *, clock: Clock, ids: IdSource, orgs: OrganizationStore, limit: int = 1
     ) -> None:
         if limit < 1:
-            # Not a client's refusal: the operator's configuration (the command line
-            # refuses --pool-limit below 1 before a store is built).
+            # The operator's configuration: the command line refuses --pool-limit
+            # below 1 before a store is built.
             raise ValueError("pool_limit must be at least 1")  # not a client's refusal
         self.clock = clock
         self.ids = ids
@@ -92,8 +92,8 @@ class PoolStore:
         organization-scoped pools and those that list the workspace as allowed.
         """
         if sort is not None and sort not in POOL_SORTS:
-            # Not a client's refusal: the HTTP side answers an unknown sort with 400
-            # (http/pools.py) before it calls here; this guards the Python API's type.
+            # The HTTP side answers an unknown sort with 400 (http/pools.py) before it
+            # calls here; this guards the Python API's type.
             raise ValueError(  # not a client's refusal
                 f"sort {sort!r} is not one of {', '.join(POOL_SORTS)}"
             )
