@@ -1,0 +1,286 @@
+"""The durable-state module: one writer, whose it is, whole or refused (issue 34)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from toolkit._durable import (
+    FORMAT,
+    Damaged,
+    Identity,
+    Journal,
+    Lock,
+    Locked,
+    NotOurs,
+    Record,
+    StateError,
+    UnknownFormat,
+    load_record,
+    platform_server,
+    save_record,
+    secrets_server,
+)
+
+SERVER_A = secrets_server({"cluster_id": "aaaa"})
+SERVER_B = secrets_server({"cluster_id": "bbbb"})
+ME = Identity("revocation journal", SERVER_A, "", {"ids": 3})
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+def test_a_journal_keeps_its_entries_across_opens(tmp_path):
+    path = tmp_path / "j"
+    with Journal.open(path, ME) as journal:
+        journal.append({"lease": "a", "step": "intent"})
+        journal.append({"lease": "a", "step": "sent", "status": 204})
+    with Journal.open(path, ME) as journal:
+        assert journal.entries == [
+            {"lease": "a", "step": "intent"},
+            {"lease": "a", "step": "sent", "status": 204},
+        ]
+        assert journal.torn is None
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_second_open_of_a_held_journal_is_refused_naming_the_holder(tmp_path):
+    path = tmp_path / "j"
+    with Journal.open(path, ME), pytest.raises(Locked) as caught:
+        Journal.open(path, ME)
+    message = str(caught.value)
+    assert f"process {os.getpid()} on host {socket.gethostname()}" in message
+    assert "\n" not in message
+    # Released on close: the next run may open it.
+    Journal.open(path, ME).close()
+
+
+def test_a_journal_of_another_server_is_refused_naming_both(tmp_path):
+    path = tmp_path / "j"
+    Journal.open(path, ME).close()
+    other = Identity("revocation journal", SERVER_B, "", {"ids": 3})
+    with pytest.raises(NotOurs) as caught:
+        Journal.open(path, other)
+    assert "cluster aaaa" in str(caught.value) and "cluster bbbb" in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_journal_of_another_namespace_is_refused(tmp_path):
+    path = tmp_path / "j"
+    Journal.open(path, ME).close()
+    with pytest.raises(NotOurs, match="namespace admin/"):
+        Journal.open(path, Identity("revocation journal", SERVER_A, "admin/", {"ids": 3}))
+
+
+def test_an_edited_journal_line_is_named(tmp_path):
+    path = tmp_path / "j"
+    with Journal.open(path, ME) as journal:
+        journal.append({"lease": "a", "step": "intent"})
+        journal.append({"lease": "a", "step": "sent"})
+    text = path.read_text().replace(
+        '"lease": "a", "step": "intent"', '"lease": "b", "step": "intent"'
+    )
+    path.write_text(text)
+    with pytest.raises(Damaged, match="line 2 was changed"):
+        Journal.open(path, ME)
+
+
+def test_a_removed_journal_line_is_found_by_the_chained_checksum(tmp_path):
+    path = tmp_path / "j"
+    with Journal.open(path, ME) as journal:
+        for k in range(3):
+            journal.append({"n": k})
+    lines = _lines(path)
+    path.write_text("\n".join([lines[0], lines[1], lines[3]]) + "\n")
+    with pytest.raises(Damaged, match="line 3"):
+        Journal.open(path, ME)
+
+
+def test_a_torn_last_line_is_cut_off_and_said(tmp_path):
+    path = tmp_path / "j"
+    with Journal.open(path, ME) as journal:
+        journal.append({"n": 1})
+        journal.append({"n": 2})
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-7])  # the last line cut short, as a full disk leaves it
+    with Journal.open(path, ME) as journal:
+        assert journal.entries == [{"n": 1}]
+        assert journal.torn is not None and "line 3 was torn" in journal.torn
+        journal.append({"n": 3})
+    with Journal.open(path, ME) as journal:
+        assert journal.entries == [{"n": 1}, {"n": 3}]
+        assert journal.torn is None
+
+
+def test_a_file_that_is_not_a_journal_is_refused_and_left_alone(tmp_path):
+    path = tmp_path / "ids.txt"
+    path.write_text("database/creds/app/abc\ndatabase/creds/app/def\n")
+    with pytest.raises(Damaged, match="not a toolkit journal"):
+        Journal.open(path, ME)
+    assert path.read_text() == "database/creds/app/abc\ndatabase/creds/app/def\n"
+
+
+def test_a_journal_of_an_unknown_format_is_refused(tmp_path):
+    path = tmp_path / "j"
+    future = Identity("revocation journal", SERVER_A, "", {"ids": 3}, format=FORMAT + 1)
+    with Journal.open(path, ME) as journal:
+        journal.identity = future
+    # Rewrite the header as a later toolkit would have written it.
+    path.unlink()
+    held = Journal(path, future)
+    held.entries, held.torn, held._last = [], None, ""
+    held._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    held._write([{"journal": future.as_dict()}], header=True)
+    os.close(held._fd)
+    with pytest.raises(UnknownFormat, match=f"format {FORMAT + 1}"):
+        Journal.open(path, ME)
+
+
+def test_a_record_is_saved_whole_and_read_back(tmp_path):
+    path = tmp_path / "r.json"
+    assert load_record(path, ME) is None
+    save_record(path, ME, {"done": ["a", "b"], "rows": 2})
+    assert load_record(path, ME) == {"done": ["a", "b"], "rows": 2}
+    assert not [p for p in tmp_path.iterdir() if p.suffix == ".tmp"]
+
+
+def test_an_edited_record_is_named(tmp_path):
+    path = tmp_path / "r.json"
+    save_record(path, ME, {"rows": 2})
+    path.write_text(path.read_text().replace('\\"rows\\": 2', '\\"rows\\": 5'))
+    with pytest.raises(Damaged, match="checksum fails"):
+        load_record(path, ME)
+
+
+def test_a_torn_record_is_named(tmp_path):
+    path = tmp_path / "r.json"
+    save_record(path, ME, {"rows": 2})
+    path.write_bytes(path.read_bytes()[:20])
+    with pytest.raises(Damaged, match="not whole"):
+        load_record(path, ME)
+
+
+def test_a_record_of_another_question_is_refused(tmp_path):
+    path = tmp_path / "r.json"
+    save_record(path, ME, {"rows": 2})
+    with pytest.raises(NotOurs, match="asked"):
+        load_record(path, Identity("revocation journal", SERVER_A, "", {"ids": 4}))
+
+
+def test_a_record_of_an_unknown_format_is_refused(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"format": 99, "content": "{}", "checksum": "x"}))
+    with pytest.raises(UnknownFormat, match="format 99"):
+        load_record(path, ME)
+
+
+def test_a_held_record_refuses_a_second_holder(tmp_path):
+    path = tmp_path / "r.json"
+    with Record.open(path, ME) as record:
+        assert record.body is None
+        record.save({"rows": 1})
+        with pytest.raises(Locked):
+            Record.open(path, ME)
+    with Record.open(path, ME) as record:
+        assert record.body == {"rows": 1}
+
+
+def test_a_folder_where_the_file_belongs_is_one_line(tmp_path):
+    with pytest.raises(StateError, match="is a folder"):
+        Journal.open(tmp_path, ME)
+
+
+def test_a_server_without_a_cluster_id_cannot_own_a_file():
+    with pytest.raises(StateError, match="cluster_id"):
+        secrets_server({"initialized": False})
+
+
+def test_the_platform_identity_is_its_address_and_organization():
+    assert platform_server("https://p.example/", "acme") == (
+        "platform https://p.example organization acme"
+    )
+
+
+# -- with real processes ------------------------------------------------------------------------
+_HOLD = textwrap.dedent(
+    """
+    import sys, time
+    from toolkit._durable import Journal, Identity, secrets_server
+    j = Journal.open(sys.argv[1], Identity("revocation journal", secrets_server({"cluster_id": "aaaa"}), "", {"ids": 3}))
+    print("held", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_journal_held_by_another_process_names_it_and_is_freed_by_kill_9(tmp_path):
+    path = tmp_path / "j"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(Locked, match=f"process {holder.pid} on host"):
+            Journal.open(path, ME)
+    finally:
+        holder.kill()
+        holder.wait(10)
+    Journal.open(path, ME).close()
+
+
+_FILL = textwrap.dedent(
+    """
+    import resource, sys
+    from toolkit._durable import Journal, Identity, StateError, secrets_server
+    j = Journal.open(sys.argv[1], Identity("revocation journal", secrets_server({"cluster_id": "aaaa"}), "", {"ids": 3}))
+    size = __import__("os").path.getsize(sys.argv[1])
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size + 300, size + 300))
+    n = 0
+    try:
+        while True:
+            j.append({"n": n, "pad": "x" * 40})
+            n += 1
+    except StateError as exc:
+        print(n, exc, flush=True)
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_full_disk_leaves_every_acknowledged_entry_and_cuts_the_torn_one(tmp_path):
+    path = tmp_path / "j"
+    done = subprocess.run(
+        [sys.executable, "-c", _FILL, str(path)], capture_output=True, text=True, timeout=60
+    )
+    acknowledged = int(done.stdout.split()[0])
+    assert "could not be written" in done.stdout
+    assert acknowledged >= 1
+    with Journal.open(path, ME) as journal:
+        assert [e["n"] for e in journal.entries] == list(range(acknowledged))
+        assert journal.torn is not None
+
+
+def test_entries_appended_together_are_read_back_in_order(tmp_path):
+    path = tmp_path / "j"
+    with Journal.open(path, ME) as journal:
+        journal.append_many([{"n": 1}, {"n": 2}, {"n": 3}])
+        journal.append_many([])
+    with Journal.open(path, ME) as journal:
+        assert [e["n"] for e in journal.entries] == [1, 2, 3]
+
+
+def test_a_bare_lock_is_exclusive_and_freed_on_release(tmp_path):
+    first = Lock(tmp_path / "state.db")
+    with first, pytest.raises(Locked, match="state.db is in use by process"):
+        Lock(tmp_path / "state.db").acquire()
+    with Lock(tmp_path / "state.db"):
+        pass
