@@ -55,7 +55,7 @@ import json
 import os
 import socket
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -458,7 +458,7 @@ class Journal(_Held):
             os.truncate(self.path, good)
         self._last = last
 
-    def _write(self, entries: list[Mapping[str, Any]], *, header: bool = False) -> None:
+    def _write(self, entries: Sequence[Mapping[str, Any]], *, header: bool = False) -> None:
         if self._fd is None:
             raise StateError(f"journal {self.path} is closed")
         last, lines = self._last, []
@@ -485,7 +485,7 @@ class Journal(_Held):
         """Add ``entry`` (JSON values) and make it durable before returning."""
         self._write([entry])
 
-    def append_many(self, entries: list[Mapping[str, Any]]) -> None:
+    def append_many(self, entries: Sequence[Mapping[str, Any]]) -> None:
         """Add ``entries`` with one write and one fsync (a torn write tears the last)."""
         if entries:
             self._write(entries)

@@ -146,18 +146,25 @@ def test_the_revocation_plan_sends_nothing_until_apply_and_never_twice(
     ids = client.leases.list_lease_ids("database/creds/scale-0/")
     journal = tmp_path / "revoked.journal"
     preview = client.leases.revocation_plan(ids, rate=1000, batch_size=4, journal=journal)
-    assert len(preview) == 3 and set(preview["status"]) == {"not sent: apply is False"}
+    assert len(preview) == 10 and set(preview["outcome"]) == {"will send"}
+    assert set(preview["method"]) == {"POST"} and set(preview["path"]) == {"sys/leases/revoke"}
+    assert list(preview["batch"]) == [0] * 4 + [1] * 4 + [2] * 2
     assert len(client.leases.list_lease_ids("database/creds/scale-0/")) == 10
 
-    posts: list[str] = []
-    client.http.response_hooks.append(lambda r: posts.append(r.url) if r.method == "POST" else None)
+    revokes: list[str] = []
+    client.http.response_hooks.append(
+        lambda r: revokes.append(r.url) if r.url.endswith("/sys/leases/revoke") else None
+    )
     done = client.leases.revocation_plan(
         ids[:6], rate=1000, batch_size=4, apply=True, journal=journal
     )
-    assert set(done["action"]) == {"revoked"} and len(posts) == 6
+    assert set(done["outcome"]) == {"revoked"} and len(revokes) == 6
     again = client.leases.revocation_plan(ids, rate=1000, batch_size=4, apply=True, journal=journal)
-    assert len(again) == 4 and len(posts) == 10  # the six already sent are not sent again
+    assert len(again) == 10 and len(revokes) == 10  # the six already sent are not sent again
+    assert (again["outcome"] == "revoked").all()
+    assert again["detail"].str.startswith("recorded by an earlier run").sum() == 6
     assert client.leases.list_lease_ids("database/creds/scale-0/") == []
+    assert sum(empty_sandbox.secrets.leases.revoke_requests.values()) == 10
 
 
 def test_the_area_radar_compares_with_its_last_snapshot_by_the_servers_clock(

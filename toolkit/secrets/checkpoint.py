@@ -21,13 +21,16 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from .._durable import Identity, secrets_server
 from .._errors import InputError, RateLimited, ServerError, ToolkitError, TransportError
+from .._http import HTTPLayer
+from .._spec.headers import NAMESPACE_HEADER
 
 __all__ = [
     "DEFAULT_MAX_ROWS",
@@ -36,8 +39,11 @@ __all__ = [
     "WalkInterrupted",
     "open_checkpoint",
     "reported",
+    "server_identity",
 ]
 
+# Health answers that still carry the cluster's id (standby, performance standby, sealed...).
+_HEALTH_ANSWERS = frozenset({429, 472, 473, 501, 503})
 # Rows a walk keeps in memory before it spools to Parquet (about 300 MB of lease rows).
 DEFAULT_MAX_ROWS = 2_000_000
 
@@ -223,3 +229,22 @@ class Spool:
         if not pieces:
             return empty
         return pd.concat(pieces) if len(pieces) > 1 else pieces[0]
+
+
+def server_identity(http: HTTPLayer, kind: str, asked: Mapping[str, Any]) -> Identity:
+    """Whose a state file is: this server's ``cluster_id`` (``GET sys/health``, asked
+    without a token or a namespace: one server answers to several addresses), the
+    namespace ``http`` is in, ``kind`` and what was ``asked``."""
+    namespace = http.headers.get(NAMESPACE_HEADER) or ""
+    root = http.with_headers({NAMESPACE_HEADER: None})
+    response = root.request("GET", "/sys/health", ok_statuses=_HEALTH_ANSWERS)
+    try:
+        health = response.json()
+    except ValueError:
+        health = {}
+    return Identity(
+        kind,
+        secrets_server(health if isinstance(health, dict) else {}),
+        namespace.strip("/") + "/" if namespace.strip("/") else "",
+        dict(asked),
+    )

@@ -505,11 +505,11 @@ class Leases(SecretsArea):
     ) -> pd.DataFrame:
         """The throttled revocation of ``ids``, shown first: :func:`~toolkit.secrets.radar.revocation_plan`.
 
-        Nothing is sent without ``apply``; with ``journal`` (a file) a lease whose
-        revocation was sent is never sent again by a later run.
+        Nothing is sent without ``apply``; with ``journal`` (a file) each lease is
+        revoked once across runs, and one whose answer was lost is looked up first.
         """
         return revocation_plan(
-            self, list(ids), rate=rate, batch_size=batch_size, apply=apply, journal=journal
+            self, ids, rate=rate, batch_size=batch_size, apply=apply, journal=journal
         )
 
     # -- counts and throttled revocation (module functions below hold the logic) --------
