@@ -252,7 +252,8 @@ def fsync_folder(folder: Path) -> None:
 
 
 def replace_atomic(path: str | Path, data: bytes) -> None:
-    """Write ``path`` anew, whole or not at all: a crash or a full disk leaves the old file."""
+    """Write ``path`` anew, whole or not at all: a crash or a full disk leaves the old file
+    (a failure to write is :class:`StateError`, one line)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -263,11 +264,15 @@ def replace_atomic(path: str | Path, data: bytes) -> None:
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-    except BaseException:
+        fsync_folder(path.parent)
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise StateError(
+                f"{path} could not be written ({exc.strerror or exc}); it is as it was before"
+            ) from None
         raise
-    fsync_folder(path.parent)
 
 
 def append_durable(fd: int, data: bytes) -> None:
@@ -401,10 +406,12 @@ class Journal(_Held):
         held.lock.acquire()
         try:
             held._read()
-            held._fd = os.open(held.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _MODE)
             if not held._last:
-                held._write([{"journal": identity.as_dict()}], header=True)
-                fsync_folder(held.path.parent)
+                # A new journal's header is put in place whole (a full disk leaves no file).
+                payload = json.dumps({"journal": identity.as_dict()}, sort_keys=True)
+                held._last = _sum("", payload)
+                replace_atomic(held.path, f"{payload} {held._last}\n".encode())
+            held._fd = os.open(held.path, os.O_WRONLY | os.O_APPEND)
         except BaseException:
             held.close()
             raise
@@ -458,7 +465,7 @@ class Journal(_Held):
             os.truncate(self.path, good)
         self._last = last
 
-    def _write(self, entries: Sequence[Mapping[str, Any]], *, header: bool = False) -> None:
+    def _write(self, entries: Sequence[Mapping[str, Any]]) -> None:
         if self._fd is None:
             raise StateError(f"journal {self.path} is closed")
         last, lines = self._last, []
@@ -478,8 +485,7 @@ class Journal(_Held):
                 "what was not written was not done"
             ) from None
         self._last = last
-        if not header:
-            self.entries.extend(dict(e) for e in entries)
+        self.entries.extend(dict(e) for e in entries)
 
     def append(self, entry: Mapping[str, Any]) -> None:
         """Add ``entry`` (JSON values) and make it durable before returning."""
