@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -32,15 +31,7 @@ import pandas as pd
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from ._base import require_mounts
-from .checkpoint import (
-    DEFAULT_MAX_ROWS,
-    Checkpoint,
-    Spool,
-    WalkInterrupted,
-    open_checkpoint,
-    reported,
-    where,
-)
+from .checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop
 from .lease_rules import counts_by_mount
 from .walk import CHUNK, Unread, Walk, walk_tree
 
@@ -152,22 +143,28 @@ def scan_leases(
             )
         )
     mount_paths = starts if mounts is not None else leases._known_mounts()
-    point = open_checkpoint(checkpoint, "leases", {"starts": starts})
-    spool = Spool(max_rows, point)
-    state = point.state if point is not None else {}
-    done: set[str] = set(state.get("done") or [])
-    partial: dict[str, str] = dict(state.get("partial") or {})
-    stop_at = time.monotonic() + deadline if deadline is not None else None
     looked_up = 0
-    current: str | None = None
+    with scan_loop(
+        leases._http,
+        "lease scan",
+        "leases",
+        {"starts": starts},
+        checkpoint=checkpoint,
+        max_rows=max_rows,
+        deadline=deadline,
+        on_chunk=on_chunk,
+    ) as loop:
+        spool = loop.spool
+        done: set[str] = set(loop.state.get("done") or [])
+        partial: dict[str, str] = dict(loop.state.get("partial") or {})
+        current: str | None = None
 
-    def how_far() -> str:
-        return (
-            f"{spool.rows:,} leases looked up in {len(done)} folders done, "
-            f"{walk.folders} listed; {where(point)}"
+        def state() -> dict[str, Any]:
+            return {"done": sorted(done), "partial": dict(partial)}
+
+        loop.progress = lambda: (
+            f"{spool.rows:,} leases looked up in {len(done)} folders done, {walk.folders} listed"
         )
-
-    with reported("lease scan", how_far):
         for folder, keys in walk_tree(
             leases._http,
             starts,
@@ -179,7 +176,7 @@ def scan_leases(
             if current is not None and folder != current:
                 done.add(current)
                 partial.pop(current, None)
-                _save(point, done, partial)
+                loop.save(state())
             current = folder
             after = partial.get(folder)
             if after is not None:
@@ -187,37 +184,24 @@ def scan_leases(
                 if not keys:
                     continue
             part = leases.lookup_leases([folder + k for k in keys], mounts=mount_paths)
-            spool.add(part)
             looked_up += len(part)
             partial[folder] = keys[-1]
-            _save(point, done, partial)
-            if on_chunk is not None:
-                on_chunk(spool.rows)
-            if stop_at is not None and time.monotonic() >= stop_at:
-                raise WalkInterrupted(f"the scan's deadline of {deadline:g} s passed")
+            loop.add(part, state())
         if current is not None:
             done.add(current)
             partial.pop(current, None)
-    if point is not None:
-        point.finished = True
-        _save(point, done, partial)
+        loop.finish(state())
     scan = LeaseScan(
         spool,
         walk,
         spool.rows,
-        resumed=point.resumed if point is not None else False,
+        resumed=loop.resumed,
         parquet=spool.folder if spool.spooled else None,
         starts=starts,
     )
     if scan.resumed:
         scan.notes.append(f"resumed: {spool.rows - looked_up:,} leases came from the checkpoint")
     return scan
-
-
-def _save(point: Checkpoint | None, done: set[str], partial: dict[str, str]) -> None:
-    if point is not None:
-        point.state = {"done": sorted(done), "partial": partial}
-        point.save()
 
 
 # -- time left ----------------------------------------------------------------------------
