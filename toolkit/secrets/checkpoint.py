@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._durable import Damaged, Identity, Record, file_digest, replace_atomic, secrets_server
+from .._durable import Damaged, RecordFile, Stamp, file_digest, replace_atomic, secrets_server
 from .._errors import (
     InputError,
     RateLimited,
@@ -67,7 +67,7 @@ class WalkInterrupted(ToolkitError):
 
 
 class Checkpoint:
-    """A walk's progress in a record file at ``path`` (:class:`toolkit._durable.Record`:
+    """A walk's progress in a record file at ``path`` (:class:`toolkit._durable.RecordFile`:
     locked while open, stamped with the server, namespace, kind and what was asked,
     replaced atomically, checksummed), with its Parquet parts beside it
     (``<path>.parts/``), each part's rows and digest recorded.
@@ -78,7 +78,7 @@ class Checkpoint:
     ``state`` is the walk's own record of what is done (a dict of JSON values).
     """
 
-    def __init__(self, path: str | Path, identity: Identity) -> None:
+    def __init__(self, path: str | Path, identity: Stamp) -> None:
         self.path = Path(path)
         self.parts = self.path.with_name(self.path.name + ".parts")
         self.identity = identity
@@ -86,7 +86,7 @@ class Checkpoint:
         self.rows = 0
         self.part_list: list[dict[str, Any]] = []
         self.finished = False
-        self.record = Record.open(self.path, identity)
+        self.record = RecordFile.open(self.path, identity)
         try:
             self.resumed = self.record.body is not None
             if self.record.body is not None:
@@ -360,7 +360,7 @@ class Spool:
         return pd.concat(pieces) if len(pieces) > 1 else pieces[0]
 
 
-def server_identity(http: HTTPLayer, kind: str, asked: Mapping[str, Any]) -> Identity:
+def server_identity(http: HTTPLayer, kind: str, asked: Mapping[str, Any]) -> Stamp:
     """Whose a state file is: this server's ``cluster_id`` (``GET sys/health``, asked
     without a token or a namespace: one server answers to several addresses), the
     namespace ``http`` is in, ``kind`` and what was ``asked``."""
@@ -371,7 +371,7 @@ def server_identity(http: HTTPLayer, kind: str, asked: Mapping[str, Any]) -> Ide
         health = response.json()
     except ValueError:
         health = {}
-    return Identity(
+    return Stamp(
         kind,
         secrets_server(health if isinstance(health, dict) else {}),
         namespace.strip("/") + "/" if namespace.strip("/") else "",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkit._durable import Damaged, Locked, NotOurs, Record
+from toolkit._durable import Damaged, Locked, NotOurs, RecordFile
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.checkpoint import WalkInterrupted, server_identity
@@ -85,7 +85,7 @@ def test_a_checkpoint_held_by_another_run_is_refused_naming_the_holder(
     _seed(empty_sandbox)
     point = tmp_path / "scan"
     identity = server_identity(client.http, "leases scan checkpoint", {"starts": [""]})
-    with Record.open(point, identity), pytest.raises(Locked, match="in use by process"):
+    with RecordFile.open(point, identity), pytest.raises(Locked, match="in use by process"):
         client.leases.scan(checkpoint=point)
 
 
