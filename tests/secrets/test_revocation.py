@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolkit import InputError
-from toolkit._durable import Journal, Locked, NotOurs
+from toolkit._durable import Damaged, Journal, Locked, NotOurs
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.checkpoint import server_identity
@@ -190,3 +190,15 @@ def test_a_journal_of_another_namespace_is_refused(
     client.namespaces.create("team-a")
     with pytest.raises(NotOurs, match="namespace team-a/"):
         client.in_namespace("team-a").leases.revocation_plan(["x/y"], rate=1000, journal=path)
+
+
+def test_an_edited_journal_is_named_and_nothing_is_sent(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    first, second = _leases(empty_sandbox, 2)
+    path = tmp_path / "journal"
+    client.leases.revocation_plan([first], rate=1000, apply=True, journal=path)
+    path.write_text(path.read_text().replace(first, second))
+    with pytest.raises(Damaged, match="line 2 was changed"):
+        client.leases.revocation_plan([first, second], rate=1000, apply=True, journal=path)
+    assert empty_sandbox.secrets.leases.revoke_requests[second] == 0
