@@ -103,7 +103,7 @@ def test_two_scans_on_one_checkpoint_never_mix_their_rows(
     empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
 ) -> None:
     point = tmp_path / "scan"
-    first = _start(empty_sandbox, point, pause=0.01)  # a few seconds of scanning
+    first = _start(empty_sandbox, point, pause=0.03)  # about 4 s of scanning
     lock = tmp_path / "scan.lock"
     deadline = time.monotonic() + 30
     while not (lock.exists() and lock.read_text().strip()) and time.monotonic() < deadline:
