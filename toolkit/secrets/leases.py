@@ -363,11 +363,7 @@ class Leases(SecretsArea):
         if named and not checked:
             # What the walk cannot tell: a mistyped mount from an empty one, when the
             # mount tables are refused.
-            cov.note_gap(
-                "sys/mounts",
-                403,
-                "the mount names could not be checked (a mistyped mount reads as empty)",
-            )
+            cov.note_gap("sys/mounts", 403, MOUNTS_UNCHECKED)
         return cov.attach(frame)
 
     def lookup_leases(
@@ -481,8 +477,11 @@ class Leases(SecretsArea):
         With ``snapshots`` (a folder, or :class:`toolkit.drift.Snapshots`) the counts
         are compared with the newest stored ones (growth, growth a day, the projected
         crossing date) and then stored (``save``). Judged by the server's clock.
+        ``mounts`` keeps the radar to those mounts (their leases alone are walked and
+        the ``(server)`` row sums them); one that nothing is mounted at raises
+        :class:`~toolkit.MountNotFound`.
         """
-        counts = self.lease_counts(mounts=mounts)
+        counts = self.lease_counts() if mounts is None else self._counts_under(list(mounts))
         now = self._http.server_now()
         if snapshots is None:
             radar = lease_radar(counts, now=now, threshold=threshold)
@@ -532,6 +531,19 @@ class Leases(SecretsArea):
             require_mounts(self._http, [prefix])
         mount_paths = list(mounts) if mounts is not None else self._known_mounts()
         return count_leases(self._http, prefix, mount_paths, max_depth=max_depth)
+
+    def _counts_under(self, mounts: list[str]) -> pd.DataFrame:
+        """:func:`count_leases` walked from each of ``mounts`` alone, checked first: the
+        lookup tree answers a mistyped mount as an empty folder."""
+        starts = [_folder(m) for m in mounts]
+        checked = require_mounts(self._http, starts)
+        split = list(dict.fromkeys([*self._known_mounts(), *starts]))
+        counts = count_leases(self._http, "", split, starts=starts)
+        if not checked:
+            record = Coverage.from_dict(counts.attrs["coverage"])
+            record.note_gap("sys/mounts", 403, MOUNTS_UNCHECKED)
+            record.attach(counts)
+        return counts
 
     def revoke_in_batches(
         self,
@@ -696,6 +708,9 @@ def _folder(prefix: str) -> str:
     prefix = prefix.lstrip("/")
     return prefix if not prefix or prefix.endswith("/") else prefix + "/"
 
+
+# What the lease walks cannot tell when the mount tables are refused.
+MOUNTS_UNCHECKED = "the mount names could not be checked (a mistyped mount reads as empty)"
 
 # The walks list the folders the server named: a key such as ``../../auth/`` is
 # refused by the same rule as a prefix given, before anything is sent.

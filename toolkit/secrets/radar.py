@@ -68,13 +68,17 @@ __all__ = [
 # The lease count at which Vault logs its warning (its documented advisory limit).
 ADVISORY_LIMIT = 256_000
 SERVER = "(server)"
-# Upper bounds (seconds) of the time-left buckets, and their names.
+# Upper bounds (seconds) of the time-left bands, and their names. A band holds the leases
+# with more time left than the band before it and at most its bound: each column names
+# both ends, so `ttl_1h_to_24h` is never read as the "expiring within 24 hours" count
+# (`expiring_24h` in the lease summary, which includes the leases under an hour).
 TTL_BUCKETS = (
-    (3600, "under_1h"),
-    (86400, "under_24h"),
-    (7 * 86400, "under_7d"),
-    (30 * 86400, "under_30d"),
+    (3600, "ttl_up_to_1h"),
+    (86400, "ttl_1h_to_24h"),
+    (7 * 86400, "ttl_24h_to_7d"),
+    (30 * 86400, "ttl_7d_to_30d"),
 )
+TTL_LONGER = "ttl_over_30d"
 LEASE_RADAR = Schema.of(
     "mount",
     Col("kind"),
@@ -228,18 +232,20 @@ TTL_BUCKET_FRAME = Schema.of(
     "mount",
     Col("count", "int"),
     *(Col(name, "int") for _, name in TTL_BUCKETS),
-    Col("longer", "int"),
+    Col(TTL_LONGER, "int"),
     Col("no_expiry", "int"),
     index="mount",
 )
 
 
 def ttl_buckets(scan: LeaseScan | pd.DataFrame) -> pd.DataFrame:
-    """Per mount: leases by time left (``under_1h`` ... ``under_30d``, ``longer``,
-    ``no_expiry``), each lease in the first bucket it fits; aggregated a chunk at a time."""
+    """Per mount: leases by time left in bands that do not overlap (``ttl_up_to_1h``,
+    ``ttl_1h_to_24h``, ``ttl_24h_to_7d``, ``ttl_7d_to_30d``, ``ttl_over_30d``,
+    ``no_expiry``), each lease in the one band it fits (more than the band's lower
+    end, at most its upper); aggregated a chunk at a time."""
     tally: dict[str, Counter[str]] = {}
     bounds = np.array([b for b, _ in TTL_BUCKETS], dtype="float64")
-    names = [n for _, n in TTL_BUCKETS] + ["longer"]
+    names = [n for _, n in TTL_BUCKETS] + [TTL_LONGER]
     labels = np.array([*names, "no_expiry"], dtype=object)
     for piece in _pieces(scan, ["mount", "ttl"]):
         ttl = piece["ttl"].astype("float64").to_numpy(na_value=np.nan)
