@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .._coverage import Coverage, carry, is_gap
+from .._coverage import Coverage, OutcomeFrame, PlanFrame, carry, is_gap
 from .._errors import APIError, InputError, ToolkitError, one_line
 from .._frames import Col, Schema, build_frame, frame_from_columns
 from .._gc import collector_paused
@@ -408,7 +408,10 @@ class Leases(SecretsArea):
             columns["mount"], columns["role"] = _mounts_and_roles(kept, mount_paths)
             frame = frame_from_columns(columns, LEASES)
             del columns, kept
-            return frame.sort_values(["mount", "expire_time"], kind="stable")
+            # Every id asked was answered (one gone since is not a place unread).
+            record = Coverage("leases.lookup_leases", asked=["sys/leases/lookup"])
+            record.note_read(len(frame))
+            return record.attach(frame.sort_values(["mount", "expire_time"], kind="stable"))
 
     def _known_mounts(self) -> Names:
         """The mounts a lease id's path is split by (mount, role); what cannot be read
@@ -501,7 +504,7 @@ class Leases(SecretsArea):
         batch_size: int = 100,
         apply: bool = False,
         journal: str | Path | None = None,
-    ) -> pd.DataFrame:
+    ) -> PlanFrame:
         """The throttled revocation of ``ids``, shown first: :func:`~toolkit.secrets.radar.revocation_plan`.
 
         Nothing is sent without ``apply``; with ``journal`` (a file) a lease whose
@@ -553,7 +556,7 @@ class Leases(SecretsArea):
         batch_size: int = 100,
         dry_run: bool = True,
         sync: bool = True,
-    ) -> pd.DataFrame:
+    ) -> OutcomeFrame:
         """Revoke leases in batches at most ``rate`` a second: :func:`revoke_in_batches`.
 
         ``POST /sys/leases/revoke`` each; ``dry_run`` (the default) sends nothing.
@@ -595,7 +598,7 @@ class Leases(SecretsArea):
         *,
         dry_run: bool = True,
         show_progress: bool = True,
-    ) -> pd.DataFrame:
+    ) -> OutcomeFrame:
         """Renew each lease by ``increment`` seconds, concurrently.
 
         With ``dry_run`` (the default) nothing is sent. One row per lease:
@@ -620,7 +623,7 @@ class Leases(SecretsArea):
         dry_run: bool = True,
         sync: bool = True,
         show_progress: bool = True,
-    ) -> pd.DataFrame:
+    ) -> OutcomeFrame:
         """Revoke each lease, concurrently; with ``dry_run`` (the default) nothing is sent.
 
         One row per lease: ``action`` (``would revoke``, ``revoked``, ``failed``)
@@ -802,7 +805,7 @@ def revoke_in_batches(
     sync: bool = True,
     on_batch: Callable[[int, int], None] | None = None,
     before_batch: Callable[[list[str]], None] | None = None,
-) -> pd.DataFrame:
+) -> OutcomeFrame:
     """Revoke leases in batches, at most ``rate`` leases a second on average.
 
     ``POST /sys/leases/revoke`` each (a write: never retried nor pipelined, so

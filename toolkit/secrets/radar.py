@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .._coverage import PlanFrame, carries_coverage
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from ..plan import Write, plan
@@ -238,6 +239,7 @@ TTL_BUCKET_FRAME = Schema.of(
 )
 
 
+@carries_coverage("radar.ttl_buckets")
 def ttl_buckets(scan: LeaseScan | pd.DataFrame) -> pd.DataFrame:
     """Per mount: leases by time left in bands that do not overlap (``ttl_up_to_1h``,
     ``ttl_1h_to_24h``, ``ttl_24h_to_7d``, ``ttl_7d_to_30d``, ``ttl_over_30d``,
@@ -266,6 +268,7 @@ def ttl_buckets(scan: LeaseScan | pd.DataFrame) -> pd.DataFrame:
     return _carried(scan, build_frame(rows, TTL_BUCKET_FRAME))
 
 
+@carries_coverage("radar.expiry_calendar")
 def expiry_calendar(scan: LeaseScan | pd.DataFrame, *, freq: str = "D") -> pd.DataFrame:
     """Leases expiring per period (``freq``: ``D`` days, ``h`` hours, ``W`` weeks) and
     mount: a row per period, a column per mount; aggregated a chunk at a time."""
@@ -303,6 +306,7 @@ def _pieces(scan: LeaseScan | pd.DataFrame, columns: list[str]) -> Iterable[pd.D
 
 
 # -- counts against a threshold --------------------------------------------------------------
+@carries_coverage("radar.lease_radar")
 def lease_radar(
     counts: pd.DataFrame,
     *,
@@ -384,6 +388,7 @@ def _radar_row(
     }
 
 
+@carries_coverage("radar.radar_since_snapshot")
 def radar_since_snapshot(
     counts: pd.DataFrame,
     snapshots: Snapshots,
@@ -408,6 +413,7 @@ def radar_since_snapshot(
     return radar
 
 
+@carries_coverage("radar.top_offenders")
 def top_offenders(
     counts: pd.DataFrame, *, previous: pd.DataFrame | None = None, n: int = 10
 ) -> pd.DataFrame:
@@ -435,7 +441,7 @@ def revocation_plan(
     batch_size: int = 100,
     apply: bool = False,
     journal: str | Path | None = None,
-) -> pd.DataFrame:
+) -> PlanFrame:
     """Revoke ``ids`` at most ``rate`` a second, in batches: the plan first.
 
     Without ``apply`` nothing is sent: the answer is the plan (:func:`toolkit.plan.plan`,

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from .._coverage import carries_coverage
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
@@ -172,6 +173,7 @@ def _pieces(scan: TokenScan | pd.DataFrame, columns: list[str]) -> Iterable[pd.D
     return scan.spool.pieces(columns)
 
 
+@carries_coverage("sprawl.token_sprawl")
 def token_sprawl(
     scan: TokenScan | pd.DataFrame,
     *,
@@ -216,6 +218,7 @@ def token_sprawl(
     return frame
 
 
+@carries_coverage("sprawl.policies_carried")
 def policies_carried(scan: TokenScan | pd.DataFrame) -> pd.DataFrame:
     """Tokens carrying each policy: index ``policy``, column ``tokens``, most first."""
     tally: Counter[str] = Counter()
@@ -226,6 +229,7 @@ def policies_carried(scan: TokenScan | pd.DataFrame) -> pd.DataFrame:
     return build_frame(rows, Schema.of("policy", Col("tokens", "int"), index="policy"))
 
 
+@carries_coverage("sprawl.widest_access")
 def widest_access(
     scan: TokenScan | pd.DataFrame,
     breadth: Callable[[tuple[str, ...]], float] | None = None,
