@@ -132,6 +132,9 @@ def test_a_compressed_file_cut_in_half_is_a_gap_naming_it(tmp_path: Path, suffix
     assert (
         usage.loc["unused", "state"] == auditlog.NOT_SEEN and usage.loc["app1", "state"] == "used"
     )
+    # Cut by its last byte alone, it is a gap too.
+    cut.write_bytes(packed[:-1])
+    assert auditlog.open(tmp_path / "audit-*").span.truncated == (str(cut),)
     # Whole, the same files read complete (two frames in one .zst included).
     whole = zstandard.ZstdCompressor().compress(DATA) * 2 if suffix == ".zst" else packed
     cut.write_bytes(whole)

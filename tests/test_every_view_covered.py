@@ -18,8 +18,8 @@ records, so the planted gap must be in what it returns.
 from __future__ import annotations
 
 import importlib
-import json
 import inspect
+import json
 import pkgutil
 import sys
 import typing
@@ -280,7 +280,11 @@ def test_every_view_files_what_it_could_read_and_keeps_what_it_was_handed(
 ) -> None:
     module, owner = _owner(demo, name)
     attribute = name.rsplit(".", 1)[1]
-    call = getattr(owner, attribute) if owner is not None else getattr(importlib.import_module(module), attribute)
+    call = (
+        getattr(owner, attribute)
+        if owner is not None
+        else getattr(importlib.import_module(module), attribute)
+    )
     fillers = {**demo["fillers"], **demo["module_fillers"].get(module, {})}
     given = demo["module_fillers"].get(module, {})
     kwargs: dict[str, Any] = {}
