@@ -198,6 +198,8 @@ def test_a_glob_matching_a_fifo_names_it_and_does_not_hang(tmp_path: Path) -> No
     os.mkfifo(tmp_path / "audit-2.log")
     assert "audit-2.log is a FIFO" in _refused_quickly(tmp_path / "audit-*.log")
     assert "audit-2.log is a FIFO" in _refused_quickly(tmp_path / "audit-2.log")
+    with pytest.raises(InputError, match="audit-2.log is a FIFO"):
+        auditlog.AuditLog([tmp_path / "audit-2.log"])  # the class itself refuses it too
 
 
 def test_a_folder_given_or_matched_is_named(tmp_path: Path) -> None:

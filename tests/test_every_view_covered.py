@@ -312,6 +312,20 @@ def test_every_view_files_what_it_could_read_and_keeps_what_it_was_handed(
         assert not gaps or attribute == "effective_access", [str(g) for g in gaps]
 
 
+@pytest.mark.parametrize(
+    "name",
+    [v for v in VIEWS if "scan" in inspect.signature(CALLS[v][0]).parameters],
+    ids=lambda v: v.removeprefix("toolkit."),
+)
+def test_a_view_of_a_scan_carries_the_scan_s_record(demo: dict[str, Any], name: str) -> None:
+    # A scan is handed as the scan object (its parts spooled), not only as its frame.
+    module, attribute = name.rsplit(".", 1)
+    kind = "TokenScan" if module.endswith("sprawl") else "LeaseScan"
+    frame = getattr(importlib.import_module(module), attribute)(demo["instances"][kind])
+    (record,) = coverage_of(frame)
+    assert record.view.endswith(".scan") and record.complete, record.summary()
+
+
 def test_a_derived_view_that_drops_its_sources_record_is_caught() -> None:
     from toolkit._coverage import carries_coverage
 

@@ -166,6 +166,8 @@ class AuditLog:
         import duckdb
 
         self.paths = tuple(paths)
+        for path in self.paths:
+            _require_regular(path)  # before DuckDB opens one (a FIFO would hang it)
         self.con = duckdb.connect()
         self._usage_read = False
         self._span: LogSpan | None = None
@@ -426,8 +428,6 @@ def open(paths: str | Path | Iterable[str | Path]) -> AuditLog:
         found += matches or [path]
     if not found:
         raise InputError("no audit log files given")
-    for path in found:
-        _require_regular(path)
     log = AuditLog(found)
     log.span  # noqa: B018 - the one pass: refuses a file with no audit entry now
     return log

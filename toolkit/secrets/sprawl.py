@@ -207,7 +207,12 @@ def token_sprawl(
     ]
     frame = build_frame(rows, TOKEN_SPRAWL)
     frame.attrs["tokens"] = total
-    # What the scan could not read is missing from the tally too.
+    return _with_scan_record(frame, scan)
+
+
+def _with_scan_record(frame: pd.DataFrame, scan: TokenScan | pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the record of the scan it counts: what the scan could not read is
+    missing from the count too (a frame's record is carried by ``carries_coverage``)."""
     record = (
         scan.attrs.get("coverage")
         if isinstance(scan, pd.DataFrame)
@@ -226,7 +231,8 @@ def policies_carried(scan: TokenScan | pd.DataFrame) -> pd.DataFrame:
         for policies in piece["policies"]:
             tally.update(list(policies) if policies is not None else [])
     rows = [{"policy": p, "tokens": n} for p, n in tally.most_common()]
-    return build_frame(rows, Schema.of("policy", Col("tokens", "int"), index="policy"))
+    frame = build_frame(rows, Schema.of("policy", Col("tokens", "int"), index="policy"))
+    return _with_scan_record(frame, scan)
 
 
 @carries_coverage("sprawl.widest_access")
@@ -259,4 +265,4 @@ def widest_access(
     schema = Schema.of(Col("policies"), Col("tokens", "int"), Col("breadth", "float"))
     frame = build_frame(rows, schema)
     frame = frame.sort_values(["breadth", "tokens"], ascending=False, na_position="last")
-    return frame.head(n).reset_index(drop=True)
+    return _with_scan_record(frame.head(n).reset_index(drop=True), scan)
