@@ -23,6 +23,7 @@ import json
 import pkgutil
 import sys
 import typing
+from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -209,7 +210,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "workspaces": None,
             "min_level": None,
             "every": [None],
-            "pairs": __import__("collections").Counter(),
+            "pairs": Counter(),
             "snapshots": Snapshots(folder / "snapshots"),
         }
         instances_log = auditlog.open(AUDIT_LOG)
