@@ -81,11 +81,17 @@ def test_a_compressed_log_reads_the_same(tmp_path: Path, suffix: str) -> None:
 def test_a_line_cut_short_is_counted_not_read_and_a_glob_reads_every_file(tmp_path: Path) -> None:
     data = OPENBAO_LOG.read_bytes()
     (tmp_path / "audit-1.log").write_bytes(data)
-    (tmp_path / "audit-2.log").write_bytes(data.splitlines()[5][:120])  # the writer mid-line
+    head = data.splitlines()[:4]
+    cut = data.splitlines()[5][:120]  # the writer mid-line
+    (tmp_path / "audit-2.log").write_bytes(b"\n".join([*head, cut]))
     log = auditlog.open(tmp_path / "audit-*.log")
     assert len(log.paths) == 2
-    assert (log.span.lines, log.span.unreadable) == (LINES + 1, 1)
-    assert len(log.requests_frame()) == len(auditlog.open(OPENBAO_LOG).requests_frame())
+    assert (log.span.lines, log.span.unreadable) == (LINES + 5, 1)
+    more = sum(b'"type":"request"' in line for line in head)
+    assert len(log.requests_frame()) == len(auditlog.open(OPENBAO_LOG).requests_frame()) + more
+    # The cut line is a gap of every frame, named with its file and count.
+    (gap,) = log.requests_frame().attrs["coverage"]["gaps"]
+    assert gap["path"].endswith("audit-2.log") and gap["reason"].startswith("1 line(s)")
 
 
 def test_a_missing_log_is_an_error_that_names_it(tmp_path: Path) -> None:

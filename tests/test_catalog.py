@@ -50,6 +50,26 @@ def test_a_query_no_single_call_answers_tokens_beside_their_policies_rules(
     assert answer["capabilities"].map(lambda c: "sudo" in list(c)).all()
 
 
+def _readme_sudo_query() -> str:
+    """The README's "which tokens hold sudo" query, as it is printed there."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("which tokens hold `sudo`", 1)[1].split("```python", 1)[1]
+    return block.split('toolkit.sql(secrets, """', 1)[1].split('""")', 1)[0]
+
+
+def test_the_readme_s_sudo_query_counts_root_tokens(demo_sandbox: Sandbox) -> None:
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        tokens = client.tokens.inventory()
+        answer = toolkit.sql(client, _readme_sudo_query())
+    roots = {str(a) for a, p in zip(tokens.index, tokens["policies"], strict=True) if "root" in p}
+    assert roots, "the demo has a root token"
+    # A root token holds sudo everywhere, though the root policy has no rules to join.
+    assert roots <= set(answer["accessor"])
+    assert set(answer.loc[answer["policy"] == "root", "path"]) == {"*"}
+    granted = answer[answer["policy"] != "root"]
+    assert len(granted) > 0  # the rules that grant sudo are still there
+
+
 def test_joins_across_both_services_and_the_history(demo_sandbox: Sandbox, tmp_path: Path) -> None:
     secrets = SecretsClient(demo_sandbox.address, demo_sandbox.token)
     platform = PlatformClient(demo_sandbox.address, demo_sandbox.token)

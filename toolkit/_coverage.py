@@ -20,9 +20,10 @@ says "incomplete" in every output (see toolkit.runbook and docs/decisions.md,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import pandas as pd
 
@@ -37,11 +38,18 @@ from ._errors import (
 )
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 __all__ = [
+    "BuiltFrame",
     "Coverage",
+    "CoverageReport",
     "Gap",
+    "OutcomeFrame",
+    "PlanFrame",
+    "ReadsNothing",
     "carry",
+    "carries_coverage",
     "coverage",
     "coverage_of",
     "is_gap",
@@ -169,6 +177,53 @@ class Coverage:
         return f"<Coverage {self.summary()}>"
 
 
+@dataclass(frozen=True)
+class ReadsNothing:
+    """In a return annotation, ``Annotated[pd.DataFrame, ReadsNothing(why)]``: a frame
+    that is not a view of what a server holds, so it carries no coverage record (a plan
+    of writes, an action's outcome, a report on records, a frame built from records
+    handed to it). The house test (tests/test_every_view_covered.py) reads this from the
+    annotation; every other public call annotated to return a frame must carry one."""
+
+    why: str
+
+
+# The frames that read nothing, each named by what it is (type checkers see a DataFrame).
+PlanFrame = Annotated[pd.DataFrame, ReadsNothing("a plan: the writes it would send, nothing read")]
+OutcomeFrame = Annotated[pd.DataFrame, ReadsNothing("an action's outcome: what it did")]
+CoverageReport = Annotated[pd.DataFrame, ReadsNothing("a report on coverage records")]
+BuiltFrame = Annotated[
+    pd.DataFrame, ReadsNothing("built from the records handed to it; its caller files their record")
+]
+
+
+def carries_coverage(view: str) -> Callable[[Callable[P, pd.DataFrame]], Callable[P, pd.DataFrame]]:
+    """For a view derived from the frames it is given: its frame carries the union of
+    their records (:func:`carry`), so what they could not read stays on record. A frame
+    given without a record is a gap of the view (nothing proves it whole)."""
+
+    def wrap(func: Callable[P, pd.DataFrame]) -> Callable[P, pd.DataFrame]:
+        @functools.wraps(func)
+        def derived(*args: P.args, **kwargs: P.kwargs) -> pd.DataFrame:
+            frame = func(*args, **kwargs)
+            sources = [a for a in (*args, *kwargs.values()) if _is_source(a)]
+            if not sources:
+                return frame
+            # The record the view filed itself (what it read), and its sources' records.
+            merged = Coverage.merged(view, [*coverage_of(frame), *_records_of(sources, view)])
+            merged.gaps = list(dict.fromkeys(merged.gaps))  # one place not read, once
+            return merged.attach(frame)
+
+        return derived
+
+    return wrap
+
+
+def _is_source(value: Any) -> bool:
+    """A frame or a record handed to a derived view (a scan files its own)."""
+    return isinstance(value, pd.DataFrame | Coverage)
+
+
 def is_gap(exc: BaseException) -> bool:
     """Whether a view notes ``exc`` as a place not read and walks on: a 403 for a
     token the server accepts, or a 404 that names no missing namespace or mount."""
@@ -200,6 +255,10 @@ def carry(frame: pd.DataFrame, *sources: Any, view: str) -> pd.DataFrame:
     """``frame`` (derived from ``sources``: frames, records) with one record for
     ``view`` merging theirs, so a view built from others keeps what they could not
     read. A source that carries no record is a gap: nothing proves it whole."""
+    return Coverage.merged(view, _records_of(sources, view)).attach(frame)
+
+
+def _records_of(sources: Iterable[Any], view: str) -> list[Coverage]:
     records: list[Coverage] = []
     for source in sources:
         found = coverage_of(source)
@@ -208,7 +267,7 @@ def carry(frame: pd.DataFrame, *sources: Any, view: str) -> pd.DataFrame:
                 Coverage(view, gaps=[Gap(view, None, "built from a frame with no coverage record")])
             ]
         records.extend(found)
-    return Coverage.merged(view, records).attach(frame)
+    return records
 
 
 def coverage(*objs: Any) -> pd.DataFrame:

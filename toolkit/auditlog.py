@@ -24,20 +24,34 @@ What the log cannot say, each view says:
 - An AppRole login logs its secret id only as an HMAC of the value, never with
   the secret id's accessor: a secret id's own use cannot be matched. The
   last-use view says so on every AppRole row.
-- "Never used" means never since the log begins (:attr:`AuditLog.span`'s ``first_time``).
+- "Never used" means never since the log begins (:attr:`AuditLog.span`'s ``first_time``),
+  and it is said only of a log read whole: every line an audit entry with a time, every
+  compressed file whole to its end. Each line that is not, each time that does not
+  parse and each compressed file cut short is a gap in every frame's coverage record
+  (with the count), and the rows it could hide say so instead.
+- Every frame says the period the log covers (``attrs["log"]``: its first and last
+  time, lines, and what could not be read).
+- A file with no audit entry at all (another program's log, an empty file) is refused,
+  naming it; so is anything but a regular file (a device, a FIFO, a folder), before a
+  byte is read from it.
 """
 
 from __future__ import annotations
 
+import gzip
 import ipaddress
+import os
+import stat
+import zlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ._coverage import Coverage
 from ._errors import InputError
 from .extras import require
 
@@ -55,6 +69,8 @@ SECRET_ID_CAVEAT = (
     "value, never with its accessor"
 )
 HMAC_PREFIX = "hmac-sha256:"
+# A live principal with no use in a log not read whole: never "never used".
+NOT_SEEN = "not seen in what was read (the log was not read whole)"
 
 # Only the fields read: DuckDB converts nothing else.
 _COLUMNS = {
@@ -71,8 +87,9 @@ _COLUMNS = {
 # One row per entry, the principal's fields flattened; `login` marks a login's answer.
 _ENTRIES = """
 select
+    filename as file,
     try_cast("time" as timestamptz) as time,
-    "type" as entry,
+    case when "type" in ('request', 'response') then "type" end as entry,
     request.id as request_id,
     request.operation as operation,
     request.path as path,
@@ -97,8 +114,8 @@ from {source}
 _USAGE = """
 create or replace table usage as
 select
-    entry, accessor, entity_id, display_name, role_name, username, cert_name,
-    mount, mount_type, namespace, remote_address,
+    file, entry, accessor, entity_id, display_name, role_name, username, cert_name,
+    mount, mount_type, namespace, remote_address, (time is not null) as timed,
     (error is not null) as failed,
     (error is not null and (allowed = false or error like '%permission denied%')) as denied,
     (entry = 'response' and path like 'auth/%/login%' and error is null) as login,
@@ -110,13 +127,36 @@ group by all
 
 @dataclass(frozen=True)
 class LogSpan:
-    """What the log covers: its files, lines read, lines that were not JSON, and times."""
+    """What the log covers: its files, lines read, lines that were not an audit entry
+    (not JSON, or not a request or response), entries whose time does not parse,
+    compressed files cut short (not read), and the period (first and last time)."""
 
     files: tuple[str, ...]
     lines: int
     unreadable: int
     first_time: datetime | None
     last_time: datetime | None
+    unparsable_times: int = 0
+    truncated: tuple[str, ...] = ()
+    gaps: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every line of every file was read as a timed audit entry."""
+        return not self.gaps
+
+    def as_dict(self) -> dict[str, Any]:
+        """What every frame of the log says of it (``attrs["log"]``)."""
+        return {
+            "files": list(self.files),
+            "first_time": None if self.first_time is None else self.first_time.isoformat(),
+            "last_time": None if self.last_time is None else self.last_time.isoformat(),
+            "lines": self.lines,
+            "unreadable_lines": self.unreadable,
+            "unparsable_times": self.unparsable_times,
+            "truncated_files": list(self.truncated),
+            "complete": self.complete,
+        }
 
 
 class AuditLog:
@@ -126,83 +166,168 @@ class AuditLog:
         import duckdb
 
         self.paths = tuple(paths)
+        for path in self.paths:
+            _require_regular(path)  # before DuckDB opens one (a FIFO would hang it)
         self.con = duckdb.connect()
         self._usage_read = False
         self._span: LogSpan | None = None
+        # Compressed files cut short: not read, each one a gap. DuckDB reads a cut .zst
+        # as empty without a word, so each .zst is checked first (4% of the read); it
+        # stops the whole query at a cut .gz, so the .gz files are checked only then.
+        self.truncated = tuple(
+            p for p in self.paths if p.suffix.lower() == ".zst" and not _whole(p)
+        )
+        self._readable = [p for p in self.paths if p not in self.truncated]
 
     def __repr__(self) -> str:
         return f"<AuditLog {len(self.paths)} file(s)>"
 
     def _source(self) -> str:
-        files = "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in self.paths) + "]"
+        names = [str(p).replace("'", "''") for p in self._readable]
+        if not names:  # every file cut short: a source of no rows, with the columns
+            fields = ", ".join(f'null::{v} as "{k}"' for k, v in _COLUMNS.items())
+            return f"(select null::varchar as filename, {fields} where false)"
+        files = "[" + ", ".join(f"'{n}'" for n in names) + "]"
         columns = "{" + ", ".join(f"'{k}': '{v}'" for k, v in _COLUMNS.items()) + "}"
         return (
             f"read_json({files}, format = 'newline_delimited', columns = {columns}, "
-            "ignore_errors = true, compression = 'auto_detect', maximum_object_size = 67108864)"
+            "ignore_errors = true, compression = 'auto_detect', maximum_object_size = 67108864, "
+            "filename = true)"
         )
 
     def _entries(self) -> str:
         return _ENTRIES.format(source=self._source())
 
     def usage_frame(self) -> pd.DataFrame:
-        """Every entry grouped by principal, mount, address and outcome (one pass, kept)."""
+        """Every entry grouped by file, principal, mount, address and outcome (one pass,
+        kept); ``entry`` empty for the lines that were not an audit entry."""
         self._read_usage()
-        return self.con.execute("select * from usage").df()
+        return self._framed("usage_frame", self.con.execute("select * from usage").df())
+
+    def coverage(self, view: str) -> Coverage:
+        """The record of what ``view`` could read of the log: the files asked, the
+        entries read, and a gap for each file's unreadable lines, unparsable times, or
+        cut-short compression."""
+        span = self.span
+        record = Coverage(f"auditlog.{view}", asked=list(span.files))
+        record.note_read(span.lines - span.unreadable)
+        for path, reason in span.gaps:
+            record.note_gap(path, None, reason)
+        return record
+
+    def _framed(self, view: str, frame: pd.DataFrame, *, limit: int | None = None) -> pd.DataFrame:
+        """``frame`` with the log's coverage record and the period it covers; a
+        ``limit`` the frame reached is a gap too (what lies past it was not read)."""
+        record = self.coverage(view)
+        if limit is not None and len(frame) >= limit:
+            record.note_gap(view, None, f"stopped at limit={limit}")
+        record.attach(frame)
+        frame.attrs["log"] = self.span.as_dict()
+        return frame
 
     def _read_usage(self) -> None:
+        import duckdb
+
         if not self._usage_read:
-            self.con.execute(_USAGE.format(entries=self._entries()))
+            try:
+                self.con.execute(_USAGE.format(entries=self._entries()))
+            except duckdb.IOException:
+                cut = tuple(
+                    p for p in self._readable if p.suffix.lower() == ".gz" and not _whole(p)
+                )
+                if not cut:
+                    raise
+                self.truncated += cut
+                self._readable = [p for p in self._readable if p not in cut]
+                self.con.execute(_USAGE.format(entries=self._entries()))
             self._usage_read = True
 
     @property
     def span(self) -> LogSpan:
-        """The log's span (first and last time), its lines, and how many were not JSON."""
+        """The log's period (first and last time), its lines, and what could not be read.
+
+        Raises :class:`~toolkit.InputError` naming a file that holds no audit entry at
+        all (another program's log, an empty file): nothing of it is an audit log.
+        """
         if self._span is None:
             self._read_usage()
-            first, last, lines = self.con.execute(
-                "select min(first_time), max(last_time), sum(entries) from usage"
-            ).fetchone() or (None, None, 0)
-            unread = self.con.execute("select count(*) from usage where entry is null").fetchone()
-            unreadable = int(
-                self.con.execute(
-                    "select coalesce(sum(entries), 0) from usage where entry is null"
-                ).fetchone()[0]  # type: ignore[index]
-            ) if unread and unread[0] else 0  # fmt: skip
+            per_file = {
+                str(file): (int(lines), int(entries), int(untimed))
+                for file, lines, entries, untimed in self.con.execute(
+                    """
+                    select file, sum(entries),
+                           coalesce(sum(entries) filter (where entry is not null), 0),
+                           coalesce(sum(entries) filter (where entry is not null and not timed), 0)
+                    from usage group by file
+                    """
+                ).fetchall()
+            }
+            gaps: list[tuple[str, str]] = []
+            for path in map(str, self._readable):
+                lines, entries, untimed = per_file.get(path, (0, 0, 0))
+                if not entries:
+                    raise InputError(
+                        f"{path} holds no audit entry ({lines} line(s), none a request or "
+                        "response of the file audit device): give the device's file_path"
+                    )
+                if lines > entries:
+                    gaps.append((path, f"{lines - entries} line(s) not an audit entry (not "
+                                       "JSON, or not a request or response): not read"))  # fmt: skip
+                if untimed:
+                    gaps.append((path, f"{untimed} entr{'y' if untimed == 1 else 'ies'} whose "
+                                       "time does not parse: not placed in the period"))  # fmt: skip
+            gaps += [
+                (str(p), "the compressed file ends before its end mark (cut short): not read")
+                for p in self.truncated
+            ]
+            first, last = self.con.execute(
+                "select min(first_time), max(last_time) from usage"
+            ).fetchone() or (None, None)
+            lines = sum(v[0] for v in per_file.values())
             self._span = LogSpan(
                 tuple(str(p) for p in self.paths),
-                int(lines or 0),
-                unreadable,
+                lines,
+                lines - sum(v[1] for v in per_file.values()),
                 _ts(first),
                 _ts(last),
+                unparsable_times=sum(v[2] for v in per_file.values()),
+                truncated=tuple(str(p) for p in self.truncated),
+                gaps=tuple(gaps),
             )
         return self._span
 
     # -- detail --------------------------------------------------------------------
     def entries_frame(self, where: str | None = None, *, limit: int | None = None) -> pd.DataFrame:
         """Every entry (request and response), oldest first; ``where`` a SQL condition."""
+        return self._entries_where("entries_frame", where, limit)
+
+    def _entries_where(self, view: str, where: str | None, limit: int | None) -> pd.DataFrame:
+        self.span  # noqa: B018 - refuses a file with no audit entry before anything is read
         query = f"select * from ({self._entries()}) where entry is not null"
         if where:
             query += f" and ({where})"
         query += " order by time"
         if limit is not None:
-            query += f" limit {int(limit)}"
-        return _typed(self.con.execute(query).df())
+            limit = int(limit)
+            query += f" limit {limit}"
+        return self._framed(view, _typed(self.con.execute(query).df()), limit=limit)
 
     def requests_frame(self, *, limit: int | None = None) -> pd.DataFrame:
         """The request entries: time, operation, path, mount, namespace, principal, address."""
-        return self.entries_frame("entry = 'request'", limit=limit)
+        return self._entries_where("requests_frame", "entry = 'request'", limit)
 
     def responses_frame(self, *, limit: int | None = None) -> pd.DataFrame:
         """The response entries, with the ``outcome`` (``ok``, ``denied``, ``error``) and
         the ``error`` (empty when it succeeded)."""
-        return self.entries_frame("entry = 'response'", limit=limit)
+        return self._entries_where("responses_frame", "entry = 'response'", limit)
 
     def denied_frame(self, *, limit: int | None = None) -> pd.DataFrame:
         """The requests the server refused (permission denied), kept apart, oldest first."""
-        return self.entries_frame(
+        return self._entries_where(
+            "denied_frame",
             "entry = 'response' and error is not null and "
             "(allowed = false or error like '%permission denied%')",
-            limit=limit,
+            limit,
         )
 
     # -- summaries -------------------------------------------------------------------
@@ -229,7 +354,7 @@ class AuditLog:
         ).df()
         for column in ("requests", "failed", "denied", "addresses"):
             frame[column] = frame[column].fillna(0).astype("int64")
-        return _typed(frame)
+        return self._framed("principals_frame", _typed(frame))
 
     def last_use_frame(self) -> pd.DataFrame:
         """Last use per token accessor, AppRole role, userpass user and certificate role.
@@ -268,41 +393,119 @@ class AuditLog:
             index=frame.index,
             dtype="string",
         )
-        return _typed(frame)
+        return self._framed("last_use_frame", _typed(frame))
 
     def addresses_frame(self) -> pd.DataFrame:
         """Each principal's remote addresses, with counts and last time."""
         self._read_usage()
-        return _typed(
-            self.con.execute(
-                """
-                select accessor, coalesce(role_name, username, cert_name) as role,
-                       display_name, remote_address,
-                       sum(entries) filter (where entry = 'request') as requests,
-                       max(last_time) as last_time
-                from usage where entry is not null and remote_address is not null
-                group by all order by accessor, remote_address
-                """
-            ).df()
-        )
+        frame = self.con.execute(
+            """
+            select accessor, coalesce(role_name, username, cert_name) as role,
+                   display_name, remote_address,
+                   sum(entries) filter (where entry = 'request') as requests,
+                   max(last_time) as last_time
+            from usage where entry is not null and remote_address is not null
+            group by all order by accessor, remote_address
+            """
+        ).df()
+        return self._framed("addresses_frame", _typed(frame))
 
 
 def open(paths: str | Path | Iterable[str | Path]) -> AuditLog:
-    """The audit log in ``paths`` (a file, a glob's files, or a list; plain, gzip or zstd)."""
+    """The audit log in ``paths`` (a file, a glob's files, or a list; plain, gzip or zstd).
+
+    Read at once: a file that holds no audit entry, or anything but a regular file
+    (a device such as ``/dev/zero``, a FIFO, a folder), is an :class:`~toolkit.InputError`
+    naming it; nothing is read from one that is not a regular file.
+    """
     items = [paths] if isinstance(paths, str | Path) else list(paths)
     found: list[Path] = []
     for item in items:
         path = Path(item)
         matches = sorted(path.parent.glob(path.name)) if any(c in path.name for c in "*?[") else []
-        if matches:
-            found += matches
-        elif path.is_file():
-            found.append(path)
-        else:
+        if not matches and not os.path.lexists(path):
             raise InputError(f"no audit log at {path}: give the file device's file_path")
+        found += matches or [path]
     if not found:
         raise InputError("no audit log files given")
-    return AuditLog(found)
+    log = AuditLog(found)
+    log.span  # noqa: B018 - the one pass: refuses a file with no audit entry now
+    return log
+
+
+def _require_regular(path: Path) -> None:
+    """Refuse anything but a regular file (followed through links), from its metadata
+    alone: opening a FIFO would wait for a writer, and /dev/zero never ends."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise InputError(f"cannot read the audit log {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a folder" if stat.S_ISDIR(mode)
+            else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file"
+        )  # fmt: skip
+        raise InputError(
+            f"{path} is {kind}, not an audit log file: give the file device's file_path "
+            "(a glob that matches it matches too much)"
+        )
+
+
+def _whole(path: Path) -> bool:
+    """Whether a ``.gz`` or ``.zst`` file decompresses to its end mark (any other file:
+    True), the output thrown away: a file cut short by a copy or a full disk is a gap,
+    never a shorter log."""
+    suffix = path.suffix.lower()
+    try:
+        with path.open("rb") as raw:
+            if suffix == ".gz":
+                with gzip.GzipFile(fileobj=raw) as unpacked:
+                    while unpacked.read(1 << 22):
+                        pass
+                return True
+            if suffix == ".zst":
+                return _zstd_whole(raw)
+    except (EOFError, OSError, zlib.error):
+        return False
+    return True
+
+
+def _zstd_whole(raw: Any) -> bool:
+    """Whether every zstd frame in ``raw`` runs to its last block (and checksum), from
+    the block headers alone: decompressing a log to check it took longer than DuckDB's
+    read of it, and the library's readers end quietly at a cut. Frame headers are read
+    by the library (:func:`zstandard.frame_header_size`, :func:`get_frame_parameters`);
+    a block's header is 3 bytes (RFC 8878 section 3.1.1.2): last-block bit, type (RLE
+    blocks hold one byte), size."""
+    import zstandard
+
+    size = os.fstat(raw.fileno()).st_size
+    at = 0
+    while at < size:
+        raw.seek(at)
+        head = raw.read(18)  # the longest frame header
+        magic = int.from_bytes(head[:4], "little")
+        if 0x184D2A50 <= magic <= 0x184D2A5F:  # a skippable frame: its length follows
+            at += 8 + int.from_bytes(head[4:8], "little")
+            continue
+        try:
+            at += zstandard.frame_header_size(head)
+            checksum = zstandard.get_frame_parameters(head).has_checksum
+        except zstandard.ZstdError:
+            return False
+        last = False
+        while not last:
+            raw.seek(at)
+            block = int.from_bytes(raw.read(3).ljust(3, b"\xff"), "little")
+            last, kind, length = bool(block & 1), (block >> 1) & 3, block >> 3
+            at += 3 + (1 if kind == 1 else length)
+            if at > size:
+                return False
+        at += 4 if checksum else 0
+    return at == size
 
 
 def _ts(value: Any) -> datetime | None:
@@ -368,11 +571,12 @@ def unused_frame(
     accessors could not be hashed), ``unexpected_addresses`` (addresses outside
     ``expected_networks``), ``note``. ``attrs["coverage"]`` is the house's
     completeness record (:mod:`toolkit._coverage`): a refused ``sys/audit`` or
-    ``sys/audit-hash``, or tokens left unmatched, are its gaps. ``attrs["log"]``
-    says what the log covers (first and last time, lines, unreadable lines) and
-    any note.
+    ``sys/audit-hash``, tokens left unmatched, and whatever of the log could not
+    be read (lines, times, compressed files cut short) are its gaps; with the log
+    not read whole, no row is called never used or unused: it is ``not seen in
+    what was read``. ``attrs["log"]`` says the period the log covers (first and
+    last time), its lines, what could not be read, and any note.
     """
-    from ._coverage import Coverage
     from ._errors import APIError, PermissionDenied
 
     if days < 1:
@@ -380,7 +584,9 @@ def unused_frame(
     networks = [ipaddress.ip_network(n, strict=False) for n in expected_networks or []]
     cover = log.span
     notes: list[str] = []
-    record = Coverage("auditlog.unused_frame", asked=[str(p) for p in log.paths])
+    # What the log could not be read of is this view's gap too: a use may be in it.
+    record = log.coverage("unused_frame")
+    record.read = 0
     if tokens is None:
         tokens = client.tokens.inventory()
     # Tokens the inventory could not look up are missing from it: not "unused".
@@ -402,7 +608,7 @@ def unused_frame(
     hashed_in_log = any(str(n).startswith(HMAC_PREFIX) for n in logged)
     matched: dict[str, str] = {a: a for a in accessors}
     tokens_matched = True
-    if hashed_in_log:
+    if hashed_in_log and accessors:  # no live token: nothing to hash
         matched = {}
         try:
             names = list(devices) if devices else audit_devices(client)
@@ -455,8 +661,14 @@ def unused_frame(
     seen = frame["last_login"].combine_first(frame["last_use"])
     cutoff = None if now is None else pd.Timestamp(now) - pd.Timedelta(days=days)
     stale = seen.notna() & (cutoff is not None) & (seen < cutoff) if cutoff is not None else False
-    frame.loc[frame["state"].isna() & seen.isna(), "state"] = "never used since the log begins"
-    frame.loc[frame["state"].isna() & stale, "state"] = f"unused for {days} days"
+    # An absence is said only of a log read whole: a line not read may hold the use.
+    never, unused = (
+        ("never used since the log begins", f"unused for {days} days")
+        if cover.complete
+        else (NOT_SEEN, f"not seen for {days} days in what was read (the log was not read whole)")
+    )
+    frame.loc[frame["state"].isna() & seen.isna(), "state"] = never
+    frame.loc[frame["state"].isna() & stale, "state"] = unused
     frame["state"] = frame["state"].fillna("used")
     frame["unexpected_addresses"] = [
         _unexpected(per_address, kind, log_name, networks)
@@ -469,13 +681,7 @@ def unused_frame(
         notes.append("no expected_networks given: addresses not judged")
     record.note_read(len(frame))
     record.attach(frame)
-    frame.attrs["log"] = {
-        "first_time": None if cover.first_time is None else cover.first_time.isoformat(),
-        "last_time": None if now is None else now.isoformat(),
-        "lines": cover.lines,
-        "unreadable_lines": cover.unreadable,
-        "notes": notes,
-    }
+    frame.attrs["log"] = {**cover.as_dict(), "notes": notes}
     return frame
 
 

@@ -39,7 +39,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._coverage import Coverage, carry, coverage_of
+from ._coverage import Coverage, CoverageReport, carry, coverage_of
 from ._errors import APIError, InputError, PermissionDenied
 from .extras import require
 
@@ -170,7 +170,7 @@ class Catalog:
             self._gaps = [g for g in self._gaps if g["table"] != key]
             self.con.execute(f'drop view if exists "{key}"')
 
-    def tables_frame(self) -> pd.DataFrame:
+    def tables_frame(self) -> CoverageReport:
         """Each live table: whether it was read, when (UTC), its API walk's seconds, its rows."""
         rows = []
         for name in self.list_tables():
@@ -188,7 +188,7 @@ class Catalog:
         frame["rows"] = frame["rows"].astype("Int64")
         return frame.set_index("table")
 
-    def gaps_frame(self) -> pd.DataFrame:
+    def gaps_frame(self) -> CoverageReport:
         """What a read table could not see: ``table``, ``part``, ``reason``."""
         return pd.DataFrame(self._gaps, columns=["table", "part", "reason"], dtype="string")
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ._coverage import BuiltFrame, carries_coverage
+
 __all__ = ["FINDING_COLUMNS", "SEVERITIES", "Finding", "combine", "findings_frame"]
 
 SEVERITIES = ("critical", "high", "medium", "low", "info")
@@ -36,7 +38,7 @@ class Finding:
             raise ValueError(f"severity must be one of {SEVERITIES}, not {self.severity!r}")
 
 
-def findings_frame(findings: Iterable[Finding]) -> pd.DataFrame:
+def findings_frame(findings: Iterable[Finding]) -> BuiltFrame:
     """The findings as a frame: worst first, then by area and object; a range index."""
     rows = list(findings)
     frame = pd.DataFrame(
@@ -50,6 +52,7 @@ def findings_frame(findings: Iterable[Finding]) -> pd.DataFrame:
     return _ordered(frame)
 
 
+@carries_coverage("findings.combine")
 def combine(*frames: pd.DataFrame) -> pd.DataFrame:
     """Several audits' findings as one frame, in the same order as :func:`findings_frame`."""
     parts = [f.loc[:, list(FINDING_COLUMNS)] for f in frames]

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from ._coverage import PlanFrame
 from ._errors import InputError
 from .report import clean_parameters
 
@@ -39,7 +40,7 @@ class Write:
     body: Mapping[str, Any] = field(default_factory=dict)
 
 
-def plan(writes: Iterable[Write], *, apply: bool, held_by: str = "apply is False") -> pd.DataFrame:
+def plan(writes: Iterable[Write], *, apply: bool, held_by: str = "apply is False") -> PlanFrame:
     """The writes as a frame (``action``, ``method``, ``path``, ``body``, ``status``).
 
     ``status`` is ``will send`` when ``apply`` is true, else ``not sent: <held_by>``.

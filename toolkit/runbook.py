@@ -41,7 +41,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._coverage import Coverage, coverage, coverage_of
+from ._coverage import Coverage, CoverageReport, coverage, coverage_of
 from ._errors import IncompleteAudit, InputError
 
 __all__ = [
@@ -329,7 +329,7 @@ class Run:
 
     # -- completeness -------------------------------------------------------------------------
 
-    def seen(self, **frames: Any) -> pd.DataFrame:
+    def seen(self, **frames: Any) -> CoverageReport:
         """Note what ``frames``' views could read; the coverage frame of all seen so far.
 
         A view that could not read everything makes this raise
@@ -384,7 +384,7 @@ class Run:
             return "incomplete"
         return "unproven" if self.unrecorded else "complete"
 
-    def coverage_frame(self) -> pd.DataFrame:
+    def coverage_frame(self) -> CoverageReport:
         """A row per place not read (``view``, ``path``, ``status``, ``reason``)."""
         frame = coverage(*self.records) if self.records else coverage()
         frame.attrs["complete"] = self.complete

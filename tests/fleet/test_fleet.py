@@ -533,3 +533,36 @@ def test_a_target_with_a_mistyped_namespace_is_never_passed(
         demo_sandbox.address, "FLEET_TEST_GOOD", tmp_path / "o"
     )
     assert "namespace not found" in error or "nope" in error
+
+
+def _readme_targets() -> str:
+    """The targets file the README shows under "Auditing a fleet"."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```toml\n# targets.toml", 1)[1].split("```", 1)[0]
+    return "# targets.toml" + block
+
+
+def test_the_readme_targets_file_skips_the_platform_target_before_checking_its_parameters(
+    tmp_path: Path,
+) -> None:
+    targets = parse_targets(_readme_targets())
+    assert [(t.name, t.kind, t.organization) for t in targets] == [
+        ("prod-eu", "secrets", None),
+        ("acme", "platform", "acme"),
+    ]
+    # The secrets lease audit declares no `organization`: the platform target is skipped,
+    # not refused (it was "unknown parameter 'organization'", exit 3, nothing run).
+    (platform,) = [t for t in targets if t.kind == "platform"]
+    run = run_fleet(NOTEBOOKS / "05_lease_audit.ipynb", [platform], tmp_path / "o",
+                    show_progress=False)  # fmt: skip
+    (result,) = run.results
+    assert result["status"] == "skipped" and run.exit_status == 0
+    # A target of the runbook's own kind is still checked before anything starts.
+    wrong = parse_targets(
+        _readme_targets().replace(
+            'name = "prod-eu"', 'name = "prod-eu"\nparameters = { soon_secnds = 1 }'
+        )
+    )
+    with pytest.raises(toolkit.InputError, match="target prod-eu: unknown parameter 'soon_secnds'"):
+        run_fleet(NOTEBOOKS / "05_lease_audit.ipynb", wrong, tmp_path / "p", show_progress=False)
+    assert not (tmp_path / "p").exists()

@@ -16,7 +16,7 @@ import pytest
 
 from tests.real.conftest import launch
 from tests.servers.openbao import AUDIT_DEVICE, OpenBao
-from toolkit import auditlog
+from toolkit import InputError, auditlog
 from toolkit.secrets import SecretsClient
 
 RESTRICTED = """
@@ -155,3 +155,30 @@ def test_a_log_where_no_live_accessor_hash_appears_is_a_gap_not_never_used(
     assert len(tokens) >= 4 and set(tokens["state"]) == {"not matched"}
     (gap,) = usage.attrs["coverage"]["gaps"]
     assert gap["path"] == "auth/token/accessors" and "no live token accessor" in gap["reason"]
+
+
+def test_the_log_openbao_wrote_cut_short_or_wrapped_by_syslog_is_never_read_as_never_used(
+    hashed: OpenBao, used: dict[str, str], tmp_path: Path
+) -> None:
+    import zstandard
+
+    data = Path(hashed.audit_log).read_bytes()
+    packed = zstandard.ZstdCompressor().compress(data * 4)
+    (tmp_path / "audit-1.log.zst").write_bytes(packed[: len(packed) // 2])  # a copy cut short
+    (tmp_path / "audit-2.log").write_bytes(data)
+    with SecretsClient(hashed.address, hashed.token) as client:
+        log = auditlog.open(tmp_path / "audit-*")
+        usage = auditlog.unused_frame(log, client, days=30)
+    assert log.span.truncated == (str(tmp_path / "audit-1.log.zst"),)
+    by = usage.set_index(["kind", "name"])
+    assert by.loc[("approle role", "dormant"), "state"] == auditlog.NOT_SEEN
+    assert by.loc[("approle role", "builds"), "state"] == "used"
+    assert "never used since the log begins" not in set(usage["state"])
+    assert not usage.attrs["coverage"]["complete"]
+    # The same lines as a syslog forwarder writes them hold no audit entry: refused, named.
+    wrapped = tmp_path / "syslog"
+    wrapped.write_bytes(
+        b"".join(b"Nov 25 17:32:52 host bao[812]: " + x + b"\n" for x in data.splitlines())
+    )
+    with pytest.raises(InputError, match="syslog holds no audit entry"):
+        auditlog.open(wrapped)

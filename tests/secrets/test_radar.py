@@ -51,7 +51,7 @@ def test_a_chunked_scan_finds_what_the_lease_audit_finds(
     assert frame.dtypes.to_dict() == whole.dtypes.to_dict()
     buckets = ttl_buckets(scan)
     assert int(buckets["count"].sum()) == len(whole)
-    assert buckets.loc["database/", "under_1h"] == int(
+    assert buckets.loc["database/", "ttl_up_to_1h"] == int(
         (whole[whole.mount == "database/"].ttl <= 3600).sum()
     )
     calendar = expiry_calendar(scan, freq="D")

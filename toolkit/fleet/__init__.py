@@ -129,9 +129,11 @@ def run_fleet(
     text = source.read_text(encoding="utf-8")
     notebook = _notebook(text, source)
     kind = ((notebook.get("metadata") or {}).get("toolkit") or {}).get("kind")
-    _check_parameters(notebook, source.name, targets)
-    options = {**(options or {}), "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+    # A target of the other kind is skipped before its parameters are checked: the
+    # platform target's `organization` means nothing to a secrets runbook.
     runs = [t for t in targets if kind in (None, t.kind)]
+    _check_parameters(notebook, source.name, runs)
+    options = {**(options or {}), "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
     jobs = [(text, source.name, t.as_dict(), dict(options)) for t in runs]
     if dask is not None:
         finished = _on_dask(dask, jobs)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._coverage import Coverage, carry, coverage_of
+from .._coverage import BuiltFrame, Coverage, OutcomeFrame, carries_coverage, carry, coverage_of
 from .._errors import APIError, DecodeError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
@@ -398,7 +398,7 @@ class AgentPools(PlatformArea):
         now: datetime | None = None,
         dry_run: bool = True,
         show_progress: bool = True,
-    ) -> pd.DataFrame:
+    ) -> OutcomeFrame:
         """Remove the agents in ``statuses`` (default exited, errored, unknown) that have
         been silent longer than ``older_than`` (a timedelta, or seconds; default an hour).
 
@@ -443,7 +443,7 @@ class AgentPools(PlatformArea):
             return frame
         return self.remove_planned(frame, show_progress=show_progress)
 
-    def remove_planned(self, plan: pd.DataFrame, *, show_progress: bool = True) -> pd.DataFrame:
+    def remove_planned(self, plan: pd.DataFrame, *, show_progress: bool = True) -> OutcomeFrame:
         """Carry out a :meth:`remove_agents` plan: exactly the agents it marks ``would remove``.
 
         Each such agent is read again first (``GET /agents/:id``); one whose
@@ -529,7 +529,7 @@ def _span(span: timedelta) -> str:
     return f"{minutes}m" if minutes else f"{int(span.total_seconds())}s"
 
 
-def agents_frame(resources: Iterable[Mapping[str, Any]], pool_id: str) -> pd.DataFrame:
+def agents_frame(resources: Iterable[Mapping[str, Any]], pool_id: str) -> BuiltFrame:
     """The :data:`AGENTS` frame of a pool's agent resources (JSON:API), built in one pass."""
     return resources_frame(list(resources), AGENTS, {"pool_id": pool_id})
 
@@ -570,6 +570,7 @@ def _pages_of(agent_count: Any) -> int:
     return -(-int(agent_count) // MAX_PAGE_SIZE)
 
 
+@carries_coverage("agent_pools.count_by_status")
 def count_by_status(pools: pd.DataFrame, pairs: Counter[tuple[str, Any]]) -> pd.DataFrame:
     """Agents per status for each pool (pools without agents count zero), from the
     agents counted by (pool id, status) (:class:`StatusTally`)."""
@@ -592,6 +593,7 @@ def count_by_status(pools: pd.DataFrame, pairs: Counter[tuple[str, Any]]) -> pd.
     return build_frame(rows, STATUS_COUNTS)
 
 
+@carries_coverage("agent_pools.stale")
 def stale(agents: pd.DataFrame, now: datetime, older_than: timedelta) -> pd.DataFrame:
     """The agents whose ``last_ping_at`` is before ``now - older_than``, oldest first."""
     cutoff = pd.Timestamp(now) - pd.Timedelta(older_than)
@@ -616,6 +618,7 @@ AGENT_CAPACITY = Schema.of(
 )
 
 
+@carries_coverage("agent_pools.agent_capacity")
 def agent_capacity(
     agents: pd.DataFrame,
     pools: pd.DataFrame,

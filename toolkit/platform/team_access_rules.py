@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._coverage import carries_coverage
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._records import integer
@@ -186,6 +187,7 @@ def _in_order(values: Iterable[Any]) -> list[Any]:
     return sorted(values, key=lambda name: (name is None, "" if name is None else str(name)))
 
 
+@carries_coverage("team_access_rules.grants_matrix")
 def grants_matrix(
     grants: pd.DataFrame,
     teams: str | Iterable[str] | None,
@@ -223,6 +225,7 @@ def grants_matrix(
     return matrix
 
 
+@carries_coverage("team_access_rules.team_access_findings")
 def team_access_findings(
     grants: pd.DataFrame,
     teams: Iterable[Mapping[str, Any]] = (),
@@ -428,6 +431,7 @@ def _winner(grants: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     )
 
 
+@carries_coverage("team_access_rules.effective_access")
 def effective_access(
     grants: pd.DataFrame, members: Mapping[str, Sequence[str]] | None = None
 ) -> pd.DataFrame:
@@ -506,6 +510,7 @@ def _effective_row(
     }
 
 
+@carries_coverage("team_access_rules.effective_access_matrix")
 def effective_access_matrix(effective: pd.DataFrame, holder_kind: str = "team") -> pd.DataFrame:
     """Workspaces (rows, by ``(organization, workspace)``) by holders: the effective level."""
     if "holder_kind" not in effective:  # no organization could be read: no rows
@@ -538,6 +543,7 @@ def effective_access_matrix(effective: pd.DataFrame, holder_kind: str = "team") 
     return matrix
 
 
+@carries_coverage("team_access_rules.effective_access_findings")
 def effective_access_findings(effective: pd.DataFrame) -> pd.DataFrame:
     """Findings (area ``effective access``) of an :func:`effective_access` frame (teams):
 

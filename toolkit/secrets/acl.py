@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._coverage import BuiltFrame, carries_coverage
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._spec.acl import PathRule, PolicyParseError, parse_hcl
@@ -66,7 +67,7 @@ def rules_of(name: str, text: str) -> list[dict[str, Any]]:
     return rules
 
 
-def rules_frame(policies: Mapping[str, str]) -> pd.DataFrame:
+def rules_frame(policies: Mapping[str, str]) -> BuiltFrame:
     """Every rule of every policy (name → text) as a frame: ``policy``, ``path``, ``capabilities``."""
     rows = [rule for name, text in policies.items() for rule in rules_of(name, text)]
     return build_frame(rows, RULES)
@@ -78,6 +79,7 @@ def covers(glob: str, path: str) -> bool:
     return PathRule(glob, frozenset()).matches(path)
 
 
+@carries_coverage("acl.rule_findings")
 def rule_findings(rules: pd.DataFrame | Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """The findings in ``rules`` (a :func:`rules_frame`, or its rows); see the module doc."""
     rows = rules.to_dict("records") if isinstance(rules, pd.DataFrame) else list(rules)

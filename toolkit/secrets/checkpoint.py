@@ -31,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._coverage import BuiltFrame
 from .._durable import Damaged, RecordFile, Stamp, file_digest, replace_atomic, secrets_server
 from .._errors import (
     InputError,
@@ -352,7 +353,7 @@ class Spool:
         for held in self.held:
             yield held if columns is None else held[columns]
 
-    def frame(self, empty: pd.DataFrame) -> pd.DataFrame:
+    def frame(self, empty: pd.DataFrame) -> BuiltFrame:
         """Every row as one frame (``empty`` when there is none)."""
         pieces = list(self.pieces())
         if not pieces:

@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._coverage import Coverage, carry
+from .._coverage import Coverage, carries_coverage, carry
 from .._errors import DecodeError, InputError
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
@@ -479,6 +479,7 @@ class Database(EngineArea):
         return carry(found, connections, view="database.findings")
 
 
+@carries_coverage("database.connection_findings")
 def connection_findings(connections: pd.DataFrame, mount: str = "database") -> pd.DataFrame:
     """Findings of a :meth:`Database.connections` frame.
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._coverage import Coverage, carry, is_gap
+from .._coverage import Coverage, carries_coverage, carry, is_gap
 from .._errors import InputError, NotFound, PermissionDenied
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
@@ -573,6 +573,7 @@ def _period(period: timedelta | int) -> timedelta:
     return span
 
 
+@carries_coverage("keymgmt.rotation_audit")
 def rotation_audit(versions: pd.DataFrame, period: timedelta | int, now: datetime) -> pd.DataFrame:
     """The rows of :meth:`KeyManagement.rotation_audit` from a :meth:`key_versions_frame` frame."""
     span = _period(period)
@@ -603,6 +604,7 @@ def rotation_audit(versions: pd.DataFrame, period: timedelta | int, now: datetim
     return frame
 
 
+@carries_coverage("keymgmt.key_findings")
 def key_findings(audit: pd.DataFrame, mount: str = "keymgmt") -> pd.DataFrame:
     """**medium** for each key whose newest version is older than the rotation period of a
     :func:`rotation_audit` frame; disabled versions never raise a finding of their own."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._coverage import carries_coverage
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from ..findings import Finding, findings_frame
@@ -65,6 +66,7 @@ PAST_DUE = "past due"
 EXPIRING = "expiring soon"
 
 
+@carries_coverage("lease_rules.lease_summary")
 def lease_summary(frame: pd.DataFrame) -> pd.DataFrame:
     """Per mount of a :meth:`Leases.leases_by_mount` frame: ``count``, leases expiring
     within 1 hour and 24 hours (by ``ttl``), ``min_ttl`` and ``median_ttl``."""
@@ -84,6 +86,7 @@ def lease_summary(frame: pd.DataFrame) -> pd.DataFrame:
     return build_frame(rows, LEASE_SUMMARY)
 
 
+@carries_coverage("lease_rules.counts_by_mount")
 def counts_by_mount(counts: pd.DataFrame) -> pd.DataFrame:
     """Per mount of a :func:`count_leases` frame: ``kind``, ``count``, ``roles`` (how many);
     index ``mount``, most leases first."""
@@ -100,6 +103,7 @@ def counts_by_mount(counts: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values("count", ascending=False, kind="stable")
 
 
+@carries_coverage("lease_rules.top_roles")
 def top_roles(counts: pd.DataFrame, n: int = 10) -> pd.DataFrame:
     """The ``n`` engine roles holding the most leases, from a :func:`count_leases` frame."""
     if n < 1:
@@ -108,6 +112,7 @@ def top_roles(counts: pd.DataFrame, n: int = 10) -> pd.DataFrame:
     return roles.nlargest(n, "count", keep="first").reset_index(drop=True)
 
 
+@carries_coverage("lease_rules.lease_count_findings")
 def lease_count_findings(counts: pd.DataFrame, *, threshold: int = 1000) -> pd.DataFrame:
     """The lease-explosion finder: a role (or an auth mount) holding more than ``threshold``
     leases is **high**; more than a tenth of it, **low**, so growth shows before it hurts."""
@@ -129,6 +134,7 @@ def lease_count_findings(counts: pd.DataFrame, *, threshold: int = 1000) -> pd.D
     return findings_frame(found)
 
 
+@carries_coverage("lease_rules.expiry_states")
 def expiry_states(
     leases: pd.DataFrame, *, now: datetime | None = None, within: int | timedelta = 3600
 ) -> pd.DataFrame:
@@ -171,6 +177,7 @@ def expiry_states(
     return build_frame(rows, LEASE_EXPIRY)
 
 
+@carries_coverage("lease_rules.expiry_findings")
 def expiry_findings(states: pd.DataFrame) -> pd.DataFrame:
     """Findings of an :func:`expiry_states` frame, one per (state, mount, role):
     past-due leases are **high**, leases expiring soon **info**."""

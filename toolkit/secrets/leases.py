@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .._coverage import Coverage, carry, is_gap
+from .._coverage import Coverage, OutcomeFrame, carry, is_gap
 from .._errors import APIError, InputError, ToolkitError, one_line
 from .._frames import Col, Schema, build_frame, frame_from_columns
 from .._gc import collector_paused
@@ -363,11 +363,7 @@ class Leases(SecretsArea):
         if named and not checked:
             # What the walk cannot tell: a mistyped mount from an empty one, when the
             # mount tables are refused.
-            cov.note_gap(
-                "sys/mounts",
-                403,
-                "the mount names could not be checked (a mistyped mount reads as empty)",
-            )
+            cov.note_gap("sys/mounts", 403, MOUNTS_UNCHECKED)
         return cov.attach(frame)
 
     def lookup_leases(
@@ -412,7 +408,10 @@ class Leases(SecretsArea):
             columns["mount"], columns["role"] = _mounts_and_roles(kept, mount_paths)
             frame = frame_from_columns(columns, LEASES)
             del columns, kept
-            return frame.sort_values(["mount", "expire_time"], kind="stable")
+            # Every id asked was answered (one gone since is not a place unread).
+            record = Coverage("leases.lookup_leases", asked=["sys/leases/lookup"])
+            record.note_read(len(frame))
+            return record.attach(frame.sort_values(["mount", "expire_time"], kind="stable"))
 
     def _known_mounts(self) -> Names:
         """The mounts a lease id's path is split by (mount, role); what cannot be read
@@ -481,8 +480,11 @@ class Leases(SecretsArea):
         With ``snapshots`` (a folder, or :class:`toolkit.drift.Snapshots`) the counts
         are compared with the newest stored ones (growth, growth a day, the projected
         crossing date) and then stored (``save``). Judged by the server's clock.
+        ``mounts`` keeps the radar to those mounts (their leases alone are walked and
+        the ``(server)`` row sums them); one that nothing is mounted at raises
+        :class:`~toolkit.MountNotFound`.
         """
-        counts = self.lease_counts(mounts=mounts)
+        counts = self.lease_counts() if mounts is None else self._counts_under(list(mounts))
         now = self._http.server_now()
         if snapshots is None:
             radar = lease_radar(counts, now=now, threshold=threshold)
@@ -533,6 +535,19 @@ class Leases(SecretsArea):
         mount_paths = list(mounts) if mounts is not None else self._known_mounts()
         return count_leases(self._http, prefix, mount_paths, max_depth=max_depth)
 
+    def _counts_under(self, mounts: list[str]) -> pd.DataFrame:
+        """:func:`count_leases` walked from each of ``mounts`` alone, checked first: the
+        lookup tree answers a mistyped mount as an empty folder."""
+        starts = [_folder(m) for m in mounts]
+        checked = require_mounts(self._http, starts)
+        split = list(dict.fromkeys([*self._known_mounts(), *starts]))
+        counts = count_leases(self._http, "", split, starts=starts)
+        if not checked:
+            record = Coverage.from_dict(counts.attrs["coverage"])
+            record.note_gap("sys/mounts", 403, MOUNTS_UNCHECKED)
+            record.attach(counts)
+        return counts
+
     def revoke_in_batches(
         self,
         ids: Iterable[str],
@@ -541,7 +556,7 @@ class Leases(SecretsArea):
         batch_size: int = 100,
         dry_run: bool = True,
         sync: bool = True,
-    ) -> pd.DataFrame:
+    ) -> OutcomeFrame:
         """Revoke leases in batches at most ``rate`` a second: :func:`revoke_in_batches`.
 
         ``POST /sys/leases/revoke`` each; ``dry_run`` (the default) sends nothing.
@@ -583,7 +598,7 @@ class Leases(SecretsArea):
         *,
         dry_run: bool = True,
         show_progress: bool = True,
-    ) -> pd.DataFrame:
+    ) -> OutcomeFrame:
         """Renew each lease by ``increment`` seconds, concurrently.
 
         With ``dry_run`` (the default) nothing is sent. One row per lease:
@@ -608,7 +623,7 @@ class Leases(SecretsArea):
         dry_run: bool = True,
         sync: bool = True,
         show_progress: bool = True,
-    ) -> pd.DataFrame:
+    ) -> OutcomeFrame:
         """Revoke each lease, concurrently; with ``dry_run`` (the default) nothing is sent.
 
         One row per lease: ``action`` (``would revoke``, ``revoked``, ``failed``)
@@ -696,6 +711,9 @@ def _folder(prefix: str) -> str:
     prefix = prefix.lstrip("/")
     return prefix if not prefix or prefix.endswith("/") else prefix + "/"
 
+
+# What the lease walks cannot tell when the mount tables are refused.
+MOUNTS_UNCHECKED = "the mount names could not be checked (a mistyped mount reads as empty)"
 
 # The walks list the folders the server named: a key such as ``../../auth/`` is
 # refused by the same rule as a prefix given, before anything is sent.
@@ -786,7 +804,7 @@ def revoke_in_batches(
     dry_run: bool = True,
     sync: bool = True,
     on_batch: Callable[[int, int], None] | None = None,
-) -> pd.DataFrame:
+) -> OutcomeFrame:
     """Revoke leases in batches, at most ``rate`` leases a second on average.
 
     ``POST /sys/leases/revoke`` each (a write: never retried nor pipelined, so

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .._coverage import Coverage, Gap, coverage_of
+from .._coverage import Coverage, Gap, carries_coverage, coverage_of
 from .._errors import NamespaceNotFound, NotFound, PermissionDenied, TokenRefused
 from .._frames import Col, Schema, build_frame, scope_part, stack_scopes
 from .._http import HTTPLayer, api_path, decode_json
@@ -248,6 +248,7 @@ def _mounts_frame(client: SecretsClient) -> pd.DataFrame:
     return build_frame(rows, MOUNTS)
 
 
+@carries_coverage("namespaces.refusal_findings")
 def refusal_findings(frame: pd.DataFrame) -> pd.DataFrame:
     """The ``problem`` rows of an :meth:`Namespaces.across` frame as findings
     (severity ``info``, area ``namespaces``, object the namespace)."""

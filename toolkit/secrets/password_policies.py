@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._coverage import OutcomeFrame
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
@@ -85,7 +86,7 @@ class PasswordPolicies(SecretsArea):
         data = self._read(api_path("/sys/policies/password/{name}/generate", name=name))
         return Sensitive(str(data.get("password", "")), "password")
 
-    def test_policy(self, name: str, samples: int = 20) -> pd.DataFrame:
+    def test_policy(self, name: str, samples: int = 20) -> OutcomeFrame:
         """Generate ``samples`` passwords and show their shape, never their values.
 
         One row per sample (index ``sample``): ``length`` and booleans

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._coverage import Coverage, carry
+from .._coverage import Coverage, carries_coverage, carry
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
@@ -207,6 +207,7 @@ class Plugins(SecretsArea):
         return found
 
 
+@carries_coverage("plugins.plugin_findings")
 def plugin_findings(inventory: pd.DataFrame) -> pd.DataFrame:
     """Findings of a :meth:`Plugins.inventory` frame.
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .._coverage import carries_coverage
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from ._base import require_mounts
@@ -56,13 +57,17 @@ __all__ = [
 # The lease count at which Vault logs its warning (its documented advisory limit).
 ADVISORY_LIMIT = 256_000
 SERVER = "(server)"
-# Upper bounds (seconds) of the time-left buckets, and their names.
+# Upper bounds (seconds) of the time-left bands, and their names. A band holds the leases
+# with more time left than the band before it and at most its bound: each column names
+# both ends, so `ttl_1h_to_24h` is never read as the "expiring within 24 hours" count
+# (`expiring_24h` in the lease summary, which includes the leases under an hour).
 TTL_BUCKETS = (
-    (3600, "under_1h"),
-    (86400, "under_24h"),
-    (7 * 86400, "under_7d"),
-    (30 * 86400, "under_30d"),
+    (3600, "ttl_up_to_1h"),
+    (86400, "ttl_1h_to_24h"),
+    (7 * 86400, "ttl_24h_to_7d"),
+    (30 * 86400, "ttl_7d_to_30d"),
 )
+TTL_LONGER = "ttl_over_30d"
 LEASE_RADAR = Schema.of(
     "mount",
     Col("kind"),
@@ -209,18 +214,21 @@ TTL_BUCKET_FRAME = Schema.of(
     "mount",
     Col("count", "int"),
     *(Col(name, "int") for _, name in TTL_BUCKETS),
-    Col("longer", "int"),
+    Col(TTL_LONGER, "int"),
     Col("no_expiry", "int"),
     index="mount",
 )
 
 
+@carries_coverage("radar.ttl_buckets")
 def ttl_buckets(scan: LeaseScan | pd.DataFrame) -> pd.DataFrame:
-    """Per mount: leases by time left (``under_1h`` ... ``under_30d``, ``longer``,
-    ``no_expiry``), each lease in the first bucket it fits; aggregated a chunk at a time."""
+    """Per mount: leases by time left in bands that do not overlap (``ttl_up_to_1h``,
+    ``ttl_1h_to_24h``, ``ttl_24h_to_7d``, ``ttl_7d_to_30d``, ``ttl_over_30d``,
+    ``no_expiry``), each lease in the one band it fits (more than the band's lower
+    end, at most its upper); aggregated a chunk at a time."""
     tally: dict[str, Counter[str]] = {}
     bounds = np.array([b for b, _ in TTL_BUCKETS], dtype="float64")
-    names = [n for _, n in TTL_BUCKETS] + ["longer"]
+    names = [n for _, n in TTL_BUCKETS] + [TTL_LONGER]
     labels = np.array([*names, "no_expiry"], dtype=object)
     for piece in _pieces(scan, ["mount", "ttl"]):
         ttl = piece["ttl"].astype("float64").to_numpy(na_value=np.nan)
@@ -241,6 +249,7 @@ def ttl_buckets(scan: LeaseScan | pd.DataFrame) -> pd.DataFrame:
     return _carried(scan, build_frame(rows, TTL_BUCKET_FRAME))
 
 
+@carries_coverage("radar.expiry_calendar")
 def expiry_calendar(scan: LeaseScan | pd.DataFrame, *, freq: str = "D") -> pd.DataFrame:
     """Leases expiring per period (``freq``: ``D`` days, ``h`` hours, ``W`` weeks) and
     mount: a row per period, a column per mount; aggregated a chunk at a time."""
@@ -278,6 +287,7 @@ def _pieces(scan: LeaseScan | pd.DataFrame, columns: list[str]) -> Iterable[pd.D
 
 
 # -- counts against a threshold --------------------------------------------------------------
+@carries_coverage("radar.lease_radar")
 def lease_radar(
     counts: pd.DataFrame,
     *,
@@ -359,6 +369,7 @@ def _radar_row(
     }
 
 
+@carries_coverage("radar.radar_since_snapshot")
 def radar_since_snapshot(
     counts: pd.DataFrame,
     snapshots: Snapshots,
@@ -383,6 +394,7 @@ def radar_since_snapshot(
     return radar
 
 
+@carries_coverage("radar.top_offenders")
 def top_offenders(
     counts: pd.DataFrame, *, previous: pd.DataFrame | None = None, n: int = 10
 ) -> pd.DataFrame:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from .._coverage import carries_coverage
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
@@ -161,6 +162,7 @@ def _pieces(scan: TokenScan | pd.DataFrame, columns: list[str]) -> Iterable[pd.D
     return scan.spool.pieces(columns)
 
 
+@carries_coverage("sprawl.token_sprawl")
 def token_sprawl(
     scan: TokenScan | pd.DataFrame,
     *,
@@ -194,7 +196,12 @@ def token_sprawl(
     ]
     frame = build_frame(rows, TOKEN_SPRAWL)
     frame.attrs["tokens"] = total
-    # What the scan could not read is missing from the tally too.
+    return _with_scan_record(frame, scan)
+
+
+def _with_scan_record(frame: pd.DataFrame, scan: TokenScan | pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the record of the scan it counts: what the scan could not read is
+    missing from the count too (a frame's record is carried by ``carries_coverage``)."""
     record = (
         scan.attrs.get("coverage")
         if isinstance(scan, pd.DataFrame)
@@ -205,6 +212,7 @@ def token_sprawl(
     return frame
 
 
+@carries_coverage("sprawl.policies_carried")
 def policies_carried(scan: TokenScan | pd.DataFrame) -> pd.DataFrame:
     """Tokens carrying each policy: index ``policy``, column ``tokens``, most first."""
     tally: Counter[str] = Counter()
@@ -212,9 +220,11 @@ def policies_carried(scan: TokenScan | pd.DataFrame) -> pd.DataFrame:
         for policies in piece["policies"]:
             tally.update(list(policies) if policies is not None else [])
     rows = [{"policy": p, "tokens": n} for p, n in tally.most_common()]
-    return build_frame(rows, Schema.of("policy", Col("tokens", "int"), index="policy"))
+    frame = build_frame(rows, Schema.of("policy", Col("tokens", "int"), index="policy"))
+    return _with_scan_record(frame, scan)
 
 
+@carries_coverage("sprawl.widest_access")
 def widest_access(
     scan: TokenScan | pd.DataFrame,
     breadth: Callable[[tuple[str, ...]], float] | None = None,
@@ -244,4 +254,4 @@ def widest_access(
     schema = Schema.of(Col("policies"), Col("tokens", "int"), Col("breadth", "float"))
     frame = build_frame(rows, schema)
     frame = frame.sort_values(["breadth", "tokens"], ascending=False, na_position="last")
-    return frame.head(n).reset_index(drop=True)
+    return _with_scan_record(frame.head(n).reset_index(drop=True), scan)

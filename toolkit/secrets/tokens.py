@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._coverage import Coverage
+from .._coverage import Coverage, carries_coverage
 from .._errors import InputError, PermissionDenied, TokenRefused
 from .._frames import Col, Schema, build_frame
 from .._http import Request, api_path, decode_json
@@ -261,6 +261,7 @@ class Tokens(SecretsArea):
         return found
 
 
+@carries_coverage("tokens.token_findings")
 def token_findings(inventory: pd.DataFrame) -> pd.DataFrame:
     """Findings of a :meth:`Tokens.inventory` frame.
 

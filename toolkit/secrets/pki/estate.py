@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from cryptography import x509
 
-from ..._coverage import Coverage, carry, coverage_of
+from ..._coverage import Coverage, carries_coverage, carry, coverage_of
 from ..._errors import APIError, InputError
 from ..._frames import Col, Schema, build_frame
 from ..._gc import collector_paused
@@ -208,6 +208,7 @@ def _pieces(certs: Pieces, columns: list[str]) -> Iterable[pd.DataFrame]:
     return [certs[columns]] if isinstance(certs, pd.DataFrame) else certs.pieces(columns)
 
 
+@carries_coverage("estate.certificate_calendar")
 def certificate_calendar(
     certs: Pieces, *, now: datetime, freq: str = "W", mounts: Iterable[str] = ()
 ) -> pd.DataFrame:
@@ -232,6 +233,7 @@ def certificate_calendar(
     return total
 
 
+@carries_coverage("estate.tidy_candidates")
 def tidy_candidates(
     certs: Pieces, *, now: datetime, safety_buffer: timedelta = timedelta(hours=72)
 ) -> pd.DataFrame:
@@ -249,6 +251,7 @@ def tidy_candidates(
     return pd.concat(parts).sort_values("not_after", kind="stable")
 
 
+@carries_coverage("estate.roles_from_root")
 def roles_from_root(issuers: pd.DataFrame, roles: pd.DataFrame) -> pd.DataFrame:
     """The roles whose ``issuer_ref`` (``default`` included) is a self-signed root:
     columns ``issuer_ref``, ``issuer_id``, ``issuer_subject``; index ``name``."""
@@ -278,6 +281,7 @@ def roles_from_root(issuers: pd.DataFrame, roles: pd.DataFrame) -> pd.DataFrame:
     return build_frame(rows, schema)
 
 
+@carries_coverage("estate.outliving_issuer")
 def outliving_issuer(certs: Pieces, issuers: pd.DataFrame) -> pd.DataFrame:
     """Certificates, not revoked, whose issuer (matched by subject; the soonest to
     expire of issuers sharing one) expires before they do: columns of the scan plus
@@ -306,6 +310,7 @@ def outliving_issuer(certs: Pieces, issuers: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts)
 
 
+@carries_coverage("estate.crl_sizes")
 def crl_sizes(pki: PKI, issuers: pd.DataFrame, *, limit: int = STORAGE_ENTRY_LIMIT) -> pd.DataFrame:
     """Each issuer's complete CRL (``GET /pki/issuer/:ref/crl``): its size in bytes
     (DER, as stored) and entries against ``limit`` (1 MiB). ``status``: ``over the

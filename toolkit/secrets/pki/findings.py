@@ -7,9 +7,11 @@ from typing import Any
 
 import pandas as pd
 
+from ..._coverage import carries_coverage
 from ...findings import Finding, findings_frame
 
 
+@carries_coverage("findings.certificate_findings")
 def certificate_findings(
     issuers: pd.DataFrame,
     roles: pd.DataFrame,

@@ -1,0 +1,55 @@
+"""Issue 33: one meaning for each time band, named in its column; the radar's ``mounts``
+keeps it to those mounts, and a mount that does not exist is named."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolkit import MountNotFound
+from toolkit.sandbox import Sandbox
+from toolkit.secrets import SecretsClient
+from toolkit.secrets.lease_rules import lease_summary
+from toolkit.secrets.radar import ttl_buckets
+
+HOUR = 3600
+# One lease in each band, and one on the bound between the first two.
+TTLS = [30 * 60, HOUR, 2 * HOUR, 3 * 86400, 10 * 86400, 60 * 86400]
+
+
+def _seed(sandbox: Sandbox) -> None:
+    with sandbox.secrets.lock:
+        for n, ttl in enumerate(TTLS):
+            sandbox.secrets.leases.create("database/creds/bands", ttl=ttl, suffix=f"b{n}")
+
+
+def test_each_time_band_names_both_ends_and_the_summary_counts_what_is_within(
+    empty_sandbox: Sandbox,
+) -> None:
+    _seed(empty_sandbox)
+    with SecretsClient(empty_sandbox.address, empty_sandbox.token) as client:
+        leases = client.leases.leases_by_mount(mounts=["database/"])
+    bands = ttl_buckets(leases).loc["database/"]
+    within = lease_summary(leases).loc["database/"]
+    assert bands[["ttl_up_to_1h", "ttl_1h_to_24h", "ttl_24h_to_7d", "ttl_7d_to_30d",
+                  "ttl_over_30d", "no_expiry"]].tolist() == [2, 1, 1, 1, 1, 0]  # fmt: skip
+    # The bands do not overlap; "expiring within 24 h" is the sum of the bands below it.
+    assert bands["count"] == len(TTLS) == sum(bands.drop("count"))
+    assert within["expiring_1h"] == bands["ttl_up_to_1h"]
+    assert within["expiring_24h"] == bands["ttl_up_to_1h"] + bands["ttl_1h_to_24h"]
+    assert not any(c.startswith("under_") for c in ttl_buckets(leases).columns)
+
+
+def test_the_radar_keeps_to_the_mounts_asked_and_names_one_that_does_not_exist(
+    empty_sandbox: Sandbox,
+) -> None:
+    _seed(empty_sandbox)
+    with SecretsClient(empty_sandbox.address, empty_sandbox.token) as client:
+        client.tokens.create(policies=["default"], ttl="1h")  # a lease under auth/token/
+        whole = client.leases.lease_radar()
+        assert {"database/", "auth/token/"} <= set(whole.index)
+        radar = client.leases.lease_radar(mounts=["database/"])
+        assert list(radar.index) == ["database/", "(server)"]
+        assert radar.loc["(server)", "count"] == radar.loc["database/", "count"] == len(TTLS)
+        assert radar.attrs["coverage"]["complete"]
+        with pytest.raises(MountNotFound, match="nothing is mounted at 'databse/'"):
+            client.leases.lease_radar(mounts=["databse/"])
