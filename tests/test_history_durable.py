@@ -191,3 +191,39 @@ def test_two_compactions_at_once_neither_crashes_nor_doubles_a_row(tmp_path: Pat
 def test_open_refuses_nothing_it_cannot_find(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no history at"):
         history.compact(tmp_path / "absent")
+
+
+def test_the_runbooks_snapshots_are_audits_of_the_history_read_the_same_way(
+    tmp_path: Path,
+) -> None:
+    from toolkit.drift import Snapshots
+
+    grants = pd.DataFrame({"workspace": ["web", "api"], "team": ["ops", "dev"]}).set_index(
+        "workspace"
+    )
+    shots = Snapshots(tmp_path)
+    shots.save("grants", grants, taken_at=DAY0)
+    later = pd.concat(
+        [grants, pd.DataFrame({"team": ["sec"]}, index=pd.Index(["db"], name="workspace"))]
+    )
+    drift = shots.since_last("grants", later, taken_at=DAY0 + timedelta(days=1))
+    assert list(drift.index) == ["db"] and list(drift["change"]) == ["added"]
+    pd.testing.assert_frame_equal(shots.latest("grants"), later)  # its named index again
+    # The same snapshots, with SQL: one store of past audits.
+    rows = _rows(tmp_path, "select audit_runbook, count(*)::int from grants group by 1")
+    assert rows == [("snapshots", 5)]
+    history.compact(tmp_path)  # merged files read back the same
+    pd.testing.assert_frame_equal(shots.latest("grants"), later)
+    assert [s.taken_at for s in shots.list("grants")] == [DAY0, DAY0 + timedelta(days=1)]
+
+
+def test_snapshots_an_older_toolkit_kept_as_files_are_still_compared_with(tmp_path: Path) -> None:
+    from toolkit.drift import Snapshots
+
+    old = pd.DataFrame({"mount": ["database/"], "count": [3]})
+    old.to_parquet(tmp_path / "lease_counts-20260301T060000Z.parquet")
+    drift = Snapshots(tmp_path).since_last(
+        "lease_counts", _counts(3), taken_at=DAY0 + timedelta(days=1), key="mount"
+    )
+    assert list(drift["change"]) == ["added"]  # pki/ is new; database/ held 3 then as now
+    assert list(drift.index) == ["pki/"]

@@ -56,9 +56,11 @@ __all__ = [
     "ENV_HISTORY",
     "append",
     "append_evidence",
+    "audits",
     "compact",
     "list_frames",
     "open",
+    "read_audit",
 ]
 
 # Set to a folder, and every report.save() also appends its frames there.
@@ -86,6 +88,8 @@ _META_KEY = b"toolkit.evidence"
 # A compacted file's name starts so; its metadata lists the files it replaced.
 _COMPACTED = "compacted-"
 _COMPACTED_KEY = b"toolkit.compacted"
+# The columns that were the frame's named index (read_audit makes them the index again).
+_INDEX_KEY = b"toolkit.index"
 _STAMP = "%Y%m%dT%H%M%SZ"
 
 
@@ -194,10 +198,16 @@ def _frame_table(frame: pd.DataFrame) -> pa.Table:
 
     pa, _ = _arrow()
     safe = _parquet_ready(_safe_frame(frame))
+    index: list[str] = []
     if _keeps_index(safe):
+        before = set(safe.columns)
         safe = safe.reset_index()
+        index = [str(c) for c in safe.columns if c not in before]
     safe.attrs = {}
-    return pa.Table.from_pandas(safe, preserve_index=False)
+    table = pa.Table.from_pandas(safe, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[_INDEX_KEY] = json.dumps(index).encode()  # read_audit sets it again
+    return table.replace_schema_metadata(meta)
 
 
 def _write(
@@ -415,6 +425,45 @@ def open(
     return con
 
 
+def audits(root: str | Path) -> pd.DataFrame:
+    """Every committed audit's rows of :data:`AUDITS` (``frame``, ``rows`` and the audit
+    columns), oldest first; an empty frame for a history that holds none yet."""
+    pa, pq = _arrow()
+    folder = Path(root)
+    files = _visible(folder).get(AUDITS, []) if folder.is_dir() else []
+    if not files:
+        columns = ["frame", "rows", *AUDIT_COLUMNS]
+        return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+    tables = [pq.read_table(p).replace_schema_metadata(None) for p in files]
+    frame = pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    return frame.sort_values(["audit_at", "frame"], kind="stable").reset_index(drop=True)
+
+
+def read_audit(root: str | Path, frame: str, run: str) -> pd.DataFrame:
+    """The rows of ``frame`` that one audit (its ``audit_run``) filed, as it filed them:
+    without the audit columns, its named index set again."""
+    import pyarrow.compute as pc
+
+    pa, pq = _arrow()
+    files = _visible(_root(root)).get(_frame_name(frame), [])
+    parts = []
+    for path in files:
+        if not path.name.startswith(_COMPACTED) and _run_of(path) != run:
+            continue
+        table = pq.read_table(path)
+        if path.name.startswith(_COMPACTED):
+            table = table.filter(pc.equal(table.column("audit_run"), run))
+        if table.num_rows or not path.name.startswith(_COMPACTED):
+            parts.append(table)
+    if not parts:
+        raise InputError(f"history frame {frame!r} holds no audit {run!r}")
+    table = parts[0] if len(parts) == 1 else pa.concat_tables(parts, promote_options="permissive")
+    index = json.loads((table.schema.metadata or {}).get(_INDEX_KEY, b"[]"))
+    table = table.drop_columns([c for c in AUDIT_COLUMNS if c in table.column_names])
+    result = table.to_pandas()
+    return result.set_index(index) if index else result
+
+
 @dataclass(frozen=True)
 class Compaction:
     """What :func:`compact` did: files merged away, and groups it refused to merge (why)."""
@@ -508,7 +557,11 @@ def _merge(root: Path, paths: list[Path]) -> bytes:
     except duckdb.Error:
         raise _Unmergeable(_conflict(root, paths)) from None
     sources = sorted(p.relative_to(root).as_posix() for p in paths)
-    table = table.replace_schema_metadata({_COMPACTED_KEY: json.dumps(sources).encode()})
+    meta = {_COMPACTED_KEY: json.dumps(sources).encode()}
+    indexes = {(pq.read_schema(p).metadata or {}).get(_INDEX_KEY) for p in paths}
+    if len(indexes) == 1 and None not in indexes:
+        meta[_INDEX_KEY] = indexes.pop()  # type: ignore[assignment]
+    table = table.replace_schema_metadata(meta)
     buffer = io.BytesIO()
     pq.write_table(table, buffer, row_group_size=1 << 17)
     return buffer.getvalue()
