@@ -145,21 +145,9 @@ class Snapshots:
             for row in mine.itertuples()
             if name is None or row.frame == name
         ]
-        return sorted([*found, *self._older(name)], key=lambda s: (s.name, s.taken_at))
-
-    def _older(self, name: str | None) -> list[Snapshot]:
-        # The files an older toolkit kept: <name>-<YYYYmmddTHHMMSSZ>.parquet in the folder.
-        found = []
-        for path in self.folder.glob("*.parquet"):
-            stem, _, stamp = path.stem.rpartition("-")
-            if not stem or (name is not None and stem != name):
-                continue
-            try:
-                when = datetime.strptime(stamp, _STAMP).replace(tzinfo=UTC)
-            except ValueError:
-                continue
-            found.append(Snapshot(stem, when, path))
-        return found
+        return sorted(
+            [*found, *_older_files(self.folder, name)], key=lambda s: (s.name, s.taken_at)
+        )
 
     def read(self, snapshot: Snapshot) -> pd.DataFrame:
         """The frame ``snapshot`` holds."""
@@ -205,6 +193,21 @@ class Snapshots:
         result = diff(previous, frame, **options)
         self.save(name, frame, taken_at=taken_at)
         return result
+
+
+def _older_files(folder: Path, name: str | None) -> list[Snapshot]:
+    # The files an older toolkit kept: <name>-<YYYYmmddTHHMMSSZ>.parquet in the folder.
+    found = []
+    for path in folder.glob("*.parquet"):
+        stem, _, stamp = path.stem.rpartition("-")
+        if not stem or (name is not None and stem != name):
+            continue
+        try:
+            when = datetime.strptime(stamp, _STAMP).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+        found.append(Snapshot(stem, when, path))
+    return found
 
 
 def _utc(value: Any) -> datetime:
