@@ -83,7 +83,11 @@ class Sandbox:
         self.state_file: StateFile | None = None
         if opts.state:
             self.state_file = StateFile(opts.state)
-            saved = self.state_file.load()
+            try:
+                saved = self.state_file.load()
+            except BaseException:
+                self.state_file.close()  # and its lock: the file is free for another try
+                raise
             if saved is not None:
                 self.clock, self.platform, self.secrets = saved.clock, saved.platform, saved.secrets
                 self.secrets.engines = self._engines(opts)
