@@ -15,12 +15,12 @@ import pytest
 from toolkit._durable import (
     FORMAT,
     Damaged,
-    Identity,
     Journal,
     Lock,
     Locked,
     NotOurs,
-    Record,
+    RecordFile,
+    Stamp,
     StateError,
     UnknownFormat,
     load_record,
@@ -31,7 +31,7 @@ from toolkit._durable import (
 
 SERVER_A = secrets_server({"cluster_id": "aaaa"})
 SERVER_B = secrets_server({"cluster_id": "bbbb"})
-ME = Identity("revocation journal", SERVER_A, "", {"ids": 3})
+ME = Stamp("revocation journal", SERVER_A, "", {"ids": 3})
 
 
 def _lines(path: Path) -> list[str]:
@@ -66,7 +66,7 @@ def test_a_second_open_of_a_held_journal_is_refused_naming_the_holder(tmp_path):
 def test_a_journal_of_another_server_is_refused_naming_both(tmp_path):
     path = tmp_path / "j"
     Journal.open(path, ME).close()
-    other = Identity("revocation journal", SERVER_B, "", {"ids": 3})
+    other = Stamp("revocation journal", SERVER_B, "", {"ids": 3})
     with pytest.raises(NotOurs) as caught:
         Journal.open(path, other)
     assert "cluster aaaa" in str(caught.value) and "cluster bbbb" in str(caught.value)
@@ -77,7 +77,7 @@ def test_a_journal_of_another_namespace_is_refused(tmp_path):
     path = tmp_path / "j"
     Journal.open(path, ME).close()
     with pytest.raises(NotOurs, match="namespace admin/"):
-        Journal.open(path, Identity("revocation journal", SERVER_A, "admin/", {"ids": 3}))
+        Journal.open(path, Stamp("revocation journal", SERVER_A, "admin/", {"ids": 3}))
 
 
 def test_an_edited_journal_line_is_named(tmp_path):
@@ -130,16 +130,8 @@ def test_a_file_that_is_not_a_journal_is_refused_and_left_alone(tmp_path):
 
 def test_a_journal_of_an_unknown_format_is_refused(tmp_path):
     path = tmp_path / "j"
-    future = Identity("revocation journal", SERVER_A, "", {"ids": 3}, format=FORMAT + 1)
-    with Journal.open(path, ME) as journal:
-        journal.identity = future
-    # Rewrite the header as a later toolkit would have written it.
-    path.unlink()
-    held = Journal(path, future)
-    held.entries, held.torn, held._last = [], None, ""
-    held._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    held._write([{"journal": future.as_dict()}], header=True)
-    os.close(held._fd)
+    future = Stamp("revocation journal", SERVER_A, "", {"ids": 3}, format=FORMAT + 1)
+    Journal.open(path, future).close()  # as a later toolkit would write it
     with pytest.raises(UnknownFormat, match=f"format {FORMAT + 1}"):
         Journal.open(path, ME)
 
@@ -172,7 +164,7 @@ def test_a_record_of_another_question_is_refused(tmp_path):
     path = tmp_path / "r.json"
     save_record(path, ME, {"rows": 2})
     with pytest.raises(NotOurs, match="asked"):
-        load_record(path, Identity("revocation journal", SERVER_A, "", {"ids": 4}))
+        load_record(path, Stamp("revocation journal", SERVER_A, "", {"ids": 4}))
 
 
 def test_a_record_of_an_unknown_format_is_refused(tmp_path):
@@ -184,12 +176,12 @@ def test_a_record_of_an_unknown_format_is_refused(tmp_path):
 
 def test_a_held_record_refuses_a_second_holder(tmp_path):
     path = tmp_path / "r.json"
-    with Record.open(path, ME) as record:
+    with RecordFile.open(path, ME) as record:
         assert record.body is None
         record.save({"rows": 1})
         with pytest.raises(Locked):
-            Record.open(path, ME)
-    with Record.open(path, ME) as record:
+            RecordFile.open(path, ME)
+    with RecordFile.open(path, ME) as record:
         assert record.body == {"rows": 1}
 
 
@@ -213,8 +205,8 @@ def test_the_platform_identity_is_its_address_and_organization():
 _HOLD = textwrap.dedent(
     """
     import sys, time
-    from toolkit._durable import Journal, Identity, secrets_server
-    j = Journal.open(sys.argv[1], Identity("revocation journal", secrets_server({"cluster_id": "aaaa"}), "", {"ids": 3}))
+    from toolkit._durable import Journal, Stamp, secrets_server
+    j = Journal.open(sys.argv[1], Stamp("revocation journal", secrets_server({"cluster_id": "aaaa"}), "", {"ids": 3}))
     print("held", flush=True)
     time.sleep(60)
     """
@@ -240,8 +232,8 @@ def test_a_journal_held_by_another_process_names_it_and_is_freed_by_kill_9(tmp_p
 _FILL = textwrap.dedent(
     """
     import resource, sys
-    from toolkit._durable import Journal, Identity, StateError, secrets_server
-    j = Journal.open(sys.argv[1], Identity("revocation journal", secrets_server({"cluster_id": "aaaa"}), "", {"ids": 3}))
+    from toolkit._durable import Journal, Stamp, StateError, secrets_server
+    j = Journal.open(sys.argv[1], Stamp("revocation journal", secrets_server({"cluster_id": "aaaa"}), "", {"ids": 3}))
     size = __import__("os").path.getsize(sys.argv[1])
     resource.setrlimit(resource.RLIMIT_FSIZE, (size + 300, size + 300))
     n = 0

@@ -8,7 +8,7 @@ module, so that each has the same four guarantees:
   ``<file>.lock`` for as long as the file is open; a second run is refused in
   one line naming the holder's process id and host (:class:`Locked`). The
   kernel drops the lock when its process dies, ``kill -9`` included.
-- **Whose it is.** An :class:`Identity` is stamped in every file: what it
+- **Whose it is.** A :class:`Stamp` (the identity) is written in every file: what it
   holds (``kind``), the server (:func:`secrets_server`: the ``cluster_id`` of
   ``sys/health``, since one server is reached by several addresses;
   :func:`platform_server`: the address and the organization), the namespace,
@@ -29,7 +29,7 @@ module, so that each has the same four guarantees:
 The API (stable; other modules build on it)::
 
     FORMAT                                   the toolkit's state format version (int)
-    Identity(kind, server, namespace="", asked={})    .format, .as_dict(), str()
+    Stamp(kind, server, namespace="", asked={})    .format, .as_dict(), str()
     secrets_server(health) -> str            from a sys/health answer (needs cluster_id)
     platform_server(address, organization) -> str
     Lock(path)                               context manager; .acquire(), .release()
@@ -38,7 +38,7 @@ The API (stable; other modules build on it)::
     file_digest(path) -> str                 sha256 hex of a file's bytes
     save_record(path, identity, body)        atomic JSON record with checksum
     load_record(path, identity) -> dict | None   None when there is no file
-    Record.open(path, identity)              a locked record file: .body (None if new),
+    RecordFile.open(path, identity)          a locked record file: .body (None if new),
                                              .save(body), .remove(), .close(); a context manager
     Journal.open(path, identity)             a locked append-only journal: .entries,
                                              .torn, .append(entry), .append_many(entries),
@@ -55,7 +55,7 @@ import json
 import os
 import socket
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -66,12 +66,12 @@ from ._errors import InputError
 __all__ = [
     "FORMAT",
     "Damaged",
-    "Identity",
+    "Stamp",
     "Journal",
     "Lock",
     "Locked",
     "NotOurs",
-    "Record",
+    "RecordFile",
     "StateError",
     "UnknownFormat",
     "append_durable",
@@ -110,7 +110,7 @@ class UnknownFormat(StateError):
 
 # -- identity ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Identity:
+class Stamp:
     """Whose a state file is: what it holds, the server, the namespace, what was asked."""
 
     kind: str
@@ -129,7 +129,7 @@ class Identity:
         }
 
     @classmethod
-    def from_dict(cls, data: Any, path: Path) -> Identity:
+    def from_dict(cls, data: Any, path: Path) -> Stamp:
         if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
             raise Damaged(f"{path} has no identity: it is not a toolkit state file; {_AWAY}")
         _refuse_format(data.get("format"), path)
@@ -146,7 +146,7 @@ class Identity:
         namespace = self.namespace or "(root)"
         return f"{self.kind} of {self.server}, namespace {namespace}, asked {asked}"
 
-    def refuse_other(self, found: Identity, path: Path) -> None:
+    def refuse_other(self, found: Stamp, path: Path) -> None:
         """Raise :class:`NotOurs` unless ``found`` (read from ``path``) is this identity."""
         if found.as_dict() != self.as_dict():
             raise NotOurs(
@@ -252,7 +252,8 @@ def fsync_folder(folder: Path) -> None:
 
 
 def replace_atomic(path: str | Path, data: bytes) -> None:
-    """Write ``path`` anew, whole or not at all: a crash or a full disk leaves the old file."""
+    """Write ``path`` anew, whole or not at all: a crash or a full disk leaves the old file
+    (a failure to write is :class:`StateError`, one line)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -263,11 +264,15 @@ def replace_atomic(path: str | Path, data: bytes) -> None:
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-    except BaseException:
+        fsync_folder(path.parent)
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise StateError(
+                f"{path} could not be written ({exc.strerror or exc}); it is as it was before"
+            ) from None
         raise
-    fsync_folder(path.parent)
 
 
 def append_durable(fd: int, data: bytes) -> None:
@@ -296,7 +301,7 @@ def _sum(*texts: str) -> str:
 
 
 # -- record files (replaced whole) ---------------------------------------------------------------
-def save_record(path: str | Path, identity: Identity, body: Mapping[str, Any]) -> None:
+def save_record(path: str | Path, identity: Stamp, body: Mapping[str, Any]) -> None:
     """Write ``body`` (JSON values) to ``path`` atomically, stamped and checksummed."""
     content = json.dumps(
         {"identity": identity.as_dict(), "body": body}, sort_keys=True, default=str
@@ -305,7 +310,7 @@ def save_record(path: str | Path, identity: Identity, body: Mapping[str, Any]) -
     replace_atomic(path, (json.dumps(record) + "\n").encode())
 
 
-def load_record(path: str | Path, identity: Identity) -> dict[str, Any] | None:
+def load_record(path: str | Path, identity: Stamp) -> dict[str, Any] | None:
     """The body saved at ``path`` (None when there is no file); refused when the
     file is damaged, of an unknown format, or of another identity."""
     path = Path(path)
@@ -326,7 +331,7 @@ def load_record(path: str | Path, identity: Identity) -> dict[str, Any] | None:
     if not isinstance(content, str) or record.get("checksum") != _sum(content):
         raise Damaged(f"{path} was changed since it was written (its checksum fails); {_AWAY}")
     inner = json.loads(content)
-    identity.refuse_other(Identity.from_dict(inner.get("identity"), path), path)
+    identity.refuse_other(Stamp.from_dict(inner.get("identity"), path), path)
     body = inner.get("body")
     return dict(body) if isinstance(body, dict) else {}
 
@@ -334,7 +339,7 @@ def load_record(path: str | Path, identity: Identity) -> dict[str, Any] | None:
 class _Held:
     """A state file opened under its lock (closed by :meth:`close` or ``with``)."""
 
-    def __init__(self, path: str | Path, identity: Identity) -> None:
+    def __init__(self, path: str | Path, identity: Stamp) -> None:
         self.path = Path(path)
         self.identity = identity
         self.lock = Lock(self.path)
@@ -351,13 +356,13 @@ class _Held:
         self.close()
 
 
-class Record(_Held):
+class RecordFile(_Held):
     """A record file held under its lock: :attr:`body` (None when new), :meth:`save`."""
 
     body: dict[str, Any] | None
 
     @classmethod
-    def open(cls, path: str | Path, identity: Identity) -> Record:
+    def open(cls, path: str | Path, identity: Stamp) -> RecordFile:
         held = cls(path, identity)
         held.lock.acquire()
         try:
@@ -368,7 +373,7 @@ class Record(_Held):
         return held
 
     def __repr__(self) -> str:
-        return f"<Record {self.path}: {self.identity}>"
+        return f"<RecordFile {self.path}: {self.identity}>"
 
     def save(self, body: Mapping[str, Any]) -> None:
         save_record(self.path, self.identity, body)
@@ -395,16 +400,18 @@ class Journal(_Held):
     _last: str
 
     @classmethod
-    def open(cls, path: str | Path, identity: Identity) -> Journal:
+    def open(cls, path: str | Path, identity: Stamp) -> Journal:
         held = cls(path, identity)
         held.entries, held.torn, held._fd, held._last = [], None, None, ""
         held.lock.acquire()
         try:
             held._read()
-            held._fd = os.open(held.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _MODE)
             if not held._last:
-                held._write([{"journal": identity.as_dict()}], header=True)
-                fsync_folder(held.path.parent)
+                # A new journal's header is put in place whole (a full disk leaves no file).
+                payload = json.dumps({"journal": identity.as_dict()}, sort_keys=True)
+                held._last = _sum("", payload)
+                replace_atomic(held.path, f"{payload} {held._last}\n".encode())
+            held._fd = os.open(held.path, os.O_WRONLY | os.O_APPEND)
         except BaseException:
             held.close()
             raise
@@ -448,7 +455,7 @@ class Journal(_Held):
                 raise Damaged(f"{self.path} line {number} is not JSON; {_AWAY}") from None
             last = check
             if number == 1:
-                found = Identity.from_dict(entry.get("journal"), self.path)
+                found = Stamp.from_dict(entry.get("journal"), self.path)
                 self.identity.refuse_other(found, self.path)
             else:
                 self.entries.append(entry)
@@ -458,7 +465,7 @@ class Journal(_Held):
             os.truncate(self.path, good)
         self._last = last
 
-    def _write(self, entries: list[Mapping[str, Any]], *, header: bool = False) -> None:
+    def _write(self, entries: Sequence[Mapping[str, Any]]) -> None:
         if self._fd is None:
             raise StateError(f"journal {self.path} is closed")
         last, lines = self._last, []
@@ -478,14 +485,13 @@ class Journal(_Held):
                 "what was not written was not done"
             ) from None
         self._last = last
-        if not header:
-            self.entries.extend(dict(e) for e in entries)
+        self.entries.extend(dict(e) for e in entries)
 
     def append(self, entry: Mapping[str, Any]) -> None:
         """Add ``entry`` (JSON values) and make it durable before returning."""
         self._write([entry])
 
-    def append_many(self, entries: list[Mapping[str, Any]]) -> None:
+    def append_many(self, entries: Sequence[Mapping[str, Any]]) -> None:
         """Add ``entries`` with one write and one fsync (a torn write tears the last)."""
         if entries:
             self._write(entries)

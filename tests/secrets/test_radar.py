@@ -3,18 +3,19 @@ a snapshot and the projected crossing, top offenders, the revocation plan."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
+from toolkit._durable import load_record
 from toolkit.drift import Snapshots
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
-from toolkit.secrets.checkpoint import WalkInterrupted
+from toolkit.secrets.checkpoint import WalkInterrupted, server_identity
 from toolkit.secrets.radar import (
     expiry_calendar,
     lease_radar,
@@ -57,6 +58,13 @@ def test_a_chunked_scan_finds_what_the_lease_audit_finds(
     assert int(calendar.to_numpy().sum()) == int(whole["expire_time"].notna().sum())
 
 
+def _saved(client: SecretsClient, point: Path) -> dict[str, Any]:
+    identity = server_identity(client.http, "leases scan checkpoint", {"starts": [""]})
+    saved = load_record(point, identity)
+    assert saved is not None
+    return saved
+
+
 def test_an_interrupted_scan_resumes_from_its_checkpoint(
     empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
 ) -> None:
@@ -73,7 +81,7 @@ def test_an_interrupted_scan_resumes_from_its_checkpoint(
         scan_leases(client.leases, checkpoint=point, chunk=15, on_chunk=stop_after_three)
     assert seen == [15, 30, 40]
     assert any("40 leases looked up" in n for n in getattr(stopped.value, "__notes__", []))
-    saved = json.loads(point.read_text())
+    saved = _saved(client, point)
     assert saved["rows"] == 40 and not saved["finished"]
 
     whole = client.leases.leases_by_mount()
@@ -84,7 +92,7 @@ def test_an_interrupted_scan_resumes_from_its_checkpoint(
     scan = client.leases.scan(checkpoint=point, chunk=15)
     assert scan.resumed and sorted(scan.frame().index) == sorted(whole.index)
     assert len(lookups) == len(whole) - 40  # the done ones are not looked up again
-    assert json.loads(point.read_text())["finished"]
+    assert _saved(client, point)["finished"]
 
 
 def test_a_lost_connection_stops_the_scan_saying_how_far_it_got(
@@ -146,18 +154,25 @@ def test_the_revocation_plan_sends_nothing_until_apply_and_never_twice(
     ids = client.leases.list_lease_ids("database/creds/scale-0/")
     journal = tmp_path / "revoked.journal"
     preview = client.leases.revocation_plan(ids, rate=1000, batch_size=4, journal=journal)
-    assert len(preview) == 3 and set(preview["status"]) == {"not sent: apply is False"}
+    assert len(preview) == 10 and set(preview["outcome"]) == {"will send"}
+    assert set(preview["method"]) == {"POST"} and set(preview["path"]) == {"sys/leases/revoke"}
+    assert list(preview["batch"]) == [0] * 4 + [1] * 4 + [2] * 2
     assert len(client.leases.list_lease_ids("database/creds/scale-0/")) == 10
 
-    posts: list[str] = []
-    client.http.response_hooks.append(lambda r: posts.append(r.url) if r.method == "POST" else None)
+    revokes: list[str] = []
+    client.http.response_hooks.append(
+        lambda r: revokes.append(r.url) if r.url.endswith("/sys/leases/revoke") else None
+    )
     done = client.leases.revocation_plan(
         ids[:6], rate=1000, batch_size=4, apply=True, journal=journal
     )
-    assert set(done["action"]) == {"revoked"} and len(posts) == 6
+    assert set(done["outcome"]) == {"revoked"} and len(revokes) == 6
     again = client.leases.revocation_plan(ids, rate=1000, batch_size=4, apply=True, journal=journal)
-    assert len(again) == 4 and len(posts) == 10  # the six already sent are not sent again
+    assert len(again) == 10 and len(revokes) == 10  # the six already sent are not sent again
+    assert (again["outcome"] == "revoked").all()
+    assert again["detail"].str.startswith("recorded by an earlier run").sum() == 6
     assert client.leases.list_lease_ids("database/creds/scale-0/") == []
+    assert sum(empty_sandbox.secrets.leases.revoke_requests.values()) == 10
 
 
 def test_the_area_radar_compares_with_its_last_snapshot_by_the_servers_clock(

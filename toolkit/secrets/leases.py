@@ -505,11 +505,11 @@ class Leases(SecretsArea):
     ) -> pd.DataFrame:
         """The throttled revocation of ``ids``, shown first: :func:`~toolkit.secrets.radar.revocation_plan`.
 
-        Nothing is sent without ``apply``; with ``journal`` (a file) a lease whose
-        revocation was sent is never sent again by a later run.
+        Nothing is sent without ``apply``; with ``journal`` (a file) each lease is
+        revoked once across runs, and one whose answer was lost is looked up first.
         """
         return revocation_plan(
-            self, list(ids), rate=rate, batch_size=batch_size, apply=apply, journal=journal
+            self, ids, rate=rate, batch_size=batch_size, apply=apply, journal=journal
         )
 
     # -- counts and throttled revocation (module functions below hold the logic) --------
@@ -786,7 +786,6 @@ def revoke_in_batches(
     dry_run: bool = True,
     sync: bool = True,
     on_batch: Callable[[int, int], None] | None = None,
-    before_batch: Callable[[list[str]], None] | None = None,
 ) -> pd.DataFrame:
     """Revoke leases in batches, at most ``rate`` leases a second on average.
 
@@ -797,8 +796,8 @@ def revoke_in_batches(
     default) nothing is sent. One row per lease: ``batch``, ``action``
     (``would revoke``, ``revoked``, ``failed``), ``detail`` (the server's
     error). A refused revocation never stops the rest; ``on_batch(done,
-    total)`` is called after each batch, ``before_batch(ids)`` before any of
-    it is sent (a journal of what went out).
+    total)`` is called after each batch. Nothing is kept across runs: for
+    that, :meth:`Leases.revocation_plan` with a journal.
     """
     if not rate or rate <= 0:
         raise InputError(f"rate must be a positive number of leases a second, not {rate!r}")
@@ -824,8 +823,6 @@ def revoke_in_batches(
         pause = due - time.monotonic()
         if pause > 0:
             time.sleep(pause)
-        if before_batch is not None:
-            before_batch(batch)
         calls = [
             Request(
                 "POST",

@@ -18,11 +18,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,17 +30,8 @@ import pandas as pd
 
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
-from ..plan import Write, plan
 from ._base import require_mounts
-from .checkpoint import (
-    DEFAULT_MAX_ROWS,
-    Checkpoint,
-    Spool,
-    WalkInterrupted,
-    open_checkpoint,
-    reported,
-    where,
-)
+from .checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop
 from .lease_rules import counts_by_mount
 from .walk import CHUNK, Unread, Walk, walk_tree
 
@@ -155,22 +143,28 @@ def scan_leases(
             )
         )
     mount_paths = starts if mounts is not None else leases._known_mounts()
-    point = open_checkpoint(checkpoint, "leases", {"starts": starts})
-    spool = Spool(max_rows, point)
-    state = point.state if point is not None else {}
-    done: set[str] = set(state.get("done") or [])
-    partial: dict[str, str] = dict(state.get("partial") or {})
-    stop_at = time.monotonic() + deadline if deadline is not None else None
     looked_up = 0
-    current: str | None = None
+    with scan_loop(
+        leases._http,
+        "lease scan",
+        "leases",
+        {"starts": starts},
+        checkpoint=checkpoint,
+        max_rows=max_rows,
+        deadline=deadline,
+        on_chunk=on_chunk,
+    ) as loop:
+        spool = loop.spool
+        done: set[str] = set(loop.state.get("done") or [])
+        partial: dict[str, str] = dict(loop.state.get("partial") or {})
+        current: str | None = None
 
-    def how_far() -> str:
-        return (
-            f"{spool.rows:,} leases looked up in {len(done)} folders done, "
-            f"{walk.folders} listed; {where(point)}"
+        def state() -> dict[str, Any]:
+            return {"done": sorted(done), "partial": dict(partial)}
+
+        loop.progress = lambda: (
+            f"{spool.rows:,} leases looked up in {len(done)} folders done, {walk.folders} listed"
         )
-
-    with reported("lease scan", how_far):
         for folder, keys in walk_tree(
             leases._http,
             starts,
@@ -182,7 +176,7 @@ def scan_leases(
             if current is not None and folder != current:
                 done.add(current)
                 partial.pop(current, None)
-                _save(point, done, partial)
+                loop.save(state())
             current = folder
             after = partial.get(folder)
             if after is not None:
@@ -190,37 +184,24 @@ def scan_leases(
                 if not keys:
                     continue
             part = leases.lookup_leases([folder + k for k in keys], mounts=mount_paths)
-            spool.add(part)
             looked_up += len(part)
             partial[folder] = keys[-1]
-            _save(point, done, partial)
-            if on_chunk is not None:
-                on_chunk(spool.rows)
-            if stop_at is not None and time.monotonic() >= stop_at:
-                raise WalkInterrupted(f"the scan's deadline of {deadline:g} s passed")
+            loop.add(part, state())
         if current is not None:
             done.add(current)
             partial.pop(current, None)
-    if point is not None:
-        point.finished = True
-        _save(point, done, partial)
+        loop.finish(state())
     scan = LeaseScan(
         spool,
         walk,
         spool.rows,
-        resumed=point.resumed if point is not None else False,
+        resumed=loop.resumed,
         parquet=spool.folder if spool.spooled else None,
         starts=starts,
     )
     if scan.resumed:
         scan.notes.append(f"resumed: {spool.rows - looked_up:,} leases came from the checkpoint")
     return scan
-
-
-def _save(point: Checkpoint | None, done: set[str], partial: dict[str, str]) -> None:
-    if point is not None:
-        point.state = {"done": sorted(done), "partial": partial}
-        point.save()
 
 
 # -- time left ----------------------------------------------------------------------------
@@ -425,78 +406,24 @@ def top_offenders(
 # -- revocation, throttled and shown first ----------------------------------------------------
 def revocation_plan(
     leases: Leases,
-    ids: Sequence[str],
+    ids: Iterable[str],
     *,
     rate: float,
     batch_size: int = 100,
     apply: bool = False,
     journal: str | Path | None = None,
 ) -> pd.DataFrame:
-    """Revoke ``ids`` at most ``rate`` a second, in batches: the plan first.
+    """Revoke ``ids`` at most ``rate`` a second, in batches, each once: the plan first.
 
-    Without ``apply`` nothing is sent: the answer is the plan (:func:`toolkit.plan.plan`,
-    one row a batch: how many leases, from which to which). With ``apply`` the
-    batches go through :func:`~toolkit.secrets.leases.revoke_in_batches` (each
-    revocation a write sent once, never retried) and the answer is its frame.
-    ``journal`` (a file) records every lease a revocation was sent for, before
-    the next batch: run again with the same journal, those are not sent again.
+    One row a lease, with the request as it is sent (one ``POST sys/leases/revoke``
+    a lease) and its outcome (:mod:`toolkit.secrets.revocation`). Without ``apply``
+    nothing is sent. ``journal`` (a file, locked and tied to this server and
+    namespace) records each revocation before it is sent and its answer after: a
+    later run with the same journal never sends a recorded one again, and looks up
+    every lease whose answer was lost before anything is sent.
     """
-    from .leases import revoke_in_batches
+    from .revocation import revoke_leases
 
-    if not rate or rate <= 0:
-        raise InputError(f"rate must be a positive number of leases a second, not {rate!r}")
-    if batch_size < 1:
-        raise InputError(f"batch_size must be at least 1, not {batch_size}")
-    sent = _journal_read(journal)
-    todo = [i for i in dict.fromkeys(ids) if i not in sent]
-    if not apply:
-        writes = [
-            Write(
-                f"revoke {len(batch)} leases ({batch[0]} … {batch[-1]}), "
-                f"batch {k + 1}, about {len(batch) / rate:.1f}s",
-                "POST",
-                "sys/leases/revoke",
-                {"lease_ids": len(batch)},
-            )
-            for k, batch in enumerate(_batches(todo, batch_size))
-        ]
-        frame = plan(writes, apply=False)
-        frame.attrs["already_sent"] = len(sent)
-        return frame
-    journal_file = Path(journal) if journal is not None else None
-    if journal_file is not None:
-        journal_file.parent.mkdir(parents=True, exist_ok=True)
-
-    def before(batch: Sequence[str]) -> None:
-        # Written ahead: a batch is noted before any of it is sent, so that a run
-        # cut short in its middle never sends those again (look them up instead).
-        if journal_file is not None:
-            _journal_add(journal_file, batch)
-
-    result = revoke_in_batches(
-        leases._http, todo, rate=rate, batch_size=batch_size, dry_run=False, before_batch=before
+    return revoke_leases(
+        leases._http, ids, rate=rate, batch_size=batch_size, apply=apply, journal=journal
     )
-    result.attrs["already_sent"] = len(sent)
-    return result
-
-
-def _batches(items: Sequence[str], size: int) -> list[Sequence[str]]:
-    return [items[k : k + size] for k in range(0, len(items), size)]
-
-
-def _journal_read(journal: str | Path | None) -> set[str]:
-    if journal is None:
-        return set()
-    path = Path(journal)
-    if not path.exists():
-        return set()
-    return {line for line in path.read_text().splitlines() if line}
-
-
-def _journal_add(path: Path, ids: Sequence[str]) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    with os.fdopen(fd, "a") as out:
-        out.write("".join(f"{i}\n" for i in ids))
-        out.flush()
-        with contextlib.suppress(OSError):
-            os.fsync(out.fileno())

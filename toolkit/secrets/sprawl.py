@@ -18,7 +18,6 @@ of policies grants; without one, only root is known to be widest.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -33,14 +32,7 @@ from .._frames import Col, Schema, build_frame
 from .._gc import collector_paused
 from .._http import decode_json
 from ._base import GONE, GONE_OR_REFUSED, lookup_requests, unwrap
-from .checkpoint import (
-    DEFAULT_MAX_ROWS,
-    Spool,
-    WalkInterrupted,
-    open_checkpoint,
-    reported,
-    where,
-)
+from .checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop
 from .walk import Unread, Walk, stream_keys
 
 if TYPE_CHECKING:
@@ -107,16 +99,9 @@ def scan_tokens(
     if chunk < 1:
         raise InputError(f"chunk must be at least 1, not {chunk}")
     http = tokens._http
-    point = open_checkpoint(checkpoint, "tokens", {})
-    spool = Spool(max_rows, point)
     walk = Walk()
-    after = str((point.state if point is not None else {}).get("after") or "")
-    stop_at = time.monotonic() + deadline if deadline is not None else None
 
-    def how_far() -> str:
-        return f"{spool.rows:,} tokens looked up; {where(point)}"
-
-    def look_up(accessors: list[str]) -> None:
+    def look_up(accessors: list[str]) -> pd.DataFrame:
         calls = lookup_requests(
             "/auth/token/lookup-accessor", "accessor", accessors, ok_statuses=GONE_OR_REFUSED
         )
@@ -134,12 +119,20 @@ def scan_tokens(
                 rows.append(_inventory_row(accessor, data))
         from .tokens import TOKEN_INVENTORY
 
-        spool.add(build_frame(rows, TOKEN_INVENTORY))
-        if point is not None:
-            point.state = {"after": accessors[-1]}
-            point.save()
+        return build_frame(rows, TOKEN_INVENTORY)
 
-    with reported("token scan", how_far):
+    with scan_loop(
+        http,
+        "token scan",
+        "tokens",
+        {},
+        checkpoint=checkpoint,
+        max_rows=max_rows,
+        deadline=deadline,
+    ) as loop:
+        spool = loop.spool
+        after = str(loop.state.get("after") or "")
+        loop.progress = lambda: f"{spool.rows:,} tokens looked up"
         # A refusal (403: listing accessors needs sudo) is raised, as by the inventory:
         # nothing at all could be read, and empty counts would read as "no tokens".
         response = http.request("LIST", "/auth/token/accessors", ok_statuses=(404,))
@@ -153,16 +146,12 @@ def scan_tokens(
                 batch.append(accessor)
                 walk.leaves += 1
                 if len(batch) >= chunk:
-                    look_up(batch)
+                    loop.add(look_up(batch), {"after": batch[-1]})
                     batch = []
-                    if stop_at is not None and time.monotonic() >= stop_at:
-                        raise WalkInterrupted(f"the scan's deadline of {deadline:g} s passed")
             if batch:
-                look_up(batch)
+                loop.add(look_up(batch), {"after": batch[-1]}, may_stop=False)
             del response
-    if point is not None:
-        point.finished = True
-        point.save()
+        loop.finish()
     return TokenScan(spool, walk, now)
 
 

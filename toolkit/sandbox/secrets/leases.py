@@ -53,6 +53,7 @@ from __future__ import annotations
 import heapq
 import secrets
 import string
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -141,6 +142,10 @@ class LeaseStore:
         self._by_token: dict[str, set[str]] = {}
         self._expiring = False
         self.examined = 0
+        # Every ``sys/leases/revoke`` asked, and every revocation performed, by lease id:
+        # tests count them to prove a revocation was sent and done exactly once.
+        self.revoke_requests: Counter[str] = Counter()
+        self.revocations: Counter[str] = Counter()
 
     def __len__(self) -> int:
         self._expire_due()
@@ -301,6 +306,7 @@ class LeaseStore:
         and a 400 names the reason. Endpoint: ``sys/leases/revoke``.
         """
         self._expire_due()
+        self.revoke_requests[lease_id] += 1
         lease = self._leases.get(lease_id)
         if lease is None:
             return False
@@ -423,6 +429,7 @@ class LeaseStore:
                 self._irrevocable[lease.lease_id] = lease
                 return False
         self._remove(lease)
+        self.revocations[lease.lease_id] += 1
         return True
 
     def _remove(self, lease: Lease) -> None:

@@ -22,7 +22,6 @@ that ignores it), and stops at ``max_pages``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -38,14 +37,7 @@ from ..._frames import Col, Schema, build_frame
 from ..._gc import collector_paused
 from ..._http import Request, decode_json
 from ..._x509 import serial_storage_key
-from ..checkpoint import (
-    DEFAULT_MAX_ROWS,
-    Spool,
-    WalkInterrupted,
-    open_checkpoint,
-    reported,
-    where,
-)
+from ..checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop
 from ..walk import Unread, Walk, stream_keys
 from ._common import _load_certificate, certificate_names
 
@@ -115,16 +107,20 @@ def scan_certificates(
     if page < 1:
         raise InputError(f"page must be at least 1, not {page}")
     seen = walk if walk is not None else Walk()
-    point = open_checkpoint(checkpoint, "certificates", {"mount": pki.mount})
-    spool = Spool(max_rows, point)
-    after = str((point.state if point is not None else {}).get("after") or "")
-    stop_at = time.monotonic() + deadline if deadline is not None else None
     http = pki._http
-
-    def how_far() -> str:
-        return f"{spool.rows:,} certificates read, up to serial {after or '(none)'}; {where(point)}"
-
-    with reported(f"certificate scan of {pki.mount}/", how_far):
+    with scan_loop(
+        http,
+        f"certificate scan of {pki.mount}/",
+        "certificates",
+        {"mount": pki.mount},
+        checkpoint=checkpoint,
+        max_rows=max_rows,
+        deadline=deadline,
+    ) as loop:
+        after = str(loop.state.get("after") or "")
+        loop.progress = lambda: (
+            f"{loop.spool.rows:,} certificates read, up to serial {after or '(none)'}"
+        )
         for _ in range(max_pages):
             params = {"limit": str(page), **({"after": after} if after else {})}
             response = http.request(
@@ -142,25 +138,19 @@ def scan_certificates(
                     Unread(f"{pki.mount}/certs", None, "the server ignores after= (paging refused)")
                 )
                 break
-            spool.add(_read_page(pki, serials))
+            frame = _read_page(pki, serials)
             seen.leaves += len(serials)
             # OpenBao compares after= with its storage keys, where a serial's bytes are
             # joined by hyphens, though it lists them joined by colons: a colon form
             # passes over every serial that shares its first byte (":" sorts after "-").
             after = serial_storage_key(serials[-1])
-            if point is not None:
-                point.state = {"after": after}
-                point.save()
+            loop.add(frame, {"after": after}, may_stop=len(serials) >= page)
             if len(serials) < page:
                 break
-            if stop_at is not None and time.monotonic() >= stop_at:
-                raise WalkInterrupted(f"the scan's deadline of {deadline:g} s passed")
         else:
             seen.unread.append(Unread(f"{pki.mount}/certs", None, f"stopped at {max_pages} pages"))
-    if point is not None:
-        point.finished = True
-        point.save()
-    return spool
+        loop.finish()
+    return loop.spool
 
 
 def _read_page(pki: PKI, serials: list[str]) -> pd.DataFrame:

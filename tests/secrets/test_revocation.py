@@ -1,0 +1,204 @@
+"""Revocations exactly once: the plan as sent, outcomes known or said unknown (issues 33, 34)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from toolkit import InputError
+from toolkit._durable import Damaged, Journal, Locked, NotOurs
+from toolkit.sandbox import Sandbox
+from toolkit.secrets import SecretsClient
+from toolkit.secrets.checkpoint import server_identity
+
+FOLDER = "database/creds/scale-0"
+
+
+@pytest.fixture
+def client(empty_sandbox: Sandbox) -> Iterator[SecretsClient]:
+    with SecretsClient(empty_sandbox.address, empty_sandbox.token) as c:
+        yield c
+
+
+def _leases(sandbox: Sandbox, n: int, tag: str = "r") -> list[str]:
+    with sandbox.secrets.lock:
+        return [
+            sandbox.secrets.leases.create(FOLDER, ttl=86400, suffix=f"{tag}{i:04d}").lease_id
+            for i in range(n)
+        ]
+
+
+def _revokes(sandbox: Sandbox) -> int:
+    return sum(sandbox.secrets.leases.revoke_requests.values())
+
+
+def test_a_lone_lease_id_string_is_refused_in_one_line(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    [lease] = _leases(empty_sandbox, 1)
+    with pytest.raises(InputError, match="not one string") as caught:
+        client.leases.revocation_plan(lease, rate=10, apply=True)
+    assert "\n" not in str(caught.value)
+    assert _revokes(empty_sandbox) == 0
+
+
+def test_the_plan_shows_one_post_a_lease_as_it_will_be_sent(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    ids = _leases(empty_sandbox, 5)
+    plan = client.leases.revocation_plan(ids, rate=10, batch_size=2)
+    assert list(plan.index) == ids
+    assert list(plan["batch"]) == [0, 0, 1, 1, 2]
+    assert set(plan["method"]) == {"POST"} and set(plan["path"]) == {"sys/leases/revoke"}
+    assert plan.loc[ids[0], "body"] == f'{{"lease_id": "{ids[0]}", "sync": true}}'
+    assert _revokes(empty_sandbox) == 0
+
+
+def test_a_lease_already_gone_is_looked_up_and_not_sent(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    ids = _leases(empty_sandbox, 3)
+    gone = f"{FOLDER}/never-issued"
+    done = client.leases.revocation_plan([*ids, gone], rate=1000, apply=True)
+    assert done.loc[gone, "outcome"] == "already gone" and done.loc[gone, "method"] == ""
+    assert set(done.loc[ids, "outcome"]) == {"revoked"}
+    assert empty_sandbox.secrets.leases.revoke_requests[gone] == 0
+    assert all(empty_sandbox.secrets.leases.revocations[i] == 1 for i in ids)
+    assert done.attrs["coverage"]["complete"]
+
+
+def test_without_lookup_the_outcome_is_sent_not_confirmed_and_the_coverage_says_why(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    ids = _leases(empty_sandbox, 2)
+    token = _revoke_only(client)
+    with SecretsClient(empty_sandbox.address, token) as revoker:
+        done = revoker.leases.revocation_plan(ids, rate=1000, apply=True)
+    assert set(done["outcome"]) == {"sent, not confirmed"}
+    coverage = done.attrs["coverage"]
+    assert not coverage["complete"]
+    assert "sys/leases/lookup" in coverage["gaps"][0]["path"]
+    assert "cannot be told from already gone" in coverage["gaps"][0]["reason"]
+
+
+def _revoke_only(client: SecretsClient) -> str:
+    """A token that may revoke leases but not look them up (no default policy, which grants it)."""
+    client.policies.write(
+        "acl", "revoke-only", 'path "sys/leases/revoke" { capabilities = ["update"] }'
+    )
+    answer = client.http.json(
+        "POST", "/auth/token/create", json={"policies": ["revoke-only"], "no_default_policy": True}
+    )
+    return str(answer["auth"]["client_token"])
+
+
+def _journal_of(client: SecretsClient, path: Path) -> Journal:
+    return Journal.open(
+        path, server_identity(client.http, "revocation journal", {"revoke": "sys/leases/revoke"})
+    )
+
+
+def test_a_lost_answer_is_looked_up_before_anything_is_sent_again(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    live, done_before, fresh = _leases(empty_sandbox, 3)
+    path = tmp_path / "journal"
+    # An earlier run wrote both "about to send" and stopped; one of them had reached the server.
+    with _journal_of(client, path) as journal:
+        journal.append_many(
+            [
+                {"lease": live, "step": "about to send"},
+                {"lease": done_before, "step": "about to send"},
+            ]
+        )
+    client.leases.revoke(done_before)
+    before = _revokes(empty_sandbox)
+    result = client.leases.revocation_plan(
+        [live, done_before, fresh], rate=1000, apply=True, journal=path
+    )
+    assert result.loc[done_before, "outcome"] == "revoked"
+    assert "looked up: gone" in result.loc[done_before, "detail"]
+    assert result.loc[live, "outcome"] == "revoked" and result.loc[fresh, "outcome"] == "revoked"
+    assert _revokes(empty_sandbox) - before == 2  # done_before was not sent again
+    assert all(empty_sandbox.secrets.leases.revocations[i] == 1 for i in (live, done_before, fresh))
+
+
+def test_a_lost_answer_that_cannot_be_looked_up_stays_unknown_and_is_not_sent(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    pending, fresh = _leases(empty_sandbox, 2)
+    path = tmp_path / "journal"
+    with _journal_of(client, path) as journal:
+        journal.append({"lease": pending, "step": "about to send"})
+    token = _revoke_only(client)
+    with SecretsClient(empty_sandbox.address, token) as revoker:
+        result = revoker.leases.revocation_plan(
+            [pending, fresh], rate=1000, apply=True, journal=path
+        )
+    assert result.loc[pending, "outcome"] == "outcome unknown"
+    assert result.loc[fresh, "outcome"] == "sent, not confirmed"
+    assert empty_sandbox.secrets.leases.revoke_requests[pending] == 0
+
+
+def test_the_plan_says_what_the_journal_records(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    first, pending, fresh = _leases(empty_sandbox, 3)
+    path = tmp_path / "journal"
+    client.leases.revocation_plan([first], rate=1000, apply=True, journal=path)
+    with _journal_of(client, path) as journal:
+        journal.append({"lease": pending, "step": "about to send"})
+    plan = client.leases.revocation_plan([first, pending, fresh], rate=1000, journal=path)
+    assert plan.loc[first, "outcome"] == "revoked" and plan.loc[first, "method"] == ""
+    assert plan.loc[pending, "outcome"] == "will send"
+    assert "looked up first" in plan.loc[pending, "detail"]
+    assert plan.loc[fresh, "outcome"] == "will send"
+
+
+def test_a_journal_held_by_another_run_is_refused_and_nothing_is_sent(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    ids = _leases(empty_sandbox, 2)
+    path = tmp_path / "journal"
+    with _journal_of(client, path), pytest.raises(Locked, match="in use by process"):
+        client.leases.revocation_plan(ids, rate=1000, apply=True, journal=path)
+    assert _revokes(empty_sandbox) == 0
+
+
+def test_a_journal_of_another_server_is_refused_naming_both(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    path = tmp_path / "journal"
+    client.leases.revocation_plan(_leases(empty_sandbox, 1), rate=1000, apply=True, journal=path)
+    with Sandbox(demo=False) as other, SecretsClient(other.address, other.token) as them:
+        ids = _leases(other, 2)
+        with pytest.raises(NotOurs) as caught:
+            them.leases.revocation_plan(ids, rate=1000, apply=True, journal=path)
+        assert _revokes(other) == 0
+    mine = empty_sandbox.secrets.seal.cluster_id
+    theirs = other.secrets.seal.cluster_id
+    assert mine in str(caught.value) and theirs in str(caught.value)
+
+
+def test_a_journal_of_another_namespace_is_refused(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    path = tmp_path / "journal"
+    client.leases.revocation_plan(_leases(empty_sandbox, 1), rate=1000, apply=True, journal=path)
+    client.namespaces.create("team-a")
+    with pytest.raises(NotOurs, match="namespace team-a/"):
+        client.in_namespace("team-a").leases.revocation_plan(["x/y"], rate=1000, journal=path)
+
+
+def test_an_edited_journal_is_named_and_nothing_is_sent(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    first, second = _leases(empty_sandbox, 2)
+    path = tmp_path / "journal"
+    client.leases.revocation_plan([first], rate=1000, apply=True, journal=path)
+    path.write_text(path.read_text().replace(first, second))
+    with pytest.raises(Damaged, match="line 2 was changed"):
+        client.leases.revocation_plan([first, second], rate=1000, apply=True, journal=path)
+    assert empty_sandbox.secrets.leases.revoke_requests[second] == 0
