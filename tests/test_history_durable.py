@@ -111,7 +111,7 @@ _APPEND = textwrap.dedent(
     import resource, sys
     from datetime import UTC, datetime
     import numpy as np, pandas as pd
-    from toolkit import history
+    from toolkit import InputError, history
     from toolkit.report import Header
 
     limit = int(sys.argv[2])
@@ -123,8 +123,8 @@ _APPEND = textwrap.dedent(
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     try:
         history.append(sys.argv[1], {"lease_counts": small, "noise": noise}, header, target="eu")
-    except OSError as exc:
-        print("refused:", exc.errno)
+    except InputError as exc:  # the durable module's StateError: one line
+        print("refused:", exc)
     """
 )
 
@@ -140,7 +140,9 @@ def test_a_full_disk_mid_append_leaves_no_half_audit_visible(tmp_path: Path) -> 
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("refused: 27"), done.stdout  # EFBIG: the file-size limit
+    assert done.stdout.startswith("refused: "), done.stdout
+    assert "could not be written (File too large)" in done.stdout  # EFBIG: the size limit
+    assert done.stdout.count("\n") == 1
     assert history.list_frames(tmp_path) == ["audits", "lease_counts"]
     assert _rows(tmp_path, "select sum(count)::int from lease_counts") == [(6,)]
     assert _rows(tmp_path, "select count(*)::int from audits") == [(1,)]
