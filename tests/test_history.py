@@ -80,15 +80,15 @@ def test_compaction_merges_a_years_small_files_and_keeps_every_row(tmp_path: Pat
     before = history.open(tmp_path).sql("select count(*), sum(count) from lease_counts").fetchall()
     kept = tmp_path / "lease_counts"
     assert len(list(kept.rglob("*.parquet"))) == 12
-    assert history.compact(tmp_path, min_files=20) == 0  # fewer than asked: left alone
-    assert history.compact(tmp_path, frames=["lease_counts"]) == 12
+    assert history.compact(tmp_path, min_files=20).removed == 0  # fewer than asked: left alone
+    assert history.compact(tmp_path, frames=["lease_counts"]).removed == 12
     files = list(kept.rglob("*.parquet"))
     assert len(files) == 1 and files[0].parent.name == "year=2026"
     after = history.open(tmp_path).sql("select count(*), sum(count) from lease_counts").fetchall()
     assert after == before
     history.append(tmp_path, {"lease_counts": _counts(99)}, _header(12), target="eu")
-    assert history.compact(tmp_path, frames=["lease_counts"]) == 2  # merged file + new day
-    assert history.compact(tmp_path) == 13  # the audits' own rows: 13 days, one file now
+    assert history.compact(tmp_path, frames=["lease_counts"]).removed == 2  # merged file + new day
+    assert history.compact(tmp_path).removed == 13  # the audits' own rows: 13 days, one file now
     assert history.open(tmp_path).sql("select count(*) from lease_counts").fetchall() == [(26,)]
 
 

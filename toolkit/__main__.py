@@ -260,6 +260,8 @@ def fleet_main(argv: Sequence[str] | None = None) -> int:
             line += f"  {result['error']}"
         print(line)
     print(run.counts())
+    for note in run.notes:
+        print(f"note: {note}")
     print(f"index: {run.out / 'index.html'}")
     return run.exit_status
 
@@ -271,6 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("       python -m toolkit runbooks DIR [--force]     (copy the runbooks into DIR)")
         print("       python -m toolkit check-notebooks PATH...   (find secrets in notebooks)")
         print("       python -m toolkit fleet RUNBOOK --targets FILE   (see 'fleet --help')")
+        print("       python -m toolkit evidence verify DIR   (check the evidence's digests)")
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "sandbox":
@@ -283,9 +286,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fleet_main(rest)
     if command == "runbooks":
         return runbooks_main(rest)
+    if command == "evidence":
+        return evidence_main(rest)
     print(
         f"unknown command {command!r}; the commands are 'sandbox', 'runbooks', "
-        "'check-notebooks' and 'fleet'",
+        "'check-notebooks', 'fleet' and 'evidence'",
         file=sys.stderr,
     )
     return 2
@@ -313,6 +318,40 @@ def runbooks_main(argv: Sequence[str]) -> int:
     for path in written:
         print(f"  {path.name}")
     print(f"Open them with: jupyter lab {args.directory}")
+    return 0
+
+
+def evidence_main(argv: Sequence[str]) -> int:
+    """``python -m toolkit evidence verify DIR``: every digest of the manifest checked.
+
+    Exit 0 when every file matches, 1 naming each changed, missing or extra file,
+    2 when DIR is not evidence.
+    """
+    p = argparse.ArgumentParser(
+        prog="toolkit evidence",
+        description="Check filed evidence against its MANIFEST.json.",
+    )
+    verbs = p.add_subparsers(dest="verb", required=True)
+    check = verbs.add_parser(
+        "verify",
+        help="recompute every file's SHA-256 and name each changed, missing or extra file",
+    )
+    check.add_argument("directory", metavar="DIR", help="the folder report.save filed into")
+    args = p.parse_args(argv)
+    from ._errors import InputError
+    from .report import verify
+
+    try:
+        problems = verify(args.directory)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for line in problems:
+        print(line)
+    if problems:
+        print(f"{args.directory}: {len(problems)} file(s) do not match the manifest")
+        return 1
+    print(f"{args.directory}: every file matches the manifest")
     return 0
 
 

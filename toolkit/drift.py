@@ -2,8 +2,9 @@
 
 :func:`diff` compares two keyed frames (the record id as index, as every view
 returns) and gives one row per key that was added, removed or changed, with the
-columns that changed. :class:`Snapshots` keeps an audit's frames as Parquet in
-a folder, so that this week's run can be compared with last week's.
+columns that changed. :class:`Snapshots` keeps an audit's frames in the history
+store (:mod:`toolkit.history`), so that this week's run can be compared with
+last week's.
 """
 
 from __future__ import annotations
@@ -98,59 +99,86 @@ def _rows(frame: pd.DataFrame, change: str, names: list[str]) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One stored frame: its name, when it was taken, the file."""
+    """One stored frame: its name, when it was taken, where (the history, or an older file),
+    and the audit that filed it (``audit_run`` in the history; None for an older file)."""
 
     name: str
     taken_at: datetime
     path: Path
+    run: str | None = None
 
 
 class Snapshots:
-    """Frames kept as Parquet in ``folder``, one file per (name, time taken).
+    """Frames kept by name and time in the history store (:mod:`toolkit.history`) in ``folder``.
 
-    ``save("admins", frame)`` stores ``admins-20261123T030000Z.parquet``;
-    ``latest("admins")`` reads the newest; ``since_last("admins", frame)`` gives
-    :func:`diff` against the newest and then stores ``frame``.
+    ``save("admins", frame)`` appends the frame ``admins`` to that history (target
+    ``target``, runbook ``runbook``); ``latest("admins")`` reads the newest;
+    ``since_last("admins", frame)`` gives :func:`diff` against the newest and then
+    stores ``frame``. It is the one store of past audits: ``history.open(folder)``
+    reads the same snapshots with SQL, and a snapshot is whole or absent, as every
+    audit there. Snapshots an older toolkit kept in ``folder`` as
+    ``<name>-<time>.parquet`` files are still read.
     """
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(
+        self, folder: str | Path, *, target: str = "local", runbook: str = "snapshots"
+    ) -> None:
         self.folder = Path(folder)
+        self.target = target
+        self.runbook = runbook
 
     def __repr__(self) -> str:
-        return f"<Snapshots {self.folder}>"
+        return f"<Snapshots {self.folder} target={self.target} runbook={self.runbook}>"
 
     def list(self, name: str | None = None) -> list[Snapshot]:
         """The stored snapshots (of ``name``, or all), oldest first."""
         if not self.folder.is_dir():
             return []
-        found = []
-        for path in self.folder.glob("*.parquet"):
-            stem, _, stamp = path.stem.rpartition("-")
-            if not stem or (name is not None and stem != name):
-                continue
-            try:
-                when = datetime.strptime(stamp, _STAMP).replace(tzinfo=UTC)
-            except ValueError:
-                continue
-            found.append(Snapshot(stem, when, path))
-        return sorted(found, key=lambda s: (s.name, s.taken_at))
+        from . import history
+
+        filed = history.audits(self.folder)
+        mine = filed[
+            (filed["audit_target"] == self.target) & (filed["audit_runbook"] == self.runbook)
+        ]
+        found = [
+            Snapshot(str(row.frame), _utc(row.audit_at), self.folder, str(row.audit_run))
+            for row in mine.itertuples()
+            if name is None or row.frame == name
+        ]
+        return sorted(
+            [*found, *_older_files(self.folder, name)], key=lambda s: (s.name, s.taken_at)
+        )
+
+    def read(self, snapshot: Snapshot) -> pd.DataFrame:
+        """The frame ``snapshot`` holds."""
+        if snapshot.run is None:
+            return pd.read_parquet(snapshot.path)
+        from . import history
+
+        return history.read_audit(self.folder, snapshot.name, snapshot.run)
 
     def save(self, name: str, frame: pd.DataFrame, *, taken_at: datetime | None = None) -> Path:
         """Store ``frame`` as the snapshot ``name`` taken at ``taken_at`` (now by default)."""
         if not _NAME.match(name):
             raise InputError(f"snapshot name {name!r}: use letters, digits, '.', '_' or '-'")
-        when = (taken_at or datetime.now(UTC)).astimezone(UTC)
-        path = self.folder / f"{name}-{when.strftime(_STAMP)}.parquet"
-        if path.exists():
-            raise InputError(f"{path} exists already: one snapshot of {name!r} a second")
-        self.folder.mkdir(parents=True, exist_ok=True)
-        frame.to_parquet(path)
-        return path
+        when = (taken_at or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
+        if any(s.taken_at == when for s in self.list(name)):
+            raise InputError(
+                f"a snapshot of {name!r} taken at {when:%Y-%m-%dT%H:%M:%SZ} exists already in "
+                f"{self.folder}: one snapshot of {name!r} a second"
+            )
+        from . import history
+
+        header = {"runbook": self.runbook, "server": "", "generated_at": when.isoformat()}
+        written = history.append(
+            self.folder, {name: frame}, header, target=self.target, taken_at=when
+        )
+        return written[0]
 
     def latest(self, name: str) -> pd.DataFrame | None:
         """The newest snapshot of ``name``, or None when there is none."""
         stored = self.list(name)
-        return pd.read_parquet(stored[-1].path) if stored else None
+        return self.read(stored[-1]) if stored else None
 
     def since_last(
         self, name: str, frame: pd.DataFrame, *, taken_at: datetime | None = None, **options: Any
@@ -165,3 +193,23 @@ class Snapshots:
         result = diff(previous, frame, **options)
         self.save(name, frame, taken_at=taken_at)
         return result
+
+
+def _older_files(folder: Path, name: str | None) -> list[Snapshot]:
+    # The files an older toolkit kept: <name>-<YYYYmmddTHHMMSSZ>.parquet in the folder.
+    found = []
+    for path in folder.glob("*.parquet"):
+        stem, _, stamp = path.stem.rpartition("-")
+        if not stem or (name is not None and stem != name):
+            continue
+        try:
+            when = datetime.strptime(stamp, _STAMP).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+        found.append(Snapshot(stem, when, path))
+    return found
+
+
+def _utc(value: Any) -> datetime:
+    when = pd.Timestamp(value).to_pydatetime()
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)

@@ -24,18 +24,21 @@ files per target and runbook into one, so thousands of daily files stay fast.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import re
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ._durable import Lock, replace_atomic
 from ._errors import InputError
 from .extras import require
 
@@ -49,12 +52,15 @@ if TYPE_CHECKING:
 __all__ = [
     "AUDITS",
     "AUDIT_COLUMNS",
+    "Compaction",
     "ENV_HISTORY",
     "append",
     "append_evidence",
+    "audits",
     "compact",
     "list_frames",
     "open",
+    "read_audit",
 ]
 
 # Set to a folder, and every report.save() also appends its frames there.
@@ -79,6 +85,11 @@ AUDIT_COLUMNS = (
 AUDITS = "audits"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _META_KEY = b"toolkit.evidence"
+# A compacted file's name starts so; its metadata lists the files it replaced.
+_COMPACTED = "compacted-"
+_COMPACTED_KEY = b"toolkit.compacted"
+# The columns that were the frame's named index (read_audit makes them the index again).
+_INDEX_KEY = b"toolkit.index"
 _STAMP = "%Y%m%dT%H%M%SZ"
 
 
@@ -187,10 +198,16 @@ def _frame_table(frame: pd.DataFrame) -> pa.Table:
 
     pa, _ = _arrow()
     safe = _parquet_ready(_safe_frame(frame))
+    index: list[str] = []
     if _keeps_index(safe):
+        before = set(safe.columns)
         safe = safe.reset_index()
+        index = [str(c) for c in safe.columns if c not in before]
     safe.attrs = {}
-    return pa.Table.from_pandas(safe, preserve_index=False)
+    table = pa.Table.from_pandas(safe, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[_INDEX_KEY] = json.dumps(index).encode()  # read_audit sets it again
+    return table.replace_schema_metadata(meta)
 
 
 def _write(
@@ -211,12 +228,39 @@ def _write(
         / f"runbook={runbook}"
         / f"date={when.date().isoformat()}"
     )
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{when.strftime(_STAMP)}-{run}.parquet"
-    hidden = folder / f".{path.name}.tmp"
-    pq.write_table(_with_audit_columns(table, header, target, when, run), hidden)
-    hidden.replace(path)  # a reader never sees half a file
+    buffer = io.BytesIO()
+    pq.write_table(_with_audit_columns(table, header, target, when, run), buffer)
+    replace_atomic(path, buffer.getvalue())  # whole or not at all, on disk before it counts
     return path
+
+
+def _commit(
+    root: Path,
+    tables: Mapping[str, pa.Table],
+    header: Mapping[str, Any],
+    target: str,
+    when: datetime,
+    run: str,
+) -> list[Path]:
+    """One audit's frames, then its :data:`AUDITS` row, which commits them.
+
+    A frame file whose run has no :data:`AUDITS` row is never read (see
+    :func:`open`): an audit stopped half-way (a crash, a full disk) shows
+    nothing. What a failed audit wrote is removed when it can be.
+    """
+    written: list[Path] = []
+    try:
+        for label, table in tables.items():
+            written.append(_write(root, label, table, header, target, when, run))
+        counts = {label: table.num_rows for label, table in tables.items()}
+        written.append(_filed(root, counts, header, target, when, run))
+    except BaseException:
+        for path in written:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        raise
+    return written
 
 
 def append(
@@ -241,12 +285,8 @@ def append(
     for label in frames:
         _frame_name(label)
     run = uuid.uuid4().hex[:12]
-    written = [
-        _write(Path(root), label, _frame_table(frame), head, name, when, run)
-        for label, frame in frames.items()
-    ]
-    counts = {label: len(frame) for label, frame in frames.items()}
-    return [*written, _filed(Path(root), counts, head, name, when, run)]
+    tables = {label: _frame_table(frame) for label, frame in frames.items()}
+    return _commit(Path(root), tables, head, name, when, run)
 
 
 def append_evidence(root: str | Path, files: Mapping[str, bytes], *, target: str) -> list[Path]:
@@ -258,9 +298,7 @@ def append_evidence(root: str | Path, files: Mapping[str, bytes], *, target: str
     runbook and its time) gets its rows in :data:`AUDITS`.
     """
     _, pq = _arrow()
-    run = uuid.uuid4().hex[:12]
-    written = []
-    audits: dict[tuple[str, datetime], tuple[dict[str, Any], dict[str, int]]] = {}
+    audits: dict[tuple[str, datetime], tuple[dict[str, Any], dict[str, pa.Table]]] = {}
     for file_name, blob in sorted(files.items()):
         if not file_name.endswith(".parquet"):
             continue
@@ -270,13 +308,11 @@ def append_evidence(root: str | Path, files: Mapping[str, bytes], *, target: str
         label = attrs.get("evidence_frame") or Path(file_name).stem.partition("-")[2]
         if not isinstance(head, dict) or not label or label == AUDITS:
             continue
-        table = table.replace_schema_metadata(None)
-        when = _when(head)
-        written.append(_write(Path(root), label, table, head, target, when, run))
-        key = (str(head.get("runbook") or ""), when)
-        audits.setdefault(key, (head, {}))[1][label] = table.num_rows
-    for (_, when), (head, counts) in sorted(audits.items(), key=lambda item: item[0]):
-        written.append(_filed(Path(root), counts, head, target, when, run))
+        key = (str(head.get("runbook") or ""), _when(head))
+        audits.setdefault(key, (head, {}))[1][label] = table.replace_schema_metadata(None)
+    written: list[Path] = []
+    for (_, when), (head, tables) in sorted(audits.items(), key=lambda item: item[0]):
+        written += _commit(Path(root), tables, head, target, when, uuid.uuid4().hex[:12])
     return written
 
 
@@ -294,14 +330,71 @@ def _pandas_attrs(table: pa.Table) -> dict[str, Any]:
 
 def list_frames(root: str | Path) -> list[str]:
     """The frame names the history in ``root`` holds (one view each in :func:`open`)."""
+    return sorted(_visible(_root(root)))
+
+
+def _root(root: str | Path) -> Path:
     folder = Path(root)
     if not folder.is_dir():
         raise InputError(f"no history at {folder}: append to it first, or check the path")
-    return sorted(
-        p.name
-        for p in folder.iterdir()
-        if p.is_dir() and _NAME.match(p.name) and next(p.rglob("*.parquet"), None) is not None
-    )
+    return folder
+
+
+def _run_of(path: Path) -> str:
+    return path.stem.rpartition("-")[2]
+
+
+def _sources(path: Path) -> list[str]:
+    """The files (relative to the history) a compacted file replaced."""
+    _, pq = _arrow()
+    meta = pq.read_schema(path).metadata or {}
+    try:
+        listed = json.loads(meta.get(_COMPACTED_KEY, b"[]"))
+    except ValueError:
+        return []
+    return [str(item) for item in listed] if isinstance(listed, list) else []
+
+
+def _visible(root: Path) -> dict[str, list[Path]]:
+    """Each frame's files a reader sees: committed audits only, and every row once.
+
+    A frame file counts once its run has an :data:`AUDITS` row (the row is written
+    last). A file a compacted file replaced is not read, even when a compaction
+    stopped before removing it.
+    """
+    _, pq = _arrow()
+    stored = {
+        folder.name: sorted(folder.glob("target=*/runbook=*/*=*/*.parquet"))
+        for folder in root.iterdir()
+        if folder.is_dir() and _NAME.match(folder.name)
+    }
+    replaced = {
+        root / source
+        for files in stored.values()
+        for path in files
+        if path.name.startswith(_COMPACTED)
+        for source in _sources(path)
+    }
+    committed: set[str] = set()
+    for path in stored.get(AUDITS, []):
+        if path in replaced:
+            continue
+        if path.name.startswith(_COMPACTED):
+            runs = pq.read_table(path, columns=["audit_run"]).column("audit_run")
+            committed.update(str(run) for run in runs.to_pylist())
+        else:
+            committed.add(_run_of(path))
+    visible = {}
+    for name, files in stored.items():
+        seen = [
+            path
+            for path in files
+            if path not in replaced
+            and (name == AUDITS or path.name.startswith(_COMPACTED) or _run_of(path) in committed)
+        ]
+        if seen:
+            visible[name] = seen
+    return visible
 
 
 def open(
@@ -312,63 +405,178 @@ def open(
 ) -> Any:
     """A DuckDB connection with one view per frame name across all targets and dates.
 
-    Columns are unified by name across files (a column added later is NULL in
-    older rows; none is dropped). ``connection`` adds the views to an existing
+    A view reads the audits committed when it was opened (open again to see later
+    ones); an audit that stopped half-way is not in it. Columns are unified by
+    name across files (a column added later is NULL in older rows; none is
+    dropped; a column whose type changed reads as the type both fit, as text for
+    a number that became text). ``connection`` adds the views to an existing
     connection (such as :func:`toolkit.sql`'s catalog), in ``schema`` if given.
     """
     import duckdb
 
     con = connection or duckdb.connect()
     prefix = f'"{schema}".' if schema else ""
-    for name in list_frames(root):
-        pattern = str(Path(root).resolve() / name / "**" / "*.parquet").replace("'", "''")
+    for name, files in _visible(_root(root)).items():
+        listed = ", ".join("'" + str(p.resolve()).replace("'", "''") + "'" for p in files)
         con.execute(
             f'create or replace view {prefix}"{name}" as select * from read_parquet('
-            f"'{pattern}', union_by_name = true, hive_partitioning = false)"
+            f"[{listed}], union_by_name = true, hive_partitioning = false)"
         )
     return con
 
 
-def compact(root: str | Path, *, frames: Iterable[str] | None = None, min_files: int = 2) -> int:
-    """Merge each year's files per frame, target and runbook into one; files removed.
+def audits(root: str | Path) -> pd.DataFrame:
+    """Every committed audit's rows of :data:`AUDITS` (``frame``, ``rows`` and the audit
+    columns), oldest first; an empty frame for a history that holds none yet."""
+    pa, pq = _arrow()
+    folder = Path(root)
+    files = _visible(folder).get(AUDITS, []) if folder.is_dir() else []
+    if not files:
+        columns = ["frame", "rows", *AUDIT_COLUMNS]
+        return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+    tables = [pq.read_table(p).replace_schema_metadata(None) for p in files]
+    frame = pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    return frame.sort_values(["audit_at", "frame"], kind="stable").reset_index(drop=True)
+
+
+def read_audit(root: str | Path, frame: str, run: str) -> pd.DataFrame:
+    """The rows of ``frame`` that one audit (its ``audit_run``) filed, as it filed them:
+    without the audit columns, its named index set again."""
+    import pyarrow.compute as pc
+
+    pa, pq = _arrow()
+    files = _visible(_root(root)).get(_frame_name(frame), [])
+    parts = []
+    for path in files:
+        if not path.name.startswith(_COMPACTED) and _run_of(path) != run:
+            continue
+        table = pq.read_table(path)
+        if path.name.startswith(_COMPACTED):
+            table = table.filter(pc.equal(table.column("audit_run"), run))
+        if table.num_rows or not path.name.startswith(_COMPACTED):
+            parts.append(table)
+    if not parts:
+        raise InputError(f"history frame {frame!r} holds no audit {run!r}")
+    table = parts[0] if len(parts) == 1 else pa.concat_tables(parts, promote_options="permissive")
+    index = json.loads((table.schema.metadata or {}).get(_INDEX_KEY, b"[]"))
+    table = table.drop_columns([c for c in AUDIT_COLUMNS if c in table.column_names])
+    result = table.to_pandas()
+    return result.set_index(index) if index else result
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What :func:`compact` did: files merged away, and groups it refused to merge (why)."""
+
+    removed: int = 0
+    refused: tuple[str, ...] = ()
+
+
+def compact(
+    root: str | Path, *, frames: Iterable[str] | None = None, min_files: int = 2
+) -> Compaction:
+    """Merge each year's files per frame, target and runbook into one; what was done.
 
     A year with fewer than ``min_files`` files is left as it is. (A year of daily
     snapshots of one target is a few thousand rows: one file reads faster than
-    twelve, and rewriting it costs milliseconds.)
-    The merged file is written first and the small ones removed after, so a
-    reader sees every row (for an instant, some twice). Columns are unified by
-    name, as in the views.
+    twelve, and rewriting it costs milliseconds.) Only committed audits are
+    merged. The merged file names the files it replaces and is on disk before
+    they are removed, so a reader sees every row once, and a compaction stopped
+    half-way is finished by the next. Columns are unified by name, as in the
+    views (a number that became text is merged as text); a group whose columns
+    cannot be unified is left as it is and named in :attr:`Compaction.refused`.
+    Another compaction of the same history at the same time is refused
+    (:class:`toolkit._durable.Locked`, one line naming its process and host).
     """
-    _, pq = _arrow()
-    folder = Path(root)
-    names = list(frames) if frames is not None else list_frames(folder)
+    folder = _root(root)
     removed = 0
-    for name in names:
-        groups: dict[tuple[Path, str], list[Path]] = {}
-        for path in (folder / name).glob("target=*/runbook=*/*=*/*.parquet"):
-            part = path.parent.name
-            key = part.split("=", 1)[1][:4]  # YYYY from date= or year=
-            groups.setdefault((path.parent.parent, key), []).append(path)
-        for (base, year), paths in groups.items():
-            if len(paths) < max(min_files, 2):
-                continue
-            tables = [pq.read_table(p) for p in sorted(paths)]
-            merged = _concat(tables)
-            out_dir = base / f"year={year}"
-            out_dir.mkdir(exist_ok=True)
-            out = out_dir / f"compacted-{uuid.uuid4().hex[:12]}.parquet"
-            hidden = out_dir / f".{out.name}.tmp"
-            pq.write_table(merged, hidden, row_group_size=1 << 17)
-            hidden.replace(out)
-            for p in paths:
-                p.unlink()
-                removed += 1
-                if p.parent.name.startswith("date=") and not any(p.parent.iterdir()):
-                    p.parent.rmdir()
+    refused: list[str] = []
+    with Lock(folder / "history"):
+        visible = _visible(folder)
+        removed += _remove_replaced(folder, visible)
+        names = list(frames) if frames is not None else sorted(visible)
+        for name in names:
+            groups: dict[tuple[Path, str], list[Path]] = {}
+            for path in visible.get(name, []):
+                year = path.parent.name.split("=", 1)[1][:4]  # YYYY from date= or year=
+                groups.setdefault((path.parent.parent, year), []).append(path)
+            for (base, year), paths in sorted(groups.items()):
+                if len(paths) < max(min_files, 2):
+                    continue
+                try:
+                    merged = _merge(folder, paths)
+                except _Unmergeable as exc:
+                    where = base.relative_to(folder).as_posix()
+                    refused.append(f"history {where} year {year} not compacted: {exc}")
+                    continue
+                replace_atomic(
+                    base / f"year={year}" / f"{_COMPACTED}{uuid.uuid4().hex[:12]}.parquet", merged
+                )
+                removed += _remove(paths)
+    return Compaction(removed, tuple(refused))
+
+
+def _remove_replaced(root: Path, visible: Mapping[str, list[Path]]) -> int:
+    """Remove the files a compacted file replaced that a stopped compaction left."""
+    replaced = [
+        root / source
+        for files in visible.values()
+        for path in files
+        if path.name.startswith(_COMPACTED)
+        for source in _sources(path)
+    ]
+    return _remove([p for p in replaced if p.exists()])
+
+
+def _remove(paths: Iterable[Path]) -> int:
+    removed = 0
+    for path in paths:
+        path.unlink()
+        removed += 1
+        if path.parent.name.startswith("date=") and not any(path.parent.iterdir()):
+            path.parent.rmdir()
     return removed
 
 
-def _concat(tables: list[pa.Table]) -> pa.Table:
-    pa, _ = _arrow()
-    tables = [t.replace_schema_metadata(None) for t in tables]
-    return pa.concat_tables(tables, promote_options="permissive")
+class _Unmergeable(Exception):
+    """Files whose columns cannot be unified."""
+
+
+def _merge(root: Path, paths: list[Path]) -> bytes:
+    """``paths`` as one Parquet file, columns unified by name as the views unify them."""
+    import duckdb
+
+    _, pq = _arrow()
+    listed = ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths)
+    try:
+        relation = duckdb.connect().sql(
+            f"select * from read_parquet([{listed}], union_by_name = true, hive_partitioning = false)"
+        )
+        # to_arrow_table from DuckDB 1.4 on; fetch_arrow_table before.
+        table = (getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table)()
+    except duckdb.Error:
+        raise _Unmergeable(_conflict(root, paths)) from None
+    sources = sorted(p.relative_to(root).as_posix() for p in paths)
+    meta = {_COMPACTED_KEY: json.dumps(sources).encode()}
+    indexes = {(pq.read_schema(p).metadata or {}).get(_INDEX_KEY) for p in paths}
+    if len(indexes) == 1 and None not in indexes:
+        meta[_INDEX_KEY] = indexes.pop()  # type: ignore[assignment]
+    table = table.replace_schema_metadata(meta)
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, row_group_size=1 << 17)
+    return buffer.getvalue()
+
+
+def _conflict(root: Path, paths: list[Path]) -> str:
+    """The first column whose type differs between ``paths``, named with both files."""
+    _, pq = _arrow()
+    first: dict[str, tuple[Any, Path]] = {}
+    for path in paths:
+        for field in pq.read_schema(path):
+            seen = first.setdefault(field.name, (field.type, path))
+            if seen[0] != field.type:
+                return (
+                    f"column {field.name!r} is {seen[0]} in {seen[1].relative_to(root)} and "
+                    f"{field.type} in {path.relative_to(root)}, which cannot be merged"
+                )
+    return "the files cannot be read together"

@@ -24,11 +24,14 @@ same header into a frame's ``attrs``.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import html
+import io
 import json
 import os
 import re
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +42,7 @@ import pandas as pd
 from ._errors import InputError
 from ._masking import HIDDEN, Sensitive
 
-__all__ = ["FORMATS", "Header", "LEFT_OUT", "MANIFEST", "header_of", "save", "stamp"]
+__all__ = ["FORMATS", "Header", "LEFT_OUT", "MANIFEST", "header_of", "save", "stamp", "verify"]
 
 FORMATS = ("html", "xlsx", "csv", "parquet")
 LEFT_OUT = "<left out>"
@@ -235,32 +238,33 @@ def save(
             )
     out = Path(folder)
     targets = _targets(out, name, list(frames), wanted)
-    existing = [p for p in targets if p.exists()]
+    existing = [p for p in targets if os.path.lexists(p)]
     if existing:
         raise InputError(f"{existing[0]} exists already: file each run into its own folder")
-    out.mkdir(parents=True, exist_ok=True)
     safe = {k: stamp(_safe_frame(v), header) for k, v in frames.items()}
-    written: list[Path] = []
+    rendered: dict[str, bytes] = {}
     if "html" in wanted:
-        written.append(_write_html(out / f"{name}.html", safe, header))
+        rendered[f"{name}.html"] = _html_bytes(safe, header)
     if "xlsx" in wanted:
-        written.append(_write_xlsx(out / f"{name}.xlsx", safe, header))
+        rendered[f"{name}.xlsx"] = _xlsx_bytes(safe, header)
     if "csv" in wanted:
-        sidecar = out / f"{name}.header.json"
-        sidecar.write_text(json.dumps(header.as_dict(), indent=2) + "\n")
-        written.append(sidecar)
+        rendered[f"{name}.header.json"] = (json.dumps(header.as_dict(), indent=2) + "\n").encode()
         for label, frame in safe.items():
-            path = out / f"{name}-{label}.csv"
-            frame.to_csv(path, index=_keeps_index(frame))
-            written.append(path)
+            text = frame.to_csv(index=_keeps_index(frame))
+            rendered[f"{name}-{label}.csv"] = text.encode("utf-8")
     if "parquet" in wanted:
         for label, frame in safe.items():
-            path = out / f"{name}-{label}.parquet"
             ready = _parquet_ready(frame)
             ready.attrs["evidence_frame"] = label  # a fleet's history reads it back
-            ready.to_parquet(path, index=_keeps_index(frame))
-            written.append(path)
-    written.append(_write_manifest(out, written))
+            buffer = io.BytesIO()
+            ready.to_parquet(buffer, index=_keeps_index(frame))
+            rendered[f"{name}-{label}.parquet"] = buffer.getvalue()
+    rendered[MANIFEST] = _manifest(rendered)
+    with _evidence_folder(out) as folder_fd:
+        for file_name, blob in rendered.items():
+            _write_inside(folder_fd, out, file_name, blob)
+        os.fsync(folder_fd)
+    written = [out / file_name for file_name in rendered]
     keep = history or os.environ.get("TOOLKIT_HISTORY")
     if keep:
         from . import history as store
@@ -272,21 +276,83 @@ def save(
 MANIFEST = "MANIFEST.json"
 
 
-def _write_manifest(out: Path, files: list[Path]) -> Path:
+def _manifest(files: Mapping[str, bytes]) -> bytes:
     """``MANIFEST.json``: every file filed with its size and SHA-256, so a change shows."""
-    import hashlib
-
     listing = [
-        {
-            "file": p.name,
-            "bytes": p.stat().st_size,
-            "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
-        }
-        for p in sorted(files)
+        {"file": file_name, "bytes": len(blob), "sha256": hashlib.sha256(blob).hexdigest()}
+        for file_name, blob in sorted(files.items())
     ]
-    path = out / MANIFEST
-    path.write_text(json.dumps({"files": listing}, indent=2) + "\n", encoding="utf-8")
-    return path
+    return (json.dumps({"files": listing}, indent=2) + "\n").encode("utf-8")
+
+
+@contextlib.contextmanager
+def _evidence_folder(out: Path) -> Iterator[int]:
+    """The evidence folder, created if missing, opened without following a symbolic link."""
+    if out.is_symlink():
+        raise InputError(f"{out} is a symbolic link: name the folder itself for the evidence")
+    if os.path.lexists(out) and not out.is_dir():
+        raise InputError(f"{out} is a file, not a folder: name a folder for the evidence")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except (NotADirectoryError, FileExistsError):
+        raise InputError(
+            f"{out} cannot be a folder (a folder above it is a file): name a folder for the evidence"
+        ) from None
+    except OSError as exc:
+        raise InputError(f"cannot file evidence into {out}: {exc.strerror}") from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _write_inside(folder_fd: int, out: Path, file_name: str, blob: bytes) -> None:
+    # O_EXCL | O_NOFOLLOW: a file planted since the check, or a symbolic link (even a
+    # dangling one), is refused rather than written through.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(file_name, flags, 0o644, dir_fd=folder_fd)
+    except FileExistsError:
+        raise InputError(
+            f"{out / file_name} exists already (a file or a symbolic link): "
+            "file each run into its own folder"
+        ) from None
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(blob)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def verify(folder: str | Path) -> list[str]:
+    """What no longer matches the evidence's ``MANIFEST.json`` in ``folder``: one line each.
+
+    Every file the manifest lists is read again and its SHA-256 compared: a file
+    changed, missing or not listed (an extra) is named. An empty list: every
+    digest matches. A folder without a readable manifest is an :class:`InputError`.
+    """
+    out = Path(folder)
+    if not out.is_dir():
+        raise InputError(f"{out} is not a folder of evidence: name the folder report.save wrote")
+    try:
+        listing = json.loads((out / MANIFEST).read_bytes())["files"]
+        expected = {str(e["file"]): str(e["sha256"]) for e in listing}
+    except FileNotFoundError:
+        raise InputError(f"{out} has no {MANIFEST}: it is not a folder report.save wrote") from None
+    except (ValueError, KeyError, TypeError):
+        raise InputError(
+            f"{out / MANIFEST} is not a manifest report.save wrote: it cannot be read"
+        ) from None
+    problems = []
+    for file_name, digest in sorted(expected.items()):
+        path = out / file_name
+        if path.is_symlink() or not path.is_file():
+            problems.append(f"missing: {file_name}")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            problems.append(f"changed: {file_name}")
+    extras = sorted(p.name for p in out.iterdir() if p.name not in expected and p.name != MANIFEST)
+    problems += [f"extra: {file_name}" for file_name in extras]
+    return problems
 
 
 def _targets(out: Path, name: str, labels: list[str], formats: tuple[str, ...]) -> list[Path]:
@@ -370,18 +436,19 @@ def _utc_naive(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _write_xlsx(path: Path, frames: Mapping[str, pd.DataFrame], header: Header) -> Path:
+def _xlsx_bytes(frames: Mapping[str, pd.DataFrame], header: Header) -> bytes:
     rows = [
         *header.rows(),
         ("times", "all times in this workbook are UTC (Excel has no time zones)"),
     ]
-    with pd.ExcelWriter(path, engine="openpyxl") as writer:
+    buffer = io.BytesIO()
+    with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
         pd.DataFrame(rows, columns=["field", "value"]).to_excel(
             writer, sheet_name="header", index=False
         )
         for label, frame in frames.items():
             _utc_naive(frame).to_excel(writer, sheet_name=label, index=_keeps_index(frame))
-    return path
+    return buffer.getvalue()
 
 
 _STYLE = (
@@ -392,7 +459,7 @@ _STYLE = (
 )
 
 
-def _write_html(path: Path, frames: Mapping[str, pd.DataFrame], header: Header) -> Path:
+def _html_bytes(frames: Mapping[str, pd.DataFrame], header: Header) -> bytes:
     verdict = (header.coverage or {}).get("verdict")
     marked = f" ({str(verdict).upper()})" if verdict and verdict != "complete" else ""
     title = html.escape(f"Evidence: {header.runbook or 'audit'} on {header.server}{marked}")
@@ -408,5 +475,4 @@ def _write_html(path: Path, frames: Mapping[str, pd.DataFrame], header: Header) 
         parts.append(f"<h2>{html.escape(label)} ({len(frame)} rows)</h2>")
         parts.append(frame.to_html(escape=True, na_rep="", border=0))
     parts.append("</body></html>")
-    path.write_text("".join(parts), encoding="utf-8")
-    return path
+    return "".join(parts).encode("utf-8")

@@ -4,14 +4,20 @@ runs, and the trends runbook run over it."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests._runbooks import NOTEBOOKS, run_runbook
-from toolkit import SecretsClient, history
+from toolkit import SecretsClient, history, report
 from toolkit.__main__ import main
+from toolkit._durable import Lock
 from toolkit.fleet import parse_targets, run_fleet
 from toolkit.sandbox import ENV_ADDRESS, ENV_TOKEN, Sandbox
 
@@ -151,3 +157,64 @@ def test_frames_the_history_cannot_take_are_a_note_on_the_target_not_a_failed_ru
     (record,) = run.results
     assert "column named 'audit_target'" in record["history_error"]
     assert (tmp_path / "out" / "one" / "evidence" / "evidence-policies.parquet").is_file()
+
+
+def _seed_old_version(root: Path, sandbox: Sandbox, audits: int) -> None:
+    """``audits`` earlier runs of the probe by an older version, whose ``policy`` was a number."""
+    with SecretsClient(sandbox.address, sandbox.token) as client:
+        now = report.header_of(client).server_time
+    assert now is not None
+    for k in range(audits):
+        header = report.Header(
+            server=sandbox.address,
+            runbook="fleet-probe",
+            server_time=now - timedelta(minutes=k + 1),
+        )
+        history.append(root, {"policies": pd.DataFrame({"policy": [k]})}, header, target="one")
+
+
+def _fleet_command(
+    runbook: Path, tmp_path: Path, sandbox: Sandbox, shared: Path
+) -> subprocess.CompletedProcess[str]:
+    targets = tmp_path / "targets.toml"
+    targets.write_text(
+        f'[[target]]\nname = "one"\nkind = "secrets"\naddress = "{sandbox.address}"\n'
+        'token_env = "HISTORY_TEST_TOKEN"\n'
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "toolkit", "fleet", str(runbook), "--targets", str(targets),
+         "--out", str(tmp_path / "out"), "--history", str(shared), "--no-progress"],
+        capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "HISTORY_TEST_TOKEN": sandbox.token},
+    )  # fmt: skip
+
+
+def test_a_column_whose_type_changed_between_versions_is_migrated_and_the_index_written(
+    demo_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    shared = tmp_path / "history"
+    _seed_old_version(shared, demo_sandbox, audits=8)
+    runbook = _parquet_probe(tmp_path / "probe-parquet.ipynb")
+    done = _fleet_command(runbook, tmp_path, demo_sandbox, shared)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "note:" not in done.stdout
+    assert (tmp_path / "out" / "index.html").is_file()
+    kept = list((shared / "policies").rglob("*.parquet"))
+    assert len(kept) == 1 and kept[0].name.startswith("compacted-")  # nine audits, one file
+    policies = history.open(shared).sql("select policy from policies order by audit_at").fetchall()
+    assert policies == [(str(k),) for k in reversed(range(8))] + [("root",)]  # as text
+
+
+def test_a_compaction_that_cannot_run_is_skipped_and_said_and_the_run_goes_on(
+    demo_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    shared = tmp_path / "history"
+    _seed_old_version(shared, demo_sandbox, audits=8)
+    runbook = _parquet_probe(tmp_path / "probe-parquet.ipynb")
+    with Lock(shared / "history"):  # as if another run were compacting it
+        done = _fleet_command(runbook, tmp_path, demo_sandbox, shared)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (note,) = [line for line in done.stdout.splitlines() if line.startswith("note:")]
+    assert f"history {shared} not compacted" in note and f"process {os.getpid()}" in note
+    assert "not compacted" in (tmp_path / "out" / "index.html").read_text()
+    assert history.open(shared).sql("select count(*)::int from policies").fetchall() == [(9,)]

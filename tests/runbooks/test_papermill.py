@@ -13,8 +13,9 @@ import papermill
 import pytest
 
 from tests._runbooks import NOTEBOOKS, RUNBOOKS, run_runbook
-from toolkit import PlatformClient
+from toolkit import PlatformClient, history
 from toolkit._runbooks import runbooks
+from toolkit.drift import Snapshots
 from toolkit.sandbox import ENV_ADDRESS, ENV_TOKEN, Sandbox
 
 REHEARSALS = sorted(p.name for p in (NOTEBOOKS / "rehearsals").glob("*.ipynb"))
@@ -131,14 +132,14 @@ def test_a_drift_runbook_shows_the_change_since_its_last_snapshot_and_keeps_a_ne
     first = _run(name, tmp_path, snapshot_dir=str(folder))
     assert "Since the last snapshot: 1 " in first and ", 0 removed, 0 changed" in first
     assert key in first
-    kept = sorted(p.name for p in folder.iterdir())
-    assert len(kept) == 2 and all(n.startswith(f"{snapshot}-") for n in kept)  # seed and now
+    assert len(Snapshots(folder).list(snapshot)) == 2  # seed and now, in the history store
+    assert history.list_frames(folder) == sorted([history.AUDITS, snapshot])
     # A second run compares with the first run's snapshot: the demo change is the same, so
     # nothing changed since, and a third snapshot is kept.
     time.sleep(1.1)  # one snapshot a second
     second = _run(name, tmp_path, snapshot_dir=str(folder))
     assert "Since the last snapshot: 0 " in second and ", 0 removed, 0 changed" in second
-    assert len(list(folder.iterdir())) == 3
+    assert len(Snapshots(folder).list(snapshot)) == 3
 
 
 def test_the_lease_audit_shows_lease_counts_that_moved_since_its_last_snapshot(
@@ -150,13 +151,13 @@ def test_the_lease_audit_shows_lease_counts_that_moved_since_its_last_snapshot(
     assert (
         "Since the last snapshot: 0 mount/role group(s) new, 0 gone, 1 with another count" in first
     )
-    assert len(list(folder.iterdir())) == 2
+    assert len(Snapshots(folder).list("lease_counts")) == 2
     time.sleep(1.1)  # one snapshot a second
     second = _run("05_lease_audit.ipynb", tmp_path, snapshot_dir=str(folder))
     assert (
         "Since the last snapshot: 0 mount/role group(s) new, 0 gone, 0 with another count" in second
     )
-    assert len(list(folder.iterdir())) == 3
+    assert len(Snapshots(folder).list("lease_counts")) == 3
 
 
 def test_the_parameter_runbook_stores_a_sensitive_value_it_never_shows(

@@ -453,3 +453,22 @@ def test_a_token_create_stores_a_few_rows_whatever_the_number_of_leases(tmp_path
         assert len(again.secrets.leases) >= 20_000
         with _secrets(again.address, child) as as_child:
             assert as_child.get("/auth/token/lookup-self").status_code == 200
+
+
+def test_a_state_file_held_by_one_sandbox_is_refused_to_another_and_freed_by_a_refusal(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    from toolkit._durable import Locked
+    from toolkit.sandbox import Sandbox
+    from toolkit.sandbox._state import StateFile, StateFileError
+
+    path = tmp_path / "held.db"
+    with Sandbox(state=str(path), demo=False), pytest.raises(Locked, match="in use by process"):
+        Sandbox(state=str(path), demo=False)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE sandbox_meta SET value = '2' WHERE key = 'format'")
+    with pytest.raises(StateFileError, match="format 2"):
+        Sandbox(state=str(path), demo=False)
+    StateFile(str(path)).close()  # the refused sandbox let go of the file's lock

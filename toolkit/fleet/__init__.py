@@ -62,6 +62,8 @@ class FleetRun:
     runbook: str
     out: Path
     results: list[dict[str, Any]]
+    # What the run says besides the targets' results (a history not compacted, and why).
+    notes: tuple[str, ...] = ()
 
     def named(self, outcome: str) -> list[str]:
         """The targets whose outcome is ``outcome`` (passed, incomplete, failed, skipped)."""
@@ -148,16 +150,28 @@ def run_fleet(
         kept = _keep_history(keep, result)
         if kept:
             record["history_error"] = kept
-    if keep.is_dir():
-        from ..history import compact
-
-        compact(keep, min_files=8)  # a year's daily files merged once there are a few
+    notes = _compact_history(keep) if keep.is_dir() else []
     for target in targets:
         if target.name not in results:
             results[target.name] = _file(folder, source.name, skipped(target, kind or ""))
     done = [results[t.name] for t in targets]
-    write_index(folder, source.name, done)
-    return FleetRun(source.name, folder, done)
+    write_index(folder, source.name, done, notes)
+    return FleetRun(source.name, folder, done, tuple(notes))
+
+
+def _compact_history(root: Path) -> list[str]:
+    """Compact the history (a year's daily files merged once there are a few); what to say.
+
+    A compaction that cannot run (another holds the history, a full disk, a file it
+    cannot read) is skipped and said: the run's results are filed already.
+    """
+    from ..history import compact
+
+    try:
+        done = compact(root, min_files=8)
+    except (InputError, OSError, ValueError) as exc:  # pyarrow's errors are ValueErrors
+        return [f"history {root} not compacted: {str(exc).splitlines()[0][:300]}"]
+    return list(done.refused)
 
 
 def _notebook(text: str, source: Path) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,12 +23,20 @@ _STYLE = (
 _ORDER = {"failed": 0, "incomplete": 1, "passed": 2, "skipped": 3}
 
 
-def write_index(folder: Path, runbook: str, results: list[dict[str, Any]]) -> Path:
-    """Write ``index.html`` and ``results.json`` into ``folder``; the page's path."""
+def write_index(
+    folder: Path, runbook: str, results: list[dict[str, Any]], notes: Sequence[str] = ()
+) -> Path:
+    """Write ``index.html`` and ``results.json`` into ``folder``; the page's path.
+
+    ``notes`` are what the run says besides the results (a history not compacted)."""
     folder.mkdir(parents=True, exist_ok=True)
     when = datetime.now(UTC).isoformat(timespec="seconds")
     (folder / "results.json").write_text(
-        json.dumps({"runbook": runbook, "finished_at": when, "results": results}, indent=2) + "\n",
+        json.dumps(
+            {"runbook": runbook, "finished_at": when, "results": results, "notes": list(notes)},
+            indent=2,
+        )
+        + "\n",
         encoding="utf-8",
     )
     ordered = sorted(results, key=lambda r: _ORDER.get(r["status"], 0))
@@ -41,7 +50,8 @@ def write_index(folder: Path, runbook: str, results: list[dict[str, Any]]) -> Pa
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>"
         f"<style>{_STYLE}</style></head><body><h1>{title}</h1>"
         f"<p>{counts}; finished {html.escape(when)} UTC.</p>"
-        "<table><tr><th>target</th><th>kind</th><th>address</th><th>result</th>"
+        + "".join(f"<p class='note'>{html.escape(note)}</p>" for note in notes)
+        + "<table><tr><th>target</th><th>kind</th><th>address</th><th>result</th>"
         "<th>seconds</th><th>key numbers</th><th>notebook</th><th>evidence</th></tr>"
         f"{rows}</table></body></html>"
     )

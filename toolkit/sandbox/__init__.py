@@ -83,7 +83,11 @@ class Sandbox:
         self.state_file: StateFile | None = None
         if opts.state:
             self.state_file = StateFile(opts.state)
-            saved = self.state_file.load()
+            try:
+                saved = self.state_file.load()
+            except BaseException:
+                self.state_file.close()  # and its lock: the file is free for another try
+                raise
             if saved is not None:
                 self.clock, self.platform, self.secrets = saved.clock, saved.platform, saved.secrets
                 self.secrets.engines = self._engines(opts)
@@ -140,18 +144,15 @@ class Sandbox:
         if opts.init_file:
             self.secrets.write_init_file(opts.init_file)
 
-    def persist(self, *, now: bool = True, service: str | None = None) -> None:
-        """Store the state in ``options.state`` (no-op without one); ``now=False`` batches.
+    def persist(self, *, service: str | None = None) -> None:
+        """Store what changed in ``options.state`` now (no-op without one).
 
-        ``service`` ("platform" or "secrets") names the only service a write
+        ``service`` ("platform" or "secrets") names the only service a request
         may have changed, so the other is not looked at.
         """
         if self.state_file is None:
             return
-        if now:
-            self.state_file.save(stored(self), *([(service,)] if service else []))
-        else:
-            self.state_file.save_soon(stored(self))
+        self.state_file.save(stored(self), *([(service,)] if service else []))
 
     @property
     def app(self) -> Any:

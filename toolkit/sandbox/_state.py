@@ -11,15 +11,17 @@ What is stored, and how a write stays cheap:
   server), rewritten only when its encoding changed. A write therefore stores
   the rows it changed: a token create writes the token, its lease and the
   clock, whatever the number of leases held.
-- Each write's rows go in one transaction that SQLite commits to its
-  write-ahead log before the answer leaves: every acknowledged write survives
-  a ``kill -9`` of the sandbox. The log is not fsynced on every commit
-  (``synchronous=NORMAL``, WAL): a crash of the whole machine may lose the
-  last writes, which a test double may; an fsync per write cost more than
-  the write itself. The answer to a write (POST, PUT, PATCH, DELETE) is
-  held back until its state is stored; reads, which change state only by the
-  passage of time (a lease expiring, a password rotated on read), are stored
-  within :data:`READ_FLUSH_SECONDS` by a background flush.
+- Each request's rows go in one transaction that SQLite commits to its
+  write-ahead log before the answer leaves: every acknowledged request
+  survives a ``kill -9`` of the sandbox. That holds for reads as much as for
+  writes, since a read may change state too (a credential issued by
+  ``GET database/creds/...``, a lease expiring, a password rotated on read);
+  a read that changed nothing writes nothing. The log is not fsynced on
+  every commit (``synchronous=NORMAL``, WAL): a crash of the whole machine
+  may lose the last writes, which a test double may.
+- One sandbox a file: the file's lock (``<file>.lock``, :class:`toolkit._durable.Lock`)
+  is held from start to stop, and a second sandbox on the same file is refused
+  in one line naming the holder's process and host.
 - The file and its WAL and SHM files are the user's alone: created 0600, and
   a file owned by another user, or that group or others may read or write, is
   refused with the reason.
@@ -45,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from .._durable import Lock
 from .._version import __version__
 from ._plain import Decoder, Encoder, PlainDataError
 
@@ -53,10 +56,8 @@ if TYPE_CHECKING:
     from .platform.models import PlatformService
     from .secrets.models import SecretsService
 
-__all__ = ["READ_FLUSH_SECONDS", "StateFile", "StateFileError", "StoredState", "check_private"]
+__all__ = ["StateFile", "StateFileError", "StoredState", "check_private"]
 
-# How long a change made while reading may wait before it is stored.
-READ_FLUSH_SECONDS = 0.5
 # The stored form's version: raised whenever a stored class is renamed or moved, or a
 # field changes meaning (3: the sandbox's stores and engines renamed, issue 25), so that
 # an older file is refused by its number rather than by the first name it lacks.
@@ -113,6 +114,21 @@ class StateFile:
         self.path = path
         for name in (path, path + "-wal", path + "-shm"):
             check_private(name)
+        # One sandbox a file: a second is refused, naming the first (Locked, one line).
+        self._lock = Lock(path)
+        self._lock.acquire()
+        try:
+            self._open(path)
+        except BaseException:
+            self._lock.release()
+            raise
+        self._write_lock = threading.Lock()
+        self._digests: dict[str, bytes] = {}
+        self._closed = False
+        # Rows written by the last save, for tests and benchmarks.
+        self.last_rows = 0
+
+    def _open(self, path: str) -> None:
         with contextlib.suppress(FileExistsError):
             # 0600 from the start; SQLite gives the WAL and SHM files the database's mode.
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
@@ -147,12 +163,6 @@ class StateFile:
         for name in (path + "-wal", path + "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.chmod(name, 0o600)  # in case SQLite did not take the database's mode
-        self._write_lock = threading.Lock()
-        self._digests: dict[str, bytes] = {}
-        self._flush_timer: threading.Timer | None = None
-        self._closed = False
-        # Rows written by the last save, for tests and benchmarks.
-        self.last_rows = 0
 
     def load(self) -> StoredState | None:
         """The stored state, or None when the file holds none yet."""
@@ -287,32 +297,15 @@ class StateFile:
             db.execute("ROLLBACK")
             raise
 
-    def save_soon(self, state: StoredState) -> None:
-        """Store ``state`` within :data:`READ_FLUSH_SECONDS` (one pending flush at a time)."""
-        with self._write_lock:
-            if self._closed or self._flush_timer is not None:
-                return
-            timer = threading.Timer(READ_FLUSH_SECONDS, self._flush, args=(state,))
-            timer.daemon = True
-            self._flush_timer = timer
-        timer.start()
-
-    def _flush(self, state: StoredState) -> None:
-        with self._write_lock:
-            self._flush_timer = None
-        self.save(state)
-
     def close(self, state: StoredState | None = None) -> None:
-        """Store ``state`` a last time (when given) and close the file."""
-        with self._write_lock:
-            timer, self._flush_timer = self._flush_timer, None
-        if timer is not None:
-            timer.cancel()
+        """Store ``state`` a last time (when given), close the file and let go of its lock."""
         if state is not None:
             self.save(state)
         with self._write_lock:
-            self._closed = True
-            self._db.close()
+            if not self._closed:
+                self._closed = True
+                self._db.close()
+                self._lock.release()
 
     def __repr__(self) -> str:
         return f"<StateFile {self.path}>"

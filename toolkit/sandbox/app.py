@@ -175,13 +175,11 @@ class _RateLimit:
 
 
 class _Persist:
-    """Pure ASGI middleware: with ``--state``, a write's answer waits until it is stored.
+    """Pure ASGI middleware: with ``--state``, every answer waits until what it changed is stored.
 
-    Reads (GET, HEAD, LIST) change state only by the passage of time; they are
-    stored by a batched background flush instead (see ``_state``).
+    Reads too: a GET may issue a credential (``database/creds/...``) the client
+    then holds (see ``_state``).
     """
-
-    READS = frozenset({"GET", "HEAD", "LIST", "OPTIONS"})
 
     def __init__(self, app: Any, sandbox: Sandbox) -> None:
         self.app = app
@@ -191,7 +189,6 @@ class _Persist:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        is_read = scope["method"].upper() in self.READS
         path = scope["path"]
         # The two APIs' states share only the clock: a write to one leaves the other be.
         service = (
@@ -204,7 +201,7 @@ class _Persist:
 
         async def send_after_store(message: Any) -> None:
             if message["type"] == "http.response.start":
-                self.sandbox.persist(now=not is_read, service=service)
+                self.sandbox.persist(service=service)
             await send(message)
 
         await self.app(scope, receive, send_after_store)

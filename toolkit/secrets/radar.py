@@ -383,12 +383,14 @@ def radar_since_snapshot(
     ``snapshots`` (a :class:`toolkit.drift.Snapshots`), then (``save``) store ``counts``."""
     moment = now or datetime.now(UTC)
     stored = snapshots.list(name)
-    previous = pd.read_parquet(stored[-1].path) if stored else None
+    previous = snapshots.read(stored[-1]) if stored else None
     taken = stored[-1].taken_at if stored else None
     radar = lease_radar(
         counts, previous=previous, previous_at=taken, now=moment, threshold=threshold
     )
-    radar.attrs["previous_snapshot"] = str(stored[-1].path) if stored else None
+    radar.attrs["previous_snapshot"] = (
+        f"{name} taken {stored[-1].taken_at.isoformat()} in {stored[-1].path}" if stored else None
+    )
     if save:
         snapshots.save(name, counts, taken_at=moment)
     return radar
