@@ -188,6 +188,8 @@ class HTTPLayer:
         _LAYERS.add(self)
 
     def __repr__(self) -> str:
+        if "api_prefix" not in vars(self):  # half-built: its constructor refused something
+            return "<HTTPLayer (not built)>"
         return f"<HTTPLayer {self.address}{self.api_prefix}>"
 
     @property
@@ -712,15 +714,24 @@ _HEADER_BREAKS = ("\r", "\n", "\x00")
 
 def _check_header(name: str, value: str | Sensitive) -> None:
     """Refuse a header that cannot be sent, naming it (never its value)."""
-    text = value.reveal() if isinstance(value, Sensitive) else value
-    if not isinstance(text, str) or any(c in text for c in _HEADER_BREAKS):
-        what = "is not text" if not isinstance(text, str) else "holds a line break or NUL"
+    # The verdict comes from a call that has returned: no frame of this raise holds
+    # a credential's plain value for a traceback's locals to show.
+    what = _unsendable(value)
+    if what:
         raise InputError(
             f"the {name} header {what}; remove it (a value read from a file "
             "often ends with a newline: strip it)"
         )
     if not name or any(c in name for c in (*_HEADER_BREAKS, ":", " ")):
         raise InputError(f"the header name {name!r} cannot be sent")
+
+
+def _unsendable(value: str | Sensitive) -> str:
+    """What makes ``value`` unsendable as a header ("" when nothing does)."""
+    text = value.reveal() if isinstance(value, Sensitive) else value
+    if not isinstance(text, str):
+        return "is not text"
+    return "holds a line break or NUL" if any(c in text for c in _HEADER_BREAKS) else ""
 
 
 @functools.cache
