@@ -1,0 +1,157 @@
+"""Every call that walks a collection reports progress, through the HTTP layer's fan-outs.
+
+The calls are derived, not listed: every view of both clients (each public call
+of an area annotated to return a frame, as the coverage test finds them) is run
+against the demo sandbox with bars forced on, and each is judged by what it
+did: a call that sent more than a few requests walked a collection, and must
+have drawn a bar (a walk that sent them one at a time outside the layer's
+fan-outs, without :func:`~toolkit._progress.walking`, fails here). Every bar
+drawn runs to its end and counts no more than was sent. Whether bars show by
+default (a person at a Jupyter frontend, never papermill) is proven on a kernel.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from tests.test_every_view_covered import _area, _views, clients, fillers
+from toolkit._progress import use_progress
+from toolkit.sandbox import Sandbox
+from toolkit.secrets import SecretsClient
+
+__all__ = ["clients", "fillers"]  # the coverage test's fixtures, used here
+
+# More requests than this, one after another, is a walk that bypassed the fan-outs.
+SEQUENTIAL_WALK = 12
+
+
+def _bars(err: str) -> list[tuple[str, int, int]]:
+    """(label, done, total) of each bar's last state on stderr."""
+    last: dict[str, tuple[int, int]] = {}
+    for line in re.split(r"[\r\n]+", err):
+        found = re.match(r"\s*(.*?):\s+\d+%\|.*?\|\s*(\d+)/(\d+)", line)
+        if found:
+            last[found[1]] = (int(found[2]), int(found[3]))
+    return [(label, done, total) for label, (done, total) in last.items()]
+
+
+class Answered:
+    """How many answers a client's layer got (its response hooks see each one)."""
+
+    def __init__(self) -> None:
+        self.answered = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, response: Any) -> None:
+        with self.lock:
+            self.answered += 1
+
+
+@pytest.fixture
+def bars_on() -> Iterator[None]:
+    use_progress(True)
+    yield
+    use_progress(None)
+
+
+@pytest.mark.slow  # every view against a sandbox: 20 s (the coverage test runs them fast)
+@pytest.mark.parametrize(("class_name", "name"), _views(), ids=lambda v: str(v))
+def test_every_view_that_fans_out_draws_a_bar_over_its_requests(
+    clients: dict[str, Any],
+    fillers: dict[str, Any],
+    class_name: str,
+    name: str,
+    bars_on: None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    area = _area(clients, class_name)
+    method = getattr(area, name)
+    kwargs = {
+        param: fillers[param]
+        for param, spec in inspect.signature(method).parameters.items()
+        if spec.default is spec.empty and spec.kind not in (spec.VAR_POSITIONAL, spec.VAR_KEYWORD)
+    }
+    seen = Answered()
+    hooks = area._http.response_hooks
+    capsys.readouterr()
+    hooks.append(seen)
+    try:
+        frame = method(**kwargs)
+    finally:
+        hooks.remove(seen)
+    assert isinstance(frame, pd.DataFrame)
+    bars = _bars(capsys.readouterr().err)
+    counted = sum(total for _, _, total in bars)
+    assert all(done == total for _, done, total in bars), bars  # every bar ran to its end
+    assert counted <= seen.answered, (bars, seen.answered)  # a bar counts what was sent
+    if seen.answered > SEQUENTIAL_WALK:
+        assert bars, f"{class_name}.{name}: {seen.answered} requests and no progress shown"
+
+
+def test_a_bar_asked_for_replaces_the_fan_outs_own(
+    clients: dict[str, Any], bars_on: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    clients["secrets"].leases.leases_by_mount(mounts=["broker/"], show_progress=True)
+    labels = [label for label, _, _ in _bars(capsys.readouterr().err)]
+    assert "looking up leases" in labels and "sys/leases/lookup" not in labels
+
+
+def test_the_first_question_to_the_evaluator_and_widest_access_draw_bars(
+    clients: dict[str, Any], bars_on: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolkit.secrets.sprawl import widest_access
+
+    bao = clients["secrets"]
+    scan = bao.tokens.scan()
+    address, token = bao.address, bao.http.credentials()[0]
+    for ask in (
+        lambda fresh: fresh.access.who_can("read", "secret/data/app"),
+        lambda fresh: widest_access(scan, lambda p: len(fresh.access.can(list(p)))),
+    ):
+        with SecretsClient(address, token) as fresh:  # its evaluator reads the server first
+            capsys.readouterr()
+            ask(fresh)
+            assert _bars(capsys.readouterr().err)
+
+
+@pytest.mark.slow  # it starts a kernel
+@pytest.mark.parametrize("person", [True, False], ids=["a frontend", "papermill"])
+def test_a_kernel_shows_the_bar_to_a_person_and_saves_none_for_papermill(person: bool) -> None:
+    from jupyter_client.manager import start_new_kernel
+
+    with Sandbox() as sandbox:
+        manager, kernel = start_new_kernel(kernel_name="python3")
+        try:
+            code = (
+                "from toolkit.secrets import SecretsClient\n"
+                f"c = SecretsClient({sandbox.address!r}, {sandbox.token!r})\n"
+                "frame = c.policies.policies_frame()\n"
+            )
+            outputs: list[dict[str, Any]] = []
+            reply = kernel.execute_interactive(
+                code, allow_stdin=person, timeout=120, output_hook=lambda m: outputs.append(m)
+            )
+        finally:
+            kernel.stop_channels()
+            manager.shutdown_kernel(now=True)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    shown = [
+        m for m in outputs if m["msg_type"] in ("display_data", "stream", "update_display_data")
+    ]
+    widgets = [
+        m
+        for m in shown
+        if "application/vnd.jupyter.widget-view+json" in m["content"].get("data", {})
+    ]
+    if person:
+        assert widgets, shown
+    else:
+        assert shown == []
