@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from tests.test_every_view_covered import _area, _views, clients, fillers
-from toolkit._progress import use_progress
+from toolkit.display import use_progress
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ._card import format_duration
+from ._progress import use_progress
 
 __all__ = [
     "MAX_TABLE_BYTES",
@@ -30,6 +31,7 @@ __all__ = [
     "interactive",
     "scrolling",
     "use_interactive",
+    "use_progress",
 ]
 
 _STYLE = (
