@@ -147,7 +147,8 @@ def fan_out_bar(total: int, label: Callable[[], str]) -> FanOutBar | None:
     with ``TOOLKIT_PROGRESS=1``) each has its own on stderr. Called by the HTTP
     layer only, in the thread that reads the fan-out.
     """
-    if total < MIN_FAN_OUT or getattr(_ASKED, "depth", 0) or not showing_fan_outs():
+    asked: int = getattr(_ASKED, "depth", 0)
+    if total < MIN_FAN_OUT or asked or not showing_fan_outs():
         return None
     from tqdm.auto import tqdm
 
