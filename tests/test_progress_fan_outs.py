@@ -122,6 +122,19 @@ def test_the_first_question_to_the_evaluator_and_widest_access_draw_bars(
             assert _bars(capsys.readouterr().err)
 
 
+@pytest.mark.parametrize("table", ["tokens", "certificates"])
+def test_sql_over_a_walked_table_draws_a_bar(
+    clients: dict[str, Any], table: str, bars_on: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import toolkit
+
+    with SecretsClient(clients["secrets"].address, clients["secrets"].http.credentials()[0]) as c:
+        capsys.readouterr()
+        answer = toolkit.sql(c, f"select count(*) as n from {table}")  # a catalog of its own
+    assert int(answer["n"][0]) > 0
+    assert _bars(capsys.readouterr().err), f"sql over {table}"
+
+
 @pytest.mark.slow  # it starts a kernel
 @pytest.mark.parametrize("person", [True, False], ids=["a frontend", "papermill"])
 def test_a_kernel_shows_one_bar_a_cell_to_a_person_and_saves_none_for_papermill(
