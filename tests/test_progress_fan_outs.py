@@ -21,12 +21,12 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from tests.test_every_view_covered import _area, _views, clients, fillers
+from tests._area_views import _area, _views, clients, fillers
 from toolkit.display import use_progress
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 
-__all__ = ["clients", "fillers"]  # the coverage test's fixtures, used here
+__all__ = ["clients", "fillers"]  # the shared fixtures, used here
 
 # More requests than this, one after another, is a walk that bypassed the fan-outs.
 SEQUENTIAL_WALK = 12
