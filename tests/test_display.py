@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pandas as pd
 import pytest
 
-from toolkit import Record, Sensitive
+from toolkit import Record, Sensitive, display
 from toolkit.display import scrolling
 
 
@@ -94,3 +95,56 @@ def test_scrolling_boxes_become_interactive_only_when_asked() -> None:
     finally:
         display.use_interactive(False)
     assert "toolkit-scroll" in scrolling(frame)._repr_html_()
+
+
+def _table_alone(shown: display.InteractiveFrame) -> str:
+    """The table's HTML without the kernel's one-off DataTables bundle."""
+    display._INTERACTIVE["loaded"] = True
+    return shown._repr_html_()
+
+
+def test_a_frame_over_the_budget_shows_the_first_rows_that_fit_and_says_how_many() -> None:
+    rows = 122_000
+    frame = pd.DataFrame(
+        {
+            "lease": [f"database/creds/role-{i % 7}/{i:06d}" for i in range(rows)],
+            "ttl": pd.to_timedelta(range(rows), unit="s"),
+            "n": range(rows),
+        }
+    )
+    started = time.monotonic()
+    page = _table_alone(display.interactive(frame))
+    assert time.monotonic() - started < 10  # every row is never rendered to be measured
+    budget = display.MAX_TABLE_BYTES
+    assert 0.9 * budget <= len(page) <= budget  # the budget is used, never passed
+    (shown,) = re.findall(r"The first ([\d,]+) of 122,000 rows", page)
+    last = int(shown.replace(",", "")) - 1
+    assert f"role-{last % 7}/{last:06d}" in page and f"/{last + 1:06d}" not in page
+    assert "budget is 2 MB" in page and "max_bytes" in page
+
+
+def test_a_smaller_or_larger_budget_is_kept_and_a_bad_one_refused() -> None:
+    frame = pd.DataFrame({"lease": [f"db/creds/{i:05d}" for i in range(20_000)]})
+    small = _table_alone(display.interactive(frame, max_bytes=100_000))
+    assert len(small) <= 100_000 and "The first " in small
+    whole = _table_alone(display.interactive(frame, max_bytes=10_000_000))
+    assert "20000 rows, all searchable" in whole
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="max_bytes"):
+            display.interactive(frame, max_bytes=bad)  # type: ignore[arg-type]
+
+
+def test_one_long_cell_is_cut_in_the_table_and_kept_in_the_frame() -> None:
+    frame = pd.DataFrame({"policy": ['path "x" {}\n' * 100_000, "short"]})
+    page = _table_alone(display.interactive(frame))
+    assert len(page) < 100_000 and "characters; cut here" in page and "short" in page
+    assert len(frame["policy"][0]) == 1_200_000
+
+
+def test_the_bundle_comes_with_the_first_table_of_a_kernel_only() -> None:
+    display._INTERACTIVE["loaded"] = False
+    small = pd.DataFrame({"n": range(7)})
+    first = display.interactive(small)._repr_html_()
+    second = display.interactive(small)._repr_html_()
+    assert len(first) > 500_000 > 50_000 > len(second)
+    assert first.endswith(second)  # the same table, the bundle before it

@@ -278,10 +278,10 @@ def _owner(demo: dict[str, Any], name: str) -> tuple[str, Any | None]:
     return module, demo["instances"][class_name]
 
 
-@pytest.mark.parametrize("name", VIEWS, ids=lambda v: v.removeprefix("toolkit."))
-def test_every_view_files_what_it_could_read_and_keeps_what_it_was_handed(
+def view_call(
     demo: dict[str, Any], name: str
-) -> None:
+) -> tuple[Callable[..., Any], list[Any], dict[str, Any]]:
+    """The view ``name`` bound to its owner, and the arguments the demo fills it with."""
     module, owner = _owner(demo, name)
     attribute = name.rsplit(".", 1)[1]
     call = (
@@ -300,6 +300,15 @@ def test_every_view_files_what_it_could_read_and_keeps_what_it_was_handed(
         elif param in given or (spec.default is spec.empty and spec.kind is not spec.VAR_KEYWORD):
             assert param in fillers, f"{name}: add a filler for {param!r} in the demo fixture"
             kwargs[param] = fillers[param]
+    return call, positional, kwargs
+
+
+@pytest.mark.parametrize("name", VIEWS, ids=lambda v: v.removeprefix("toolkit."))
+def test_every_view_files_what_it_could_read_and_keeps_what_it_was_handed(
+    demo: dict[str, Any], name: str
+) -> None:
+    call, positional, kwargs = view_call(demo, name)
+    attribute = name.rsplit(".", 1)[1]
     frame = call(*positional, **kwargs)
     assert isinstance(frame, pd.DataFrame)
     records = coverage_of(frame)

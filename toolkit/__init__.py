@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._config import hidden_token
 from ._errors import (
     APIError,
     BadRequest,
@@ -162,6 +163,7 @@ def connect_platform(
     (``TOOLKIT_SANDBOX_ADDRESS``) or starts one in this process, and prints
     which, so that a runbook never talks to the sandbox by accident.
     """
+    token = hidden_token(token)  # no frame of a failed connection holds it plain
     if sandbox:
         address, token = _sandbox_target(address)
     return PlatformClient(address, token, **options)
@@ -177,12 +179,13 @@ def connect_secrets(
     """A secrets client: against ``address`` / ``VAULT_ADDR``, or the sandbox when asked."""
     from .secrets import SecretsClient
 
+    token = hidden_token(token)
     if sandbox:
         address, token = _sandbox_target(address)
     return SecretsClient(address, token, **options)
 
 
-def _sandbox_target(address: str | None) -> tuple[str, str]:
+def _sandbox_target(address: str | None) -> tuple[str, Sensitive]:
     if address:
         raise ConfigurationError("pass either address=... or sandbox=True, not both")
     from .sandbox import ensure_sandbox
@@ -190,4 +193,4 @@ def _sandbox_target(address: str | None) -> tuple[str, str]:
     running = ensure_sandbox()
     how = "started in this kernel" if running.started_here else "already running"
     print(f"Using the sandbox at {running.address} ({how}).")
-    return running.address, running.token
+    return running.address, Sensitive(running.token, "token")

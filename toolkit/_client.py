@@ -193,4 +193,6 @@ class ServiceClient:
         self.close()
 
     def __repr__(self) -> str:
+        if "http" not in vars(self):  # half-built: a traceback's locals show it too
+            return f"<{type(self).__name__} (not built)>"
         return f"<{type(self).__name__} {self.address}>"

@@ -27,9 +27,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ._errors import ConfigurationError
-from ._masking import Sensitive
+from ._masking import Sensitive, hidden
 
-__all__ = ["Settings", "platform_settings", "secrets_settings", "terraform_token"]
+__all__ = [
+    "Settings",
+    "hidden_token",
+    "platform_settings",
+    "secrets_settings",
+    "terraform_token",
+]
 
 _TRUE = {"1", "true", "yes", "on", "t", "y"}
 
@@ -108,6 +114,13 @@ def _private_text(path: Path, what: str) -> str | None:
 
 def _home() -> Path:
     return Path(os.environ.get("HOME") or Path.home())
+
+
+def hidden_token(token: str | Sensitive | None) -> Sensitive | None:
+    """A token given to a client, hidden at once (None or "" for none): what a client's
+    constructor does first, so that a traceback of a failed construction shows no
+    frame holding the token plain."""
+    return hidden(token, "token") if token else None
 
 
 def _plain_token(token: str | Sensitive | None) -> str | None:

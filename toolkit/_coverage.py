@@ -47,6 +47,7 @@ __all__ = [
     "Gap",
     "OutcomeFrame",
     "PlanFrame",
+    "StoredFrame",
     "ReadsNothing",
     "carry",
     "carries_coverage",
@@ -194,6 +195,9 @@ OutcomeFrame = Annotated[pd.DataFrame, ReadsNothing("an action's outcome: what i
 CoverageReport = Annotated[pd.DataFrame, ReadsNothing("a report on coverage records")]
 BuiltFrame = Annotated[
     pd.DataFrame, ReadsNothing("built from the records handed to it; its caller files their record")
+]
+StoredFrame = Annotated[
+    pd.DataFrame, ReadsNothing("read back from the toolkit's own store, as it was filed")
 ]
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from ._coverage import StoredFrame
 from ._errors import InputError
 
 __all__ = ["CHANGES", "Snapshots", "diff"]
@@ -149,7 +150,7 @@ class Snapshots:
             [*found, *_older_files(self.folder, name)], key=lambda s: (s.name, s.taken_at)
         )
 
-    def read(self, snapshot: Snapshot) -> pd.DataFrame:
+    def read(self, snapshot: Snapshot) -> StoredFrame:
         """The frame ``snapshot`` holds."""
         if snapshot.run is None:
             return pd.read_parquet(snapshot.path)

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ._coverage import StoredFrame
 from ._durable import Lock, replace_atomic
 from ._errors import InputError
 from .extras import require
@@ -425,7 +426,7 @@ def open(
     return con
 
 
-def audits(root: str | Path) -> pd.DataFrame:
+def audits(root: str | Path) -> StoredFrame:
     """Every committed audit's rows of :data:`AUDITS` (``frame``, ``rows`` and the audit
     columns), oldest first; an empty frame for a history that holds none yet."""
     pa, pq = _arrow()
@@ -439,7 +440,7 @@ def audits(root: str | Path) -> pd.DataFrame:
     return frame.sort_values(["audit_at", "frame"], kind="stable").reset_index(drop=True)
 
 
-def read_audit(root: str | Path, frame: str, run: str) -> pd.DataFrame:
+def read_audit(root: str | Path, frame: str, run: str) -> StoredFrame:
     """The rows of ``frame`` that one audit (its ``audit_run``) filed, as it filed them:
     without the audit columns, its named index set again."""
     import pyarrow.compute as pc

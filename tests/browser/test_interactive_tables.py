@@ -1,4 +1,6 @@
-"""An interactive table in JupyterLab: search, sort and a column filter over all 10,000 rows."""
+"""An interactive table in JupyterLab: search, sort and a column filter over all 10,000 rows;
+a frame past the page budget shows the rows that fit and says so, and the DataTables
+bundle is in the saved notebook once."""
 
 from __future__ import annotations
 
@@ -7,7 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tests.browser._page import open_notebook, run_cells, screenshot
+from tests.browser._page import open_notebook, outputs, run_cells, save_notebook, screenshot
+from toolkit.display import MAX_TABLE_BYTES
 
 CELL = """\
 import pandas as pd
@@ -21,12 +24,19 @@ interactive(frame)
 """
 
 
-def _notebook(folder: Path) -> str:
-    name = "interactive_table_check.ipynb"
-    cell = {"cell_type": "code", "metadata": {}, "source": CELL, "outputs": [],
-            "execution_count": None}  # fmt: skip
+def _notebook(folder: Path, *sources: str, name: str = "interactive_table_check.ipynb") -> str:
+    cells = [
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "source": source,
+            "outputs": [],
+            "execution_count": None,
+        }  # fmt: skip
+        for source in sources or (CELL,)
+    ]
     notebook = {
-        "cells": [cell],
+        "cells": cells,
         "metadata": {
             "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
         },  # fmt: skip
@@ -85,3 +95,49 @@ def test_a_10000_row_frame_is_searched_sorted_and_filtered_in_the_page_over_ever
     assert "filtered from 10,000" in _info(page)
     assert "database/creds/role-0/04242" in _first_row(page)
     screenshot(page, "interactive-table-filtered")
+
+
+BIG = """\
+import pandas as pd
+from toolkit.display import interactive
+
+rows = 122_000
+big = pd.DataFrame({
+    "lease": [f"database/creds/role-{i % 7}/{i:06d}" for i in range(rows)],
+    "ttl": pd.to_timedelta(range(rows), unit="s"),
+    "n": range(rows),
+})
+interactive(big)
+"""
+SMALL = "interactive(big.head(7))"
+
+
+def test_a_122000_row_frame_stays_within_the_budget_and_the_bundle_is_saved_once(
+    page: Any, lab_kernels: str, workdir: Path
+) -> None:
+    name = _notebook(workdir, BIG, SMALL, name="interactive_table_budget.ipynb")
+    open_notebook(page, lab_kernels, name)
+    run_cells(page, "interactive(big)", SMALL)
+    tables = page.locator("table.dataTable")
+    tables.nth(1).locator("tbody tr").first.wait_for(timeout=60_000)
+
+    # What each table put in the page: the first carries the bundle, the second not.
+    # (The bundle is about 0.97 MB; it holds the one definition of injectCSS.)
+    first, second = (o["data"]["text/html"] for o in outputs(page) if "data" in o)
+    assert len(first) <= MAX_TABLE_BYTES + 1_000_000 and len(second) < 50_000
+    assert "function injectCSS(" in first and "function injectCSS(" not in second
+
+    # The big one shows the rows that fit, and its note says how many of how many.
+    note = page.get_by_text(re.compile(r"The first [\d,]+ of 122,000 rows")).first
+    note.wait_for(timeout=30_000)
+    shown = int(re.search(r"The first ([\d,]+)", note.inner_text())[1].replace(",", ""))
+    infos = page.locator(".dt-info").all_inner_texts()
+    assert re.search(rf"of {shown:,} entries", infos[0]), infos
+    # The second is a DataTable too (small: no info line), drawn from the one bundle.
+    assert tables.count() == 2 and tables.nth(1).locator("tbody tr").count() == 7
+
+    saved = save_notebook(page, workdir / name)
+    assert json.dumps(saved).count("function injectCSS(") == 1
+    size = (workdir / name).stat().st_size
+    assert size < 2 * (MAX_TABLE_BYTES + 1_000_000), size  # not the 22 MB of every row
+    screenshot(page, "interactive-table-budget")

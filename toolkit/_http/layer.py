@@ -34,6 +34,7 @@ from .._errors import (
     TimeoutError,
 )
 from .._masking import Sensitive
+from .._progress import fan_out_bar
 from .fanout import OrderedResponses, Request, RequestFanOut, ThreadedMap, worker_mark
 from .paths import check_path
 from .policy import Failure, RetryPolicy, judge, mask, repeatable
@@ -188,6 +189,8 @@ class HTTPLayer:
         _LAYERS.add(self)
 
     def __repr__(self) -> str:
+        if "api_prefix" not in vars(self):  # half-built: its constructor refused something
+            return "<HTTPLayer (not built)>"
         return f"<HTTPLayer {self.address}{self.api_prefix}>"
 
     @property
@@ -606,6 +609,10 @@ class HTTPLayer:
         future.add_done_callback(
             lambda f: out.finish(fan.cancelled) if f.cancelled() and transport.closed else None
         )
+        # Progress by batch of answers (a fan-out inside a map's call counts as that call).
+        bar = (
+            fan_out_bar(len(todo), lambda: _paths_label(todo)) if _worker_layer() is None else None
+        )
         try:
             k = 0
             while k < len(todo):
@@ -614,8 +621,12 @@ class HTTPLayer:
                     fan.blocked = False
                     loop.call_soon_threadsafe(fan.kick)
                 k += len(batch)
+                if bar is not None:
+                    bar.update(len(batch))
                 yield from batch
         finally:
+            if bar is not None:
+                bar.close()
             if not future.done():
                 # The reader left early: stop the fan-out and wait until it has
                 # stopped, so that nothing more is sent once this returns.
@@ -639,21 +650,35 @@ class HTTPLayer:
         """
         items = list(items)
         n = min(workers or self.max_concurrency, self.max_concurrency, len(items))
-        if n <= 1 or _worker_layer() is (self._owner or self):
-            ends_at = time.monotonic() + self.fan_out_timeout
-            for item in items:
-                if time.monotonic() > ends_at:
-                    raise TimeoutError(
-                        "the fan-out did not finish within its deadline of "
-                        f"{self.fan_out_timeout:g} s"
-                    )
-                yield fn(item)
-            return
-        fan = ThreadedMap(fn, items, n, self._executor(), self.fan_out_timeout)
+        inner = _worker_layer() is not None  # a map's call: counted as that call
+        bar = None if inner else fan_out_bar(len(items), lambda: _call_label(fn))
         try:
-            yield from fan
+            if n <= 1 or _worker_layer() is (self._owner or self):
+                ends_at = time.monotonic() + self.fan_out_timeout
+                for item in items:
+                    if time.monotonic() > ends_at:
+                        raise TimeoutError(
+                            "the fan-out did not finish within its deadline of "
+                            f"{self.fan_out_timeout:g} s"
+                        )
+                    value = fn(item)
+                    if bar is not None:
+                        bar.update(1)
+                    yield value
+                return
+            fan = ThreadedMap(fn, items, n, self._executor(), self.fan_out_timeout)
+            try:
+                if bar is None:
+                    yield from fan
+                else:
+                    for value in fan:
+                        bar.update(1)
+                        yield value
+            finally:
+                fan.stop()
         finally:
-            fan.stop()
+            if bar is not None:
+                bar.close()
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._owner is not None:
@@ -712,15 +737,44 @@ _HEADER_BREAKS = ("\r", "\n", "\x00")
 
 def _check_header(name: str, value: str | Sensitive) -> None:
     """Refuse a header that cannot be sent, naming it (never its value)."""
-    text = value.reveal() if isinstance(value, Sensitive) else value
-    if not isinstance(text, str) or any(c in text for c in _HEADER_BREAKS):
-        what = "is not text" if not isinstance(text, str) else "holds a line break or NUL"
+    # The verdict comes from a call that has returned: no frame of this raise holds
+    # a credential's plain value for a traceback's locals to show.
+    what = _unsendable(value)
+    if what:
         raise InputError(
             f"the {name} header {what}; remove it (a value read from a file "
             "often ends with a newline: strip it)"
         )
     if not name or any(c in name for c in (*_HEADER_BREAKS, ":", " ")):
         raise InputError(f"the header name {name!r} cannot be sent")
+
+
+def _paths_label(requests: list[Request]) -> str:
+    """What a fan-out reads, for its bar: the path segments its requests share."""
+    shared = requests[0].path.strip("/").split("/")
+    for r in requests[1:]:
+        parts = r.path.strip("/").split("/")
+        n = 0
+        while n < min(len(shared), len(parts)) and shared[n] == parts[n]:
+            n += 1
+        shared = shared[:n]
+        if not shared:
+            break
+    return "/".join(shared) or "requests"
+
+
+def _call_label(fn: Callable[..., Any]) -> str:
+    """What a map runs, for its bar: its function's name, without ``<locals>``."""
+    name = getattr(fn, "__qualname__", "") or getattr(fn, "__name__", "") or "calls"
+    return name.split(".<locals>")[0].strip("._") or "calls"
+
+
+def _unsendable(value: str | Sensitive) -> str:
+    """What makes ``value`` unsendable as a header ("" when nothing does)."""
+    text = value.reveal() if isinstance(value, Sensitive) else value
+    if not isinstance(text, str):
+        return "is not text"
+    return "holds a line break or NUL" if any(c in text for c in _HEADER_BREAKS) else ""
 
 
 @functools.cache

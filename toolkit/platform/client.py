@@ -7,7 +7,7 @@ from urllib.parse import unquote, urlsplit
 
 from .._card import connection_card
 from .._client import ServiceClient
-from .._config import platform_settings
+from .._config import hidden_token, platform_settings
 from .._errors import NotFound, ToolkitError, Unauthorized
 from .._http import RetryPolicy, decode_json
 from .._http.layer import FAN_OUT_TIMEOUT
@@ -45,6 +45,7 @@ class PlatformClient(ServiceClient):
         retry: RetryPolicy | None = None,
         connector: Any = None,
     ) -> None:
+        token = hidden_token(token)  # no frame of a failed construction holds it plain
         settings = platform_settings(address, token, ca_file=ca_file, verify=verify)
         super().__init__(
             settings,

@@ -27,6 +27,7 @@ from .._errors import APIError, InputError
 from .._frames import Col, Schema, build_frame
 from .._http import HTTPLayer
 from .._masking import Sensitive, hidden, reveal
+from .._progress import walking
 from .._records import Record, integer
 from .._time import later, parse_duration, parse_time
 from ._base import EngineArea, fields_of, hide, lease_of, unwrap, warnings_of
@@ -299,7 +300,7 @@ class Directory(EngineArea):
         leases = Leases(self._http)
         rows: list[dict[str, Any]] = []
         cov = self._coverage("library_status")
-        for set_name in names:
+        for set_name in walking(names, f"{self.mount}/library"):
             where = self._path("library/{name}/status", name=set_name).lstrip("/")
             status = cov.read_or_gap(where, partial(self.status, set_name))
             if status is None:

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from .._card import connection_card, format_seconds
 from .._client import ExplainingLayer, ServiceClient
-from .._config import secrets_settings
+from .._config import hidden_token, secrets_settings
 from .._errors import (
     InputError,
     MountNotFound,
@@ -120,6 +120,7 @@ class SecretsClient(ServiceClient):
         connector: Any = None,
         require_token: bool = True,
     ) -> None:
+        token = hidden_token(token)  # no frame of a failed construction holds it plain
         settings = secrets_settings(
             address,
             token,
@@ -135,8 +136,7 @@ class SecretsClient(ServiceClient):
         self.token_source = settings.token_source
         headers: dict[str, str | Sensitive] = {}
         if settings.token:
-            hidden_token = Sensitive(settings.token, "token")
-            headers = dict.fromkeys(TOKEN_HEADERS, hidden_token)
+            headers = dict.fromkeys(TOKEN_HEADERS, Sensitive(settings.token, "token"))
         if settings.namespace:
             headers[NAMESPACE_HEADER] = settings.namespace
         super().__init__(
@@ -471,6 +471,8 @@ class SecretsClient(ServiceClient):
         )
 
     def __repr__(self) -> str:
+        if "http" not in vars(self):
+            return super().__repr__()  # half-built
         where = f" namespace={self.namespace!r}" if self.namespace else ""
         return f"<SecretsClient {self.address}{where}>"
 
