@@ -141,6 +141,23 @@ def test_a_compressed_file_cut_in_half_is_a_gap_naming_it(tmp_path: Path, suffix
     assert auditlog.open(tmp_path / "audit-*").span.complete
 
 
+def test_a_zst_log_with_skippable_frames_is_whole_and_one_cut_inside_a_frame_is_not(
+    tmp_path: Path,
+) -> None:
+    # A skippable frame (magic 0x184D2A5?, then its length) sits between data frames, as
+    # some writers leave them; the zstd library's frame walk steps over it.
+    skippable = (0x184D2A50).to_bytes(4, "little") + (5).to_bytes(4, "little") + b"note!"
+    frames = [zstandard.ZstdCompressor(write_checksum=True).compress(DATA)] * 2
+    whole = frames[0] + skippable + frames[1]
+    path = tmp_path / "audit.log.zst"
+    path.write_bytes(whole)
+    assert auditlog.open(path).span.complete
+    for cut in (len(whole) - 2, len(frames[0]) + 6, len(frames[0]) - 3):
+        path.write_bytes(whole[:cut])
+        log = auditlog.AuditLog([path])
+        assert log.truncated == (path,), cut
+
+
 def test_every_frame_of_the_log_carries_its_record_and_its_period(tmp_path: Path) -> None:
     path = _some_lines_broken(tmp_path, _retimed, every=5)
     log = auditlog.open(path)
