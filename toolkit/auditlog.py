@@ -184,8 +184,8 @@ class AuditLog:
     def __repr__(self) -> str:
         return f"<AuditLog {len(self.paths)} file(s)>"
 
-    def _source(self) -> str:
-        names = [str(p).replace("'", "''") for p in self._readable]
+    def _source(self, paths: Sequence[Path] | None = None) -> str:
+        names = [str(p).replace("'", "''") for p in (self._readable if paths is None else paths)]
         if not names:  # every file cut short: a source of no rows, with the columns
             fields = ", ".join(f'null::{v} as "{k}"' for k, v in _COLUMNS.items())
             return f"(select null::varchar as filename, {fields} where false)"
@@ -236,13 +236,24 @@ class AuditLog:
             except duckdb.IOException:
                 cut = tuple(
                     p for p in self._readable if p.suffix.lower() == ".gz" and not _whole(p)
-                )
+                ) or tuple(p for p in self._readable if not self._duckdb_reads(p))
                 if not cut:
                     raise
                 self.truncated += cut
                 self._readable = [p for p in self._readable if p not in cut]
                 self.con.execute(_USAGE.format(entries=self._entries()))
             self._usage_read = True
+
+    def _duckdb_reads(self, path: Path) -> bool:
+        """Whether DuckDB reads ``path`` alone to its end: when it stops the whole query
+        at a file that Python's decompressor reads whole (a .gz padded with zeros)."""
+        import duckdb
+
+        try:
+            self.con.execute(f"select count(*) from {self._source([path])}").fetchall()
+        except duckdb.IOException:
+            return False
+        return True
 
     @property
     def span(self) -> LogSpan:
@@ -279,7 +290,10 @@ class AuditLog:
                     gaps.append((path, f"{untimed} entr{'y' if untimed == 1 else 'ies'} whose "
                                        "time does not parse: not placed in the period"))  # fmt: skip
             gaps += [
-                (str(p), "the compressed file ends before its end mark (cut short): not read")
+                (
+                    str(p),
+                    "the compressed file does not decompress to its end (cut short, or not what its name says): not read",
+                )
                 for p in self.truncated
             ]
             first, last = self.con.execute(
