@@ -141,6 +141,46 @@ def test_a_compressed_file_cut_in_half_is_a_gap_naming_it(tmp_path: Path, suffix
     assert auditlog.open(tmp_path / "audit-*").span.complete
 
 
+@pytest.mark.parametrize(
+    ("what", "packed"),
+    [
+        ("padded with zeros", gzip.compress(DATA) + bytes(10)),
+        ("followed by text", gzip.compress(DATA) + b"garbage"),
+        ("not gzip at all", DATA),
+    ],
+)
+def test_a_gz_file_duckdb_cannot_read_is_a_gap_naming_it_not_a_duckdb_error(
+    tmp_path: Path, what: str, packed: bytes
+) -> None:
+    # Python's gzip reads a member padded with zeros whole; DuckDB stops the whole query
+    # at it ("Input is not a GZIP stream"): that escaped as duckdb.IOException.
+    (tmp_path / "audit-1.log").write_bytes(DATA)
+    odd = tmp_path / "audit-2.log.gz"
+    odd.write_bytes(packed)
+    log = auditlog.open(tmp_path / "audit-*")
+    assert log.span.truncated == (str(odd),) and log.span.lines == len(LINES), what
+    (gap,) = log.coverage("last_use_frame").gaps
+    assert gap.path == str(odd) and "not read" in gap.reason
+    assert _unused(log).loc["unused", "state"] == auditlog.NOT_SEEN
+
+
+def test_a_zst_log_with_skippable_frames_is_whole_and_one_cut_inside_a_frame_is_not(
+    tmp_path: Path,
+) -> None:
+    # A skippable frame (magic 0x184D2A5?, then its length) sits between data frames, as
+    # some writers leave them; the zstd library's frame walk steps over it.
+    skippable = (0x184D2A50).to_bytes(4, "little") + (5).to_bytes(4, "little") + b"note!"
+    frames = [zstandard.ZstdCompressor(write_checksum=True).compress(DATA)] * 2
+    whole = frames[0] + skippable + frames[1]
+    path = tmp_path / "audit.log.zst"
+    path.write_bytes(whole)
+    assert auditlog.open(path).span.complete
+    for cut in (len(whole) - 2, len(frames[0]) + 6, len(frames[0]) - 3):
+        path.write_bytes(whole[:cut])
+        log = auditlog.AuditLog([path])
+        assert log.truncated == (path,), cut
+
+
 def test_every_frame_of_the_log_carries_its_record_and_its_period(tmp_path: Path) -> None:
     path = _some_lines_broken(tmp_path, _retimed, every=5)
     log = auditlog.open(path)

@@ -40,8 +40,10 @@ from __future__ import annotations
 
 import gzip
 import ipaddress
+import mmap
 import os
 import stat
+import sys
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -182,8 +184,8 @@ class AuditLog:
     def __repr__(self) -> str:
         return f"<AuditLog {len(self.paths)} file(s)>"
 
-    def _source(self) -> str:
-        names = [str(p).replace("'", "''") for p in self._readable]
+    def _source(self, paths: Sequence[Path] | None = None) -> str:
+        names = [str(p).replace("'", "''") for p in (self._readable if paths is None else paths)]
         if not names:  # every file cut short: a source of no rows, with the columns
             fields = ", ".join(f'null::{v} as "{k}"' for k, v in _COLUMNS.items())
             return f"(select null::varchar as filename, {fields} where false)"
@@ -234,13 +236,24 @@ class AuditLog:
             except duckdb.IOException:
                 cut = tuple(
                     p for p in self._readable if p.suffix.lower() == ".gz" and not _whole(p)
-                )
+                ) or tuple(p for p in self._readable if not self._duckdb_reads(p))
                 if not cut:
                     raise
                 self.truncated += cut
                 self._readable = [p for p in self._readable if p not in cut]
                 self.con.execute(_USAGE.format(entries=self._entries()))
             self._usage_read = True
+
+    def _duckdb_reads(self, path: Path) -> bool:
+        """Whether DuckDB reads ``path`` alone to its end: when it stops the whole query
+        at a file that Python's decompressor reads whole (a .gz padded with zeros)."""
+        import duckdb
+
+        try:
+            self.con.execute(f"select count(*) from {self._source([path])}").fetchall()
+        except duckdb.IOException:
+            return False
+        return True
 
     @property
     def span(self) -> LogSpan:
@@ -277,7 +290,10 @@ class AuditLog:
                     gaps.append((path, f"{untimed} entr{'y' if untimed == 1 else 'ies'} whose "
                                        "time does not parse: not placed in the period"))  # fmt: skip
             gaps += [
-                (str(p), "the compressed file ends before its end mark (cut short): not read")
+                (
+                    str(p),
+                    "the compressed file does not decompress to its end (cut short, or not what its name says): not read",
+                )
                 for p in self.truncated
             ]
             first, last = self.con.execute(
@@ -474,37 +490,32 @@ def _whole(path: Path) -> bool:
 
 
 def _zstd_whole(raw: Any) -> bool:
-    """Whether every zstd frame in ``raw`` runs to its last block (and checksum), from
-    the block headers alone: decompressing a log to check it took longer than DuckDB's
-    read of it, and the library's readers end quietly at a cut. Frame headers are read
-    by the library (:func:`zstandard.frame_header_size`, :func:`get_frame_parameters`);
-    a block's header is 3 bytes (RFC 8878 section 3.1.1.2): last-block bit, type (RLE
-    blocks hold one byte), size."""
-    import zstandard
+    """Whether every zstd frame in ``raw`` runs to its end (last block and checksum),
+    without decompressing it: the zstd library's own frame walk
+    (``ZSTD_findFrameCompressedSize``, as ``compression.zstd.get_frame_size``; its
+    backport before Python 3.14) over a read-only map of the file, frame after frame,
+    skippable frames included. It reads the block headers alone: 0.02 s for a 2.6 GB
+    log, where decompressing it took longer than DuckDB's read, and the library's
+    streaming readers end quietly at a cut."""
+    if sys.version_info >= (3, 14):
+        from compression.zstd import ZstdError, get_frame_size
+    else:
+        require("sql", "Checking a .zst audit log for a cut", "backports.zstd")
+        from backports.zstd import ZstdError, get_frame_size
 
     size = os.fstat(raw.fileno()).st_size
+    if not size:
+        return True  # nothing to cut: DuckDB reads no entry, and the file is refused
     at = 0
-    while at < size:
-        raw.seek(at)
-        head = raw.read(18)  # the longest frame header
-        magic = int.from_bytes(head[:4], "little")
-        if 0x184D2A50 <= magic <= 0x184D2A5F:  # a skippable frame: its length follows
-            at += 8 + int.from_bytes(head[4:8], "little")
-            continue
+    with (
+        mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
+        memoryview(mapped) as view,
+    ):
         try:
-            at += zstandard.frame_header_size(head)
-            checksum = zstandard.get_frame_parameters(head).has_checksum
-        except zstandard.ZstdError:
+            while at < size:
+                at += get_frame_size(view[at:])
+        except ZstdError:
             return False
-        last = False
-        while not last:
-            raw.seek(at)
-            block = int.from_bytes(raw.read(3).ljust(3, b"\xff"), "little")
-            last, kind, length = bool(block & 1), (block >> 1) & 3, block >> 3
-            at += 3 + (1 if kind == 1 else length)
-            if at > size:
-                return False
-        at += 4 if checksum else 0
     return at == size
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolkit import MountNotFound
+from toolkit import InputError, MountNotFound
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.lease_rules import lease_summary
@@ -53,3 +53,12 @@ def test_the_radar_keeps_to_the_mounts_asked_and_names_one_that_does_not_exist(
         assert radar.attrs["coverage"]["complete"]
         with pytest.raises(MountNotFound, match="nothing is mounted at 'databse/'"):
             client.leases.lease_radar(mounts=["databse/"])
+
+
+def test_the_radar_refuses_a_lone_string_of_mounts_in_one_line(empty_sandbox: Sandbox) -> None:
+    # Read as a list, "database/" was nine mounts: "nothing is mounted at 'd/'".
+    with (
+        SecretsClient(empty_sandbox.address, empty_sandbox.token) as client,
+        pytest.raises(InputError, match=r"mounts=\['database/'\], not a lone string"),
+    ):
+        client.leases.lease_radar(mounts="database/")

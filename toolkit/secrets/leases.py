@@ -484,6 +484,10 @@ class Leases(SecretsArea):
         the ``(server)`` row sums them); one that nothing is mounted at raises
         :class:`~toolkit.MountNotFound`.
         """
+        if isinstance(mounts, str):  # its characters would be read as mounts ('d/' ...)
+            raise InputError(
+                f"mounts takes a list of mount paths: mounts=[{mounts!r}], not a lone string"
+            )
         counts = self.lease_counts() if mounts is None else self._counts_under(list(mounts))
         now = self._http.server_now()
         if snapshots is None:
