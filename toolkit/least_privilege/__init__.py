@@ -1,0 +1,147 @@
+"""Least privilege from evidence: what each principal holds against what it used, a policy
+generated from its use and proved on the log, and the impact of a change before it is made.
+
+    from toolkit import least_privilege
+    rv = least_privilege.review(client, "/var/log/openbao/audit.log", days=90)
+    rv.decisions()       # every request: the policy and pattern that decided it
+    rv.findings()        # where the evaluator decides otherwise than the log says
+    rv.ranking()         # principals by how dangerous and how much of their access is unused
+    rv.standing("auth/userpass/users/alice")   # each pattern+capability: last used, unused
+    gen = rv.generate("auth/userpass/users/alice", generalise_above=5)
+    print(gen.hcl); gen.lost                   # proved: covers the window, widens nothing
+    rv.impact({"reader": gen.hcl})             # every logged request whose outcome changes
+
+What the file audit device logs, and what it does not (OpenBao 2.7): the operation
+(create or update already resolved), the path, the token's and identity policies, the
+entity id, and ``policy_results`` (the granting policies of an allowed request's winning
+pattern; ``allowed: false`` alone on a denied one). It does not log the token role,
+whether an identity policy came from the entity or a group, whether ``sudo`` was needed
+(the server's root-protected paths say: :mod:`._sudo`), nor the parameter values a rule's
+``allowed_parameters`` test (HMAC'd): such rules are kept as written in a generated
+policy and listed. Templated patterns are filled from the identity store as it is now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import auditlog
+from .._coverage import Coverage
+from .._errors import InputError
+from ._decide import Decider, Verdict
+from ._generate import Generated, ProofFailed, generate
+from ._log import read_requests
+from ._policies import Policies
+from ._review import DANGER, Review, danger_of
+from ._sudo import needs_sudo, sudo_paths
+
+__all__ = [
+    "DANGER",
+    "POLICY_TEXTS",
+    "Decider",
+    "Generated",
+    "Policies",
+    "ProofFailed",
+    "Review",
+    "Verdict",
+    "danger_of",
+    "file_policies",
+    "needs_sudo",
+    "policies_as_of",
+    "review",
+    "sudo_paths",
+]
+
+# The history frame every review files its policy texts into.
+POLICY_TEXTS = "policy_texts"
+
+
+def review(
+    client: Any,
+    log: str | Path | Iterable[str | Path] | auditlog.AuditLog,
+    *,
+    days: int = 90,
+    policies: Mapping[str, str] | None = None,
+    model: Any = None,
+) -> Review:
+    """A :class:`Review` of ``log`` (a file, a glob, a list, or an opened
+    :class:`toolkit.auditlog.AuditLog`) with the server's policies and principals.
+
+    ``policies`` (name -> text) decides with other texts, such as those of a date
+    (:func:`policies_as_of`); else the server's, read now. ``model`` is an access
+    model already loaded (``client.access.load()``); else it is loaded."""
+    opened = log if isinstance(log, auditlog.AuditLog) else auditlog.open(log)  # type: ignore[arg-type]
+    record = Coverage("least_privilege.review", asked=[str(p) for p in opened.paths])
+    if model is None:
+        model = client.access.load()
+    record.gaps.extend(model.coverage.gaps)
+    texts = dict(policies) if policies is not None else client.policies.acl_texts()
+    parsed = Policies(texts, record)
+    return Review(read_requests(opened), parsed, model.principals, window_days=days,
+                  coverage=record)  # fmt: skip
+
+
+def file_policies(
+    root: str | Path,
+    texts: Mapping[str, str],
+    header: Any,
+    *,
+    target: str | None = None,
+    taken_at: datetime | None = None,
+) -> list[Path]:
+    """File every policy's text into the history store at ``root`` (frame
+    :data:`POLICY_TEXTS`: ``policy``, ``text``), so later reviews decide with the
+    policies of that day (:func:`policies_as_of`)."""
+    from .. import history
+
+    frame = pd.DataFrame(
+        {"policy": pd.array(sorted(texts), dtype="string"),
+         "text": pd.array([texts[k] for k in sorted(texts)], dtype="string")}
+    )  # fmt: skip
+    return history.append(root, {POLICY_TEXTS: frame}, header, target=target, taken_at=taken_at)
+
+
+def policies_as_of(root: str | Path, when: datetime | str, *, target: str) -> dict[str, str]:
+    """The policy texts of ``target`` as the last review on or before ``when`` filed them."""
+    from .. import history
+
+    moment = pd.Timestamp(when)
+    moment = moment.tz_localize(UTC) if moment.tzinfo is None else moment.tz_convert(UTC)
+    if POLICY_TEXTS not in history.list_frames(root):
+        raise InputError(f"the history at {root} holds no policy texts: run a review first")
+    con = history.open(root)
+    runs = con.execute(
+        f"select audit_run, max(audit_at) from {POLICY_TEXTS} where audit_target = ? "
+        "and audit_at <= ? group by audit_run order by 2 desc limit 1",
+        [target, moment.to_pydatetime()],
+    ).fetchall()
+    if not runs:
+        raise InputError(
+            f"no policy texts of target {target!r} filed on or before {moment.isoformat()}"
+        )
+    rows = con.execute(
+        f"select policy, text from {POLICY_TEXTS} where audit_run = ? and audit_target = ?",
+        [runs[0][0], target],
+    ).fetchall()
+    return {str(p): str(t) for p, t in rows}
+
+
+def _generate(self: Review, principals: str | Sequence[str], *, generalise_above: int | None = None,
+              name: str | None = None) -> Generated:  # fmt: skip
+    return generate(self, principals, generalise_above=generalise_above, name=name)
+
+
+_generate.__doc__ = """The smallest ACL policy (HCL) allowing every request ``principals``
+made in the window, proved before it is returned: it covers (every allowed request of
+the window is allowed by it) and never widens (nothing it allows is denied by any of the
+principals' current policy sets, identity policies included: checked on the patterns
+themselves, on every path where the two could differ). ``generalise_above``: siblings
+under one folder, at least that many, become ``folder/+`` (or ``folder/*`` when deeper),
+each said in the rule's note with how many paths it stands for; None generalises
+nothing. :class:`ProofFailed` if a proof fails (the policy is not shown)."""
+Review.generate = _generate  # type: ignore[attr-defined]
