@@ -186,8 +186,9 @@ def generate(
             need.caps |= caps
             need.paths.add(path)
     olds = _old_acls(review, names, requests)
+    refused: list[str] = []
     if generalise_above is not None:
-        _generalise(needs, generalise_above, olds)
+        refused = _generalise(needs, generalise_above, olds)
     ordered = sorted(needs.values(), key=lambda n: n.pattern)
     start, end = review.window()["start"], review.window()["end"]
     title = name or f"least-privilege-{_slug(names[0]) if len(names) == 1 else 'group'}"
@@ -213,7 +214,7 @@ def generate(
     frame_nk = pd.DataFrame(
         not_kept, columns=["principal", "path", "operation", "last_used", "why"]
     ).astype({"principal": "string", "path": "string", "operation": "string", "why": "string"})
-    proof.update(requests=len(requests), window=review.window())
+    proof.update(requests=len(requests), window=review.window(), not_generalised=refused)
     for frame in (rules, lost, frame_nk):
         review._attach(frame, len(requests))
     return Generated(title, tuple(names), hcl, rules, lost, frame_nk, proof)
@@ -260,9 +261,11 @@ def _widens(rules: Sequence[PathRule], olds: Sequence[tuple[str, Identity | None
 
 def _generalise(
     needs: dict[str, _Need], threshold: int, olds: Sequence[tuple[str, Identity | None, ACL]]
-) -> None:
+) -> list[str]:
     """Siblings under one folder, at least ``threshold`` of them, become ``folder/+`` (all
-    one segment below) or ``folder/*`` (deeper too), when that widens nothing."""
+    one segment below) or ``folder/*`` (deeper too), when that widens nothing; the
+    generalisations refused, each with the first path it would have widened to."""
+    refused: list[str] = []
     exact = {k: n for k, n in needs.items() if k.startswith("e:")}
     folders: dict[str, list[str]] = {}
     for key, need in exact.items():
@@ -280,7 +283,13 @@ def _generalise(
         pattern = folder + ("+" if one_level else "*")
         caps = set().union(*(exact[k].caps for k in keys))
         rule = PathRule(pattern, frozenset(caps), "candidate")
-        if _widens([rule], olds):
+        widened = _widens([rule], olds)
+        if widened:
+            who, path, cap = widened[0]
+            refused.append(
+                f"{pattern} (from {len(keys)} paths) not used: it would allow {cap} on "
+                f"{path!r}, which {who}'s current policies deny"
+            )
             continue
         paths = set().union(*(exact[k].paths for k in keys))
         for key in keys:
@@ -290,6 +299,7 @@ def _generalise(
             pattern, caps, paths, generalised=True,
             note=f"generalised from {len(paths)} path(s) under {folder}",
         )  # fmt: skip
+    return refused
 
 
 def _prove(

@@ -151,7 +151,7 @@ class Review:
         keys = ["policy_set", "entity_id", "operation", "path"]
         distinct = frame[keys].drop_duplicates()
         verdicts = self.decider.decide_many(distinct.itertuples(index=False, name=None))
-        table = distinct.assign(_v=verdicts)
+        table = distinct.assign(lp_verdict=verdicts)
         merged = frame.merge(table, on=keys, how="left")
         who_columns = ["accessor", "entity_id", "username", "role_name", "cert_name",
                        "display_name"]  # fmt: skip
@@ -160,7 +160,7 @@ class Review:
             for row in merged[who_columns].itertuples(index=False)
         ]
         merged["principal"] = pd.array([w[0] for w in who], dtype="string")
-        merged["_counted"] = [w[1] for w in who]
+        merged["lp_counted"] = [w[1] for w in who]
         self._decided = merged
         return merged
 
@@ -189,7 +189,7 @@ class Review:
         frame = self.decisions()
         found = frame[~frame["agrees"]].copy()
         found["cause"] = pd.array(
-            [_cause(m) for m in self._decide_all().loc[found.index, "_v"]], dtype="string"
+            [_cause(m) for m in self._decide_all().loc[found.index, "lp_verdict"]], dtype="string"
         )
         found.attrs = dict(frame.attrs)
         return found.reset_index(drop=True)
@@ -211,7 +211,7 @@ class Review:
         """The principal's allowed requests of the window, each distinct (path, operation)
         once: ``path``, ``operation``, ``sudo``, ``entity_id``, ``requests``, ``last_used``."""
         window = self._window()
-        mine = window[[principal in c for c in window["_counted"]]]
+        mine = window[[principal in c for c in window["lp_counted"]]]
         if mine.empty:
             return pd.DataFrame(
                 {"path": pd.array([], dtype="string"), "operation": pd.array([], dtype="string"),
@@ -220,7 +220,7 @@ class Review:
                  "last_used": pd.to_datetime(pd.Series([], dtype="object"), utc=True)}
             )  # fmt: skip
         grouped = (
-            mine.assign(sudo=[v.sudo for v in mine["_v"]])
+            mine.assign(sudo=[v.sudo for v in mine["lp_verdict"]])
             .groupby(["path", "operation", "entity_id", "sudo"], as_index=False, dropna=False)
             .agg(requests=("time", "size"), last_used=("time", "max"))
         )
@@ -376,7 +376,7 @@ class Review:
         rows = []
         for row in hit.itertuples(index=False):
             key = (row.policy_set, row.entity_id, row.operation, row.path)
-            old, new = row._v, changed[key]
+            old, new = row.lp_verdict, changed[key]
             rows.append(
                 {
                     "time": row.time,
@@ -464,7 +464,7 @@ def _cause(verdict: Verdict) -> str:
 
 
 def _decision_columns(merged: pd.DataFrame) -> dict[str, Any]:
-    verdicts: list[Verdict] = list(merged["_v"])
+    verdicts: list[Verdict] = list(merged["lp_verdict"])
     logged_allowed = merged["allowed"].fillna(False).astype(bool).tolist()
     logged = merged["granting"].fillna("").astype(str).tolist()
     policy_sets = merged["policy_set"].astype(str).tolist()
