@@ -220,8 +220,9 @@ def test_policies_filed_into_the_history_decide_a_later_review_as_they_stood(
                                   taken_at=END - timedelta(days=5))  # fmt: skip
     least_privilege.file_policies(tmp_path / "h", {"app": APP}, header, target="prod",
                                   taken_at=END - timedelta(days=1))  # fmt: skip
-    log = write_log(tmp_path / "audit.log",
-                    [entry(END - timedelta(days=4), web, "secret/data/old/b")])
+    log = write_log(
+        tmp_path / "audit.log", [entry(END - timedelta(days=4), web, "secret/data/old/b")]
+    )
     assert len(least_privilege.review(world.client, log).findings()) == 1
     texts = least_privilege.policies_as_of(tmp_path / "h", END - timedelta(days=4), target="prod")
     assert texts == then

@@ -202,9 +202,11 @@ def test_generalising_says_which_rule_stands_for_how_many_paths(review: Review) 
     assert list(general["pattern"]) == ["secret/data/ops/+"]
     assert general["paths"].iloc[0] == 2
     assert "generalised from 2 path(s) under secret/data/ops/" in bob.hcl
-    assert not review.generate("auth/userpass/users/bob", generalise_above=3).rules[
-        "generalised"
-    ].any()
+    assert (
+        not review.generate("auth/userpass/users/bob", generalise_above=3)
+        .rules["generalised"]
+        .any()
+    )
     # secret/data/app/+ would reach secret/data/app/forbidden, which app-reader denies.
     alice = review.generate("auth/userpass/users/alice", generalise_above=4)
     assert not alice.rules["generalised"].any()

@@ -77,7 +77,7 @@ def _instances(pattern: str, fills: dict[int, list[str]]) -> list[str]:
         for i, s in enumerate(segments)
     ]
     tails = ["", _FRESH, f"{_FRESH}/{_FRESH}", "/", f"/{_FRESH}"] if glob else [""]
-    found = []
+    found: list[str] = []
     for combo in itertools.islice(itertools.product(*choices), _MAX_INSTANCES):
         head = "/".join(combo)
         found.extend(head + t for t in tails)
@@ -146,9 +146,7 @@ def generate(
     window, proved before it is returned (see :meth:`Review.generate`)."""
     names = review._names(principals)
     if generalise_above is not None and generalise_above < 2:
-        raise InputError(
-            f"generalise_above must be at least 2 (siblings), not {generalise_above}"
-        )
+        raise InputError(f"generalise_above must be at least 2 (siblings), not {generalise_above}")
     needs: dict[str, _Need] = {}
     requests: list[tuple[Any, str, str, bool, str]] = []  # (principal, path, op, sudo, entity)
     not_kept: list[dict[str, Any]] = []
@@ -243,9 +241,9 @@ def _old_acls(
     return list(found.values())
 
 
-def _widens(rules: Sequence[PathRule], olds: Sequence[tuple[str, Identity | None, ACL]]) -> list[
-    tuple[str, str, str]
-]:
+def _widens(
+    rules: Sequence[PathRule], olds: Sequence[tuple[str, Identity | None, ACL]]
+) -> list[tuple[str, str, str]]:
     """(principal, path, capability) the rules allow and a current ACL denies, on every
     path where the two sets of patterns could differ."""
     found = []
@@ -278,7 +276,7 @@ def _generalise(
         keys = [k for k in folders[folder] if k not in taken]
         if len(keys) < threshold:
             continue
-        rest = [exact[k].pattern[len(folder):] for k in keys]
+        rest = [exact[k].pattern[len(folder) :] for k in keys]
         one_level = all("/" not in r for r in rest)
         pattern = folder + ("+" if one_level else "*")
         caps = set().union(*(exact[k].caps for k in keys))
@@ -325,8 +323,15 @@ def _prove(
             f"the generated policy allows {cap} on {path!r}, which {who}'s current policies "
             f"deny ({len(widened)} such): not shown (report this)"
         )
-    return {"covers": True, "never_widens": True, "witness_paths": len(_witnesses(
-        [r.pattern for r in rules] + [r.pattern for _, _, old in olds for r in old.sources]))}
+    return {
+        "covers": True,
+        "never_widens": True,
+        "witness_paths": len(
+            _witnesses(
+                [r.pattern for r in rules] + [r.pattern for _, _, old in olds for r in old.sources]
+            )
+        ),
+    }
 
 
 def _lost(review: Any, names: Sequence[str], rules: Sequence[PathRule]) -> pd.DataFrame:

@@ -25,7 +25,7 @@ _COLUMNS = {
     "policies VARCHAR[], token_policies VARCHAR[], identity_policies VARCHAR[], "
     "metadata STRUCT(role_name VARCHAR, username VARCHAR, cert_name VARCHAR), "
     "policy_results STRUCT(allowed BOOLEAN, granting_policies STRUCT(name VARCHAR, "
-    "namespace_id VARCHAR, \"type\" VARCHAR)[]))",
+    'namespace_id VARCHAR, "type" VARCHAR)[]))',
     "request": "STRUCT(operation VARCHAR, path VARCHAR, mount_point VARCHAR, "
     "namespace STRUCT(id VARCHAR, path VARCHAR))",
 }
@@ -60,13 +60,29 @@ where "type" = 'request' and request.path is not null
 
 @dataclass
 class LoggedRequests:
-    """The log's request entries (``frame``) and what was left out (``skipped``)."""
+    """The log's request entries, kept in DuckDB as table ``lp_req`` of ``con`` (never
+    all in pandas: a log of millions of lines stays in DuckDB's columns), what was left
+    out (``skipped``), the times of its first and last entry, and its files."""
 
-    frame: pd.DataFrame
+    con: Any
     skipped: dict[str, int]
     first_time: Any
     last_time: Any
     files: tuple[str, ...]
+
+    def keys(self) -> pd.DataFrame:
+        """Each distinct (policy set, identity, operation, path): what is decided once."""
+        return self.con.execute(
+            "select distinct policy_set, entity_id, operation, path from lp_req"
+        ).df()
+
+    def who(self) -> pd.DataFrame:
+        """Each distinct (accessor, entity, username, role, cert, display name)."""
+        return self.con.execute(f"select distinct {', '.join(WHO)} from lp_req").df()
+
+
+# What names the principal of a request (empty text where the log has none).
+WHO = ("accessor", "entity_id", "username", "role_name", "cert_name", "display_name")
 
 
 def _source(paths: tuple[Any, ...]) -> str:
@@ -99,18 +115,17 @@ def read_requests(log: auditlog.AuditLog) -> LoggedRequests:
         """
     ).fetchone()
     assert counts is not None
-    frame = con.execute(
+    con.execute(
         f"""
-        select * from lp_requests
+        create or replace temp table lp_req as
+        select time, operation, path, policy_set, allowed, granting,
+               {", ".join(f"coalesce({c}, '') as {c}" for c in WHO)}
+        from lp_requests
         where policy_set <> '' and operation in {ACL_OPERATIONS} and namespace = ''
           and time is not null
-        order by time
         """
-    ).df()
-    frame["time"] = pd.to_datetime(frame["time"], utc=True)
-    for column in frame.columns:
-        if frame[column].dtype == object:
-            frame[column] = frame[column].astype("string")
+    )
+    con.execute("drop table lp_requests")
     skipped = {
         "requests without a token (logins, unauthenticated paths)": int(counts[0]),
         "operations no ACL rule decides (help, renew, ...)": int(counts[1]),
@@ -118,6 +133,6 @@ def read_requests(log: auditlog.AuditLog) -> LoggedRequests:
         "requests whose time could not be read": int(counts[3]),
     }
     return LoggedRequests(
-        frame, {k: v for k, v in skipped.items() if v}, counts[4], counts[5],
+        con, {k: v for k, v in skipped.items() if v}, counts[4], counts[5],
         tuple(str(p) for p in log.paths),
     )  # fmt: skip

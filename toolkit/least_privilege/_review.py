@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 import pandas as pd
@@ -12,7 +11,7 @@ from .._coverage import Coverage
 from .._errors import InputError
 from .._spec.acl import ACL, UNKNOWN_IDENTITY, Identity, merged_patterns
 from ._decide import Decider, Verdict
-from ._log import LoggedRequests
+from ._log import WHO, LoggedRequests
 from ._policies import Policies
 
 __all__ = ["DANGER", "Review", "danger_of"]
@@ -100,25 +99,25 @@ class Review:
         start = None if self.end is None else self.end - pd.Timedelta(days=window_days)
         self.clamped = first is not None and start is not None and start < pd.Timestamp(first)
         self.start = pd.Timestamp(first).tz_convert("UTC") if self.clamped else start
-        self._decided: pd.DataFrame | None = None
-        self._who = self._principal_map()
+        self._decided = False
+        self._verdicts: dict[tuple[str, str, str, str], Verdict] = {}
+        self._used: dict[str, pd.DataFrame] | None = None
 
     # -- who made each request -----------------------------------------------------
-    def _principal_map(self) -> dict[tuple[Any, ...], tuple[str, tuple[str, ...]]]:
-        """(accessor, entity, username, role, cert, display) -> (the principal, all counted)."""
-        frame = self.requests.frame
-        columns = ["accessor", "entity_id", "username", "role_name", "cert_name", "display_name"]
+    def _principal_map(self) -> pd.DataFrame:
+        """Each distinct (accessor, entity, username, role, cert, display) of the log with
+        its principal (the first counted) and every principal it counts for."""
         by_entity: dict[str, list[str]] = {}
         by_name: dict[tuple[str, str], list[Any]] = {}
         for p in self.principals.values():
             if p.kind == "entity" and isinstance(p.identity, Identity):
                 by_entity.setdefault(p.identity.entity_id, []).append(p.principal)
             by_name.setdefault((p.kind, p.name), []).append(p)
-        found: dict[tuple[Any, ...], tuple[str, tuple[str, ...]]] = {}
-        keys = frame[columns].drop_duplicates() if len(frame) else frame[columns]
-        for row in keys.itertuples(index=False):
-            key = tuple(None if pd.isna(v) else str(v) for v in row)
-            accessor, entity, username, role, cert, display = key
+        who = self.requests.who()
+        primary: list[str] = []
+        counted_all: list[list[str]] = []
+        for row in who.itertuples(index=False):
+            accessor, entity, username, role, cert, display = (str(v) for v in row)
             counted: list[str] = []
             for field_name, value in (("username", username), ("role_name", role),
                                       ("cert_name", cert)):  # fmt: skip
@@ -127,11 +126,7 @@ class Review:
                 for kind in _LOGIN_KINDS[field_name]:
                     for p in by_name.get((kind, value), ()):
                         ident = p.identity
-                        if (
-                            entity
-                            and isinstance(ident, Identity)
-                            and ident.entity_id != entity
-                        ):
+                        if entity and isinstance(ident, Identity) and ident.entity_id != entity:
                             continue
                         counted.append(p.principal)
             if entity:
@@ -139,33 +134,45 @@ class Review:
             token = f"auth/token/accessors/{accessor}" if accessor else ""
             if token in self.principals:
                 counted.append(token)
-            primary = counted[0] if counted else f"token {display or '?'} (not in the model)"
-            found[key] = (primary, tuple(dict.fromkeys(counted)))
-        return found
+            counted = list(dict.fromkeys(counted))
+            primary.append(counted[0] if counted else f"token {display or '?'} (not in the model)")
+            counted_all.append(counted)
+        who["principal"] = primary
+        who["counted"] = counted_all
+        return who
 
     # -- 1. the deciding rule of every request --------------------------------------
-    def _decide_all(self) -> pd.DataFrame:
-        if self._decided is not None:
-            return self._decided
-        frame = self.requests.frame
-        keys = ["policy_set", "entity_id", "operation", "path"]
-        distinct = frame[keys].drop_duplicates()
-        verdicts = self.decider.decide_many(distinct.itertuples(index=False, name=None))
-        table = distinct.assign(lp_verdict=verdicts)
-        merged = frame.merge(table, on=keys, how="left")
-        who_columns = ["accessor", "entity_id", "username", "role_name", "cert_name",
-                       "display_name"]  # fmt: skip
-        who = [
-            self._who[tuple(None if pd.isna(v) else str(v) for v in row)]
-            for row in merged[who_columns].itertuples(index=False)
-        ]
-        merged["principal"] = pd.array([w[0] for w in who], dtype="string")
-        merged["lp_counted"] = [w[1] for w in who]
-        self._decided = merged
-        return merged
+    def _decide_all(self) -> None:
+        """Decide each distinct key once; the verdicts and the principals go to DuckDB
+        (tables ``lp_verdicts`` and ``lp_who``) beside the requests."""
+        if self._decided:
+            return
+        keys = self.requests.keys()
+        verdicts = [self.decider.decide(*k) for k in keys.itertuples(index=False, name=None)]
+        self._verdicts = dict(zip(keys.itertuples(index=False, name=None), verdicts,
+                                  strict=True))  # fmt: skip
+        table = _verdict_table(keys, verdicts, "v")
+        who = self._principal_map()
+        con = self.requests.con
+        con.register("lp_verdicts_view", table)
+        con.execute("create or replace temp table lp_verdicts as select * from lp_verdicts_view")
+        con.unregister("lp_verdicts_view")
+        con.register("lp_who_view", who)
+        con.execute("create or replace temp table lp_who as select * from lp_who_view")
+        con.unregister("lp_who_view")
+        self._decided = True
 
-    def decisions(self) -> pd.DataFrame:
-        """Every request of the log with the rule that decided it.
+    def _joined(self, where: str = "true", columns: str = "*", also: str = "") -> str:
+        """The requests joined with their verdicts (``v``) and principals (``w``); ``also``
+        joins one more table of verdicts by key."""
+        on_who = " and ".join(f"r.{c} = w.{c}" for c in WHO)
+        return (
+            f"select {columns} from lp_req r join lp_verdicts v using (policy_set, entity_id, "
+            f"operation, path) {also} join lp_who w on {on_who} where {where}"
+        )
+
+    def decisions(self, where: str | None = None) -> pd.DataFrame:
+        """Every request of the log with the rule that decided it, oldest first.
 
         Columns: ``time``, ``principal`` (where it is configured, as ``bao.access`` names
         it), ``operation`` (as logged, create or update resolved), ``path``,
@@ -174,10 +181,17 @@ class Review:
         written: a template stays one), ``allowed`` (as logged), ``evaluator_allowed``,
         ``logged_policy`` (``policy_results.granting_policies``), ``decided_by``
         (``acl``, ``root``, or ``server`` for a request the server let through on no
-        rule: its unauthenticated and self paths), ``agrees``."""
-        merged = self._decide_all()
-        rows = _decision_columns(merged)
-        frame = pd.DataFrame(rows)
+        rule: its unauthenticated and self paths), ``agrees``. ``where``: a SQL
+        condition on those columns (``"not agrees"``), run in DuckDB before anything
+        reaches pandas."""
+        self._decide_all()
+        query = f"select * from ({self._joined(columns=_DECISION_COLUMNS)})"
+        if where:
+            query += f" where ({where})"
+        frame = self.requests.con.execute(query + " order by time, path").df()
+        frame = _typed(frame)
+        if where != _FINDINGS:
+            frame = frame.drop(columns="cause")
         frame.attrs["identity"] = IDENTITY_NOTE
         frame.attrs["skipped"] = dict(self.requests.skipped)
         self._attach(frame, len(frame))
@@ -185,46 +199,54 @@ class Review:
 
     def findings(self) -> pd.DataFrame:
         """The requests where the evaluator decides otherwise than the log says, with the
-        likely cause: a policy changed or removed since, or a rule the toolkit lacks."""
-        frame = self.decisions()
-        found = frame[~frame["agrees"]].copy()
-        found["cause"] = pd.array(
-            [_cause(m) for m in self._decide_all().loc[found.index, "lp_verdict"]], dtype="string"
-        )
-        found.attrs = dict(frame.attrs)
-        return found.reset_index(drop=True)
+        likely ``cause``: a policy removed since, a policy changed since, or a rule the
+        toolkit lacks."""
+        return self.decisions(_FINDINGS)
 
     # -- 2. held against used -------------------------------------------------------
-    def _window(self) -> pd.DataFrame:
-        merged = self._decide_all()
-        if self.start is None:
-            return merged.iloc[0:0]
-        return merged[(merged["time"] >= self.start) & merged["allowed"].fillna(False)]
-
-    def _acl_of(self, principal: Any, entity_id: str) -> ACL:
-        identity = principal.identity
-        if identity is UNKNOWN_IDENTITY:
-            identity = self.identities.get(entity_id) if entity_id else None
-        return ACL(self.policies.rules_of(list(principal.policies)), identity=identity)
+    def _all_used(self) -> dict[str, pd.DataFrame]:
+        """Every principal's allowed requests of the window, each distinct (path,
+        operation, entity) once, in one DuckDB pass."""
+        if self._used is None:
+            self._decide_all()
+            if self.start is None:
+                self._used = {}
+                return self._used
+            inner = self._joined(
+                "r.allowed and r.time >= ?",
+                "unnest(w.counted) as principal, r.path, r.operation, r.entity_id, "
+                "v.v_sudo as sudo, r.time",
+            )
+            frame = self.requests.con.execute(
+                "select principal, path, operation, entity_id, sudo, count(*) as requests, "
+                f"max(time) as last_used from ({inner}) group by all",
+                [self.start.to_pydatetime()],
+            ).df()
+            frame["last_used"] = pd.to_datetime(frame["last_used"], utc=True)
+            self._used = {
+                str(name): group.drop(columns="principal").reset_index(drop=True)
+                for name, group in frame.groupby("principal", sort=False)
+            }
+        return self._used
 
     def used(self, principal: str) -> pd.DataFrame:
         """The principal's allowed requests of the window, each distinct (path, operation)
-        once: ``path``, ``operation``, ``sudo``, ``entity_id``, ``requests``, ``last_used``."""
-        window = self._window()
-        mine = window[[principal in c for c in window["lp_counted"]]]
-        if mine.empty:
+        once: ``path``, ``operation``, ``entity_id``, ``sudo``, ``requests``, ``last_used``."""
+        found = self._all_used().get(principal)
+        if found is None:
             return pd.DataFrame(
                 {"path": pd.array([], dtype="string"), "operation": pd.array([], dtype="string"),
                  "entity_id": pd.array([], dtype="string"), "sudo": pd.array([], dtype="bool"),
                  "requests": pd.array([], dtype="int64"),
                  "last_used": pd.to_datetime(pd.Series([], dtype="object"), utc=True)}
             )  # fmt: skip
-        grouped = (
-            mine.assign(sudo=[v.sudo for v in mine["lp_verdict"]])
-            .groupby(["path", "operation", "entity_id", "sudo"], as_index=False, dropna=False)
-            .agg(requests=("time", "size"), last_used=("time", "max"))
-        )
-        return grouped
+        return found
+
+    def _acl_of(self, principal: Any, entity_id: str) -> ACL:
+        identity = principal.identity
+        if identity is UNKNOWN_IDENTITY:
+            identity = self.identities.get(entity_id) if entity_id else None
+        return ACL(self.policies.rules_of(list(principal.policies)), identity=identity)
 
     def standing(self, principals: Iterable[str] | None = None) -> pd.DataFrame:
         """Per principal, every (pattern, capability) it holds: ``last_used`` in the
@@ -263,11 +285,10 @@ class Review:
                  if (p, decision.pattern) in acl.written_as),
                 decision.pattern,
             )  # fmt: skip
-            caps = [str(row.operation)] + (["sudo"] if row.sudo else [])
-            for cap in caps:
+            for cap in [str(row.operation)] + (["sudo"] if row.sudo else []):
                 last, count = used.get((written, cap), (None, 0))
                 when = row.last_used if last is None or row.last_used > last else last
-                used[(written, cap)] = (when, count + int(row.requests))
+                used[(written, cap)] = (when, count + int(str(row.requests)))
         identity = principal.identity
         acl = ACL(
             self.policies.rules_of(list(principal.policies)),
@@ -359,46 +380,37 @@ class Review:
         if not changes:
             raise InputError("impact needs at least one policy change: {name: text or None}")
         proposed = Decider(self.policies.changed(changes), self.identities, self.decider.sudo)
-        merged = self._decide_all()
-        keys = ["policy_set", "entity_id", "operation", "path"]
-        distinct = merged[keys].drop_duplicates()
+        self._decide_all()
         touched = set(changes)
-        changed: dict[tuple[str, str, str, str], Verdict] = {}
-        for key in distinct.itertuples(index=False, name=None):
-            if touched.isdisjoint(str(key[0]).split(",")):
+        keys, news = [], []
+        for key, old in self._verdicts.items():
+            if touched.isdisjoint(key[0].split(",")):
                 continue  # a policy set none of the changes touches decides the same
-            old = self.decider.decide(*key)
             new = proposed.decide(*key)
             if old.allowed != new.allowed:
-                changed[key] = new
-        hit = merged[[k in changed for k in merged[keys].itertuples(index=False, name=None)]]
+                keys.append(key)
+                news.append(new)
+        table = _verdict_table(
+            pd.DataFrame(keys, columns=["policy_set", "entity_id", "operation", "path"]),
+            news,
+            "n",
+        )
+        con = self.requests.con
+        con.register("lp_changed_view", table)
         cutoff = None if self.end is None else self.end - pd.Timedelta(days=recent_days)
-        rows = []
-        for row in hit.itertuples(index=False):
-            key = (row.policy_set, row.entity_id, row.operation, row.path)
-            old, new = row.lp_verdict, changed[key]
-            rows.append(
-                {
-                    "time": row.time,
-                    "principal": row.principal,
-                    "operation": row.operation,
-                    "path": row.path,
-                    "capability": row.operation + ("+sudo" if old.sudo else ""),
-                    "old_allowed": old.allowed,
-                    "new_allowed": new.allowed,
-                    "old_policy": ",".join(old.granting or old.holding),
-                    "old_pattern": old.pattern,
-                    "new_policy": ",".join(new.granting or new.holding),
-                    "new_pattern": new.pattern,
-                    "recent": cutoff is not None and row.time >= cutoff,
-                }
-            )
-        frame = pd.DataFrame(
-            rows,
-            columns=["time", "principal", "operation", "path", "capability", "old_allowed",
-                     "new_allowed", "old_policy", "old_pattern", "new_policy", "new_pattern",
-                     "recent"],
-        )  # fmt: skip
+        frame = con.execute(
+            self._joined(columns="r.time, w.principal, r.operation, r.path, r.operation || "
+                         "case when v.v_sudo then '+sudo' else '' end as capability, "
+                         "v.v_allowed as old_allowed, c.n_allowed as new_allowed, "
+                         "case when v.v_allowed then v.v_granting else v.v_holding end "
+                         "as old_policy, v.v_pattern as old_pattern, case when c.n_allowed "
+                         "then c.n_granting else c.n_holding end as new_policy, c.n_pattern "
+                         "as new_pattern, coalesce(r.time >= ?, false) as recent",
+                         also="join lp_changed_view c using (policy_set, entity_id, operation, "
+                         "path)"),
+            [None if cutoff is None else cutoff.to_pydatetime()],
+        ).df()  # fmt: skip
+        con.unregister("lp_changed_view")
         frame["time"] = pd.to_datetime(frame["time"], utc=True)
         for column in ("old_allowed", "new_allowed", "recent"):
             frame[column] = frame[column].astype("bool")
@@ -410,14 +422,13 @@ class Review:
         frame = frame.drop(columns="_first").reset_index(drop=True)
         lost = int((frame["recent"] & ~frame["new_allowed"]).sum())
         frame.attrs["flag"] = (
-            f"DENIES RECENT USE: {lost} request(s) of the last {recent_days} days would be "
-            "denied"
+            f"DENIES RECENT USE: {lost} request(s) of the last {recent_days} days would be denied"
             if lost
             else f"denies nothing used in the last {recent_days} days"
         )
         frame.attrs["changes"] = {k: ("removed" if v is None else "new text") for k, v in
                                   changes.items()}  # fmt: skip
-        self._attach(frame, len(merged))
+        self._attach(frame, len(self._verdicts))
         return frame
 
     # -- shared ---------------------------------------------------------------------
@@ -457,46 +468,48 @@ class Review:
         frame.attrs["window"] = self.window()
 
 
-def _cause(verdict: Verdict) -> str:
-    if verdict.missing:
-        return "policy " + ", ".join(verdict.missing) + " no longer exists"
-    return "a policy changed since the request, or a rule the evaluator lacks"
+def _verdict_table(keys: pd.DataFrame, verdicts: Sequence[Verdict], prefix: str) -> pd.DataFrame:
+    """``keys`` with each verdict's fields as columns named ``<prefix>_...``."""
+    table = keys.reset_index(drop=True).copy()
+    table[f"{prefix}_allowed"] = pd.array([v.allowed for v in verdicts], dtype="bool")
+    table[f"{prefix}_pattern"] = [v.pattern for v in verdicts]
+    table[f"{prefix}_granting"] = [",".join(v.granting) for v in verdicts]
+    table[f"{prefix}_holding"] = [",".join(v.holding) for v in verdicts]
+    table[f"{prefix}_sudo"] = pd.array([v.sudo for v in verdicts], dtype="bool")
+    table[f"{prefix}_missing"] = [",".join(v.missing) for v in verdicts]
+    return table
 
 
-def _decision_columns(merged: pd.DataFrame) -> dict[str, Any]:
-    verdicts: list[Verdict] = list(merged["lp_verdict"])
-    logged_allowed = merged["allowed"].fillna(False).astype(bool).tolist()
-    logged = merged["granting"].fillna("").astype(str).tolist()
-    policy_sets = merged["policy_set"].astype(str).tolist()
-    decided_by, agrees, policy, pattern = [], [], [], []
-    for v, ok, granting, pset in zip(verdicts, logged_allowed, logged, policy_sets, strict=True):
-        if "root" in pset.split(","):
-            kind = "root"
-            same = ok
-        elif ok and not granting:
-            kind = "server"
-            same = True
-        else:
-            kind = "acl"
-            same = ok == v.allowed and (not ok or set(granting.split(",")) == set(v.granting))
-        decided_by.append(kind)
-        agrees.append(same)
-        policy.append(",".join(v.granting) if v.allowed else ",".join(v.holding))
-        pattern.append(v.pattern)
-    return {
-        "time": merged["time"],
-        "principal": merged["principal"],
-        "operation": merged["operation"].astype("string"),
-        "path": merged["path"].astype("string"),
-        "capability": pd.array(
-            [o + ("+sudo" if v.sudo else "") for o, v in zip(merged["operation"], verdicts,
-                                                            strict=True)], dtype="string"
-        ),  # fmt: skip
-        "policy": pd.array(policy, dtype="string"),
-        "pattern": pd.array(pattern, dtype="string"),
-        "allowed": pd.array(logged_allowed, dtype="bool"),
-        "evaluator_allowed": pd.array([v.allowed for v in verdicts], dtype="bool"),
-        "logged_policy": pd.array(logged, dtype="string"),
-        "decided_by": pd.array(decided_by, dtype="string"),
-        "agrees": pd.array(agrees, dtype="bool"),
-    }
+_FINDINGS = "not agrees"
+_DECISION_COLUMNS = """
+    r.time, w.principal, r.operation, r.path,
+    r.operation || case when v.v_sudo then '+sudo' else '' end as capability,
+    case when v.v_allowed then v.v_granting else v.v_holding end as policy,
+    v.v_pattern as pattern,
+    coalesce(r.allowed, false) as allowed,
+    v.v_allowed as evaluator_allowed,
+    r.granting as logged_policy,
+    case when list_contains(string_split(r.policy_set, ','), 'root') then 'root'
+         when coalesce(r.allowed, false) and r.granting = '' then 'server'
+         else 'acl' end as decided_by,
+    case when list_contains(string_split(r.policy_set, ','), 'root')
+              then coalesce(r.allowed, false)
+         when coalesce(r.allowed, false) and r.granting = '' then true
+         else coalesce(r.allowed, false) = v.v_allowed
+              and (not coalesce(r.allowed, false) or r.granting = v.v_granting) end as agrees,
+    case when v.v_missing <> '' then 'policy ' || v.v_missing || ' no longer exists'
+         else 'a policy changed since the request, or a rule the evaluator lacks' end
+         as cause
+"""
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    for column in frame.columns:
+        series = frame[column]
+        if isinstance(series.dtype, pd.DatetimeTZDtype):
+            frame[column] = series.dt.tz_convert("UTC")
+        elif series.dtype == object:
+            frame[column] = series.astype("string")
+        elif series.dtype == bool:
+            frame[column] = series.astype("bool")
+    return frame
