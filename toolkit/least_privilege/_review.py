@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -41,6 +43,11 @@ def _reaches(pattern: str, prefix: str) -> bool:
     cut = [i for i in (pattern.find("+"), pattern.find("*"), pattern.find("{{")) if i >= 0]
     fixed = pattern[: min(cut)] if cut else pattern
     return fixed.startswith(prefix) or (bool(cut) and prefix.startswith(fixed))
+
+
+@functools.lru_cache(maxsize=65536)
+def _dangers(pattern: str, capability: str) -> str:
+    return ", ".join(danger_of(pattern, capability))
 
 
 def danger_of(pattern: str, capability: str) -> list[str]:
@@ -101,7 +108,9 @@ class Review:
         self.start = pd.Timestamp(first).tz_convert("UTC") if self.clamped else start
         self._decided = False
         self._verdicts: dict[tuple[str, str, str, str], Verdict] = {}
-        self._used: dict[str, pd.DataFrame] | None = None
+        self._used: dict[str, list[tuple[Any, ...]]] | None = None
+        self._held_cache: dict[tuple[str, str, bool], list[tuple[str, str, tuple[str, ...], str]]]
+        self._held_cache = {}
 
     # -- who made each request -----------------------------------------------------
     def _principal_map(self) -> pd.DataFrame:
@@ -204,43 +213,44 @@ class Review:
         return self.decisions(_FINDINGS)
 
     # -- 2. held against used -------------------------------------------------------
-    def _all_used(self) -> dict[str, pd.DataFrame]:
+    def _all_used(self) -> dict[str, list[tuple[Any, ...]]]:
         """Every principal's allowed requests of the window, each distinct (path,
-        operation, entity) once, in one DuckDB pass."""
+        operation, entity) once, in one DuckDB pass: (path, operation, entity_id, sudo,
+        requests, last_used) tuples by principal."""
         if self._used is None:
             self._decide_all()
-            if self.start is None:
-                self._used = {}
-                return self._used
-            inner = self._joined(
-                "r.allowed and r.time >= ?",
-                "unnest(w.counted) as principal, r.path, r.operation, r.entity_id, "
-                "v.v_sudo as sudo, r.time",
-            )
-            frame = self.requests.con.execute(
-                "select principal, path, operation, entity_id, sudo, count(*) as requests, "
-                f"max(time) as last_used from ({inner}) group by all",
-                [self.start.to_pydatetime()],
-            ).df()
-            frame["last_used"] = pd.to_datetime(frame["last_used"], utc=True)
-            self._used = {
-                str(name): group.drop(columns="principal").reset_index(drop=True)
-                for name, group in frame.groupby("principal", sort=False)
-            }
+            found: dict[str, list[tuple[Any, ...]]] = {}
+            if self.start is not None:
+                inner = self._joined(
+                    "r.allowed and r.time >= ?",
+                    "unnest(w.counted) as principal, r.path, r.operation, r.entity_id, "
+                    "v.v_sudo as sudo, r.time",
+                )
+                rows = self.requests.con.execute(
+                    "select principal, path, operation, entity_id, sudo, count(*) as requests, "
+                    f"max(time) as last_used from ({inner}) group by all",
+                    [self.start.to_pydatetime()],
+                ).fetchall()
+                for principal, *rest in rows:
+                    found.setdefault(principal, []).append(tuple(rest))
+            self._used = found
         return self._used
 
     def used(self, principal: str) -> pd.DataFrame:
         """The principal's allowed requests of the window, each distinct (path, operation)
         once: ``path``, ``operation``, ``entity_id``, ``sudo``, ``requests``, ``last_used``."""
-        found = self._all_used().get(principal)
-        if found is None:
-            return pd.DataFrame(
-                {"path": pd.array([], dtype="string"), "operation": pd.array([], dtype="string"),
-                 "entity_id": pd.array([], dtype="string"), "sudo": pd.array([], dtype="bool"),
-                 "requests": pd.array([], dtype="int64"),
-                 "last_used": pd.to_datetime(pd.Series([], dtype="object"), utc=True)}
-            )  # fmt: skip
-        return found
+        rows = self._all_used().get(principal, [])
+        columns = list(zip(*rows, strict=True)) if rows else [[] for _ in range(6)]
+        return pd.DataFrame(
+            {
+                "path": pd.array(columns[0], dtype="string"),
+                "operation": pd.array(columns[1], dtype="string"),
+                "entity_id": pd.array(columns[2], dtype="string"),
+                "sudo": pd.array(columns[3], dtype="bool"),
+                "requests": pd.array(columns[4], dtype="int64"),
+                "last_used": pd.to_datetime(pd.Series(columns[5], dtype="object"), utc=True),
+            }
+        )
 
     def _acl_of(self, principal: Any, entity_id: str) -> ACL:
         identity = principal.identity
@@ -274,48 +284,27 @@ class Review:
     def _held_rows(self, principal: Any) -> list[dict[str, Any]]:
         if "root" in principal.policies:
             return []
-        used: dict[tuple[str, str], tuple[Any, int]] = {}
-        for row in self.used(principal.principal).itertuples(index=False):
-            acl = self._acl_of(principal, str(row.entity_id or ""))
-            decision = acl.decide(str(row.path), str(row.operation))
-            if decision.pattern is None or not decision.allows(str(row.operation)):
-                continue
-            written = next(
-                (acl.written_as[(p, decision.pattern)] for p in decision.policies
-                 if (p, decision.pattern) in acl.written_as),
-                decision.pattern,
-            )  # fmt: skip
-            for cap in [str(row.operation)] + (["sudo"] if row.sudo else []):
-                last, count = used.get((written, cap), (None, 0))
-                when = row.last_used if last is None or row.last_used > last else last
-                used[(written, cap)] = (when, count + int(str(row.requests)))
+        policy_set = ",".join(sorted(set(principal.policies)))
         identity = principal.identity
-        acl = ACL(
-            self.policies.rules_of(list(principal.policies)),
-            identity=None if identity is UNKNOWN_IDENTITY else identity,
-        )
-        held: list[tuple[str, str, tuple[str, ...], str]] = []
-        for pattern, caps, policies in merged_patterns(acl.sources):
-            if "deny" in caps:
-                continue
-            written = next(
-                (acl.written_as[(p, pattern)] for p in policies if (p, pattern) in acl.written_as),
-                pattern,
+        unknown = identity is UNKNOWN_IDENTITY
+        own_entity = identity.entity_id if isinstance(identity, Identity) else ""
+        used: dict[tuple[str, str], tuple[Any, int]] = {}
+        for path, operation, entity_id, sudo, requests, last_used in self._all_used().get(
+            principal.principal, ()
+        ):
+            # The decider's answers are kept by (policy set, entity, operation, path): a
+            # token's own requests were decided already.
+            verdict = self.decider.decide(
+                policy_set, entity_id if unknown else own_entity, operation, path
             )
-            held.extend((written, c, policies, "granted") for c in sorted(caps))
-        if identity is UNKNOWN_IDENTITY:
-            for rule in self.policies.rules_of(list(principal.policies)):
-                if rule.templated and "deny" not in rule.capabilities:
-                    held.extend(
-                        (rule.pattern, c, (rule.policy,), "depends on identity")
-                        for c in sorted(rule.capabilities)
-                    )
-        rows = []
-        seen: set[tuple[str, str]] = set()
-        for pattern, cap, policies, status in held:
-            if (pattern, cap) in seen:
+            if not verdict.allowed:
                 continue
-            seen.add((pattern, cap))
+            for cap in [operation] + (["sudo"] if sudo else []):
+                last, count = used.get((verdict.pattern, cap), (None, 0))
+                when = last_used if last is None or last_used > last else last
+                used[(verdict.pattern, cap)] = (when, count + int(requests))
+        rows = []
+        for pattern, cap, policies, status in self._held(policy_set, own_entity, unknown):
             last, count = used.get((pattern, cap), (None, 0))
             rows.append(
                 {
@@ -328,32 +317,77 @@ class Review:
                     "last_used": last,
                     "requests": count,
                     "unused": last is None,
-                    "danger": ", ".join(danger_of(pattern, cap)),
+                    "danger": _dangers(pattern, cap),
                 }
             )
         return rows
+
+    def _held(
+        self, policy_set: str, entity_id: str, unknown: bool
+    ) -> list[tuple[str, str, tuple[str, ...], str]]:
+        """Each (pattern as written, capability, policies, status) a policy set holds for
+        an identity (kept: principals share policy sets)."""
+        key = (policy_set, entity_id, unknown)
+        found = self._held_cache.get(key)
+        if found is not None:
+            return found
+        names = [n for n in policy_set.split(",") if n]
+        acl = ACL(
+            self.policies.rules_of(names),
+            identity=self.identities.get(entity_id) if entity_id else None,
+        )
+        held: list[tuple[str, str, tuple[str, ...], str]] = []
+        for pattern, caps, policies in merged_patterns(acl.sources):
+            if "deny" in caps:
+                continue
+            written = next(
+                (acl.written_as[(p, pattern)] for p in policies if (p, pattern) in acl.written_as),
+                pattern,
+            )
+            held.extend((written, c, policies, "granted") for c in sorted(caps))
+        if unknown:
+            for rule in self.policies.rules_of(names):
+                if rule.templated and "deny" not in rule.capabilities:
+                    held.extend(
+                        (rule.pattern, c, (rule.policy,), "depends on identity")
+                        for c in sorted(rule.capabilities)
+                    )
+        seen: set[tuple[str, str]] = set()
+        found = []
+        for item in held:
+            if (item[0], item[1]) not in seen:
+                seen.add((item[0], item[1]))
+                found.append(item)
+        self._held_cache[key] = found
+        return found
 
     def ranking(self, principals: Iterable[str] | None = None) -> pd.DataFrame:
         """Principals sorted by how dangerous, then how much, of their access is unused:
         ``held``, ``used``, ``unused``, ``unused_share``, ``danger_score`` (the sum of
         :data:`DANGER` weights over unused grants), ``dangers`` (which kinds)."""
         standing = self.standing(principals)
-        rows = []
-        for name, group in standing.groupby("principal", sort=False):
-            unused = group[group["unused"]]
-            kinds = [d for text in unused["danger"] for d in str(text).split(", ") if d]
-            rows.append(
-                {
-                    "principal": name,
-                    "kind": group["kind"].iloc[0],
-                    "held": len(group),
-                    "used": int((~group["unused"]).sum()),
-                    "unused": len(unused),
-                    "unused_share": len(unused) / len(group) if len(group) else 0.0,
-                    "danger_score": sum(DANGER[k] for k in kinds),
-                    "dangers": ", ".join(sorted(set(kinds), key=lambda k: -DANGER[k])),
-                }
-            )
+        tally: dict[str, dict[str, Any]] = {}
+        for name, kind, unused, danger in zip(
+            standing["principal"], standing["kind"], standing["unused"], standing["danger"],
+            strict=True,
+        ):
+            row = tally.setdefault(name, {"principal": name, "kind": kind, "held": 0,
+                                          "used": 0, "unused": 0, "danger_score": 0,
+                                          "kinds": set()})  # fmt: skip
+            row["held"] += 1
+            if unused:
+                row["unused"] += 1
+                kinds = [k for k in str(danger).split(", ") if k]
+                row["danger_score"] += sum(DANGER[k] for k in kinds)
+                row["kinds"].update(kinds)
+            else:
+                row["used"] += 1
+        rows = [
+            {**{k: v for k, v in row.items() if k != "kinds"},
+             "unused_share": row["unused"] / row["held"],
+             "dangers": ", ".join(sorted(row["kinds"], key=lambda k: (-DANGER[k], k)))}
+            for row in tally.values()
+        ]  # fmt: skip
         frame = pd.DataFrame(
             rows,
             columns=["principal", "kind", "held", "used", "unused", "unused_share",
