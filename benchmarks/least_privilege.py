@@ -73,6 +73,13 @@ def generate(path: Path, lines: int) -> Path:
     return path
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (the forked deciders)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -98,24 +105,27 @@ def measure(lines: int, path: Path) -> dict[str, Any]:
     read = time.perf_counter() - t
     rss_read = _rss_mb()
     review = Review(requests, policies, principals)
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), _cpu()
     review._decide_all()
     (disagree,) = requests.con.execute(
         f"select count(*) filter (where not agrees) from ({review._joined(columns='*')}) j, "
         "lateral (select j.allowed = j.v_allowed and j.granting = j.v_granting as agrees)"
     ).fetchone()
-    decide = time.perf_counter() - t
-    t = time.perf_counter()
+    decide, decide_cpu = time.perf_counter() - t, _cpu() - cpu
+    t, cpu = time.perf_counter(), _cpu()
     ranking = review.ranking()
-    standing = time.perf_counter() - t
-    t = time.perf_counter()
+    standing, standing_cpu = time.perf_counter() - t, _cpu() - cpu
+    t, cpu = time.perf_counter(), _cpu()
     generated = review.generate("auth/token/accessors/acc-0", generalise_above=50)
-    generate_seconds = time.perf_counter() - t
+    generate_seconds, generate_cpu = time.perf_counter() - t, _cpu() - cpu
     heavy = int(review.used("auth/token/accessors/acc-0")["requests"].sum())
     return {
         "lines": lines,
         "read_seconds": read,
         "decide_seconds": decide,
+        "decide_cpu_seconds": decide_cpu,
+        "standing_cpu_seconds": standing_cpu,
+        "generate_cpu_seconds": generate_cpu,
         "distinct_keys": len(review._verdicts),
         "disagreements": int(disagree),
         "standing_seconds": standing,
@@ -150,9 +160,11 @@ def least_privilege(args: Any, goals: list[Any]) -> None:
     beyond = result["rss_peak_mb"] - result["rss_after_read_mb"]
     print(
         f"    {lines:,} lines read in {result['read_seconds']:.1f}s; decided in "
-        f"{result['decide_seconds']:.1f}s ({result['distinct_keys']:,} distinct keys, "
+        f"{result['decide_seconds']:.1f}s, {result['decide_cpu_seconds']:.1f} CPU s "
+        f"({result['distinct_keys']:,} distinct keys, "
         f"{result['disagreements']} disagreements); standing of {result['principals']:,} "
-        f"principals {result['standing_seconds']:.1f}s; generated policy of "
+        f"principals {result['standing_seconds']:.1f}s ({result['standing_cpu_seconds']:.1f} "
+        f"CPU s); generated policy of "
         f"{result['heavy_requests']:,} requests with proof {result['generate_seconds']:.2f}s; "
         f"RSS {result['rss_after_read_mb']:.0f} MB after reading, peak "
         f"{result['rss_peak_mb']:.0f} MB; load average {os.getloadavg()[0]:.1f}"

@@ -237,3 +237,22 @@ def test_the_sudo_paths_are_the_servers_root_protected_ones() -> None:
     assert least_privilege.needs_sudo("sys/leases/lookup/database/creds/x")
     assert not least_privilege.needs_sudo("sys/mounts")
     assert not least_privilege.needs_sudo("sys/auth")
+
+
+def test_keys_decided_in_two_forked_processes_get_the_same_verdicts(
+    world: World, tmp_path: Path
+) -> None:
+    web, batch = world.accessors["web"], world.accessors["batch"]
+    lines = [
+        entry(END - timedelta(minutes=i), (web, batch)[i % 2], f"secret/data/app/k{i}",
+              policies=(("app", "default"), ("app",), ("default",))[i % 3])
+        for i in range(60)
+    ]  # fmt: skip
+    log = write_log(tmp_path / "audit.log", lines)
+    one = least_privilege.review(world.client, log)
+    one.workers = 1
+    two = least_privilege.review(world.client, log)
+    two.workers = 2
+    first, second = one.decisions(), two.decisions()
+    assert first.equals(second)
+    assert (~first["agrees"]).sum() == 20  # granted by app, logged so; "default" alone denies

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import multiprocessing as mp
+import zlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +118,39 @@ class Decider:
             missing,
         )
 
-    def decide_many(self, keys: Any) -> list[Verdict]:
-        """The verdicts of rows of (policy_set, entity_id, operation, path)."""
-        return [self.decide(*key) for key in keys]
+    def decide_many(
+        self, keys: Sequence[tuple[str, str, str, str]], *, workers: int = 1
+    ) -> list[Verdict]:
+        """The verdicts of (policy_set, entity_id, operation, path) keys, in order.
+
+        ``workers`` > 1 splits them by policy set over that many forked processes (each
+        inherits the parsed policies; a policy set's ACL is built in one of them only),
+        where the platform forks; the answers are kept here as if decided here."""
+        if workers <= 1 or len(keys) < 2 or "fork" not in mp.get_all_start_methods():
+            return [self.decide(*key) for key in keys]
+        shares: list[list[int]] = [[] for _ in range(workers)]
+        for index, key in enumerate(keys):
+            shares[zlib.crc32(key[0].encode()) % workers].append(index)
+        global _FORKED
+        _FORKED = (self, keys)
+        try:
+            with mp.get_context("fork").Pool(workers) as pool:
+                answers = pool.map(_decide_share, shares)
+        finally:
+            _FORKED = None
+        found: list[Verdict | None] = [None] * len(keys)
+        for share, verdicts in zip(shares, answers, strict=True):
+            for index, verdict in zip(share, verdicts, strict=True):
+                found[index] = verdict
+                self._verdicts[keys[index]] = verdict
+        return [v for v in found if v is not None]
+
+
+# The decider and keys a forked worker reads (set only while a pool runs).
+_FORKED: tuple[Decider, Sequence[tuple[str, str, str, str]]] | None = None
+
+
+def _decide_share(indexes: list[int]) -> list[Verdict]:
+    assert _FORKED is not None
+    decider, keys = _FORKED
+    return [decider.decide(*keys[i]) for i in indexes]

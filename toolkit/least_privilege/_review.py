@@ -18,6 +18,8 @@ from ._policies import Policies
 
 __all__ = ["DANGER", "Review", "danger_of"]
 
+# From this many distinct keys on, they are decided in two forked processes (2 cores).
+PARALLEL_ABOVE = 50_000
 # What makes unused access dangerous, and how much (the ranking sums these weights).
 DANGER = {
     "sudo": 8,
@@ -76,7 +78,8 @@ class Review:
 
     Built by :func:`toolkit.least_privilege.review` from a server (or offline from texts
     and an access model). ``window_days`` counts back from the log's last request and is
-    cut to the log's span: before the log begins, nothing is known."""
+    cut to the log's span: before the log begins, nothing is known. ``workers``: the
+    processes deciding (None: two from :data:`PARALLEL_ABOVE` distinct keys on)."""
 
     def __init__(
         self,
@@ -86,11 +89,13 @@ class Review:
         *,
         window_days: int = 90,
         coverage: Coverage | None = None,
+        workers: int | None = None,
     ) -> None:
         if window_days < 1:
             raise InputError(f"window_days must be at least 1, not {window_days}")
         self.requests = requests
         self.policies = policies
+        self.workers = workers
         self.principals = {p.principal: p for p in principals}
         self.identities: dict[str, Identity] = {}
         for p in principals:
@@ -157,7 +162,11 @@ class Review:
         if self._decided:
             return
         keys = self.requests.keys()
-        verdicts = [self.decider.decide(*k) for k in keys.itertuples(index=False, name=None)]
+        tuples = list(keys.itertuples(index=False, name=None))
+        workers = self.workers if self.workers is not None else (
+            2 if len(tuples) >= PARALLEL_ABOVE else 1
+        )  # fmt: skip
+        verdicts = self.decider.decide_many(tuples, workers=workers)
         self._verdicts = dict(zip(keys.itertuples(index=False, name=None), verdicts,
                                   strict=True))  # fmt: skip
         table = _verdict_table(keys, verdicts, "v")
