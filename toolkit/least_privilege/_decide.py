@@ -6,7 +6,6 @@ import multiprocessing as mp
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .._spec.acl import ACL, Identity, PathRule
 from ._policies import Policies

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -377,7 +376,10 @@ class Review:
         standing = self.standing(principals)
         tally: dict[str, dict[str, Any]] = {}
         for name, kind, unused, danger in zip(
-            standing["principal"], standing["kind"], standing["unused"], standing["danger"],
+            standing["principal"],
+            standing["kind"],
+            standing["unused"],
+            standing["danger"],
             strict=True,
         ):
             row = tally.setdefault(name, {"principal": name, "kind": kind, "held": 0,
