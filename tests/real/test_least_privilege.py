@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from tests.real.conftest import launch
 from tests.servers.openbao import OpenBao
 from toolkit import least_privilege
+from toolkit.fleet import parse_targets, run_fleet
 from toolkit.least_privilege import Review
 from toolkit.secrets import SecretsClient
 
@@ -42,6 +44,7 @@ TIGHTENED = APP_READER.replace(
     'path "secret/data/app/*" { capabilities = ["create", "update"] }\n'
     'path "secret/data/app/a" { capabilities = ["read"] }',
 )
+RUNBOOK = Path(__file__).parents[2] / "notebooks" / "15_least_privilege.ipynb"
 PRINCIPALS = ("auth/userpass/users/alice", "auth/userpass/users/bob", "auth/approle/role/ci")
 
 
@@ -245,3 +248,29 @@ def test_the_impact_of_a_tightened_policy_names_exactly_the_pairs_the_server_the
         with server.http() as root:
             _ok(root.put("/sys/policies/acl/app-reader", json={"policy": APP_READER}))
     assert refused == predicted
+
+
+def test_the_fleet_runs_the_least_privilege_runbook_on_an_audited_openbao(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLEET_LP_TOKEN", world.server.token)
+    targets = parse_targets(
+        f"""
+[[target]]
+name = "audited"
+kind = "secrets"
+address = "{world.server.address}"
+token_env = "FLEET_LP_TOKEN"
+parameters = {{ audit_log = "{world.server.audit_log}", principals = ["auth/userpass/users/alice"] }}
+"""
+    )
+    run = run_fleet(RUNBOOK, targets, tmp_path / "run", show_progress=False)
+    (result,) = run.results
+    assert result["status"] == "passed", result.get("error")
+    summary = result["summary"]
+    assert summary["requests"] >= 15 and summary["disagreements"] == 0
+    assert summary["generated"] == 1
+    evidence = tmp_path / "run" / "audited" / "evidence"
+    assert any(evidence.glob("*generated*.csv"))
+    with (tmp_path / "run" / "audited" / "15_least_privilege.ipynb").open("rb") as saved:
+        assert world.server.token.encode() not in saved.read()

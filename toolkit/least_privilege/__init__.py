@@ -34,6 +34,7 @@ from .. import auditlog
 from .._coverage import Coverage
 from .._errors import InputError
 from ._decide import Decider, Verdict
+from ._demo import sandbox_demo_log
 from ._generate import Generated, ProofFailed, generate
 from ._log import read_requests
 from ._policies import Policies
@@ -43,6 +44,7 @@ from ._sudo import needs_sudo, sudo_paths
 __all__ = [
     "DANGER",
     "POLICY_TEXTS",
+    "RANKING",
     "Decider",
     "Generated",
     "Policies",
@@ -51,14 +53,17 @@ __all__ = [
     "Verdict",
     "danger_of",
     "file_policies",
+    "last_ranking",
     "needs_sudo",
     "policies_as_of",
     "review",
+    "sandbox_demo_log",
     "sudo_paths",
 ]
 
-# The history frame every review files its policy texts into.
+# The history frame every review files its policy texts into, and its ranking.
 POLICY_TEXTS = "policy_texts"
+RANKING = "least_privilege_ranking"
 
 
 def review(
@@ -93,17 +98,37 @@ def file_policies(
     *,
     target: str | None = None,
     taken_at: datetime | None = None,
+    frames: Mapping[str, pd.DataFrame] | None = None,
 ) -> list[Path]:
     """File every policy's text into the history store at ``root`` (frame
     :data:`POLICY_TEXTS`: ``policy``, ``text``), so later reviews decide with the
-    policies of that day (:func:`policies_as_of`)."""
+    policies of that day (:func:`policies_as_of`); ``frames`` are filed with them, as
+    one audit (the review's ranking: :data:`RANKING`)."""
     from .. import history
 
     frame = pd.DataFrame(
         {"policy": pd.array(sorted(texts), dtype="string"),
          "text": pd.array([texts[k] for k in sorted(texts)], dtype="string")}
     )  # fmt: skip
-    return history.append(root, {POLICY_TEXTS: frame}, header, target=target, taken_at=taken_at)
+    return history.append(
+        root, {POLICY_TEXTS: frame, **(frames or {})}, header, target=target, taken_at=taken_at
+    )
+
+
+def last_ranking(root: str | Path, *, target: str) -> pd.DataFrame | None:
+    """The ranking (:data:`RANKING`) the last review of ``target`` filed, or None when no
+    review filed one: the drift since the last review is read against it."""
+    from .. import history
+
+    if not Path(root).is_dir() or RANKING not in history.list_frames(root):
+        return None
+    con = history.open(root)
+    frame = con.execute(
+        f"select * from {RANKING} where audit_target = ? and audit_at = (select max(audit_at) "
+        f"from {RANKING} where audit_target = ?)",
+        [target, target],
+    ).df()
+    return None if frame.empty else frame
 
 
 def policies_as_of(root: str | Path, when: datetime | str, *, target: str) -> dict[str, str]:
