@@ -87,13 +87,13 @@ def _rss_mb() -> float:
 def measure(lines: int, path: Path) -> dict[str, Any]:
     from toolkit import auditlog
     from toolkit._spec.acl import UNKNOWN_IDENTITY
-    from toolkit.least_privilege import Policies, Review
+    from toolkit.least_privilege import PolicyTexts, Review
     from toolkit.least_privilege._log import read_requests
     from toolkit.secrets.access import Principal
 
     texts = {f"p{k}": policy_text(k) for k in range(POLICIES)}
     texts["default"] = 'path "auth/token/lookup-self" { capabilities = ["read"] }\n'
-    policies = Policies(texts)
+    policies = PolicyTexts(texts)
     principals = [
         Principal(f"auth/token/accessors/acc-{i}", "token", f"token-{i}",
                   ("default", f"p{i % POLICIES}"), None)

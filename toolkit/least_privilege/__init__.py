@@ -37,7 +37,7 @@ from ._decide import Decider, Verdict
 from ._demo import sandbox_demo_log
 from ._generate import Generated, ProofFailed, generate
 from ._log import read_requests
-from ._policies import Policies
+from ._policies import PolicyTexts
 from ._review import DANGER, Review, danger_of
 from ._sudo import needs_sudo, sudo_paths
 
@@ -47,7 +47,7 @@ __all__ = [
     "RANKING",
     "Decider",
     "Generated",
-    "Policies",
+    "PolicyTexts",
     "ProofFailed",
     "Review",
     "Verdict",
@@ -86,7 +86,7 @@ def review(
         model = client.access.load()
     record.gaps.extend(model.coverage.gaps)
     texts = dict(policies) if policies is not None else client.policies.acl_texts()
-    parsed = Policies(texts, record)
+    parsed = PolicyTexts(texts, record)
     return Review(read_requests(opened), parsed, model.principals, window_days=days,
                   coverage=record)  # fmt: skip
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .._spec.acl import ACL, Identity, PathRule
-from ._policies import Policies
+from ._policies import PolicyTexts
 from ._sudo import needs_sudo
 
 __all__ = ["Decider", "Verdict"]
@@ -32,7 +32,7 @@ class Verdict:
     missing: tuple[str, ...] = ()
 
 
-class _Compiled:
+class _PolicySetACL:
     """One policy set's ACL for one identity, with each pattern's per-policy capabilities."""
 
     def __init__(self, rules: list[PathRule], identity: Identity | None) -> None:
@@ -54,22 +54,22 @@ class Decider:
 
     def __init__(
         self,
-        policies: Policies,
+        policies: PolicyTexts,
         identities: Mapping[str, Identity],
         sudo: Callable[[str], bool] = needs_sudo,
     ) -> None:
         self.policies = policies
         self.identities = identities
         self.sudo = sudo
-        self._acls: dict[tuple[str, str], _Compiled] = {}
+        self._acls: dict[tuple[str, str], _PolicySetACL] = {}
         self._verdicts: dict[tuple[str, str, str, str], Verdict] = {}
 
-    def compiled(self, policy_set: str, entity_id: str) -> _Compiled:
+    def compiled(self, policy_set: str, entity_id: str) -> _PolicySetACL:
         key = (policy_set, entity_id)
         found = self._acls.get(key)
         if found is None:
             names = [n for n in policy_set.split(",") if n]
-            found = _Compiled(
+            found = _PolicySetACL(
                 self.policies.rules_of(names), self.identities.get(entity_id) if entity_id else None
             )
             self._acls[key] = found

@@ -10,7 +10,7 @@ from typing import Any
 
 from .._errors import APIError
 from ._decide import Decider
-from ._policies import Policies
+from ._policies import PolicyTexts
 
 __all__ = ["sandbox_demo_log"]
 
@@ -40,7 +40,7 @@ def sandbox_demo_log(client: Any, folder: str | Path) -> Path:
     from ..secrets import SecretsClient
 
     texts = client.policies.acl_texts()
-    decider = Decider(Policies(texts), {})
+    decider = Decider(PolicyTexts(texts), {})
     now = datetime.now(UTC)
     lines = []
     for token, method, path, days in _TRAFFIC:

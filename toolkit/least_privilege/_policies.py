@@ -9,7 +9,7 @@ from typing import Any
 from .._coverage import Coverage
 from .._spec.acl import PathRule, PolicyParseError, blocks, parse_acl_policy, parse_hcl
 
-__all__ = ["CONSTRAINT_KEYS", "Policies"]
+__all__ = ["CONSTRAINT_KEYS", "PolicyTexts"]
 
 # What a rule may test beyond its capabilities: parameter values (HMAC'd in the log) and
 # the response wrapping asked for (not logged as a decision input).
@@ -22,7 +22,7 @@ CONSTRAINT_KEYS = (
 )
 
 
-class Policies:
+class PolicyTexts:
     """ACL policy texts by name, parsed once: ``rules`` and ``constrained``.
 
     ``constrained[policy][pattern]`` is the stanza's constraints (a dict of the keys in
@@ -45,7 +45,7 @@ class Policies:
                 self.coverage.note_gap(f"sys/policies/acl/{name}", None, str(exc))
         self.coverage.note_read(len(self.rules))
 
-    def changed(self, changes: Mapping[str, str | None]) -> Policies:
+    def changed(self, changes: Mapping[str, str | None]) -> PolicyTexts:
         """These policies with ``changes`` applied (a text: new or changed; None: removed)."""
         texts = dict(self.texts)
         for name, text in changes.items():
@@ -53,7 +53,7 @@ class Policies:
                 texts.pop(name, None)
             else:
                 texts[name] = text
-        return Policies(texts, Coverage("least_privilege.proposed"))
+        return PolicyTexts(texts, Coverage("least_privilege.proposed"))
 
     def rules_of(self, names: tuple[str, ...] | list[str]) -> list[PathRule]:
         return [rule for name in names for rule in self.rules.get(name, ())]

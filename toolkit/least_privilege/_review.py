@@ -13,7 +13,7 @@ from .._errors import InputError
 from .._spec.acl import ACL, UNKNOWN_IDENTITY, Identity, merged_patterns
 from ._decide import Decider, Verdict
 from ._log import WHO, LoggedRequests
-from ._policies import Policies
+from ._policies import PolicyTexts
 
 __all__ = ["DANGER", "Review", "danger_of"]
 
@@ -83,7 +83,7 @@ class Review:
     def __init__(
         self,
         requests: LoggedRequests,
-        policies: Policies,
+        policies: PolicyTexts,
         principals: Sequence[Any],
         *,
         window_days: int = 90,
@@ -249,7 +249,7 @@ class Review:
         once: ``path``, ``operation``, ``entity_id``, ``sudo``, ``requests``, ``last_used``."""
         rows = self._all_used().get(principal, [])
         columns = list(zip(*rows, strict=True)) if rows else [[] for _ in range(6)]
-        return pd.DataFrame(
+        frame = pd.DataFrame(
             {
                 "path": pd.array(columns[0], dtype="string"),
                 "operation": pd.array(columns[1], dtype="string"),
@@ -259,6 +259,8 @@ class Review:
                 "last_used": pd.to_datetime(pd.Series(columns[5], dtype="object"), utc=True),
             }
         )
+        self._attach(frame, len(rows))
+        return frame
 
     def _acl_of(self, principal: Any, entity_id: str) -> ACL:
         identity = principal.identity
