@@ -23,7 +23,7 @@ policy and listed. Templated patterns are filled from the identity store as it i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from .._coverage import Coverage
 from .._errors import InputError
 from ._decide import Decider, Verdict
 from ._demo import sandbox_demo_log
-from ._generate import Generated, ProofFailed, generate
+from ._generate import Generated, ProofFailed
 from ._log import read_requests
 from ._policies import PolicyTexts
 from ._review import DANGER, Review, danger_of
@@ -154,19 +154,3 @@ def policies_as_of(root: str | Path, when: datetime | str, *, target: str) -> di
         [runs[0][0], target],
     ).fetchall()
     return {str(p): str(t) for p, t in rows}
-
-
-def _generate(self: Review, principals: str | Sequence[str], *, generalise_above: int | None = None,
-              name: str | None = None) -> Generated:  # fmt: skip
-    return generate(self, principals, generalise_above=generalise_above, name=name)
-
-
-_generate.__doc__ = """The smallest ACL policy (HCL) allowing every request ``principals``
-made in the window, proved before it is returned: it covers (every allowed request of
-the window is allowed by it) and never widens (nothing it allows is denied by any of the
-principals' current policy sets, identity policies included: checked on the patterns
-themselves, on every path where the two could differ). ``generalise_above``: siblings
-under one folder, at least that many, become ``folder/+`` (or ``folder/*`` when deeper),
-each said in the rule's note with how many paths it stands for; None generalises
-nothing. :class:`ProofFailed` if a proof fails (the policy is not shown)."""
-Review.generate = _generate  # type: ignore[attr-defined]

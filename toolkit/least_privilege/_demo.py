@@ -42,7 +42,7 @@ def sandbox_demo_log(client: Any, folder: str | Path) -> Path:
     texts = client.policies.acl_texts()
     decider = Decider(PolicyTexts(texts), {})
     now = datetime.now(UTC)
-    lines = []
+    lines: list[str] = []
     for token, method, path, days in _TRAFFIC:
         with SecretsClient(client.address, token) as user:
             me = user.tokens.lookup_self()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -14,6 +14,9 @@ from .._spec.acl import ACL, UNKNOWN_IDENTITY, Identity, merged_patterns
 from ._decide import Decider, Verdict
 from ._log import WHO, LoggedRequests
 from ._policies import PolicyTexts
+
+if TYPE_CHECKING:
+    from ._generate import Generated
 
 __all__ = ["DANGER", "Review", "danger_of"]
 
@@ -248,7 +251,9 @@ class Review:
         """The principal's allowed requests of the window, each distinct (path, operation)
         once: ``path``, ``operation``, ``entity_id``, ``sudo``, ``requests``, ``last_used``."""
         rows = self._all_used().get(principal, [])
-        columns = list(zip(*rows, strict=True)) if rows else [[] for _ in range(6)]
+        columns: list[Sequence[Any]] = (
+            list(zip(*rows, strict=True)) if rows else [() for _ in range(6)]
+        )
         frame = pd.DataFrame(
             {
                 "path": pd.array(columns[0], dtype="string"),
@@ -414,6 +419,27 @@ class Review:
             frame[column] = frame[column].astype("string")
         self._attach(frame, len(frame))
         return frame
+
+    # -- 3. a policy generated from use -----------------------------------------------
+    def generate(
+        self,
+        principals: str | Sequence[str],
+        *,
+        generalise_above: int | None = None,
+        name: str | None = None,
+    ) -> Generated:
+        """The smallest ACL policy (HCL) allowing every request ``principals`` made in the
+        window, proved before it is returned: it covers (every allowed request of the
+        window is allowed by it) and never widens (nothing it allows is denied by any of
+        the principals' current policy sets, identity policies included: checked on the
+        patterns themselves, on every path where the two could differ).
+        ``generalise_above``: siblings under one folder, at least that many, become
+        ``folder/+`` (or ``folder/*`` when deeper), each said in the rule's note with how
+        many paths it stands for; None generalises nothing. :class:`ProofFailed` if a
+        proof fails (the policy is not shown)."""
+        from ._generate import generate
+
+        return generate(self, principals, generalise_above=generalise_above, name=name)
 
     # -- 4. impact of a change ------------------------------------------------------
     def impact(self, changes: Mapping[str, str | None], *, recent_days: int = 30) -> pd.DataFrame:
