@@ -256,3 +256,23 @@ def test_keys_decided_in_two_forked_processes_get_the_same_verdicts(
     first, second = one.decisions(), two.decisions()
     assert first.equals(second)
     assert (~first["agrees"]).sum() == 20  # granted by app, logged so; "default" alone denies
+
+
+def test_lines_the_review_cannot_read_are_gaps_not_silence(world: World, tmp_path: Path) -> None:
+    web = world.accessors["web"]
+    log = write_log(tmp_path / "audit.log", [
+        entry(END - timedelta(days=1), web, "secret/data/app/a"),
+        "Nov 28 12:00:01 host bao[12]: not an audit entry",
+        entry(END, web, "secret/data/app/b"),
+    ])  # fmt: skip
+    review = least_privilege.review(world.client, log)
+    standing = review.standing([token(world, "web")])
+    reasons = [g["reason"] for g in standing.attrs["coverage"]["gaps"]]
+    assert any("1 lines that are not audit entries" in r for r in reasons), reasons
+    clean = write_log(tmp_path / "clean.log", [entry(END, web, "secret/data/app/b")])
+    clean_reasons = [
+        g["reason"]
+        for g in least_privilege.review(world.client, clean).standing().attrs["coverage"]["gaps"]
+    ]
+    assert not any("not audit entries" in r for r in clean_reasons)
+    assert len(review.decisions()) == 2

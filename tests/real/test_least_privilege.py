@@ -164,6 +164,10 @@ def test_unused_grants_are_standing_privilege_ranked_by_danger(review: Review) -
     assert standing.loc[("sys/policies/acl/*", "update"), "unused"]
     assert "policy writes" in standing.loc[("sys/policies/acl/*", "update"), "danger"]
     assert not standing.loc[("sys/auth/*", "sudo"), "unused"]
+    # bob's requests count for the group ops too, whose identity policy decided them.
+    group = review.standing(["identity/group/name/ops"]).set_index(["pattern", "capability"])
+    assert group.loc[("secret/data/ops/+", "read"), "requests"] == 2
+    assert not group.loc[("secret/data/{{identity.entity.name}}/*", "create"), "unused"]
     ranking = review.ranking(list(PRINCIPALS))
     assert ranking["danger_score"].is_monotonic_decreasing
     ci = ranking.set_index("principal").loc["auth/approle/role/ci"]

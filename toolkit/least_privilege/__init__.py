@@ -87,8 +87,11 @@ def review(
     record.gaps.extend(model.coverage.gaps)
     texts = dict(policies) if policies is not None else client.policies.acl_texts()
     parsed = PolicyTexts(texts, record)
-    return Review(read_requests(opened), parsed, model.principals, window_days=days,
-                  coverage=record)  # fmt: skip
+    requests = read_requests(opened)
+    for what, count in requests.unread.items():
+        # Use hidden there is unknown: "unused" would be a false finding without a gap.
+        record.note_gap(", ".join(requests.files), None, f"{count} {what}: not decided")
+    return Review(requests, parsed, model.principals, window_days=days, coverage=record)
 
 
 def file_policies(

@@ -36,6 +36,7 @@ ACL_OPERATIONS = ("create", "read", "update", "patch", "delete", "list")
 _REQUESTS = """
 create or replace temp table lp_requests as
 select
+    "type" as entry,
     try_cast("time" as timestamptz) as time,
     request.operation as operation,
     request.path as path,
@@ -54,7 +55,7 @@ select
     array_to_string(list_sort(list_transform(
         coalesce(auth.policy_results.granting_policies, []), lambda g: g.name)), ',') as granting
 from {source}
-where "type" = 'request' and request.path is not null
+where "type" is distinct from 'response'
 """
 
 
@@ -62,13 +63,20 @@ where "type" = 'request' and request.path is not null
 class LoggedRequests:
     """The log's request entries, kept in DuckDB as table ``lp_req`` of ``con`` (never
     all in pandas: a log of millions of lines stays in DuckDB's columns), what was left
-    out (``skipped``), the times of its first and last entry, and its files."""
+    out (``skipped``), the times of its first and last entry, and its files.
+    ``unread`` names what was skipped that may hide use: a gap in every frame."""
 
     con: Any
     skipped: dict[str, int]
     first_time: Any
     last_time: Any
     files: tuple[str, ...]
+
+    @property
+    def unread(self) -> dict[str, int]:
+        hides = ("requests in a namespace", "requests whose time could not be read",
+                 "lines that are not audit entries (not JSON, or no request)")  # fmt: skip
+        return {k: v for k, v in self.skipped.items() if k in hides}
 
     def keys(self) -> pd.DataFrame:
         """Each distinct (policy set, identity, operation, path): what is decided once."""
@@ -105,13 +113,15 @@ def read_requests(log: auditlog.AuditLog) -> LoggedRequests:
     counts = con.execute(
         f"""
         select
-            count(*) filter (where policy_set = '') as no_token,
-            count(*) filter (where policy_set <> '' and operation not in {ACL_OPERATIONS}) as
-                not_acl,
-            count(*) filter (where namespace <> '') as in_namespace,
-            count(*) filter (where time is null) as no_time,
-            min(time), max(time)
-        from lp_requests
+            count(*) filter (where policy_set = '' and ok) as no_token,
+            count(*) filter (where policy_set <> '' and ok and operation not in
+                {ACL_OPERATIONS}) as not_acl,
+            count(*) filter (where namespace <> '' and ok) as in_namespace,
+            count(*) filter (where time is null and entry = 'request') as no_time,
+            min(time), max(time),
+            count(*) filter (where entry is null or (entry = 'request' and path is null))
+                as unreadable
+        from (select *, entry = 'request' and path is not null as ok from lp_requests)
         """
     ).fetchone()
     assert counts is not None
@@ -121,8 +131,8 @@ def read_requests(log: auditlog.AuditLog) -> LoggedRequests:
         select time, operation, path, policy_set, allowed, granting,
                {", ".join(f"coalesce({c}, '') as {c}" for c in WHO)}
         from lp_requests
-        where policy_set <> '' and operation in {ACL_OPERATIONS} and namespace = ''
-          and time is not null
+        where entry = 'request' and path is not null and policy_set <> ''
+          and operation in {ACL_OPERATIONS} and namespace = '' and time is not null
         """
     )
     con.execute("drop table lp_requests")
@@ -131,6 +141,7 @@ def read_requests(log: auditlog.AuditLog) -> LoggedRequests:
         "operations no ACL rule decides (help, renew, ...)": int(counts[1]),
         "requests in a namespace": int(counts[2]),
         "requests whose time could not be read": int(counts[3]),
+        "lines that are not audit entries (not JSON, or no request)": int(counts[6]),
     }
     return LoggedRequests(
         con, {k: v for k, v in skipped.items() if v}, counts[4], counts[5],

@@ -127,7 +127,12 @@ class Review:
         by_name: dict[tuple[str, str], list[Any]] = {}
         for p in self.principals.values():
             if p.kind == "entity" and isinstance(p.identity, Identity):
-                by_entity.setdefault(p.identity.entity_id, []).append(p.principal)
+                # The entity, then the identity groups it is in (as the store is now):
+                # the log does not say whether a group's policy was the one used.
+                groups = [f"identity/group/name/{g.name}" for g in p.identity.groups]
+                by_entity.setdefault(p.identity.entity_id, []).extend(
+                    [p.principal, *(g for g in groups if g in self.principals)]
+                )
             by_name.setdefault((p.kind, p.name), []).append(p)
         who = self.requests.who()
         primary: list[str] = []
