@@ -99,6 +99,8 @@ def test_a_request_the_policies_now_decide_otherwise_is_a_finding_with_its_cause
         entry(END - timedelta(days=2), web, "secret/data/old/b"),  # allowed then, not now
         entry(END - timedelta(days=1), web, "secret/data/z", policies=("gone",),
               granting=("gone",)),
+        # Refused for a parameter value the log shows only as an HMAC.
+        entry(END, web, "secret/data/config", "update", allowed=False),
     ])  # fmt: skip
     review = least_privilege.review(world.client, log)
     decisions = review.decisions()
@@ -110,8 +112,9 @@ def test_a_request_the_policies_now_decide_otherwise_is_a_finding_with_its_cause
         token(world, "web"), "app", "secret/data/app/*", True
     )  # fmt: skip
     findings = review.findings()
-    assert list(findings["path"]) == ["secret/data/old/b", "secret/data/z"]
+    assert list(findings["path"]) == ["secret/data/old/b", "secret/data/z", "secret/data/config"]
     assert findings["cause"].iloc[1] == "policy gone no longer exists"
+    assert "tests parameters, whose values the log does not show" in findings["cause"].iloc[2]
     assert "changed since" in findings["cause"].iloc[0]
     assert "identity store as it is now" in decisions.attrs["identity"]
 
@@ -157,6 +160,9 @@ def test_a_generated_policy_keeps_parameter_rules_as_written_and_refuses_a_widen
     assert not generated.rules["generalised"].any()
     assert "secret/data/app/x/deep" in generated.proof["not_generalised"][0]
     assert set(generated.rules["pattern"]) == {*paths, "secret/data/config"}
+    decided = review.decisions().set_index("path")
+    assert decided.loc["secret/data/config", "constrained"]
+    assert not decided.loc["secret/data/app/c", "constrained"]
     kept = generated.rules.set_index("pattern").loc["secret/data/config"]
     assert kept["kept_as_written"]
     assert '"level" = ["low", "high"]' in generated.hcl

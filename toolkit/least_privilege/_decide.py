@@ -30,6 +30,7 @@ class Verdict:
     holding: tuple[str, ...]
     sudo: bool
     missing: tuple[str, ...] = ()
+    constrained: bool = False
 
 
 class _PolicySetACL:
@@ -107,6 +108,9 @@ class Decider:
             ),
             decision.pattern,
         )
+        constrained = any(
+            written in self.policies.constrained.get(p, ()) for p in decision.policies
+        )
         return Verdict(
             allowed,
             written,
@@ -115,6 +119,7 @@ class Decider:
             tuple(sorted(decision.policies)),
             sudo,
             missing,
+            constrained,
         )
 
     def decide_many(

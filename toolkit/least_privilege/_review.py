@@ -206,7 +206,8 @@ class Review:
         written: a template stays one), ``allowed`` (as logged), ``evaluator_allowed``,
         ``logged_policy`` (``policy_results.granting_policies``), ``decided_by``
         (``acl``, ``root``, or ``server`` for a request the server let through on no
-        rule: its unauthenticated and self paths), ``agrees``. ``where``: a SQL
+        rule: its unauthenticated and self paths), ``agrees``, ``constrained`` (the
+        deciding rule tests parameters: the log cannot judge it). ``where``: a SQL
         condition on those columns (``"not agrees"``), run in DuckDB before anything
         reaches pandas."""
         self._decide_all()
@@ -555,6 +556,7 @@ def _verdict_table(keys: pd.DataFrame, verdicts: Sequence[Verdict], prefix: str)
     table[f"{prefix}_holding"] = [",".join(v.holding) for v in verdicts]
     table[f"{prefix}_sudo"] = pd.array([v.sudo for v in verdicts], dtype="bool")
     table[f"{prefix}_missing"] = [",".join(v.missing) for v in verdicts]
+    table[f"{prefix}_constrained"] = pd.array([v.constrained for v in verdicts], dtype="bool")
     return table
 
 
@@ -575,7 +577,10 @@ _DECISION_COLUMNS = """
          when coalesce(r.allowed, false) and r.granting = '' then true
          else coalesce(r.allowed, false) = v.v_allowed
               and (not coalesce(r.allowed, false) or r.granting = v.v_granting) end as agrees,
+    v.v_constrained as constrained,
     case when v.v_missing <> '' then 'policy ' || v.v_missing || ' no longer exists'
+         when v.v_constrained then 'the deciding rule tests parameters, whose values the '
+              || 'log does not show (HMAC''d)'
          else 'a policy changed since the request, or a rule the evaluator lacks' end
          as cause
 """
