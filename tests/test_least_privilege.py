@@ -245,6 +245,7 @@ def test_the_sudo_paths_are_the_servers_root_protected_ones() -> None:
     assert not least_privilege.needs_sudo("sys/auth")
 
 
+@pytest.mark.slow  # forks two processes
 def test_keys_decided_in_two_forked_processes_get_the_same_verdicts(
     world: World, tmp_path: Path
 ) -> None:
