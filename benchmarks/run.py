@@ -57,6 +57,12 @@ Scenarios and goals:
   alone or by the toolkit, the faster: the server's own time); ``who_can``
   over 10,000 policies and 10,000 principals answers in under 1 s (2,000 of each
   with ``--quick`` or ``--report-only``; ``benchmarks/access.py``).
+- ``least-privilege``: a 4,000,000-line audit log from 10,000 tokens over 10,000
+  policies decided (each distinct key once) in under 30 s and under 1 GB beyond
+  reading it; standing privilege of all 10,000 principals in under 5 s beyond
+  deciding; a generated policy with its proof for a token of 100,000 requests in
+  under 2 s (400,000 lines with ``--quick`` or ``--report-only``;
+  ``benchmarks/least_privilege.py``).
 """
 
 from __future__ import annotations
@@ -810,6 +816,12 @@ def scale_certificates(args: argparse.Namespace, goals: list[Goal]) -> None:
     run(args, goals)
 
 
+def least_privilege(args: argparse.Namespace, goals: list[Goal]) -> None:
+    from benchmarks.least_privilege import least_privilege as run
+
+    run(args, goals)
+
+
 def sql(args: argparse.Namespace, goals: list[Goal]) -> None:
     from benchmarks.trends import sql as run
 
@@ -834,6 +846,7 @@ SCENARIOS: dict[str, Callable[[argparse.Namespace, list[Goal]], None]] = {
     "sql": sql,
     "fan-out-faults": fan_out_faults,
     "access": access,
+    "least-privilege": least_privilege,
 }
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # for type checkers only; tests/widgets/test_imports.py holds
     from .certificate_request import CertificateRequestForm as CertificateRequestForm
     from .key_distribution import KeyDistributionForm as KeyDistributionForm
     from .lease_revoke import LeaseRevokeForm as LeaseRevokeForm
+    from .least_privilege import LeastPrivilegeForm as LeastPrivilegeForm
     from .library_checkout import LibraryCheckoutForm as LibraryCheckoutForm
     from .login import LoginForm as LoginForm
     from .policy_set_parameter import PolicySetParameterForm as PolicySetParameterForm
@@ -35,6 +36,7 @@ _FORM_MODULES = (
     "certificate_request",
     "key_distribution",
     "lease_revoke",
+    "least_privilege",
     "library_checkout",
     "login",
     "policy_set_parameter",

@@ -193,6 +193,7 @@ def _build_every_form(sandbox: Sandbox, clients: contextlib.ExitStack) -> dict[s
         "CertificateRequestForm": lambda: CertificateRequestForm(vault),
         "KeyDistributionForm": lambda: KeyDistributionForm(vault),
         "LeaseRevokeForm": lambda: widgets.LeaseRevokeForm(vault),
+        "LeastPrivilegeForm": lambda: widgets.LeastPrivilegeForm(vault),
         "LoginForm": lambda: widgets.LoginForm(login),
         "LibraryCheckoutForm": lambda: LibraryCheckoutForm(vault),
         "PolicySetParameterForm": lambda: PolicySetParameterForm(platform, polset),
