@@ -55,6 +55,7 @@ __all__ = [
     "error",
     "listing",
     "no_content",
+    "paged_listing",
     "resource",
     "route",
     "serve",
@@ -376,6 +377,25 @@ def resource(
 def listing(names: list[str]) -> Response:
     """``data.keys`` sorted, or 404 with no message when there are none (the real server's)."""
     return envelope({"keys": sorted(names)}) if names else error(404)
+
+
+def paged_listing(call: SecretsRequest, names: list[str]) -> Response:
+    """``listing`` of one page, where OpenBao pages a LIST: the keys after ``after``
+    (in sorted order), at most ``limit`` of them (every one when absent or not positive)."""
+    after = call.arg("after", "")
+    if not isinstance(after, str):
+        raise InvalidRequest("after: expected a string")
+    raw_limit = call.arg("limit", 0)
+    try:
+        limit = int(raw_limit or 0)
+    except (TypeError, ValueError):
+        raise InvalidRequest(f"limit: expected an integer, got {raw_limit!r}") from None
+    keys = sorted(names)
+    if after:
+        keys = [k for k in keys if k > after]
+    if limit > 0:
+        keys = keys[:limit]
+    return listing(keys)
 
 
 def _capability_for(method: str, is_list: bool) -> str:

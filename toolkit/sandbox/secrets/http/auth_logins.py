@@ -9,6 +9,7 @@ is never echoed in an error.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
@@ -17,7 +18,7 @@ from starlette.routing import Route
 from .. import fields
 from ..errors import InvalidRequest, PathNotFound
 from ..logins import AppRole, TokenSettings
-from ._base import SecretsRequest, envelope, listing, no_content, route
+from ._base import SecretsRequest, envelope, listing, no_content, paged_listing, route
 from .auth_token import token_auth
 
 if TYPE_CHECKING:
@@ -37,16 +38,47 @@ def _credential(call: SecretsRequest, name: str) -> str:
 
 
 def _issued(call: SecretsRequest, token: Token) -> Response:
-    return envelope(None, auth=token_auth(token, call.service.clock.now()))
+    service = call.service
+    identity = service.identity.policies_of(token.entity_id) if token.entity_id else []
+    return envelope(None, auth=token_auth(token, service.clock.now(), identity))
 
 
-def _token_settings(call: SecretsRequest) -> TokenSettings:
+def _token_settings(call: SecretsRequest, old: TokenSettings | None = None) -> TokenSettings:
+    """The token options of a user or role write, over the ones it had (OpenBao's
+    ``token_*`` fields; ``policies``, ``ttl``, ``max_ttl``, ``period``, ``bound_cidrs`` as
+    their deprecated names)."""
     body = call.body
-    policies = fields.string_list(body, "token_policies") or fields.string_list(body, "policies")
+    base = old or TokenSettings()
+    legacy = "policies" in body and "token_policies" not in body
+    if "token_policies" in body or "policies" in body:
+        names = fields.string_list(body, "token_policies" if not legacy else "policies")
+        policies = sorted({p.lower() for p in names})
+    else:
+        policies = list(base.policies)
+
+    def duration(name: str, deprecated: str, current: int) -> int:
+        if name not in body and deprecated in body:
+            return fields.duration(body, deprecated, current)
+        return fields.duration(body, name, current)
+
+    cidrs_field = "token_bound_cidrs" if "token_bound_cidrs" in body else "bound_cidrs"
+    cidrs = fields.string_list(body, cidrs_field) if cidrs_field in body else base.bound_cidrs
+    for cidr in cidrs:
+        try:
+            ipaddress.ip_network(cidr, strict=False)
+        except ValueError:
+            raise InvalidRequest(f"invalid CIDR block {cidr!r} in {cidrs_field}") from None
     return TokenSettings(
-        [p.lower() for p in policies],
-        fields.duration(body, "token_ttl"),
-        fields.duration(body, "token_max_ttl"),
+        policies,
+        duration("token_ttl", "ttl", base.ttl),
+        duration("token_max_ttl", "max_ttl", base.max_ttl),
+        no_default_policy=fields.boolean(body, "token_no_default_policy", base.no_default_policy),
+        num_uses=fields.integer(body, "token_num_uses", base.num_uses),
+        period=duration("token_period", "period", base.period),
+        explicit_max_ttl=fields.duration(body, "token_explicit_max_ttl", base.explicit_max_ttl),
+        type=fields.string(body, "token_type", base.type),
+        bound_cidrs=list(cidrs),
+        legacy_policies=legacy or (base.legacy_policies and "token_policies" not in body),
     )
 
 
@@ -60,12 +92,23 @@ async def userpass_login(call: SecretsRequest) -> Response:
 
 
 def _settings_data(settings: TokenSettings) -> dict[str, Any]:
-    return {
-        "token_policies": list(settings.policies),
-        "policies": list(settings.policies),
-        "token_ttl": settings.ttl,
+    """The token options as OpenBao's roles and users read them back (``policies`` only
+    when written under that deprecated name)."""
+    data: dict[str, Any] = {
+        "token_bound_cidrs": list(settings.bound_cidrs),
+        "token_explicit_max_ttl": settings.explicit_max_ttl,
         "token_max_ttl": settings.max_ttl,
+        "token_no_default_policy": settings.no_default_policy,
+        "token_period": settings.period,
+        "token_policies": list(settings.policies),
+        "token_type": settings.type,
+        "token_ttl": settings.ttl,
+        "token_num_uses": settings.num_uses,
+        "token_strictly_bind_ip": False,
     }
+    if settings.legacy_policies and settings.policies:
+        data["policies"] = list(settings.policies)
+    return data
 
 
 async def userpass_user(call: SecretsRequest) -> Response:
@@ -76,8 +119,11 @@ async def userpass_user(call: SecretsRequest) -> Response:
         if user is None:
             raise PathNotFound()
         return envelope(_settings_data(user.settings))
+    old = call.service.logins.users.get(call.params["username"].lower())
     call.service.logins.put_user(
-        call.params["username"], _credential(call, "password"), _token_settings(call)
+        call.params["username"],
+        _credential(call, "password") if old is None or "password" in call.body else "",
+        _token_settings(call, old.settings if old is not None else None),
     )
     return no_content()
 
@@ -139,12 +185,11 @@ def approle_document(role: AppRole) -> dict[str, Any]:
     """The role as ``GET auth/approle/role/:name`` shows it."""
     return {
         "bind_secret_id": role.bind_secret_id,
+        "secret_id_bound_cidrs": None,
         "secret_id_num_uses": role.secret_id_num_uses,
         "secret_id_ttl": role.secret_id_ttl,
-        "token_policies": list(role.settings.policies),
-        "policies": list(role.settings.policies),
-        "token_ttl": role.settings.ttl,
-        "token_max_ttl": role.settings.max_ttl,
+        "local_secret_ids": False,
+        **_settings_data(role.settings),
     }
 
 
@@ -159,19 +204,30 @@ async def approle_role(call: SecretsRequest) -> Response:
         logins.delete_role(name)
         return no_content()
     body = call.body
+    old = logins.roles.get(name.lower())
     logins.put_role(
         name,
-        _token_settings(call),
-        bind_secret_id=fields.boolean(body, "bind_secret_id", True),
-        secret_id_ttl=fields.duration(body, "secret_id_ttl"),
-        secret_id_num_uses=fields.integer(body, "secret_id_num_uses", minimum=0),
+        _token_settings(call, old.settings if old is not None else None),
+        bind_secret_id=fields.boolean(
+            body, "bind_secret_id", old.bind_secret_id if old is not None else True
+        ),
+        secret_id_ttl=fields.duration(
+            body, "secret_id_ttl", old.secret_id_ttl if old is not None else 0
+        ),
+        secret_id_num_uses=fields.integer(
+            body,
+            "secret_id_num_uses",
+            old.secret_id_num_uses if old is not None else 0,
+            minimum=0,
+        ),
+        role_id=fields.string(body, "role_id") or None,
     )
     return no_content()
 
 
 async def approle_roles(call: SecretsRequest) -> Response:
     """``LIST auth/approle/role``."""
-    return listing(list(call.service.logins.roles))
+    return paged_listing(call, list(call.service.logins.roles))
 
 
 async def approle_role_id(call: SecretsRequest) -> Response:
