@@ -27,6 +27,7 @@ from toolkit.sandbox import Sandbox
 from toolkit.sandbox.platform.http.routes import routes as platform_routes
 from toolkit.sandbox.secrets.engines import ENGINES
 from toolkit.sandbox.secrets.http.routes import system_routes
+from toolkit.sandbox.secrets.token_roles import TokenRequest
 
 # -- what the spec says ---------------------------------------------------------------
 # Answer without a token (the real server's unauthenticated system endpoints).
@@ -123,9 +124,12 @@ def secrets_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
 
 def _token(sandbox: Sandbox, policy: str, *, default: bool = False) -> str:
     """A fresh token with one policy (a fresh one per call: some calls revoke their caller)."""
-    body = {"policies": [policy], "no_default_policy": not default}
+    request = TokenRequest(policies=[policy], no_default_policy=not default)
     with sandbox.secrets.lock:
-        return sandbox.secrets.tokens.create(sandbox.secrets.tokens.root, body).id
+        token, _ = sandbox.secrets.tokens.create(
+            sandbox.secrets.tokens.root, request, privileged=True
+        )
+        return token.id
 
 
 def _call(

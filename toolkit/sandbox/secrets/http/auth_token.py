@@ -226,8 +226,10 @@ async def revoke_accessor(call: SecretsRequest) -> Response:
 
 
 async def revoke_orphan(call: SecretsRequest) -> Response:
-    """``POST auth/token/revoke-orphan`` (sudo): revoke the body's ``token``; its children
-    become orphans."""
+    """``POST auth/token/revoke-orphan``: revoke the body's ``token``; its children become
+    orphans. Only a caller with root or sudo here may (400 otherwise, as OpenBao)."""
+    if not call.service.acl_for(_caller(call)).allows(call.path, "update", sudo=True):
+        raise bad_request("root or sudo privileges required to revoke and orphan")
     value: Any = call.body.get("token")
     if not isinstance(value, str) or not value:
         raise bad_request("missing token")
@@ -238,7 +240,7 @@ async def revoke_orphan(call: SecretsRequest) -> Response:
 
 
 async def tidy(call: SecretsRequest) -> Response:
-    """``POST auth/token/tidy`` (sudo): the sandbox keeps nothing to tidy; answered as
+    """``POST auth/token/tidy``: the sandbox keeps nothing to tidy; answered as
     OpenBao answers a tidy it started in the background."""
     return envelope(
         None,
@@ -350,8 +352,8 @@ def routes(service: SecretsService) -> list[Route]:
         route(service, "auth/token/create/{role}", create_with_role, write),
         route(service, "auth/token/renew", renew, write),
         route(service, "auth/token/revoke-accessor", revoke_accessor, write),
-        route(service, "auth/token/revoke-orphan", revoke_orphan, write, sudo=True),
-        route(service, "auth/token/tidy", tidy, write, sudo=True),
+        route(service, "auth/token/revoke-orphan", revoke_orphan, write),
+        route(service, "auth/token/tidy", tidy, write),
         route(service, "auth/token/lookup-self", lookup_self, ["GET", "POST"]),
         route(service, "auth/token/lookup", lookup, write),
         route(service, "auth/token/accessors", list_accessors, ["LIST"], sudo=True),
