@@ -193,6 +193,11 @@ class IdentityStore:
         self.aliases[alias.id] = alias
         return alias
 
+    def forget_mount(self, mount_accessor: str) -> None:
+        """Drop every alias made on an auth mount (the mount was disabled)."""
+        for alias in [a for a in self.aliases.values() if a.mount_accessor == mount_accessor]:
+            del self.aliases[alias.id]
+
     def login(
         self, mount_accessor: str, mount_type: str, mount_path: str, alias_name: str
     ) -> Entity:
@@ -255,7 +260,7 @@ class IdentityStore:
         for member in member_group_ids or []:
             if member not in self.groups:
                 raise InvalidRequest(f"group {member!r} does not exist")
-            if member == candidate_id or candidate_id in self._ancestors_of(member):
+            if member == candidate_id or member in self._ancestors_of(candidate_id):
                 raise InvalidRequest(
                     f"member group ID {member!r} is already a parent of this group: "
                     "that would make a cycle"

@@ -165,6 +165,16 @@ class LoginStore:
             f"LDAP users, {len(self.roles)} AppRoles>"
         )
 
+    def clear(self, method: str) -> None:
+        """Forget every user or role of a login method (its mount was disabled)."""
+        if method == "userpass":
+            self.users.clear()
+        elif method == "ldap":
+            self.ldap_users.clear()
+            self.ldap_groups.clear()
+        elif method == "approle":
+            self.roles.clear()
+
     # -- userpass ---------------------------------------------------------------------
     def put_user(self, name: str, password: str, settings: TokenSettings) -> None:
         """Create or update a userpass user (``auth/userpass/users/:name``); an update
@@ -273,6 +283,38 @@ class LoginStore:
         )
         role.secret_ids[issued.accessor] = issued
         return value, issued
+
+    def secret_ids(self, name: str) -> list[SecretId]:
+        """The live secret ids of role ``name`` (expired ones are dropped on sight)."""
+        role = self.role(name)
+        now = self._tokens.clock.now()
+        for accessor, issued in list(role.secret_ids.items()):
+            if issued.expired(now):
+                del role.secret_ids[accessor]
+        return list(role.secret_ids.values())
+
+    def find_secret_id(
+        self, name: str, *, value: str | None = None, accessor: str | None = None
+    ) -> SecretId | None:
+        """A live secret id of role ``name``, by its value or its accessor."""
+        for issued in self.secret_ids(name):
+            if accessor is not None and hmac.compare_digest(issued.accessor, accessor):
+                return issued
+            if value is not None and issued.secret.matches(value):
+                return issued
+        return None
+
+    def destroy_secret_id(self, name: str, issued: SecretId) -> None:
+        self.role(name).secret_ids.pop(issued.accessor, None)
+
+    def set_role_id(self, name: str, role_id: str) -> None:
+        """``POST auth/approle/role/:name/role-id``: a role id of the operator's choosing."""
+        role = self.role(name)
+        if not role_id:
+            raise bad_request("missing role_id")
+        if any(r.role_id == role_id and r is not role for r in self.roles.values()):
+            raise bad_request("role_id already in use")
+        role.role_id = role_id
 
     def approle_login(self, role_id: str, secret_id: str | None) -> Token:
         """``auth/approle/login``: 400 ``invalid role or secret ID`` on any mismatch."""

@@ -7,6 +7,7 @@ from typing import Any, cast
 
 from ..._spec.acl import ACL, forbidden_substitution
 from .._clock import Clock
+from .audit import AuditDevices
 from .backends import EngineRegistry
 from .errors import AccessDenied, InvalidRequest, PathNotFound, capability_denied
 from .identity import IdentityStore
@@ -63,6 +64,8 @@ class SecretsService:
         self.tokens = TokenStore(clock, root_token, lease_manager=self._lease_manager)
         self.identity = IdentityStore(clock)
         self.token_roles: dict[str, TokenRole] = {}
+        # File audit devices, configured at start (``--audit-file``).
+        self.audit = AuditDevices()
         self.logins = LoginStore(self.tokens, entity_for=self.login_entity)
         self.mounts = MountTable(engines.default_mounts())
         # Child namespaces and the administrative one (``sys/namespaces``).
@@ -86,6 +89,8 @@ class SecretsService:
             # A state stored before the identity store existed: no entities, no token roles.
             self.identity = IdentityStore(self.clock)
             self.token_roles = {}
+        if "audit" not in state:
+            self.audit = AuditDevices()
 
     def in_namespace(self, path: str) -> SecretsService:
         """The service as a request in namespace ``path`` sees it: the root itself, or a
@@ -121,8 +126,14 @@ class SecretsService:
         return getattr(self, "leases", None)
 
     def authenticate(self, token_id: str | None) -> Token:
-        """The caller's token; 403 ``permission denied`` when missing, unknown or expired."""
-        return self.tokens.authenticate(token_id)
+        """The caller's token; 403 ``permission denied`` when missing, unknown or expired,
+        or when its entity is disabled (as OpenBao refuses it)."""
+        token = self.tokens.authenticate(token_id)
+        if token.entity_id and not token.is_root:
+            entity = self.identity.entity(token.entity_id)
+            if entity is not None and entity.disabled:
+                raise AccessDenied("permission denied")
+        return token
 
     def login_entity(self, method: str, alias_name: str) -> str:
         """The entity id of a login on the auth method mounted at ``method/``: found
@@ -131,6 +142,16 @@ class SecretsService:
         if mount is None:
             return ""
         return self.identity.login(mount.accessor, mount.type, f"auth/{mount.path}", alias_name).id
+
+    def disable_login_method(self, kind: str) -> None:
+        """Forget a login method's users, roles and the entity aliases made on it
+        (``DELETE sys/auth/:path``); its mount stays, the sandbox's methods being fixed."""
+        if kind == "token":
+            raise InvalidRequest("token credential backend cannot be disabled")
+        self.logins.clear(kind)
+        mount = self.mounts.auth.get(kind + "/")
+        if mount is not None:
+            self.identity.forget_mount(mount.accessor)
 
     def create_token(
         self,
@@ -146,7 +167,9 @@ class SecretsService:
         entity_id = ""
         if request.entity_alias:
             if role is None:
-                raise InvalidRequest("'entity_alias' is only allowed in combination with token role")
+                raise InvalidRequest(
+                    "'entity_alias' is only allowed in combination with token role"
+                )
             alias = request.entity_alias.lower()
             if alias not in role.allowed_entity_aliases and not glob_match(
                 role.allowed_entity_aliases, alias
@@ -166,7 +189,7 @@ class SecretsService:
         if not token.entity_id or token.is_root:
             return list(token.policies)
         entity = self.identity.entity(token.entity_id)
-        if entity is None or entity.disabled:
+        if entity is None:
             return list(token.policies)
         return sorted({*token.policies, *self.identity.policies_of(entity.id)})
 

@@ -66,9 +66,8 @@ class TokenRole:
     token_bound_cidrs: list[str] = field(default_factory=list)
 
     def check(self) -> None:
-        """Refuse what OpenBao refuses when a role is written."""
-        if self.token_ttl and self.token_max_ttl and self.token_ttl > self.token_max_ttl:
-            raise InvalidRequest("'token_ttl' cannot be greater than 'token_max_ttl'")
+        """Refuse what OpenBao refuses when a role is written (a ``token_ttl`` above
+        ``token_max_ttl`` is kept, as OpenBao's token roles keep it)."""
         if self.token_type not in TOKEN_TYPES:
             raise InvalidRequest(f"invalid 'token_type' value {self.token_type!r}")
         if self.token_type == "batch":

@@ -337,9 +337,7 @@ class TokenStore:
         policies = resolve_policies(request, role, parent.policies, privileged=privileged)
         if "root" in policies:
             if not parent.is_root:
-                raise bad_request(
-                    "root tokens may not be created without parent token being root"
-                )
+                raise bad_request("root tokens may not be created without parent token being root")
             if kind == "batch":
                 raise bad_request("batch tokens cannot be root tokens")
         if role is not None:

@@ -228,7 +228,27 @@ async def serve(
     rule: Rule,
     mount: Mount | None = None,
 ) -> Response:
-    """Answer one request: body, seal, token, namespace, ACL, method, then ``handler``."""
+    """Answer one request: body, seal, token, namespace, ACL, method, then ``handler``;
+    then log it to the audit devices, when there are any."""
+    seen: dict[str, Any] = {}
+    response = await _serve(request, service, handler, rule, mount, seen)
+    audit = getattr(service, "audit", None)
+    if audit is not None and audit.devices:
+        from ._audit import log_exchange
+
+        with service.lock:
+            log_exchange(service, request, seen, response, mount)
+    return response
+
+
+async def _serve(
+    request: Request,
+    service: SecretsService,
+    handler: Handler,
+    rule: Rule,
+    mount: Mount | None,
+    seen: dict[str, Any],
+) -> Response:
     method = request.method.upper()
     is_list = method == "LIST" or (
         method == "GET" and request.query_params.get("list", "").lower() in ("true", "1")
@@ -240,6 +260,7 @@ async def serve(
     namespace = request_namespace(request)
     try:
         body = await read_body(request) if method in ("POST", "PUT", "PATCH") else {}
+        seen.update(body=body, path=api_path, list=is_list, namespace=namespace)
         # Everything from here reads or changes state: one request at a time.
         with service.lock:
             token = None
@@ -252,6 +273,7 @@ async def serve(
                 return error(404, f"no handler for route {request.url.path!r}")
             if rule.authenticated:
                 token = service.authenticate(request_token(request))
+                seen["token"] = token
             call = SandboxRequest(request, scoped, token, body, api_path, is_list, namespace, mount)
             if token is not None:
                 if rule.restricted and not service.namespaces.may_call_restricted(namespace):

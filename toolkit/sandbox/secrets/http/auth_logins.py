@@ -10,14 +10,17 @@ is never echoed in an error.
 from __future__ import annotations
 
 import ipaddress
+import json
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ...._time import format_rfc3339
 from .. import fields
 from ..errors import InvalidRequest, PathNotFound
-from ..logins import AppRole, TokenSettings
+from ..logins import AppRole, SecretId, TokenSettings
 from ._base import SecretsRequest, envelope, listing, no_content, paged_listing, route
 from .auth_token import token_auth
 
@@ -63,11 +66,15 @@ def _token_settings(call: SecretsRequest, old: TokenSettings | None = None) -> T
 
     cidrs_field = "token_bound_cidrs" if "token_bound_cidrs" in body else "bound_cidrs"
     cidrs = fields.string_list(body, cidrs_field) if cidrs_field in body else base.bound_cidrs
+    shown = []
     for cidr in cidrs:
         try:
-            ipaddress.ip_network(cidr, strict=False)
+            network = ipaddress.ip_network(cidr, strict=False)
         except ValueError:
             raise InvalidRequest(f"invalid CIDR block {cidr!r} in {cidrs_field}") from None
+        # As OpenBao shows them: a block of one address is that address.
+        single = network.prefixlen == network.max_prefixlen
+        shown.append(str(network.network_address) if single else str(network))
     return TokenSettings(
         policies,
         duration("token_ttl", "ttl", base.ttl),
@@ -77,7 +84,7 @@ def _token_settings(call: SecretsRequest, old: TokenSettings | None = None) -> T
         period=duration("token_period", "period", base.period),
         explicit_max_ttl=fields.duration(body, "token_explicit_max_ttl", base.explicit_max_ttl),
         type=fields.string(body, "token_type", base.type),
-        bound_cidrs=list(cidrs),
+        bound_cidrs=shown,
         legacy_policies=legacy or (base.legacy_policies and "token_policies" not in body),
     )
 
@@ -231,16 +238,31 @@ async def approle_roles(call: SecretsRequest) -> Response:
 
 
 async def approle_role_id(call: SecretsRequest) -> Response:
-    """``GET auth/approle/role/:name/role-id``."""
-    return envelope({"role_id": call.service.logins.role(call.params["name"]).role_id})
+    """``GET auth/approle/role/:name/role-id``; ``POST`` sets it."""
+    logins = call.service.logins
+    if call.request.method.upper() != "GET":
+        logins.set_role_id(call.params["name"], _credential(call, "role_id"))
+        return no_content()
+    return envelope({"role_id": logins.role(call.params["name"]).role_id})
 
 
-async def approle_secret_id(call: SecretsRequest) -> Response:
-    """``POST auth/approle/role/:name/secret-id``: a new secret id, shown this once."""
-    metadata = fields.json_object(call.body, "metadata") if call.body.get("metadata") else {}
-    if not all(isinstance(v, str) for v in metadata.values()):
+def _secret_id_metadata(call: SecretsRequest) -> dict[str, str]:
+    raw = call.body.get("metadata")
+    if isinstance(raw, str) and raw.strip():
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise InvalidRequest("failed to parse metadata: not a JSON object") from None
+    metadata = raw or {}
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise InvalidRequest("metadata: expected a map of strings to strings")
-    value, issued = call.service.logins.generate_secret_id(call.params["name"], metadata)
+    return dict(metadata)
+
+
+def _issued_secret_id(call: SecretsRequest, secret: str | None) -> Response:
+    value, issued = call.service.logins.generate_secret_id(
+        call.params["name"], _secret_id_metadata(call), secret
+    )
     return envelope(
         {
             "secret_id": value,
@@ -249,6 +271,79 @@ async def approle_secret_id(call: SecretsRequest) -> Response:
             "secret_id_num_uses": issued.uses_left,
         }
     )
+
+
+async def approle_secret_id(call: SecretsRequest) -> Response:
+    """``POST auth/approle/role/:name/secret-id``: a new secret id, shown this once;
+    ``LIST`` the accessors of the role's live secret ids."""
+    if call.is_list:
+        issued = call.service.logins.secret_ids(call.params["name"])
+        return listing([s.accessor for s in issued])
+    return _issued_secret_id(call, None)
+
+
+async def approle_custom_secret_id(call: SecretsRequest) -> Response:
+    """``POST auth/approle/role/:name/custom-secret-id``: a secret id of the caller's choosing."""
+    return _issued_secret_id(call, _credential(call, "secret_id"))
+
+
+def _secret_id_document(issued: SecretId) -> dict[str, Any]:
+    expiry = issued.creation_time + timedelta(seconds=issued.ttl) if issued.ttl else None
+    return {
+        "cidr_list": [],
+        "creation_time": format_rfc3339(issued.creation_time),
+        "expiration_time": format_rfc3339(expiry) if expiry else "0001-01-01T00:00:00Z",
+        "last_updated_time": format_rfc3339(issued.creation_time),
+        "metadata": dict(issued.metadata),
+        "secret_id_accessor": issued.accessor,
+        "secret_id_num_uses": issued.uses_left,
+        "secret_id_ttl": issued.ttl,
+        "token_bound_cidrs": [],
+    }
+
+
+def _found_secret_id(call: SecretsRequest, by_accessor: bool) -> SecretId | None:
+    logins = call.service.logins
+    name = call.params["name"]
+    if by_accessor:
+        accessor = _credential(call, "secret_id_accessor")
+        return logins.find_secret_id(name, accessor=accessor)
+    return logins.find_secret_id(name, value=_credential(call, "secret_id"))
+
+
+async def approle_secret_id_lookup(call: SecretsRequest) -> Response:
+    """``POST auth/approle/role/:name/secret-id/lookup``: a secret id's properties (204 when
+    it is not the role's, as OpenBao)."""
+    issued = _found_secret_id(call, by_accessor=False)
+    return envelope(_secret_id_document(issued)) if issued is not None else no_content()
+
+
+async def approle_accessor_lookup(call: SecretsRequest) -> Response:
+    """``POST auth/approle/role/:name/secret-id-accessor/lookup``: by the accessor (400 when
+    unknown)."""
+    issued = _found_secret_id(call, by_accessor=True)
+    if issued is None:
+        accessor = call.body.get("secret_id_accessor")
+        raise InvalidRequest(f"failed to find accessor entry for secret_id_accessor: {accessor!r}")
+    return envelope(_secret_id_document(issued))
+
+
+async def approle_secret_id_destroy(call: SecretsRequest) -> Response:
+    """``POST auth/approle/role/:name/secret-id/destroy``: forget a secret id (204)."""
+    issued = _found_secret_id(call, by_accessor=False)
+    if issued is not None:
+        call.service.logins.destroy_secret_id(call.params["name"], issued)
+    return no_content()
+
+
+async def approle_accessor_destroy(call: SecretsRequest) -> Response:
+    """``POST auth/approle/role/:name/secret-id-accessor/destroy``: by the accessor."""
+    issued = _found_secret_id(call, by_accessor=True)
+    if issued is None:
+        accessor = call.body.get("secret_id_accessor")
+        raise InvalidRequest(f"failed to find accessor entry for secret_id_accessor: {accessor!r}")
+    call.service.logins.destroy_secret_id(call.params["name"], issued)
+    return no_content()
 
 
 def routes(service: SecretsService) -> list[Route]:
@@ -267,7 +362,37 @@ def routes(service: SecretsService) -> list[Route]:
         route(service, "auth/ldap/groups/{name}", ldap_group, ["GET", *write]),
         route(service, "auth/approle/login", approle_login, write, authenticated=False),
         route(service, "auth/approle/role", approle_roles, ["LIST"]),
-        route(service, "auth/approle/role/{name}/role-id", approle_role_id, ["GET"]),
-        route(service, "auth/approle/role/{name}/secret-id", approle_secret_id, write),
+        route(service, "auth/approle/role/{name}/role-id", approle_role_id, ["GET", *write]),
+        route(service, "auth/approle/role/{name}/secret-id", approle_secret_id, ["LIST", *write]),
+        route(
+            service,
+            "auth/approle/role/{name}/custom-secret-id",
+            approle_custom_secret_id,
+            write,
+        ),
+        route(
+            service,
+            "auth/approle/role/{name}/secret-id/lookup",
+            approle_secret_id_lookup,
+            write,
+        ),
+        route(
+            service,
+            "auth/approle/role/{name}/secret-id/destroy",
+            approle_secret_id_destroy,
+            [*write, "DELETE"],
+        ),
+        route(
+            service,
+            "auth/approle/role/{name}/secret-id-accessor/lookup",
+            approle_accessor_lookup,
+            write,
+        ),
+        route(
+            service,
+            "auth/approle/role/{name}/secret-id-accessor/destroy",
+            approle_accessor_destroy,
+            [*write, "DELETE"],
+        ),
         route(service, "auth/approle/role/{name}", approle_role, ["GET", "DELETE", *write]),
     ]

@@ -42,9 +42,7 @@ def token_lookup(token: Token, now: datetime) -> dict[str, Any]:
         "explicit_max_ttl": token.explicit_max_ttl,
         "id": token.id,
         "issue_time": format_rfc3339(token.creation_time),
-        "last_renewal_time": int(token.last_renewal.timestamp()) if token.last_renewal else None,
         "meta": dict(token.meta) or None,
-        "namespace_path": token.namespace,
         "num_uses": token.num_uses,
         "orphan": token.orphan,
         "path": token.path,
@@ -53,6 +51,16 @@ def token_lookup(token: Token, now: datetime) -> dict[str, Any]:
         "ttl": token.remaining(now),
         "type": token.type,
         **({"period": token.period} if token.period else {}),
+        # As OpenBao: the renewal times once renewed, the namespace outside the root one.
+        **(
+            {
+                "last_renewal": format_rfc3339(token.last_renewal),
+                "last_renewal_time": int(token.last_renewal.timestamp()),
+            }
+            if token.last_renewal
+            else {}
+        ),
+        **({"namespace_path": token.namespace} if token.namespace else {}),
         **({"role": token.role} if token.role else {}),
     }
 
@@ -312,9 +320,7 @@ def _role_from(body: dict[str, Any], name: str, old: TokenRole | None) -> TokenR
         token_no_default_policy=fields.boolean(
             body, "token_no_default_policy", base.token_no_default_policy
         ),
-        allowed_entity_aliases=_names(
-            body, "allowed_entity_aliases", base.allowed_entity_aliases
-        ),
+        allowed_entity_aliases=_names(body, "allowed_entity_aliases", base.allowed_entity_aliases),
         token_period=duration("token_period", base.token_period),
         token_explicit_max_ttl=duration("token_explicit_max_ttl", base.token_explicit_max_ttl),
         token_ttl=duration("token_ttl", base.token_ttl),

@@ -176,9 +176,7 @@ async def alias_create(call: SecretsRequest) -> Response:
     name = fields.string(body, "name")
     if not accessor or not name:
         raise InvalidRequest("'id' or 'mount_accessor' and 'name' must be provided")
-    mount = next(
-        (m for m in call.service.mounts.auth.values() if m.accessor == accessor), None
-    )
+    mount = next((m for m in call.service.mounts.auth.values() if m.accessor == accessor), None)
     if mount is None:
         raise InvalidRequest(f'invalid mount accessor "{accessor}"')
     canonical = fields.string(body, "canonical_id") or fields.string(body, "entity_id")

@@ -11,6 +11,7 @@ from . import (
     auth_logins,
     auth_token,
     identity,
+    sys_audit,
     sys_capabilities,
     sys_mounts,
     sys_namespaces,
@@ -42,6 +43,7 @@ def system_routes(service: SecretsService) -> list[Route]:
     table += sys_capabilities.routes(service)
     table += sys_namespaces.routes(service)
     table += identity.routes(service)
+    table += sys_audit.routes(service)
     return table
 
 
