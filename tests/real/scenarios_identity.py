@@ -945,6 +945,44 @@ def routes(t: Target) -> None:
         errors=True,
     )
     t.call("wrap without a ttl", "POST", "sys/wrapping/wrap", json={"a": "b"}, errors=True)
+    wrap_info = {
+        "ttl": lambda b: b["wrap_info"]["ttl"],
+        "path": lambda b: b["wrap_info"]["creation_path"],
+        "keys": lambda b: sorted(b["wrap_info"]),
+    }
+    wrapped = t.call(
+        "wrap",
+        "POST",
+        "sys/wrapping/wrap",
+        json={"a": "b"},
+        headers={"X-Vault-Wrap-TTL": "5m"},
+        checks=wrap_info,
+    )["wrap_info"]["token"]
+    t.call(
+        "wrapping lookup",
+        "POST",
+        "sys/wrapping/lookup",
+        json={"token": wrapped},
+        checks=_data("creation_path", "creation_ttl"),
+    )
+    rewrapped = t.call(
+        "rewrap", "POST", "sys/wrapping/rewrap", json={"token": wrapped}, checks=wrap_info
+    )["wrap_info"]["token"]
+    t.call("unwrap the old token", "POST", "sys/wrapping/unwrap", json={"token": wrapped})
+    t.call(
+        "unwrap",
+        "POST",
+        "sys/wrapping/unwrap",
+        json={"token": rewrapped},
+        checks={"data": lambda b: b["data"]},
+    )
+    t.call(
+        "unwrap again",
+        "POST",
+        "sys/wrapping/unwrap",
+        json={"token": rewrapped},
+        errors=True,
+    )
     _pki_paging(t)
 
 

@@ -22,6 +22,7 @@ from .rekey import RekeyOperation
 from .seal import SealState
 from .token_roles import TokenRequest, TokenRole, glob_match
 from .tokens import Token, TokenStore
+from .wrapping import WrappingStore
 
 __all__ = ["SecretsService"]
 
@@ -66,6 +67,7 @@ class SecretsService:
         self.token_roles: dict[str, TokenRole] = {}
         # File audit devices, configured at start (``--audit-file``).
         self.audit = AuditDevices()
+        self.wrapping = WrappingStore(clock)
         self.logins = LoginStore(self.tokens, entity_for=self.login_entity)
         self.mounts = MountTable(engines.default_mounts())
         # Child namespaces and the administrative one (``sys/namespaces``).
@@ -91,6 +93,7 @@ class SecretsService:
             self.token_roles = {}
         if "audit" not in state:
             self.audit = AuditDevices()
+            self.wrapping = WrappingStore(self.clock)
 
     def in_namespace(self, path: str) -> SecretsService:
         """The service as a request in namespace ``path`` sees it: the root itself, or a

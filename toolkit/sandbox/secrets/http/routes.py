@@ -19,6 +19,7 @@ from . import (
     sys_policies,
     sys_rekey,
     sys_seal,
+    sys_wrapping,
 )
 from .engines import EnginePathsFirst, dispatcher
 from .sys_leases import lease_routes
@@ -44,6 +45,7 @@ def system_routes(service: SecretsService) -> list[Route]:
     table += sys_namespaces.routes(service)
     table += identity.routes(service)
     table += sys_audit.routes(service)
+    table += sys_wrapping.routes(service)
     return table
 
 
