@@ -101,9 +101,11 @@ class IdentityStore:
         policies: list[str] | None = None,
         metadata: dict[str, str] | None = None,
         disabled: bool | None = None,
+        new_id: str = "",
     ) -> tuple[Entity, bool]:
         """Create an entity, or update the one named by ``entity_id`` or ``name``
-        (``POST identity/entity``); answers it and whether it is new."""
+        (``POST identity/entity``); answers it and whether it is new. ``new_id``: the id
+        a new one gets (demo data, to be the same each start), a random one otherwise."""
         entity: Entity | None = None
         if entity_id:
             entity = self.entities.get(entity_id)
@@ -120,7 +122,7 @@ class IdentityStore:
         now = self.clock.now()
         new = entity is None
         if entity is None:
-            new_id = str(uuid.uuid4())
+            new_id = new_id or str(uuid.uuid4())
             entity = Entity(new_id, name or f"entity_{new_id[:8]}", now, now)
         elif name:
             entity.name = name
@@ -167,6 +169,7 @@ class IdentityStore:
         mount_type: str,
         mount_path: str,
         custom_metadata: dict[str, str] | None = None,
+        new_id: str = "",
     ) -> EntityAlias:
         """``POST identity/entity-alias``: tie ``name`` on a mount to an entity."""
         if canonical_id not in self.entities:
@@ -181,7 +184,7 @@ class IdentityStore:
         if any(a.mount_accessor == mount_accessor for a in self.aliases_of(canonical_id)):
             raise InvalidRequest("Alias already exists for requested entity and mount accessor")
         alias = EntityAlias(
-            str(uuid.uuid4()),
+            new_id or str(uuid.uuid4()),
             name,
             canonical_id,
             mount_accessor,
@@ -233,6 +236,7 @@ class IdentityStore:
         metadata: dict[str, str] | None = None,
         member_entity_ids: list[str] | None = None,
         member_group_ids: list[str] | None = None,
+        new_id: str = "",
     ) -> tuple[IdentityGroup, bool]:
         """``POST identity/group``: create an internal group, or update the one named."""
         group: IdentityGroup | None = None
@@ -256,7 +260,7 @@ class IdentityStore:
             if member not in self.entities:
                 raise InvalidRequest(f"entity {member!r} does not exist")
         new = group is None
-        candidate_id = group.id if group is not None else str(uuid.uuid4())
+        candidate_id = group.id if group is not None else new_id or str(uuid.uuid4())
         for member in member_group_ids or []:
             if member not in self.groups:
                 raise InvalidRequest(f"group {member!r} does not exist")
