@@ -55,7 +55,9 @@ class AuditDevice:
 
     def write(self, entry: dict[str, Any]) -> None:
         line = json.dumps(entry, separators=(",", ":"), default=str) + "\n"
-        descriptor = os.open(self.file_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # Never through a link: the file is the operator's, created 0600 when missing.
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        descriptor = os.open(self.file_path, flags, 0o600)
         with os.fdopen(descriptor, "a", encoding="utf-8") as out:
             out.write(line)
 

@@ -298,6 +298,7 @@ class TokenStore:
         the entity an ``entity_alias`` resolved to. Everything is checked before the
         token exists.
         """
+        privileged = privileged or parent.is_root
         if parent.type == "batch":
             raise bad_request("batch tokens cannot create more tokens")
         if parent.num_uses:
