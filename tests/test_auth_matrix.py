@@ -38,6 +38,8 @@ UNAUTHENTICATED = re.compile(
     r"|^pki/crl(/pem|/delta|/delta/pem)?$"
     # Logging in: how a caller gets a token.
     r"|^auth/(userpass|ldap)/login/[^/]+$|^auth/approle/login$"
+    # Looking a wrapping token up (OpenBao's unauthenticated sys/wrapping/lookup).
+    r"|^sys/wrapping/lookup$"
 )
 # Spec 001 part 5.3, plus sealing and reading the rekey backup (sudo on the real server).
 SUDO = [
@@ -50,6 +52,8 @@ SUDO = [
     ("*", re.compile(r"^pki/root/sign-self-issued$")),
     ("*", re.compile(r"^sys/seal$")),
     ("*", re.compile(r"^sys/(rekey|rotate/root|rotate/recovery)/backup$")),
+    # OpenBao's root-protected system paths: audit devices and auth method mounts.
+    ("*", re.compile(r"^sys/(audit|audit/.+|auth/.+)$")),
 ]
 # Spec 001 sections 4.1, 4.2, 4.4 and 4.5 are marked restricted.
 RESTRICTED = re.compile(

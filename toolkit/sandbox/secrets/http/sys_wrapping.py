@@ -3,7 +3,9 @@
 The wrap time comes from the ``X-Vault-Wrap-TTL`` header (a duration); a wrap
 without it is 400 ``endpoint requires response wrapping to be used``, as on
 OpenBao. ``lookup`` takes no token of the caller's (it is unauthenticated on
-OpenBao); ``unwrap`` takes the wrapping token in the body or as the caller's token.
+OpenBao); ``unwrap`` takes the wrapping token in the body, from a caller allowed
+there (OpenBao also takes the wrapping token itself as the caller's token; the
+sandbox does not, see docs/differences.md).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from starlette.routing import Route
 
 from ...._time import format_rfc3339, parse_duration
 from ..errors import InvalidRequest
-from ._base import SecretsRequest, envelope, request_token, route
+from ._base import SecretsRequest, envelope, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -38,8 +40,6 @@ def _wrap_info(wrapped: Wrapped) -> dict[str, Any]:
 
 def _token_of(call: SecretsRequest) -> str:
     value = call.body.get("token")
-    if value is None or value == "":
-        value = request_token(call.request) or ""
     if not isinstance(value, str) or not value:
         raise InvalidRequest("missing token")
     return value
@@ -84,6 +84,6 @@ def routes(service: SecretsService) -> list[Route]:
     return [
         route(service, "sys/wrapping/wrap", wrap, write),
         route(service, "sys/wrapping/lookup", lookup, write, authenticated=False),
-        route(service, "sys/wrapping/unwrap", unwrap, write, authenticated=False),
+        route(service, "sys/wrapping/unwrap", unwrap, write),
         route(service, "sys/wrapping/rewrap", rewrap, write),
     ]
