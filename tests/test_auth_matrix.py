@@ -27,6 +27,7 @@ from toolkit.sandbox import Sandbox
 from toolkit.sandbox.platform.http.routes import routes as platform_routes
 from toolkit.sandbox.secrets.engines import ENGINES
 from toolkit.sandbox.secrets.http.routes import system_routes
+from toolkit.sandbox.secrets.token_roles import TokenRequest
 
 # -- what the spec says ---------------------------------------------------------------
 # Answer without a token (the real server's unauthenticated system endpoints).
@@ -37,6 +38,8 @@ UNAUTHENTICATED = re.compile(
     r"|^pki/crl(/pem|/delta|/delta/pem)?$"
     # Logging in: how a caller gets a token.
     r"|^auth/(userpass|ldap)/login/[^/]+$|^auth/approle/login$"
+    # Looking a wrapping token up (OpenBao's unauthenticated sys/wrapping/lookup).
+    r"|^sys/wrapping/lookup$"
 )
 # Spec 001 part 5.3, plus sealing and reading the rekey backup (sudo on the real server).
 SUDO = [
@@ -49,6 +52,8 @@ SUDO = [
     ("*", re.compile(r"^pki/root/sign-self-issued$")),
     ("*", re.compile(r"^sys/seal$")),
     ("*", re.compile(r"^sys/(rekey|rotate/root|rotate/recovery)/backup$")),
+    # OpenBao's root-protected system paths: audit devices and auth method mounts.
+    ("*", re.compile(r"^sys/(audit|audit/.+|auth/.+)$")),
 ]
 # Spec 001 sections 4.1, 4.2, 4.4 and 4.5 are marked restricted.
 RESTRICTED = re.compile(
@@ -123,9 +128,12 @@ def secrets_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
 
 def _token(sandbox: Sandbox, policy: str, *, default: bool = False) -> str:
     """A fresh token with one policy (a fresh one per call: some calls revoke their caller)."""
-    body = {"policies": [policy], "no_default_policy": not default}
+    request = TokenRequest(policies=[policy], no_default_policy=not default)
     with sandbox.secrets.lock:
-        return sandbox.secrets.tokens.create(sandbox.secrets.tokens.root, body).id
+        token, _ = sandbox.secrets.tokens.create(
+            sandbox.secrets.tokens.root, request, privileged=True
+        )
+        return token.id
 
 
 def _call(

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from toolkit.sandbox import Sandbox
+from toolkit.sandbox.secrets.token_roles import TokenRequest
 
 JSONAPI = "application/vnd.api+json"
 
@@ -67,8 +68,8 @@ def test_100_parallel_check_outs_of_10_accounts_lend_each_account_once(
         )
         tokens = [
             sandbox.secrets.tokens.create(
-                sandbox.secrets.tokens.root, {"policies": ["race-borrower"]}
-            ).id
+                sandbox.secrets.tokens.root, TokenRequest(policies=["race-borrower"])
+            )[0].id
             for _ in range(100)
         ]
     answers = race(

@@ -79,6 +79,13 @@ def _sandbox_parser(prog: str = "toolkit sandbox") -> argparse.ArgumentParser:
         "as in the root namespace; created at start when missing (default: none)",
     )
     p.add_argument(
+        "--audit-file",
+        metavar="FILE",
+        default=None,
+        help="log every secrets-server request and answer to FILE, as OpenBao's file audit "
+        "device does (served as the audit device file/; default: no audit device)",
+    )
+    p.add_argument(
         "--hide-tokens",
         action="store_true",
         help="do not list the accepted tokens at start (for output that goes to a log)",
@@ -126,6 +133,7 @@ def sandbox_main(argv: Sequence[str] | None = None) -> int:
                 state=args.state,
                 allow_hosts=list(args.allow_host),
                 admin_namespace=args.admin_namespace,
+                audit_file=args.audit_file,
                 demo_scale=scale,
             )
         )

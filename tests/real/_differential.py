@@ -81,6 +81,7 @@ class Target:
         json: Any = None,
         params: dict[str, str] | None = None,
         token: str | None = None,
+        headers: dict[str, str] | None = None,
         checks: dict[str, Check] | None = None,
         errors: bool = False,
         record: bool = True,
@@ -90,8 +91,8 @@ class Target:
         ``checks`` name values computed from the body that must agree on both
         servers; ``errors=True`` compares the error messages too.
         """
-        headers = {"X-Vault-Token": self.token if token is None else token}
-        reply = self._http.request(method, path, json=json, params=params, headers=headers)
+        sent = {"X-Vault-Token": self.token if token is None else token, **(headers or {})}
+        reply = self._http.request(method, path, json=json, params=params, headers=sent)
         body: Any = None
         if reply.content:
             try:

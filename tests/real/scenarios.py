@@ -22,6 +22,7 @@ from typing import Any
 
 from ._differential import Target
 from ._seed import CREATE_ROLE, DROP_ROLE
+from .scenarios_identity import identity, role_options, routes, token_options, token_roles
 
 PASSWORD_POLICY = """length = 20
 rule "charset" {
@@ -1342,4 +1343,9 @@ SCENARIOS: dict[str, Scenario] = {
     "broker": Scenario(broker, "rabbitmq"),
     "pki": Scenario(pki, "dev"),
     "pki-revocation": Scenario(pki_revocation, "dev"),
+    "identity": Scenario(identity, "dev"),
+    "token-roles": Scenario(token_roles, "dev"),
+    "token-options": Scenario(token_options, "dev"),
+    "role-options": Scenario(role_options, "dev"),
+    "routes": Scenario(routes, "dev"),
 }

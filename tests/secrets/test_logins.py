@@ -30,7 +30,8 @@ def test_a_userpass_login_switches_the_client_to_a_token_with_the_users_policies
     with _login_client(sandbox) as client:
         login = client.auth.userpass("olivia", password)
         assert isinstance(login.client_token, Sensitive)
-        assert login.policies == ["default", "operators"]
+        # Her own policies and her entity's groups' (platform-team, and engineering above it).
+        assert login.policies == ["default", "on-call", "operators", "team-access"]
         assert login.display_name == "userpass-olivia"
         assert login.renewable and login.ttl > 0 and login.accessor
         assert login.method == "userpass" and login.metadata == {"username": "olivia"}
@@ -176,6 +177,7 @@ def test_the_login_convenience_builds_a_logged_in_client(demo_sandbox):
         assert client.last_login is not None and client.last_login.policies == [
             "auditors",
             "default",
+            "team-access",  # his entity's group's (security-team)
         ]
     with pytest.raises(InputError, match="unknown login method"):
         SecretsClient.login("kerberos", demo_sandbox.address)

@@ -51,7 +51,8 @@ def test_an_approle_login_from_the_form(sandbox, fresh, leaks: Leaks):
     form.secret_id.value = leaks.feed(secret["secret_id"], "a secret id")
     form.login_button.click()
     assert form.secret_id.value == ""
-    assert form.login is not None and form.login.policies == ["auditors", "default"]
+    # The role's policies and its entity's group's (security-team).
+    assert form.login is not None and form.login.policies == ["auditors", "default", "team-access"]
     leaks.check("the login form after an AppRole login", form, all_widget_state())
 
 
@@ -76,7 +77,13 @@ def test_a_secret_typed_for_another_method_is_emptied_too(fresh):
     form.secret_id.value = "typed-in-the-wrong-place"
     form.login_button.click()
     assert form.secret_id.value == "" and form.password.value == ""
-    assert form.login is not None and form.login.policies == ["default", "operators"]
+    # The groups' policies and the identity groups' of the user's entity.
+    assert form.login is not None and form.login.policies == [
+        "default",
+        "on-call",
+        "operators",
+        "team-access",
+    ]
 
 
 def test_a_missing_password_is_said_before_anything_is_sent(fresh):

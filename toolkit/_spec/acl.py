@@ -537,6 +537,32 @@ def render(pattern: str, identity: Identity | None) -> str | None:
         return None
 
 
+# What a filled template may not hold in an ACL path (OpenBao's policy store blocks these
+# unless a policy allows slashes or wildcards in its templates, which the sandbox never does).
+FORBIDDEN_IN_TEMPLATES: Final = ("/", "*", "+")
+
+
+def forbidden_substitution(
+    pattern: str, identity: Identity | None, blocked: Sequence[str] = FORBIDDEN_IN_TEMPLATES
+) -> str | None:
+    """The blocked value a template of ``pattern`` would be filled with, or None.
+
+    Templates are filled in order, as the server fills them: one it cannot fill
+    leaves the pattern out (None) before any later one is looked at; the first
+    filled value holding a blocked string names it, and the server then refuses
+    the token's whole ACL.
+    """
+    for found in _TEMPLATE.finditer(pattern):
+        try:
+            value = _fill(found.group(1), identity)
+        except _NotFound:
+            return None
+        for item in blocked:
+            if item in value:
+                return item
+    return None
+
+
 def _check_template(label: str) -> None:
     """Refuse unbalanced ``{{`` / ``}}``, as the server does when a policy is written."""
     rest = _TEMPLATE.sub("", label)

@@ -63,6 +63,9 @@ class SandboxOptions:
     # The secrets engines the server can mount (None: the built-in ones,
     # ``secrets.engines.ENGINES``); a test of the house adds one of its own.
     engines: EngineRegistry | None = None
+    # A file the secrets server's audit device appends to (``--audit-file``), in
+    # OpenBao's file format; None: no audit device.
+    audit_file: str | None = None
     # Generated records at scale by kind (``--demo-scale leases=1M,...``; see ``scale``).
     demo_scale: dict[str, int] = field(default_factory=dict)
 
@@ -131,6 +134,8 @@ class Sandbox:
             key_threshold=opts.key_threshold,
             recovery_seal=opts.recovery_seal,
         )
+        if opts.audit_file:
+            self.secrets.audit.enable_file("file", opts.audit_file)
         if opts.demo:
             from .platform.demo import load_demo as load_platform_demo
             from .secrets.demo import load_demo as load_secrets_demo

@@ -8,6 +8,7 @@ from tests.sandbox.secrets._access_api import assert_error, issue, put_acl, v1
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._clock import Clock
 from toolkit.sandbox.secrets.errors import SecretsError
+from toolkit.sandbox.secrets.token_roles import TokenRequest
 from toolkit.sandbox.secrets.tokens import DEFAULT_TTL, TokenStore
 
 
@@ -190,14 +191,14 @@ def test_the_root_token_never_expires_and_holds_root() -> None:
 
 def test_a_child_never_outlives_its_parent() -> None:
     store = TokenStore(Clock(), "root-id")
-    parent = store.create(store.root, {"policies": ["a"], "ttl": "1h"})
-    child = store.create(parent, {"policies": ["a"], "ttl": "5h"})
+    parent, _ = store.create(store.root, TokenRequest(policies=["a"], ttl=3600))
+    child, _ = store.create(parent, TokenRequest(policies=["a"], ttl=5 * 3600))
     assert child.ttl <= 3600
 
 
 def test_a_token_repr_never_shows_its_id() -> None:
     store = TokenStore(Clock(), "root-id")
-    token = store.create(store.root, {"policies": ["a"]})
+    token, _ = store.create(store.root, TokenRequest(policies=["a"]))
     assert token.id not in repr(token)
     assert "root-id" not in repr(store.root)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .demo_identity import load_demo_identity
 from .demo_leases import load_demo_leases
 from .demo_logins import load_demo_logins
 
@@ -168,3 +169,4 @@ def load_demo(service: SecretsService) -> None:
         if engine.demo is not None:
             engine.demo(service)
     load_demo_logins(service)
+    load_demo_identity(service)

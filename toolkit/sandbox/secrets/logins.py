@@ -23,6 +23,7 @@ import hmac
 import re
 import secrets
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -62,6 +63,42 @@ class TokenSettings:
     policies: list[str] = field(default_factory=list)
     ttl: int = 0
     max_ttl: int = 0
+    no_default_policy: bool = False
+    num_uses: int = 0
+    period: int = 0
+    explicit_max_ttl: int = 0
+    # "default", "service", "batch", "default-service" or "default-batch".
+    type: str = "default"
+    bound_cidrs: list[str] = field(default_factory=list)
+    # Written with the deprecated ``policies`` field: a read shows it back.
+    legacy_policies: bool = False
+
+    def check(self) -> None:
+        """Refuse what OpenBao's token options refuse when a role or user is written."""
+        for name, value in (
+            ("token_ttl", self.ttl),
+            ("token_max_ttl", self.max_ttl),
+            ("token_period", self.period),
+            ("token_num_uses", self.num_uses),
+            ("token_explicit_max_ttl", self.explicit_max_ttl),
+        ):
+            if value < 0:
+                raise bad_request(f"'{name}' cannot be negative")
+        if self.type not in ("default", "service", "batch", "default-service", "default-batch"):
+            raise bad_request(f"invalid 'token_type' value {self.type!r}")
+        if self.type in ("batch", "default-batch"):
+            if self.period:
+                raise bad_request(
+                    "'token_type' cannot be 'batch' or 'default_batch' when set to generate "
+                    "periodic tokens"
+                )
+            if self.num_uses:
+                raise bad_request(
+                    "'token_type' cannot be 'batch' or 'default_batch' when set to generate "
+                    "tokens with limited use count"
+                )
+        if self.ttl and self.max_ttl and self.ttl > self.max_ttl:
+            raise bad_request("'token_ttl' cannot be greater than 'token_max_ttl'")
 
 
 @dataclass
@@ -109,8 +146,14 @@ def _check_name(kind: str, name: str) -> str:
 class LoginStore:
     """The three login methods' users, directory users and roles, and their logins."""
 
-    def __init__(self, tokens: TokenStore) -> None:
+    def __init__(
+        self,
+        tokens: TokenStore,
+        entity_for: Callable[[str, str], str] = lambda method, alias: "",
+    ) -> None:
         self._tokens = tokens
+        # The entity id of a login: (method, alias name) -> entity id (the identity store).
+        self._entity_for = entity_for
         self.users: dict[str, _User] = {}
         self.ldap_users: dict[str, _User] = {}
         self.ldap_groups: dict[str, list[str]] = {}
@@ -122,13 +165,27 @@ class LoginStore:
             f"LDAP users, {len(self.roles)} AppRoles>"
         )
 
+    def clear(self, method: str) -> None:
+        """Forget every user or role of a login method (its mount was disabled)."""
+        if method == "userpass":
+            self.users.clear()
+        elif method == "ldap":
+            self.ldap_users.clear()
+            self.ldap_groups.clear()
+        elif method == "approle":
+            self.roles.clear()
+
     # -- userpass ---------------------------------------------------------------------
     def put_user(self, name: str, password: str, settings: TokenSettings) -> None:
-        """Create or replace a userpass user (``auth/userpass/users/:name``)."""
+        """Create or update a userpass user (``auth/userpass/users/:name``); an update
+        without a password keeps the one it had."""
         name = _check_name("user", name).lower()
-        if not password:
+        existing = self.users.get(name)
+        if not password and existing is None:
             raise bad_request("missing password")
-        self.users[name] = _User(name, _Password.of(password), settings)
+        settings.check()
+        hashed = _Password.of(password) if password else existing.password  # type: ignore[union-attr]
+        self.users[name] = _User(name, hashed, settings)
 
     def userpass_login(self, username: str, password: str) -> Token:
         """``auth/userpass/login/:username``: 400 on a wrong name or password."""
@@ -136,7 +193,12 @@ class LoginStore:
         if user is None or not user.password.matches(password):
             raise bad_request(_INVALID_CREDENTIALS)
         return self._issue(
-            user.settings, "userpass", f"login/{user.name}", user.name, {"username": user.name}
+            user.settings,
+            "userpass",
+            f"login/{user.name}",
+            user.name,
+            {"username": user.name},
+            alias=user.name,
         )
 
     # -- LDAP -------------------------------------------------------------------------
@@ -163,6 +225,7 @@ class LoginStore:
             f"login/{user.name}",
             user.name,
             {"username": user.name},
+            alias=user.name,
         )
 
     # -- AppRole ----------------------------------------------------------------------
@@ -180,6 +243,7 @@ class LoginStore:
         key = _check_name("role", name).lower()
         if secret_id_ttl < 0 or secret_id_num_uses < 0:
             raise bad_request("secret_id_ttl and secret_id_num_uses cannot be negative")
+        settings.check()
         existing = self.roles.get(key)
         role = AppRole(
             key,
@@ -220,6 +284,38 @@ class LoginStore:
         role.secret_ids[issued.accessor] = issued
         return value, issued
 
+    def secret_ids(self, name: str) -> list[SecretId]:
+        """The live secret ids of role ``name`` (expired ones are dropped on sight)."""
+        role = self.role(name)
+        now = self._tokens.clock.now()
+        for accessor, issued in list(role.secret_ids.items()):
+            if issued.expired(now):
+                del role.secret_ids[accessor]
+        return list(role.secret_ids.values())
+
+    def find_secret_id(
+        self, name: str, *, value: str | None = None, accessor: str | None = None
+    ) -> SecretId | None:
+        """A live secret id of role ``name``, by its value or its accessor."""
+        for issued in self.secret_ids(name):
+            if accessor is not None and hmac.compare_digest(issued.accessor, accessor):
+                return issued
+            if value is not None and issued.secret.matches(value):
+                return issued
+        return None
+
+    def destroy_secret_id(self, name: str, issued: SecretId) -> None:
+        self.role(name).secret_ids.pop(issued.accessor, None)
+
+    def set_role_id(self, name: str, role_id: str) -> None:
+        """``POST auth/approle/role/:name/role-id``: a role id of the operator's choosing."""
+        role = self.role(name)
+        if not role_id:
+            raise bad_request("missing role_id")
+        if any(r.role_id == role_id and r is not role for r in self.roles.values()):
+            raise bad_request("role_id already in use")
+        role.role_id = role_id
+
     def approle_login(self, role_id: str, secret_id: str | None) -> Token:
         """``auth/approle/login``: 400 ``invalid role or secret ID`` on any mismatch."""
         role = next(
@@ -238,17 +334,31 @@ class LoginStore:
             found = next((s for s in role.secret_ids.values() if s.secret.matches(secret_id)), None)
             if found is None:
                 raise bad_request("invalid role or secret ID")
-            token = self._issue(role.settings, "approle", "login", "approle", meta)
+            token = self._issue(
+                role.settings, "approle", "login", "approle", meta, alias=role.role_id
+            )
             if found.uses_left:
                 found.uses_left -= 1
                 if not found.uses_left:
                     del role.secret_ids[found.accessor]
             return token
-        return self._issue(role.settings, "approle", "login", "approle", meta)
+        return self._issue(role.settings, "approle", "login", "approle", meta, alias=role.role_id)
 
     # -- issuing ----------------------------------------------------------------------
+    def _entity_of(self, method: str, alias: str) -> str:
+        # A state stored before the identity store existed has no finder: no entity.
+        entity_for = self.__dict__.get("_entity_for")
+        return entity_for(method, alias) if entity_for is not None else ""
+
     def _issue(
-        self, settings: TokenSettings, method: str, tail: str, who: str, meta: dict[str, str]
+        self,
+        settings: TokenSettings,
+        method: str,
+        tail: str,
+        who: str,
+        meta: dict[str, str],
+        *,
+        alias: str,
     ) -> Token:
         display = method if method == who else f"{method}-{who}"
         return self._tokens.issue(
@@ -258,4 +368,10 @@ class LoginStore:
             path=f"auth/{method}/{tail}",
             display_name=display,
             meta=meta,
+            entity_id=self._entity_of(method, alias),
+            no_default_policy=settings.no_default_policy,
+            num_uses=settings.num_uses,
+            period=settings.period,
+            explicit_max_ttl=settings.explicit_max_ttl,
+            kind="batch" if settings.type in ("batch", "default-batch") else "service",
         )

@@ -5,10 +5,12 @@ from __future__ import annotations
 import threading
 from typing import Any, cast
 
-from ..._spec.acl import ACL
+from ..._spec.acl import ACL, forbidden_substitution
 from .._clock import Clock
+from .audit import AuditDevices
 from .backends import EngineRegistry
-from .errors import InvalidRequest, PathNotFound, capability_denied
+from .errors import AccessDenied, InvalidRequest, PathNotFound, capability_denied
+from .identity import IdentityStore
 from .leases import LeaseStore
 from .logins import LoginStore
 from .mounts import Mount, MountTable
@@ -18,7 +20,9 @@ from .plugins import PluginCatalog
 from .policies import PolicyStore
 from .rekey import RekeyOperation
 from .seal import SealState
+from .token_roles import TokenRequest, TokenRole, glob_match
 from .tokens import Token, TokenStore
+from .wrapping import WrappingStore
 
 __all__ = ["SecretsService"]
 
@@ -59,7 +63,12 @@ class SecretsService:
         self.leases = LeaseStore(clock)
         self.plugins = PluginCatalog(engines.catalog_names())
         self.tokens = TokenStore(clock, root_token, lease_manager=self._lease_manager)
-        self.logins = LoginStore(self.tokens)
+        self.identity = IdentityStore(clock)
+        self.token_roles: dict[str, TokenRole] = {}
+        # File audit devices, configured at start (``--audit-file``).
+        self.audit = AuditDevices()
+        self.wrapping = WrappingStore(clock)
+        self.logins = LoginStore(self.tokens, entity_for=self.login_entity)
         self.mounts = MountTable(engines.default_mounts())
         # Child namespaces and the administrative one (``sys/namespaces``).
         self.namespaces = NamespaceStore()
@@ -78,6 +87,13 @@ class SecretsService:
         if "namespaces" not in state:
             # A state stored before namespaces existed: it had none.
             self.namespaces = NamespaceStore()
+        if "identity" not in state:
+            # A state stored before the identity store existed: no entities, no token roles.
+            self.identity = IdentityStore(self.clock)
+            self.token_roles = {}
+        if "audit" not in state:
+            self.audit = AuditDevices()
+            self.wrapping = WrappingStore(self.clock)
 
     def in_namespace(self, path: str) -> SecretsService:
         """The service as a request in namespace ``path`` sees it: the root itself, or a
@@ -113,19 +129,103 @@ class SecretsService:
         return getattr(self, "leases", None)
 
     def authenticate(self, token_id: str | None) -> Token:
-        """The caller's token; 403 ``permission denied`` when missing, unknown or expired."""
-        return self.tokens.authenticate(token_id)
+        """The caller's token; 403 ``permission denied`` when missing, unknown or expired,
+        or when its entity is disabled (as OpenBao refuses it)."""
+        token = self.tokens.authenticate(token_id)
+        if token.entity_id and not token.is_root:
+            entity = self.identity.entity(token.entity_id)
+            if entity is not None and entity.disabled:
+                raise AccessDenied("permission denied")
+        return token
+
+    def login_entity(self, method: str, alias_name: str) -> str:
+        """The entity id of a login on the auth method mounted at ``method/``: found
+        through its alias (a user name, an AppRole role id), or created with it."""
+        mount = self.mounts.auth.get(method + "/")
+        if mount is None:
+            return ""
+        return self.identity.login(mount.accessor, mount.type, f"auth/{mount.path}", alias_name).id
+
+    def disable_login_method(self, kind: str) -> None:
+        """Forget a login method's users, roles and the entity aliases made on it
+        (``DELETE sys/auth/:path``); its mount stays, the sandbox's methods being fixed."""
+        if kind == "token":
+            raise InvalidRequest("token credential backend cannot be disabled")
+        self.logins.clear(kind)
+        mount = self.mounts.auth.get(kind + "/")
+        if mount is not None:
+            self.identity.forget_mount(mount.accessor)
+
+    def create_token(
+        self,
+        parent: Token,
+        request: TokenRequest,
+        *,
+        role: TokenRole | None = None,
+        orphan: bool = False,
+        privileged: bool = False,
+    ) -> tuple[Token, list[str]]:
+        """A token created by ``parent`` (``auth/token/create*``): an ``entity_alias``
+        (through a role that allows it) ties it to the alias's entity on the token mount."""
+        entity_id = ""
+        if request.entity_alias:
+            if role is None:
+                raise InvalidRequest(
+                    "'entity_alias' is only allowed in combination with token role"
+                )
+            alias = request.entity_alias.lower()
+            if alias not in role.allowed_entity_aliases and not glob_match(
+                role.allowed_entity_aliases, alias
+            ):
+                raise InvalidRequest("invalid 'entity_alias' value")
+            entity_id = self.login_entity("token", request.entity_alias)
+            entity = self.identity.entity(entity_id)
+            if entity is not None and entity.disabled:
+                raise AccessDenied("entity from given entity alias is disabled")
+        return self.tokens.create(
+            parent, request, privileged=privileged, role=role, orphan=orphan, entity_id=entity_id
+        )
+
+    def token_policies(self, token: Token) -> list[str]:
+        """The token's own policies and its entity's identity policies (its own and its
+        groups'), as they stand now."""
+        if not token.entity_id or token.is_root:
+            return list(token.policies)
+        entity = self.identity.entity(token.entity_id)
+        if entity is None:
+            return list(token.policies)
+        return sorted({*token.policies, *self.identity.policies_of(entity.id)})
 
     def acl_for(self, token: Token) -> ACL:
-        """The merged ACL of the token's policies as they stand now."""
-        return self.policies.acl(token.policies)
+        """The merged ACL of the token's and its entity's policies, templated paths filled
+        from the entity. A template filled with a forbidden value (``/``, ``*``, ``+``)
+        refuses the whole ACL, as OpenBao does: 403 naming the policy and the path."""
+        names = self.token_policies(token)
+        identity = self.identity.identity_of(token.entity_id) if token.entity_id else None
+        acl = self.policies.acl(names, identity)
+        for name in names:
+            for rule in self.policies.templated_rules(name):
+                blocked = forbidden_substitution(rule.pattern, identity)
+                if blocked is not None:
+                    raise AccessDenied(
+                        f'error parsing templated policy "{name}": failed to parse policy: '
+                        f'path "{rule.pattern}": template substitution contains forbidden '
+                        f'value: "{blocked}"'
+                    )
+        return acl
 
     def authorize(self, token: Token, path: str, capability: str, *, sudo: bool = False) -> None:
         """Raise 403 ``permission denied`` unless ``token`` holds ``capability`` on ``path``.
 
-        ``sudo`` asks for the ``sudo`` capability as well (endpoints marked sudo).
+        ``sudo`` asks for the ``sudo`` capability as well (endpoints marked sudo). A
+        token whose ACL cannot be built (a forbidden templated value) is refused as
+        OpenBao refuses it: 400 ``Forbidden``.
         """
-        if not self.acl_for(token).allows(path, capability, sudo=sudo):
+        try:
+            acl = self.acl_for(token)
+        except AccessDenied:
+            raise InvalidRequest("Forbidden") from None
+        if not acl.allows(path, capability, sudo=sudo):
             raise capability_denied()
 
     @property

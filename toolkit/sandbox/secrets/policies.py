@@ -18,7 +18,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..._spec.acl import ACL, PathRule, PolicyParseError, parse_acl_policy
+from ..._spec.acl import ACL, Identity, PathRule, PolicyParseError, parse_acl_policy
 from .errors import PathNotFound, bad_request
 
 __all__ = [
@@ -250,8 +250,9 @@ class PolicyStore:
         """Each EGP's name mapped to the paths it governs (the EGP list's ``name_path_map``)."""
         return {name: p.path_map() for name, p in sorted(self._by_kind["egp"].items())}
 
-    def acl(self, names: list[str]) -> ACL:
-        """The merged ACL of the named policies; unknown names count as empty."""
+    def acl(self, names: list[str], identity: Identity | None = None) -> ACL:
+        """The merged ACL of the named policies, templated paths filled from ``identity``
+        (left out without one); unknown names count as empty."""
         if "root" in names:
             return ACL(root=True)
         rules: list[PathRule] = []
@@ -259,4 +260,9 @@ class PolicyStore:
             policy = self._by_kind["acl"].get(name)
             if policy is not None:
                 rules.extend(policy.rules)
-        return ACL(rules)
+        return ACL(rules, identity=identity)
+
+    def templated_rules(self, name: str) -> list[PathRule]:
+        """The rules of ACL policy ``name`` whose paths hold identity templates."""
+        policy = self._by_kind["acl"].get(name)
+        return [r for r in policy.rules if r.templated] if policy is not None else []

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import re
 import secrets
 import string
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from .._clock import Clock
 from .._plain import RecordTable, StoredRecord
 from .errors import InvalidRequest, bad_request, permission_denied
 from .mounts import SYSTEM_MAX_TTL
+from .token_roles import TokenRequest, TokenRole, resolve_policies
 
 if TYPE_CHECKING:
     from .leases import Lease, LeaseStore
@@ -71,6 +73,13 @@ class Token(StoredRecord):
     meta: dict[str, str] = field(default_factory=dict)
     parent_accessor: str = ""
     path: str = "auth/token/create"
+    # "service" or "batch" (a batch token has no accessor, no lease, and is never renewed).
+    type: str = "service"
+    # Uses left (0 unlimited); -1 once the last use is under way (OpenBao shows it so).
+    num_uses: int = 0
+    explicit_max_ttl: int = 0
+    period: int = 0
+    role: str = ""
     lease: Lease | None = field(default=None, repr=False)
     # Renewals when the service runs without a lease manager.
     _renewed_at: datetime | None = field(default=None, repr=False)
@@ -116,16 +125,25 @@ class Token(StoredRecord):
         return expiry is not None and now >= expiry
 
 
-def _policy_list(value: Any) -> list[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        items = value.split(",")
-    elif isinstance(value, list) and all(isinstance(p, str) for p in value):
-        items = value
-    else:
-        raise bad_request("'policies' must be a list of strings or a comma-separated string")
-    return [p.strip().lower() for p in items if p.strip()]
+_CUSTOM_ID_WARNING = (
+    "Supplying a custom ID for the token uses the weaker SHA1 hashing instead of the more "
+    "secure SHA2-256 HMAC for token obfuscation. SHA1 hashed tokens on the wire leads to "
+    "less secure lookups."
+)
+
+
+def _lesser(asked: int, of_role: int, warnings: list[str], what: str) -> int:
+    """The role's value when none was asked, else the lesser of the two (with a warning)."""
+    if not of_role:
+        return asked
+    if not asked:
+        return of_role
+    chosen = min(asked, of_role)
+    warnings.append(
+        f"{what} specified both during creation call and in role; "
+        f"using the lesser value of {chosen} seconds"
+    )
+    return chosen
 
 
 class TokenStore:
@@ -151,7 +169,7 @@ class TokenStore:
     def _store(self, token: Token, max_ttl: int | None = None) -> Token:
         self._tokens[token.id] = token
         leases = self._lease_manager()
-        if token.ttl and leases is not None:
+        if token.ttl and leases is not None and token.type != "batch":
             token.lease = leases.create(
                 LEASE_PREFIX.rstrip("/"),
                 ttl=token.ttl,
@@ -177,6 +195,7 @@ class TokenStore:
         meta: dict[str, str] | None = None,
         max_ttl: int | None = None,
         path: str = "auth/token/create",
+        **options: Any,
     ) -> Token:
         """Store a token with a known id (the root token, demo tokens, logins); no checks.
 
@@ -195,7 +214,10 @@ class TokenStore:
             meta=dict(meta or {}),
             parent_accessor=parent.accessor if parent else "",
             path=path,
+            **options,
         )
+        if token.type == "batch":
+            token.accessor = ""
         return self._store(token, max_ttl)
 
     # -- lookup ---------------------------------------------------------------------
@@ -212,8 +234,13 @@ class TokenStore:
     def authenticate(self, token_id: str | None) -> Token:
         """The caller's token; 403 ``permission denied`` when missing, unknown or expired."""
         token = self.get(token_id)
+        if token is not None and token.num_uses < 0:
+            # Its last use was the request before: it is gone now.
+            self.revoke(token)
+            token = None
         if token is None:
             raise permission_denied()
+        self.use(token)
         return token
 
     def live(self) -> list[Token]:
@@ -222,7 +249,7 @@ class TokenStore:
 
     def accessors(self) -> list[str]:
         """The accessors of every live token (``LIST auth/token/accessors``)."""
-        return [t.accessor for t in self.live()]
+        return [t.accessor for t in self.live() if t.accessor]
 
     def by_accessor(self, accessor: str) -> Token:
         """The live token of an accessor (``auth/token/lookup-accessor``).
@@ -257,69 +284,126 @@ class TokenStore:
     def create(
         self,
         parent: Token,
-        body: dict[str, Any],
+        request: TokenRequest,
         *,
-        parent_has_sudo: bool = False,
-    ) -> Token:
-        """Issue a child of ``parent`` from a ``POST /auth/token/create`` body.
+        privileged: bool = False,
+        role: TokenRole | None = None,
+        orphan: bool = False,
+        entity_id: str = "",
+    ) -> tuple[Token, list[str]]:
+        """Issue a child of ``parent`` (``auth/token/create``, ``create-orphan``,
+        ``create/:role``) as OpenBao's token store does; answers it and the warnings.
 
-        ``policies`` default to the parent's; a caller without root or sudo may
-        only give a subset of its own policies, and only root or sudo may create
-        an orphan (``no_parent``). ``default`` is added unless
-        ``no_default_policy``. The time to live defaults to 768h and never
-        outlives a parent that expires. Everything is checked before the token
-        exists.
+        ``privileged``: the caller holds root or sudo on the endpoint. ``entity_id``:
+        the entity an ``entity_alias`` resolved to. Everything is checked before the
+        token exists.
         """
-        privileged = parent.is_root or parent_has_sudo
-        requested = _policy_list(body.get("policies"))
-        policies = list(parent.policies) if requested is None else requested
-        if not body.get("no_default_policy") and "root" not in policies:
-            policies.append("default")
-        elif body.get("no_default_policy"):
-            policies = [p for p in policies if p != "default"]
-        if not privileged:
-            outside = sorted(set(policies) - set(parent.policies) - {"default"})
-            if outside:
-                raise bad_request("child policies must be subset of parent")
-        no_parent = body.get("no_parent", False)
-        if not isinstance(no_parent, bool):
-            raise bad_request("'no_parent' must be a boolean")
-        if no_parent and not privileged:
-            raise bad_request("root or sudo privileges required to create orphan token")
-        try:
-            ttl = parse_duration(body.get("ttl"), field="ttl")
-        except ValueError as exc:
-            raise bad_request(str(exc)) from None
-        if ttl > MAX_TTL:
-            ttl = MAX_TTL
-        if not ttl and "root" not in policies:
-            ttl = DEFAULT_TTL
+        privileged = privileged or parent.is_root
+        if parent.type == "batch":
+            raise bad_request("batch tokens cannot create more tokens")
+        if parent.num_uses:
+            raise bad_request("restricted use token cannot generate child tokens")
+        kind = request.type
+        if role is not None:
+            if role.token_type in ("service", "batch"):
+                kind = role.token_type
+            elif role.token_type == "default-batch" and not kind:
+                kind = "batch"
+        renewable = request.renewable
+        if kind == "batch":
+            for reason, value in (
+                ("explicit_max_ttl", request.explicit_max_ttl),
+                ("num_uses", request.num_uses),
+                ("period", request.period),
+            ):
+                if value:
+                    raise bad_request(f'batch tokens cannot have "{reason}" set')
+            renewable = False
+        elif kind not in ("", "service"):
+            raise bad_request("invalid 'token_type' value")
+        if request.num_uses < 0:
+            raise bad_request("number of uses cannot be negative")
+        num_uses = request.num_uses
+        path = "auth/token/create" if not orphan else "auth/token/create-orphan"
+        if role is not None:
+            path = f"auth/token/create/{role.name}"
+            renewable = renewable and role.renewable
+            if role.token_num_uses and (not num_uses or role.token_num_uses < num_uses):
+                num_uses = role.token_num_uses
+            if role.path_suffix:
+                path += "/" + role.path_suffix
+        warnings: list[str] = []
+        if request.id and not privileged:
+            raise bad_request("root or sudo privileges required to specify token id")
+        policies = resolve_policies(request, role, parent.policies, privileged=privileged)
+        if "root" in policies:
+            if not parent.is_root:
+                raise bad_request("root tokens may not be created without parent token being root")
+            if kind == "batch":
+                raise bad_request("batch tokens cannot be root tokens")
+        if role is not None:
+            has_parent = not role.orphan
+        elif request.no_parent:
+            if not privileged:
+                raise bad_request("root or sudo privileges required to create orphan token")
+            has_parent = False
+        else:
+            has_parent = not orphan
+        if not entity_id and has_parent:
+            entity_id = parent.entity_id
+        explicit = request.explicit_max_ttl or 0
+        if explicit < 0:
+            raise bad_request("explicit_max_ttl must be positive")
+        period = request.period or 0
+        if period < 0:
+            raise bad_request("period must be positive")
+        if period and not privileged:
+            raise bad_request("root or sudo privileges required to create periodic token")
+        ttl = request.ttl or 0
+        if ttl < 0:
+            raise bad_request("ttl must be positive")
+        if role is not None and kind != "batch":
+            explicit = _lesser(explicit, role.token_explicit_max_ttl, warnings, "Explicit max TTL")
+            period = _lesser(period, role.token_period, warnings, "Period")
         now = self.clock.now()
-        if parent.ttl and not no_parent:
+        if period:
+            ttl = period if not explicit else min(period, explicit)
+        elif ttl or "root" not in policies:
+            ttl = min(ttl or DEFAULT_TTL, MAX_TTL)
+            if explicit:
+                ttl = min(ttl, explicit)
+        if has_parent and parent.ttl:
             # A child never outlives its parent.
             ttl = min(ttl or parent.remaining(now), parent.remaining(now))
-        renewable = body.get("renewable", True)
-        if not isinstance(renewable, bool):
-            raise bad_request("'renewable' must be a boolean")
-        meta = body.get("meta") or {}
-        if not isinstance(meta, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in meta.items()
-        ):
-            raise bad_request("'meta' must be a map of strings to strings")
-        display = body.get("display_name") or ""
-        if not isinstance(display, str):
-            raise bad_request("'display_name' must be a string")
-        display_name = "token-" + display.lower() if display else "token"
-        token_id = "s." + _random_id()
-        return self.add(
-            token_id,
+        if not ttl:
+            renewable = False
+        if request.id:
+            warnings.append(_CUSTOM_ID_WARNING)
+            if request.id in self._tokens:
+                raise bad_request("cannot create a token with a duplicate ID")
+        display_name = "token"
+        if request.display_name:
+            display_name = re.sub(r"[^a-zA-Z0-9-]", "-", "token-" + request.display_name)
+            display_name = display_name.rstrip("-")
+        prefix = "b." if kind == "batch" else "s."
+        token = self.add(
+            request.id or prefix + _random_id(),
             policies,
             ttl=ttl,
             renewable=renewable,
             display_name=display_name,
-            parent=None if no_parent else parent,
-            meta=meta,
+            parent=parent if has_parent else None,
+            meta=request.meta,
+            entity_id=entity_id,
+            max_ttl=explicit or None,
+            path=path,
+            type=kind or "service",
+            num_uses=num_uses,
+            explicit_max_ttl=explicit,
+            period=period,
+            role=role.name if role is not None else "",
         )
+        return token, warnings
 
     def issue(
         self,
@@ -330,35 +414,68 @@ class TokenStore:
         path: str,
         display_name: str,
         meta: dict[str, str] | None = None,
+        entity_id: str = "",
+        no_default_policy: bool = False,
+        num_uses: int = 0,
+        period: int = 0,
+        explicit_max_ttl: int = 0,
+        kind: str = "service",
     ) -> Token:
-        """An orphan token for a login: a fresh id, ``default`` added to ``policies``;
-        ``ttl``/``max_ttl`` 0 mean the server's defaults."""
-        ttl = min(ttl or DEFAULT_TTL, MAX_TTL)
+        """An orphan token for a login: a fresh id, ``default`` added to ``policies``
+        unless ``no_default_policy``; ``ttl``/``max_ttl`` 0 mean the server's defaults;
+        a ``period`` makes it periodic, ``kind`` ``batch`` a batch token."""
         cap = min(max_ttl or MAX_TTL, MAX_TTL)
+        if explicit_max_ttl:
+            cap = min(cap, explicit_max_ttl)
+        ttl = min(period or ttl or DEFAULT_TTL, MAX_TTL)
+        names = sorted({*policies, *(() if no_default_policy else ("default",))})
+        prefix = "b." if kind == "batch" else "s."
         return self.add(
-            "s." + _random_id(),
-            [*policies, "default"],
-            ttl=min(ttl, cap),
-            renewable=True,
+            prefix + _random_id(),
+            names,
+            ttl=ttl if period else min(ttl, cap),
+            renewable=kind != "batch",
             display_name=display_name,
             meta=meta,
-            max_ttl=cap,
+            max_ttl=explicit_max_ttl or (None if period else cap),
             path=path,
+            entity_id=entity_id,
+            type=kind,
+            num_uses=num_uses,
+            period=period,
+            explicit_max_ttl=explicit_max_ttl,
         )
 
-    # -- renewing and revoking ----------------------------------------------------------
-    def renew(self, token: Token, increment: Any = None) -> Token:
-        """Extend a renewable token from now by ``increment`` (default: its original TTL).
+    # -- using, renewing and revoking ----------------------------------------------------
+    def use(self, token: Token) -> None:
+        """Count one use of a token limited in uses (each authenticated request is one).
 
-        Endpoint: ``auth/token/renew-self``. With a lease manager the token's
-        lease is renewed (and capped) by it.
+        The last use leaves the count at -1, as OpenBao shows it; the next request
+        with the token finds it revoked.
         """
+        if token.num_uses > 1:
+            token.num_uses -= 1
+        elif token.num_uses == 1:
+            token.num_uses = -1
+
+    def renew(self, token: Token, increment: Any = None) -> Token:
+        """Extend a renewable token from now by ``increment`` (default: its original TTL);
+        a periodic token by its period, whatever the increment; never past an explicit
+        maximum.
+
+        Endpoints: ``auth/token/renew-self``, ``auth/token/renew``. With a lease
+        manager the token's lease is renewed (and capped) by it.
+        """
+        if token.type == "batch":
+            raise bad_request("batch tokens cannot be renewed")
         if not token.renewable:
             raise bad_request("lease is not renewable")
         try:
             wanted = parse_duration(increment, field="increment")
         except ValueError as exc:
             raise bad_request(str(exc)) from None
+        if token.period:
+            wanted = token.period
         leases = self._lease_manager()
         if token.lease is not None and leases is not None:
             leases.renew(token.lease.lease_id, min(wanted, MAX_TTL))
@@ -366,6 +483,15 @@ class TokenStore:
             token._renewed_at = self.clock.now()
             token.ttl = min(wanted or token.ttl, MAX_TTL)
         return token
+
+    def revoke_orphan(self, token: Token) -> None:
+        """Revoke ``token`` alone: its children become orphans (``auth/token/revoke-orphan``)."""
+        if token.type == "batch":
+            raise bad_request("batch tokens cannot be revoked")
+        for child in self._tokens.values():
+            if child.parent_accessor == token.accessor:
+                child.parent_accessor = ""
+        self.revoke(token)
 
     def revoke(self, token: Token) -> list[Token]:
         """Revoke ``token`` and its non-orphan descendants; returns what was revoked.

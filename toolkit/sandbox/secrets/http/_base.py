@@ -55,6 +55,7 @@ __all__ = [
     "error",
     "listing",
     "no_content",
+    "paged_listing",
     "resource",
     "route",
     "serve",
@@ -227,7 +228,27 @@ async def serve(
     rule: Rule,
     mount: Mount | None = None,
 ) -> Response:
-    """Answer one request: body, seal, token, namespace, ACL, method, then ``handler``."""
+    """Answer one request: body, seal, token, namespace, ACL, method, then ``handler``;
+    then log it to the audit devices, when there are any."""
+    seen: dict[str, Any] = {}
+    response = await _serve(request, service, handler, rule, mount, seen)
+    audit = getattr(service, "audit", None)
+    if audit is not None and audit.devices:
+        from ._audit import log_exchange
+
+        with service.lock:
+            log_exchange(service, request, seen, response, mount)
+    return response
+
+
+async def _serve(
+    request: Request,
+    service: SecretsService,
+    handler: Handler,
+    rule: Rule,
+    mount: Mount | None,
+    seen: dict[str, Any],
+) -> Response:
     method = request.method.upper()
     is_list = method == "LIST" or (
         method == "GET" and request.query_params.get("list", "").lower() in ("true", "1")
@@ -239,6 +260,7 @@ async def serve(
     namespace = request_namespace(request)
     try:
         body = await read_body(request) if method in ("POST", "PUT", "PATCH") else {}
+        seen.update(body=body, path=api_path, list=is_list, namespace=namespace)
         # Everything from here reads or changes state: one request at a time.
         with service.lock:
             token = None
@@ -251,6 +273,7 @@ async def serve(
                 return error(404, f"no handler for route {request.url.path!r}")
             if rule.authenticated:
                 token = service.authenticate(request_token(request))
+                seen["token"] = token
             call = SandboxRequest(request, scoped, token, body, api_path, is_list, namespace, mount)
             if token is not None:
                 if rule.restricted and not service.namespaces.may_call_restricted(namespace):
@@ -376,6 +399,25 @@ def resource(
 def listing(names: list[str]) -> Response:
     """``data.keys`` sorted, or 404 with no message when there are none (the real server's)."""
     return envelope({"keys": sorted(names)}) if names else error(404)
+
+
+def paged_listing(call: SecretsRequest, names: list[str]) -> Response:
+    """``listing`` of one page, where OpenBao pages a LIST: the keys after ``after``
+    (in sorted order), at most ``limit`` of them (every one when absent or not positive)."""
+    after = call.arg("after", "")
+    if not isinstance(after, str):
+        raise InvalidRequest("after: expected a string")
+    raw_limit = call.arg("limit", 0)
+    try:
+        limit = int(raw_limit or 0)
+    except (TypeError, ValueError):
+        raise InvalidRequest(f"limit: expected an integer, got {raw_limit!r}") from None
+    keys = sorted(names)
+    if after:
+        keys = [k for k in keys if k > after]
+    if limit > 0:
+        keys = keys[:limit]
+    return listing(keys)
 
 
 def _capability_for(method: str, is_list: bool) -> str:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["EnginePathsFirst", "dispatcher"]
 
 # First path segments that only system routes serve (nothing can be mounted under them).
-_SYSTEM_SEGMENTS = frozenset({"sys", "auth"})
+_SYSTEM_SEGMENTS = frozenset({"sys", "auth", "identity"})
 
 
 class _Compiled:

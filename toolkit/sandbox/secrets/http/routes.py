@@ -10,6 +10,8 @@ from starlette.routing import BaseRoute, Match, NoMatchFound, Route
 from . import (
     auth_logins,
     auth_token,
+    identity,
+    sys_audit,
     sys_capabilities,
     sys_mounts,
     sys_namespaces,
@@ -17,6 +19,7 @@ from . import (
     sys_policies,
     sys_rekey,
     sys_seal,
+    sys_wrapping,
 )
 from .engines import EnginePathsFirst, dispatcher
 from .sys_leases import lease_routes
@@ -40,6 +43,9 @@ def system_routes(service: SecretsService) -> list[Route]:
     table += sys_mounts.routes(service)
     table += sys_capabilities.routes(service)
     table += sys_namespaces.routes(service)
+    table += identity.routes(service)
+    table += sys_audit.routes(service)
+    table += sys_wrapping.routes(service)
     return table
 
 
@@ -77,6 +83,14 @@ class IndexedRoutes(BaseRoute):
         return [r for r, h in self._heads if parts[: len(h)] == h]
 
     def matches(self, scope: Any) -> tuple[Match, Any]:
+        found = self._match(scope)
+        path = scope.get("path", "")
+        if found[0] is Match.NONE and path.endswith("/") and _is_list(scope):
+            # As OpenBao: a LIST names its path with or without the trailing slash.
+            found = self._match({**scope, "path": path.rstrip("/")})
+        return found
+
+    def _match(self, scope: Any) -> tuple[Match, Any]:
         partial: tuple[Match, Any] | None = None
         for route in self._candidates(scope):
             match, child = route.matches(scope)
@@ -102,6 +116,14 @@ class IndexedRoutes(BaseRoute):
 
 _DEPTH = 2
 _CHOSEN = "toolkit.sandbox.route"
+
+
+def _is_list(scope: Any) -> bool:
+    method = str(scope.get("method", "")).upper()
+    if method == "LIST":
+        return True
+    query = bytes(scope.get("query_string", b"")).decode("latin-1").lower()
+    return method == "GET" and any(p in ("list=true", "list=1") for p in query.split("&"))
 
 
 def _literal_head(path: str) -> tuple[str, ...]:

@@ -62,9 +62,18 @@ async def capabilities(call: SecretsRequest) -> Response:
     return _answer(call, token)
 
 
+async def capabilities_accessor(call: SecretsRequest) -> Response:
+    """``POST sys/capabilities-accessor``: the capabilities of the token of ``accessor``."""
+    accessor = call.body.get("accessor")
+    if not isinstance(accessor, str) or not accessor:
+        raise InvalidRequest("accessor: missing the accessor of the token to look up")
+    return _answer(call, call.service.tokens.by_accessor(accessor))
+
+
 def routes(service: SecretsService) -> list[Route]:
     write = ["POST", "PUT"]
     return [
+        route(service, "sys/capabilities-accessor", capabilities_accessor, write),
         route(service, "sys/capabilities-self", capabilities_self, write),
         route(service, "sys/capabilities", capabilities, write),
     ]

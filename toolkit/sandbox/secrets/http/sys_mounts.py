@@ -138,6 +138,42 @@ async def list_auth(call: SecretsRequest) -> Response:
     return envelope(_table(call.service.mounts.auth), top_level=True)
 
 
+def _auth_mount(call: SecretsRequest) -> Mount:
+    path = call.params["path"].strip("/") + "/"
+    mount = call.service.mounts.auth.get(path)
+    if mount is None:
+        raise InvalidRequest(
+            f"no auth method mounted at {path!r}: the sandbox serves its login methods at "
+            f"their fixed paths only ({', '.join(call.service.mounts.auth)})"
+        )
+    return mount
+
+
+async def auth_mount(call: SecretsRequest) -> Response:
+    """``GET``/``POST``/``DELETE sys/auth/:path``: read, enable or disable a login method.
+
+    The sandbox's login methods are always mounted at their fixed paths: enabling one
+    there with its own type answers 204 as a fresh enable does; disabling one forgets
+    its users and roles and the entity aliases made on it, as OpenBao forgets a
+    disabled mount's data, and it stays listed (see docs/differences.md).
+    """
+    method = call.request.method.upper()
+    mount = _auth_mount(call)
+    if method == "GET":
+        return envelope(
+            {**mount_document(mount), "deprecation_status": "supported"}, top_level=True
+        )
+    if method == "DELETE":
+        call.service.disable_login_method(mount.type)
+        return no_content()
+    kind = fields.string(call.body, "type")
+    if kind != mount.type:
+        raise InvalidRequest(
+            f"the sandbox serves {mount.type!r} at auth/{mount.path}, not {kind or 'nothing'!r}"
+        )
+    return no_content()
+
+
 def _caller_acl(call: SecretsRequest) -> ACL:
     service = call.service
     if service.sealed:
@@ -176,6 +212,9 @@ def routes(service: SecretsService) -> list[Route]:
         route(service, "sys/mounts/{path:path}", enable_mount, ["POST", "PUT"]),
         route(service, "sys/mounts/{path:path}", disable_mount, ["DELETE"]),
         route(service, "sys/auth", list_auth, ["GET"]),
+        route(
+            service, "sys/auth/{path:path}", auth_mount, ["GET", "POST", "PUT", "DELETE"], sudo=True
+        ),
         route(service, "sys/internal/ui/mounts", ui_mounts, ["GET"], authenticated=False),
         route(
             service, "sys/internal/ui/mounts/{path:path}", ui_mount, ["GET"], authenticated=False

@@ -35,6 +35,7 @@ from ...http._base import (
     envelope,
     listing,
     no_content,
+    paged_listing,
     resource,
 )
 from ...http._credentials import lease_fields
@@ -478,7 +479,7 @@ async def list_certs(call: SecretsRequest) -> Response:
 
 
 async def list_revoked(call: SecretsRequest) -> Response:
-    return listing(_engine(call).revoked_serials())
+    return paged_listing(call, _engine(call).revoked_serials())
 
 
 async def read_cert(call: SecretsRequest) -> Response:
