@@ -574,7 +574,7 @@ def unused_frame(
 ) -> pd.DataFrame:
     """The live tokens and auth roles joined with the log's last use.
 
-    One row per live token accessor (:meth:`tokens.inventory`), AppRole role,
+    One row per live token accessor (:meth:`~toolkit.secrets.tokens.Tokens.inventory`), AppRole role,
     userpass user and certificate role (:class:`toolkit.catalog.Catalog`'s
     ``auth_roles``): ``kind``, ``name``, ``mount``, ``last_login``,
     ``last_use``, ``requests``, ``state`` (``never used since the log

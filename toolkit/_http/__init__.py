@@ -8,7 +8,7 @@
   or a failure becomes (:class:`RetryPolicy`, :func:`~.policy.judge`).
 - :mod:`.redirects`: the rule a client passes in for the redirects it follows.
 - :mod:`.fanout`: the fan-outs' machinery (:class:`Request` describes one request).
-- :mod:`.engine`: how bytes move (aiohttp on a private event loop).
+- :mod:`.transport`: how bytes move (aiohttp on a private event loop).
 - :mod:`.response`: the toolkit's :class:`Response` and masked :class:`Headers`.
 - :mod:`.paths`: the one rule for names in addresses (:func:`segment`,
   :func:`api_path`), and the last check of a path before it is sent.

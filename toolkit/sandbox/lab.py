@@ -70,21 +70,6 @@ def needs_allow_root(command: Sequence[str], *, root: bool) -> bool:
             module == "jupyter" and subcommand in _JUPYTER_SERVER_SUBCOMMANDS
         )
     return False
-    name = Path(command[0]).name
-    if name in _JUPYTER_SERVER_SCRIPTS:
-        return True
-    if name == "jupyter":
-        return len(command) > 1 and command[1] in _JUPYTER_SERVER_SUBCOMMANDS
-    if name.startswith("python") and command[1:2] == ["-m"]:
-        module = command[2:3]
-        if module and module[0] in _JUPYTER_SERVER_MODULES:
-            return True
-        return (
-            module == ["jupyter"]
-            and command[3:4] != []
-            and command[3] in (_JUPYTER_SERVER_SUBCOMMANDS)
-        )
-    return False
 
 
 def _running_as_root() -> bool:

@@ -6,7 +6,7 @@ administrator password is sent once and never returned (the server has no
 read of the connection); generated passwords come back as
 :class:`~toolkit.Sensitive`. The views read every role concurrently:
 
-- :meth:`Broker.roles`: one row per role;
+- :meth:`Broker.roles_frame`: one row per role;
 - :meth:`Broker.vhost_permissions`: one row per role and virtual host, with
   its ``configure``, ``write`` and ``read`` patterns;
 - :meth:`Broker.topic_permissions`: one row per role, virtual host and

@@ -6,10 +6,10 @@ read, list, delete, creds, rotate). Passwords come back as
 :class:`~toolkit.Sensitive`; the root password given to a connection is sent
 once and never returned. The views read many records concurrently:
 
-- :meth:`Database.connections`: one row per connection;
-- :meth:`Database.roles`: one row per dynamic role, with whether its
+- :meth:`Database.connections_frame`: one row per connection;
+- :meth:`Database.roles_frame`: one row per dynamic role, with whether its
   connection still allows it;
-- :meth:`Database.static_roles`: one row per static role with its last and
+- :meth:`Database.static_roles_frame`: one row per static role with its last and
   next rotation, judged on the server's clock.
 
 Reads accept both the spec's field names and the real server's where they
@@ -481,7 +481,7 @@ class Database(EngineArea):
 
 @carries_coverage("database.connection_findings")
 def connection_findings(connections: pd.DataFrame, mount: str = "database") -> pd.DataFrame:
-    """Findings of a :meth:`Database.connections` frame.
+    """Findings of a :meth:`Database.connections_frame` frame.
 
     - **high**: ``allowed_roles`` holds ``*``: every role on the mount, present
       and future, may issue credentials through this connection;

@@ -5,10 +5,10 @@ the providers holding one), KMS providers (write, read, delete, list) and the
 distribution of a key to a provider (distribute, read, list, remove). The
 views read many records concurrently and give frames:
 
-- :meth:`KeyManagement.keys`: one row per key;
-- :meth:`KeyManagement.key_versions`: one row per key version;
-- :meth:`KeyManagement.providers`: one row per KMS provider;
-- :meth:`KeyManagement.distributions`: one row per key sent to a provider;
+- :meth:`KeyManagement.keys_frame`: one row per key;
+- :meth:`KeyManagement.key_versions_frame`: one row per key version;
+- :meth:`KeyManagement.providers_frame`: one row per KMS provider;
+- :meth:`KeyManagement.distributions_frame`: one row per key sent to a provider;
 - :meth:`KeyManagement.keys_by_provider`: the matrix of keys and providers.
 
 The ``credentials`` given to a provider are sent once and never come back:

@@ -114,7 +114,7 @@ class PlatformService:
 
     # -- identity --------------------------------------------------------------------
     def authenticate(self, token: str | None) -> Caller:
-        """The caller a bearer token names; :class:`~.errors.Unauthorized` otherwise."""
+        """The caller a bearer token names; :class:`~.errors.UnknownCaller` otherwise."""
         with self.lock:
             return self.org_store.authenticate(token)
 

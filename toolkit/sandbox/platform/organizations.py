@@ -7,7 +7,7 @@ Who may do what (spec part 2 rule 4, part 5):
 - a token on any other team of the organization is a member: it reads the
   organization's workspaces, visible teams, policy sets, parameters, agent
   pools and agents (team access: see :mod:`.team_access`);
-- anything else is invisible (:class:`~.errors.NotFound`), and a member's
+- anything else is invisible (:class:`~.errors.RecordNotFound`), and a member's
   attempt to change something is answered as if the record did not exist.
 """
 

@@ -205,7 +205,7 @@ class TeamAccessStore:
     def _settings(
         access: str | None, permissions: PermissionSettings, current: TeamWorkspace | None
     ) -> tuple[str, dict[str, str | bool]]:
-        """The (access, custom permissions) a create or update leads to, or :class:`Invalid`."""
+        """The (access, custom permissions) a create or update leads to, or :class:`~.errors.RuleViolation`."""
         if access is not None:
             if access not in ACCESS_LEVELS:
                 raise RuleViolation(

@@ -7,7 +7,7 @@ Plain state, no HTTP. Each method checks its credentials and asks the
 - **userpass**: users with a password and policies;
 - **LDAP**: a list of directory users with a password and groups, groups
   mapping to policies. These are people logging in to the server, kept apart
-  from the directory engine's service accounts (:mod:`.directory`);
+  from the directory engine's service accounts (:mod:`.engines.ad`);
 - **AppRole**: roles with a public ``role_id`` and secret ids issued on demand
   (optionally limited in uses and time), for machines.
 

@@ -1,6 +1,6 @@
 """Access policies: ACL, RGP and EGP (spec parts 2 and 4.2).
 
-ACL documents are parsed (see :mod:`.acl`) and decide every request. RGP and
+ACL documents are parsed (see :mod:`toolkit._spec.acl`) and decide every request. RGP and
 EGP documents are stored and served as the premium edition's API describes,
 with their enforcement level and, for EGP, the paths they govern; their rule
 language is not evaluated by the sandbox.

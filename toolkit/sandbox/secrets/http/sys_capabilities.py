@@ -1,7 +1,7 @@
 """HTTP for ``sys/capabilities-self`` and ``sys/capabilities``: what a token may do on paths.
 
 The CLI's ``token capabilities`` calls them. Thin over the merged ACL of the
-token's policies (:meth:`..acl.ACL.capabilities`): each path answers its
+token's policies (:meth:`toolkit._spec.acl.ACL.capabilities`): each path answers its
 sorted capabilities, ``["root"]`` for a root token and ``["deny"]`` where no
 rule grants anything. As on the real server the answer maps every path to its
 list and, when one path was asked, also names that list ``capabilities``;

@@ -476,10 +476,6 @@ class DatabaseEngine:
         self._users.setdefault(db_name, set()).add(role.username)
         self.static_roles[name] = role
 
-    def static_role(self, name: str) -> StaticRole | None:
-        self.rotate_due()
-        return self.static_roles.get(name)
-
     def delete_static_role(self, name: str) -> None:
         """``DELETE static-roles/:name``: the role goes and its database user is dropped."""
         self.rotate_due()

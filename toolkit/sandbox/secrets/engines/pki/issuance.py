@@ -293,12 +293,8 @@ class Issuance(PKIState):
         )
 
     # -- stored certificates ------------------------------------------------------------
-    def cert_serials(self) -> list[str]:
-        """Serials of every certificate kept, in colon form as issue answers them (``LIST certs``)."""
-        return list(self.certs)
-
     def sorted_cert_serials(self) -> list[str]:
-        """:meth:`cert_serials` sorted (paged ``LIST certs``), sorted again only when the
+        """Serials of every certificate kept, in colon form as issue answers them, sorted (paged ``LIST certs``), sorted again only when the
         store's serials differ from the last sort's (a set comparison, no sort)."""
         kept = _SORTED.get(self)
         if kept is None or len(kept[0]) != len(self.certs) or kept[0] != self.certs.keys():
