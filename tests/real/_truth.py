@@ -219,6 +219,7 @@ class World:
     # What the comparison covered: answers compared, granted by the server, tokens whose
     # ACL the server refused, sudo requests sent and passed.
     tally: dict[str, int] = field(default_factory=dict)
+    _paths: list[str] | None = None
 
     def http(self, token: str | None = None) -> httpx.Client:
         headers = {"X-Vault-Token": token or self.root}
@@ -233,8 +234,10 @@ class World:
 
     @property
     def paths(self) -> list[str]:
-        found = [self.fill(p) for p in self.plan.paths] + self.derived + DEFAULT_PATHS
-        return [p for p in dict.fromkeys(found) if not needs_sudo(p)]
+        if self._paths is None:
+            found = [self.fill(p) for p in self.plan.paths] + self.derived + DEFAULT_PATHS
+            self._paths = [p for p in dict.fromkeys(found) if not needs_sudo(p)]
+        return self._paths
 
     @property
     def sudo_asks(self) -> list[tuple[str, str]]:
@@ -315,7 +318,19 @@ def build(address: str, root: str, plan: Plan, namespace: str | None = None) -> 
                 json={"policy": 'path "auth/token/create/*" { capabilities = ["update"] }'},
             )
         )
-        held = plan.holders
+        held = {slot: list(names) for slot, names in plan.holders.items()}
+        # Every world has holders of the sudo paths' capabilities with and without sudo.
+        for name, extra in (("sudo-less", []), ("sudo-full", ["sudo"])):
+            rules = [
+                ("auth/token/accessors", ["list", *extra]),
+                ("sys/leases/lookup/*", ["list", *extra]),
+                ("sys/auth/+/tune", ["read", *extra]),
+            ]
+            _ok(http.put(f"sys/policies/acl/{name}", json={"policy": _policy_text(world, rules)}))
+        held["user4"].append("sudo-less")
+        held["approle2"].append("sudo-full")
+        held["role_allowed"] = [*(held["role_allowed"] or ["p0"]), "sudo-less"]
+        held["caller2"].append("sudo-full")
         _ok(
             http.post(
                 f"identity/group/id/{v['<GPID>']}",
@@ -603,6 +618,12 @@ def _compare(world: World) -> Iterator[str]:
                         toolkit = False
                     if toolkit != server:
                         yield f"{name}: who_can({capability!r}, {path!r}) {toolkit}, server {server} ({sorted(held)})"
+                    # explain for every grant and one refusal a path (a frame an answer
+                    # costs milliseconds; the refusals rotate through the capabilities).
+                    turn = CAPS[(world.paths.index(path) + len(name)) % len(CAPS)]
+                    if not server and capability != turn:
+                        continue
+                    _count(world, "explained")
                     outcome = str(
                         model.explain(
                             login.principal,
