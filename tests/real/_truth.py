@@ -392,8 +392,9 @@ def build(address: str, root: str, plan: Plan, namespace: str | None = None) -> 
                     v["<ALIAS1ID>"] = alias["data"]["id"]
                     fills["{{identity.entity.aliases.<UP1>.id}}"] = [alias["data"]["id"]]
         # AppRole: approle1's role id is an alias of entity 3; approle2 has none yet.
-        for role in ("approle1", "approle2"):
-            _ok(http.post(f"auth/approle-{tag}/role/{role}", json={"token_policies": held[role]}))
+        for role in ("approle1", "approle2", "approle3"):
+            policies = held["approle2" if role == "approle3" else role]
+            _ok(http.post(f"auth/approle-{tag}/role/{role}", json={"token_policies": policies}))
         role_id = _ok(http.get(f"auth/approle-{tag}/role/approle1/role-id"))["data"]["role_id"]
         v["<APPROLE1ID>"] = role_id
         fills["{{identity.entity.aliases.<APPROLE>.name}}"] = [role_id]
@@ -577,6 +578,13 @@ def _compare(world: World) -> Iterator[str]:
             return frames[key]
 
         _count(world, "roles refused", len(world.refused))
+        # approle3 never logs in: no entity yet, and the toolkit says so.
+        never = [p for p in model.principals if p.principal.endswith("/role/approle3")]
+        if not never or "never logged in, no entity yet" not in never[0].depends_on:
+            yield f"approle3 (never logged in): the toolkit says {never[0].depends_on if never else 'nothing'!r}"
+        ident = [p for p in model.principals if p.principal.endswith("/role/approle1")]
+        if not ident or ident[0].identity is None or not hasattr(ident[0].identity, "entity_id"):
+            yield "approle1: its entity (the role id's alias) is not known to the toolkit"
         for where, policies, text in world.refused:
             principal = model.principal(where, caller=list(policies))
             if not principal.depends_on.startswith("refused"):

@@ -25,19 +25,19 @@ def test_the_sudo_table_is_the_live_servers_openapi_list(bao: OpenBao) -> None:
 
 
 @pytest.mark.parametrize(
-    ("path", "sudo"),
+    ("method", "path", "sudo"),
     [
-        ("auth/token/accessors/", True),
-        ("sys/leases/lookup/database/creds/", True),
-        ("sys/auth/userpass/tune", True),
-        ("sys/raw/core/mounts", True),
-        ("sys/leases/lookup", False),
-        ("sys/policies/acl/x", False),
-        ("auth/token/lookup-accessor", False),
+        ("LIST", "auth/token/accessors/", True),
+        ("LIST", "sys/leases/lookup/database/creds/", True),
+        ("GET", "sys/auth/token/tune", True),
+        ("GET", "sys/raw/core/mounts", True),
+        ("POST", "sys/leases/lookup", False),
+        ("GET", "sys/policies/acl/default", False),
+        ("POST", "auth/token/lookup-accessor", False),
     ],
 )
 def test_a_token_without_sudo_is_refused_exactly_on_the_tables_paths(
-    bao: OpenBao, path: str, sudo: bool
+    bao: OpenBao, method: str, path: str, sudo: bool
 ) -> None:
     everything = '["create", "read", "update", "patch", "delete", "list"]'
     with bao.http() as http:
@@ -48,8 +48,7 @@ def test_a_token_without_sudo_is_refused_exactly_on_the_tables_paths(
         token = http.post(
             "auth/token/create", json={"policies": ["all-but-sudo"], "ttl": "5m"}
         ).json()["auth"]["client_token"]
-    method = "LIST" if path.endswith("/") else "GET"
     with bao.http(token) as http:
-        reply = http.request(method, path)
+        reply = http.request(method, path, json={} if method == "POST" else None)
     assert needs_sudo(path) is sudo
     assert (reply.status_code == 403) is sudo, f"{method} {path}: {reply.status_code} {reply.text}"

@@ -469,7 +469,8 @@ class AccessModel:
                         "principal": principal.principal,
                         "kind": principal.kind,
                         "name": principal.name,
-                        "depends_on": "",
+                        # What the answer rests on that the model cannot know (no entity yet).
+                        "depends_on": principal.depends_on,
                         **row,
                     }
                 )
