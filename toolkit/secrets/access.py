@@ -886,12 +886,14 @@ class Access(SecretsArea):
         ``LIST``/``GET sys/policies/acl``; ``GET sys/auth`` then, per mount of a
         method in :data:`AUTH_METHODS`, the roles, users, groups or certs and a
         ``GET`` each (``token_policies``, else ``policies``; ``default`` added
-        unless ``token_no_default_policy``); ``LIST``/``GET auth/token/roles``
-        (``allowed_policies``); ``LIST``/``GET identity/entity/id`` and
-        ``identity/group/id`` (group policies are inherited by member entities
-        and member groups); ``LIST auth/token/accessors`` and ``lookup-accessor``
-        each (``policies`` and ``identity_policies``). Every refusal is a
-        coverage gap, and so is an auth method the toolkit does not analyse.
+        unless ``token_no_default_policy``), and each AppRole role's ``role-id`` (its
+        logins' entity alias); ``LIST``/``GET auth/token/roles`` (resolved as the
+        server resolves them: :class:`TokenRole`); ``GET sys/mounts`` (is ``v1/`` a
+        mount?); ``LIST``/``GET identity/entity/id`` and ``identity/group/id`` (group
+        policies are inherited by member entities and member groups);
+        ``LIST auth/token/accessors`` and ``lookup-accessor`` each (``policies`` and
+        ``identity_policies``). Every refusal is a coverage gap, and so is an auth
+        method the toolkit does not analyse, and a policy it cannot parse.
         """
         reader = _Reader(self)
         policies, blocked = self._read_policies(reader)
