@@ -152,8 +152,11 @@ test-fleet: setup
 	$(BIN)/python -m pytest -q -p no:randomly tests/fleet
 
 # Side by side with hvac, pytfe and raw clients on real servers; fails when a goal ratio is missed.
+# Then the access truth test on a larger draw (tests/real/test_access_truth.py).
 bench: setup system-deps
 	$(BIN)/python -m benchmarks.run
+	ACCESS_TRUTH_SIZE=large ACCESS_TRUTH_SEEDS=1,2,3,4,5 \
+		$(BIN)/python -m pytest -q -p no:randomly tests/real/test_access_truth.py
 
 bench-report: setup system-deps
 	$(BIN)/python -m benchmarks.run --report-only

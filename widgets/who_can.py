@@ -80,12 +80,19 @@ class WhoCanForm(Form):
         self.explain_button.disabled = not len(frame)
         gaps = toolkit.coverage(frame)
         unread = f"; not read: {', '.join(gaps['path'])}" if len(gaps) else ""
+        # The path as the server reads it (an API prefix /v1/ left out, said so).
+        path = str(frame.attrs.get("path") or path)
+        note = f" ({frame.attrs['note']})" if frame.attrs.get("note") else ""
+        depends = int((frame["status"] != "granted").sum()) if len(frame) else 0
+        held = f", {depends} of them depending on identity or the caller" if depends else ""
         if len(frame):
-            self.show_ok(f"{len(frame)} principal(s) can {self.capability.value} {path}{unread}.")
+            self.show_ok(
+                f"{len(frame)} principal(s) can {self.capability.value} {path}{held}{note}{unread}."
+            )
         elif len(gaps):
             self.show_note(f"none found among what was read{unread}: the answer is incomplete.")
         else:
-            self.show_ok(f"nobody can {self.capability.value} {path}.")
+            self.show_ok(f"nobody can {self.capability.value} {path}{note}.")
         return frame
 
     def explain(self) -> pd.DataFrame | None:
@@ -101,7 +108,13 @@ class WhoCanForm(Form):
             return None
         self.explanation = frame
         show_frame(self.explain_table, frame)
-        self.show_note(f"{self.principal.value}: the rank-1 pattern decides.")
+        # The same words as explain's first row: "denied" when the deciding pattern lacks
+        # the capability (or the sudo the path needs), never a bare "decides".
+        first = str(frame["outcome"].iloc[0]) if len(frame) else ""
+        if "denied" in first:
+            self.show_note(f"{self.principal.value}: {first}.")
+        else:
+            self.show_note(f"{self.principal.value}: allowed, the rank-1 pattern decides.")
         return frame
 
     def reload(self) -> None:

@@ -47,7 +47,10 @@ import orjson
 __all__ = [
     "ACL",
     "CAPABILITIES",
+    "BLOCKED_SUBSTITUTIONS",
     "CAPABILITIES_CHECK",
+    "ForbiddenSubstitution",
+    "TemplateMatcher",
     "UNKNOWN_IDENTITY",
     "Alias",
     "Decision",
@@ -108,6 +111,10 @@ def parse_hcl(text: str) -> dict[str, Any]:
                 parsed = json.loads(stripped)
             except ValueError as exc:
                 raise PolicyParseError(f"failed to parse policy: {exc}") from None
+            except RecursionError:
+                raise PolicyParseError(
+                    "failed to parse policy: the JSON document is nested too deep to read"
+                ) from None
         if not isinstance(parsed, dict):
             raise PolicyParseError("failed to parse policy: the JSON document is not an object")
         return parsed
@@ -123,7 +130,10 @@ def parse_hcl(text: str) -> dict[str, Any]:
         raise PolicyParseError(f"failed to parse policy: {reason}") from None
     # The parse tree of a plain policy is read directly: python-hcl2's own transform
     # and serialization cost twice the parse, and a server holds thousands of policies.
-    plain = _plain_body(tree.children[0]) if tree.children else {}
+    try:
+        plain = _plain_body(tree.children[0]) if tree.children else {}
+    except RecursionError:
+        raise PolicyParseError("failed to parse policy: nested too deep to read") from None
     if plain is not None:
         return plain
     try:
@@ -520,7 +530,20 @@ def is_templated(pattern: str) -> bool:
     return "{{" in pattern
 
 
-def render(pattern: str, identity: Identity | None) -> str | None:
+class ForbiddenSubstitution(ValueError):
+    """A template's value holds a character the server refuses in a substitution
+    (``/``, ``*`` or ``+`` unless the policy allows them): the server then refuses the
+    token's whole ACL, so the token holds nothing."""
+
+
+# Refused in a substituted value unless the policy says otherwise
+# (``allow_slashes_in_identity_templates``, ``allow_wildcards_in_identity_templates``).
+BLOCKED_SUBSTITUTIONS = "/*+"
+
+
+def render(
+    pattern: str, identity: Identity | None, blocked: str = BLOCKED_SUBSTITUTIONS
+) -> str | None:
     """``pattern`` with its templates filled from ``identity``; None when one cannot be.
 
     The templates OpenBao fills in ACL paths: ``identity.entity.id``,
@@ -530,11 +553,26 @@ def render(pattern: str, identity: Identity | None) -> str | None:
     ``identity.groups.names.<group name>.id`` / ``.metadata.<key>``. A
     template it cannot fill (no entity, a key the entity lacks, a group it is
     not in, a name it does not know) leaves the whole pattern out: None.
+    Templates are filled left to right, as the server does: the first that cannot be
+    filled leaves the pattern out; a value holding a character of ``blocked`` raises
+    :class:`ForbiddenSubstitution`.
     """
+    parts: list[str] = []
+    at = 0
     try:
-        return _TEMPLATE.sub(lambda m: _fill(m.group(1), identity), pattern)
+        for match in _TEMPLATE.finditer(pattern):
+            value = _fill(match.group(1), identity)
+            bad = next((c for c in blocked if c in value), None)
+            if bad is not None:
+                raise ForbiddenSubstitution(
+                    f"template substitution contains forbidden value {bad!r} "
+                    f"({match.group()} in {pattern!r})"
+                )
+            parts += [pattern[at : match.start()], value]
+            at = match.end()
     except _NotFound:
         return None
+    return "".join(parts) + pattern[at:]
 
 
 # What a filled template may not hold in an ACL path (OpenBao's policy store blocks these
@@ -572,19 +610,102 @@ def _check_template(label: str) -> None:
         )
 
 
+class TemplateMatcher:
+    """Whether some identity could fill a templated pattern so that it matches a path.
+
+    Linear in the path and the pattern (a set of positions stepped a character at a
+    time, no backtracking): a pattern holding many templates, sent by the server, cannot
+    make a question take exponential time, as a regex of ``.*`` pieces can. A template
+    stands for one or more characters other than those the server refuses in a
+    substituted value (``blocked``: ``/``, ``*`` and ``+`` unless the policy allows them);
+    ``+`` for one segment (an empty one too); a trailing ``*`` for any rest.
+    """
+
+    __slots__ = ("_tokens", "_blocked", "_glob", "_prefix")
+
+    def __init__(self, pattern: str, blocked: str = "/*+") -> None:
+        self._glob = pattern.endswith("*")
+        body = pattern[:-1] if self._glob else pattern
+        tokens: list[str | None] = []  # a literal character, "" for a template, None for +
+        pieces = re.split(r"(\{\{.*?\}\})", body)
+        for at, piece in enumerate(pieces):
+            if piece.startswith("{{"):
+                tokens.append("")
+                continue
+            segments = piece.split("/")
+            for i, segment in enumerate(segments):
+                if i:
+                    tokens.append("/")
+                # ``+`` is a wildcard only as a whole segment, not beside a template.
+                whole = (i or not at) and (i < len(segments) - 1 or at == len(pieces) - 1)
+                if segment == "+" and whole:
+                    tokens.append(None)
+                else:
+                    tokens.extend(segment)
+        self._tokens = tuple(tokens)
+        self._blocked = blocked
+        fixed = []
+        for token in tokens:
+            if not token:
+                break
+            fixed.append(token)
+        self._prefix = "".join(fixed)
+
+    def _closure(self, states: set[int]) -> set[int]:
+        """``states`` with every position reachable without a character: past a ``+``
+        (it may be empty) and past a template that has taken one (a negative position)."""
+        todo = list(states)
+        while todo:
+            i = todo.pop()
+            nxt = (
+                -i
+                if i < 0
+                else (i + 1 if i < len(self._tokens) and self._tokens[i] is None else None)
+            )
+            if nxt is not None and nxt not in states:
+                states.add(nxt)
+                todo.append(nxt)
+        return states
+
+    def fullmatch(self, path: str) -> bool:
+        """Whether ``path`` is matched by the pattern for some value of its templates."""
+        if not path.startswith(self._prefix):
+            return False
+        tokens, end, blocked = self._tokens, len(self._tokens), self._blocked
+        # Position i: about to match token i; -(i + 1): inside the template at i, which
+        # has taken at least one character.
+        states = self._closure({len(self._prefix)})
+        for char in path[len(self._prefix) :]:
+            if self._glob and end in states:
+                return True
+            after: set[int] = set()
+            for i in states:
+                if i < 0:
+                    if char not in blocked:
+                        after.add(i)
+                    continue
+                if i == end:
+                    continue
+                token = tokens[i]
+                if token is None:
+                    if char != "/":
+                        after.add(i)
+                elif token == "":
+                    if char not in blocked:
+                        after.add(-(i + 1))
+                elif token == char:
+                    after.add(i + 1)
+            if not after:
+                return False
+            states = self._closure(after)
+        return end in states
+
+
 @functools.lru_cache(maxsize=65536)
-def could_match(pattern: str) -> re.Pattern[str]:
-    """A regex of every path some identity's value of ``pattern``'s templates could match."""
-    glob = pattern.endswith("*")
-    body = pattern[:-1] if glob else pattern
-    pieces = []
-    for piece in re.split(r"(\{\{.*?\}\})", body):
-        if piece.startswith("{{"):
-            pieces.append(".*")
-            continue
-        segments = piece.split("/")
-        pieces.append("/".join("[^/]+" if s == "+" else re.escape(s) for s in segments))
-    return re.compile("".join(pieces) + (".*" if glob else ""), re.DOTALL)
+def could_match(pattern: str, blocked: str = "/*+") -> TemplateMatcher:
+    """The :class:`TemplateMatcher` of ``pattern`` (its ``fullmatch`` says whether some
+    identity could make it match a path)."""
+    return TemplateMatcher(pattern, blocked)
 
 
 # -- rules -------------------------------------------------------------------------------
@@ -835,6 +956,7 @@ class ACL:
         *,
         root: bool = False,
         identity: Identity | _Unknown | None = None,
+        blocked: Mapping[str, str] | None = None,
     ) -> None:
         self.root = root
         self.identity = identity
@@ -842,13 +964,23 @@ class ACL:
         self.unresolved: list[PathRule] = []
         # (policy, filled-in pattern) -> the templated pattern it was written as.
         self.written_as: dict[tuple[str, str], str] = {}
+        # Why the server refuses this token's whole ACL (it then holds nothing), or "".
+        self.refused = ""
+        blocked = blocked or {}
         for rule in rules:
             if not rule.templated:
                 kept.append(rule)
             elif isinstance(identity, _Unknown):
                 self.unresolved.append(rule)
             else:
-                rendered = render(rule.pattern, identity)
+                try:
+                    rendered = render(
+                        rule.pattern, identity, blocked.get(rule.policy, BLOCKED_SUBSTITUTIONS)
+                    )
+                except ForbiddenSubstitution as exc:
+                    self.refused = f"policy {rule.policy!r}: {exc}"
+                    kept, self.unresolved, self.written_as = [], [], {}
+                    break
                 if rendered is not None:
                     filled = rendered.lstrip("/")
                     kept.append(PathRule(filled, rule.capabilities, rule.policy))
@@ -862,7 +994,10 @@ class ACL:
             pattern: PathRule(pattern, frozenset({"deny"}) if "deny" in caps else frozenset(caps))
             for pattern, caps in merged.items()
         }
-        self._maybe = [(rule, could_match(rule.pattern)) for rule in self.unresolved]
+        self._maybe = [
+            (rule, could_match(rule.pattern, blocked.get(rule.policy, BLOCKED_SUBSTITUTIONS)))
+            for rule in self.unresolved
+        ]
 
     def decide(self, path: str, capability: str = "read") -> Decision:
         """The deciding pattern on ``path`` for ``capability``, with its policies and the losers."""

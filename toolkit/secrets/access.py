@@ -19,9 +19,9 @@ with gaps there is "not known", never "nobody".
 
 from __future__ import annotations
 
-import re
+import difflib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -32,6 +32,8 @@ from .._frames import Col, Schema, build_frame
 from .._http import Request, decode_json, segment, segments
 from .._spec.acl import (
     ACL,
+    BLOCKED_SUBSTITUTIONS,
+    CAPABILITIES,
     UNKNOWN_IDENTITY,
     Alias,
     Group,
@@ -44,6 +46,7 @@ from .._spec.acl import (
     priority,
     stages,
 )
+from .._spec.sudo import needs_sudo
 from ._base import SecretsArea, error_of, listed_keys, unwrap
 
 # A policy's most specific match at one stage: (priority key, pattern, capabilities).
@@ -56,6 +59,7 @@ __all__ = [
     "CAN",
     "EXPLAIN",
     "Principal",
+    "TokenRole",
     "WHO_CAN",
 ]
 
@@ -85,6 +89,7 @@ WHO_CAN = Schema.of(
     Col("pattern"),
     Col("policies", "object"),
     Col("capabilities", "object"),
+    Col("depends_on"),
     index="principal",
 )
 CAN = Schema.of(
@@ -104,13 +109,98 @@ EXPLAIN = Schema.of(
 
 
 @dataclass(frozen=True)
+class TokenRole:
+    """A token role's policy settings, as ``auth/token/create/NAME`` applies them."""
+
+    allowed: tuple[str, ...] = ()
+    allowed_glob: tuple[str, ...] = ()
+    disallowed: tuple[str, ...] = ()
+    disallowed_glob: tuple[str, ...] = ()
+    no_default: bool = False
+    orphan: bool = False
+    entity_aliases: tuple[str, ...] = ()
+
+    @property
+    def lists(self) -> bool:
+        return bool(self.allowed or self.allowed_glob or self.disallowed or self.disallowed_glob)
+
+    @property
+    def needs_caller(self) -> bool:
+        """Whether a token of the role holds its caller's policies (no allowed list)."""
+        return not (self.allowed or self.allowed_glob)
+
+    def policies(self, caller: Sequence[str] | None) -> tuple[tuple[str, ...] | None, str]:
+        """The policies of a token created with the role by a caller holding ``caller``
+        (None: not known), asking for none: (policies, "") or (None, why it has none:
+        the server refuses the token, or the answer depends on the caller).
+
+        OpenBao: with an allowed, disallowed or glob list, ``default`` is added unless
+        the role sets ``token_no_default_policy`` or disallows ``default``; the token
+        gets the allowed list, else the caller's policies, and is refused when one of
+        them is disallowed. Without any list the token gets the caller's policies as they
+        are (``default`` only if the caller holds it; ``token_no_default_policy`` does
+        not apply)."""
+        if self.needs_caller and caller is None:
+            return None, "the caller's policies (a token of this role holds them)"
+        if not self.lists:
+            return _sanitized(caller or (), add_default=False), ""
+        add_default = (
+            not self.no_default
+            and "default" not in self.disallowed
+            and not _glob_any(self.disallowed_glob, "default")
+        )
+        chosen = self.allowed if not self.needs_caller else tuple(caller or ())
+        final = _sanitized(chosen, add_default=add_default)
+        for name in final:
+            if name in self.disallowed or _glob_any(self.disallowed_glob, name):
+                return (
+                    None,
+                    f"refused: the server will not create it, policy {name!r} is disallowed",
+                )
+        return final, ""
+
+
+def _sanitized(policies: Iterable[str], *, add_default: bool) -> tuple[str, ...]:
+    """Policy names as the server sanitizes them: trimmed, lower case, ``root`` alone
+    when present, ``default`` added when asked and absent."""
+    names = [p.strip().lower() for p in policies if p.strip()]
+    if "root" in names:
+        return ("root",)
+    if add_default and "default" not in names:
+        names.append("default")
+    return tuple(dict.fromkeys(names))
+
+
+def _glob_any(globs: Iterable[str], value: str) -> bool:
+    """Whether one of ``globs`` matches ``value`` as the server's token roles match
+    policy names: a leading and/or trailing ``*`` only (a lone ``*`` matches itself)."""
+    for item in globs:
+        if len(item) < 2:
+            found = value == item
+        elif item.startswith("*") and item.endswith("*"):
+            found = item[1:-1] in value
+        elif item.startswith("*"):
+            found = value.endswith(item[1:])
+        elif item.endswith("*"):
+            found = value.startswith(item[:-1])
+        else:
+            found = value == item
+        if found:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
 class Principal:
     """Someone or something that ends up holding policies.
 
     ``principal`` is where it is configured (its id in every frame); ``identity``
     fills templated patterns: an :class:`~toolkit._spec.acl.Identity`, None (a
     token with no entity), or ``UNKNOWN_IDENTITY`` (a role: each login may be
-    another entity).
+    another entity). ``depends_on`` says what an answer for it depends on when the
+    model cannot know (the caller, identity); ``own`` are the policies its token holds
+    itself (those of its entity left out), where they differ from ``policies``;
+    ``role`` is a token role's settings (its policies follow the caller).
     """
 
     principal: str
@@ -118,15 +208,27 @@ class Principal:
     name: str
     policies: tuple[str, ...]
     identity: Any = UNKNOWN_IDENTITY
+    depends_on: str = ""
+    own: tuple[str, ...] | None = None
+    role: TokenRole | None = None
+    entity_policies: tuple[str, ...] = ()
 
 
 @dataclass(repr=False)
 class AccessModel:
-    """Policies (name -> rules) and principals, read once; every question answered from them."""
+    """Policies (name -> rules) and principals, read once; every question answered from them.
+
+    ``blocked`` holds, by policy, the characters the server refuses in its template
+    substitutions (``/*+`` unless the policy allows slashes or wildcards); ``mounts`` the
+    secrets engines' mount paths (``v1/`` is read as the API prefix only when no mount
+    has that name), None when they could not be read.
+    """
 
     policies: dict[str, list[PathRule]]
     principals: list[Principal]
     coverage: Coverage = field(default_factory=lambda: Coverage("access.load"))
+    blocked: dict[str, str] = field(default_factory=dict)
+    mounts: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         self._by_name = {p.principal: p for p in self.principals}
@@ -135,19 +237,23 @@ class AccessModel:
         # Each entry: (rule, whether it is exact, its priority key), worked out once.
         self._by_prefix: dict[str, list[tuple[PathRule, bool, Any]]] = {}
         self._templated: dict[str, list[PathRule]] = {}
-        # Each templated pattern, written in however many policies, as the regex of what
-        # some identity could make it match: compiled here, matched once per question.
-        self._templated_regex: dict[str, re.Pattern[str]] = {}
+        # Each templated pattern (with the characters its policy refuses in a value) as a
+        # linear matcher of what some identity could make it match, matched once a question.
+        self._templated_match: dict[tuple[str, str], Any] = {}
         for rules in self.policies.values():
             for rule in rules:
                 if rule.templated:
                     self._templated.setdefault(rule.policy, []).append(rule)
-                    if rule.pattern not in self._templated_regex:
-                        self._templated_regex[rule.pattern] = could_match(rule.pattern)
+                    key = (rule.pattern, self._blocked_of(rule.policy))
+                    if key not in self._templated_match:
+                        self._templated_match[key] = could_match(*key)
                 else:
                     self._by_prefix.setdefault(rule.fixed_prefix, []).append(
                         (rule, rule.is_exact, priority(rule.pattern))
                     )
+
+    def _blocked_of(self, policy: str) -> str:
+        return self.blocked.get(policy, BLOCKED_SUBSTITUTIONS)
 
     def __repr__(self) -> str:
         kinds: dict[str, int] = {}
@@ -158,22 +264,67 @@ class AccessModel:
         return f"<AccessModel {len(self.policies)} ACL policies; principals: {held}{gaps}>"
 
     # -- lookups ---------------------------------------------------------------------
-    def principal(self, ref: str | Principal | Sequence[str]) -> Principal:
+    def principal(
+        self,
+        ref: str | Principal | Sequence[str],
+        caller: str | Principal | Sequence[str] | None = None,
+    ) -> Principal:
         """The principal named ``ref`` (its configuration path), or an ad-hoc one holding
-        the policies listed; :class:`InputError` naming it when there is none."""
+        the policies listed; :class:`InputError` naming it, with the nearest names, when
+        there is none. A token role is resolved for ``caller`` when one is given (see
+        :meth:`Access.who_can`)."""
         if isinstance(ref, Principal):
-            return ref
-        if not isinstance(ref, str):
+            found = ref
+        elif not isinstance(ref, str):
             names = tuple(ref)
             return Principal("policies: " + ", ".join(names), "policies", "", names)
-        key = ref.strip().strip("/")
-        found = self._by_name.get(key)
-        if found is None:
-            raise InputError(
-                f"no principal {ref!r}: name one by where it is configured, e.g. "
-                "'auth/userpass/users/alice' or 'auth/token/roles/ci' (see who_can's index)"
-            )
-        return found
+        else:
+            key = ref.strip().strip("/")
+            hit = self._by_name.get(key)
+            if hit is None:
+                raise InputError(self._no_principal(ref, key))
+            found = hit
+        return self._resolved(found, caller)
+
+    def _no_principal(self, ref: str, key: str) -> str:
+        names = list(self._by_name)
+        tail = key.rsplit("/", 1)[-1]
+        close = [n for n in names if n.rsplit("/", 1)[-1] == tail][:3]
+        close = close or difflib.get_close_matches(key, names, n=3, cutoff=0.6)
+        if close:
+            return f"no principal {ref!r}: did you mean {' or '.join(map(repr, close))}?"
+        return (
+            f"no principal {ref!r}: name one by where it is configured, e.g. "
+            "'auth/userpass/users/alice' or 'auth/token/roles/ci' (see who_can's index)"
+        )
+
+    def _resolved(
+        self, principal: Principal, caller: str | Principal | Sequence[str] | None
+    ) -> Principal:
+        """A token role's principal as a token ``caller`` creates with it would be: the
+        role's policies for the caller's, the caller's entity unless the role makes orphans
+        or names an entity alias."""
+        if principal.role is None or caller is None:
+            return principal
+        who = self.principal(caller)
+        own = who.own if who.own is not None else who.policies
+        policies, why = principal.role.policies(own)
+        if policies is None:
+            return replace(principal, policies=(), own=(), depends_on=why, identity=None)
+        identity = principal.identity
+        extra = principal.entity_policies
+        if principal.kind == "token_role":
+            if principal.role.orphan or who.kind == "policies":
+                identity, extra = None, ()
+            else:
+                identity, extra = who.identity, who.entity_policies
+        return replace(
+            principal,
+            policies=tuple(dict.fromkeys(policies + extra)),
+            own=policies,
+            identity=identity,
+            depends_on="",
+        )
 
     def _rules_of(self, policies: Iterable[str]) -> list[PathRule]:
         return [rule for name in policies for rule in self.policies.get(name, ())]
@@ -182,7 +333,37 @@ class AccessModel:
         """The principal's merged ACL, its identity filling templated patterns."""
         if "root" in principal.policies:
             return ACL(root=True)
-        return ACL(self._rules_of(principal.policies), identity=principal.identity)
+        return ACL(
+            self._rules_of(principal.policies),
+            identity=principal.identity,
+            blocked={p: self._blocked_of(p) for p in principal.policies if p in self.blocked},
+        )
+
+    def read_path(self, path: str) -> tuple[str, str]:
+        """``path`` as the server reads it, and a note when it was changed: the API prefix
+        ``/v1/`` (copied from a URL) is left out; a bare ``v1/`` too, unless a mount is
+        named ``v1/``."""
+        text = str(path).strip()
+        note = ""
+        if text.startswith("/v1/"):
+            text = text[4:]
+            note = f"read as {text.lstrip('/')!r}: the API prefix '/v1/' left out"
+        elif text.startswith("v1/"):
+            if self.mounts is None:
+                raise InputError(
+                    f"{path!r}: 'v1/' may be a mount or the API prefix, and the mounts could "
+                    "not be read (sys/mounts): write the path without 'v1/', or with '/v1/'"
+                )
+            if "v1/" not in self.mounts:
+                text = text[3:]
+                note = (
+                    f"read as {text.lstrip('/')!r}: the API prefix 'v1/' left out "
+                    "(the server has no mount 'v1/')"
+                )
+        text = text.lstrip("/")
+        if not text:
+            raise InputError("a path is required, e.g. sys/policies/acl/anything")
+        return text, note
 
     # -- who can ---------------------------------------------------------------------
     def _stage_bests(self, path: str, capability: str) -> list[dict[str, _Best]]:
@@ -212,47 +393,88 @@ class AccessModel:
             found.append(best)
         return found
 
-    def who_can(self, capability: str, path: str) -> pd.DataFrame:
+    def who_can(
+        self,
+        capability: str | Sequence[str],
+        path: str,
+        caller: str | Principal | Sequence[str] | None = None,
+    ) -> pd.DataFrame:
         """Every principal holding ``capability`` on ``path``; see :meth:`Access.who_can`."""
-        capability = _capability(capability)
+        capabilities = _capabilities(capability)
+        path, note = self.read_path(path)
+        frames = [self._who_can_one(c, path, caller) for c in capabilities]
+        frame = frames[0] if len(frames) == 1 else _holding_all(frames)
+        frame.attrs["path"] = path
+        frame.attrs["capabilities"] = list(capabilities)
+        frame.attrs["note"] = note
+        self.coverage.attach(frame)
+        return frame
+
+    def _who_can_one(
+        self, capability: str, path: str, caller: str | Principal | Sequence[str] | None
+    ) -> pd.DataFrame:
         best = self._stage_bests(path, capability)
         maybe = self._maybe_policies(path, capability)
+        sudo = capability != "sudo" and needs_sudo(stages(path, capability)[0][1])
         rows: list[dict[str, Any]] = []
         cache: dict[tuple[tuple[str, ...], bool], dict[str, Any] | None] = {}
         # Policies with any pattern that matches (or could, by identity), and root.
         relevant = set(maybe).union(*best) | {"root"}
-        for principal in self.principals:
-            if relevant.isdisjoint(principal.policies):
+        for configured in self.principals:
+            principal = self._resolved(configured, caller)
+            if principal.depends_on.startswith("refused"):
+                continue  # the server creates no token: it holds nothing
+            row: dict[str, Any] | None
+            if principal.role is not None and principal.role.needs_caller and caller is None:
+                row = {
+                    "status": "depends on the caller",
+                    "pattern": "",
+                    "policies": [],
+                    "capabilities": [],
+                    "depends_on": principal.depends_on,
+                }
+            elif relevant.isdisjoint(principal.policies):
                 continue
-            identity_known = principal.identity is not UNKNOWN_IDENTITY
-            templated = any(p in self._templated for p in principal.policies)
-            if "root" in principal.policies:
-                row: dict[str, Any] | None = {
+            elif "root" in principal.policies:
+                row = {
                     "status": "granted",
                     "pattern": "",
                     "policies": ["root"],
                     "capabilities": ["root"],
                 }
-            elif templated and identity_known:
-                decision = self.acl(principal).decide(path, capability)
-                row = _grant(decision.allows(capability), decision, capability)
             else:
-                key = (principal.policies, templated)
-                if key not in cache:
-                    cache[key] = self._combine(principal.policies, best, maybe, capability)
-                row = cache[key]
+                identity_known = principal.identity is not UNKNOWN_IDENTITY
+                templated = any(p in self._templated for p in principal.policies)
+                if templated and identity_known:
+                    acl = self.acl(principal)
+                    if acl.refused:
+                        continue  # the server refuses the token's whole ACL
+                    decision = acl.decide(path, capability)
+                    holds = decision.allows(capability) and (
+                        not sudo or "sudo" in decision.capabilities
+                    )
+                    row = _grant(holds, decision, capability)
+                else:
+                    key = (principal.policies, templated)
+                    if key not in cache:
+                        cache[key] = self._combine(
+                            principal.policies, best, maybe, capability, sudo
+                        )
+                    row = cache[key]
+                if row is not None and row["status"] == "depends on identity":
+                    row = {**row, "depends_on": principal.depends_on or _identity_source(principal)}
             if row is not None:
                 rows.append(
                     {
                         "principal": principal.principal,
                         "kind": principal.kind,
                         "name": principal.name,
+                        # What the answer rests on that the model cannot know (no entity yet).
+                        "depends_on": principal.depends_on,
                         **row,
                     }
                 )
-        frame = build_frame(rows, WHO_CAN).sort_index(kind="stable")
-        self.coverage.attach(frame)
-        return frame
+        return build_frame(rows, WHO_CAN).sort_index(kind="stable")
 
     def _maybe_policies(self, path: str, capability: str) -> dict[str, list[PathRule]]:
         """The templated rules, by policy, that some identity could make match ``path``."""
@@ -260,15 +482,15 @@ class AccessModel:
             return {}
         candidates = {p for _, p in stages(path, capability)}
         hits = {
-            pattern
-            for pattern, regex in self._templated_regex.items()
-            if any(regex.fullmatch(c) for c in candidates)
+            key
+            for key, matcher in self._templated_match.items()
+            if any(matcher.fullmatch(c) for c in candidates)
         }
         # Each policy's rules in its own order, as the answer names the first of them.
         return {
             policy: kept
             for policy, rules in self._templated.items()
-            if (kept := [r for r in rules if r.pattern in hits])
+            if (kept := [r for r in rules if (r.pattern, self._blocked_of(policy)) in hits])
         }
 
     @staticmethod
@@ -277,6 +499,7 @@ class AccessModel:
         stage_bests: Sequence[Mapping[str, _Best]],
         maybe: Mapping[str, list[PathRule]],
         capability: str,
+        sudo: bool = False,
     ) -> dict[str, Any] | None:
         top: tuple[Any, str] | None = None
         best: Mapping[str, _Best] = {}
@@ -295,7 +518,7 @@ class AccessModel:
                 if held is not None and held[1] == top[1]:
                     caps |= held[2]
                     granting.append(name)
-        holds = capability in caps and "deny" not in caps
+        holds = capability in caps and "deny" not in caps and (not sudo or "sudo" in caps)
         could = [r for name in policies for r in maybe.get(name, ())]
         if could and (holds or any(capability in r.capabilities for r in could)):
             return {
@@ -314,11 +537,40 @@ class AccessModel:
         }
 
     # -- can, explain ----------------------------------------------------------------
-    def can(self, ref: str | Principal | Sequence[str]) -> pd.DataFrame:
+    def _concrete(
+        self, ref: str | Principal | Sequence[str], caller: str | Principal | Sequence[str] | None
+    ) -> Principal:
+        principal = self.principal(ref, caller)
+        if principal.role is not None and principal.role.needs_caller and caller is None:
+            raise InputError(
+                f"{principal.principal} depends on {principal.depends_on}: name the caller, "
+                "e.g. caller=['its-policy'] or caller='auth/token/accessors/ACCESSOR'"
+            )
+        return principal
+
+    def can(
+        self,
+        ref: str | Principal | Sequence[str],
+        caller: str | Principal | Sequence[str] | None = None,
+    ) -> pd.DataFrame:
         """What ``ref`` may do; see :meth:`Access.can`."""
-        principal = self.principal(ref)
+        principal = self._concrete(ref, caller)
         rows: list[dict[str, Any]] = []
-        if "root" in principal.policies:
+        acl = self.acl(principal)
+        refused = (
+            principal.depends_on if principal.depends_on.startswith("refused") else acl.refused
+        )
+        if refused:
+            rows.append(
+                {
+                    "pattern": "",
+                    "capabilities": [],
+                    "policies": list(principal.policies),
+                    "written_as": "",
+                    "status": f"holds nothing: {refused}",
+                }
+            )
+        elif "root" in principal.policies:
             rows.append(
                 {
                     "pattern": "*",
@@ -329,7 +581,6 @@ class AccessModel:
                 }
             )
         else:
-            acl = self.acl(principal)
             for pattern, caps, policies in merged_patterns(acl.sources):
                 origins = {
                     acl.written_as[(p, pattern)] for p in policies if (p, pattern) in acl.written_as
@@ -359,13 +610,33 @@ class AccessModel:
         return frame
 
     def explain(
-        self, ref: str | Principal | Sequence[str], path: str, capability: str = "read"
+        self,
+        ref: str | Principal | Sequence[str],
+        path: str,
+        capability: str = "read",
+        caller: str | Principal | Sequence[str] | None = None,
     ) -> pd.DataFrame:
         """Which pattern decides ``path``; see :meth:`Access.explain`."""
-        capability = _capability(capability)
-        principal = self.principal(ref)
+        (capability,) = _capabilities(capability, one=True)
+        path, note = self.read_path(path)
+        principal = self._concrete(ref, caller)
+        sudo = capability != "sudo" and needs_sudo(stages(path, capability)[0][1])
         rows: list[dict[str, Any]] = []
-        if "root" in principal.policies:
+        acl = self.acl(principal)
+        refused = (
+            principal.depends_on if principal.depends_on.startswith("refused") else acl.refused
+        )
+        if refused:
+            rows.append(
+                {
+                    "rank": None,
+                    "policy": "",
+                    "pattern": "",
+                    "capabilities": [],
+                    "outcome": f"denied: holds nothing ({refused})",
+                }
+            )
+        elif "root" in principal.policies:
             rows.append(
                 {
                     "rank": 1,
@@ -376,7 +647,6 @@ class AccessModel:
                 }
             )
         else:
-            acl = self.acl(principal)
             decision = acl.decide(path, capability)
             caps_of: dict[tuple[str, str], set[str]] = {}
             for r in acl.sources:
@@ -387,16 +657,20 @@ class AccessModel:
             ):
                 if pattern is not None and pattern not in order:
                     order.append(pattern)
+            verdict = _verdict(decision.capabilities, capability, sudo)
             for policy in decision.policies:
+                merged = (
+                    ""
+                    if len(decision.policies) == 1
+                    else " (merged with the other policies on this pattern)"
+                )
                 rows.append(
                     {
                         "rank": 1,
                         "policy": policy,
                         "pattern": decision.pattern,
                         "capabilities": sorted(caps_of[(policy, decision.pattern or "")]),
-                        "outcome": "decides"
-                        if len(decision.policies) == 1
-                        else "decides (merged with the other policies on this pattern)",
+                        "outcome": f"decides{merged}" + (f": denied, {verdict}" if verdict else ""),
                     }
                 )
             for policy, pattern in decision.losers:
@@ -434,8 +708,55 @@ class AccessModel:
                 )
         frame = build_frame(rows, EXPLAIN)
         frame.attrs["principal"] = principal.principal
+        frame.attrs["path"] = path
+        frame.attrs["note"] = note
         self.coverage.attach(frame)
         return frame
+
+
+def _verdict(granted: Iterable[str], capability: str, sudo: bool) -> str:
+    """Why the deciding pattern's capabilities do not allow the request, or "" when they do."""
+    caps = set(granted)
+    if "deny" in caps:
+        return "the pattern denies it ('deny')"
+    if capability not in caps:
+        return f"the pattern does not grant {capability!r}"
+    if sudo and "sudo" not in caps:
+        return "the path needs 'sudo', which the pattern does not grant"
+    return ""
+
+
+def _holding_all(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The principals of every frame (one a capability), each row naming all the patterns."""
+    common = [p for p in frames[0].index if all(p in f.index for f in frames[1:])]
+    rows = []
+    for name in common:
+        got = [f.loc[name] for f in frames]
+        statuses = [str(r["status"]) for r in got]
+        rows.append(
+            {
+                "principal": name,
+                "kind": got[0]["kind"],
+                "name": got[0]["name"],
+                "status": next((s for s in statuses if s != "granted"), "granted"),
+                "pattern": ", ".join(dict.fromkeys(str(r["pattern"]) for r in got if r["pattern"])),
+                "policies": list(dict.fromkeys(p for r in got for p in r["policies"])),
+                "capabilities": sorted({c for r in got for c in r["capabilities"]}),
+                "depends_on": "; ".join(
+                    dict.fromkeys(str(r["depends_on"]) for r in got if r["depends_on"])
+                ),
+            }
+        )
+    return build_frame(rows, WHO_CAN).sort_index(kind="stable")
+
+
+def _identity_source(principal: Principal) -> str:
+    """What a "depends on identity" answer of ``principal`` depends on."""
+    if principal.kind == "token_role":
+        return "the caller's entity (a token of this role inherits it)"
+    if principal.kind in ("entity", "group", "policies"):
+        return "the entity of the token holding these policies"
+    return "each login's entity"
 
 
 def _grant(holds: bool, decision: Any, capability: str) -> dict[str, Any] | None:
@@ -478,6 +799,7 @@ class _Reader:
     def __init__(self, area: Access) -> None:
         self.http = area._http
         self.coverage = Coverage("access.load")
+        self.identity_read = False
 
     def gap(self, path: str, status: int | None, reason: str) -> None:
         self.coverage.note_gap(path.lstrip("/"), status, reason)
@@ -564,17 +886,21 @@ class Access(SecretsArea):
         ``LIST``/``GET sys/policies/acl``; ``GET sys/auth`` then, per mount of a
         method in :data:`AUTH_METHODS`, the roles, users, groups or certs and a
         ``GET`` each (``token_policies``, else ``policies``; ``default`` added
-        unless ``token_no_default_policy``); ``LIST``/``GET auth/token/roles``
-        (``allowed_policies``); ``LIST``/``GET identity/entity/id`` and
-        ``identity/group/id`` (group policies are inherited by member entities
-        and member groups); ``LIST auth/token/accessors`` and ``lookup-accessor``
-        each (``policies`` and ``identity_policies``). Every refusal is a
-        coverage gap, and so is an auth method the toolkit does not analyse.
+        unless ``token_no_default_policy``), and each AppRole role's ``role-id`` (its
+        logins' entity alias); ``LIST``/``GET auth/token/roles`` (resolved as the
+        server resolves them: :class:`TokenRole`); ``GET sys/mounts`` (is ``v1/`` a
+        mount?); ``LIST``/``GET identity/entity/id`` and ``identity/group/id`` (group
+        policies are inherited by member entities and member groups);
+        ``LIST auth/token/accessors`` and ``lookup-accessor`` each (``policies`` and
+        ``identity_policies``). Every refusal is a coverage gap, and so is an auth
+        method the toolkit does not analyse, and a policy it cannot parse.
         """
         reader = _Reader(self)
-        policies = self._read_policies(reader)
+        policies, blocked = self._read_policies(reader)
         principals: list[Principal] = []
         entities, groups = self._read_identity(reader)
+        auth_mounts = self._read_mounts(reader, "/sys/auth")
+        engines = self._read_mounts(reader, "/sys/mounts")
         group_policies = _group_policies(groups)
         by_alias: dict[tuple[str, str], Identity] = {}
         entity_policies: dict[str, tuple[str, ...]] = {}
@@ -607,52 +933,95 @@ class Access(SecretsArea):
                     UNKNOWN_IDENTITY,
                 )
             )
-        principals.extend(self._read_token_roles(reader))
-        principals.extend(self._read_auth(reader, by_alias, entity_policies))
-        principals.extend(self._read_tokens(reader, identities))
-        model = AccessModel(policies, principals, reader.coverage)
+        known = _Known(by_alias, entity_policies, reader.identity_read)
+        principals.extend(self._read_token_roles(reader, auth_mounts, known))
+        principals.extend(self._read_auth(reader, auth_mounts, known))
+        principals.extend(self._read_tokens(reader, identities, entity_policies))
+        model = AccessModel(
+            policies,
+            principals,
+            reader.coverage,
+            blocked,
+            None if engines is None else frozenset(engines),
+        )
         self._model = model
         return model
 
     def _current(self) -> AccessModel:
         return self._model if self._model is not None else self.load()
 
-    def who_can(self, capability: str, path: str) -> pd.DataFrame:
+    def who_can(
+        self,
+        capability: str | Sequence[str],
+        path: str,
+        caller: str | Principal | Sequence[str] | None = None,
+    ) -> pd.DataFrame:
         """Every principal that holds ``capability`` on ``path``, and through what.
 
         Index ``principal`` (where it is configured); columns ``kind``
-        (``token_role``, ``approle_role``, ``userpass_user``, ``ldap_user``,
-        ``ldap_group``, ``jwt_role``, ``oidc_role``, ``kubernetes_role``,
+        (``token_role``, ``token_role_alias``, ``approle_role``, ``userpass_user``,
+        ``ldap_user``, ``ldap_group``, ``jwt_role``, ``oidc_role``, ``kubernetes_role``,
         ``cert_role``, ``entity``, ``group``, ``token``), ``name``, ``status``
-        (``granted``, or ``depends on identity`` where a templated pattern could
-        decide for some logins and not others), ``pattern`` (the pattern that
-        decides), ``policies`` (those granting it on that pattern),
-        ``capabilities`` (everything the deciding pattern grants). A holder of
-        ``root`` shows ``root``. ``attrs["coverage"]`` lists what could not be read.
-        """
-        return self._current().who_can(capability, path)
+        (``granted``; ``depends on identity`` where a templated pattern could decide for
+        some logins and not others; ``depends on the caller`` for a token role whose
+        tokens hold their caller's policies), ``pattern`` (the pattern that decides),
+        ``policies`` (those granting it on that pattern), ``capabilities`` (everything
+        the deciding pattern grants), ``depends_on`` (what a "depends" status depends
+        on). A holder of ``root`` shows ``root``. On a path that needs ``sudo``
+        (:mod:`toolkit._spec.sudo`, OpenBao's own list) only holders of ``sudo`` there
+        are named. A principal the server gives nothing (a token role that refuses its
+        caller, a templated value the server refuses) is not named.
 
-    def can(self, principal: str | Principal | Sequence[str]) -> pd.DataFrame:
+        ``capability`` may be a list: the principals holding all of them. ``path`` may
+        carry the API prefix ``/v1/`` (``attrs["note"]`` says it was left out).
+        ``caller`` (a principal, or a list of policies) resolves the token roles whose
+        tokens depend on who creates them. ``attrs["coverage"]`` lists what could not
+        be read.
+        """
+        return self._current().who_can(capability, path, caller)
+
+    def can(
+        self,
+        principal: str | Principal | Sequence[str],
+        caller: str | Principal | Sequence[str] | None = None,
+    ) -> pd.DataFrame:
         """What ``principal`` may do: each pattern of its policies once, most specific
         first, with the capabilities left after merging its policies and ``deny``.
 
         ``principal`` is a configuration path (``auth/approle/role/ci``) or a list of
         policy names. Templated patterns are filled where the identity is known
         (``written_as`` shows the template) and listed as ``depends on identity``
-        where it is not.
+        where it is not. A token role whose tokens hold their caller's policies needs
+        ``caller``; one row ``holds nothing: ...`` when the server would give nothing.
         """
-        return self._current().can(principal)
+        return self._current().can(principal, caller)
 
     def explain(
-        self, principal: str | Principal | Sequence[str], path: str, capability: str = "read"
+        self,
+        principal: str | Principal | Sequence[str],
+        path: str,
+        capability: str = "read",
+        caller: str | Principal | Sequence[str] | None = None,
     ) -> pd.DataFrame:
         """Which pattern of which policy decides ``path`` for ``principal``, and which
         others matched and lost: ``rank`` (1 decides), ``policy``, ``pattern``,
-        ``capabilities`` (that policy's on that pattern), ``outcome``."""
-        return self._current().explain(principal, path, capability)
+        ``capabilities`` (that policy's on that pattern), ``outcome`` (``decides``, or
+        ``decides: denied, ...`` when the deciding pattern lacks the capability, or the
+        ``sudo`` the path needs)."""
+        return self._current().explain(principal, path, capability, caller)
 
     # -- reading ---------------------------------------------------------------------
-    def _read_policies(self, reader: _Reader) -> dict[str, list[PathRule]]:
+    def _read_mounts(self, reader: _Reader, path: str) -> dict[str, Any] | None:
+        """The mounts listed at ``path`` (``sys/auth``, ``sys/mounts``), None when refused."""
+        try:
+            mounts = unwrap(self._http.json("GET", path))
+        except APIError as exc:
+            reader.gap(path, exc.status, _reason(exc.status, "read"))
+            return None
+        reader.coverage.note_read()
+        return {str(k): v for k, v in mounts.items() if isinstance(v, Mapping)}
+
+    def _read_policies(self, reader: _Reader) -> tuple[dict[str, list[PathRule]], dict[str, str]]:
         names = reader.list_keys("/sys/policies/acl", empty_ok=False)
         # Every answer is read before any is parsed: parsing between answers holds the GIL
         # against the fan-out's event loop and slows the reads (docs/decisions.md, access).
@@ -660,6 +1029,7 @@ class Access(SecretsArea):
             [f"/sys/policies/acl/{segment(n, 'policy name listed by the server')}" for n in names]
         )
         policies: dict[str, list[PathRule]] = {}
+        blocked: dict[str, str] = {}
         for name, data in zip(names, texts, strict=True):
             if data is None or name == "root":
                 continue
@@ -667,11 +1037,28 @@ class Access(SecretsArea):
                 policies[name] = parse_acl_policy(str(data.get("policy") or ""), name)
             except PolicyParseError as exc:
                 reader.gap(f"sys/policies/acl/{name}", None, str(exc))
-        return policies
+                continue
+            except Exception as exc:  # noqa: BLE001 - whatever a policy does to the parser
+                # (a RecursionError, a parser's own error): that policy is a gap, the rest stands.
+                reason = f"the policy could not be read ({type(exc).__name__})"
+                reader.gap(f"sys/policies/acl/{name}", None, reason)
+                continue
+            refused = "".join(
+                chars
+                for chars, allowed in (
+                    ("/", data.get("allow_slashes_in_identity_templates")),
+                    ("*+", data.get("allow_wildcards_in_identity_templates")),
+                )
+                if not allowed
+            )
+            if refused != BLOCKED_SUBSTITUTIONS:
+                blocked[name] = refused
+        return policies, blocked
 
     def _read_identity(
         self, reader: _Reader
     ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+        gaps, asked = len(reader.coverage.gaps), len(reader.coverage.asked)
         ids = reader.list_keys("/identity/entity/id")
         entities = [
             e
@@ -688,10 +1075,16 @@ class Access(SecretsArea):
             )
             if g
         }
+        reader.identity_read = len(reader.coverage.gaps) == gaps and not any(
+            "not served" in a for a in reader.coverage.asked[asked:]
+        )
         return entities, groups
 
-    def _read_token_roles(self, reader: _Reader) -> list[Principal]:
+    def _read_token_roles(
+        self, reader: _Reader, auth_mounts: Mapping[str, Any] | None, known: _Known
+    ) -> list[Principal]:
         names = reader.list_keys("/auth/token/roles")
+        accessor = str(((auth_mounts or {}).get("token/") or {}).get("accessor") or "")
         found = []
         for name, data in zip(
             names,
@@ -703,26 +1096,53 @@ class Access(SecretsArea):
             ),
             strict=True,
         ):
-            if data is not None:
-                policies = _with_default(data, _policies_of(data, "allowed_policies"))
-                found.append(Principal(f"auth/token/roles/{name}", "token_role", name, policies))
+            if data is None:
+                continue
+            role = TokenRole(
+                allowed=tuple(_policies_of(data, "allowed_policies")),
+                allowed_glob=tuple(_policies_of(data, "allowed_policies_glob")),
+                disallowed=tuple(_policies_of(data, "disallowed_policies")),
+                disallowed_glob=tuple(_policies_of(data, "disallowed_policies_glob")),
+                no_default=bool(data.get("token_no_default_policy")),
+                orphan=bool(data.get("orphan")),
+                entity_aliases=tuple(
+                    a.lower() for a in _policies_of(data, "allowed_entity_aliases")
+                ),
+            )
+            policies, why = role.policies(None)
+            where = f"auth/token/roles/{name}"
+            # A token of the role inherits its caller's entity, unless the role makes orphans.
+            identity: Any = None if role.orphan else UNKNOWN_IDENTITY
+            found.append(
+                Principal(where, "token_role", name, policies or (), identity, why, policies, role)
+            )
+            # A token created with ``entity_alias`` carries that alias's entity and its policies.
+            for (mount_accessor, alias), ident in sorted(known.by_alias.items()):
+                if mount_accessor != accessor or not _glob_any(role.entity_aliases, alias.lower()):
+                    continue
+                extra = known.entity_policies[ident.entity_id]
+                found.append(
+                    Principal(
+                        f"{where}/entity_alias/{alias}",
+                        "token_role_alias",
+                        alias,
+                        tuple(dict.fromkeys((policies or ()) + extra)),
+                        ident,
+                        why,
+                        policies,
+                        role,
+                        extra,
+                    )
+                )
         return found
 
     def _read_auth(
-        self,
-        reader: _Reader,
-        by_alias: Mapping[tuple[str, str], Identity],
-        entity_policies: Mapping[str, tuple[str, ...]],
+        self, reader: _Reader, mounts: Mapping[str, Any] | None, known: _Known
     ) -> list[Principal]:
-        try:
-            mounts = unwrap(self._http.json("GET", "/sys/auth"))
-        except APIError as exc:
-            reader.gap("sys/auth", exc.status, _reason(exc.status, "read"))
+        if mounts is None:
             return []
         found: list[Principal] = []
         for mount, info in sorted(mounts.items()):
-            if not isinstance(info, Mapping):
-                continue
             kind = str(info.get("type") or "")
             accessor = str(info.get("accessor") or "")
             folders = AUTH_METHODS.get(kind)
@@ -734,9 +1154,16 @@ class Access(SecretsArea):
             for folder, what in folders:
                 base = f"/auth/{segments(mount, 'auth mount listed by the server')}/{folder}"
                 names = reader.list_keys(base)
-                datas = reader.read_all(
-                    [f"{base}/{segment(n, 'name listed by the server')}" for n in names]
-                )
+                paths = [f"{base}/{segment(n, 'name listed by the server')}" for n in names]
+                datas = reader.read_all(paths)
+                # An AppRole login's alias is the role's id: every login of a role is one entity.
+                alias_of = dict(zip(names, names, strict=True))
+                if what == "approle_role":
+                    ids = reader.read_all([f"{p}/role-id" for p in paths])
+                    alias_of = {
+                        n: str((d or {}).get("role_id") or "")
+                        for n, d in zip(names, ids, strict=True)
+                    }
                 for name, data in zip(names, datas, strict=True):
                     if data is None:
                         continue
@@ -754,19 +1181,36 @@ class Access(SecretsArea):
                                 own = [*own, *group_map.get(group.lower(), ())]
                         policies = _with_default(data, own)
                     identity: Any = UNKNOWN_IDENTITY
-                    if what in _ALIASED_BY_NAME:
-                        known = by_alias.get((accessor, name))
-                        if known is not None:
-                            identity = known
-                            policies = tuple(
-                                dict.fromkeys(policies + entity_policies[known.entity_id])
-                            )
+                    depends = ""
+                    extra: tuple[str, ...] = ()
+                    if what in _ALIASED_BY_NAME or what == "approle_role":
+                        ident = known.by_alias.get((accessor, alias_of.get(name, "")))
+                        if ident is not None:
+                            identity = ident
+                            extra = known.entity_policies[ident.entity_id]
+                        elif known.identity_read and alias_of.get(name):
+                            depends = "identity: never logged in, no entity yet (its first login makes one)"
                     found.append(
-                        Principal(f"{base.lstrip('/')}/{name}", kind_of, name, policies, identity)
+                        Principal(
+                            f"{base.lstrip('/')}/{name}",
+                            kind_of,
+                            name,
+                            tuple(dict.fromkeys(policies + extra)),
+                            identity,
+                            depends,
+                            policies,
+                            None,
+                            extra,
+                        )
                     )
         return found
 
-    def _read_tokens(self, reader: _Reader, identities: Mapping[str, Identity]) -> list[Principal]:
+    def _read_tokens(
+        self,
+        reader: _Reader,
+        identities: Mapping[str, Identity],
+        entity_policies: Mapping[str, tuple[str, ...]],
+    ) -> list[Principal]:
         accessors = reader.list_keys("/auth/token/accessors")
         found = []
         for accessor, data in zip(
@@ -776,12 +1220,8 @@ class Access(SecretsArea):
         ):
             if data is None:
                 continue
-            policies = tuple(
-                dict.fromkeys(
-                    listed_keys(data.get("policies"), "policies")
-                    + listed_keys(data.get("identity_policies"), "identity_policies")
-                )
-            )
+            own = tuple(listed_keys(data.get("policies"), "policies"))
+            extra = tuple(listed_keys(data.get("identity_policies"), "identity_policies"))
             entity = str(data.get("entity_id") or "")
             identity: Any = None
             if entity:
@@ -791,11 +1231,25 @@ class Access(SecretsArea):
                     f"auth/token/accessors/{accessor}",
                     "token",
                     str(data.get("display_name") or ""),
-                    policies,
+                    tuple(dict.fromkeys(own + extra)),
                     identity,
+                    "",
+                    own,
+                    None,
+                    extra,
                 )
             )
         return found
+
+
+@dataclass(frozen=True)
+class _Known:
+    """What the identity store told: entities by (mount accessor, alias name), each
+    entity's policies (its groups' included), and whether it was read whole."""
+
+    by_alias: Mapping[tuple[str, str], Identity]
+    entity_policies: Mapping[str, tuple[str, ...]]
+    identity_read: bool
 
 
 def _group_policies(groups: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
@@ -849,15 +1303,27 @@ def _identity_of(entity: Mapping[str, Any], groups: Mapping[str, Mapping[str, An
     )
 
 
-def _capability(capability: str) -> str:
-    """``capability`` as the server spells it; a word it does not know is refused in
-    one line (``who_can("raed", ...)`` answering "nobody" would be a false finding)."""
-    from .._spec.acl import CAPABILITIES
-
-    word = str(capability).strip().lower()
-    if word not in CAPABILITIES or word == "deny":
+def _capabilities(capability: str | Sequence[str], *, one: bool = False) -> tuple[str, ...]:
+    """``capability`` (a word or a list of them) as the server spells it; a word it does
+    not know is refused in one line (``who_can("raed", ...)`` answering "nobody" would be
+    a false finding), and so is ``write``, which the server splits in two."""
+    words = [capability] if isinstance(capability, str) else list(capability)
+    if not words or (one and len(words) != 1):
         raise InputError(
-            f"unknown capability {capability!r}: ask for one of "
-            + ", ".join(c for c in CAPABILITIES if c != "deny")
+            "name one capability" if one else "name at least one capability, e.g. 'read'"
         )
-    return word
+    found = []
+    for raw in words:
+        word = str(raw).strip().lower()
+        if word == "write":
+            raise InputError(
+                "'write' is not one capability: create or update? (create writes a new "
+                "entry, update changes one; ask for ['create', 'update'] for both)"
+            )
+        if word not in CAPABILITIES or word == "deny":
+            raise InputError(
+                f"unknown capability {raw!r}: ask for one of "
+                + ", ".join(c for c in CAPABILITIES if c != "deny")
+            )
+        found.append(word)
+    return tuple(dict.fromkeys(found))
