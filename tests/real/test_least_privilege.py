@@ -150,13 +150,6 @@ def test_every_logged_request_is_decided_by_the_rule_and_policies_the_server_log
     )  # fmt: skip
 
 
-def test_the_shipped_sudo_paths_are_the_ones_the_running_openbao_marks(world: World) -> None:
-    with world.server.http() as root:
-        spec = _ok(root.get("/sys/internal/specs/openapi")).json()
-    marked = sorted(p for p, item in spec["paths"].items() if item.get("x-vault-sudo"))
-    assert marked == list(least_privilege.sudo_paths())
-
-
 def test_unused_grants_are_standing_privilege_ranked_by_danger(review: Review) -> None:
     standing = review.standing(["auth/userpass/users/alice"]).set_index(["pattern", "capability"])
     assert not standing.loc[("secret/data/app/*", "read"), "unused"]

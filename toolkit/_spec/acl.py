@@ -533,7 +533,15 @@ def is_templated(pattern: str) -> bool:
 class ForbiddenSubstitution(ValueError):
     """A template's value holds a character the server refuses in a substitution
     (``/``, ``*`` or ``+`` unless the policy allows them): the server then refuses the
-    token's whole ACL, so the token holds nothing."""
+    token's whole ACL, so the token holds nothing. ``value`` is the refused character,
+    ``pattern`` the path as the policy writes it."""
+
+    def __init__(self, value: str, template: str, pattern: str) -> None:
+        super().__init__(
+            f"template substitution contains forbidden value {value!r} ({template} in {pattern!r})"
+        )
+        self.value = value
+        self.pattern = pattern
 
 
 # Refused in a substituted value unless the policy says otherwise
@@ -564,41 +572,12 @@ def render(
             value = _fill(match.group(1), identity)
             bad = next((c for c in blocked if c in value), None)
             if bad is not None:
-                raise ForbiddenSubstitution(
-                    f"template substitution contains forbidden value {bad!r} "
-                    f"({match.group()} in {pattern!r})"
-                )
+                raise ForbiddenSubstitution(bad, match.group(), pattern)
             parts += [pattern[at : match.start()], value]
             at = match.end()
     except _NotFound:
         return None
     return "".join(parts) + pattern[at:]
-
-
-# What a filled template may not hold in an ACL path (OpenBao's policy store blocks these
-# unless a policy allows slashes or wildcards in its templates, which the sandbox never does).
-FORBIDDEN_IN_TEMPLATES: Final = ("/", "*", "+")
-
-
-def forbidden_substitution(
-    pattern: str, identity: Identity | None, blocked: Sequence[str] = FORBIDDEN_IN_TEMPLATES
-) -> str | None:
-    """The blocked value a template of ``pattern`` would be filled with, or None.
-
-    Templates are filled in order, as the server fills them: one it cannot fill
-    leaves the pattern out (None) before any later one is looked at; the first
-    filled value holding a blocked string names it, and the server then refuses
-    the token's whole ACL.
-    """
-    for found in _TEMPLATE.finditer(pattern):
-        try:
-            value = _fill(found.group(1), identity)
-        except _NotFound:
-            return None
-        for item in blocked:
-            if item in value:
-                return item
-    return None
 
 
 def _check_template(label: str) -> None:
@@ -964,8 +943,10 @@ class ACL:
         self.unresolved: list[PathRule] = []
         # (policy, filled-in pattern) -> the templated pattern it was written as.
         self.written_as: dict[tuple[str, str], str] = {}
-        # Why the server refuses this token's whole ACL (it then holds nothing), or "".
+        # Why the server refuses this token's whole ACL (it then holds nothing), or "";
+        # and the policy and substitution that did it (the sandbox answers with them).
         self.refused = ""
+        self.refusal: tuple[str, ForbiddenSubstitution] | None = None
         blocked = blocked or {}
         for rule in rules:
             if not rule.templated:
@@ -979,6 +960,7 @@ class ACL:
                     )
                 except ForbiddenSubstitution as exc:
                     self.refused = f"policy {rule.policy!r}: {exc}"
+                    self.refusal = (rule.policy, exc)
                     kept, self.unresolved, self.written_as = [], [], {}
                     break
                 if rendered is not None:

@@ -16,7 +16,7 @@ What the file audit device logs, and what it does not (OpenBao 2.7): the operati
 entity id, and ``policy_results`` (the granting policies of an allowed request's winning
 pattern; ``allowed: false`` alone on a denied one). It does not log the token role,
 whether an identity policy came from the entity or a group, whether ``sudo`` was needed
-(the server's root-protected paths say: :mod:`._sudo`), nor the parameter values a rule's
+(the server's root-protected paths say: :mod:`toolkit._spec.sudo`), nor the parameter values a rule's
 ``allowed_parameters`` test (HMAC'd): such rules are kept as written in a generated
 policy and listed. Templated patterns are filled from the identity store as it is now.
 """
@@ -33,13 +33,13 @@ import pandas as pd
 from .. import auditlog
 from .._coverage import Coverage
 from .._errors import InputError
+from .._spec.sudo import needs_sudo
 from ._decide import Decider, Verdict
 from ._demo import sandbox_demo_log
 from ._generate import Generated, ProofFailed
 from ._log import read_requests
 from ._policies import PolicyTexts
 from ._review import DANGER, Review, danger_of
-from ._sudo import needs_sudo, sudo_paths
 
 __all__ = [
     "DANGER",
@@ -58,7 +58,6 @@ __all__ = [
     "policies_as_of",
     "review",
     "sandbox_demo_log",
-    "sudo_paths",
 ]
 
 # The history frame every review files its policy texts into, and its ranking.

@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .._spec.acl import ACL, Identity, PathRule
+from .._spec.sudo import needs_sudo
 from ._policies import PolicyTexts
-from ._sudo import needs_sudo
 
 __all__ = ["Decider", "Verdict"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any, cast
 
-from ..._spec.acl import ACL, forbidden_substitution
+from ..._spec.acl import ACL
 from .._clock import Clock
 from .audit import AuditDevices
 from .backends import EngineRegistry
@@ -203,15 +203,13 @@ class SecretsService:
         names = self.token_policies(token)
         identity = self.identity.identity_of(token.entity_id) if token.entity_id else None
         acl = self.policies.acl(names, identity)
-        for name in names:
-            for rule in self.policies.templated_rules(name):
-                blocked = forbidden_substitution(rule.pattern, identity)
-                if blocked is not None:
-                    raise AccessDenied(
-                        f'error parsing templated policy "{name}": failed to parse policy: '
-                        f'path "{rule.pattern}": template substitution contains forbidden '
-                        f'value: "{blocked}"'
-                    )
+        if acl.refusal is not None:
+            name, refused = acl.refusal
+            raise AccessDenied(
+                f'error parsing templated policy "{name}": failed to parse policy: '
+                f'path "{refused.pattern}": template substitution contains forbidden '
+                f'value: "{refused.value}"'
+            )
         return acl
 
     def authorize(self, token: Token, path: str, capability: str, *, sudo: bool = False) -> None:

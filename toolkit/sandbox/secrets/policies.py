@@ -261,8 +261,3 @@ class PolicyStore:
             if policy is not None:
                 rules.extend(policy.rules)
         return ACL(rules, identity=identity)
-
-    def templated_rules(self, name: str) -> list[PathRule]:
-        """The rules of ACL policy ``name`` whose paths hold identity templates."""
-        policy = self._by_kind["acl"].get(name)
-        return [r for r in policy.rules if r.templated] if policy is not None else []
