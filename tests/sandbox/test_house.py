@@ -307,7 +307,7 @@ def test_an_engine_registered_on_one_side_only_is_named_with_its_side() -> None:
 def test_each_client_area_is_its_module_s_and_made_at_its_mount_by_the_registry() -> None:
     # One name per engine: the registry's line, the client's attribute and module, the
     # sandbox's folder and descriptor mount are all the engine's default mount.
-    assert ENGINE_AREAS == {m: s.area for m, s in area_slots(SecretsClient).items()}
+    assert {m: s.area for m, s in area_slots(SecretsClient).items()} == ENGINE_AREAS
     client = SecretsClient("http://127.0.0.1:9", "t")
     try:
         view = client.in_namespace("team")
@@ -325,7 +325,9 @@ def test_an_area_read_before_the_client_made_it_is_made_then() -> None:
     client = SecretsClient("http://127.0.0.1:9", "t")
     try:
         del client.pki  # as if the client had not made it yet
-        assert client.pki.mount == "pki" and client.pki is client.pki
+        made = client.pki
+        assert type(made) is ENGINE_AREAS["pki"] and made.mount == "pki"
+        assert made._http is client.http and client.pki is made
         assert isinstance(SecretsClient.pki, AreaSlot)
     finally:
         client.close()
