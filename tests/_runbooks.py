@@ -31,10 +31,10 @@ def services_of(name: str) -> set[str]:
 
 def engines_of(name: str) -> set[str]:
     """The secrets engines a runbook calls, by the client's attribute (its default mount)."""
-    from toolkit.secrets.client import ENGINE_AREAS
+    from toolkit.secrets.engines import ENGINE_AREAS
 
     code = runbook_code(name)
-    return {a.DEFAULT_MOUNT for a in ENGINE_AREAS if re.search(rf"\.{a.DEFAULT_MOUNT}\.", code)}
+    return {mount for mount in ENGINE_AREAS if re.search(rf"\.{mount}\.", code)}
 
 
 def run_runbook(

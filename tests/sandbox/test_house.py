@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import grimp
 import httpx
+import mypy.api
 import pytest
 from starlette.responses import Response
 
 from tests.test_fuzz import engine_endpoints, fuzz_once, fuzzed
+from toolkit import NotFound, Record
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets import fields
 from toolkit.sandbox.secrets.backends import Engine, EngineRegistry
@@ -42,6 +43,9 @@ from toolkit.sandbox.secrets.http._base import (
     resource,
 )
 from toolkit.sandbox.secrets.mounts import Mount
+from toolkit.secrets import SecretsClient
+from toolkit.secrets._base import EngineArea, Names
+from toolkit.secrets.engines import ENGINE_AREAS, AreaSlot, area_slots
 
 SECRETS = "toolkit.sandbox.secrets"
 ENGINES_DIR = Path(__file__).resolve().parents[2] / "toolkit" / "sandbox" / "secrets" / "engines"
@@ -279,24 +283,116 @@ def test_a_new_engine_is_fuzzed_like_the_others(
     fuzz_once(echo_server, api, template, allowed, method, value, body, known_method, _echo_state)
 
 
-def test_the_client_s_engine_areas_are_the_sandbox_s_engines_by_one_name() -> None:
-    # One name per engine: the client's attribute and module, the sandbox's folder and
-    # descriptor mount are all the engine's default mount.
-    from toolkit.secrets import SecretsClient
-    from toolkit.secrets.client import ENGINE_AREAS
+# -- the client's half: its registry, and the echo engine's area plugged in by one line --------
+def _one_sided(client: type, engines: EngineRegistry) -> list[str]:
+    """Each engine registered on one side only, said so; [] when both sides agree."""
+    areas = set(area_slots(client))
+    served = {e.mount.rstrip("/") for e in engines}
+    return [f"{m}: the client's registry only" for m in sorted(areas - served)] + [
+        f"{m}: the sandbox's registry only" for m in sorted(served - areas)
+    ]
 
-    assert {a.DEFAULT_MOUNT for a in ENGINE_AREAS} == {e.mount.rstrip("/") for e in ENGINES}
-    hints = typing.get_type_hints(SecretsClient)
-    for area in ENGINE_AREAS:
-        home = f"toolkit.secrets.{area.DEFAULT_MOUNT}"  # a module, or a package of that name
-        assert area.__module__ == home or area.__module__.startswith(home + ".")
-        assert hints[area.DEFAULT_MOUNT] is area
+
+def test_the_client_and_the_sandbox_register_the_same_engines() -> None:
+    assert _one_sided(SecretsClient, ENGINES) == []
+
+
+def test_an_engine_registered_on_one_side_only_is_named_with_its_side() -> None:
+    assert _one_sided(EchoClient, ENGINES) == ["echo: the client's registry only"]
+    assert _one_sided(SecretsClient, EngineRegistry(*ENGINES, ECHO)) == [
+        "echo: the sandbox's registry only"
+    ]
+
+
+def test_each_client_area_is_its_module_s_and_made_at_its_mount_by_the_registry() -> None:
+    # One name per engine: the registry's line, the client's attribute and module, the
+    # sandbox's folder and descriptor mount are all the engine's default mount.
+    assert {m: s.area for m, s in area_slots(SecretsClient).items()} == ENGINE_AREAS
     client = SecretsClient("http://127.0.0.1:9", "t")
     try:
-        for area in ENGINE_AREAS:
-            assert type(getattr(client, area.DEFAULT_MOUNT)) is area
+        view = client.in_namespace("team")
+        for mount, area in ENGINE_AREAS.items():
+            home = f"toolkit.secrets.{mount}"  # a module, or a package of that name
+            assert area.__module__ == home or area.__module__.startswith(home + ".")
+            made = getattr(client, mount)
+            assert type(made) is area and made.mount == mount
+            assert getattr(view, mount)._http is view.http is not client.http
     finally:
         client.close()
+
+
+def test_an_area_read_before_the_client_made_it_is_made_then() -> None:
+    client = SecretsClient("http://127.0.0.1:9", "t")
+    try:
+        del client.pki  # as if the client had not made it yet
+        made = client.pki
+        assert type(made) is ENGINE_AREAS["pki"] and made.mount == "pki"
+        assert made._http is client.http and client.pki is made
+        assert isinstance(SecretsClient.pki, AreaSlot)
+    finally:
+        client.close()
+
+
+class Echo(EngineArea):
+    """secrets/echo.py: the echo engine's calls, a client module's worth."""
+
+    def list_words(self) -> Names:
+        """``LIST /echo/words``."""
+        return self._list(self._path("words"))
+
+    def read_word(self, name: str) -> Record:
+        """``GET /echo/words/:name``."""
+        return self._record(self._read(self._path("words/{name}", name=name)), "echo word")
+
+    def write_word(self, name: str, text: str) -> None:
+        """``POST /echo/words/:name``."""
+        self._send("POST", self._path("words/{name}", name=name), {"text": text})
+
+
+class EchoClient(SecretsClient):
+    echo = AreaSlot(Echo)  # the one registration line
+
+
+def test_a_new_engine_area_plugs_into_the_client_and_calls_the_sandbox(
+    echo_server: tuple[Sandbox, httpx.Client],
+) -> None:
+    sandbox, _ = echo_server
+    with EchoClient(sandbox.address, sandbox.token) as client:
+        assert client.echo.mount == "echo"
+        assert dict(client.echo.read_word("hello")) == {"name": "hello", "text": "world"}
+        client.echo.write_word("client", "was here")
+        assert client.echo.list_words() == ["client", "hello"]
+        client.enable_engine("team/echo2", "echo")
+        try:
+            elsewhere = client.echo.at("team/echo2")
+            elsewhere.write_word("hi", "there")
+            assert elsewhere.list_words() == ["hi"]
+            with pytest.raises(NotFound):
+                client.echo.read_word("hi")
+        finally:
+            client.disable_engine("team/echo2")
+        # The built-in engines' areas are all still there.
+        assert set(ENGINE_AREAS) < set(area_slots(EchoClient))
+
+
+@pytest.mark.slow
+def test_the_type_checker_knows_each_engine_area_s_type_and_a_plugged_in_one_s(
+    tmp_path: Path,
+) -> None:
+    snippet = tmp_path / "areas.py"
+    snippet.write_text(
+        "from toolkit.secrets import SecretsClient\n"
+        "from tests.sandbox.test_house import EchoClient\n"
+        "reveal_type(SecretsClient().pki)\n"
+        "reveal_type(SecretsClient().ad)\n"
+        "reveal_type(EchoClient().echo)\n"
+    )
+    # The snippet alone, the package read for its types only (about a minute, cold).
+    options = ["--config-file=", "--ignore-missing-imports", "--follow-imports=silent"]
+    out, _, _ = mypy.api.run([*options, f"--cache-dir={tmp_path / 'cache'}", str(snippet)])
+    assert 'Revealed type is "toolkit.secrets.pki.engine.PKI"' in out, out
+    assert 'Revealed type is "toolkit.secrets.ad.Directory"' in out, out
+    assert 'Revealed type is "tests.sandbox.test_house.Echo"' in out, out
 
 
 def test_the_registry_refuses_a_second_engine_of_a_type_or_a_mount_and_a_bad_mount() -> None:

@@ -321,16 +321,15 @@ class SecretsArea(Area):
 class EngineArea(SecretsArea):
     """A secrets engine's calls, against one mount path.
 
-    Each engine has a default mount (``DEFAULT_MOUNT``, the spec's path); the
-    client's attribute uses it, and :meth:`at` gives the same calls against an
-    engine mounted elsewhere: ``client.database.at("databases/eu")``.
+    Each engine has a default mount (the spec's path), the name of its line in
+    the client's registry (:class:`~.engines.EngineAreas`) and of the client's
+    attribute; :meth:`at` gives the same calls against an engine mounted
+    elsewhere: ``client.database.at("databases/eu")``.
     """
 
-    DEFAULT_MOUNT = ""
-
-    def __init__(self, http: HTTPLayer, mount: str | None = None) -> None:
+    def __init__(self, http: HTTPLayer, mount: str) -> None:
         super().__init__(http)
-        self.mount = (mount if mount is not None else self.DEFAULT_MOUNT).strip("/")
+        self.mount = mount.strip("/")
         # Checked once, by the rule every name in an address follows.
         self._mount_path = segments(self.mount, "mount")
 

@@ -77,9 +77,7 @@ def _seconds(value: Duration | None, name: str) -> int | None:
 class Directory(EngineArea):
     """The directory (AD) engine (spec 4.7); ``client.ad.at(path)`` for another mount."""
 
-    DEFAULT_MOUNT = "ad"
-
-    def __init__(self, http: HTTPLayer, mount: str | None = None) -> None:
+    def __init__(self, http: HTTPLayer, mount: str) -> None:
         super().__init__(http, mount)
         # The leases of the check-outs made through this client: (mount, set, account) -> id.
         self._lent: dict[tuple[str, str, str], str] = {}

@@ -116,8 +116,6 @@ def _encoded_topics(topics: TopicMap | str) -> str:
 class Broker(EngineArea):
     """The message-broker engine (spec 4.9); ``client.broker.at(path)`` for another mount."""
 
-    DEFAULT_MOUNT = "broker"
-
     # -- configuration -----------------------------------------------------------------
     def configure_connection(
         self,

@@ -28,17 +28,13 @@ from .._http.response import Response
 from .._masking import Sensitive
 from .._records import Record
 from .._spec.headers import NAMESPACE_HEADER, TOKEN_HEADERS
-from ._base import EngineArea, listed_keys, refuse_missing, unwrap
+from ._base import listed_keys, refuse_missing, unwrap
 from .access import Access
-from .ad import Directory
 from .auth import Auth
-from .broker import Broker
-from .database import Database
-from .keymgmt import KeyManagement
+from .engines import EngineAreas, area_slots
 from .leases import Leases
 from .namespaces import Namespaces
 from .password_policies import PasswordPolicies
-from .pki import PKI
 from .plugins import Plugins
 from .policies import Policies
 from .rekey import Rekey
@@ -46,11 +42,7 @@ from .seal import Seal
 from .standby import FollowStandby
 from .tokens import Tokens
 
-__all__ = ["ENGINE_AREAS", "LOGIN_METHODS", "SecretsClient"]
-
-# The engines' areas: each is the client's attribute named for its default mount
-# (``client.keymgmt``, ``client.ad``, ...), the sandbox's engine folder of the same name.
-ENGINE_AREAS: tuple[type[EngineArea], ...] = (KeyManagement, Directory, Database, Broker, PKI)
+__all__ = ["LOGIN_METHODS", "SecretsClient"]
 
 LOGIN_METHODS = ("approle", "userpass", "ldap", "jwt", "kubernetes", "oidc", "cert")
 _CLIENT_OPTIONS = frozenset(
@@ -70,7 +62,7 @@ _CLIENT_OPTIONS = frozenset(
 )
 
 
-class SecretsClient(ServiceClient):
+class SecretsClient(EngineAreas, ServiceClient):
     """A client of the secrets-management server API (spec 001), base path ``/v1``.
 
     ``address``, ``token`` and ``namespace`` default to ``VAULT_ADDR``,
@@ -90,17 +82,10 @@ class SecretsClient(ServiceClient):
     :attr:`recovery_rekey`,
     :attr:`seal`, :attr:`leases`, :attr:`plugins`, :attr:`tokens`,
     :attr:`namespaces` (the namespace walk; :meth:`in_namespace` for one); the
-    engines of :data:`ENGINE_AREAS`, each at its default mount and named for it
+    engines of :class:`~.engines.EngineAreas`, each at its default mount and named for it
     (:attr:`keymgmt`, :attr:`ad`, :attr:`database`, :attr:`broker`, :attr:`pki`;
     each has ``.at(mount)`` for an engine mounted elsewhere).
     """
-
-    # The engine areas, made from ENGINE_AREAS (annotated here for type checkers).
-    keymgmt: KeyManagement
-    ad: Directory
-    database: Database
-    broker: Broker
-    pki: PKI
 
     def __init__(
         self,
@@ -175,8 +160,8 @@ class SecretsClient(ServiceClient):
         self.leases = Leases(self.http)
         self.plugins = Plugins(self.http)
         self.tokens = Tokens(self.http)
-        for area in ENGINE_AREAS:
-            setattr(self, area.DEFAULT_MOUNT, area(self.http))
+        for slot in area_slots(type(self)).values():
+            slot.make(self)
         self.namespaces = Namespaces(self.http, self.in_namespace)
 
     def in_namespace(self, path: str) -> SecretsClient:

@@ -109,8 +109,6 @@ def _seconds(value: Any) -> int:
 class Database(EngineArea):
     """The database engine (spec 4.8); ``client.database.at(path)`` for another mount."""
 
-    DEFAULT_MOUNT = "database"
-
     # -- connections -----------------------------------------------------------------
     def list_connections(self) -> Names:
         """Connection names. ``LIST /database/config``."""

@@ -134,8 +134,6 @@ def _distributed_at(name_in_provider: str) -> datetime | None:
 class KeyManagement(EngineArea):
     """The key management engine (spec 4.6); ``client.keymgmt.at(path)`` for another mount."""
 
-    DEFAULT_MOUNT = "keymgmt"
-
     # -- keys ------------------------------------------------------------------------
     def list_keys(self) -> Names:
         """Key names. ``LIST /keymgmt/key``."""

@@ -16,12 +16,10 @@ from .certificate import IssuedCertificate
 class PKIBase(EngineArea):
     """The certificate engine's mount and the session's certificates, which every part's calls share."""
 
-    DEFAULT_MOUNT = "pki"
-
     def __init__(
         self,
         http: HTTPLayer,
-        mount: str | None = None,
+        mount: str,
         issued: list[IssuedCertificate] | None = None,
     ) -> None:
         super().__init__(http, mount)
