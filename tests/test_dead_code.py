@@ -60,9 +60,11 @@ KEPT = {
         "usage_frame",
     ): "public: the one-pass summary every other audit-log frame reads from",
     (
-        "toolkit/secrets/policies.py",
-        "acl_texts",
-    ): "public: every ACL policy's text, for an operator's own checks",
+        "toolkit/auditlog.py",
+        "entries_frame",
+    ): "public: every entry, for the operator's own SQL condition",
+    ("toolkit/least_privilege/_generate.py", "_repr_markdown_"): "IPython shows a policy with it",
+    ("toolkit/sandbox/secrets/logins.py", "_entity_for"): "read through __dict__ by __setstate__",
     (
         "toolkit/secrets/pki/certificate.py",
         "private_key_type",

@@ -21,7 +21,7 @@ from datetime import datetime
 
 from ..._spec.acl import Alias, Group, Identity
 from .._clock import Clock
-from .errors import InvalidRequest, PathNotFound
+from .errors import InvalidRequest
 
 __all__ = ["Entity", "EntityAlias", "IdentityGroup", "IdentityStore"]
 
@@ -348,8 +348,3 @@ class IdentityStore:
             groups=tuple(Group(g.id, g.name, dict(g.metadata)) for g in (*direct, *inherited)),
         )
 
-    def require_entity(self, entity_id: str) -> Entity:
-        entity = self.entities.get(entity_id)
-        if entity is None:
-            raise PathNotFound()
-        return entity
