@@ -347,4 +347,3 @@ class IdentityStore:
             ),
             groups=tuple(Group(g.id, g.name, dict(g.metadata)) for g in (*direct, *inherited)),
         )
-
