@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from .._coverage import Coverage
-from .._errors import APIError, InputError, MountNotFound, one_line
+from .._errors import APIError, DecodeError, InputError, MountNotFound, one_line
 from .._frames import Col, Schema, build_frame
 from .._http import Request, decode_json, segment, segments
 from .._spec.acl import (
@@ -783,6 +783,10 @@ def _policies_of(data: Mapping[str, Any], *fields: str) -> list[str]:
         if value:
             if isinstance(value, str):
                 return [p.strip() for p in value.split(",") if p.strip()]
+            if not isinstance(value, list):
+                raise DecodeError(
+                    f"the server's answer has {name!r} that is not a list of policies"
+                )
             return [str(p) for p in value]
     return []
 

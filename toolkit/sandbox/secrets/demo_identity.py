@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from .token_roles import TokenRole
+from .token_roles import StoredTokenRole
 
 if TYPE_CHECKING:
     from .models import SecretsService
@@ -64,15 +64,15 @@ DEMO_GROUPS: dict[str, tuple[list[str], list[str], list[str], dict[str, str]]] =
 }
 
 DEMO_TOKEN_ROLES = [
-    TokenRole(
+    StoredTokenRole(
         "ci-deployer",
         allowed_policies=["db-readers"],
         disallowed_policies=["operators"],
         orphan=True,
         token_period=24 * 3600,
     ),
-    TokenRole("break-glass", allowed_policies_glob=["on-*"], token_explicit_max_ttl=3600),
-    TokenRole(
+    StoredTokenRole("break-glass", allowed_policies_glob=["on-*"], token_explicit_max_ttl=3600),
+    StoredTokenRole(
         "service-identity",
         allowed_policies=["db-readers"],
         allowed_entity_aliases=["svc-*"],

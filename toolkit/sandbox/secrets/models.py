@@ -20,7 +20,7 @@ from .plugins import PluginCatalog
 from .policies import PolicyStore
 from .rekey import RekeyOperation
 from .seal import SealState
-from .token_roles import TokenRequest, TokenRole, glob_match
+from .token_roles import StoredTokenRole, TokenRequest, glob_match
 from .tokens import Token, TokenStore
 from .wrapping import WrappingStore
 
@@ -64,7 +64,7 @@ class SecretsService:
         self.plugins = PluginCatalog(engines.catalog_names())
         self.tokens = TokenStore(clock, root_token, lease_manager=self._lease_manager)
         self.identity = IdentityStore(clock)
-        self.token_roles: dict[str, TokenRole] = {}
+        self.token_roles: dict[str, StoredTokenRole] = {}
         # File audit devices, configured at start (``--audit-file``).
         self.audit = AuditDevices()
         self.wrapping = WrappingStore(clock)
@@ -161,7 +161,7 @@ class SecretsService:
         parent: Token,
         request: TokenRequest,
         *,
-        role: TokenRole | None = None,
+        role: StoredTokenRole | None = None,
         orphan: bool = False,
         privileged: bool = False,
     ) -> tuple[Token, list[str]]:

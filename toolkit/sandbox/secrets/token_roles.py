@@ -8,7 +8,7 @@ limited in uses, of which type, and which entity aliases a creator may name.
 store does, with or without a role.
 
 Plain state, no HTTP: :mod:`.http.auth_token` turns request bodies into
-:class:`TokenRequest` and :class:`TokenRole`.
+:class:`TokenRequest` and :class:`StoredTokenRole`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from .errors import InvalidRequest, bad_request
 
-__all__ = ["TOKEN_TYPES", "TokenRequest", "TokenRole", "glob_match", "resolve_policies"]
+__all__ = ["TOKEN_TYPES", "TokenRequest", "StoredTokenRole", "glob_match", "resolve_policies"]
 
 # Token types a role (or a login method's role) may name; "default" is the service type.
 TOKEN_TYPES = ("default", "service", "batch", "default-service", "default-batch")
@@ -44,7 +44,7 @@ class TokenRequest:
 
 
 @dataclass
-class TokenRole:
+class StoredTokenRole:
     """One token role, as ``auth/token/roles/:name`` keeps it."""
 
     name: str
@@ -110,7 +110,7 @@ def _sanitize(names: list[str], add_default: bool) -> list[str]:
 
 def resolve_policies(
     request: TokenRequest,
-    role: TokenRole | None,
+    role: StoredTokenRole | None,
     parent_policies: list[str],
     *,
     privileged: bool,

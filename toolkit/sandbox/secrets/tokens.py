@@ -30,7 +30,7 @@ from .._clock import Clock
 from .._plain import RecordTable, StoredRecord
 from .errors import InvalidRequest, bad_request, permission_denied
 from .mounts import SYSTEM_MAX_TTL
-from .token_roles import TokenRequest, TokenRole, resolve_policies
+from .token_roles import StoredTokenRole, TokenRequest, resolve_policies
 
 if TYPE_CHECKING:
     from .leases import Lease, LeaseStore
@@ -287,7 +287,7 @@ class TokenStore:
         request: TokenRequest,
         *,
         privileged: bool = False,
-        role: TokenRole | None = None,
+        role: StoredTokenRole | None = None,
         orphan: bool = False,
         entity_id: str = "",
     ) -> tuple[Token, list[str]]:

@@ -19,7 +19,7 @@ from starlette.routing import Route
 from ...._time import format_rfc3339
 from .. import fields
 from ..errors import AccessDenied, bad_request
-from ..token_roles import TokenRequest, TokenRole
+from ..token_roles import StoredTokenRole, TokenRequest
 from ._base import SecretsRequest, envelope, error, listing, no_content, route
 
 if TYPE_CHECKING:
@@ -265,7 +265,7 @@ async def list_roles(call: SecretsRequest) -> Response:
     return listing(list(call.service.token_roles))
 
 
-def role_document(role: TokenRole) -> dict[str, Any]:
+def role_document(role: StoredTokenRole) -> dict[str, Any]:
     """A token role as ``GET auth/token/roles/:name`` shows it."""
     data: dict[str, Any] = {
         "period": 0,
@@ -298,14 +298,14 @@ def _names(body: dict[str, Any], name: str, existing: list[str], lower: bool = T
     return sorted({n.lower() if lower else n for n in names})
 
 
-def _role_from(body: dict[str, Any], name: str, old: TokenRole | None) -> TokenRole:
+def _role_from(body: dict[str, Any], name: str, old: StoredTokenRole | None) -> StoredTokenRole:
     """A token role from a write's body, over the role as it was (fields not given stay)."""
-    base = old or TokenRole(name)
+    base = old or StoredTokenRole(name)
 
     def duration(field_name: str, current: int) -> int:
         return fields.duration(body, field_name, current)
 
-    role = TokenRole(
+    role = StoredTokenRole(
         name=name,
         allowed_policies=_names(body, "allowed_policies", base.allowed_policies),
         disallowed_policies=_names(body, "disallowed_policies", base.disallowed_policies),
