@@ -47,7 +47,9 @@ def test_a_glob_whose_first_wildcard_comes_later_beats_a_plus_pattern_without_a_
 
 def test_fewer_plus_segments_win_over_a_longer_pattern() -> None:
     # Same first wildcard, both globs: "a/+/b*" has one "+", "a/+/+/*" two and is longer.
-    both = acl('path "a/+/b*" { capabilities = ["read"] }\npath "a/+/+/*" { capabilities = ["deny"] }')
+    both = acl(
+        'path "a/+/b*" { capabilities = ["read"] }\npath "a/+/+/*" { capabilities = ["deny"] }'
+    )
     assert both.decide("a/x/b/y").pattern == "a/+/b*"
     assert both.allows("a/x/b/y", "read")
     assert priority("a/+/b*") > priority("a/+/+/*")
@@ -55,7 +57,9 @@ def test_fewer_plus_segments_win_over_a_longer_pattern() -> None:
 
 def test_the_winner_is_chosen_by_priority_not_by_the_patterns_spelling() -> None:
     # "a/+/b*" sorts after "a/+/b" as text, yet the pattern without a star wins.
-    both = acl('path "a/+/b" { capabilities = ["deny"] }\npath "a/+/b*" { capabilities = ["read"] }')
+    both = acl(
+        'path "a/+/b" { capabilities = ["deny"] }\npath "a/+/b*" { capabilities = ["read"] }'
+    )
     decision = both.decide("a/x/b")
     assert decision.pattern == "a/+/b"
     assert not decision.allows("read")
@@ -148,7 +152,10 @@ def test_merged_patterns_list_each_pattern_once_most_specific_first() -> None:
     merged = merged_patterns(
         rules(("kv/*", ["read"], "a"), ("kv/x", ["read"], "a"), ("kv/x", ["deny"], "b"))
     )
-    assert merged == [("kv/x", frozenset({"deny"}), ("a", "b")), ("kv/*", frozenset({"read"}), ("a",))]
+    assert merged == [
+        ("kv/x", frozenset({"deny"}), ("a", "b")),
+        ("kv/*", frozenset({"read"}), ("a",)),
+    ]
 
 
 # -- which paths a pattern answers -------------------------------------------------------
@@ -322,7 +329,9 @@ def test_every_template_of_a_pattern_is_filled() -> None:
 
 
 def test_a_filled_pattern_is_remembered_with_the_template_it_was_written_as() -> None:
-    written = parse_acl_policy('path "/kv/{{identity.entity.name}}/*" { capabilities = ["read"] }', "p")
+    written = parse_acl_policy(
+        'path "/kv/{{identity.entity.name}}/*" { capabilities = ["read"] }', "p"
+    )
     tokens = ACL(written, identity=ENTITY)
     assert tokens.written_as == {("p", "kv/alice/*"): "kv/{{identity.entity.name}}/*"}
     assert tokens.allows("kv/alice/x", "read")

@@ -136,6 +136,7 @@ def test_a_record_goes_to_a_dict_and_back_whole() -> None:
     assert Coverage.from_dict({"gaps": [{"path": "p", "status": "404"}]}) == Coverage(
         "", [], 0, [Gap("p", 404, "")]
     )
+    assert Coverage.from_dict({"view": "v"}) == Coverage("v")
 
 
 def test_merged_records_keep_every_ask_read_and_gap() -> None:
@@ -184,6 +185,14 @@ def test_the_coverage_frame_has_a_row_per_gap_and_says_whether_all_was_read() ->
     assert table.attrs["views"] == [gappy.summary(), "w: complete (1 read)"]
     whole = coverage(Coverage("w"))
     assert whole.empty and whole.attrs["complete"] is True
+    unproven = coverage(pd.DataFrame())
+    assert unproven.to_dict("list") == {
+        "view": ["?"],
+        "path": [""],
+        "status": [None],
+        "reason": ["no coverage record"],
+    }
+    assert unproven.attrs["views"] == ["?: no coverage record"]
 
 
 def test_requiring_completeness_names_only_the_incomplete_views() -> None:
@@ -194,4 +203,6 @@ def test_requiring_completeness_names_only_the_incomplete_views() -> None:
     assert "w:" not in message
     with pytest.raises(IncompleteAudit, match=r"^\?: no coverage record — "):
         require_complete(pd.DataFrame())
+    with pytest.raises(IncompleteAudit, match=r"^\?: no coverage record; v: incomplete, "):
+        require_complete(pd.DataFrame(), Coverage("v", gaps=[Gap("a", 403, "no")]))
     assert require_complete(Coverage("w")).attrs["complete"]

@@ -89,7 +89,9 @@ def check(injected: dict[str, Any] | None = None, **kw: Any) -> Run:
         ("evidence_dir", 3, "the parameter evidence_dir must be a path (or None), not 3 (int)"),
     ],
 )
-def test_a_value_is_refused_unless_it_is_of_its_defaults_kind(key: str, value: Any, says: str) -> None:
+def test_a_value_is_refused_unless_it_is_of_its_defaults_kind(
+    key: str, value: Any, says: str
+) -> None:
     with pytest.raises(InputError) as caught:
         check({key: value})
     assert str(caught.value) == says

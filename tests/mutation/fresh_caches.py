@@ -16,7 +16,15 @@ from typing import Any
 
 
 def toolkit_caches() -> Iterator[Any]:
-    """Every object with ``cache_clear`` in the loaded ``toolkit`` modules."""
+    """Every object with ``cache_clear`` in the loaded ``toolkit`` modules, once each."""
+    seen: set[int] = set()
+    for cached in _found():
+        if id(cached) not in seen:
+            seen.add(id(cached))
+            yield cached
+
+
+def _found() -> Iterator[Any]:
     for name, module in list(sys.modules.items()):
         if module is None or not (name == "toolkit" or name.startswith("toolkit.")):
             continue
@@ -41,4 +49,3 @@ def clear_toolkit_caches() -> int:
 
 def pytest_sessionstart(session: Any) -> None:
     clear_toolkit_caches()
-

@@ -35,7 +35,6 @@ import re
 import subprocess
 import sys
 import tomllib
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -221,13 +220,20 @@ def equivalents(text: str | None = None) -> set[tuple[str, str, str, str]]:
 # -- the run ---------------------------------------------------------------------------------
 
 
-def run_module(path: str, chosen: Settings, *, sampled: bool, max_children: int) -> None:
-    """Run the mutants of one module (all, or the sample) in this process."""
+def run_module(
+    path: str, chosen: Settings, *, sampled: bool, survivors: bool, max_children: int
+) -> None:
+    """Run the mutants of one module (all, the sample, or those the last run left alive)
+    in this process."""
     from mutmut import __main__ as mutmut_main
+    from mutmut.stats import status_by_exit_code
 
-    names = list(mutants_of(path))
+    codes = mutants_of(path)
+    names = list(codes)
     if sampled:
         names = sample(names, chosen.sample, chosen.seed)
+    if survivors:
+        names = [n for n in names if status_by_exit_code[codes[n]] not in CAUGHT]
     print(f"== {path}: {len(names)} mutants", flush=True)
     if names:
         mutmut_main._run(names, max_children)
@@ -283,6 +289,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--sample", action="store_true", help="the seeded sample of each module")
     parser.add_argument("--module", action="append", help="only this module (repeatable)")
+    parser.add_argument(
+        "--survivors", action="store_true", help="only the mutants the last run left alive"
+    )
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a child run of one module
     args = parser.parse_args(argv)
@@ -295,14 +304,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     extend_mutmut()
     configure(chosen)
     if args.one:
-        run_module(args.one, chosen, sampled=args.sample, max_children=args.max_children)
+        run_module(
+            args.one,
+            chosen,
+            sampled=args.sample,
+            survivors=args.survivors,
+            max_children=args.max_children,
+        )
         return 0
     generate(args.max_children)
     modules = args.module or list(chosen.modules)
     for path in modules:
         # One module at a time, each in a process of its own (mutmut keeps global state).
         child = [sys.executable, "-m", "tests.mutation.run", "--one", path]
-        child += ["--max-children", str(args.max_children)] + (["--sample"] if args.sample else [])
+        child += ["--max-children", str(args.max_children)]
+        child += ["--sample"] * args.sample + ["--survivors"] * args.survivors
         subprocess.run(child, check=True, cwd=ROOT)
     listed = equivalents()
     scores = []
@@ -316,7 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, status, old, new in s.survivors:
             report += f"\n{status}: {name} ({function_of(name)}): `{old}` -> `{new}`"
     print(report)
-    (ROOT / "mutants" / ("sample-scores.md" if args.sample else "scores.md")).write_text(report + "\n")
+    (ROOT / "mutants" / ("sample-scores.md" if args.sample else "scores.md")).write_text(
+        report + "\n"
+    )
     low = [s for s in scores if s.percent < chosen.minimum]
     for s in low:
         print(

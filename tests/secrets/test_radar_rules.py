@@ -72,7 +72,9 @@ def test_a_count_that_fell_is_shrinking_and_one_that_held_is_steady() -> None:
 
 
 def test_growth_projects_the_crossing_and_names_it_within_thirty_days_or_growing() -> None:
-    frame = radar({"fast/": 400, "edge/": 100, "slow/": 100}, {"fast/": 300, "edge/": 70, "slow/": 99})
+    frame = radar(
+        {"fast/": 400, "edge/": 100, "slow/": 100}, {"fast/": 300, "edge/": 70, "slow/": 99}
+    )
     fast = frame.loc["fast/"]  # 10 a day: 600 to go in 60 days
     assert fast["status"] == "growing"
     assert fast["projected_crossing"] == pd.Timestamp(NOW + timedelta(days=60))
@@ -131,7 +133,9 @@ def _leases(*rows: tuple[str, float | None]) -> pd.DataFrame:
     )
 
 
-def test_each_lease_falls_in_the_first_time_left_bucket_it_fits_and_empty_buckets_read_zero() -> None:
+def test_each_lease_falls_in_the_first_time_left_bucket_it_fits_and_empty_buckets_read_zero() -> (
+    None
+):
     frame = ttl_buckets(
         _leases(
             ("a/", 3600),
