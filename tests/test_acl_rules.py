@@ -4,6 +4,8 @@ templates are filled (toolkit/_spec/acl.py)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from toolkit._spec.acl import (
@@ -352,3 +354,115 @@ def test_an_unknown_identity_says_which_templated_patterns_could_match() -> None
     assert not plain.depends_on_identity and plain.maybe == ()
     shared = role.decide("kv/shared/x", "list")
     assert shared.pattern == "kv/shared/*" and shared.capabilities == {"list"}
+
+
+# -- reading policy text ---------------------------------------------------------------------
+
+# Plain policies HCL (pygohcl) leaves to python-hcl2's grammar: non-ASCII, numbers.
+TREE_READ = [
+    'path "caf\u00e9/*" {\n  capabilities = ["read", "list"]\n}\n',
+    'path "a" {\n  max_wrapping_ttl = 300\n  capabilities = []\n}\n# note\npath "b" {\n}\n',
+    'name = "\u00e9"\npath "a" {\n  capabilities = [""]\n}\n',
+    'path "\u00e9" {\n  capabilities = "read"\n  policy = ""\n}\n',
+]
+# What only python-hcl2's full transform reads: escapes, interpolations, heredocs, two
+# labels, a repeated attribute, an object value, a negative or large number.
+TRANSFORM_READ = [
+    'path "\u00e9\\"x" {\n  capabilities = ["read"]\n}\n',
+    'path "\u00e9" {\n  capabilities = ["${x}"]\n}\n',
+    'path "\u00e9" {\n  capabilities = <<EOT\nread\nEOT\n}\n',
+    'path "\u00e9" "b" {\n}\n',
+    'path "\u00e9" {\n  policy = "read"\n  policy = "write"\n}\n',
+    'path "\u00e9" {\n  allowed_parameters = { "k" = ["v"] }\n}\n',
+    'path "\u00e9" {\n  max_wrapping_ttl = -3\n}\n',
+    'path "\u00e9" {\n  capabilities = [1]\n}\n',
+    'path "\u00e9" {\n  capabilities = read\n}\n',
+    "v = true\n",
+]
+
+
+def _tree_body(text: str) -> object:
+    from toolkit._spec import acl as module
+
+    tree = module._hcl_parser().parse(text + "\n")
+    return module._plain_body(tree.children[0])
+
+
+@pytest.mark.parametrize("text", TREE_READ)
+def test_a_plain_policy_is_read_from_its_parse_tree_as_python_hcl2_reads_it(text: str) -> None:
+    from toolkit._spec.acl import hcl_document, parse_hcl
+
+    read = _tree_body(text)
+    assert read is not None and read == hcl_document(text)
+    assert parse_hcl(text) == hcl_document(text)
+
+
+@pytest.mark.parametrize("text", TRANSFORM_READ)
+def test_a_policy_that_is_not_plain_is_left_to_python_hcl2s_transform(text: str) -> None:
+    from toolkit._spec.acl import PolicyParseError, hcl_document, parse_hcl
+
+    assert _tree_body(text) is None
+    try:
+        expected: object = hcl_document(text)
+    except Exception:  # noqa: BLE001 - python-hcl2 refuses it: so does the reader
+        with pytest.raises(PolicyParseError):
+            parse_hcl(text)
+        return
+    assert parse_hcl(text) == expected
+
+
+def test_a_json_policy_is_read_as_json_even_where_orjson_refuses_it() -> None:
+    from toolkit._spec.acl import PolicyParseError, parse_hcl
+
+    assert parse_hcl(' {"path": {"a": {"capabilities": ["read"]}}} ') == {
+        "path": {"a": {"capabilities": ["read"]}}
+    }
+    # orjson refuses NaN; the standard reader takes it.
+    assert math.isnan(parse_hcl('{"n": NaN}')["n"])
+    with pytest.raises(PolicyParseError, match="^failed to parse policy: "):
+        parse_hcl("{nope")
+    assert parse_hcl("") == {}
+
+
+def test_blocks_are_read_in_both_forms_and_anything_else_is_refused() -> None:
+    from toolkit._spec.acl import PolicyParseError, blocks
+
+    assert blocks({}, "path") == []
+    assert blocks({"path": {"a": {"x": 1}, "b": [{"y": 2}, {"z": 3}]}}, "path") == [
+        ("a", {"x": 1}),
+        ("b", {"y": 2}),
+        ("b", {"z": 3}),
+    ]
+    assert blocks({"path": [{"a": {"x": 1}}, {"b": {}}]}, "path") == [("a", {"x": 1}), ("b", {})]
+    with pytest.raises(PolicyParseError, match="'path' must be a labelled block"):
+        blocks({"path": ["a"]}, "path")
+    with pytest.raises(PolicyParseError, match="path 'a' must be a block"):
+        blocks({"path": {"a": "x"}}, "path")
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('path "a" { capabilities = [1] }', "capabilities must be a list of strings"),
+        ('{"path": {"a": {"capabilities": 3}}}', "capabilities must be a list of strings"),
+        ('path "a" { policy = "fly" }', 'invalid policy "fly"'),
+        ('{"path": {"a": {"policy": 3}}}', 'invalid policy "3"'),
+        ('name = "x"\nother = 1', 'invalid key "other"'),
+        ('path "a/*/b*" { capabilities = ["read"] }', '"\\*" is allowed only at the end'),
+        ('path "a/}}" { capabilities = ["read"] }', "unbalanced templating characters"),
+    ],
+)
+def test_a_policy_stanza_with_a_wrong_value_is_refused_naming_it(text: str, says: str) -> None:
+    from toolkit._spec.acl import PolicyParseError
+
+    with pytest.raises(PolicyParseError, match=says):
+        parse_acl_policy(text)
+
+
+def test_capabilities_are_read_in_any_case_and_the_legacy_word_adds_to_them() -> None:
+    (rule,) = parse_acl_policy('path "/a" { capabilities = ["READ"]\n policy = "Deny" }', "p")
+    assert rule.pattern == "a" and rule.capabilities == {"read", "deny"} and rule.policy == "p"
+    (one,) = parse_acl_policy('path "a" { capabilities = "List" }')
+    assert one.capabilities == {"list"}
+    (templated,) = parse_acl_policy('path "a/{{identity.entity.id}}*" { capabilities = [] }')
+    assert templated.pattern == "a/{{identity.entity.id}}*"
