@@ -249,3 +249,50 @@ def test_a_revocation_refuses_a_rate_or_batch_size_that_is_not_positive_and_send
     assert len(client.leases.list_lease_ids("database/creds/ro/")) == 2
     one = client.leases.revocation_plan(ids, rate=0.5, batch_size=1)
     assert len(one) == 2
+
+
+def test_the_revocation_plan_previews_by_default_in_batches_of_a_hundred(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    from toolkit.secrets.radar import revocation_plan
+
+    ids = [f"database/creds/ro/x{i:03d}" for i in range(101)]
+    preview = revocation_plan(client.leases, ids, rate=1000)
+    assert list(preview["body"]) == ['{"lease_ids": 100}', '{"lease_ids": 1}']
+    assert set(preview["path"]) == {"sys/leases/revoke"}
+    assert set(preview["status"]) == {"not sent: apply is False"}
+
+
+def test_a_scan_says_how_many_leases_it_holds_and_where(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    _lease_ids(empty_sandbox, client, 3)
+    scan = client.leases.scan()
+    assert repr(scan) == "<LeaseScan 3 leases; complete=True>"
+    spooled = client.leases.scan(max_rows=1)
+    assert spooled.parquet is not None
+    assert repr(spooled) == f"<LeaseScan 3 leases in {spooled.parquet}; complete=True>"
+
+
+def test_the_radar_since_a_snapshot_stores_under_its_name_and_names_the_one_it_read(
+    tmp_path: Path,
+) -> None:
+    from toolkit.drift import Snapshots
+    from toolkit.secrets.radar import radar_since_snapshot
+
+    store = Snapshots(tmp_path)
+    first = radar_since_snapshot(counts(db=10), store, name="mine")
+    assert first.attrs["previous_snapshot"] is None
+    assert len(store.list("mine")) == 1 and store.list("lease-counts") == []
+    second = radar_since_snapshot(counts(db=20), store, name="mine", save=False)
+    assert second.attrs["previous_snapshot"] == str(store.list("mine")[-1].path)
+    assert second.loc["db", "previous_count"] == 10 and len(store.list("mine")) == 1
+
+
+def test_top_offenders_are_ten_by_default_renumbered_with_whole_number_growth() -> None:
+    many = counts(**{f"m{i:02d}": i for i in range(12)})
+    top = top_offenders(many)
+    assert len(top) == 10 and list(top.index) == list(range(10))
+    assert list(top["mount"])[:2] == ["m11", "m10"] and "index" not in top.columns
+    grown = top_offenders(many, previous=many)
+    assert str(grown["growth"].dtype) == "Int64" and set(grown["growth"]) == {0}
