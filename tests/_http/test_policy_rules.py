@@ -284,3 +284,24 @@ def test_the_layers_note_comes_first_and_cookies_stay_out() -> None:
     assert error.messages == ["not followed", "moved"]
     assert "Set-Cookie" not in error.headers and error.headers["Location"] == "/x"
     assert error.method == "GET" and error.url == "u"
+
+
+def test_the_clients_credentials_are_masked_in_every_string_of_a_json_error() -> None:
+    secret = (Sensitive("s.longtoken"),)
+    body = (
+        b'{"errors": ["bad s.longtoken", {"detail": "s.longtoken here", "n": 1,'
+        b' "s.longtoken": ["s.longtoken"]}]}'
+    )
+    error = api_error(answer(403, body, X_Echo="s.longtoken"), "GET", "u", secret)
+    assert error.messages == ["bad <hidden>", "<hidden> here"]
+    assert error.errors == [
+        "bad <hidden>",
+        {"detail": "<hidden> here", "n": 1, "<hidden>": ["<hidden>"]},
+    ]
+    assert error.headers["X-Echo"] == "<hidden>"
+    words = api_error(answer(403, b'{"message": "s.longtoken"}'), "GET", "u", secret)
+    assert words.messages == ["<hidden>"]
+    page = api_error(
+        answer(500, b"<title>s.longtoken</title>", content_type="text/html"), "GET", "u", secret
+    )
+    assert page.messages == ["<hidden>"]

@@ -7,8 +7,8 @@
 The modules, the fast tests that hold each, the score and the sample are read from
 ``tests/mutation/modules.toml`` (one line a module). mutmut (3.8.1, pinned: two of its
 functions are extended here) writes every mutant of those modules into ``mutants/``,
-finds which of the listed tests call each function, and runs each mutant against
-those. Here, besides:
+finds which of the tests listed for its module call each function, and runs each
+mutant against those. Here, besides:
 
 - functions decorated with ``property``, ``functools.cache``/``lru_cache`` or
   ``cached_property`` are mutated too (mutmut leaves every decorated function but
@@ -90,8 +90,10 @@ def _decorator_name(decorator: Any) -> str:
 
 
 def extend_mutmut() -> None:
-    """Let mutmut mutate functions decorated with a property or a cache (see the module)."""
+    """Let mutmut mutate functions decorated with a property or a cache (see the module),
+    and keep the results of one module's run when the next runs with other tests."""
     import libcst as cst
+    from mutmut import __main__ as mutmut_main
     from mutmut.mutation import file_mutation as fm
 
     if getattr(fm, "_toolkit_extended", False):
@@ -126,11 +128,16 @@ def extend_mutmut() -> None:
 
     fm.MutationVisitor._skip_node_and_children = skip_node_and_children
     fm.function_trampoline_arrangement = trampoline_arrangement
+    # Each module has its own test selection, and mutmut takes a changed selection for a
+    # reason to forget every result: the runner names the mutants it runs (so mutmut runs
+    # them whatever it kept), and the stats follow each selection as new tests come in.
+    mutmut_main._apply_config_change_invalidation = lambda *args, **kwargs: False
     fm._toolkit_extended = True
 
 
-def configure(chosen: Settings) -> None:
-    """mutmut's configuration, from ``modules.toml`` rather than pyproject."""
+def configure(chosen: Settings, module: str | None = None) -> None:
+    """mutmut's configuration, from ``modules.toml`` rather than pyproject: the tests
+    of ``module`` (those listed for it), or of every module."""
     from mutmut import configuration
 
     configuration.reset_config()
@@ -139,9 +146,8 @@ def configure(chosen: Settings) -> None:
     config.resolved_mutated_source_paths = [ROOT / "mutants" / p for p in config.source_paths]
     config.only_mutate = list(chosen.modules)
     config.pytest_add_cli_args = list(PYTEST_ARGS)
-    config.pytest_add_cli_args_test_selection = sorted(
-        {t for tests in chosen.modules.values() for t in tests}
-    )
+    listed = [chosen.modules[module]] if module else chosen.modules.values()
+    config.pytest_add_cli_args_test_selection = sorted({t for tests in listed for t in tests})
     config.also_copy = [*config.also_copy, Path("notebooks"), Path("docs"), Path("benchmarks")]
     config.use_git_change_detection = False
     config.mutate_only_covered_lines = False
@@ -317,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {unknown[0]} is not in {SETTINGS.relative_to(ROOT)}", file=sys.stderr)
         return 2
     extend_mutmut()
-    configure(chosen)
+    configure(chosen, args.one)
     if args.one:
         run_module(
             args.one,
