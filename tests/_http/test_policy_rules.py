@@ -305,3 +305,35 @@ def test_the_clients_credentials_are_masked_in_every_string_of_a_json_error() ->
         answer(500, b"<title>s.longtoken</title>", content_type="text/html"), "GET", "u", secret
     )
     assert page.messages == ["<hidden>"]
+
+
+def test_an_unknown_outcome_without_a_way_to_check_says_to_read_the_record_back() -> None:
+    with pytest.raises(WriteTimedOut) as caught:
+        judge(
+            POLICY,
+            "POST",
+            "u",
+            "h",
+            may_repeat=False,
+            attempt=1,
+            ok=frozenset(),
+            check="",
+            response=None,
+            failure=Failure("timeout", "slow"),
+        )
+    assert str(caught.value).endswith("Check before trying again: read the record back.")
+
+
+def test_an_error_without_error_objects_has_none() -> None:
+    assert api_error(answer(403, b'{"message": "no"}'), "GET", "u").errors == []
+    assert api_error(answer(403, b'{"errors": "no"}'), "GET", "u").errors == []
+
+
+def test_an_error_page_is_read_for_its_first_2048_characters_title_first() -> None:
+    from toolkit._http.policy import _html_words
+
+    assert _html_words("a" * 2048 + "b") == "a" * 2048
+    assert _html_words("<p>first</p><title>The title</title>") == "The title"
+    assert _html_words("<title>502<br>Bad</title>") == "502 Bad"
+    assert _html_words("<p>one</p><p>two</p>") == "one two"
+    assert _html_words("<title>T</title><p>after</p>") == "T"
