@@ -267,3 +267,41 @@ def test_the_runbooks_hash_given_by_the_fleet_wins(monkeypatch: pytest.MonkeyPat
     assert check().sha256 == "abc"
     monkeypatch.delenv("TOOLKIT_RUNBOOK_SHA256")
     assert check().sha256 is None
+
+
+def test_the_summary_carries_the_runs_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    run = check({"allow_incomplete": True})
+    run.seen(a=_seen(1))
+    capsys.readouterr()
+    run.summary(leases=3)
+    assert "'text/plain': 'leases: 3, coverage: incomplete'" in capsys.readouterr().out
+
+
+def test_the_runbook_file_is_the_one_jupyter_names_else_the_one_in_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+
+    named = tmp_path / "named" / "rb.ipynb"
+    named.parent.mkdir()
+    named.write_text("{}")
+    here = tmp_path / "rb.ipynb"
+    here.write_text('{"cells": []}')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TOOLKIT_RUNBOOK_SHA256", raising=False)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(named))
+    assert check().sha256 == hashlib.sha256(b"{}").hexdigest()
+    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "other.ipynb"))
+    assert check().sha256 == hashlib.sha256(here.read_bytes()).hexdigest()
+    monkeypatch.delenv("JPY_SESSION_NAME")
+    assert check().sha256 == hashlib.sha256(here.read_bytes()).hexdigest()
+
+
+def test_the_provenance_names_the_os_user_and_host() -> None:
+    import getpass
+    import socket
+
+    provenance = check().provenance()
+    assert provenance["os_user"] == getpass.getuser()
+    assert provenance["host"] == socket.gethostname()
+    assert provenance["runbook_sha256"] is None or len(provenance["runbook_sha256"]) == 64
