@@ -449,6 +449,7 @@ def test_blocks_are_read_in_both_forms_and_anything_else_is_refused() -> None:
         ('{"path": {"a": {"policy": 3}}}', 'invalid policy "3"'),
         ('name = "x"\nother = 1', 'invalid key "other"'),
         ('path "a/*/b*" { capabilities = ["read"] }', '"\\*" is allowed only at the end'),
+        ('path "a/**" { capabilities = ["read"] }', '"\\*" is allowed only at the end'),
         ('path "a/}}" { capabilities = ["read"] }', "unbalanced templating characters"),
     ],
 )
