@@ -296,3 +296,28 @@ def test_top_offenders_are_ten_by_default_renumbered_with_whole_number_growth() 
     assert list(top["mount"])[:2] == ["m11", "m10"] and "index" not in top.columns
     grown = top_offenders(many, previous=many)
     assert str(grown["growth"].dtype) == "Int64" and set(grown["growth"]) == {0}
+
+
+def test_a_resumed_scan_says_how_many_leases_came_from_its_checkpoint(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    from toolkit.secrets.radar import scan_leases
+
+    _lease_ids(empty_sandbox, client, 25)
+    point = tmp_path / "scan.checkpoint"
+
+    def stop(rows: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        scan_leases(client.leases, checkpoint=point, chunk=10, on_chunk=stop)
+    (note,) = stopped.value.__notes__
+    assert note.startswith("lease scan interrupted: 10 leases looked up")
+    scan = scan_leases(client.leases, checkpoint=point, chunk=10)
+    assert scan.resumed and scan.leases == 25
+    assert scan.notes == ["resumed: 10 leases came from the checkpoint"]
+    frame = scan.frame()
+    assert len(frame) == 25
+    assert frame.attrs["coverage"]["view"] == "leases.scan"
+    assert frame.attrs["coverage"]["complete"] is True
+    assert scan_leases(client.leases).notes == []
