@@ -337,3 +337,35 @@ def test_an_error_page_is_read_for_its_first_2048_characters_title_first() -> No
     assert _html_words("<title>502<br>Bad</title>") == "502 Bad"
     assert _html_words("<p>one</p><p>two</p>") == "one two"
     assert _html_words("<title>T</title><p>after</p>") == "T"
+
+
+@pytest.mark.parametrize(
+    ("method", "failure", "response", "attempt"),
+    [
+        ("GET", Failure("tls", "x"), None, 1),
+        ("GET", Failure("connect", "x"), None, 3),
+        ("GET", Failure("timeout", "x"), None, 3),
+        ("POST", Failure("timeout", "x"), None, 1),
+        ("POST", Failure("dropped", "x"), None, 1),
+        ("POST", Failure("malformed", "x"), None, 1),
+        ("POST", Failure("oversize", "x"), None, 1),
+        ("GET", Failure("malformed", "x"), None, 1),
+        ("GET", Failure("oversize", "x"), None, 1),
+        ("GET", Failure("dropped", "x"), None, 3),
+        ("GET", None, answer(429, Retry_After="soon"), 1),
+        ("POST", None, answer(502), 1),
+        ("POST", None, answer(504), 1),
+        ("PATCH", None, answer(404), 1),
+    ],
+)
+def test_every_error_names_the_method_and_address_of_the_call(
+    method: str, failure: Failure | None, response: Response | None, attempt: int
+) -> None:
+    with pytest.raises((TransportError, NotFound)) as caught:
+        decide(method=method, failure=failure, response=response, attempt=attempt)
+    error = caught.value
+    assert error.method == method and error.url == "https://h/v1/x"
+    assert str(error).startswith(f"{method} https://h/v1/x")
+    if isinstance(error, OutcomeUnknown):
+        assert error.check == "read it back"
+        assert str(error).endswith("Check before trying again: read it back.")
