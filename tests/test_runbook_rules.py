@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from toolkit import Coverage, InputError
+from toolkit import Coverage, IncompleteAudit, InputError
 from toolkit.runbook import Run, check_parameters, declared_parameters, refuse_undeclared
 
 
@@ -305,3 +305,41 @@ def test_the_provenance_names_the_os_user_and_host() -> None:
     assert provenance["os_user"] == getpass.getuser()
     assert provenance["host"] == socket.gethostname()
     assert provenance["runbook_sha256"] is None or len(provenance["runbook_sha256"]) == 64
+
+
+def test_several_views_not_read_whole_are_named_in_one_line() -> None:
+    with pytest.raises(IncompleteAudit) as caught:
+        check().seen(a=_seen(1), b=pd.DataFrame())
+    message = str(caught.value)
+    assert message.startswith("view: incomplete, 1 place(s) not read: p0 (403 no) (2 read); ")
+    assert "; b: no coverage record (unproven) — " in message
+    assert message.endswith("or rerun with allow_incomplete=True")
+
+
+def test_one_of_none_is_named_by_its_parameter_without_a_noun_given() -> None:
+    with pytest.raises(InputError, match=r"^set db_role: this token sees 0 db role\(s\): none$"):
+        check({"target": "live"}).choose_one("db_role", [])
+
+
+def test_a_run_files_its_frames_coverage_and_provenance_into_its_folder(
+    demo_sandbox: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from toolkit.secrets import SecretsClient
+
+    folder = tmp_path / "evidence"
+    run = check({"evidence_dir": str(folder)})
+    run.seen(a=_seen(0))
+    capsys.readouterr()
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        filed = run.file(client, {"leases": pd.DataFrame({"n": [1]})})
+    assert filed and all(p.parent == folder and p.exists() for p in filed)
+    names = {p.name for p in filed}
+    assert {"rb-leases.csv", "rb-coverage.csv", "rb.header.json"} <= names
+    header = json.loads((folder / "rb.header.json").read_text())
+    assert header["runbook"] == "rb"
+    assert header["coverage"]["verdict"] == "complete" and header["host"]
+    assert header["parameters"]["evidence_dir"] == str(folder)
+    out = capsys.readouterr().out
+    assert out == f"Filed {len(filed)} file(s) into {folder}: coverage, leases\n"
