@@ -110,8 +110,8 @@ check: setup lint typecheck test-fast test-notebooks
 # needs them (tests/test_makefile.py reads `make -n test` to hold that order). The
 # benchmark reports its goals here without failing the run (timings on a shared machine
 # vary); `make bench` fails on a miss.
-test: setup system-deps check mutation-sample test-slow test-fuzz test-real test-browser test-binder \
-	test-launch test-fleet bench-report
+test: setup system-deps check test-slow test-fuzz test-real test-browser test-binder test-launch \
+	test-fleet bench-report mutation-sample
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache mutants
@@ -119,7 +119,8 @@ clean:
 # Mutation testing (tests/mutation/run.py, mutmut) of the modules in tests/mutation/modules.toml,
 # each mutant against the listed fast tests that call its function: `make mutation` runs every
 # mutant, module by module, and takes long (the README has the scores); `make mutation-sample`
-# (what `make test` runs) a fixed, seeded sample of each module. Both fail below the score.
+# (what `make test` runs, last: it leaves its copy of the tree in mutants/) a fixed, seeded
+# sample of each module. Both fail below the score.
 MUTATION_CHILDREN ?= 2
 mutation: setup
 	nice -n 15 $(BIN)/python -m tests.mutation.run --max-children $(MUTATION_CHILDREN)
