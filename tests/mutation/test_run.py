@@ -142,26 +142,3 @@ def test_a_score_leaves_the_equivalent_out() -> None:
     assert score.percent == pytest.approx(800 / 9)
     assert run.Score("m.py", 0, 0, 0, []).percent == 100.0
     assert "| `m.py` | 10 | 8 | 1 | 88.9% |" in run.table([score])
-
-
-def test_make_test_runs_the_seeded_sample_last_and_make_mutation_runs_every_mutant() -> None:
-    import shutil
-    import subprocess
-
-    make = shutil.which("make")
-    assert make, "make is not installed"
-
-    def dry_run(target: str) -> list[str]:
-        done = subprocess.run(
-            [make, "-n", "-B", "-C", str(run.ROOT), target],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        lines = done.stdout.splitlines()
-        return [line for line in lines if line.strip() and not line.startswith("make")]
-
-    whole = dry_run("test")
-    assert "-m tests.mutation.run --sample" in whole[-1]
-    (every,) = [line for line in dry_run("mutation") if "tests.mutation.run" in line]
-    assert "--sample" not in every and every.startswith("nice -n 15 ")
