@@ -206,3 +206,15 @@ def test_requiring_completeness_names_only_the_incomplete_views() -> None:
     with pytest.raises(IncompleteAudit, match=r"^\?: no coverage record; v: incomplete, "):
         require_complete(pd.DataFrame(), Coverage("v", gaps=[Gap("a", 403, "no")]))
     assert require_complete(Coverage("w")).attrs["complete"]
+
+
+def test_gaps_on_one_path_are_recorded_by_status_then_reason() -> None:
+    cov = Coverage("v")
+    cov.note_gap("p", 404, "a")
+    cov.note_gap("p", 403, "z")
+    cov.note_gap("p", None, "m")
+    assert [(g["status"], g["reason"]) for g in cov.as_dict()["gaps"]] == [
+        (None, "m"),
+        (403, "z"),
+        (404, "a"),
+    ]
