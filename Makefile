@@ -18,7 +18,7 @@ SLOW_SUITES := tests/real tests/browser tests/binder tests/launch tests/fleet te
 
 .PHONY: setup setup-lab python-version system-deps lab sandbox check test test-fast test-slow \
 	test-notebooks test-real test-browser test-binder test-launch test-fleet test-fuzz bench bench-report \
-	lint typecheck clean ceremony notebooks screenshots
+	lint typecheck clean ceremony notebooks screenshots mutation mutation-sample
 
 # What `make lab` needs ([all]: clients, forms, sandbox, JupyterLab), and what the tests
 # add (the test, browser and benchmark stacks). Each stamp is remade when pyproject changes.
@@ -111,10 +111,22 @@ check: setup lint typecheck test-fast test-notebooks
 # benchmark reports its goals here without failing the run (timings on a shared machine
 # vary); `make bench` fails on a miss.
 test: setup system-deps check test-slow test-fuzz test-real test-browser test-binder test-launch \
-	test-fleet bench-report
+	test-fleet bench-report mutation-sample
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache mutants
+
+# Mutation testing (tests/mutation/run.py, mutmut) of the modules in tests/mutation/modules.toml,
+# each mutant against the listed fast tests that call its function: `make mutation` runs every
+# mutant, module by module, and takes long (the README has the scores); `make mutation-sample`
+# (what `make test` runs, last: it leaves its copy of the tree in mutants/) a fixed, seeded
+# sample of each module. Both fail below the score.
+MUTATION_CHILDREN ?= 2
+mutation: setup
+	nice -n 15 $(BIN)/python -m tests.mutation.run --max-children $(MUTATION_CHILDREN)
+
+mutation-sample: setup
+	$(BIN)/python -m tests.mutation.run --sample --max-children $(MUTATION_CHILDREN)
 
 # Slow suites (each owned by its issue's work; see README).
 # Starts OpenBao, PostgreSQL, RabbitMQ and nginx itself (tests/servers); in CI a missing one fails.

@@ -23,7 +23,7 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 # Folders that hold no package's tests: the real servers the suites start, reference
 # clients driven side by side with ours, and data files.
-HELPERS = {"servers", "clients", "data", "__pycache__"}
+HELPERS = {"servers", "clients", "data", "mutation", "__pycache__"}
 # Root test files that check the house as a whole, not one module.
 HOUSE_WIDE = {
     "test_answer_fuzz.py": "every view of both clients under spoiled answers",
