@@ -62,9 +62,12 @@ def test_the_runbook_finds_the_log_the_sandbox_writes_through_sys_audit(world: W
 
 
 def test_a_server_without_a_file_audit_device_is_refused_with_what_to_do() -> None:
-    with Sandbox(demo=False) as sb, SecretsClient(sb.address, sb.token) as client:
-        with pytest.raises(InputError, match="--audit-file"):
-            least_privilege.sandbox_demo_traffic(client)
+    with (
+        Sandbox(demo=False) as sb,
+        SecretsClient(sb.address, sb.token) as client,
+        pytest.raises(InputError, match="--audit-file"),
+    ):
+        least_privilege.sandbox_demo_traffic(client)
 
 
 def test_the_sandboxs_entries_carry_what_least_privilege_reads_as_openbao_logs_it(
@@ -76,7 +79,10 @@ def test_the_sandboxs_entries_carry_what_least_privilege_reads_as_openbao_logs_i
     real_denied = next(e for e, r in results if r.get("allowed") is False)
     created, refused = _requests(world.entries, "database/roles/rita-role")
     # Create and update resolved, as OpenBao resolves them before logging.
-    assert (created["request"]["operation"], refused["request"]["operation"]) == ("create", "update")
+    assert (created["request"]["operation"], refused["request"]["operation"]) == (
+        "create",
+        "update",
+    )
     assert created["auth"]["policy_results"] == {
         "allowed": True,
         "granting_policies": [{"name": "role-maker", "namespace_id": "root", "type": "acl"}],

@@ -14,9 +14,10 @@ from widgets import LeastPrivilegeForm
 def test_picking_a_principal_shows_its_generated_policy_and_the_impact_of_applying_it(
     tmp_path: Path,
 ) -> None:
-    with Sandbox(audit_file=str(tmp_path / "audit.log")) as sb, SecretsClient(
-        sb.address, sb.token
-    ) as client:
+    with (
+        Sandbox(audit_file=str(tmp_path / "audit.log")) as sb,
+        SecretsClient(sb.address, sb.token) as client,
+    ):
         log = least_privilege.sandbox_demo_traffic(client)
         form = LeastPrivilegeForm(client, log)
         form.read_button.click()

@@ -42,7 +42,7 @@ def audit_file_of(client: Any) -> Path:
     from ..secrets._base import unwrap
 
     devices = unwrap(client.http.json("GET", "/sys/audit"))
-    for name, device in sorted(devices.items()):
+    for _, device in sorted(devices.items()):
         if isinstance(device, dict) and device.get("type") == "file":
             file_path = (device.get("options") or {}).get("file_path")
             if file_path and file_path not in ("stdout", "discard"):

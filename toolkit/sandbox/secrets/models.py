@@ -213,11 +213,18 @@ class SecretsService:
         return acl
 
     def authorize(
-        self, token: Token, path: str, capability: str, *, sudo: bool = False
+        self,
+        token: Token,
+        path: str,
+        capability: str,
+        *,
+        sudo: bool = False,
+        granting: bool = False,
     ) -> tuple[str, ...]:
         """Raise 403 ``permission denied`` unless ``token`` holds ``capability`` on ``path``;
-        else the granting policies, as the audit device logs them: those of the deciding
-        pattern that grant ``capability`` (``root`` for the root token).
+        else, when ``granting`` is asked (an audit device logs it), the granting policies:
+        those of the deciding pattern that grant ``capability`` (``root`` for the root
+        token); else ().
 
         ``sudo`` asks for the ``sudo`` capability as well (endpoints marked sudo). A
         token whose ACL cannot be built (a forbidden templated value) is refused as
@@ -229,6 +236,8 @@ class SecretsService:
             raise InvalidRequest("Forbidden") from None
         if not acl.allows(path, capability, sudo=sudo):
             raise capability_denied()
+        if not granting:
+            return ()
         if acl.root:
             return ("root",)
         decision = decide(acl.sources, path, capability)
