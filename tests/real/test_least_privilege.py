@@ -167,6 +167,26 @@ def test_unused_grants_are_standing_privilege_ranked_by_danger(review: Review) -
     assert "orphan tokens" in ci["dangers"]
 
 
+def test_a_login_tokens_use_counts_for_it_though_the_log_hashes_its_accessor() -> None:
+    # OpenBao's default device HMACs accessors: matched through sys/audit-hash, else the
+    # token would look unused.
+    with launch(lambda: OpenBao(audit=True, audit_raw=False)) as server:
+        with server.http() as root:
+            _ok(root.put("/sys/policies/acl/reader", json={"policy": APP_READER}))
+            _ok(root.post("/sys/auth/userpass", json={"type": "userpass"}))
+            _ok(root.post("/auth/userpass/users/alice",
+                          json={"password": "pw-alice-7", "token_policies": ["reader"]}))  # fmt: skip
+        login = _ok(httpx.post(f"{server.address}/v1/auth/userpass/login/alice",
+                               json={"password": "pw-alice-7"})).json()["auth"]  # fmt: skip
+        with server.http(login["client_token"]) as alice:
+            _ok(alice.get("/sys/policies/acl/reader"))
+        assert login["accessor"] not in server.audit_log.read_text()
+        with SecretsClient(server.address, server.token) as client:
+            review = least_privilege.review(client, server.audit_log, days=90)
+        token = f"auth/token/accessors/{login['accessor']}"
+        assert review.ranking([token]).set_index("principal").loc[token, "used"] > 0
+
+
 @pytest.mark.parametrize("principal", PRINCIPALS)
 def test_a_generated_policy_given_to_a_fresh_token_allows_the_window_and_denies_what_it_lost(
     world: World, review: Review, principal: str

@@ -26,9 +26,13 @@ DEMO_SECRETS = ["https://hooks.example.invalid/demo", "demo-cost-api-key"]
 
 
 @pytest.fixture
-def private_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
-    """A demo sandbox with a random token, named to the kernel through the environment."""
-    with Sandbox(token=f"tok-{secrets.token_hex(16)}") as sandbox:
+def private_sandbox(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Sandbox]:
+    """A demo sandbox with a random token, named to the kernel through the environment;
+    its audit device writes a file, as binder/start's and make lab's do."""
+    audit = tmp_path_factory.mktemp("audit") / "audit.log"
+    with Sandbox(token=f"tok-{secrets.token_hex(16)}", audit_file=str(audit)) as sandbox:
         monkeypatch.setenv(ENV_ADDRESS, sandbox.address)
         monkeypatch.setenv(ENV_TOKEN, sandbox.token)
         yield sandbox

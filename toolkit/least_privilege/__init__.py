@@ -35,7 +35,7 @@ from .._coverage import Coverage
 from .._errors import InputError
 from .._spec.sudo import needs_sudo
 from ._decide import Decider, Verdict
-from ._demo import sandbox_demo_log
+from ._demo import audit_file_of, sandbox_demo_traffic
 from ._generate import Generated, ProofFailed
 from ._log import read_requests
 from ._policies import PolicyTexts
@@ -51,13 +51,14 @@ __all__ = [
     "ProofFailed",
     "Review",
     "Verdict",
+    "audit_file_of",
     "danger_of",
     "file_policies",
     "last_ranking",
     "needs_sudo",
     "policies_as_of",
     "review",
-    "sandbox_demo_log",
+    "sandbox_demo_traffic",
 ]
 
 # The history frame every review files its policy texts into, and its ranking.
@@ -90,7 +91,38 @@ def review(
     for what, count in requests.unread.items():
         # Use hidden there is unknown: "unused" would be a false finding without a gap.
         record.note_gap(", ".join(requests.files), None, f"{count} {what}: not decided")
-    return Review(requests, parsed, model.principals, window_days=days, coverage=record)
+    accessors = _hashed_accessors(client, requests, model.principals, record)
+    return Review(
+        requests, parsed, model.principals, window_days=days, coverage=record, accessors=accessors
+    )
+
+
+def _hashed_accessors(
+    client: Any, requests: Any, principals: Iterable[Any], record: Coverage
+) -> dict[str, str]:
+    """Each token principal's accessor as the log's devices hash it (``sys/audit-hash``),
+    hashed -> plain, when the log's accessors are hashed (OpenBao's default): else a
+    token's use could not be matched and it would look unused. What the server refuses
+    to hash is a gap."""
+    from .._errors import APIError
+
+    logged = requests.who()["accessor"]
+    if not logged.astype(str).str.startswith(auditlog.HMAC_PREFIX).any():
+        return {}
+    plain = [p.principal.rsplit("/", 1)[1] for p in principals if p.kind == "token"]
+    if not plain:
+        return {}
+    found: dict[str, str] = {}
+    try:
+        for device in auditlog.audit_devices(client):
+            hashes = auditlog.audit_hashes(client, device, plain)
+            found.update({hashed: accessor for accessor, hashed in hashes.items()})
+    except APIError as exc:
+        record.note_gap(
+            "sys/audit-hash", getattr(exc, "status", None),
+            f"tokens not matched to the log's hashed accessors ({exc}): their use is unknown",
+        )  # fmt: skip
+    return found
 
 
 def file_policies(

@@ -1,82 +1,82 @@
-"""A demonstration log for the sandbox, which has no audit device yet: requests of its
-demo tokens sent for real, written as OpenBao 2.7's file device logs them."""
+"""Demonstration traffic for the sandbox: its demo principals log in and use their tokens,
+and the sandbox's own file audit device logs it, for the least-privilege review to read."""
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .._errors import APIError
-from ._decide import Decider
-from ._policies import PolicyTexts
+from .._errors import APIError, InputError
 
-__all__ = ["sandbox_demo_log"]
+__all__ = ["audit_file_of", "sandbox_demo_traffic"]
 
-# (demo token, method, path, days before now): a month of use by the sandbox's demo
-# tokens, one refused request among them.
-_TRAFFIC = (
-    *(("demo-db-reader-token", "GET", "database/creds/readonly", d) for d in (40, 20, 9, 2)),
-    ("demo-db-reader-token", "LIST", "database/roles", 20),
-    ("demo-auditor-token", "LIST", "sys/policies/acl", 30),
-    ("demo-auditor-token", "GET", "sys/policies/acl/operators", 30),
-    ("demo-auditor-token", "GET", "sys/policies/acl/auditors", 3),
-    ("demo-auditor-token", "GET", "database/creds/readonly", 3),
-    ("demo-operator-token", "LIST", "sys/policies/acl", 12),
-    ("demo-operator-token", "GET", "sys/policies/acl/db-readers", 12),
-    ("demo-operator-token", "GET", "sys/policies/acl/auditors", 5),
-    ("demo-operator-token", "GET", "sys/policies/acl/operators", 1),
-    ("demo-library-user-token", "LIST", "ad/library", 6),
+# (login method, who, demo-only password) of the demo principals (published in the
+# sandbox's demo data: they protect nothing); AppRole logs in with a fresh secret id.
+_LOGINS = (
+    ("userpass", "olivia", "demo-olivia-pass"),
+    ("userpass", "arthur", "demo-arthur-pass"),
+    ("ldap", "lena.ops", "demo-lena-pass"),
+    ("approle", "nightly-audit", ""),
 )
+# (who, method, path): what each does with its token; some of it is refused.
+_TRAFFIC = (
+    ("olivia", "LIST", "sys/policies/acl"),
+    ("olivia", "GET", "sys/policies/acl/db-readers"),
+    ("olivia", "GET", "sys/policies/acl/operators"),
+    ("olivia", "LIST", "sys/leases/lookup/database/creds/readonly"),
+    ("arthur", "LIST", "sys/policies/acl"),
+    ("arthur", "GET", "sys/policies/acl/operators"),
+    ("arthur", "GET", "sys/policies/acl/auditors"),
+    ("arthur", "GET", "database/creds/readonly"),
+    ("lena.ops", "LIST", "sys/policies/acl"),
+    ("lena.ops", "GET", "sys/policies/acl/team-access"),
+    ("nightly-audit", "LIST", "sys/policies/acl"),
+    ("nightly-audit", "GET", "sys/policies/acl/auditors"),
+)
+_ROLE_ID = "demo-role-nightly-audit"
 
 
-def sandbox_demo_log(client: Any, folder: str | Path) -> Path:
-    """Send the demo tokens' requests to the sandbox ``client`` points at and write
-    ``folder/audit.log`` as OpenBao's file device would (``log_raw``): the outcome is
-    the sandbox's answer; ``granting_policies`` are the evaluator's, which the
-    sandbox enforces with. Times are spread over the last 40 days. For the runbook's
-    demonstration only: a live review reads the server's own log."""
+def audit_file_of(client: Any) -> Path:
+    """The file the server's file audit device writes (``GET sys/audit``, sudo): the
+    first file device's ``file_path``. ``InputError`` when there is none."""
+    from ..secrets._base import unwrap
+
+    devices = unwrap(client.http.json("GET", "/sys/audit"))
+    for _, device in sorted(devices.items()):
+        if isinstance(device, dict) and device.get("type") == "file":
+            file_path = (device.get("options") or {}).get("file_path")
+            if file_path and file_path not in ("stdout", "discard"):
+                return Path(file_path)
+    raise InputError(
+        "the server has no file audit device: start the sandbox with --audit-file FILE, "
+        "or give audit_log"
+    )
+
+
+def sandbox_demo_traffic(client: Any) -> Path:
+    """Log the sandbox's demo principals in and send their requests for real, through
+    the sandbox ``client`` points at (its owner token makes the AppRole secret id);
+    return the file its audit device wrote them to (:func:`audit_file_of`). For the
+    runbook's demonstration only: a live review reads the log of the server's own use."""
     from ..secrets import SecretsClient
 
-    texts = client.policies.acl_texts()
-    decider = Decider(PolicyTexts(texts), {})
-    now = datetime.now(UTC)
-    lines: list[str] = []
-    for token, method, path, days in _TRAFFIC:
-        with SecretsClient(client.address, token) as user:
-            me = user.tokens.lookup_self()
+    log = audit_file_of(client)
+    users: dict[str, Any] = {}
+    try:
+        for method, who, password in _LOGINS:
+            if method == "approle":
+                answer = client.http.json("POST", f"/auth/approle/role/{who}/secret-id")
+                fields = {"role_id": _ROLE_ID, "secret_id": answer["data"]["secret_id"]}
+            else:
+                fields = {"username": who, "password": password}
+            users[who] = SecretsClient.login(method, client.address, **fields)
+        for who, method, path in _TRAFFIC:
             try:
-                if method == "LIST":
-                    user.http.json("LIST", f"/{path}")
-                else:
-                    user.http.json(method, f"/{path}")
-                allowed = True
+                users[who].http.json(method, f"/{path}")
             except APIError as exc:
-                allowed = exc.status != 403
-        policies = sorted(me["policies"])
-        operation = {"GET": "read", "LIST": "list"}[method]
-        logged_path = path + "/" if operation == "list" else path
-        verdict = decider.decide(",".join(policies), "", operation, logged_path)
-        results: dict[str, Any] = {"allowed": allowed}
-        if allowed:
-            results["granting_policies"] = [
-                {"name": p, "namespace_id": "root", "type": "acl"} for p in verdict.granting
-            ]
-        entry: dict[str, Any] = {
-            "time": (now - timedelta(days=days)).isoformat().replace("+00:00", "Z"),
-            "type": "request",
-            "auth": {"accessor": me["accessor"], "display_name": me.get("display_name") or "",
-                     "policies": policies, "token_policies": policies,
-                     "policy_results": results, "token_type": "service"},
-            "request": {"id": f"demo-{len(lines)}", "operation": operation,
-                        "path": logged_path, "namespace": {"id": "root"},
-                        "remote_address": "127.0.0.1"},
-        }  # fmt: skip
-        if not allowed:
-            entry["error"] = "1 error occurred:\n\t* permission denied\n\n"
-        lines.append(json.dumps(entry))
-    lines.sort(key=lambda line: json.loads(line)["time"])
-    target = Path(folder) / "audit.log"
-    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return target
+                if exc.status != 403:
+                    raise
+    finally:
+        for user in users.values():
+            user.close()
+    return log

@@ -92,6 +92,7 @@ class Review:
         window_days: int = 90,
         coverage: Coverage | None = None,
         workers: int | None = None,
+        accessors: Mapping[str, str] | None = None,
     ) -> None:
         if window_days < 1:
             raise InputError(f"window_days must be at least 1, not {window_days}")
@@ -99,6 +100,8 @@ class Review:
         self.policies = policies
         self.workers = workers
         self.principals = {p.principal: p for p in principals}
+        # The log's hashed accessors -> the token principals' own (empty: logged plain).
+        self.accessors = dict(accessors or {})
         self.identities: dict[str, Identity] = {}
         for p in principals:
             if isinstance(p.identity, Identity) and p.identity.entity_id:
@@ -152,7 +155,8 @@ class Review:
                         counted.append(p.principal)
             if entity:
                 counted.extend(by_entity.get(entity, ()))
-            token = f"auth/token/accessors/{accessor}" if accessor else ""
+            plain = self.accessors.get(accessor, accessor)
+            token = f"auth/token/accessors/{plain}" if accessor else ""
             if token in self.principals:
                 counted.append(token)
             counted = list(dict.fromkeys(counted))

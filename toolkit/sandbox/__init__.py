@@ -236,12 +236,17 @@ def ensure_sandbox() -> RunningSandbox:
     ``TOOLKIT_SANDBOX_ADDRESS`` (and ``TOOLKIT_SANDBOX_TOKEN``, default
     :data:`DEFAULT_TOKEN`) name a sandbox already running, as ``make lab`` and
     ``binder/start`` set them; otherwise a demo sandbox is started in a
-    background thread of this process, once.
+    background thread of this process, once. Its audit device writes to a file in a
+    folder of its own, readable by this user only, as ``binder/start``'s does: the
+    audit-log reader and the least-privilege runbook read the sandbox's own log.
     """
     global _SHARED
     address = os.environ.get(ENV_ADDRESS)
     if address:
         return RunningSandbox(address.rstrip("/"), os.environ.get(ENV_TOKEN, DEFAULT_TOKEN), False)
     if _SHARED is None:
-        _SHARED = Sandbox().start()
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="toolkit-sandbox-audit-")
+        _SHARED = Sandbox(audit_file=os.path.join(folder, "audit.log")).start()
     return RunningSandbox(_SHARED.address, _SHARED.token, True, _SHARED)

@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -133,10 +134,15 @@ def port_taken(host: str, port: int) -> bool:
 PORT_HINT = "set SANDBOX_PORT to a free port (make lab SANDBOX_PORT=8201)"
 
 
-def start_sandbox(port: int, host: str, token: str) -> subprocess.Popen[bytes]:
-    """``python -m toolkit sandbox`` as a child process, its output passed through."""
+def start_sandbox(
+    port: int, host: str, token: str, audit_file: str | None = None
+) -> subprocess.Popen[bytes]:
+    """``python -m toolkit sandbox`` as a child process, its output passed through; its
+    audit device writes to ``audit_file`` when given."""
     command = [sys.executable, "-m", "toolkit", "sandbox", "--host", host, "--port", str(port)]
     command += ["--token", token]
+    if audit_file:
+        command += ["--audit-file", audit_file]
     return subprocess.Popen(command)
 
 
@@ -204,7 +210,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     else:
-        process = start_sandbox(args.port, args.host, args.token)
+        # The audit device's file, in a folder of its own readable by this user only
+        # (as binder/start's): the least-privilege runbook reads the sandbox's own log.
+        audit = Path(tempfile.mkdtemp(prefix="toolkit-sandbox-audit-")) / "audit.log"
+        process = start_sandbox(args.port, args.host, args.token, str(audit))
     try:
         try:
             wait_for_sandbox(address, args.token, process, args.wait)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any, cast
 
-from ..._spec.acl import ACL
+from ..._spec.acl import ACL, decide
 from .._clock import Clock
 from .audit import AuditDevices
 from .backends import EngineRegistry
@@ -212,8 +212,19 @@ class SecretsService:
             )
         return acl
 
-    def authorize(self, token: Token, path: str, capability: str, *, sudo: bool = False) -> None:
-        """Raise 403 ``permission denied`` unless ``token`` holds ``capability`` on ``path``.
+    def authorize(
+        self,
+        token: Token,
+        path: str,
+        capability: str,
+        *,
+        sudo: bool = False,
+        granting: bool = False,
+    ) -> tuple[str, ...]:
+        """Raise 403 ``permission denied`` unless ``token`` holds ``capability`` on ``path``;
+        else, when ``granting`` is asked (an audit device logs it), the granting policies:
+        those of the deciding pattern that grant ``capability`` (``root`` for the root
+        token); else ().
 
         ``sudo`` asks for the ``sudo`` capability as well (endpoints marked sudo). A
         token whose ACL cannot be built (a forbidden templated value) is refused as
@@ -225,6 +236,15 @@ class SecretsService:
             raise InvalidRequest("Forbidden") from None
         if not acl.allows(path, capability, sudo=sudo):
             raise capability_denied()
+        if not granting:
+            return ()
+        if acl.root:
+            return ("root",)
+        decision = decide(acl.sources, path, capability)
+        return tuple(
+            sorted({r.policy for r in acl.sources
+                    if r.pattern == decision.pattern and capability in r.capabilities})
+        )  # fmt: skip
 
     @property
     def sealed(self) -> bool:

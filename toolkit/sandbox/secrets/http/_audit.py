@@ -26,12 +26,30 @@ if TYPE_CHECKING:
 __all__ = ["log_exchange"]
 
 
-def _operation(method: str, is_list: bool) -> str:
+def _operation(method: str, is_list: bool, capability: str) -> str:
+    """The logged operation: a write the ACL check resolved to ``create`` or ``update``
+    is logged as resolved, as OpenBao logs it."""
     if is_list:
         return "list"
+    if method in ("POST", "PUT") and capability in ("create", "update"):
+        return capability
     return {"GET": "read", "HEAD": "read", "DELETE": "delete", "PATCH": "patch"}.get(
         method, "update"
     )
+
+
+def _policy_results(seen: dict[str, Any], namespace_id: str) -> dict[str, Any]:
+    """``policy_results`` as OpenBao logs it: ``allowed``, and on an allowed request the
+    policies of the deciding pattern that grant the capability."""
+    granting = seen.get("granting")
+    if granting is None:
+        return {"allowed": False}
+    return {
+        "allowed": True,
+        "granting_policies": [
+            {"name": name, "namespace_id": namespace_id, "type": "acl"} for name in granting
+        ],
+    }
 
 
 def _mount_of(service: SecretsService, path: str, mount: Mount | None) -> tuple[str, str, str]:
@@ -52,6 +70,7 @@ def _mount_of(service: SecretsService, path: str, mount: Mount | None) -> tuple[
 
 def _token_auth(device: AuditDevice, service: SecretsService, token: Token) -> dict[str, Any]:
     identity = service.identity.policies_of(token.entity_id) if token.entity_id else []
+    # As OpenBao: identity policies, metadata and the entity only when there are any.
     return {
         "client_token": device.hash(token.id),
         "accessor": device.hash(token.accessor) if token.accessor else "",
@@ -59,8 +78,8 @@ def _token_auth(device: AuditDevice, service: SecretsService, token: Token) -> d
         "policies": sorted({*token.policies, *identity}),
         "token_policies": list(token.policies),
         **({"identity_policies": identity} if identity else {}),
-        "metadata": dict(token.meta) or None,
-        "entity_id": token.entity_id,
+        **({"metadata": dict(token.meta)} if token.meta else {}),
+        **({"entity_id": token.entity_id} if token.entity_id else {}),
         "token_type": token.type,
         "token_ttl": token.ttl,
         "token_issue_time": token.creation_time.isoformat(),
@@ -107,6 +126,8 @@ def log_exchange(
     error = "; ".join(str(e) for e in errors) if errors else ""
     mount_point, mount_type, accessor = _mount_of(service, path, mount)
     namespace = str(seen.get("namespace", ""))
+    child = service.namespaces.get(namespace) if namespace else None
+    namespace_id = child.id if child is not None else "root"
     request_id = str(uuid.uuid4())
     client = request.client
     issued = answer.get("auth") if isinstance(answer, dict) else None
@@ -116,7 +137,7 @@ def log_exchange(
         auth: dict[str, Any] = {}
         if token is not None:
             auth = _token_auth(device, service, token)
-            auth["policy_results"] = {"allowed": response.status_code != 403}
+            auth["policy_results"] = _policy_results(seen, namespace_id)
         if kind == "response" and login:
             auth = _issued_auth(device, issued)  # type: ignore[arg-type]
         document: dict[str, Any] = {
@@ -125,7 +146,9 @@ def log_exchange(
             "auth": auth,
             "request": {
                 "id": request_id,
-                "operation": _operation(request.method.upper(), bool(seen.get("list"))),
+                "operation": _operation(
+                    request.method.upper(), bool(seen.get("list")), str(seen.get("capability"))
+                ),
                 "mount_point": mount_point,
                 "mount_type": mount_type,
                 "mount_accessor": accessor,
@@ -133,13 +156,13 @@ def log_exchange(
                 "client_token_accessor": (
                     device.hash(token.accessor) if token is not None and token.accessor else ""
                 ),
-                "namespace": {"id": namespace or "root", "path": namespace},
+                "namespace": {"id": namespace_id, **({"path": namespace} if namespace else {})},
                 "path": path,
                 "data": device.hash_values(seen.get("body")) or None,
                 "remote_address": client.host if client is not None else "",
                 "remote_port": client.port if client is not None else 0,
             },
-            "error": error,
+            **({"error": error} if error else {}),
         }
         if kind == "response":
             data = answer.get("data") if isinstance(answer, dict) else None

@@ -290,7 +290,11 @@ async def _serve(
                     needed = _capability_for(method, is_list)
                 # A root-namespace token's policies name a child's paths under its prefix.
                 where = namespace_key(namespace) + api_path
-                service.authorize(token, where, needed, sudo=rule.sudo)
+                seen["capability"] = needed
+                audited = bool(getattr(service, "audit", None) and service.audit.devices)
+                seen["granting"] = service.authorize(
+                    token, where, needed, sudo=rule.sudo, granting=audited
+                )
             if not supported:
                 # As on the real server: the caller is checked first, then the operation.
                 return error(405, "unsupported operation")

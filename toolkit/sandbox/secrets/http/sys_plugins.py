@@ -108,7 +108,9 @@ def plugin_routes(service: SecretsService) -> list[Route]:
     entry = "sys/plugins/catalog/{type}/{name}"
     return [
         route(service, "sys/plugins/catalog", catalog, ["GET"], restricted=True),
-        route(service, "sys/plugins/catalog/{type}", list_type, ["LIST"], restricted=True),
+        route(
+            service, "sys/plugins/catalog/{type}", list_type, ["LIST"], sudo=True, restricted=True
+        ),
         route(service, entry, register, ["POST", "PUT"], sudo=True, restricted=True),
         route(service, entry, read, ["GET"], sudo=True, restricted=True),
         route(service, entry, remove, ["DELETE"], sudo=True, restricted=True),
