@@ -69,8 +69,18 @@ SUDO_PATTERNS = [
     "sys/auth/+/tune",
     "sys/*",
 ]
-# Paths the ``default`` policy grants: whether a token holds ``default`` shows there.
-DEFAULT_PATHS = ["auth/token/lookup-self", "sys/capabilities-self", "cubbyhole/x", "sys/tools/hash"]
+# Paths where the ``default`` policy shows (whether a token holds it), and where the
+# sandbox's and OpenBao's ``default`` differed (``sys/renew``, ``sys/wrapping``, entity reads).
+DEFAULT_PATHS = [
+    "auth/token/lookup-self",
+    "sys/capabilities-self",
+    "cubbyhole/x",
+    "sys/tools/hash",
+    "sys/renew",
+    "sys/wrapping/wrap",
+    "identity/entity/id/<E1ID>",
+    "identity/entity/name/<E2NAME>",
+]
 # (capability, path): requests on sudo paths, sent with each token.
 SUDO_ASKS = [
     ("list", "auth/token/accessors"),
@@ -235,7 +245,7 @@ class World:
     @property
     def paths(self) -> list[str]:
         if self._paths is None:
-            found = [self.fill(p) for p in self.plan.paths] + self.derived + DEFAULT_PATHS
+            found = [self.fill(p) for p in [*self.plan.paths, *DEFAULT_PATHS]] + self.derived
             self._paths = [p for p in dict.fromkeys(found) if not needs_sudo(p)]
         return self._paths
 
@@ -417,7 +427,9 @@ def build(
         # AppRole: approle1's role id is an alias of entity 3; approle2 has none yet.
         for role in ("approle1", "approle2", "approle3"):
             policies = held["approle2" if role == "approle3" else role]
-            _ok(http.post(f"auth/{where['approle']}/role/{role}", json={"token_policies": policies}))
+            _ok(
+                http.post(f"auth/{where['approle']}/role/{role}", json={"token_policies": policies})
+            )
         role_id = _ok(http.get(f"auth/{where['approle']}/role/approle1/role-id"))["data"]["role_id"]
         v["<APPROLE1ID>"] = role_id
         fills["{{identity.entity.aliases.<APPROLE>.name}}"] = [role_id]
@@ -484,7 +496,9 @@ def build(
             )
         for role in ("approle1", "approle2"):
             rid = _ok(http.get(f"auth/{where['approle']}/role/{role}/role-id"))["data"]["role_id"]
-            sid = _ok(http.post(f"auth/{where['approle']}/role/{role}/secret-id"))["data"]["secret_id"]
+            sid = _ok(http.post(f"auth/{where['approle']}/role/{role}/secret-id"))["data"][
+                "secret_id"
+            ]
             login = _ok(
                 http.post(f"auth/{where['approle']}/login", json={"role_id": rid, "secret_id": sid})
             )
