@@ -66,7 +66,8 @@ WRITE = frozenset({"POST", "PUT"})
 DEFAULT_GRANTS = [
     (frozenset({"GET"}), re.compile(r"^auth/token/lookup-self$")),
     (WRITE, re.compile(r"^auth/token/(renew|revoke)-self$")),
-    (WRITE, re.compile(r"^sys/(leases/lookup|leases/renew|renew|capabilities-self)$")),
+    (WRITE, re.compile(r"^sys/(leases/lookup|leases/renew|capabilities-self)$")),
+    (WRITE, re.compile(r"^sys/(wrapping/(wrap|lookup|unwrap)|tools/hash(/.*)?)$")),
     (frozenset({"GET"}), re.compile(r"^sys/policies/password/[^/]+/generate$")),
 ]
 

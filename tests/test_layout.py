@@ -68,6 +68,7 @@ NAMED_FOR_WHAT = {
     "sandbox/platform/test_platform_conventions.py": "toolkit/sandbox/platform/http",
     "sandbox/platform/test_platform_records.py": "toolkit/sandbox/platform/organizations.py",
     "sandbox/secrets/test_acl.py": "toolkit/sandbox/secrets/policies.py",
+    "sandbox/secrets/test_access_truth.py": "toolkit/sandbox/secrets",
     "sandbox/secrets/test_conventions.py": "toolkit/sandbox/secrets/http",
     "secrets/test_certificate_estate.py": "toolkit/secrets/pki/estate.py",
     "secrets/test_engine_findings.py": "toolkit/findings.py",

@@ -33,7 +33,9 @@ __all__ = [
 KINDS = ("acl", "rgp", "egp")
 ENFORCEMENT_LEVELS = ("advisory", "soft-mandatory", "hard-mandatory")
 
-# The built-in default policy: what every token may do with itself.
+# The built-in default policy: what every token may do with itself. Its rules are
+# OpenBao 2.7's (held there by tests/real/test_access_truth.py), plus password generation
+# (docs/differences.md).
 DEFAULT_POLICY = """\
 # Look up the token's own properties.
 path "auth/token/lookup-self" {
@@ -55,16 +57,26 @@ path "sys/capabilities-self" {
   capabilities = ["update"]
 }
 
+# Read the token's own entity, by id or by name.
+path "identity/entity/id/{{identity.entity.id}}" {
+  capabilities = ["read"]
+}
+
+path "identity/entity/name/{{identity.entity.name}}" {
+  capabilities = ["read"]
+}
+
+# The token's resultant ACL, as the web UI reads it.
+path "sys/internal/ui/resultant-acl" {
+  capabilities = ["read"]
+}
+
 # Look up and renew the leases the token was given.
 path "sys/leases/lookup" {
   capabilities = ["update"]
 }
 
 path "sys/leases/renew" {
-  capabilities = ["update"]
-}
-
-path "sys/renew" {
   capabilities = ["update"]
 }
 
@@ -76,6 +88,33 @@ path "sys/policies/password/+/generate" {
 # The token's private storage.
 path "cubbyhole/*" {
   capabilities = ["create", "read", "update", "delete", "list"]
+}
+
+# Wrap a value, and look up or unwrap a wrapping token.
+path "sys/wrapping/wrap" {
+  capabilities = ["update"]
+}
+
+path "sys/wrapping/lookup" {
+  capabilities = ["update"]
+}
+
+path "sys/wrapping/unwrap" {
+  capabilities = ["update"]
+}
+
+# Hash data with the general purpose tools.
+path "sys/tools/hash" {
+  capabilities = ["update"]
+}
+
+path "sys/tools/hash/*" {
+  capabilities = ["update"]
+}
+
+# Ask an OIDC provider's authorization endpoint.
+path "identity/oidc/provider/+/authorize" {
+  capabilities = ["read", "update"]
 }
 """
 

@@ -69,8 +69,18 @@ SUDO_PATTERNS = [
     "sys/auth/+/tune",
     "sys/*",
 ]
-# Paths the ``default`` policy grants: whether a token holds ``default`` shows there.
-DEFAULT_PATHS = ["auth/token/lookup-self", "sys/capabilities-self", "cubbyhole/x", "sys/tools/hash"]
+# Paths where the ``default`` policy shows (whether a token holds it), and where the
+# sandbox's and OpenBao's ``default`` differed (``sys/renew``, ``sys/wrapping``, entity reads).
+DEFAULT_PATHS = [
+    "auth/token/lookup-self",
+    "sys/capabilities-self",
+    "cubbyhole/x",
+    "sys/tools/hash",
+    "sys/renew",
+    "sys/wrapping/wrap",
+    "identity/entity/id/<E1ID>",
+    "identity/entity/name/<E2NAME>",
+]
 # (capability, path): requests on sudo paths, sent with each token.
 SUDO_ASKS = [
     ("list", "auth/token/accessors"),
@@ -235,7 +245,7 @@ class World:
     @property
     def paths(self) -> list[str]:
         if self._paths is None:
-            found = [self.fill(p) for p in self.plan.paths] + self.derived + DEFAULT_PATHS
+            found = [self.fill(p) for p in [*self.plan.paths, *DEFAULT_PATHS]] + self.derived
             self._paths = [p for p in dict.fromkeys(found) if not needs_sudo(p)]
         return self._paths
 
@@ -262,20 +272,42 @@ def _policy_text(world: World, rules: list[tuple[str, list[str]]]) -> str:
     )
 
 
-def build(address: str, root: str, plan: Plan, namespace: str | None = None) -> World:
+# Where a server cannot mount login methods anywhere (the sandbox serves each at its
+# fixed path): the mounts used instead, and no second userpass mount (user3 is left out).
+FIXED_MOUNTS = {"up1": "userpass", "approle": "approle"}
+
+
+def build(
+    address: str,
+    root: str,
+    plan: Plan,
+    namespace: str | None = None,
+    mounts: dict[str, str] | None = None,
+) -> World:
     """Configure ``plan`` on the server (in ``namespace`` when given) and log every
-    principal in; the world holds the tokens and what each should be compared with."""
+    principal in; the world holds the tokens and what each should be compared with.
+
+    ``mounts`` (e.g. :data:`FIXED_MOUNTS`) names login mounts that already exist, by
+    their part in the world (``up1``, ``up2``, ``approle``), instead of enabling three
+    of them; without ``up2``, user3 (entity 1's alias on a second userpass mount) is
+    not built and that mount's templates resolve to no alias."""
     tag = uuid.uuid4().hex[:6]
     world = World(address, root, namespace, plan, {})
     v = world.values
     with world.http() as http:
+        where: dict[str, str] = {}
         for mount, kind in (("up1", "userpass"), ("up2", "userpass"), ("approle", "approle")):
-            _ok(http.post(f"sys/auth/{mount}-{tag}", json={"type": kind}))
+            if mounts is None:
+                where[mount] = f"{mount}-{tag}"
+                _ok(http.post(f"sys/auth/{where[mount]}", json={"type": kind}))
+            elif mount in mounts:
+                where[mount] = mounts[mount]
         auth = _ok(http.get("sys/auth"))["data"]
-        v["<UP1MOUNT>"] = f"up1-{tag}"
-        v["<UP1>"] = auth[f"up1-{tag}/"]["accessor"]
-        v["<UP2>"] = auth[f"up2-{tag}/"]["accessor"]
-        v["<APPROLE>"] = auth[f"approle-{tag}/"]["accessor"]
+        v["<UP1MOUNT>"] = where["up1"]
+        v["<UP1>"] = auth[f"{where['up1']}/"]["accessor"]
+        # A mount that is not there: an accessor no alias has.
+        v["<UP2>"] = auth[f"{where['up2']}/"]["accessor"] if "up2" in where else "auth_none"
+        v["<APPROLE>"] = auth[f"{where['approle']}/"]["accessor"]
         token_accessor = auth["token/"]["accessor"]
         v["<GC>"], v["<GP>"] = f"gc-{tag}", f"gp-{tag}"
         # Names first (templates and paths use them), then the policies that name them.
@@ -370,10 +402,11 @@ def build(address: str, root: str, plan: Plan, namespace: str | None = None) -> 
             "user3": ("up2", 1),
             "user4": ("up1", None),
         }
+        users = {user: (m, e) for user, (m, e) in users.items() if m in where}
         for user, (mount, entity) in users.items():
             _ok(
                 http.post(
-                    f"auth/{mount}-{tag}/users/{user}",
+                    f"auth/{where[mount]}/users/{user}",
                     json={"password": "pw-" + tag, "token_policies": held[user]},
                 )
             )
@@ -394,8 +427,10 @@ def build(address: str, root: str, plan: Plan, namespace: str | None = None) -> 
         # AppRole: approle1's role id is an alias of entity 3; approle2 has none yet.
         for role in ("approle1", "approle2", "approle3"):
             policies = held["approle2" if role == "approle3" else role]
-            _ok(http.post(f"auth/approle-{tag}/role/{role}", json={"token_policies": policies}))
-        role_id = _ok(http.get(f"auth/approle-{tag}/role/approle1/role-id"))["data"]["role_id"]
+            _ok(
+                http.post(f"auth/{where['approle']}/role/{role}", json={"token_policies": policies})
+            )
+        role_id = _ok(http.get(f"auth/{where['approle']}/role/approle1/role-id"))["data"]["role_id"]
         v["<APPROLE1ID>"] = role_id
         fills["{{identity.entity.aliases.<APPROLE>.name}}"] = [role_id]
         fills["{{identity.groups.names.<GC>.id}}"] = [v["<GCID>"]]
@@ -454,19 +489,21 @@ def build(address: str, root: str, plan: Plan, namespace: str | None = None) -> 
         # Logins.
         for user, (mount, _) in users.items():
             token = _ok(
-                http.post(f"auth/{mount}-{tag}/login/{user}", json={"password": "pw-" + tag})
+                http.post(f"auth/{where[mount]}/login/{user}", json={"password": "pw-" + tag})
             )
             world.logins.append(
-                Login(f"auth/{mount}-{tag}/users/{user}", token["auth"]["client_token"])
+                Login(f"auth/{where[mount]}/users/{user}", token["auth"]["client_token"])
             )
         for role in ("approle1", "approle2"):
-            rid = _ok(http.get(f"auth/approle-{tag}/role/{role}/role-id"))["data"]["role_id"]
-            sid = _ok(http.post(f"auth/approle-{tag}/role/{role}/secret-id"))["data"]["secret_id"]
+            rid = _ok(http.get(f"auth/{where['approle']}/role/{role}/role-id"))["data"]["role_id"]
+            sid = _ok(http.post(f"auth/{where['approle']}/role/{role}/secret-id"))["data"][
+                "secret_id"
+            ]
             login = _ok(
-                http.post(f"auth/approle-{tag}/login", json={"role_id": rid, "secret_id": sid})
+                http.post(f"auth/{where['approle']}/login", json={"role_id": rid, "secret_id": sid})
             )
             world.logins.append(
-                Login(f"auth/approle-{tag}/role/{role}", login["auth"]["client_token"])
+                Login(f"auth/{where['approle']}/role/{role}", login["auth"]["client_token"])
             )
         callers = [
             ("root", root, ("root",)),
@@ -651,3 +688,39 @@ def _compare(world: World) -> Iterator[str]:
                 )
                 if toolkit != sent[path]:
                     yield f"{name}: who_can({capability!r}, {path!r}) {toolkit}, the request {'passed' if sent[path] else 'was refused'}"
+
+
+def server_answers(world: World) -> list[tuple[str, Any]]:
+    """What the server itself answers in ``world``, in an order another world built from
+    the same plan shares: for each login, its capabilities on each path by index (None
+    when the server refuses the token's ACL) and the outcome of each sudo request; then
+    the token roles the server refused to each caller. Names carry no tag or id."""
+    tag = world.values["<GC>"].removeprefix("gc-")
+    found: list[tuple[str, Any]] = []
+    for login in world.logins:
+        caps, sent = _server_view(world, login)
+        name = f"{login.principal.replace(tag, 'TAG')} (caller {login.label or '-'})"
+        if caps is None:
+            found.append((name, "the server refuses the token's ACL"))
+            continue
+        found += [(f"{name} on path #{i}", sorted(caps[p])) for i, p in enumerate(world.paths)]
+        found += [(f"{name} sends {c} {p}", sent[world.fill(p)]) for c, p in SUDO_ASKS]
+    found += [(f"{w.replace(tag, 'TAG')} refuses {p}", True) for w, p, _ in world.refused]
+    return found
+
+
+def answer_differences(reference: World, other: World) -> list[str]:
+    """Every server answer on which ``other`` differs from ``reference`` (both built from
+    one plan, e.g. on OpenBao and on the sandbox), one line each."""
+    ours, theirs = server_answers(reference), server_answers(other)
+    if [k for k, _ in ours] != [k for k, _ in theirs]:
+        left, right = {k for k, _ in ours}, {k for k, _ in theirs}
+        return [f"only on the reference: {k}" for k in sorted(left - right)] + [
+            f"only on the other: {k}" for k in sorted(right - left)
+        ]
+    return [
+        f"{key}: {a} on the reference, {b} on the other"
+        + (f" ({reference.paths[int(key.rsplit('#', 1)[1])]})" if "#" in key else "")
+        for (key, a), (_, b) in zip(ours, theirs, strict=True)
+        if a != b
+    ]
