@@ -172,9 +172,8 @@ def test_make_test_runs_the_fuzz_suites_with_more_examples_than_the_fast_suite()
     assert "tests/test_fuzz.py" in fuzz
 
 
-def test_make_test_runs_the_mutation_sample_last_and_make_mutation_every_mutant() -> None:
-    # The sample leaves its copy of the tree in mutants/: no suite runs after it.
-    lines = [line for line in _dry_run("test") if line.strip() and not line.startswith("make")]
-    assert "-m tests.mutation.run --sample" in lines[-1]
+def test_make_mutation_runs_every_mutant_and_the_sample_a_seeded_draw() -> None:
     (every,) = [line for line in _dry_run("mutation") if "tests.mutation.run" in line]
     assert "--sample" not in every and every.startswith("nice -n 15 ")
+    (sample,) = [line for line in _dry_run("mutation-sample") if "tests.mutation.run" in line]
+    assert "--sample" in sample

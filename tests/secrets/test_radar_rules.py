@@ -148,20 +148,20 @@ def test_each_lease_falls_in_the_first_time_left_bucket_it_fits_and_empty_bucket
     )
     assert frame.loc["a/"].to_dict() == {
         "count": 5,
-        "under_1h": 1,
-        "under_24h": 1,
-        "under_7d": 1,
-        "under_30d": 0,
-        "longer": 1,
+        "ttl_up_to_1h": 1,
+        "ttl_1h_to_24h": 1,
+        "ttl_24h_to_7d": 1,
+        "ttl_7d_to_30d": 0,
+        "ttl_over_30d": 1,
         "no_expiry": 1,
     }
     assert frame.loc["b/"].to_dict() == {
         "count": 1,
-        "under_1h": 1,
-        "under_24h": 0,
-        "under_7d": 0,
-        "under_30d": 0,
-        "longer": 0,
+        "ttl_up_to_1h": 1,
+        "ttl_1h_to_24h": 0,
+        "ttl_24h_to_7d": 0,
+        "ttl_7d_to_30d": 0,
+        "ttl_over_30d": 0,
         "no_expiry": 0,
     }
 
@@ -195,26 +195,20 @@ def test_a_revocation_without_a_journal_revokes_every_lease_in_batches(
     ids = _lease_ids(empty_sandbox, client, 5)
     done = client.leases.revocation_plan(ids, rate=1000, batch_size=2, apply=True)
     assert sorted(done.index) == sorted(ids)
-    assert set(done["action"]) == {"revoked"}
+    assert set(done["outcome"]) == {"revoked"}
     assert list(done["batch"]) == [0, 0, 1, 1, 2]
-    assert done.attrs["already_sent"] == 0
     assert client.leases.list_lease_ids("database/creds/ro/") == []
 
 
-def test_the_preview_shows_each_batch_from_its_first_lease_to_its_last(
+def test_the_preview_shows_every_lease_once_in_its_batch_and_sends_nothing(
     empty_sandbox: Sandbox, client: SecretsClient
 ) -> None:
     ids = _lease_ids(empty_sandbox, client, 5)
     preview = client.leases.revocation_plan(ids + ids[:1], rate=2, batch_size=2)
-    assert len(preview) == 3
-    assert list(preview["method"]) == ["POST"] * 3
-    assert ids[0] in preview["action"][0] and ids[1] in preview["action"][0]
-    assert ids[4] in preview["action"][2]
-    assert "2 leases" in preview["action"][0] and "1 leases" in preview["action"][2]
-    assert "batch 1," in preview["action"][0] and "batch 3," in preview["action"][2]
-    assert "about 1.0s" in preview["action"][0] and "about 0.5s" in preview["action"][2]
-    assert list(preview["body"]) == ['{"lease_ids": 2}', '{"lease_ids": 2}', '{"lease_ids": 1}']
-    assert preview.attrs["already_sent"] == 0
+    assert list(preview.index) == ids  # the first lease too, and the repeated one once
+    assert list(preview["batch"]) == [0, 0, 1, 1, 2]
+    assert set(preview["method"]) == {"POST"} and set(preview["outcome"]) == {"will send"}
+    assert preview["body"].iloc[0] == f'{{"lease_id": "{ids[0]}", "sync": true}}'
     assert len(client.leases.list_lease_ids("database/creds/ro/")) == 5
 
 
@@ -227,7 +221,8 @@ def test_the_journal_is_created_in_a_new_folder_readable_by_its_owner_only(
     assert journal.is_file()
     assert stat.S_IMODE(journal.stat().st_mode) == 0o600
     again = client.leases.revocation_plan(ids, rate=1000, batch_size=2, journal=journal)
-    assert len(again) == 0 and again.attrs["already_sent"] == 3
+    assert set(again["outcome"]) == {"revoked"}  # as recorded: nothing will be sent again
+    assert set(again["method"]) == {""}
 
 
 @pytest.mark.parametrize(
@@ -258,9 +253,9 @@ def test_the_revocation_plan_previews_by_default_in_batches_of_a_hundred(
 
     ids = [f"database/creds/ro/x{i:03d}" for i in range(101)]
     preview = revocation_plan(client.leases, ids, rate=1000)
-    assert list(preview["body"]) == ['{"lease_ids": 100}', '{"lease_ids": 1}']
+    assert preview["batch"].value_counts().to_dict() == {0: 100, 1: 1}
     assert set(preview["path"]) == {"sys/leases/revoke"}
-    assert set(preview["status"]) == {"not sent: apply is False"}
+    assert set(preview["outcome"]) == {"will send"}
 
 
 def test_a_scan_says_how_many_leases_it_holds_and_where(
@@ -285,7 +280,9 @@ def test_the_radar_since_a_snapshot_stores_under_its_name_and_names_the_one_it_r
     assert first.attrs["previous_snapshot"] is None
     assert len(store.list("mine")) == 1 and store.list("lease-counts") == []
     second = radar_since_snapshot(counts(db=20), store, name="mine", save=False)
-    assert second.attrs["previous_snapshot"] == str(store.list("mine")[-1].path)
+    kept = store.list("mine")[-1]
+    assert str(kept.path) in second.attrs["previous_snapshot"]
+    assert second.attrs["previous_snapshot"].startswith("mine taken ")
     assert second.loc["db", "previous_count"] == 10 and len(store.list("mine")) == 1
 
 
