@@ -99,9 +99,7 @@ def test_every_listed_module_and_test_file_exists_and_the_score_is_ninety() -> N
 
 def test_a_module_is_added_with_one_line(tmp_path: Path) -> None:
     text = run.SETTINGS.read_text()
-    text = text.replace(
-        "[modules]\n", '[modules]\n"toolkit/_time.py" = ["tests/test_time.py"]\n'
-    )
+    text = text.replace("[modules]\n", '[modules]\n"toolkit/_time.py" = ["tests/test_time.py"]\n')
     (tmp_path / "modules.toml").write_text(text)
     chosen = run.settings(tmp_path / "modules.toml")
     assert chosen.modules["toolkit/_time.py"] == ["tests/test_time.py"]

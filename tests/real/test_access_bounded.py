@@ -28,15 +28,27 @@ def test_pathological_policies_are_a_gap_or_answered_quickly_and_the_rest_stands
     templates = "-".join(["{{identity.entity.name}}"] * 12)
     many = f'path "slow/{templates}-end" {{ capabilities = ["read"] }}'
     plain = 'path "fine/*" { capabilities = ["read"] }'
+    names = (f"deep-{tag}", f"many-{tag}", f"fine-{tag}")
     with bao.http() as http:
-        for name, text in ((f"deep-{tag}", deep), (f"many-{tag}", many), (f"fine-{tag}", plain)):
-            reply = http.put(f"sys/policies/acl/{name}", json={"policy": text})
-            assert reply.status_code == 204, f"OpenBao refused {name}: {reply.text}"
-        http.post(f"sys/auth/up-{tag}", json={"type": "userpass"}).raise_for_status()
-        http.post(
-            f"auth/up-{tag}/users/u",
-            json={"password": "pw", "token_policies": [f"many-{tag}", f"fine-{tag}"]},
-        ).raise_for_status()
+        try:
+            for name, text in zip(names, (deep, many, plain), strict=True):
+                reply = http.put(f"sys/policies/acl/{name}", json={"policy": text})
+                assert reply.status_code == 204, f"OpenBao refused {name}: {reply.text}"
+            http.post(f"sys/auth/up-{tag}", json={"type": "userpass"}).raise_for_status()
+            http.post(
+                f"auth/up-{tag}/users/u",
+                json={"password": "pw", "token_policies": [f"many-{tag}", f"fine-{tag}"]},
+            ).raise_for_status()
+            _ask(bao_client, tag)
+        finally:
+            # The server is the session's: a policy no reader can parse must not outlive
+            # this test, or every later view of the policies is (rightly) incomplete.
+            for name in names:
+                http.delete(f"sys/policies/acl/{name}")
+            http.delete(f"sys/auth/up-{tag}")
+
+
+def _ask(bao_client: SecretsClient, tag: str) -> None:
     bao_client.access.load()
     started = time.perf_counter()
     slow = bao_client.access.who_can("read", "slow/" + "a-" * 200 + "zz")
