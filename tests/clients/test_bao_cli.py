@@ -213,10 +213,11 @@ def test_the_mount_a_path_falls_under_as_the_cli_detects_it(bao: BaoCLI, sandbox
     assert nowhere.returncode == 2 and "permission denied" in nowhere.stderr
 
     # A token sees only the mounts its policies reach: db-readers reach database/,
-    # and the default policy cubbyhole/ and parts of sys/.
+    # and the default policy (OpenBao's) cubbyhole/, parts of sys/ and identity/ (its
+    # rule for an OIDC provider's authorize endpoint).
     reader = replace(bao, token="demo-db-reader-token")
     seen = set(reader.json("read", "sys/internal/ui/mounts")["data"]["secret"])
-    assert seen == {"database/", "cubbyhole/", "sys/"}
+    assert seen == {"database/", "cubbyhole/", "identity/", "sys/"}
     assert reader.json("read", "sys/internal/ui/mounts/database")["data"]["type"] == "database"
     hidden = reader.run("read", "sys/internal/ui/mounts/pki/issue/web-server")
     assert hidden.returncode == 2 and "permission denied" in hidden.stderr
