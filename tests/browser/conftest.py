@@ -56,9 +56,11 @@ def shares_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def sandbox(sandbox_port: int, shares_file: Path) -> Iterator[Sandbox]:
-    """A fresh demo sandbox on the servers' sandbox port, writing its init file."""
-    with Sandbox(init_file=str(shares_file)).start(port=sandbox_port) as sb:
+def sandbox(sandbox_port: int, shares_file: Path, tmp_path: Path) -> Iterator[Sandbox]:
+    """A fresh demo sandbox on the servers' sandbox port, writing its init file; its audit
+    device writes a file, as binder/start's and make lab's do (runbook 15 reads it)."""
+    audit = tmp_path / "audit.log"
+    with Sandbox(init_file=str(shares_file), audit_file=str(audit)).start(port=sandbox_port) as sb:
         yield sb
 
 
