@@ -24,6 +24,7 @@ __all__ = [
     "Schema",
     "build_frame",
     "frame_from_columns",
+    "from_sql",
     "scope_part",
     "stack_scopes",
     "DTYPES",
@@ -198,3 +199,15 @@ def stack_scopes(column: str, parts: list[pd.DataFrame]) -> pd.DataFrame:
     stacked[column] = stacked[column].astype("string")
     stacked["problem"] = stacked["problem"].astype("string")
     return stacked[[column, *[c for c in stacked if c not in (column, "problem")], "problem"]]
+
+
+def from_sql(frame: pd.DataFrame) -> pd.DataFrame:
+    """A frame as DuckDB hands it back, given the house's dtypes: times in UTC, text as
+    ``string`` (DuckDB gives ``object``). Changed in place and returned."""
+    for column in frame.columns:
+        series = frame[column]
+        if isinstance(series.dtype, pd.DatetimeTZDtype):
+            frame[column] = series.dt.tz_convert("UTC")
+        elif series.dtype == object:
+            frame[column] = series.astype("string")
+    return frame

@@ -55,6 +55,7 @@ import pandas as pd
 
 from ._coverage import Coverage
 from ._errors import InputError
+from ._frames import from_sql
 from .extras import require
 
 require("sql", "The audit-log reader", "duckdb")
@@ -326,7 +327,7 @@ class AuditLog:
         if limit is not None:
             limit = int(limit)
             query += f" limit {limit}"
-        return self._framed(view, _typed(self.con.execute(query).df()), limit=limit)
+        return self._framed(view, from_sql(self.con.execute(query).df()), limit=limit)
 
     def requests_frame(self, *, limit: int | None = None) -> pd.DataFrame:
         """The request entries: time, operation, path, mount, namespace, principal, address."""
@@ -370,7 +371,7 @@ class AuditLog:
         ).df()
         for column in ("requests", "failed", "denied", "addresses"):
             frame[column] = frame[column].fillna(0).astype("int64")
-        return self._framed("principals_frame", _typed(frame))
+        return self._framed("principals_frame", from_sql(frame))
 
     def last_use_frame(self) -> pd.DataFrame:
         """Last use per token accessor, AppRole role, userpass user and certificate role.
@@ -409,7 +410,7 @@ class AuditLog:
             index=frame.index,
             dtype="string",
         )
-        return self._framed("last_use_frame", _typed(frame))
+        return self._framed("last_use_frame", from_sql(frame))
 
     def addresses_frame(self) -> pd.DataFrame:
         """Each principal's remote addresses, with counts and last time."""
@@ -424,7 +425,7 @@ class AuditLog:
             group by all order by accessor, remote_address
             """
         ).df()
-        return self._framed("addresses_frame", _typed(frame))
+        return self._framed("addresses_frame", from_sql(frame))
 
 
 def open(paths: str | Path | Iterable[str | Path]) -> AuditLog:
@@ -523,16 +524,6 @@ def _ts(value: Any) -> datetime | None:
     if value is None or value is pd.NaT:
         return None
     return pd.Timestamp(value).tz_convert("UTC").to_pydatetime()
-
-
-def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    for column in frame.columns:
-        series = frame[column]
-        if isinstance(series.dtype, pd.DatetimeTZDtype):
-            frame[column] = series.dt.tz_convert("UTC")
-        elif series.dtype == object:
-            frame[column] = series.astype("string")
-    return frame
 
 
 # -- the live inventory -----------------------------------------------------------------

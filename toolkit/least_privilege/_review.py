@@ -10,6 +10,7 @@ import pandas as pd
 
 from .._coverage import Coverage
 from .._errors import InputError
+from .._frames import from_sql
 from .._spec.acl import ACL, UNKNOWN_IDENTITY, Identity, merged_patterns
 from ._decide import Decider, Verdict
 from ._log import WHO, LoggedRequests
@@ -219,7 +220,7 @@ class Review:
         if where:
             query += f" where ({where})"
         frame = self.requests.con.execute(query + " order by time, path").df()
-        frame = _typed(frame)
+        frame = from_sql(frame)
         if where != _FINDINGS:
             frame = frame.drop(columns="cause")
         frame.attrs["identity"] = IDENTITY_NOTE
@@ -588,15 +589,3 @@ _DECISION_COLUMNS = """
          else 'a policy changed since the request, or a rule the evaluator lacks' end
          as cause
 """
-
-
-def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    for column in frame.columns:
-        series = frame[column]
-        if isinstance(series.dtype, pd.DatetimeTZDtype):
-            frame[column] = series.dt.tz_convert("UTC")
-        elif series.dtype == object:
-            frame[column] = series.astype("string")
-        elif series.dtype == bool:
-            frame[column] = series.astype("bool")
-    return frame
