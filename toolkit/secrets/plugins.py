@@ -14,6 +14,7 @@ from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
 from .._records import Record
+from ..findings import Finding, findings_frame
 from ._base import SecretsArea, listed_keys, records_of
 
 __all__ = ["CATALOG", "PLUGIN_INVENTORY", "PLUGIN_TYPES", "Plugins", "plugin_findings"]
@@ -218,8 +219,6 @@ def plugin_findings(inventory: pd.DataFrame) -> pd.DataFrame:
 
     Database plugins are judged by their connections, so they raise neither.
     """
-    from ..findings import Finding, findings_frame
-
     found = []
     rows: list[Any] = inventory.to_dict("records")
     for row in rows:
