@@ -116,6 +116,20 @@ class Form:
             _show_whole(control)
         return self.widget
 
+    def _button(self, action: Callable[[], Any], **options: Any) -> Any:
+        """A button (``options`` as ``ipywidgets.Button`` takes them) that calls ``action``
+        on each click."""
+        import ipywidgets
+
+        button = ipywidgets.Button(**options)
+        button.on_click(lambda _: action())
+        return button
+
+    def _on_change(self, action: Callable[[], Any], *controls: Any) -> None:
+        """Call ``action`` whenever the value of any of ``controls`` changes."""
+        for control in controls:
+            control.observe(lambda _: action(), names="value")
+
     def show_ok(self, message: str, detail_html: str = "") -> None:
         self.status.value = (
             f"<span style='color:green'>✔ {html.escape(message)}</span>{detail_html}"

@@ -58,23 +58,23 @@ class AgentCleanupForm(Form):
             max=60 * 24 * 365,
             style={"description_width": "initial"},
         )
-        self.preview_button = w.Button(description="Preview", icon="search")
+        self.preview_button = self._button(self.preview, description="Preview", icon="search")
         self.confirm = w.Checkbox(
             description="I have read the preview; remove these agents", disabled=True, indent=False
         )
-        self.remove_button = w.Button(
-            description="Remove agents", button_style="danger", icon="trash", disabled=True
+        self.remove_button = self._button(
+            self.remove,
+            description="Remove agents",
+            button_style="danger",
+            icon="trash",
+            disabled=True,
         )
         self.preview_output = w.Output()
         self.progress_output = w.Output()
         self.result_output = w.Output()
 
-        self.pool.observe(lambda _: self._forget_preview(), names="value")
-        self.statuses.observe(lambda _: self._forget_preview(), names="value")
-        self.silent_minutes.observe(lambda _: self._forget_preview(), names="value")
-        self.confirm.observe(lambda _: self._arm(), names="value")
-        self.preview_button.on_click(lambda _: self.preview())
-        self.remove_button.on_click(lambda _: self.remove())
+        self._on_change(self._forget_preview, self.pool, self.statuses, self.silent_minutes)
+        self._on_change(self._arm, self.confirm)
 
         self._layout(
             w.HBox([self.pool, self.statuses]),

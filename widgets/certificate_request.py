@@ -64,21 +64,21 @@ class CertificateRequestForm(Form):
         self.private_key_format = w.Dropdown(
             description="Key format", options=["der", "pkcs8"], value="der"
         )
-        self.check_button = w.Button(description="Check names", icon="check")
-        self.request_button = w.Button(
-            description="Request", button_style="primary", icon="certificate"
+        self.check_button = self._button(self.check, description="Check names", icon="check")
+        self.request_button = self._button(
+            self.request, description="Request", button_style="primary", icon="certificate"
         )
         self.result = w.HTML()
-        self.download_button = w.Button(description="Download key", icon="download", disabled=True)
-        self.forget_button = w.Button(description="Forget link", icon="eraser", disabled=True)
+        self.download_button = self._button(
+            self.offer_key, description="Download key", icon="download", disabled=True
+        )
+        self.forget_button = self._button(
+            self.clear_key_link, description="Forget link", icon="eraser", disabled=True
+        )
         self.key_link = w.HTML()
 
-        self.role.observe(lambda _: self._role_changed(), names="value")
-        self.validity.observe(lambda _: self._validity_changed(), names="value")
-        self.check_button.on_click(lambda _: self.check())
-        self.request_button.on_click(lambda _: self.request())
-        self.download_button.on_click(lambda _: self.offer_key())
-        self.forget_button.on_click(lambda _: self.clear_key_link())
+        self._on_change(self._role_changed, self.role)
+        self._on_change(self._validity_changed, self.validity)
 
         self._layout(
             self.role,

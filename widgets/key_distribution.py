@@ -50,20 +50,20 @@ class KeyDistributionForm(Form):
         self.protection = w.Dropdown(
             description="Protection", options=list(PROTECTIONS), value="hsm"
         )
-        self.distribute_button = w.Button(
-            description="Distribute", button_style="primary", icon="share"
+        self.distribute_button = self._button(
+            self.distribute, description="Distribute", button_style="primary", icon="share"
         )
-        self.remove_button = w.Button(description="Remove from provider", icon="undo")
+        self.remove_button = self._button(
+            self.remove, description="Remove from provider", icon="undo"
+        )
         self.confirm = w.Text(description="Confirm", placeholder="type the key name to delete it")
-        self.delete_button = w.Button(description="Delete key", button_style="danger", icon="trash")
-        self.refresh_button = w.Button(description="Refresh", icon="refresh")
+        self.delete_button = self._button(
+            self.delete, description="Delete key", button_style="danger", icon="trash"
+        )
+        self.refresh_button = self._button(self.refresh, description="Refresh", icon="refresh")
         self.table = w.Output()
 
-        self.key.observe(lambda _: self._show_where(), names="value")
-        self.distribute_button.on_click(lambda _: self.distribute())
-        self.remove_button.on_click(lambda _: self.remove())
-        self.delete_button.on_click(lambda _: self.delete())
-        self.refresh_button.on_click(lambda _: self.refresh())
+        self._on_change(self._show_where, self.key)
 
         self._layout(
             w.HBox([self.key, self.provider]),

@@ -53,19 +53,15 @@ class LeaseRevokeForm(Form):
         self.ids = w.Textarea(
             description="Lease ids", placeholder="one lease id a line", layout={"width": "60%"}
         )
-        self.preview_button = w.Button(description="Preview", icon="search")
+        self.preview_button = self._button(self.preview, description="Preview", icon="search")
         self.preview_table = w.Output()
         self.confirm = w.Text(description="Confirm", placeholder="type the prefix to confirm")
-        self.revoke_button = w.Button(
-            description="Revoke", button_style="danger", icon="trash", disabled=True
+        self.revoke_button = self._button(
+            self.revoke, description="Revoke", button_style="danger", icon="trash", disabled=True
         )
         self.result_table = w.Output()
 
-        self.mode.observe(lambda _: self._changed(), names="value")
-        self.prefix.observe(lambda _: self._changed(), names="value")
-        self.ids.observe(lambda _: self._changed(), names="value")
-        self.preview_button.on_click(lambda _: self.preview())
-        self.revoke_button.on_click(lambda _: self.revoke())
+        self._on_change(self._changed, self.mode, self.prefix, self.ids)
 
         self._layout(
             self.mode,

@@ -41,20 +41,23 @@ class LeastPrivilegeForm(Form):
         self.log = w.Text(value=str(audit_log), description="Audit log",
                           placeholder="/var/log/openbao/audit.log", layout={"width": "60%"})  # fmt: skip
         self.days = w.BoundedIntText(value=days, min=1, max=3650, description="Window (days)")
-        self.read_button = w.Button(description="Read the log", icon="book", button_style="primary")
+        self.read_button = self._button(
+            self.read, description="Read the log", icon="book", button_style="primary"
+        )
         self.principals = w.SelectMultiple(options=[], description="Principals", rows=8,
                                            layout={"width": "70%"})  # fmt: skip
         self.generalise = w.BoundedIntText(value=0, min=0, max=100000,
                                            description="Generalise ≥")  # fmt: skip
-        self.generate_button = w.Button(description="Generate", icon="magic", disabled=True)
+        self.generate_button = self._button(
+            self.generate, description="Generate", icon="magic", disabled=True
+        )
         self.policy_text = w.HTML()
         self.lost_table = w.Output()
         self.policy = w.Dropdown(options=[], description="Apply as")
-        self.impact_button = w.Button(description="Impact", icon="bolt", disabled=True)
+        self.impact_button = self._button(
+            self.impact, description="Impact", icon="bolt", disabled=True
+        )
         self.impact_table = w.Output()
-        self.read_button.on_click(lambda _: self.read())
-        self.generate_button.on_click(lambda _: self.generate())
-        self.impact_button.on_click(lambda _: self.impact())
         self._layout(
             w.HBox([self.log, self.days]),
             self.read_button,

@@ -48,24 +48,25 @@ class LibraryCheckoutForm(Form):
         self.frame: pd.DataFrame | None = None
 
         self.set_name = w.Dropdown(description="Set", options=[])
-        self.refresh_button = w.Button(description="Refresh", icon="refresh")
+        self.refresh_button = self._button(
+            lambda: self._act(self.refresh), description="Refresh", icon="refresh"
+        )
         self.ttl = w.Text(description="TTL", placeholder="the set's (e.g. 1h)")
-        self.check_out_button = w.Button(
-            description="Check out", button_style="primary", icon="sign-out"
+        self.check_out_button = self._button(
+            self.check_out, description="Check out", button_style="primary", icon="sign-out"
         )
         self.lease = w.HTML(value="")
-        self.reveal_button = w.Button(description="Reveal password", icon="eye", disabled=True)
-        self.hide_button = w.Button(description="Hide", icon="eye-slash", disabled=True)
+        self.reveal_button = self._button(
+            self.reveal, description="Reveal password", icon="eye", disabled=True
+        )
+        self.hide_button = self._button(
+            self.hide, description="Hide", icon="eye-slash", disabled=True
+        )
         self.password_output = w.Output()
-        self.check_in_button = w.Button(description="Check in", icon="sign-in")
+        self.check_in_button = self._button(self.check_in, description="Check in", icon="sign-in")
         self.table = w.Output()
 
-        self.set_name.observe(lambda _: self._act(self.show_status), names="value")
-        self.refresh_button.on_click(lambda _: self._act(self.refresh))
-        self.check_out_button.on_click(lambda _: self.check_out())
-        self.reveal_button.on_click(lambda _: self.reveal())
-        self.hide_button.on_click(lambda _: self.hide())
-        self.check_in_button.on_click(lambda _: self.check_in())
+        self._on_change(lambda: self._act(self.show_status), self.set_name)
 
         self._layout(
             w.HBox([self.set_name, self.refresh_button]),

@@ -74,11 +74,12 @@ class LoginForm(Form):
         self.password = w.Password(description="Password", continuous_update=False)
         self.secret_id = w.Password(description="Secret id", continuous_update=False)
         self.jwt = w.Password(description="JWT", continuous_update=False)
-        self.login_button = w.Button(description="Log in", button_style="primary", icon="sign-in")
+        self.login_button = self._button(
+            self.submit, description="Log in", button_style="primary", icon="sign-in"
+        )
         self.result = w.HTML(value="")
 
-        self.method.observe(lambda _: self._changed(), names="value")
-        self.login_button.on_click(lambda _: self.submit())
+        self._on_change(self._changed, self.method)
         self._layout(
             self.method,
             self.mount,

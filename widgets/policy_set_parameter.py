@@ -46,12 +46,13 @@ class PolicySetParameterForm(Form):
         # continuous_update=False: the value reaches the kernel once, not a keystroke at a time.
         self.value_secret = w.Password(description="Value", continuous_update=False)
         self.value_row = w.HBox([self.value_text])
-        self.save_button = w.Button(description="Save", button_style="primary", icon="check")
+        self.save_button = self._button(
+            self.save, description="Save", button_style="primary", icon="check"
+        )
         self.table = w.Output()
 
-        self.parameter.observe(lambda _: self._fill(), names="value")
-        self.sensitive.observe(lambda _: self._swap_value_field(), names="value")
-        self.save_button.on_click(lambda _: self.save())
+        self._on_change(self._fill, self.parameter)
+        self._on_change(self._swap_value_field, self.sensitive)
 
         self._layout(
             self.parameter,

@@ -60,19 +60,27 @@ class RekeyCeremonyForm(Form):
             accept="", multiple=True, description="PGP public keys", layout={"width": "auto"}
         )
         self.fingerprints = w.HTML(value="")
-        self.clear_keys_button = w.Button(description="Clear keys", icon="times")
+        self.clear_keys_button = self._button(
+            self.clear_keys, description="Clear keys", icon="times"
+        )
         self.backup = w.Checkbox(description="Keep a backup of the encrypted shares", indent=False)
         self.verify = w.Checkbox(
             value=True, description="Require verification of the new shares", indent=False
         )
-        self.start_button = w.Button(description="Start", button_style="primary", icon="play")
+        self.start_button = self._button(
+            self.start, description="Start", button_style="primary", icon="play"
+        )
 
         # -- status panel
         self.panel = w.HTML(value="")
         self.progress = w.IntProgress(value=0, min=0, max=1, description="Progress")
-        self.refresh_button = w.Button(description="Refresh", icon="refresh")
-        self.cancel_button = w.Button(description="Cancel", button_style="danger", icon="stop")
-        self.restart_button = w.Button(description="Restart", button_style="warning", icon="redo")
+        self.refresh_button = self._button(self.refresh, description="Refresh", icon="refresh")
+        self.cancel_button = self._button(
+            self.cancel, description="Cancel", button_style="danger", icon="stop"
+        )
+        self.restart_button = self._button(
+            self.restart, description="Restart", button_style="warning", icon="redo"
+        )
 
         # -- share entry (current shares, then new ones while verifying)
         # continuous_update=False: the share reaches the kernel once, not a keystroke at a time.
@@ -81,30 +89,26 @@ class RekeyCeremonyForm(Form):
             placeholder="one key share, hex or base64",
             continuous_update=False,
         )
-        self.submit_button = w.Button(description="Submit share", icon="key")
+        self.submit_button = self._button(self.submit, description="Submit share", icon="key")
 
         # -- handing out the new shares
-        self.reveal_button = w.Button(description="Reveal share", icon="eye", disabled=True)
+        self.reveal_button = self._button(
+            self.reveal, description="Reveal share", icon="eye", disabled=True
+        )
         self.share_view = w.HTML(value="")
-        self.recorded_button = w.Button(
-            description="I have recorded it",
-            icon="check",
-            disabled=True,
-            layout=w.Layout(width="auto"),  # the whole label, not "I have recorde..."
+        self.recorded_button = self._button(
+            self.recorded, description="I have recorded it", icon="check", disabled=True
         )
         self.handout_note = w.HTML(value="")
 
         # -- after completion
-        self.prove_button = w.Button(
-            description="Prove the new shares unseal",
-            icon="unlock",
-            disabled=True,
-            layout=w.Layout(width="auto"),
+        self.prove_button = self._button(
+            self.prove, description="Prove the new shares unseal", icon="unlock", disabled=True
         )
 
         # -- at the end: live verification, the ceremony record, the checklist
-        self.verify_live_button = w.Button(
-            description="Check the server", icon="check-circle", layout=w.Layout(width="auto")
+        self.verify_live_button = self._button(
+            self.verify_live, description="Check the server", icon="check-circle"
         )
         self.verification = w.HTML(value="")
         self.record_path = w.Text(
@@ -113,24 +117,15 @@ class RekeyCeremonyForm(Form):
             style={"description_width": "initial"},
             layout=w.Layout(width="auto"),
         )
-        self.record_button = w.Button(
-            description="Export the ceremony record", icon="file", layout=w.Layout(width="auto")
+        self.record_button = self._button(
+            lambda: self.export_record(self.record_path.value or None),
+            description="Export the ceremony record",
+            icon="file",
         )
         self.record_view = w.HTML(value="")
         self.checklist_view = w.HTML(value="")
-        self.verify_live_button.on_click(lambda _: self.verify_live())
-        self.record_button.on_click(lambda _: self.export_record(self.record_path.value or None))
 
-        self.upload.observe(lambda _: self.read_keys(), names="value")
-        self.clear_keys_button.on_click(lambda _: self.clear_keys())
-        self.start_button.on_click(lambda _: self.start())
-        self.refresh_button.on_click(lambda _: self.refresh())
-        self.cancel_button.on_click(lambda _: self.cancel())
-        self.restart_button.on_click(lambda _: self.restart())
-        self.submit_button.on_click(lambda _: self.submit())
-        self.reveal_button.on_click(lambda _: self.reveal())
-        self.recorded_button.on_click(lambda _: self.recorded())
-        self.prove_button.on_click(lambda _: self.prove())
+        self._on_change(self.read_keys, self.upload)
 
         self._layout(
             w.HTML("<b>Start</b>"),

@@ -57,12 +57,12 @@ class TeamAccessForm(Form):
             else:
                 field = w.Dropdown(description=api, options=values)
             self.permissions[api.replace("-", "_")] = field
-        self.save_button = w.Button(description="Add", button_style="primary", icon="check")
+        self.save_button = self._button(
+            self.save, description="Add", button_style="primary", icon="check"
+        )
 
-        self.access.observe(lambda _: self._show_permissions(), names="value")
-        self.workspace.observe(lambda _: self.load(), names="value")
-        self.team.observe(lambda _: self.load(), names="value")
-        self.save_button.on_click(lambda _: self.save())
+        self._on_change(self._show_permissions, self.access)
+        self._on_change(self.load, self.workspace, self.team)
 
         self._layout(
             w.HBox([self.workspace, self.team]),

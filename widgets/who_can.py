@@ -44,16 +44,19 @@ class WhoCanForm(Form):
             placeholder="sys/policies/acl/*",
             layout={"width": "50%"},
         )
-        self.ask_button = w.Button(description="Ask", icon="search", button_style="primary")
+        self.ask_button = self._button(
+            self.ask, description="Ask", icon="search", button_style="primary"
+        )
         self.answer_table = w.Output()
         self.principal = w.Dropdown(options=[], description="Principal", layout={"width": "60%"})
-        self.explain_button = w.Button(description="Explain", icon="question", disabled=True)
+        self.explain_button = self._button(
+            self.explain, description="Explain", icon="question", disabled=True
+        )
         self.explain_table = w.Output()
-        self.reload_button = w.Button(description="Read the server again", icon="refresh")
+        self.reload_button = self._button(
+            self.reload, description="Read the server again", icon="refresh"
+        )
 
-        self.ask_button.on_click(lambda _: self.ask())
-        self.explain_button.on_click(lambda _: self.explain())
-        self.reload_button.on_click(lambda _: self.reload())
         self._layout(
             self.capability,
             self.path,
