@@ -29,8 +29,7 @@ from .._errors import DecodeError, InputError, NotFound
 from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden, reveal
 from .._records import Record, integer
-from ._base import EngineArea, Names
-from ._credentials import issue_credentials, required
+from ._credentials import CredentialEngine, required
 
 __all__ = ["BROKER_ROLES", "TOPIC_PERMISSIONS", "VHOST_PERMISSIONS", "Broker"]
 
@@ -113,8 +112,10 @@ def _encoded_topics(topics: TopicMap | str) -> str:
     return json.dumps({v: {e: dict(p) for e, p in ex.items()} for v, ex in topics.items()})
 
 
-class Broker(EngineArea):
+class Broker(CredentialEngine):
     """The message-broker engine (spec 4.9); ``client.broker.at(path)`` for another mount."""
+
+    credentials_kind = "broker-credentials"
 
     # -- configuration -----------------------------------------------------------------
     def configure_connection(
@@ -170,10 +171,6 @@ class Broker(EngineArea):
         )
 
     # -- roles -------------------------------------------------------------------------
-    def list_roles(self) -> Names:
-        """Role names. ``LIST /broker/roles``."""
-        return self._list(self._path("roles"))
-
     def write_role(
         self,
         name: str,
@@ -219,20 +216,6 @@ class Broker(EngineArea):
             },
             kind="broker-role",
         )
-
-    def delete_role(self, name: str) -> None:
-        """Delete a role (issued creds stay until their leases end). ``DELETE /broker/roles/:name``."""
-        required(role_name=name)
-        self._send("DELETE", self._path("roles/{name}", name=name))
-
-    def generate_credentials(self, role: str) -> Record:
-        """A new broker user for ``role``. ``GET /broker/creds/:name``.
-
-        Fields ``username``, ``password`` (:class:`~toolkit.Sensitive`),
-        ``lease_id``, ``lease_duration``, ``renewable``. Revoking the lease
-        deletes the user.
-        """
-        return issue_credentials(self, role, "broker-credentials")
 
     # -- views -------------------------------------------------------------------------
     def _roles(self, cov: Coverage | None = None) -> list[Record]:

@@ -24,7 +24,7 @@ import ipaddress
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -259,15 +259,9 @@ class RekeyCeremony:
         threshold is reached the new shares are kept (:attr:`new_shares`) and the
         phase becomes ``verifying`` or ``complete``. Returns the status.
         """
-        text = check_share(share)
-        status = self.status()
-        if self._phase != "collecting":
-            raise InputError(f"no rekey attempt is collecting shares (phase: {self._phase})")
-        try:
-            result = self._rekey.update(text, str(status["nonce"]))
-        except APIError:
-            self.status()
-            raise
+        status, result = self._send_share(
+            "collecting", "collecting shares", self._rekey.update, check_share(share)
+        )
         if result.get("complete"):
             self._new_shares = list(result.get("keys") or [])
             self._new_shares_base64 = list(result.get("keys_base64") or [])
@@ -281,18 +275,31 @@ class RekeyCeremony:
         expected = None
         if self._new_shares and not self._pgp_fingerprints:
             expected = len(bytes.fromhex(self._new_shares[0].reveal()))
-        text = check_share(share, expected_bytes=expected)
-        status = self.status()
-        if self._phase != "verifying":
-            raise InputError(f"no rekey attempt is verifying new shares (phase: {self._phase})")
-        try:
-            result = self._rekey.verify_update(text, str(status["nonce"]))
-        except APIError:
-            self.status()
-            raise
+        status, result = self._send_share(
+            "verifying",
+            "verifying new shares",
+            self._rekey.verify_update,
+            check_share(share, expected_bytes=expected),
+        )
         if result.get("complete"):
             self._complete = True
         return self._note("new share verified", self.status(), nonce=status["nonce"])
+
+    def _send_share(
+        self, phase: str, doing: str, send: Callable[[str, str], Record], text: str
+    ) -> tuple[Record, Record]:
+        """Send one checked share with the server's current nonce, in ``phase`` only;
+        a refusal reads the status again before it is raised. Returns the status
+        read before sending and the server's answer."""
+        status = self.status()
+        if self._phase != phase:
+            raise InputError(f"no rekey attempt is {doing} (phase: {self._phase})")
+        try:
+            result = send(text, str(status["nonce"]))
+        except APIError:
+            self.status()
+            raise
+        return status, result
 
     def cancel(self) -> Record:
         """Cancel the attempt on the server; the current shares stay valid."""

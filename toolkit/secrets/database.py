@@ -32,8 +32,9 @@ from .._frames import Col, Schema, build_frame
 from .._masking import Sensitive, hidden
 from .._records import Record, text
 from .._time import later, parse_time
-from ._base import EngineArea, Names, fields_of, hide, listed_keys, warnings_of
-from ._credentials import issue_credentials, required
+from ..findings import Finding, findings_frame
+from ._base import Names, fields_of, hide, listed_keys, warnings_of
+from ._credentials import CredentialEngine, required
 
 __all__ = ["CONNECTIONS", "DB_ROLES", "STATIC_ROLES", "Database", "connection_findings"]
 
@@ -106,8 +107,10 @@ def _seconds(value: Any) -> int:
         raise DecodeError("the server's answer has a ttl that is not a number of seconds") from None
 
 
-class Database(EngineArea):
+class Database(CredentialEngine):
     """The database engine (spec 4.8); ``client.database.at(path)`` for another mount."""
+
+    credentials_kind = "database-credentials"
 
     # -- connections -----------------------------------------------------------------
     def list_connections(self) -> Names:
@@ -140,15 +143,14 @@ class Database(EngineArea):
         ``warnings`` (for example a password written into the URL).
         """
         required(connection_name=name, plugin_name=plugin_name)
+        given = {
+            "connection_url": connection_url,
+            "username": username,
+            "password_policy": password_policy,
+            "plugin_version": plugin_version,
+        }
         body: dict[str, Any] = {"plugin_name": plugin_name, "verify_connection": verify_connection}
-        for key, value in (
-            ("connection_url", connection_url),
-            ("username", username),
-            ("password_policy", password_policy),
-            ("plugin_version", plugin_version),
-        ):
-            if value is not None:
-                body[key] = value
+        body |= {key: value for key, value in given.items() if value is not None}
         if password is not None:
             body["password"] = hidden(password, "password")
             del password
@@ -218,10 +220,6 @@ class Database(EngineArea):
         self._send("POST", self._path("rotate-root/{name}", name=name))
 
     # -- roles -------------------------------------------------------------------------
-    def list_roles(self) -> Names:
-        """Dynamic role names. ``LIST /database/roles``."""
-        return self._list(self._path("roles"))
-
     def write_role(
         self,
         name: str,
@@ -278,20 +276,6 @@ class Database(EngineArea):
             },
             kind="database-role",
         )
-
-    def delete_role(self, name: str) -> None:
-        """Delete a role (issued creds stay until their leases end). ``DELETE /database/roles/:name``."""
-        required(role_name=name)
-        self._send("DELETE", self._path("roles/{name}", name=name))
-
-    def generate_credentials(self, role: str) -> Record:
-        """New database credentials for ``role``. ``GET /database/creds/:name``.
-
-        Fields ``username``, ``password`` (:class:`~toolkit.Sensitive`),
-        ``lease_id``, ``lease_duration``, ``renewable``. Revoking the lease drops
-        the user.
-        """
-        return issue_credentials(self, role, "database-credentials")
 
     # -- static roles ------------------------------------------------------------------
     def list_static_roles(self) -> Names:
@@ -487,8 +471,6 @@ def connection_findings(connections: pd.DataFrame, mount: str = "database") -> p
       without checking it reaches the database, so a typo shows only when
       credentials are first asked for.
     """
-    from ..findings import Finding, findings_frame
-
     found = []
     for name, row in connections.iterrows():
         where = f"{mount.strip('/')}/config/{name}"

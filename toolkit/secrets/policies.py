@@ -8,7 +8,7 @@ rather than an error.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -23,6 +23,8 @@ from .._errors import (
     MountNotFound,
     NamespaceNotFound,
     NotFound,
+    PermissionDenied,
+    TokenRefused,
 )
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
@@ -269,7 +271,6 @@ class Policies(SecretsArea):
         accessors may not be listed, only the roles are shown and
         ``frame.attrs["not_permitted"]`` names what was refused.
         """
-        from .._errors import PermissionDenied, TokenRefused
         from .tokens import Tokens
 
         area = Tokens(self._http)
@@ -277,17 +278,13 @@ class Policies(SecretsArea):
         rows: list[dict[str, Any]] = []
         cov = Coverage("policies.holders", asked=["auth/token/accessors", "auth/token/roles"])
         if tokens is None:
-            try:
-                tokens = area.inventory()
-            except TokenRefused:
-                raise
-            except PermissionDenied as exc:
-                refused.append("auth/token/accessors")
-                cov.note_error("auth/token/accessors", exc)
-        if tokens is not None:
-            # What the inventory could not read (a refused lookup) the holders lack too.
-            for record in coverage_records(tokens):
+            tokens = _permitted(cov, refused, "auth/token/accessors", area.inventory)
+        roles = _permitted(cov, refused, "auth/token/roles", area.roles_frame)
+        # What the inventory or the roles could not read (a refused lookup) the holders lack too.
+        for read in (tokens, roles):
+            for record in coverage_records(read) if read is not None else ():
                 cov.gaps.extend(record.gaps)
+        if tokens is not None:
             for accessor, row in tokens.iterrows():
                 rows.extend(
                     {
@@ -297,16 +294,7 @@ class Policies(SecretsArea):
                     }
                     for p in row["policies"] or []
                 )
-        try:
-            roles = area.roles_frame()
-        except TokenRefused:
-            raise
-        except PermissionDenied as exc:
-            refused.append("auth/token/roles")
-            cov.note_error("auth/token/roles", exc)
-        else:
-            for record in coverage_records(roles):
-                cov.gaps.extend(record.gaps)
+        if roles is not None:
             for role, row in roles.iterrows():
                 rows.extend(
                     {"policy": p, "holder_kind": "token role", "holder": str(role)}
@@ -318,3 +306,18 @@ class Policies(SecretsArea):
         frame.attrs["not_permitted"] = refused
         cov.note_read(len(frame))
         return cov.attach(frame)
+
+
+def _permitted(
+    cov: Coverage, refused: list[str], path: str, read: Callable[[], pd.DataFrame]
+) -> pd.DataFrame | None:
+    """What ``read`` answers, or None when the server refuses it (``path`` is then noted
+    as refused and as a gap); a refused token itself is raised."""
+    try:
+        return read()
+    except TokenRefused:
+        raise
+    except PermissionDenied as exc:
+        refused.append(path)
+        cov.note_error(path, exc)
+        return None

@@ -58,25 +58,20 @@ PKI_ISSUERS = Schema.of(
     Col("usage"),
     index="issuer_id",
 )
-ISSUED_CERTIFICATES = Schema.of(
-    "serial_number",
+# What a certificate itself says: the first columns of both certificate frames.
+_CERTIFICATE_COLUMNS = (
+    Col("serial_number"),
     Col("subject"),
     Col("sans"),
     Col("issuer"),
     Col("not_before", "datetime"),
     Col("not_after", "datetime"),
-    Col("mount"),
-    Col("role"),
-    Col("operation"),
-    index="serial_number",
+)
+ISSUED_CERTIFICATES = Schema.of(
+    *_CERTIFICATE_COLUMNS, Col("mount"), Col("role"), Col("operation"), index="serial_number"
 )
 MOUNT_CERTIFICATES = Schema.of(
-    "serial_number",
-    Col("subject"),
-    Col("sans"),
-    Col("issuer"),
-    Col("not_before", "datetime"),
-    Col("not_after", "datetime"),
+    *_CERTIFICATE_COLUMNS,
     Col("expired", "bool"),
     Col("revoked", "bool"),
     Col("revocation_time", "datetime"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import pandas as pd
 from cryptography import x509
@@ -28,6 +28,22 @@ from ._common import (
 from .certificate import IssuedCertificate
 
 
+class RequestedNames(TypedDict, total=False):
+    """What an issue or a sign request may ask for besides its role and format, as
+    keyword arguments: the names (each a list, or comma-separated text), the
+    validity (``ttl`` or ``not_after``, not both) and the chain's shape."""
+
+    alt_names: Sequence[str] | str | None
+    ip_sans: Sequence[str] | str | None
+    uri_sans: Sequence[str] | str | None
+    other_sans: Sequence[str] | str | None
+    user_ids: Sequence[str] | str | None
+    ttl: str | int | None
+    not_after: str | datetime | None
+    exclude_cn_from_sans: bool | None
+    remove_roots_from_chain: bool | None
+
+
 class IssuanceCalls(PKIBase):
     """Issue and sign in all their forms, the stored certificates and the CA reads (spec 4.10).."""
 
@@ -49,18 +65,10 @@ class IssuanceCalls(PKIBase):
         role: str,
         common_name: str,
         *,
-        alt_names: Sequence[str] | str | None = None,
-        ip_sans: Sequence[str] | str | None = None,
-        uri_sans: Sequence[str] | str | None = None,
-        other_sans: Sequence[str] | str | None = None,
-        user_ids: Sequence[str] | str | None = None,
-        ttl: str | int | None = None,
-        not_after: str | datetime | None = None,
         format: str = "pem",
         private_key_format: str | None = None,
-        exclude_cn_from_sans: bool | None = None,
-        remove_roots_from_chain: bool | None = None,
         issuer_ref: str | None = None,
+        **names: Unpack[RequestedNames],
     ) -> IssuedCertificate:
         """A new key and certificate from ``role``. ``POST /pki/issue/:role``.
 
@@ -73,17 +81,9 @@ class IssuanceCalls(PKIBase):
             role,
             issuer_ref,
             common_name=common_name,
-            alt_names=alt_names,
-            ip_sans=ip_sans,
-            uri_sans=uri_sans,
-            other_sans=other_sans,
-            user_ids=user_ids,
-            ttl=ttl,
-            not_after=not_after,
             format=format,
             private_key_format=private_key_format,
-            exclude_cn_from_sans=exclude_cn_from_sans,
-            remove_roots_from_chain=remove_roots_from_chain,
+            **names,
         )
 
     def sign(
@@ -92,17 +92,9 @@ class IssuanceCalls(PKIBase):
         csr: str,
         *,
         common_name: str | None = None,
-        alt_names: Sequence[str] | str | None = None,
-        ip_sans: Sequence[str] | str | None = None,
-        uri_sans: Sequence[str] | str | None = None,
-        other_sans: Sequence[str] | str | None = None,
-        user_ids: Sequence[str] | str | None = None,
-        ttl: str | int | None = None,
-        not_after: str | datetime | None = None,
         format: str = "pem",
-        exclude_cn_from_sans: bool | None = None,
-        remove_roots_from_chain: bool | None = None,
         issuer_ref: str | None = None,
+        **names: Unpack[RequestedNames],
     ) -> IssuedCertificate:
         """A certificate for the key of ``csr`` (PEM) from ``role``. ``POST /pki/sign/:role``.
 
@@ -111,21 +103,7 @@ class IssuanceCalls(PKIBase):
         ``allowed_user_ids`` decide which).
         """
         return self._request(
-            "sign",
-            role,
-            issuer_ref,
-            csr=csr,
-            common_name=common_name,
-            alt_names=alt_names,
-            ip_sans=ip_sans,
-            uri_sans=uri_sans,
-            other_sans=other_sans,
-            user_ids=user_ids,
-            ttl=ttl,
-            not_after=not_after,
-            format=format,
-            exclude_cn_from_sans=exclude_cn_from_sans,
-            remove_roots_from_chain=remove_roots_from_chain,
+            "sign", role, issuer_ref, csr=csr, common_name=common_name, format=format, **names
         )
 
     def sign_verbatim(
@@ -168,6 +146,13 @@ class IssuanceCalls(PKIBase):
         self, verb: str, role: str, issuer_ref: str | None, **fields: Any
     ) -> IssuedCertificate:
         """Send an issue or sign request after checking what can be checked here."""
+        allowed = {"csr", "common_name", "format", "private_key_format"}
+        unknown = sorted(set(fields) - allowed - RequestedNames.__optional_keys__)
+        if unknown:
+            raise InputError(
+                f"{verb} takes no argument {', '.join(unknown)}; "
+                f"names and validity: {', '.join(sorted(RequestedNames.__optional_keys__))}"
+            )
         format = str(fields.get("format") or "pem")
         _check_format(format, fields.get("private_key_format"))
         if fields.get("ttl") is not None and fields.get("not_after") is not None:
