@@ -155,6 +155,10 @@ def test_bad_arguments_are_refused_before_sending(client: SecretsClient) -> None
         client.pki.issue("web-server", "a.example.com", private_key_format="pkcs12")
     with pytest.raises(InputError, match="ttl or not_after"):
         client.pki.issue("web-server", "a.example.com", ttl="1h", not_after="2030-01-01T00:00:00Z")
+    with pytest.raises(InputError, match="issue takes no argument alt_name; it takes alt_names"):
+        client.pki.issue("web-server", "a.example.com", alt_name="b.example.com")  # type: ignore[call-arg]
+    with pytest.raises(InputError, match="sign takes no argument private_key_format"):
+        client.pki.sign("web-server", "csr", private_key_format="der")  # type: ignore[call-arg]
     assert client.pki.session_certificates().empty
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypedDict, Unpack
 
@@ -44,6 +44,15 @@ class RequestedNames(TypedDict, total=False):
     remove_roots_from_chain: bool | None
 
 
+def _only_names(verb: str, names: Mapping[str, Any]) -> None:
+    """Refuse, before anything is sent, an argument :class:`RequestedNames` does not name
+    (a misspelt ``alt_name`` would otherwise reach the server as an unknown field)."""
+    unknown = sorted(set(names) - RequestedNames.__optional_keys__)
+    if unknown:
+        known = ", ".join(sorted(RequestedNames.__optional_keys__))
+        raise InputError(f"{verb} takes no argument {', '.join(unknown)}; it takes {known}")
+
+
 class IssuanceCalls(PKIBase):
     """Issue and sign in all their forms, the stored certificates and the CA reads (spec 4.10).."""
 
@@ -76,6 +85,7 @@ class IssuanceCalls(PKIBase):
         and ``not_after`` (a UTC datetime or ``YYYY-MM-ddTHH:MM:SSZ``) exclude
         each other. The private key is in the result as ``Sensitive``.
         """
+        _only_names("issue", names)
         return self._request(
             "issue",
             role,
@@ -102,6 +112,7 @@ class IssuanceCalls(PKIBase):
         ``user_ids`` go into the subject as UID attributes (the role's
         ``allowed_user_ids`` decide which).
         """
+        _only_names("sign", names)
         return self._request(
             "sign", role, issuer_ref, csr=csr, common_name=common_name, format=format, **names
         )
@@ -146,13 +157,6 @@ class IssuanceCalls(PKIBase):
         self, verb: str, role: str, issuer_ref: str | None, **fields: Any
     ) -> IssuedCertificate:
         """Send an issue or sign request after checking what can be checked here."""
-        allowed = {"csr", "common_name", "format", "private_key_format"}
-        unknown = sorted(set(fields) - allowed - RequestedNames.__optional_keys__)
-        if unknown:
-            raise InputError(
-                f"{verb} takes no argument {', '.join(unknown)}; "
-                f"names and validity: {', '.join(sorted(RequestedNames.__optional_keys__))}"
-            )
         format = str(fields.get("format") or "pem")
         _check_format(format, fields.get("private_key_format"))
         if fields.get("ttl") is not None and fields.get("not_after") is not None:
