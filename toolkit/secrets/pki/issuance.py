@@ -28,7 +28,7 @@ from ._common import (
 from .certificate import IssuedCertificate
 
 
-class RequestedNames(TypedDict, total=False):
+class NamesAndValidity(TypedDict, total=False):
     """What an issue or a sign request may ask for besides its role and format, as
     keyword arguments: the names (each a list, or comma-separated text), the
     validity (``ttl`` or ``not_after``, not both) and the chain's shape."""
@@ -45,11 +45,11 @@ class RequestedNames(TypedDict, total=False):
 
 
 def _only_names(verb: str, names: Mapping[str, Any]) -> None:
-    """Refuse, before anything is sent, an argument :class:`RequestedNames` does not name
+    """Refuse, before anything is sent, an argument :class:`NamesAndValidity` does not name
     (a misspelt ``alt_name`` would otherwise reach the server as an unknown field)."""
-    unknown = sorted(set(names) - RequestedNames.__optional_keys__)
+    unknown = sorted(set(names) - NamesAndValidity.__optional_keys__)
     if unknown:
-        known = ", ".join(sorted(RequestedNames.__optional_keys__))
+        known = ", ".join(sorted(NamesAndValidity.__optional_keys__))
         raise InputError(f"{verb} takes no argument {', '.join(unknown)}; it takes {known}")
 
 
@@ -77,7 +77,7 @@ class IssuanceCalls(PKIBase):
         format: str = "pem",
         private_key_format: str | None = None,
         issuer_ref: str | None = None,
-        **names: Unpack[RequestedNames],
+        **names: Unpack[NamesAndValidity],
     ) -> IssuedCertificate:
         """A new key and certificate from ``role``. ``POST /pki/issue/:role``.
 
@@ -104,7 +104,7 @@ class IssuanceCalls(PKIBase):
         common_name: str | None = None,
         format: str = "pem",
         issuer_ref: str | None = None,
-        **names: Unpack[RequestedNames],
+        **names: Unpack[NamesAndValidity],
     ) -> IssuedCertificate:
         """A certificate for the key of ``csr`` (PEM) from ``role``. ``POST /pki/sign/:role``.
 
