@@ -1,4 +1,4 @@
-"""An engine's demo loader (``backends.demo_at``) fills its own default mount, and only that."""
+"""The engine descriptors (``backends``): an engine's demo loader (``demo_at``) fills its own default mount, and only that."""
 
 from __future__ import annotations
 
