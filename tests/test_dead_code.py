@@ -77,6 +77,7 @@ RECORDS = {
     "toolkit/platform/team_access.py": "the custom permissions a caller may pass, as the spec names them",
     "toolkit/sandbox/platform/team_access.py": "the custom permissions as the spec names them",
     "toolkit/sandbox/secrets/engines/pki/roles.py": "a certificate role's settings, read back whole",
+    "toolkit/sandbox/secrets/engines/ad/state.py": "the directory config as written, stored whole as the server stores it (request_timeout: no directory to time out on)",
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import InvalidRequest, SecretsError
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .leases import Lease
     from .mounts import Mount
 
-__all__ = ["Credentials", "Requester", "creds_lease", "generate_password"]
+__all__ = ["CredentialEngine", "Credentials", "Requester", "creds_lease", "generate_password"]
 
 
 @dataclass(frozen=True)
@@ -61,23 +61,35 @@ def lease_ttls(mount: Mount, ttl: int, max_ttl: int) -> tuple[int, int]:
     return min(ttl or default, capped_max), capped_max
 
 
+class CredentialEngine(Protocol):
+    """A credential engine as :func:`creds_lease` uses it: where it is mounted, and how a
+    lease of its credentials ends."""
+
+    @property
+    def service(self) -> EngineHost: ...
+
+    @property
+    def mount(self) -> Mount: ...
+
+    def revoke_creds(self, lease: Lease) -> None: ...
+
+
 def creds_lease(
-    service: EngineHost,
-    mount: Mount,
+    engine: CredentialEngine,
     role: str,
     requester: Requester,
     ttls: tuple[int, int],
-    on_revoke: Callable[[Lease], None],
     data: dict[str, Any],
 ) -> Lease:
-    """The renewable lease ``<mount>creds/<role>/<id>`` whose revocation runs ``on_revoke``."""
+    """The renewable lease ``<mount>creds/<role>/<id>`` whose revocation runs the engine's
+    ``revoke_creds``."""
     ttl, max_ttl = ttls
-    return service.leases.create(
-        f"{mount.path}creds/{role}",
+    return engine.service.leases.create(
+        f"{engine.mount.path}creds/{role}",
         ttl=ttl,
         max_ttl=max_ttl,
         renewable=True,
-        on_revoke=on_revoke,
+        on_revoke=engine.revoke_creds,
         token=requester.token,
         suffix=requester.lease_suffix,
         issue_time=requester.issued_at,

@@ -26,9 +26,10 @@ from the service through an engine back to it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import InvalidRequest
 
@@ -36,7 +37,9 @@ if TYPE_CHECKING:
     from .host import EngineHost
     from .mounts import Mount
 
-__all__ = ["Engine", "EngineRegistry"]
+__all__ = ["Engine", "EngineRegistry", "demo_at"]
+
+_State = TypeVar("_State")
 
 
 @dataclass(frozen=True)
@@ -116,3 +119,21 @@ class EngineRegistry:
         engine = self._by_type.get(mount.type)
         if engine is not None:
             mount.backend = engine.make_backend(host, mount)
+
+
+def demo_at(
+    path: str, kind: type[_State]
+) -> Callable[[Callable[[EngineHost, _State], None]], Callable[[EngineHost], None]]:
+    """Make ``load(host, state)`` an engine's ``demo``: it fills the state of the mount at
+    ``path`` when that mount is there and holds a ``kind`` (else the demo does nothing)."""
+
+    def wrap(load: Callable[[EngineHost, _State], None]) -> Callable[[EngineHost], None]:
+        @functools.wraps(load)
+        def demo(host: EngineHost) -> None:
+            mount = host.mounts.engine(path)
+            if mount is not None and isinstance(mount.backend, kind):
+                load(host, mount.backend)
+
+        return demo
+
+    return wrap

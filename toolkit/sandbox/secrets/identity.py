@@ -16,8 +16,10 @@ request bodies into the typed arguments below.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 from ..._spec.acl import Alias, Group, Identity
 from .._clock import Clock
@@ -70,6 +72,36 @@ def _policies(names: list[str]) -> list[str]:
     return kept
 
 
+_Record = TypeVar("_Record", Entity, IdentityGroup)
+
+
+def _by_name(table: Mapping[str, _Record], name: str) -> _Record | None:
+    """The entity or group of ``name``, compared without case as the real server does."""
+    wanted = name.lower()
+    return next((r for r in table.values() if r.name.lower() == wanted), None)
+
+
+def _written(
+    table: Mapping[str, _Record], record_id: str, name: str, *, unknown: str, taken: str
+) -> _Record | None:
+    """The entity or group a write updates: the one of ``record_id`` (``unknown`` when there
+    is none), else the one of ``name``; None for a new one. A ``name`` another one has is
+    ``taken``."""
+    found: _Record | None = None
+    if record_id:
+        found = table.get(record_id)
+        if found is None:
+            raise InvalidRequest(unknown)
+    if name:
+        named = _by_name(table, name)
+        if named is not None:
+            if found is None:
+                found = named
+            elif named.id != found.id:
+                raise InvalidRequest(taken)
+    return found
+
+
 class IdentityStore:
     """Every entity, alias and internal group of the server."""
 
@@ -90,8 +122,7 @@ class IdentityStore:
         return self.entities.get(entity_id)
 
     def entity_by_name(self, name: str) -> Entity | None:
-        wanted = name.lower()
-        return next((e for e in self.entities.values() if e.name.lower() == wanted), None)
+        return _by_name(self.entities, name)
 
     def write_entity(
         self,
@@ -106,18 +137,13 @@ class IdentityStore:
         """Create an entity, or update the one named by ``entity_id`` or ``name``
         (``POST identity/entity``); answers it and whether it is new. ``new_id``: the id
         a new one gets (demo data, to be the same each start), a random one otherwise."""
-        entity: Entity | None = None
-        if entity_id:
-            entity = self.entities.get(entity_id)
-            if entity is None:
-                raise InvalidRequest("entity not found from id")
-        if name:
-            named = self.entity_by_name(name)
-            if named is not None:
-                if entity is None:
-                    entity = named
-                elif named.id != entity.id:
-                    raise InvalidRequest("entity name is already in use")
+        entity = _written(
+            self.entities,
+            entity_id,
+            name,
+            unknown="entity not found from id",
+            taken="entity name is already in use",
+        )
         kept = _policies(policies) if policies is not None else None
         now = self.clock.now()
         new = entity is None
@@ -223,8 +249,7 @@ class IdentityStore:
         return self.groups.get(group_id)
 
     def group_by_name(self, name: str) -> IdentityGroup | None:
-        wanted = name.lower()
-        return next((g for g in self.groups.values() if g.name.lower() == wanted), None)
+        return _by_name(self.groups, name)
 
     def write_group(
         self,
@@ -239,22 +264,17 @@ class IdentityStore:
         new_id: str = "",
     ) -> tuple[IdentityGroup, bool]:
         """``POST identity/group``: create an internal group, or update the one named."""
-        group: IdentityGroup | None = None
-        if group_id:
-            group = self.groups.get(group_id)
-            if group is None:
-                raise InvalidRequest("invalid group ID")
         if kind not in ("", "internal"):
             if kind == "external":
                 raise InvalidRequest("the sandbox keeps internal groups only")
             raise InvalidRequest(f"invalid group type {kind!r}")
-        if name:
-            named = self.group_by_name(name)
-            if named is not None:
-                if group is None:
-                    group = named
-                elif named.id != group.id:
-                    raise InvalidRequest("group name is already in use")
+        group = _written(
+            self.groups,
+            group_id,
+            name,
+            unknown="invalid group ID",
+            taken="group name is already in use",
+        )
         kept = _policies(policies) if policies is not None else None
         for member in member_entity_ids or []:
             if member not in self.entities:

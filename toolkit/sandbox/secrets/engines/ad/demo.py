@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from ...backends import demo_at
 from .state import DirectoryConfig, DirectoryEngine, DirectoryRole
 
 if TYPE_CHECKING:
@@ -92,12 +93,9 @@ _LENT: tuple[tuple[str, str, str, int, int, str], ...] = (
 )
 
 
-def load_demo(service: EngineHost) -> None:
+@demo_at("ad", DirectoryEngine)
+def load_demo(service: EngineHost, engine: DirectoryEngine) -> None:
     """Fill the directory engine at ``ad/`` with the demo set (tokens must exist already)."""
-    mount = service.mounts.engine("ad")
-    if mount is None or not isinstance(mount.backend, DirectoryEngine):
-        return
-    engine = mount.backend
     start = service.clock.start.replace(microsecond=0)
     for name, dn in DEMO_ACCOUNTS:
         engine.add_account(name, dn, password_last_set=start - timedelta(days=120))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import secrets
 import string
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -69,51 +69,42 @@ _ALPHABET = string.ascii_letters + string.digits
 
 
 @dataclass
-class DirectoryConfig:
+class _Settings:
+    """What a ``POST config`` writes as given; the stored config and the request share it."""
+
+    binddn: str
+    bindpass: str = field(repr=False)
+    url: str = DEFAULT_URL
+    userdn: str = ""
+    upndomain: str = ""
+    certificate: str = ""
+    insecure_tls: bool = False
+    starttls: bool = False
+    tls_min_version: str = "tls12"
+    tls_max_version: str = "tls12"
+    password_policy: str = ""
+    formatter: str = ""
+    case_sensitive_names: bool = False
+    request_timeout: int = REQUEST_TIMEOUT
+    last_rotation_tolerance: int = ROTATION_TOLERANCE
+
+
+@dataclass
+class DirectoryConfig(_Settings):
     """``<mount>config``: how the engine reaches the directory and makes passwords."""
 
-    binddn: str
-    bindpass: str = field(repr=False)
-    url: str = DEFAULT_URL
-    userdn: str = ""
-    upndomain: str = ""
-    certificate: str = ""
-    insecure_tls: bool = False
-    starttls: bool = False
-    tls_min_version: str = "tls12"
-    tls_max_version: str = "tls12"
     ttl: int = 0
     max_ttl: int = 0
-    password_policy: str = ""
     length: int = DEFAULT_LENGTH
-    formatter: str = ""
-    case_sensitive_names: bool = False
-    request_timeout: int = REQUEST_TIMEOUT
-    last_rotation_tolerance: int = ROTATION_TOLERANCE
 
 
-@dataclass(frozen=True)
-class ConfigWrite:
+@dataclass
+class ConfigWrite(_Settings):
     """What a ``POST config`` asks, as the HTTP side read it (None: not given, the default)."""
 
-    binddn: str
-    bindpass: str = field(repr=False)
-    url: str = DEFAULT_URL
-    userdn: str = ""
-    upndomain: str = ""
-    certificate: str = ""
-    insecure_tls: bool = False
-    starttls: bool = False
-    tls_min_version: str = "tls12"
-    tls_max_version: str = "tls12"
     ttl: int | None = None
     max_ttl: int | None = None
-    password_policy: str = ""
     length: int | None = None
-    formatter: str = ""
-    case_sensitive_names: bool = False
-    request_timeout: int = REQUEST_TIMEOUT
-    last_rotation_tolerance: int = ROTATION_TOLERANCE
 
 
 @dataclass
@@ -262,26 +253,8 @@ class DirectoryEngine:
                 raise bad_request(f"url: {url.strip()!r} is not an ldap:// or ldaps:// address")
         if not request.binddn or not request.bindpass:
             raise bad_request("missing binddn" if not request.binddn else "missing bindpass")
-        self.config = DirectoryConfig(
-            binddn=request.binddn,
-            bindpass=request.bindpass,
-            url=request.url,
-            userdn=request.userdn,
-            upndomain=request.upndomain,
-            certificate=certificate,
-            insecure_tls=request.insecure_tls,
-            starttls=request.starttls,
-            tls_min_version=tls_min,
-            tls_max_version=tls_max,
-            ttl=ttl,
-            max_ttl=max_ttl,
-            password_policy=policy,
-            length=length,
-            formatter=formatter,
-            case_sensitive_names=request.case_sensitive_names,
-            request_timeout=request.request_timeout,
-            last_rotation_tolerance=request.last_rotation_tolerance,
-        )
+        resolved = {"ttl": ttl, "max_ttl": max_ttl, "length": length}
+        self.config = DirectoryConfig(**(asdict(request) | resolved))
 
     def read_config(self) -> DirectoryConfig:
         """``GET config``; 404 when the engine has none."""

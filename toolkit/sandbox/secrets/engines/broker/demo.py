@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..._credentials import Requester
+from ...backends import demo_at
 from .state import BrokerEngine
 
 if TYPE_CHECKING:
@@ -58,12 +59,9 @@ _LIVE_CREDS = (
 )
 
 
-def load_demo(service: EngineHost) -> None:
+@demo_at("broker", BrokerEngine)
+def load_demo(service: EngineHost, broker: BrokerEngine) -> None:
     """Fill the ``broker/`` mount with the demo set."""
-    mount = service.mounts.engine("broker")
-    if mount is None or not isinstance(mount.backend, BrokerEngine):
-        return
-    broker = mount.backend
     start = service.clock.start.replace(microsecond=0)
     broker.configure_connection(
         connection_uri="https://rabbitmq.internal:15671",

@@ -210,15 +210,7 @@ class BrokerEngine:
             },
         )
         ttls = lease_ttls(self.mount, self.lease_ttl, self.lease_max_ttl)
-        lease = creds_lease(
-            self.service,
-            self.mount,
-            name,
-            requester,
-            ttls,
-            self.revoke_creds,
-            {"username": username},
-        )
+        lease = creds_lease(self, name, requester, ttls, {"username": username})
         return Credentials(username, password), lease
 
     def revoke_creds(self, lease: Lease) -> None:

@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from ..._credentials import Requester
+from ...backends import demo_at
 from .state import ConnectionWrite, DatabaseEngine, RoleWrite, StaticRoleWrite
 
 if TYPE_CHECKING:
@@ -121,12 +122,9 @@ _LIVE_CREDS = (
 )
 
 
-def load_demo(service: EngineHost) -> None:
+@demo_at("database", DatabaseEngine)
+def load_demo(service: EngineHost, db: DatabaseEngine) -> None:
     """Fill the ``database/`` mount with the demo set (after the plugins are registered)."""
-    mount = service.mounts.engine("database")
-    if mount is None or not isinstance(mount.backend, DatabaseEngine):
-        return
-    db = mount.backend
     start = service.clock.start.replace(microsecond=0)
     for name, connection in _CONNECTIONS.items():
         db.configure(name, connection)

@@ -403,12 +403,10 @@ class DatabaseEngine:
         )
         self._users.setdefault(connection.name, set()).add(username)
         lease = creds_lease(
-            self.service,
-            self.mount,
+            self,
             name,
             requester,
             ttls,
-            self.revoke_creds,
             {
                 "username": username,
                 "role": name,

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from ...backends import demo_at
+from .state import KeyManagementEngine
+
 if TYPE_CHECKING:
     from ...host import EngineHost
-    from .state import KeyManagementEngine
 
 __all__ = ["DEMO_KEYS", "DEMO_PROVIDERS", "load_demo"]
 
@@ -82,12 +84,9 @@ DEMO_KEYS: tuple[DemoKey, ...] = (
 )
 
 
-def load_demo(service: EngineHost) -> None:
+@demo_at("keymgmt", KeyManagementEngine)
+def load_demo(service: EngineHost, engine: KeyManagementEngine) -> None:
     """The demo keys and providers, on the engine mounted at ``keymgmt/``."""
-    mount = service.mounts.engine("keymgmt")
-    if mount is None or mount.backend is None:
-        return
-    engine: KeyManagementEngine = mount.backend
     start = service.clock.start
 
     for name, (provider, collection) in DEMO_PROVIDERS.items():

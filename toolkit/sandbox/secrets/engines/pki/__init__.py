@@ -9,7 +9,8 @@
 - :mod:`.x509`: keys, encodings, certificate and CRL building with ``cryptography``.
 
 
-The folder's HTTP side is :mod:`.http` (with :mod:`.bodies`), its demo data
+The folder's HTTP side is :mod:`.http` (with :mod:`.bodies`, which reads requests,
+and :mod:`.documents`, which shapes answers), its demo data
 :mod:`.demo`; :data:`ENGINE` describes the engine to the server.
 """
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from ...backends import demo_at
 from .engine import PKIEngine
 from .requests import CAOptions, KeyRequest, RequestedNames, Validity
 from .x509 import cert_pem, read_csr
@@ -74,12 +75,9 @@ def _at(service: EngineHost, days: int) -> datetime:
     return (service.clock.start + timedelta(days=days)).replace(microsecond=0)
 
 
-def load_demo(service: EngineHost) -> None:
+@demo_at("pki", PKIEngine)
+def load_demo(service: EngineHost, pki: PKIEngine) -> None:
     """Two issuers (the intermediate the default) and the demo roles, on the ``pki/`` mount."""
-    mount = service.mounts.engine("pki")
-    if mount is None or not isinstance(mount.backend, PKIEngine):
-        return
-    pki: PKIEngine = mount.backend
     organization = {"organization": ["Example Corp"]}
     root, _ = pki.generate_root(
         KeyRequest("internal", "ec", 384, key_name=ROOT_NAME),

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from ....._spec import certificate_names as policy
 from ...errors import InvalidRequest
+from .x509 import Links
 
 __all__ = [
     "FORMATS",
@@ -148,13 +149,10 @@ class CRLConfig:
 
 
 @dataclass
-class URLConfig:
-    """``config/urls``: where issued certificates point for their issuer and revocation."""
+class URLConfig(Links):
+    """``config/urls``: where issued certificates point for their issuer and revocation,
+    and whether ``{{issuer_id}}`` in those addresses is filled in."""
 
-    issuing_certificates: list[str] = field(default_factory=list)
-    crl_distribution_points: list[str] = field(default_factory=list)
-    delta_crl_distribution_points: list[str] = field(default_factory=list)
-    ocsp_servers: list[str] = field(default_factory=list)
     enable_templating: bool = False
 
 

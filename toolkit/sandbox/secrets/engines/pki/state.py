@@ -12,7 +12,7 @@ engine (:class:`~.engine.PKIEngine`) is all of them on one state.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -280,12 +280,7 @@ class PKIState:
                 return list(values)
             return [v.replace("{{issuer_id}}", issuer_id) for v in values]
 
-        return certs.Links(
-            issuing_certificates=fill(urls.issuing_certificates),
-            ocsp_servers=fill(urls.ocsp_servers),
-            crl_distribution_points=fill(urls.crl_distribution_points),
-            delta_crl_distribution_points=fill(urls.delta_crl_distribution_points),
-        )
+        return certs.Links(**{f.name: fill(getattr(urls, f.name)) for f in fields(certs.Links)})
 
     # -- validity -----------------------------------------------------------------------
     def _validity(
