@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .leases import Lease
     from .mounts import Mount
 
-__all__ = ["CredentialEngine", "Credentials", "Requester", "creds_lease", "generate_password"]
+__all__ = ["LeasingEngine", "Credentials", "Requester", "creds_lease", "generate_password"]
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def lease_ttls(mount: Mount, ttl: int, max_ttl: int) -> tuple[int, int]:
     return min(ttl or default, capped_max), capped_max
 
 
-class CredentialEngine(Protocol):
+class LeasingEngine(Protocol):
     """A credential engine as :func:`creds_lease` uses it: where it is mounted, and how a
     lease of its credentials ends."""
 
@@ -75,7 +75,7 @@ class CredentialEngine(Protocol):
 
 
 def creds_lease(
-    engine: CredentialEngine,
+    engine: LeasingEngine,
     role: str,
     requester: Requester,
     ttls: tuple[int, int],
