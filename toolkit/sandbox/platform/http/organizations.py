@@ -129,7 +129,7 @@ def _organization_renderer(call: PlatformRequest) -> Callable[[Any], dict[str, A
     """An organization's document with its ``permissions`` for this caller."""
 
     def render(org: Any) -> dict[str, Any]:
-        owner = call.service.role(call.caller, org.name) == "owner"
+        owner = call.service.org_store.role(call.caller, org.name) == "owner"
         return organization_resource(org, owner=owner)
 
     return render
@@ -137,19 +137,19 @@ def _organization_renderer(call: PlatformRequest) -> Callable[[Any], dict[str, A
 
 async def list_organizations(call: PlatformRequest) -> Response:
     """``GET /organizations``."""
-    found = call.service.organizations(call.caller)
+    found = call.service.org_store.list_organizations(call.caller)
     return listing(call, found, _organization_renderer(call))
 
 
 async def show_organization(call: PlatformRequest) -> Response:
     """``GET /organizations/:name``."""
-    org = call.service.organization(call.caller, call.params["name"])
+    org = call.service.org_store.visible(call.caller, call.params["name"])
     return answer({"data": _organization_renderer(call)(org)})
 
 
 async def list_workspaces(call: PlatformRequest) -> Response:
     """``GET /organizations/:name/workspaces`` with ``search[name]``."""
-    found = call.service.workspaces(
+    found = call.service.org_store.list_workspaces(
         call.caller, call.params["name"], call.query.get("search[name]")
     )
     return listing(call, found, workspace_resource)
@@ -157,31 +157,31 @@ async def list_workspaces(call: PlatformRequest) -> Response:
 
 async def show_workspace(call: PlatformRequest) -> Response:
     """``GET /workspaces/:id``."""
-    ws = call.service.workspace(call.caller, call.params["id"])
+    ws = call.service.org_store.workspace(call.caller, call.params["id"])
     return answer({"data": workspace_resource(ws)})
 
 
 async def list_teams(call: PlatformRequest) -> Response:
     """``GET /organizations/:name/teams``."""
-    found = call.service.teams(call.caller, call.params["name"])
+    found = call.service.org_store.list_teams(call.caller, call.params["name"])
     return listing(call, found, team_resource)
 
 
 async def show_team(call: PlatformRequest) -> Response:
     """``GET /teams/:id``."""
-    team = call.service.team(call.caller, call.params["id"])
+    team = call.service.org_store.team(call.caller, call.params["id"])
     return answer({"data": team_resource(team)})
 
 
 async def list_policy_sets(call: PlatformRequest) -> Response:
     """``GET /organizations/:name/policy-sets``."""
-    found = call.service.policy_sets(call.caller, call.params["name"])
+    found = call.service.org_store.list_policy_sets(call.caller, call.params["name"])
     return listing(call, found, policy_set_resource)
 
 
 async def show_policy_set(call: PlatformRequest) -> Response:
     """``GET /policy-sets/:id``."""
-    ps = call.service.policy_set(call.caller, call.params["id"])
+    ps = call.service.org_store.policy_set(call.caller, call.params["id"])
     return answer({"data": policy_set_resource(ps)})
 
 
