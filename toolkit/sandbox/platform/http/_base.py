@@ -67,6 +67,7 @@ __all__ = [
     "listing",
     "no_content",
     "organization_relationship",
+    "owned_resource",
     "page",
     "page_request",
     "primary_data",
@@ -369,4 +370,25 @@ def organization_relationship(name: str) -> dict[str, Any]:
     return {
         "data": ref("organizations", name),
         "links": {"related": f"{BASE}/organizations/{name}"},
+    }
+
+
+def owned_resource(
+    resource_type: str,
+    record_id: str,
+    organization: str,
+    attributes: dict[str, Any],
+    relationships: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The document of a record that belongs to an organization: its attributes, its
+    ``organization`` relationship first (then ``relationships``) and its ``self`` link."""
+    return {
+        "id": record_id,
+        "type": resource_type,
+        "attributes": attributes,
+        "relationships": {
+            "organization": organization_relationship(organization),
+            **(relationships or {}),
+        },
+        "links": {"self": f"{BASE}/{resource_type}/{record_id}"},
     }

@@ -22,7 +22,7 @@ from ._base import (
     bool_attribute,
     listing,
     no_content,
-    organization_relationship,
+    owned_resource,
     primary_data,
     ref,
     relationship_data,
@@ -41,26 +41,19 @@ INCLUDES = ("workspaces",)
 
 def pool_resource(pool: AgentPool) -> dict[str, Any]:
     path = f"{BASE}/agent-pools/{pool.id}"
-    return {
-        "id": pool.id,
-        "type": "agent-pools",
-        "attributes": {
-            "name": pool.name,
-            "created-at": format_iso_ms(pool.created_at),
-            "organization-scoped": pool.organization_scoped,
-            "agent-count": len(pool.agents),
-        },
-        "relationships": {
-            "organization": organization_relationship(pool.organization),
-            "agents": {"links": {"related": f"{path}/agents"}},
-            "authentication-tokens": {"links": {"related": f"{path}/authentication-tokens"}},
-            "workspaces": {"data": [ref("workspaces", w) for w in pool.workspace_ids]},
-            "allowed-workspaces": {
-                "data": [ref("workspaces", w) for w in pool.allowed_workspace_ids]
-            },
-        },
-        "links": {"self": path},
+    attributes = {
+        "name": pool.name,
+        "created-at": format_iso_ms(pool.created_at),
+        "organization-scoped": pool.organization_scoped,
+        "agent-count": len(pool.agents),
     }
+    relationships = {
+        "agents": {"links": {"related": f"{path}/agents"}},
+        "authentication-tokens": {"links": {"related": f"{path}/authentication-tokens"}},
+        "workspaces": {"data": [ref("workspaces", w) for w in pool.workspace_ids]},
+        "allowed-workspaces": {"data": [ref("workspaces", w) for w in pool.allowed_workspace_ids]},
+    }
+    return owned_resource("agent-pools", pool.id, pool.organization, attributes, relationships)
 
 
 def _includes(call: PlatformRequest) -> list[str]:
