@@ -246,25 +246,25 @@ MEMBER = "demo-member-alice"  # a member (not owner) of acme
 
 def _platform_ids(sandbox: Sandbox) -> dict[str, str]:
     service = sandbox.platform
-    owner = service.authenticate("demo-org-acme")
-    pool = service.pools(owner, "acme")[0][0]
-    policy_set = next(
-        s for s in service.policy_sets(owner, "acme") if service.parameters(owner, s.id)
-    )
-    workspace = service.workspaces(owner, "acme")[0]
-    access = next(
-        a for w in service.workspaces(owner, "acme") for a in service.team_accesses(owner, w.id)
-    )
-    return {
-        "name": "acme",
-        "pool": pool.id,
-        "agent": service.agents(owner, pool.id)[0].id,
-        "policy_set": policy_set.id,
-        "parameter": service.parameters(owner, policy_set.id)[0].id,
-        "workspace": workspace.id,
-        "team": service.teams(owner, "acme")[0].id,
-        "access": access.id,
-    }
+    with service.lock:  # the stores, read as a request reads them
+        owner = service.org_store.authenticate("demo-org-acme")
+        pool = service.pool_store.list_pools(owner, "acme")[0][0]
+        parameters = service.parameter_store.list_parameters
+        policy_set = next(
+            s for s in service.org_store.list_policy_sets(owner, "acme") if parameters(owner, s.id)
+        )
+        workspaces = service.org_store.list_workspaces(owner, "acme")
+        access = next(a for w in workspaces for a in service.access_store.list_records(owner, w.id))
+        return {
+            "name": "acme",
+            "pool": pool.id,
+            "agent": service.agent_store.list_agents(owner, pool.id)[0].id,
+            "policy_set": policy_set.id,
+            "parameter": parameters(owner, policy_set.id)[0].id,
+            "workspace": workspaces[0].id,
+            "team": service.org_store.list_teams(owner, "acme")[0].id,
+            "access": access.id,
+        }
 
 
 def _platform_path(template: str, ids: dict[str, str]) -> str:

@@ -65,6 +65,7 @@ NAMED_FOR_WHAT = {
     "sandbox/test_house.py": "toolkit/sandbox/secrets",
     "sandbox/test_house_dialect.py": "toolkit/sandbox",
     "sandbox/test_layers.py": "toolkit/sandbox",
+    "sandbox/test_one_door.py": "toolkit/sandbox",
     "sandbox/platform/test_platform_conventions.py": "toolkit/sandbox/platform/http",
     "sandbox/platform/test_platform_records.py": "toolkit/sandbox/platform/organizations.py",
     "sandbox/secrets/test_acl.py": "toolkit/sandbox/secrets/policies.py",

@@ -46,11 +46,13 @@ def _run(name: str, tmp_path: Path, **parameters: object) -> str:
 
 
 def _stored_parameter(sandbox: Sandbox, key: str) -> str:
-    caller = sandbox.platform.authenticate(sandbox.token)
-    for policy_set in sandbox.platform.policy_sets(caller, "acme"):
-        for parameter in sandbox.platform.parameters(caller, policy_set.id):
-            if parameter.key == key:
-                return str(parameter.value)
+    platform = sandbox.platform
+    with platform.lock:  # the stores, read as a request reads them
+        caller = platform.org_store.authenticate(sandbox.token)
+        for policy_set in platform.org_store.list_policy_sets(caller, "acme"):
+            for parameter in platform.parameter_store.list_parameters(caller, policy_set.id):
+                if parameter.key == key:
+                    return str(parameter.value)
     raise AssertionError(f"no parameter {key!r} in the sandbox")
 
 

@@ -1,7 +1,7 @@
 """One sandbox dialect: both halves are built one way, and these tests keep them so.
 
 - the platform's HTTP side is one module an area, its route table gathered
-  from them, and it reaches the state only through ``PlatformService``;
+  from them (how handlers reach the state: ``test_one_door.py``);
 - one request class (``_wire.SandboxRequest``) and one function that shapes
   API errors (``_wire.error_response``);
 - the state of both halves raises typed errors, mapped to a status only at
@@ -24,10 +24,8 @@ import httpx
 import pytest
 
 from toolkit.sandbox import Sandbox, _wire
-from toolkit.sandbox._clock import Clock
 from toolkit.sandbox.platform.http import _base as platform_base
 from toolkit.sandbox.platform.http import routes as platform_routes
-from toolkit.sandbox.platform.models import PlatformService
 from toolkit.sandbox.secrets import errors as secrets_errors
 from toolkit.sandbox.secrets.http import _base as secrets_base
 
@@ -43,54 +41,9 @@ def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(), filename=str(path))
 
 
-# -- one door into each store -----------------------------------------------------------
-
-
-def _state_attributes() -> set[str]:
-    """What a PlatformService holds as data (its stores, ids, clock): the HTTP side may
-    call the service's methods, never reach past them into these. The lock is the
-    exception: the endpoint holds it around a whole request, as the secrets half's."""
-    service = PlatformService(clock=Clock(), admin_token="probe-admin-token")
-    return set(vars(service)) - {"lock"}
-
-
-def store_reaches(source: str, held: set[str]) -> list[str]:
-    """Every ``<expr>.<name>`` in ``source`` whose name is something the service holds."""
-    return [
-        f"line {node.lineno}: .{node.attr}"
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.Attribute) and node.attr in held
-    ]
-
-
-def test_the_store_checker_sees_a_handler_that_reaches_a_store() -> None:
-    held = _state_attributes()
-    assert {"org_store", "pool_store", "agent_store"} <= held
-    reach = "async def h(call):\n    return call.service.org_store.account(call.caller)\n"
-    assert store_reaches(reach, held) == ["line 2: .org_store"]
-    assert store_reaches("async def h(call):\n    call.service.account(call.caller)\n", held) == []
-
-
-@pytest.mark.parametrize("path", _modules(PLATFORM_HTTP), ids=lambda p: p.name)
-def test_no_platform_http_module_reaches_past_the_service(path: Path) -> None:
-    assert store_reaches(path.read_text(), _state_attributes()) == []
-
-
 # The platform's state modules: the service and the stores it holds, which may reach each other.
 PLATFORM_STATE = {"models.py", "organizations.py", "pools.py", "agents.py", "parameters.py"}
 PLATFORM_STATE |= {"team_access.py"}
-
-
-def test_nothing_else_in_the_sandbox_reaches_a_platform_store() -> None:
-    stores = {name for name in _state_attributes() if name.endswith("_store")}
-    assert len(stores) == 5
-    found = {
-        f"{path.relative_to(SANDBOX)}: {reach}"
-        for path in _modules(SANDBOX)
-        if not (path.parent.name == "platform" and path.name in PLATFORM_STATE)
-        for reach in store_reaches(path.read_text(), stores)
-    }
-    assert found == set()
 
 
 # -- the platform's HTTP side: one module an area, the table gathered from them -----------

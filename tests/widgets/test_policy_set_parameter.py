@@ -24,8 +24,11 @@ def form(client: PlatformClient, policy_set: str) -> PolicySetParameterForm:
 
 def _stored(sandbox: Sandbox, policy_set: str, key: str) -> object:
     """The value the sandbox holds for ``key`` (what the API never returns once sensitive)."""
-    caller = sandbox.platform.authenticate(sandbox.token)
-    (param,) = [p for p in sandbox.platform.parameters(caller, policy_set) if p.key == key]
+    platform = sandbox.platform
+    with platform.lock:  # the stores, read as a request reads them
+        caller = platform.org_store.authenticate(sandbox.token)
+        params = platform.parameter_store.list_parameters(caller, policy_set)
+    (param,) = [p for p in params if p.key == key]
     return param.value
 
 

@@ -106,11 +106,34 @@ class AgentStore:
         del self.pool_store.pools[agent.pool_id].agents[agent.id]
         self._rosters.pop(agent.pool_id, None)
 
-    def forget_pool(self, pool: AgentPool) -> None:
-        """Drop the agents of a pool that was deleted."""
+    def delete_pool(self, caller: Caller, pool_id: str) -> None:
+        """``DELETE /agent-pools/:id`` with its agents; refused while workspaces use the pool."""
+        pool = self.pool_store.delete(caller, pool_id)
         for agent_id in pool.agents:
             self.agents.pop(agent_id, None)
         self._rosters.pop(pool.id, None)
+
+    def create(
+        self,
+        caller: Caller,
+        pool_id: str,
+        *,
+        name: str | None,
+        status: str,
+        ip_address: str,
+        last_ping_at: datetime | None = None,
+    ) -> Agent:
+        """``POST /_sandbox/agent-pools/:id/agents`` (sandbox only, owners): a new agent,
+        its name unique in the pool."""
+        pool = self.pool_store.get(caller, pool_id, owner=True)
+        return self.register(
+            pool,
+            name=name,
+            status=status,
+            ip_address=ip_address,
+            last_ping_at=last_ping_at,
+            unique=True,
+        )
 
     # -- registration and reports ----------------------------------------------------
     def register(

@@ -16,6 +16,7 @@ on every run. docs/platform-sandbox.md lists the tokens.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from .models import PlatformService
 
@@ -35,6 +36,55 @@ def load_demo(service: PlatformService) -> None:
         _acme(service, now)
         _globex(service, now)
         _initech(service, now)
+
+
+# Each organization's policy sets: (name, kind, description, made this many days before
+# the clock's start, its parameters as (key, value, sensitive)).
+POLICY_SETS: dict[str, list[tuple[str, str, str, int, list[tuple[str, str, bool]]]]] = {
+    "acme": [
+        ("security-baseline", "sentinel", "Guardrails every workspace must pass", 200, [
+            ("allowed_regions", "us-east-1,eu-west-1", False),
+            ("max_instance_size", "m5.xlarge", False),
+            ("slack_webhook", "https://hooks.example.invalid/demo", True),
+        ]),
+        ("cost-controls", "sentinel", "Monthly budget checks", 120, [
+            ("monthly_budget_usd", "5000", False),
+            ("cost_api_key", "demo-cost-api-key", True),
+        ]),
+    ],
+    "globex": [
+        ("opa-guardrails", "opa", "OPA policies (no parameters)", 50, []),
+        ("tagging-rules", "sentinel", "Required resource tags", 45, [
+            ("required_tags", "owner,cost-center", False),
+        ]),
+    ],
+    "initech": [
+        ("compliance", "sentinel", "SOX controls", 30, [
+            ("audit_contact", "compliance@initech.example", False),
+            ("sox_token", "demo-sox-token", True),
+        ]),
+    ],
+}  # fmt: skip
+
+
+def _policy_sets(service: PlatformService, org: str, now: datetime) -> None:
+    for name, kind, description, days, parameters in POLICY_SETS[org]:
+        created_at = _ago(now, days=days)
+        ps = service.add_policy_set(
+            org, name, kind=kind, description=description, created_at=created_at
+        )
+        for key, value, sensitive in parameters:
+            service.add_parameter(ps, key, value, sensitive=sensitive)
+
+
+def _agents(
+    service: PlatformService, pool: str, now: datetime, agents: list[tuple[str, str, str, Any]]
+) -> None:
+    """Agents of ``pool``: (name, status, IP address, how long ago it last pinged)."""
+    for name, status, ip, age in agents:
+        service.add_agent(
+            pool, name=name, status=status, ip_address=ip, last_ping_at=_ago(now, **age)
+        )
 
 
 def _workspaces(service: PlatformService, org: str, now: datetime, *names: str) -> dict[str, str]:
@@ -88,7 +138,7 @@ def _acme(service: PlatformService, now: datetime) -> None:
     pool = service.add_pool("acme", "acme-private", created_at=_ago(now, days=90))
     for name in ("web-backend", "billing-api"):
         service.assign_workspace_pool(ws[name], pool)
-    agents = [
+    _agents(service, pool, now, [
         ("runner-01", "idle", "10.0.1.11", {"seconds": 30}),
         ("runner-02", "busy", "10.0.1.12", {"seconds": 15}),
         ("runner-03", "busy", "10.0.1.13", {"seconds": 45}),
@@ -96,31 +146,8 @@ def _acme(service: PlatformService, now: datetime) -> None:
         ("runner-05", "errored", "10.0.1.15", {"hours": 6, "minutes": 10}),
         ("runner-06", "unknown", "10.0.1.16", {"minutes": 25}),
         ("runner-07", "unknown", "10.0.1.17", {"hours": 5}),  # silent too long: errored
-    ]
-    for name, status, ip, age in agents:
-        service.add_agent(
-            pool, name=name, status=status, ip_address=ip, last_ping_at=_ago(now, **age)
-        )
-
-    baseline = service.add_policy_set(
-        "acme",
-        "security-baseline",
-        description="Guardrails every workspace must pass",
-        created_at=_ago(now, days=200),
-    )
-    service.add_parameter(baseline, "allowed_regions", "us-east-1,eu-west-1")
-    service.add_parameter(baseline, "max_instance_size", "m5.xlarge")
-    service.add_parameter(
-        baseline, "slack_webhook", "https://hooks.example.invalid/demo", sensitive=True
-    )
-    costs = service.add_policy_set(
-        "acme",
-        "cost-controls",
-        description="Monthly budget checks",
-        created_at=_ago(now, days=120),
-    )
-    service.add_parameter(costs, "monthly_budget_usd", "5000")
-    service.add_parameter(costs, "cost_api_key", "demo-cost-api-key", sensitive=True)
+    ])  # fmt: skip
+    _policy_sets(service, "acme", now)
 
 
 def _globex(service: PlatformService, now: datetime) -> None:
@@ -152,29 +179,12 @@ def _globex(service: PlatformService, now: datetime) -> None:
         created_at=_ago(now, days=60),
     )
     service.assign_workspace_pool(ws["etl-jobs"], pool)
-    for name, status, ip, age in [
+    _agents(service, pool, now, [
         ("dc-agent-a", "idle", "192.168.50.10", {"minutes": 1}),
         ("dc-agent-b", "unknown", "192.168.50.11", {"minutes": 40}),
         ("dc-agent-c", "exited", "192.168.50.12", {"hours": 26}),
-    ]:
-        service.add_agent(
-            pool, name=name, status=status, ip_address=ip, last_ping_at=_ago(now, **age)
-        )
-
-    service.add_policy_set(
-        "globex",
-        "opa-guardrails",
-        kind="opa",
-        description="OPA policies (no parameters)",
-        created_at=_ago(now, days=50),
-    )
-    tagging = service.add_policy_set(
-        "globex",
-        "tagging-rules",
-        description="Required resource tags",
-        created_at=_ago(now, days=45),
-    )
-    service.add_parameter(tagging, "required_tags", "owner,cost-center")
+    ])  # fmt: skip
+    _policy_sets(service, "globex", now)
 
 
 def _initech(service: PlatformService, now: datetime) -> None:
@@ -186,9 +196,4 @@ def _initech(service: PlatformService, now: datetime) -> None:
     service.add_team_access(ws["payroll"], payroll, "admin")
     service.add_team_access(ws["tps-reports"], everyone, "read")
     service.add_team_access(ws["intranet"], everyone, "read")
-
-    compliance = service.add_policy_set(
-        "initech", "compliance", description="SOX controls", created_at=_ago(now, days=30)
-    )
-    service.add_parameter(compliance, "audit_contact", "compliance@initech.example")
-    service.add_parameter(compliance, "sox_token", "demo-sox-token", sensitive=True)
+    _policy_sets(service, "initech", now)

@@ -4,27 +4,30 @@
 lock and one store per area, each in its own module:
 
 - :mod:`.organizations`: organizations, workspaces, teams, policy sets, and
-  who the caller is (``OrganizationStore``);
-- :mod:`.pools`: agent pools (``PoolStore``);
-- :mod:`.agents`: agents and their reports (``AgentStore``);
-- :mod:`.parameters`: policy set parameters (``ParameterStore``);
-- :mod:`.team_access`: team-workspace records (``TeamAccessStore``).
+  who the caller is (``org_store``);
+- :mod:`.pools`: agent pools (``pool_store``);
+- :mod:`.agents`: agents and their reports (``agent_store``);
+- :mod:`.parameters`: policy set parameters (``parameter_store``);
+- :mod:`.team_access`: team-workspace records (``access_store``).
 
 The stores' methods that take a :class:`Caller` are what the HTTP endpoints
-do, with typed arguments. The service is the one door into them: the HTTP side
-(``http/``), the tests and scripts all call its methods (one an endpoint,
-named as the endpoint's resource and verb), never a store, and the endpoint
-holds :attr:`PlatformService.lock` for a whole request. It also offers what
-the HTTP API cannot do: the ``add_*`` / ``set_*`` methods that seed
-organizations, teams and agents. Every method checks all of its input before
-changing anything and refuses with a :class:`~.errors.PlatformError` (the HTTP
-side renders it as a JSON:API error document).
+do, with typed arguments (one an endpoint, named for its verb). The HTTP side
+(``http/``) calls them on the store, as the secrets half's handlers call
+theirs: the endpoint holds :attr:`PlatformService.lock` around a whole
+request, so the service adds no method that would only take the lock again
+and pass the call on (docs/decisions.md, "One door into the sandbox's
+state"). What the service itself offers is the Python API for callers outside
+a request (the demo, scripts, tests): the ``add_*`` / ``set_*`` methods that
+seed organizations, teams and agents, each taking the lock. Every method
+checks all of its input before changing anything and refuses with a
+:class:`~.errors.PlatformError` (the HTTP side renders it as a JSON:API error
+document).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +40,9 @@ from ..._spec.access import (
 from .agents import Agent, AgentStore
 from .errors import PlatformError, RecordNotFound
 from .ids import IdSource
-from .organizations import Caller, Organization, OrganizationStore, PolicySet, Role, Team, Workspace
+from .organizations import Caller, Organization, OrganizationStore, PolicySet, Team, Workspace
 from .parameters import CATEGORY, Parameter, ParameterStore
-from .pools import AgentPool, PoolSort, PoolStore
+from .pools import AgentPool, PoolStore
 from .team_access import PermissionSettings, TeamAccessStore, TeamWorkspace
 
 if TYPE_CHECKING:
@@ -109,19 +112,7 @@ class PlatformService:
         with self.lock:
             return name in self.org_store.organizations
 
-    def now(self) -> datetime:
-        return self.clock.now()
-
     # -- identity --------------------------------------------------------------------
-    def authenticate(self, token: str | None) -> Caller:
-        """The caller a bearer token names; :class:`~.errors.UnknownCaller` otherwise."""
-        with self.lock:
-            return self.org_store.authenticate(token)
-
-    def role(self, caller: Caller, organization: str) -> Role | None:
-        """``owner``, ``member`` or None: the caller's standing in an organization."""
-        return self.org_store.role(caller, organization)
-
     def describe_tokens(self) -> list[tuple[str, str]]:
         """Every accepted token with what it stands for (the command line prints these)."""
         with self.lock:
@@ -287,270 +278,3 @@ class PlatformService:
                 raise RecordNotFound(f"no {missing}")
             settings = PermissionSettings(**custom)
             return self.access_store.add(ws, team, access, settings, unique=False).id
-
-    # -- account details -------------------------------------------------------------
-    def account(self, caller: Caller) -> dict[str, Any]:
-        """``GET /account/details``: the user (or service account) the token stands for."""
-        with self.lock:
-            return self.org_store.account(caller)
-
-    # -- organizations, workspaces, teams, policy sets (read endpoints) --------------
-    def organizations(self, caller: Caller) -> list[Organization]:
-        """``GET /organizations``: the organizations the caller belongs to."""
-        with self.lock:
-            return self.org_store.list_organizations(caller)
-
-    def organization(self, caller: Caller, name: str, *, owner: bool = False) -> Organization:
-        """``GET /organizations/:name``; ``owner`` requires the right to change it."""
-        with self.lock:
-            return self.org_store.visible(caller, name, owner=owner)
-
-    def workspace(self, caller: Caller, workspace_id: str) -> Workspace:
-        """``GET /workspaces/:id``."""
-        with self.lock:
-            return self.org_store.workspace(caller, workspace_id)
-
-    def workspaces_by_id(self, workspace_ids: Iterable[str]) -> list[Workspace]:
-        """The workspaces of these ids, in their order (ids the state itself handed out,
-        such as a pool's ``workspace_ids``: an answer's ``included`` member)."""
-        with self.lock:
-            return [self.org_store.workspaces[w] for w in workspace_ids]
-
-    def team(self, caller: Caller, team_id: str) -> Team:
-        """``GET /teams/:id``."""
-        with self.lock:
-            return self.org_store.team(caller, team_id)
-
-    def policy_set(self, caller: Caller, policy_set_id: str, *, owner: bool = False) -> PolicySet:
-        """``GET /policy-sets/:id``; ``owner`` requires the right to change it."""
-        with self.lock:
-            return self.org_store.policy_set(caller, policy_set_id, owner=owner)
-
-    def workspaces(
-        self, caller: Caller, organization: str, search: str | None = None
-    ) -> list[Workspace]:
-        """``GET /organizations/:name/workspaces``, ``search[name]`` a substring of the name."""
-        with self.lock:
-            return self.org_store.list_workspaces(caller, organization, search)
-
-    def teams(self, caller: Caller, organization: str) -> list[Team]:
-        """``GET /organizations/:name/teams``: secret teams only for owners and their members."""
-        with self.lock:
-            return self.org_store.list_teams(caller, organization)
-
-    def policy_sets(self, caller: Caller, organization: str) -> list[PolicySet]:
-        """``GET /organizations/:name/policy-sets``."""
-        with self.lock:
-            return self.org_store.list_policy_sets(caller, organization)
-
-    # -- agent pools and agents (spec 4.1) -------------------------------------------
-    def pools(
-        self,
-        caller: Caller,
-        organization: str,
-        *,
-        q: str | None = None,
-        sort: PoolSort | None = None,
-        allowed_workspace: str | None = None,
-    ) -> tuple[list[AgentPool], int]:
-        """``GET /organizations/:name/agent-pools``: (matching pools in order, total in the org)."""
-        with self.lock:
-            return self.pool_store.list_pools(
-                caller, organization, q=q, sort=sort, allowed_workspace=allowed_workspace
-            )
-
-    def pool(self, caller: Caller, pool_id: str, *, owner: bool = False) -> AgentPool:
-        """``GET /agent-pools/:id``; ``owner`` requires the right to change it."""
-        with self.lock:
-            return self.pool_store.get(caller, pool_id, owner=owner)
-
-    def create_pool(
-        self,
-        caller: Caller,
-        organization: str,
-        *,
-        name: str,
-        organization_scoped: bool = True,
-        allowed_workspace_ids: Sequence[str] | None = None,
-    ) -> AgentPool:
-        """``POST /organizations/:name/agent-pools`` (owners)."""
-        with self.lock:
-            return self.pool_store.create(
-                caller,
-                organization,
-                name=name,
-                organization_scoped=organization_scoped,
-                allowed_workspace_ids=allowed_workspace_ids,
-            )
-
-    def update_pool(
-        self,
-        caller: Caller,
-        pool_id: str,
-        *,
-        name: str | None = None,
-        organization_scoped: bool = True,
-        allowed_workspace_ids: Sequence[str] | None = None,
-    ) -> AgentPool:
-        """``PATCH /agent-pools/:id`` (owners): the name kept when None, the allowed
-        workspaces replaced unless None."""
-        with self.lock:
-            return self.pool_store.update(
-                caller,
-                pool_id,
-                name=name,
-                organization_scoped=organization_scoped,
-                allowed_workspace_ids=allowed_workspace_ids,
-            )
-
-    def delete_pool(self, caller: Caller, pool_id: str) -> None:
-        """``DELETE /agent-pools/:id`` with its agents; refused while workspaces use the pool."""
-        with self.lock:
-            self.agent_store.forget_pool(self.pool_store.delete(caller, pool_id))
-
-    def agents(
-        self, caller: Caller, pool_id: str, *, last_ping_since: datetime | None = None
-    ) -> tuple[Agent, ...]:
-        """``GET /agent-pools/:id/agents``, optionally those that pinged at or after a time."""
-        with self.lock:
-            return self.agent_store.list_agents(caller, pool_id, last_ping_since=last_ping_since)
-
-    def agent(self, caller: Caller, agent_id: str, *, owner: bool = False) -> Agent:
-        """``GET /agents/:id``; ``owner`` requires the right to change it."""
-        with self.lock:
-            return self.agent_store.get(caller, agent_id, owner=owner)
-
-    def agent_status(self, agent: Agent) -> str:
-        """An agent's status now, by the sandbox clock."""
-        return self.agent_store.status(agent)
-
-    def delete_agent(self, caller: Caller, agent_id: str) -> None:
-        """``DELETE /agents/:id``: refused while the agent is idle or busy."""
-        with self.lock:
-            self.agent_store.delete(caller, agent_id)
-
-    def register_agent(
-        self,
-        caller: Caller,
-        pool_id: str,
-        *,
-        name: str | None,
-        status: str,
-        ip_address: str,
-        last_ping_at: datetime | None = None,
-    ) -> Agent:
-        """``POST /_sandbox/agent-pools/:id/agents`` (sandbox only, owners): a new agent,
-        its name unique in the pool."""
-        with self.lock:
-            pool = self.pool_store.get(caller, pool_id, owner=True)
-            return self.agent_store.register(
-                pool,
-                name=name,
-                status=status,
-                ip_address=ip_address,
-                last_ping_at=last_ping_at,
-                unique=True,
-            )
-
-    def report_agent(
-        self, agent: Agent, *, status: str | None, last_ping_at: datetime | None
-    ) -> None:
-        """An agent's report: its status (kept when None) and a ping (default now)."""
-        with self.lock:
-            self.agent_store.report(agent, status=status, last_ping_at=last_ping_at)
-
-    # -- policy set parameters (spec 4.2) --------------------------------------------
-    def parameters(self, caller: Caller, policy_set_id: str) -> list[Parameter]:
-        """``GET /policy-sets/:id/parameters``."""
-        with self.lock:
-            return self.parameter_store.list_parameters(caller, policy_set_id)
-
-    def parameter(
-        self, caller: Caller, policy_set_id: str, parameter_id: str, *, owner: bool = False
-    ) -> Parameter:
-        """``GET /policy-sets/:id/parameters/:parameter_id``; ``owner``: the right to change it."""
-        with self.lock:
-            return self.parameter_store.get(caller, policy_set_id, parameter_id, owner=owner)
-
-    def create_parameter(
-        self,
-        caller: Caller,
-        policy_set_id: str,
-        *,
-        key: str,
-        value: str = "",
-        category: str = CATEGORY,
-        sensitive: bool = False,
-    ) -> Parameter:
-        """``POST /policy-sets/:id/parameters`` (owners)."""
-        with self.lock:
-            return self.parameter_store.create(
-                caller, policy_set_id, key=key, value=value, category=category, sensitive=sensitive
-            )
-
-    def update_parameter(
-        self,
-        caller: Caller,
-        policy_set_id: str,
-        parameter_id: str,
-        *,
-        key: str | None = None,
-        value: str | None = None,
-        category: str | None = None,
-        sensitive: bool | None = None,
-    ) -> Parameter:
-        """``PATCH /policy-sets/:id/parameters/:parameter_id``: what is None stays unchanged."""
-        with self.lock:
-            return self.parameter_store.update(
-                caller,
-                policy_set_id,
-                parameter_id,
-                key=key,
-                value=value,
-                category=category,
-                sensitive=sensitive,
-            )
-
-    def delete_parameter(self, caller: Caller, policy_set_id: str, parameter_id: str) -> None:
-        """``DELETE /policy-sets/:id/parameters/:parameter_id`` (owners)."""
-        with self.lock:
-            self.parameter_store.delete(caller, policy_set_id, parameter_id)
-
-    # -- team access (spec 4.3) ------------------------------------------------------
-    def team_accesses(self, caller: Caller, workspace_id: str) -> list[TeamWorkspace]:
-        """``GET /team-workspaces?filter[workspace][id]=``."""
-        with self.lock:
-            return self.access_store.list_records(caller, workspace_id)
-
-    def team_access(self, caller: Caller, access_id: str, *, manage: bool = False) -> TeamWorkspace:
-        """``GET /team-workspaces/:id``; ``manage`` requires the right to change it."""
-        with self.lock:
-            return self.access_store.get(caller, access_id, manage=manage)
-
-    def create_team_access(
-        self,
-        caller: Caller,
-        workspace_id: str,
-        team_id: str,
-        access: str,
-        permissions: PermissionSettings = PermissionSettings(),
-    ) -> TeamWorkspace:
-        """``POST /team-workspaces`` (owners and the workspace's admins)."""
-        with self.lock:
-            return self.access_store.create(caller, workspace_id, team_id, access, permissions)
-
-    def update_team_access(
-        self,
-        caller: Caller,
-        access_id: str,
-        access: str | None = None,
-        permissions: PermissionSettings = PermissionSettings(),
-    ) -> TeamWorkspace:
-        """``PATCH /team-workspaces/:id`` (owners and the workspace's admins)."""
-        with self.lock:
-            return self.access_store.update(caller, access_id, access, permissions)
-
-    def delete_team_access(self, caller: Caller, access_id: str) -> None:
-        """``DELETE /team-workspaces/:id`` (owners and the workspace's admins)."""
-        with self.lock:
-            self.access_store.delete(caller, access_id)

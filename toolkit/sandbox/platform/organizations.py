@@ -338,6 +338,11 @@ class OrganizationStore:
             raise RecordNotFound()
         return ws
 
+    def workspaces_by_id(self, workspace_ids: Iterable[str]) -> list[Workspace]:
+        """The workspaces of these ids, in their order (ids the state itself handed out,
+        such as a pool's ``workspace_ids``: an answer's ``included`` member)."""
+        return [self.workspaces[w] for w in workspace_ids]
+
     def list_teams(self, caller: Caller, organization: str) -> list[Team]:
         """``GET /organizations/:name/teams``: secret teams only for owners and their members."""
         org = self.visible(caller, organization)

@@ -192,7 +192,7 @@ class PoolStore:
     def delete(self, caller: Caller, pool_id: str) -> AgentPool:
         """``DELETE /agent-pools/:id``: refused while workspaces still use the pool.
 
-        Returns the removed pool: its agents go with it (``AgentStore.forget_pool``).
+        Returns the removed pool: its agents go with it (``AgentStore.delete_pool``).
         """
         pool = self.get(caller, pool_id, owner=True)
         if pool.workspace_ids:

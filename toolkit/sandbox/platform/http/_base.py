@@ -10,9 +10,10 @@ alike), holds the service lock, and renders a refusal as a JSON:API error
 document: the state's typed errors through :func:`~._errors.from_state`, the
 wire's own (:class:`~._errors.ErrorDocument`) as they are.
 
-Handlers go through :class:`~..models.PlatformService`, the one door into the
-platform's stores, and turn attribute dicts into typed arguments; the state
-never sees a document.
+Handlers call the stores of :class:`~..models.PlatformService`
+(``call.service.pool_store.create(...)``), as the secrets half's handlers
+call theirs, under the lock the endpoint holds; they turn attribute dicts
+into typed arguments, and the state never sees a document.
 
 Reading documents: :func:`primary_data` checks a request document's ``data``
 member and type; :func:`attributes` and :func:`relationship_data` take its
@@ -66,6 +67,7 @@ __all__ = [
     "listing",
     "no_content",
     "organization_relationship",
+    "owned_resource",
     "page",
     "page_request",
     "primary_data",
@@ -122,7 +124,9 @@ def endpoint(
         handler = handlers.get(request.method) or handlers["GET"]  # HEAD is GET without a body
         try:
             try:
-                caller = service.authenticate(_bearer(request))
+                with service.lock:
+                    caller = service.org_store.authenticate(_bearer(request))
+                # The body is read outside the lock: a slow sender holds up no one else.
                 body = await _read_body(request) if request.method in ("POST", "PATCH") else None
                 with service.lock:
                     return await handler(SandboxRequest(request, service, caller, body))
@@ -366,4 +370,25 @@ def organization_relationship(name: str) -> dict[str, Any]:
     return {
         "data": ref("organizations", name),
         "links": {"related": f"{BASE}/organizations/{name}"},
+    }
+
+
+def owned_resource(
+    resource_type: str,
+    record_id: str,
+    organization: str,
+    attributes: dict[str, Any],
+    relationships: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The document of a record that belongs to an organization: its attributes, its
+    ``organization`` relationship first (then ``relationships``) and its ``self`` link."""
+    return {
+        "id": record_id,
+        "type": resource_type,
+        "attributes": attributes,
+        "relationships": {
+            "organization": organization_relationship(organization),
+            **(relationships or {}),
+        },
+        "links": {"self": f"{BASE}/{resource_type}/{record_id}"},
     }

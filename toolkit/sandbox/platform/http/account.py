@@ -49,7 +49,7 @@ def account_document(account: Mapping[str, Any]) -> dict[str, Any]:
 
 async def account_details(call: PlatformRequest) -> Response:
     """``GET /account/details``: who the token stands for."""
-    return answer(account_document(call.service.account(call.caller)))
+    return answer(account_document(call.service.org_store.account(call.caller)))
 
 
 ROUTES: list[RouteRow] = [("GET", "/account/details", account_details)]

@@ -50,7 +50,9 @@ def agent_resource(
         "type": "agents",
         "attributes": {
             "name": agent.name,
-            "status": agent.status_at(now) if now is not None else service.agent_status(agent),
+            "status": agent.status_at(now)
+            if now is not None
+            else service.agent_store.status(agent),
             "ip-address": agent.ip_address,
             "last-ping-at": format_iso_ms(agent.last_ping_at),
         },
@@ -71,7 +73,7 @@ def agent_resource(
 _AGENT_JSON: dict[tuple[Any, ...], str] = {}
 _AGENT_JSON_LIMIT = 200_000
 # Whole pages of a pool's agents as JSON text, by (pool id, start, stop). A
-# pool's roster (``PlatformService.agents``) is a new tuple whenever what its
+# pool's roster (``AgentStore.list_agents``) is a new tuple whenever what its
 # agents show changes, so an entry is used only for the very roster it was
 # rendered from, and only while the clock has not aged an agent's status.
 _PAGES: dict[tuple[str, int, int], tuple[Sequence[Any], datetime, datetime | None, str]] = {}
@@ -135,8 +137,8 @@ async def list_agents(call: PlatformRequest) -> Response:
                 "filter[last-ping-since]",
             ) from None
     pool_id = call.params["id"]
-    agents = call.service.agents(call.caller, pool_id, last_ping_since=since)
-    now = call.service.now()
+    agents = call.service.agent_store.list_agents(call.caller, pool_id, last_ping_since=since)
+    now = call.service.clock.now()
     whole = pool_id if since is None else None  # a whole roster's pages are kept
 
     def encode_page(roster: Sequence[Any], start: int, stop: int) -> str:
@@ -147,13 +149,13 @@ async def list_agents(call: PlatformRequest) -> Response:
 
 async def show_agent(call: PlatformRequest) -> Response:
     """``GET /agents/:id``."""
-    agent = call.service.agent(call.caller, call.params["id"])
+    agent = call.service.agent_store.get(call.caller, call.params["id"])
     return answer({"data": agent_resource(call.service, agent)})
 
 
 async def delete_agent(call: PlatformRequest) -> Response:
     """``DELETE /agents/:id``: 204; 412 while idle or busy."""
-    call.service.delete_agent(call.caller, call.params["id"])
+    call.service.agent_store.delete(call.caller, call.params["id"])
     return no_content()
 
 
@@ -177,13 +179,13 @@ _STATUS_MESSAGE = "status {value!r} is not one of " + ", ".join(AGENT_STATUSES)
 
 async def sandbox_add_agent(call: PlatformRequest) -> Response:
     """``POST /_sandbox/agent-pools/:id/agents`` (sandbox only, owners): 201."""
-    call.service.pool(call.caller, call.params["id"], owner=True)  # 404 before 422
+    call.service.pool_store.get(call.caller, call.params["id"], owner=True)  # 404 before 422
     attrs = attributes(primary_data(call.body, "agents"))
     last_ping_at = _ping_time(attrs)
     status = string_attribute(attrs, "status", _STATUS_MESSAGE)
     name = string_attribute(attrs, "name", "name must be a string or null", nullable=True)
     ip = string_attribute(attrs, "ip-address", "ip-address must be a non-empty string")
-    agent = call.service.register_agent(
+    agent = call.service.agent_store.create(
         call.caller,
         call.params["id"],
         name=name,
@@ -196,11 +198,11 @@ async def sandbox_add_agent(call: PlatformRequest) -> Response:
 
 async def sandbox_update_agent(call: PlatformRequest) -> Response:
     """``PATCH /_sandbox/agents/:id`` (sandbox only, owners): status and last ping."""
-    agent = call.service.agent(call.caller, call.params["id"], owner=True)
+    agent = call.service.agent_store.get(call.caller, call.params["id"], owner=True)
     attrs = attributes(primary_data(call.body, "agents"))
     last_ping_at = _ping_time(attrs)
     status = string_attribute(attrs, "status", _STATUS_MESSAGE)
-    call.service.report_agent(agent, status=status, last_ping_at=last_ping_at)
+    call.service.agent_store.report(agent, status=status, last_ping_at=last_ping_at)
     return answer({"data": agent_resource(call.service, agent)})
 
 

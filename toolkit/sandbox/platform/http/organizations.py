@@ -11,18 +11,23 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import Response
 
 from ...._time import format_iso_ms
+from ..organizations import OrganizationStore
 from ._base import (
     BASE,
+    Handler,
     PlatformRequest,
     RouteRow,
     answer,
     listing,
-    organization_relationship,
+    owned_resource,
     ref,
 )
 
 if TYPE_CHECKING:
-    from ..organizations import Organization, PolicySet, Team, Workspace
+    from ..organizations import Caller, Organization, PolicySet, Team, Workspace
+
+# How a kind of record is written as a resource document.
+Render = Callable[[Any], dict[str, Any]]
 
 __all__ = [
     "ROUTES",
@@ -73,63 +78,45 @@ def workspace_resource(ws: Workspace) -> dict[str, Any]:
         if ws.agent_pool_id
         else {"data": None}
     )
-    return {
-        "id": ws.id,
-        "type": "workspaces",
-        "attributes": {
-            "name": ws.name,
-            "created-at": format_iso_ms(ws.created_at),
-            "execution-mode": "agent" if ws.agent_pool_id else "remote",
-        },
-        "relationships": {
-            "organization": organization_relationship(ws.organization),
-            "agent-pool": pool,
-        },
-        "links": {"self": f"{BASE}/workspaces/{ws.id}"},
+    attributes = {
+        "name": ws.name,
+        "created-at": format_iso_ms(ws.created_at),
+        "execution-mode": "agent" if ws.agent_pool_id else "remote",
     }
+    return owned_resource("workspaces", ws.id, ws.organization, attributes, {"agent-pool": pool})
 
 
 def team_resource(team: Team) -> dict[str, Any]:
-    return {
-        "id": team.id,
-        "type": "teams",
-        "attributes": {
-            "name": team.name,
-            "visibility": team.visibility,
-            "users-count": len(team.members),
-            "organization-access": team.organization_permissions(),
-        },
-        "relationships": {"organization": organization_relationship(team.organization)},
-        "links": {"self": f"{BASE}/teams/{team.id}"},
+    attributes = {
+        "name": team.name,
+        "visibility": team.visibility,
+        "users-count": len(team.members),
+        "organization-access": team.organization_permissions(),
     }
+    return owned_resource("teams", team.id, team.organization, attributes)
 
 
 def policy_set_resource(ps: PolicySet) -> dict[str, Any]:
-    return {
-        "id": ps.id,
-        "type": "policy-sets",
-        "attributes": {
-            "name": ps.name,
-            "description": ps.description,
-            "kind": ps.kind,
-            "created-at": format_iso_ms(ps.created_at),
-        },
-        "relationships": {
-            "organization": organization_relationship(ps.organization),
-            "parameters": {"links": {"related": f"{BASE}/policy-sets/{ps.id}/parameters"}},
-        },
-        "links": {"self": f"{BASE}/policy-sets/{ps.id}"},
+    attributes = {
+        "name": ps.name,
+        "description": ps.description,
+        "kind": ps.kind,
+        "created-at": format_iso_ms(ps.created_at),
     }
+    parameters = {"links": {"related": f"{BASE}/policy-sets/{ps.id}/parameters"}}
+    return owned_resource(
+        "policy-sets", ps.id, ps.organization, attributes, {"parameters": parameters}
+    )
 
 
 # -- handlers --------------------------------------------------------------------------
 
 
-def _organization_renderer(call: PlatformRequest) -> Callable[[Any], dict[str, Any]]:
+def _organization_renderer(call: PlatformRequest) -> Render:
     """An organization's document with its ``permissions`` for this caller."""
 
     def render(org: Any) -> dict[str, Any]:
-        owner = call.service.role(call.caller, org.name) == "owner"
+        owner = call.service.org_store.role(call.caller, org.name) == "owner"
         return organization_resource(org, owner=owner)
 
     return render
@@ -137,61 +124,56 @@ def _organization_renderer(call: PlatformRequest) -> Callable[[Any], dict[str, A
 
 async def list_organizations(call: PlatformRequest) -> Response:
     """``GET /organizations``."""
-    found = call.service.organizations(call.caller)
+    found = call.service.org_store.list_organizations(call.caller)
     return listing(call, found, _organization_renderer(call))
 
 
 async def show_organization(call: PlatformRequest) -> Response:
     """``GET /organizations/:name``."""
-    org = call.service.organization(call.caller, call.params["name"])
+    org = call.service.org_store.visible(call.caller, call.params["name"])
     return answer({"data": _organization_renderer(call)(org)})
 
 
 async def list_workspaces(call: PlatformRequest) -> Response:
     """``GET /organizations/:name/workspaces`` with ``search[name]``."""
-    found = call.service.workspaces(
+    found = call.service.org_store.list_workspaces(
         call.caller, call.params["name"], call.query.get("search[name]")
     )
     return listing(call, found, workspace_resource)
 
 
-async def show_workspace(call: PlatformRequest) -> Response:
-    """``GET /workspaces/:id``."""
-    ws = call.service.workspace(call.caller, call.params["id"])
-    return answer({"data": workspace_resource(ws)})
+def _shown(read: Callable[[OrganizationStore, Caller, str], Any], render: Render) -> Handler:
+    """``GET /<records>/:id``: the record ``read`` finds for the caller, as ``render`` writes it."""
+
+    async def show(call: PlatformRequest) -> Response:
+        found = read(call.service.org_store, call.caller, call.params["id"])
+        return answer({"data": render(found)})
+
+    return show
 
 
-async def list_teams(call: PlatformRequest) -> Response:
-    """``GET /organizations/:name/teams``."""
-    found = call.service.teams(call.caller, call.params["name"])
-    return listing(call, found, team_resource)
+def _listed(read: Callable[[OrganizationStore, Caller, str], Any], render: Render) -> Handler:
+    """``GET /organizations/:name/<records>``: the organization's records ``read`` lets the
+    caller see, as ``render`` writes each."""
 
+    async def list_records(call: PlatformRequest) -> Response:
+        found = read(call.service.org_store, call.caller, call.params["name"])
+        return listing(call, found, render)
 
-async def show_team(call: PlatformRequest) -> Response:
-    """``GET /teams/:id``."""
-    team = call.service.team(call.caller, call.params["id"])
-    return answer({"data": team_resource(team)})
-
-
-async def list_policy_sets(call: PlatformRequest) -> Response:
-    """``GET /organizations/:name/policy-sets``."""
-    found = call.service.policy_sets(call.caller, call.params["name"])
-    return listing(call, found, policy_set_resource)
-
-
-async def show_policy_set(call: PlatformRequest) -> Response:
-    """``GET /policy-sets/:id``."""
-    ps = call.service.policy_set(call.caller, call.params["id"])
-    return answer({"data": policy_set_resource(ps)})
+    return list_records
 
 
 ROUTES: list[RouteRow] = [
     ("GET", "/organizations", list_organizations),
     ("GET", "/organizations/{name}", show_organization),
     ("GET", "/organizations/{name}/workspaces", list_workspaces),
-    ("GET", "/organizations/{name}/teams", list_teams),
-    ("GET", "/organizations/{name}/policy-sets", list_policy_sets),
-    ("GET", "/workspaces/{id}", show_workspace),
-    ("GET", "/teams/{id}", show_team),
-    ("GET", "/policy-sets/{id}", show_policy_set),
+    ("GET", "/organizations/{name}/teams", _listed(OrganizationStore.list_teams, team_resource)),
+    (
+        "GET",
+        "/organizations/{name}/policy-sets",
+        _listed(OrganizationStore.list_policy_sets, policy_set_resource),
+    ),
+    ("GET", "/workspaces/{id}", _shown(OrganizationStore.workspace, workspace_resource)),
+    ("GET", "/teams/{id}", _shown(OrganizationStore.team, team_resource)),
+    ("GET", "/policy-sets/{id}", _shown(OrganizationStore.policy_set, policy_set_resource)),
 ]

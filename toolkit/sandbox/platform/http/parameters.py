@@ -71,19 +71,21 @@ def _parameter_fields(attrs: Mapping[str, Any]) -> dict[str, Any]:
 
 async def list_parameters(call: PlatformRequest) -> Response:
     """``GET /policy-sets/:id/parameters``: every parameter unless a page parameter is sent."""
-    found = call.service.parameters(call.caller, call.params["id"])
+    found = call.service.parameter_store.list_parameters(call.caller, call.params["id"])
     return listing(call, found, parameter_resource, always=False)
 
 
 async def show_parameter(call: PlatformRequest) -> Response:
     """``GET /policy-sets/:id/parameters/:parameter_id``."""
-    param = call.service.parameter(call.caller, call.params["id"], call.params["parameter_id"])
+    param = call.service.parameter_store.get(
+        call.caller, call.params["id"], call.params["parameter_id"]
+    )
     return answer({"data": parameter_resource(param)})
 
 
 async def create_parameter(call: PlatformRequest) -> Response:
     """``POST /policy-sets/:id/parameters``: 201."""
-    call.service.policy_set(call.caller, call.params["id"], owner=True)  # 404 before 422
+    call.service.org_store.policy_set(call.caller, call.params["id"], owner=True)  # 404 before 422
     attrs = attributes(primary_data(call.body, "vars"))
     if "key" not in attrs:
         raise invalid("key is required", attribute_pointer("key"))
@@ -92,7 +94,7 @@ async def create_parameter(call: PlatformRequest) -> Response:
             f"category is required and must be {CATEGORY!r}", attribute_pointer("category")
         )
     fields = _parameter_fields(attrs)
-    param = call.service.create_parameter(
+    param = call.service.parameter_store.create(
         call.caller,
         call.params["id"],
         key=fields["key"],
@@ -106,20 +108,20 @@ async def create_parameter(call: PlatformRequest) -> Response:
 async def update_parameter(call: PlatformRequest) -> Response:
     """``PATCH /policy-sets/:id/parameters/:parameter_id``: 200."""
     ps_id, param_id = call.params["id"], call.params["parameter_id"]
-    call.service.parameter(call.caller, ps_id, param_id, owner=True)  # 404 before 422
+    call.service.parameter_store.get(call.caller, ps_id, param_id, owner=True)  # 404 before 422
     data = primary_data(call.body, "vars")
     if data.get("id") != param_id:
         raise invalid(
             f"data.id must be the id of the parameter in the path ({param_id})", "/data/id"
         )
     fields = _parameter_fields(attributes(data))
-    param = call.service.update_parameter(call.caller, ps_id, param_id, **fields)
+    param = call.service.parameter_store.update(call.caller, ps_id, param_id, **fields)
     return answer({"data": parameter_resource(param)})
 
 
 async def delete_parameter(call: PlatformRequest) -> Response:
     """``DELETE /policy-sets/:id/parameters/:parameter_id``: 204."""
-    call.service.delete_parameter(call.caller, call.params["id"], call.params["parameter_id"])
+    call.service.parameter_store.delete(call.caller, call.params["id"], call.params["parameter_id"])
     return no_content()
 
 

@@ -22,7 +22,7 @@ from ._base import (
     bool_attribute,
     listing,
     no_content,
-    organization_relationship,
+    owned_resource,
     primary_data,
     ref,
     relationship_data,
@@ -41,26 +41,19 @@ INCLUDES = ("workspaces",)
 
 def pool_resource(pool: AgentPool) -> dict[str, Any]:
     path = f"{BASE}/agent-pools/{pool.id}"
-    return {
-        "id": pool.id,
-        "type": "agent-pools",
-        "attributes": {
-            "name": pool.name,
-            "created-at": format_iso_ms(pool.created_at),
-            "organization-scoped": pool.organization_scoped,
-            "agent-count": len(pool.agents),
-        },
-        "relationships": {
-            "organization": organization_relationship(pool.organization),
-            "agents": {"links": {"related": f"{path}/agents"}},
-            "authentication-tokens": {"links": {"related": f"{path}/authentication-tokens"}},
-            "workspaces": {"data": [ref("workspaces", w) for w in pool.workspace_ids]},
-            "allowed-workspaces": {
-                "data": [ref("workspaces", w) for w in pool.allowed_workspace_ids]
-            },
-        },
-        "links": {"self": path},
+    attributes = {
+        "name": pool.name,
+        "created-at": format_iso_ms(pool.created_at),
+        "organization-scoped": pool.organization_scoped,
+        "agent-count": len(pool.agents),
     }
+    relationships = {
+        "agents": {"links": {"related": f"{path}/agents"}},
+        "authentication-tokens": {"links": {"related": f"{path}/authentication-tokens"}},
+        "workspaces": {"data": [ref("workspaces", w) for w in pool.workspace_ids]},
+        "allowed-workspaces": {"data": [ref("workspaces", w) for w in pool.allowed_workspace_ids]},
+    }
+    return owned_resource("agent-pools", pool.id, pool.organization, attributes, relationships)
 
 
 def _includes(call: PlatformRequest) -> list[str]:
@@ -93,14 +86,14 @@ def _included_workspaces(call: PlatformRequest, pools: Sequence[Any]) -> list[di
     seen: dict[str, None] = {}
     for pool in pools:
         seen.update(pool.workspace_ids)
-    return [workspace_resource(ws) for ws in call.service.workspaces_by_id(seen)]
+    return [workspace_resource(ws) for ws in call.service.org_store.workspaces_by_id(seen)]
 
 
 async def list_pools(call: PlatformRequest) -> Response:
     """``GET /organizations/:name/agent-pools`` with q, sort, filter, include and pages."""
     sort = _sort(call)
     includes = _includes(call)
-    pools, total = call.service.pools(
+    pools, total = call.service.pool_store.list_pools(
         call.caller,
         call.params["name"],
         q=call.query.get("q"),
@@ -119,7 +112,7 @@ async def list_pools(call: PlatformRequest) -> Response:
 async def show_pool(call: PlatformRequest) -> Response:
     """``GET /agent-pools/:id`` with ``include=workspaces``."""
     includes = _includes(call)
-    pool = call.service.pool(call.caller, call.params["id"])
+    pool = call.service.pool_store.get(call.caller, call.params["id"])
     document: dict[str, Any] = {"data": pool_resource(pool)}
     if includes:
         document["included"] = _included_workspaces(call, [pool])
@@ -160,14 +153,14 @@ def _organization_scoped(attrs: Mapping[str, Any]) -> bool:
 
 async def create_pool(call: PlatformRequest) -> Response:
     """``POST /organizations/:name/agent-pools``: 201."""
-    call.service.organization(call.caller, call.params["name"], owner=True)  # 404 before 422
+    call.service.org_store.visible(call.caller, call.params["name"], owner=True)  # 404 before 422
     data = primary_data(call.body, "agent-pools")
     attrs = attributes(data)
     if "name" not in attrs:
         raise invalid("name is required", attribute_pointer("name"))
     name = string_attribute(attrs, "name", "name must be a string")
     assert name is not None  # present, and a string
-    pool = call.service.create_pool(
+    pool = call.service.pool_store.create(
         call.caller,
         call.params["name"],
         name=name,
@@ -179,10 +172,10 @@ async def create_pool(call: PlatformRequest) -> Response:
 
 async def update_pool(call: PlatformRequest) -> Response:
     """``PATCH /agent-pools/:id``: 200."""
-    call.service.pool(call.caller, call.params["id"], owner=True)  # 404 before 422
+    call.service.pool_store.get(call.caller, call.params["id"], owner=True)  # 404 before 422
     data = primary_data(call.body, "agent-pools")
     attrs = attributes(data)
-    pool = call.service.update_pool(
+    pool = call.service.pool_store.update(
         call.caller,
         call.params["id"],
         name=string_attribute(attrs, "name", "name must be a string"),
@@ -194,13 +187,13 @@ async def update_pool(call: PlatformRequest) -> Response:
 
 async def delete_pool(call: PlatformRequest) -> Response:
     """``DELETE /agent-pools/:id``: 204."""
-    call.service.delete_pool(call.caller, call.params["id"])
+    call.service.agent_store.delete_pool(call.caller, call.params["id"])
     return no_content()
 
 
 async def list_pool_tokens(call: PlatformRequest) -> Response:
     """``GET /agent-pools/:id/authentication-tokens``: the sandbox models no agent tokens."""
-    call.service.pool(call.caller, call.params["id"])
+    call.service.pool_store.get(call.caller, call.params["id"])
     return listing(call, [], lambda r: r)
 
 

@@ -81,13 +81,13 @@ async def list_team_access(call: PlatformRequest) -> Response:
             "filter[workspace][id] is required",
             parameter="filter[workspace][id]",
         )
-    found = call.service.team_accesses(call.caller, workspace_id)
+    found = call.service.access_store.list_records(call.caller, workspace_id)
     return listing(call, found, team_access_resource, always=False)
 
 
 async def show_team_access(call: PlatformRequest) -> Response:
     """``GET /team-workspaces/:id``."""
-    record = call.service.team_access(call.caller, call.params["id"])
+    record = call.service.access_store.get(call.caller, call.params["id"])
     return answer({"data": team_access_resource(record)})
 
 
@@ -103,7 +103,7 @@ async def create_team_access(call: PlatformRequest) -> Response:
             f"access is required; one of {', '.join(ACCESS_LEVELS)}",
             attribute_pointer("access"),
         )
-    record = call.service.create_team_access(
+    record = call.service.access_store.create(
         call.caller, workspace_id, team_id, access, permissions
     )
     return answer({"data": team_access_resource(record)})
@@ -111,16 +111,16 @@ async def create_team_access(call: PlatformRequest) -> Response:
 
 async def update_team_access(call: PlatformRequest) -> Response:
     """``PATCH /team-workspaces/:id``: 200."""
-    call.service.team_access(call.caller, call.params["id"], manage=True)  # 404 before 422
+    call.service.access_store.get(call.caller, call.params["id"], manage=True)  # 404 before 422
     data = primary_data(call.body, "team-workspaces")
     access, permissions = _access_fields(attributes(data))
-    record = call.service.update_team_access(call.caller, call.params["id"], access, permissions)
+    record = call.service.access_store.update(call.caller, call.params["id"], access, permissions)
     return answer({"data": team_access_resource(record)})
 
 
 async def delete_team_access(call: PlatformRequest) -> Response:
     """``DELETE /team-workspaces/:id``: 204."""
-    call.service.delete_team_access(call.caller, call.params["id"])
+    call.service.access_store.delete(call.caller, call.params["id"])
     return no_content()
 
 
