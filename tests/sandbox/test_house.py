@@ -391,7 +391,7 @@ def test_the_type_checker_knows_each_engine_area_s_type_and_a_plugged_in_one_s(
     options = ["--config-file=", "--ignore-missing-imports", "--follow-imports=silent"]
     out, _, _ = mypy.api.run([*options, f"--cache-dir={tmp_path / 'cache'}", str(snippet)])
     assert 'Revealed type is "toolkit.secrets.pki.engine.PKI"' in out, out
-    assert 'Revealed type is "toolkit.secrets.ad.Directory"' in out, out
+    assert 'Revealed type is "toolkit.secrets.ad.AD"' in out, out
     assert 'Revealed type is "tests.sandbox.test_house.Echo"' in out, out
 
 

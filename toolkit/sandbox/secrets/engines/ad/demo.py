@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from .state import DirectoryConfig, DirectoryEngine, DirectoryRole
+from .state import ADConfig, ADEngine, ADRole
 
 if TYPE_CHECKING:
     from ...host import EngineHost
@@ -95,13 +95,13 @@ _LENT: tuple[tuple[str, str, str, int, int, str], ...] = (
 def load_demo(service: EngineHost) -> None:
     """Fill the directory engine at ``ad/`` with the demo set (tokens must exist already)."""
     mount = service.mounts.engine("ad")
-    if mount is None or not isinstance(mount.backend, DirectoryEngine):
+    if mount is None or not isinstance(mount.backend, ADEngine):
         return
     engine = mount.backend
     start = service.clock.start.replace(microsecond=0)
     for name, dn in DEMO_ACCOUNTS:
         engine.add_account(name, dn, password_last_set=start - timedelta(days=120))
-    engine.config = DirectoryConfig(
+    engine.config = ADConfig(
         binddn=BIND_DN,
         bindpass="demo-bind-password",
         url="ldaps://dc1.corp.example,ldaps://dc2.corp.example",
@@ -112,7 +112,7 @@ def load_demo(service: EngineHost) -> None:
         password_policy="strong-32",
     )
     for role_name, (account, ttl, rotated_ago) in DEMO_ROLES.items():
-        role = DirectoryRole(role_name, account, ttl)
+        role = ADRole(role_name, account, ttl)
         if rotated_ago is not None:
             rotated = start - timedelta(seconds=rotated_ago)
             entry = engine.entries[_dn(account)]
