@@ -14,7 +14,7 @@ import pytest
 
 from tests._runbooks import NOTEBOOKS, RUNBOOKS, run_runbook
 from toolkit import PlatformClient, history
-from toolkit._runbooks import runbooks
+from toolkit._shipped import runbooks
 from toolkit.drift import Snapshots
 from toolkit.sandbox import ENV_ADDRESS, ENV_TOKEN, Sandbox
 
@@ -55,7 +55,7 @@ def _stored_parameter(sandbox: Sandbox, key: str) -> str:
 
 
 def test_every_runbook_the_package_ships_is_run_here() -> None:
-    # The package's own list (toolkit/runbooks links to notebooks/), not a copy of it.
+    # The package's own list (toolkit/notebooks links to notebooks/), not a copy of it.
     assert RUNBOOKS and [f.name for f in runbooks()] == RUNBOOKS
 
 
