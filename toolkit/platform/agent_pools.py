@@ -16,7 +16,7 @@ from .._gc import collector_paused
 from .._http import api_path
 from .._progress import progress
 from .._records import Record
-from .._spec.access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
+from .._spec.team_access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 from .._time import format_iso_ms, parse_time
 from ._base import PlatformArea
 from ._jsonapi import (
