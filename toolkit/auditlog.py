@@ -572,7 +572,7 @@ def unused_frame(
     begins``, ``unused for N days``, ``used``, or ``not matched`` when the
     accessors could not be hashed), ``unexpected_addresses`` (addresses outside
     ``expected_networks``), ``note``. ``attrs["coverage"]`` is the house's
-    completeness record (:mod:`toolkit._coverage`): a refused ``sys/audit`` or
+    coverage record (:mod:`toolkit._coverage`): a refused ``sys/audit`` or
     ``sys/audit-hash``, tokens left unmatched, and whatever of the log could not
     be read (lines, times, compressed files cut short) are its gaps; with the log
     not read whole, no row is called never used or unused: it is ``not seen in

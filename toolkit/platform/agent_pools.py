@@ -494,7 +494,7 @@ def _covered(
     frame: pd.DataFrame,
     read: int,
 ) -> pd.DataFrame:
-    """``frame`` with its completeness record: each organization's pool list and each
+    """``frame`` with its coverage record: each organization's pool list and each
     pool's agent list read (a list that could not be read raises: a missing
     organization or pool names itself), ``read`` agents. An organization whose
     pools this token cannot all see (``organizations[name]`` false) is a gap."""
