@@ -294,7 +294,7 @@ def test_the_trends_count_a_finding_closed_by_an_audit_that_found_nothing(
     # Section 4's live answer (the server's mounts beside the history) is checked and filed.
     header = json.loads((evidence / "14_trends.header.json").read_text())
     views = header["coverage"]["views"]
-    assert any(v.startswith("catalog.sql: complete") for v in views), header["coverage"]
+    assert any(v.startswith("sql_tables.sql: complete") for v in views), header["coverage"]
     assert (evidence / "14_trends-beside.csv").exists()
     (ages,) = evidence.glob("14_trends-finding_ages.csv")
     rows = ages.read_text().splitlines()
