@@ -1,4 +1,4 @@
-"""Scenarios of the history, the SQL catalog and the audit-log reader (``benchmarks.run``).
+"""Scenarios of the history, the SQL tables and the audit-log reader (``benchmarks.run``).
 
 - ``audit-log``: the requests-per-principal summary and the last-use table over a
   generated log (4,000,000 lines; 400,000 reduced), plain and gzip, in a fresh
@@ -191,22 +191,22 @@ def history(args: argparse.Namespace, goals: list[Any]) -> None:
 def sql(args: argparse.Namespace, goals: list[Any]) -> None:
     from benchmarks.run import Goal, sandbox_process
     from toolkit import SecretsClient
-    from toolkit.catalog import Catalog
+    from toolkit.sql_tables import SQLTables
 
     count = 10_000 if _reduced(args) else 100_000
     with sandbox_process(0, leases=count) as server:
         client = SecretsClient(server["address"], server["token"])
         overheads = []
         for _ in range(2):
-            catalog = Catalog(client)
+            tables = SQLTables(client)
             began = time.perf_counter()
-            answer = catalog.sql(
+            answer = tables.sql(
                 "select mount, count(*) as leases, min(expire_time) as first_expiry "
                 "from leases group by mount order by leases desc"
             )
             total = time.perf_counter() - began
-            walk = float(catalog.tables_frame().loc["leases", "seconds"])
-            rows = int(catalog.tables_frame().loc["leases", "rows"])
+            walk = float(tables.tables_frame().loc["leases", "seconds"])
+            rows = int(tables.tables_frame().loc["leases", "rows"])
             overheads.append(total - walk)
             print(f"    {rows:,} leases: walk {walk:.2f}s, answer {total:.2f}s, "
                   f"beyond the walk {total - walk:.3f}s ({len(answer)} mounts)")  # fmt: skip

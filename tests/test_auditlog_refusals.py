@@ -19,7 +19,7 @@ import zstandard
 
 from toolkit import InputError, auditlog
 from toolkit._coverage import require_complete
-from toolkit._errors import IncompleteAudit
+from toolkit._errors import PartialCoverage
 
 OPENBAO_LOG = Path(__file__).parent / "data" / "openbao-2.7.2-audit.log"
 DATA = OPENBAO_LOG.read_bytes()
@@ -110,7 +110,7 @@ def test_lines_that_cannot_be_read_are_a_counted_gap_and_nobody_is_never_used(
     assert usage.loc["unused", "state"] == auditlog.NOT_SEEN
     assert NEVER not in set(usage["state"]) and not usage.attrs["coverage"]["complete"]
     assert not usage.attrs["log"]["complete"]
-    with pytest.raises(IncompleteAudit, match=f"{count} "):
+    with pytest.raises(PartialCoverage, match=f"{count} "):
         require_complete(usage)
 
 

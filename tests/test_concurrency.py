@@ -1,4 +1,4 @@
-"""The concurrent paths against real sandboxes: order, completeness, failures part-way, 429s.
+"""The concurrent paths against real sandboxes: order, coverage, failures part-way, 429s.
 
 The views fan out with ``HTTPLayer.many`` (pages, lease lookups) and
 ``HTTPLayer.map`` (the thread pool, for client calls); these tests hold both to

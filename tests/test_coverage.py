@@ -1,4 +1,4 @@
-"""The completeness record: what a view asked, read and could not read."""
+"""The coverage record: what a view asked, read and could not read."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import toolkit
-from toolkit import Coverage, IncompleteAudit
+from toolkit import Coverage, PartialCoverage
 
 
 def test_a_view_with_no_gaps_is_complete_and_says_how_much_it_read():
@@ -26,7 +26,7 @@ def test_a_gap_makes_the_view_incomplete_and_the_requirement_fails_in_one_line()
     table = toolkit.coverage(frame)
     assert list(table.columns) == ["view", "path", "status", "reason"]
     assert table.loc[0, "status"] == 403 and str(table["status"].dtype) == "Int64"
-    with pytest.raises(IncompleteAudit) as caught:
+    with pytest.raises(PartialCoverage) as caught:
         toolkit._coverage.require_complete(frame)
     message = str(caught.value)
     assert "\n" not in message
@@ -36,7 +36,7 @@ def test_a_gap_makes_the_view_incomplete_and_the_requirement_fails_in_one_line()
     assert not allowed.attrs["complete"]
 
 
-def test_a_frame_without_a_record_is_not_evidence_of_completeness():
+def test_a_frame_without_a_record_is_not_evidence_of_full_coverage():
     table = toolkit.coverage(pd.DataFrame({"a": [1]}))
     assert not table.attrs["complete"]
     assert table.loc[0, "reason"] == "no coverage record"

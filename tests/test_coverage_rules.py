@@ -1,4 +1,4 @@
-"""The completeness record's rules, each on its own: what is a gap, what is an error,
+"""The coverage record's rules, each on its own: what is a gap, what is an error,
 and how records travel with frames and views built from them (toolkit/_coverage.py)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from toolkit import IncompleteAudit
+from toolkit import PartialCoverage
 from toolkit._coverage import (
     Coverage,
     Gap,
@@ -195,15 +195,15 @@ def test_the_coverage_frame_has_a_row_per_gap_and_says_whether_all_was_read() ->
     assert unproven.attrs["views"] == ["?: no coverage record"]
 
 
-def test_requiring_completeness_names_only_the_incomplete_views() -> None:
-    with pytest.raises(IncompleteAudit) as caught:
+def test_requiring_full_coverage_names_only_the_incomplete_views() -> None:
+    with pytest.raises(PartialCoverage) as caught:
         require_complete(Coverage("w", read=1), Coverage("v", gaps=[Gap("a", 403, "no")]))
     message = str(caught.value)
     assert message.startswith("v: incomplete, 1 place(s) not read: a (403 no) (0 read) — ")
     assert "w:" not in message
-    with pytest.raises(IncompleteAudit, match=r"^\?: no coverage record — "):
+    with pytest.raises(PartialCoverage, match=r"^\?: no coverage record — "):
         require_complete(pd.DataFrame())
-    with pytest.raises(IncompleteAudit, match=r"^\?: no coverage record; v: incomplete, "):
+    with pytest.raises(PartialCoverage, match=r"^\?: no coverage record; v: incomplete, "):
         require_complete(pd.DataFrame(), Coverage("v", gaps=[Gap("a", 403, "no")]))
     assert require_complete(Coverage("w")).attrs["complete"]
 

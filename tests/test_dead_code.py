@@ -50,10 +50,19 @@ KEPT = {
         "toolkit/secrets/auth.py",
         "log_message",
     ): "http.server calls it (silenced: the callback carries a code)",
-    ("toolkit/catalog.py", "_policy_rules"): "a table's loader, found by getattr(self, f'_{name}')",
-    ("toolkit/catalog.py", "_auth_roles"): "a table's loader, found by getattr(self, f'_{name}')",
-    ("toolkit/catalog.py", "_pools"): "a table's loader, found by getattr(self, f'_{name}')",
-    ("toolkit/catalog.py", "_team_access"): "a table's loader, found by getattr(self, f'_{name}')",
+    (
+        "toolkit/sql_tables.py",
+        "_policy_rules",
+    ): "a table's loader, found by getattr(self, f'_{name}')",
+    (
+        "toolkit/sql_tables.py",
+        "_auth_roles",
+    ): "a table's loader, found by getattr(self, f'_{name}')",
+    ("toolkit/sql_tables.py", "_pools"): "a table's loader, found by getattr(self, f'_{name}')",
+    (
+        "toolkit/sql_tables.py",
+        "_team_access",
+    ): "a table's loader, found by getattr(self, f'_{name}')",
     ("toolkit/sandbox/lab.py", "signum"): "signal.signal's handler signature passes it",
     (
         "toolkit/auditlog.py",

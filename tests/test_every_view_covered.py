@@ -2,7 +2,7 @@
 
 The views are derived from the return annotations: every public function of a public
 module of the package, and every public method of a class defined there (the clients'
-areas, :class:`~toolkit.auditlog.AuditLog`, the scans, the estate, the catalog ...),
+areas, :class:`~toolkit.auditlog.AuditLog`, the scans, the estate, the SQL tables ...),
 annotated to return a DataFrame. A frame that reads nothing (a plan, an action's
 outcome, a report on records, a frame built from records handed to it) says so in its
 annotation (:class:`toolkit._coverage.ReadsNothing`, through ``PlanFrame``,
@@ -144,9 +144,9 @@ def _planted(frame: pd.DataFrame) -> pd.DataFrame:
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The demo's clients, and a value for each parameter a view takes."""
     from toolkit import auditlog
-    from toolkit.catalog import Catalog
     from toolkit.drift import Snapshots
     from toolkit.report import header_of
+    from toolkit.sql_tables import SQLTables
 
     folder = tmp_path_factory.mktemp("views")
     with (
@@ -224,7 +224,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         fillers["log"] = auditlog.open(raw)
         instances: dict[str, Any] = {
             "AuditLog": instances_log,
-            "Catalog": Catalog(secrets),
+            "SQLTables": SQLTables(secrets),
             "CertificateEstate": estate,
             "LeaseScan": secrets.leases.scan(mounts=["database/"]),
             "TokenScan": secrets.tokens.scan(),

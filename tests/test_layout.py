@@ -28,8 +28,8 @@ HELPERS = {"servers", "clients", "data", "mutation", "__pycache__"}
 HOUSE_WIDE = {
     "test_answer_fuzz.py": "every view of both clients under spoiled answers",
     "test_auth_matrix.py": "every endpoint of both APIs, every kind of caller",
-    "test_completeness.py": "a walk of either client files what it could not read",
-    "test_completeness_views.py": "derived views keep their source's completeness record",
+    "test_coverage_walks.py": "a walk of either client files what it could not read",
+    "test_coverage_views.py": "derived views keep their source's coverage record",
     "test_every_view_covered.py": "every frame view of both clients carries a coverage record",
     "test_concurrency.py": "the fan-out paths of both clients against sandboxes",
     "test_dead_code.py": "nothing in the package is unused unless kept with a reason",

@@ -30,7 +30,7 @@ from yarl import URL
 
 from tests._hypothesis import driving_servers
 from tests._sockets import Threaded
-from toolkit import IncompleteAudit, InputError, PlatformClient, RetryPolicy, ToolkitError
+from toolkit import InputError, PartialCoverage, PlatformClient, RetryPolicy, ToolkitError
 from toolkit._area import Area
 from toolkit._http import HTTPLayer, api_path, segment, segments
 from toolkit.secrets import SecretsClient
@@ -352,7 +352,7 @@ def test_a_lease_key_the_server_lists_cannot_send_the_walk_outside_v1() -> None:
     server = Threaded(answer)
     client = SecretsClient(server.address, token="s.walk-test", retry=RetryPolicy(attempts=1))
     try:
-        with pytest.raises(IncompleteAudit, match=r"\.\./\.\./\.\./\.\./auth/token/accessors"):
+        with pytest.raises(PartialCoverage, match=r"\.\./\.\./\.\./\.\./auth/token/accessors"):
             client.leases.list_lease_ids()
         targets = [h.split(b" ", 2)[1].decode() for h in server.heads]
         assert targets and all(t.startswith("/v1/sys/leases/lookup/") for t in targets)

@@ -15,7 +15,7 @@ from matplotlib.colors import to_hex
 from matplotlib.text import Text
 
 from toolkit import PlatformClient, plots
-from toolkit._spec.access import AGENT_STATUSES
+from toolkit._spec.team_access import AGENT_STATUSES
 from toolkit.platform.team_access import LEVEL_COLOURS
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient

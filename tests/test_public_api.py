@@ -15,7 +15,7 @@ import pytest
 import toolkit
 import widgets
 from toolkit import PlatformClient, Record, SecretsClient
-from toolkit._spec import access as permissions
+from toolkit._spec import team_access as permissions
 from toolkit.platform import _base as platform_base
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import _base as secrets_base

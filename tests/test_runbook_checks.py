@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from toolkit import Coverage, IncompleteAudit, InputError
+from toolkit import Coverage, InputError, PartialCoverage
 from toolkit.runbook import check_parameters, declared_parameters, human_duration
 
 PARAMETERS = """target = "sandbox"  # or "live"
@@ -122,7 +122,7 @@ def test_an_incomplete_view_fails_the_run_in_one_line() -> None:
     run = _check()
     run.seen(leases=_frame(0))
     assert run.verdict == "complete"
-    with pytest.raises(IncompleteAudit) as caught:
+    with pytest.raises(PartialCoverage) as caught:
         run.seen(leases=_frame(1))
     assert "sys/leases/lookup/database/ (403 permission denied)" in str(caught.value)
     assert "\n" not in str(caught.value)
@@ -141,7 +141,7 @@ def test_when_allowed_an_incomplete_run_goes_on_and_says_so(
 def test_a_frame_without_a_record_leaves_the_run_unproven_and_stops_it_unless_allowed(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with pytest.raises(IncompleteAudit, match=r"pools: no coverage record \(unproven\)"):
+    with pytest.raises(PartialCoverage, match=r"pools: no coverage record \(unproven\)"):
         _check().seen(pools=pd.DataFrame({"a": [1]}))
     run = _check({"allow_incomplete": True})
     run.seen(pools=pd.DataFrame({"a": [1]}))

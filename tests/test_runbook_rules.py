@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from toolkit import Coverage, IncompleteAudit, InputError
+from toolkit import Coverage, InputError, PartialCoverage
 from toolkit.runbook import Run, check_parameters, declared_parameters, refuse_undeclared
 
 
@@ -308,7 +308,7 @@ def test_the_provenance_names_the_os_user_and_host() -> None:
 
 
 def test_several_views_not_read_whole_are_named_in_one_line() -> None:
-    with pytest.raises(IncompleteAudit) as caught:
+    with pytest.raises(PartialCoverage) as caught:
         check().seen(a=_seen(1), b=pd.DataFrame())
     message = str(caught.value)
     assert message.startswith("view: incomplete, 1 place(s) not read: p0 (403 no) (2 read); ")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import toolkit
-from toolkit._spec import access, certificate_names
+from toolkit._spec import certificate_names, team_access
 from toolkit._spec.headers import NAMESPACE_HEADERS, TOKEN_HEADERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,24 +91,24 @@ def team_access_fields(platform_spec: str) -> dict[str, list[str]]:
 
 
 def test_the_access_levels_are_the_specs_allowed_values_of_access(team_access_fields):
-    assert tuple(_ticked(team_access_fields["access"][2])) == access.ACCESS_LEVELS
+    assert tuple(_ticked(team_access_fields["access"][2])) == team_access.ACCESS_LEVELS
 
 
 def test_the_custom_only_attributes_are_the_ones_rule_one_names(platform_spec):
     section = _section(platform_spec, "### Team access (type `team-workspaces`, id prefix `tws-`)")
     (rule,) = [line for line in section.splitlines() if "can be set only when" in line]
     named = _ticked(rule.split("can be set only when")[0])
-    assert tuple(named) == access.PERMISSION_ATTRIBUTES
+    assert tuple(named) == team_access.PERMISSION_ATTRIBUTES
 
 
 def test_each_permissions_allowed_values_and_default_are_the_field_tables(team_access_fields):
-    for name in access.PERMISSION_ATTRIBUTES:
+    for name in team_access.PERMISSION_ATTRIBUTES:
         kind, default, allowed = team_access_fields[name]
-        assert access.CUSTOM_DEFAULTS[name] == _value(_ticked(default)[0]), name
+        assert team_access.CUSTOM_DEFAULTS[name] == _value(_ticked(default)[0]), name
         if kind == "boolean":
-            assert access.PERMISSION_VALUES[name] == (False, True), name
+            assert team_access.PERMISSION_VALUES[name] == (False, True), name
         else:
-            assert access.PERMISSION_VALUES[name] == tuple(_ticked(allowed)), name
+            assert team_access.PERMISSION_VALUES[name] == tuple(_ticked(allowed)), name
 
 
 def test_the_create_body_table_agrees_that_the_permissions_are_custom_only(platform_spec):
@@ -118,35 +118,39 @@ def test_the_create_body_table_agrees_that_the_permissions_are_custom_only(platf
         for row in _rows(post)
         if row[0].startswith("data.attributes.") and "only with `custom`" in row[3]
     }
-    assert tuple(custom_only) == access.PERMISSION_ATTRIBUTES
+    assert tuple(custom_only) == team_access.PERMISSION_ATTRIBUTES
     for name, (_path, _kind, default, _notes) in custom_only.items():
-        assert access.CUSTOM_DEFAULTS[name] == _value(_ticked(default)[0]), name
+        assert team_access.CUSTOM_DEFAULTS[name] == _value(_ticked(default)[0]), name
 
 
 def test_the_implied_permissions_are_the_readmes_observed_table():
     readme = (_spec_dir() / "README.md").read_text(encoding="utf-8")
     header = re.search(r"non-custom access levels \(([^)]*)\)", readme)
     assert header is not None, "the README's implied-permissions line moved"
-    assert tuple(p.strip() for p in header.group(1).split("/")) == access.PERMISSION_ATTRIBUTES
+    assert tuple(p.strip() for p in header.group(1).split("/")) == team_access.PERMISSION_ATTRIBUTES
     implied = {
         level: [_value(v.strip()) for v in values.split("/")]
         for level, values in re.findall(r"^\s+(\w+): ([^;.\n]+)[;.]", readme, flags=re.M)
     }
-    assert set(implied) == set(access.IMPLIED_PERMISSIONS) == set(access.ACCESS_LEVELS) - {"custom"}
+    assert (
+        set(implied)
+        == set(team_access.IMPLIED_PERMISSIONS)
+        == set(team_access.ACCESS_LEVELS) - {"custom"}
+    )
     for level, values in implied.items():
-        assert access.IMPLIED_PERMISSIONS[level] == dict(
-            zip(access.PERMISSION_ATTRIBUTES, values, strict=True)
+        assert team_access.IMPLIED_PERMISSIONS[level] == dict(
+            zip(team_access.PERMISSION_ATTRIBUTES, values, strict=True)
         ), level
 
 
 def test_the_agent_statuses_and_the_removable_ones_are_the_specs(platform_spec):
     (listed,) = re.findall(r"^Agent `status` values: (.*)$", platform_spec, flags=re.M)
-    assert tuple(_ticked(listed)) == access.AGENT_STATUSES
+    assert tuple(_ticked(listed)) == team_access.AGENT_STATUSES
     transitions = {
         row[0]: row[-1] for row in _rows(platform_spec) if row[1:2] == ["DELETE /agents/:id"]
     }
     (removable,) = [state for state, outcome in transitions.items() if outcome.startswith("204")]
-    assert set(access.REMOVABLE_AGENT_STATUSES) == set(_ticked(removable))
+    assert set(team_access.REMOVABLE_AGENT_STATUSES) == set(_ticked(removable))
 
 
 @pytest.fixture(scope="module")

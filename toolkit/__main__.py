@@ -308,7 +308,7 @@ def runbooks_main(argv: Sequence[str]) -> int:
     """``python -m toolkit runbooks DIR [--force]``: copy the shipped runbooks into DIR."""
     from pathlib import Path
 
-    from ._runbooks import copy_runbooks
+    from ._shipped import copy_runbooks
 
     p = argparse.ArgumentParser(
         prog="toolkit runbooks",

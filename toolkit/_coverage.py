@@ -1,4 +1,4 @@
-"""What a view could see: the completeness record every walking view carries.
+"""What a view could see: the coverage record every walking view carries.
 
 A view that walks (leases, tokens, policies, certificates, keys, team access,
 agents) notes what it was asked to read, how much it read, and every place it
@@ -11,11 +11,11 @@ a plain JSON-able dict, so it survives copies, Parquet and evidence files.
     cov.note_gap("sys/leases/lookup/pki/", 403, "permission denied")
     frame = cov.attach(frame)
     toolkit.coverage(frame)        # a frame: a row per gap, attrs say complete or not
-    require_complete(frame)        # raises IncompleteAudit with one line naming the gaps
+    require_complete(frame)        # raises PartialCoverage with one line naming the gaps
 
 An audit whose coverage is incomplete fails, or, when the operator allowed it,
 says "incomplete" in every output (see toolkit.runbook and docs/decisions.md,
-"Completeness").
+"Coverage").
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ import pandas as pd
 
 from ._errors import (
     APIError,
-    IncompleteAudit,
     MountNotFound,
     NamespaceNotFound,
     NotFound,
+    PartialCoverage,
     PermissionDenied,
     TokenRefused,
 )
@@ -279,7 +279,7 @@ def coverage(*objs: Any) -> pd.DataFrame:
 
     ``attrs["complete"]`` says whether every record was complete, and
     ``attrs["views"]`` lists each record's one-line summary. A frame that carries
-    no record is not evidence of completeness: it is listed as a gap.
+    no record is not evidence of full coverage: it is listed as a gap.
     """
     rows: list[dict[str, Any]] = []
     summaries: list[str] = []
@@ -300,12 +300,12 @@ def coverage(*objs: Any) -> pd.DataFrame:
 
 
 def require_complete(*objs: Any, allow_incomplete: bool = False) -> pd.DataFrame:
-    """The coverage frame of ``objs``; raises :class:`IncompleteAudit` with one line
+    """The coverage frame of ``objs``; raises :class:`PartialCoverage` with one line
     naming what was not read, unless ``allow_incomplete``."""
     frame = coverage(*objs)
     if not frame.attrs["complete"] and not allow_incomplete:
         incomplete = [s for s in frame.attrs["views"] if ": complete (" not in s]
-        raise IncompleteAudit(
+        raise PartialCoverage(
             "; ".join(incomplete)
             + " — grant the token what it lacks, fix the name, or rerun with allow_incomplete=True"
         )

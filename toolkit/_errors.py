@@ -34,7 +34,7 @@
     │   ├── RateLimited         429
     │   └── ServerError         5xx
     ├── InputError              the toolkit refused bad input before sending anything
-    └── IncompleteAudit         an audit could not read all it was asked to (toolkit.coverage)
+    └── PartialCoverage         an audit could not read all it was asked to (toolkit.coverage)
 
 Every message names the address and what went wrong, and never carries a request
 body, a header or any other value that could be a secret. An error may carry a
@@ -56,7 +56,7 @@ __all__ = [
     "ConnectError",
     "Conflict",
     "DecodeError",
-    "IncompleteAudit",
+    "PartialCoverage",
     "InputError",
     "MethodNotAllowed",
     "MissingField",
@@ -130,8 +130,9 @@ class InputError(ToolkitError, ValueError):
     """The toolkit refused a value before sending it (wrong format, out of range)."""
 
 
-class IncompleteAudit(ToolkitError):
-    """An audit could not read everything it was asked to, and incomplete was not allowed.
+class PartialCoverage(ToolkitError):
+    """An audit's coverage is partial: it could not read everything it was asked to,
+    and a partial audit was not allowed.
 
     The message names the places not read; ``allow_incomplete=True`` lets the audit
     finish marked incomplete instead."""

@@ -566,13 +566,13 @@ def unused_frame(
     """The live tokens and auth roles joined with the log's last use.
 
     One row per live token accessor (:meth:`~toolkit.secrets.tokens.Tokens.inventory`), AppRole role,
-    userpass user and certificate role (:class:`toolkit.catalog.Catalog`'s
+    userpass user and certificate role (:class:`toolkit.sql_tables.SQLTables`'s
     ``auth_roles``): ``kind``, ``name``, ``mount``, ``last_login``,
     ``last_use``, ``requests``, ``state`` (``never used since the log
     begins``, ``unused for N days``, ``used``, or ``not matched`` when the
     accessors could not be hashed), ``unexpected_addresses`` (addresses outside
     ``expected_networks``), ``note``. ``attrs["coverage"]`` is the house's
-    completeness record (:mod:`toolkit._coverage`): a refused ``sys/audit`` or
+    coverage record (:mod:`toolkit._coverage`): a refused ``sys/audit`` or
     ``sys/audit-hash``, tokens left unmatched, and whatever of the log could not
     be read (lines, times, compressed files cut short) are its gaps; with the log
     not read whole, no row is called never used or unused: it is ``not seen in
@@ -597,11 +597,11 @@ def unused_frame(
     for inventory in coverage_of(tokens):
         record.gaps.extend(inventory.gaps)
     if roles is None:
-        from .catalog import Catalog
+        from .sql_tables import SQLTables
 
-        catalog = Catalog(client)
-        roles = catalog.sql("select * from auth_roles")
-        for gap in catalog.gaps_frame().itertuples():
+        tables = SQLTables(client)
+        roles = tables.sql("select * from auth_roles")
+        for gap in tables.gaps_frame().itertuples():
             record.note_gap(str(gap.part), None, str(gap.reason))
     last = log.last_use_frame().set_index(["kind", "name"])
     per_address = log.addresses_frame()

@@ -411,7 +411,7 @@ def open(
     name across files (a column added later is NULL in older rows; none is
     dropped; a column whose type changed reads as the type both fit, as text for
     a number that became text). ``connection`` adds the views to an existing
-    connection (such as :func:`toolkit.sql`'s catalog), in ``schema`` if given.
+    connection (such as :func:`toolkit.sql`'s :class:`~toolkit.sql_tables.SQLTables`), in ``schema`` if given.
     """
     import duckdb
 

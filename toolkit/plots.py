@@ -128,7 +128,7 @@ def agents_by_status(counts: pd.DataFrame) -> Chart:
     ``counts`` is ``AgentPools.agents_by_status``: a row per pool, ``pool_name``
     and one count column per status.
     """
-    from ._spec.access import AGENT_STATUSES
+    from ._spec.team_access import AGENT_STATUSES
 
     _require(counts, ["pool_name", *AGENT_STATUSES], "agents_by_status")
     title = "Agents by status per pool"

@@ -18,7 +18,7 @@ already holds something. Then::
     run.file(client, {"leases": leases}, organization=None)   # evidence + provenance + MANIFEST
     run.summary(leases=len(leases))          # the fleet's key numbers, marked incomplete if so
 
-An audit that could not read everything fails with :class:`IncompleteAudit`
+An audit that could not read everything fails with :class:`PartialCoverage`
 unless ``allow_incomplete`` is true; then it finishes, and its summary and
 evidence say "incomplete" and carry the coverage frame.
 """
@@ -42,7 +42,7 @@ from typing import Any
 import pandas as pd
 
 from ._coverage import Coverage, CoverageReport, coverage, coverage_of
-from ._errors import IncompleteAudit, InputError
+from ._errors import InputError, PartialCoverage
 
 __all__ = [
     "Run",
@@ -327,13 +327,13 @@ class Run:
     def _demo(self, demo: str) -> str:
         return demo if self.parameters.get("target") == "sandbox" else ""
 
-    # -- completeness -------------------------------------------------------------------------
+    # -- coverage ----------------------------------------------------------------------------
 
     def seen(self, **frames: Any) -> CoverageReport:
         """Note what ``frames``' views could read; the coverage frame of all seen so far.
 
         A view that could not read everything makes this raise
-        :class:`IncompleteAudit` (one line naming what it could not read) unless
+        :class:`PartialCoverage` (one line naming what it could not read) unless
         the run allows incomplete audits, when it prints that line and goes on. A
         frame that carries no coverage record proves nothing whole: it is noted as
         unproven and stops the run the same way (a fleet reports an unproven run
@@ -353,7 +353,7 @@ class Run:
         if missing:
             line = "; ".join(missing)
             if not self.allow_incomplete:
-                raise IncompleteAudit(
+                raise PartialCoverage(
                     f"{line} — grant the token what it lacks, fix the name, or rerun with "
                     "allow_incomplete=True"
                 )

@@ -3,7 +3,7 @@
     form = LibraryCheckoutForm(client)            # or mount="corp-ad"
     form                                          # pick a set, Check out, Check in
 
-The form shows the set's accounts (``Directory.library_status``), the account
+The form shows the set's accounts (``AD.library_status``), the account
 and lease of its check-out, and never the password, unless the operator
 presses Reveal: the password then sits in a transient output that Hide, and
 every other step of the form, empties; so do ``reveal_seconds`` passing (60 s
@@ -80,7 +80,7 @@ class LibraryCheckoutForm(Form):
 
     # -- steps ---------------------------------------------------------------------
     def refresh(self) -> None:
-        """Reload the set names (``Directory.sets``) and the chosen set's accounts."""
+        """Reload the set names (``AD.sets``) and the chosen set's accounts."""
         names = self.directory.list_sets()
         current = self.set_name.value
         self.set_name.options = names
@@ -88,7 +88,7 @@ class LibraryCheckoutForm(Form):
         self.show_status()
 
     def show_status(self) -> pd.DataFrame | None:
-        """Show the chosen set's accounts, borrowers and leases (``Directory.library_status``)."""
+        """Show the chosen set's accounts, borrowers and leases (``AD.library_status``)."""
         name = self.set_name.value
         if not name:
             self.table.outputs = ()
@@ -98,7 +98,7 @@ class LibraryCheckoutForm(Form):
         return self.frame
 
     def check_out(self) -> Record | None:
-        """Borrow an account of the chosen set for the typed ttl (``Directory.check_out``)."""
+        """Borrow an account of the chosen set for the typed ttl (``AD.check_out``)."""
         self.hide()
         name = self.set_name.value
         ttl = self.ttl.value.strip() or None
@@ -152,7 +152,7 @@ class LibraryCheckoutForm(Form):
     def check_in(self) -> list[str] | None:
         """Bring back this form's check-out, else the caller's one account of the set.
 
-        ``Directory.check_in``; the server gives the account a new password.
+        ``AD.check_in``; the server gives the account a new password.
         """
         self.hide()
         lent = self.checkout

@@ -5,7 +5,7 @@
 
 Workspaces and teams come from the client. The permission fields are editable
 for the ``custom`` level only; for the other levels they show what the level
-implies (from :mod:`toolkit._spec.access`). Saving adds a record, or
+implies (from :mod:`toolkit._spec.team_access`). Saving adds a record, or
 updates the team's record when it already has one on that workspace.
 """
 

@@ -1,6 +1,6 @@
 """``HTTPLayer.many``: many requests described as data, at most ``max_concurrency`` in flight.
 
-Two kinds of server: a real sandbox (order, completeness, failures part-way,
+Two kinds of server: a real sandbox (order, coverage, failures part-way,
 429s, leaving early), and a socket server answering as each test scripts, one
 thread a connection, to produce what a sandbox does not on demand: how many
 requests arrive on a connection at once, connections closed between answers

@@ -25,7 +25,7 @@ def _wheel(tmp_path: Path) -> Path:
     for name in SOURCES:
         path = ROOT / name
         if path.is_dir():
-            # The link toolkit/runbooks -> ../notebooks is kept, as git keeps it.
+            # The link toolkit/notebooks -> ../notebooks is kept, as git keeps it.
             shutil.copytree(path, source / name, symlinks=True, ignore=_caches)
         else:
             shutil.copy2(path, source / name)
@@ -51,7 +51,9 @@ def test_the_wheel_carries_the_runbooks_and_copies_them_out_once_installed(
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         shipped = sorted(
-            n.removeprefix("toolkit/runbooks/") for n in names if n.startswith("toolkit/runbooks/")
+            n.removeprefix("toolkit/notebooks/")
+            for n in names
+            if n.startswith("toolkit/notebooks/")
         )
         assert shipped == runbooks
         metadata_name = next(n for n in names if n.endswith(".dist-info/METADATA"))

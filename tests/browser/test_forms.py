@@ -19,7 +19,7 @@ from tests.browser._page import (
     wait_status,
     wait_text,
 )
-from toolkit._spec.access import PERMISSION_ATTRIBUTES
+from toolkit._spec.team_access import PERMISSION_ATTRIBUTES
 
 
 def choose(page: Any, box: Any, value: str) -> None:

@@ -411,7 +411,7 @@ token_env = "FLEET_TEST_GOOD"
     assert code == 2, printed  # incomplete, none failed; the skipped one changes nothing
     saved = {r["name"]: r for r in json.loads((out / "results.json").read_text())["results"]}
     assert saved["stopped"]["status"] == "incomplete"
-    assert "IncompleteAudit" in saved["stopped"]["error"]
+    assert "PartialCoverage" in saved["stopped"]["error"]
     assert "sys/leases/lookup/database/ (403 permission denied)" in saved["stopped"]["error"]
     assert saved["allowed"]["status"] == "incomplete"
     assert saved["allowed"]["summary"]["coverage"] == "incomplete"

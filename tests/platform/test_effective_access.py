@@ -16,7 +16,7 @@ import pytest
 
 from toolkit import NotFound, PlatformClient
 from toolkit._frames import build_frame
-from toolkit._spec.access import IMPLIED_PERMISSIONS
+from toolkit._spec.team_access import IMPLIED_PERMISSIONS
 from toolkit.platform.team_access import (
     GRANTS,
     effective_access,

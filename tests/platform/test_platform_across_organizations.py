@@ -11,7 +11,7 @@ import pytest
 
 from toolkit import InputError, NotFound, PlatformClient
 from toolkit._coverage import coverage_of
-from toolkit._spec.access import AGENT_STATUSES
+from toolkit._spec.team_access import AGENT_STATUSES
 from toolkit.sandbox import Sandbox
 
 

@@ -17,7 +17,7 @@ from toolkit import (
     Unauthorized,
     Unprocessable,
 )
-from toolkit._spec.access import AGENT_STATUSES, IMPLIED_PERMISSIONS
+from toolkit._spec.team_access import AGENT_STATUSES, IMPLIED_PERMISSIONS
 from toolkit.sandbox import Sandbox
 
 

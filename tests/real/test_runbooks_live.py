@@ -504,7 +504,7 @@ def test_a_token_without_sudo_is_never_a_clean_token_audit_on_openbao(
     monkeypatch.setenv("VAULT_TOKEN", token)
     if not allowed:
         line = _stopped("06_policy_review.ipynb", tmp_path, token)
-        assert line.startswith("IncompleteAudit") and "auth/token/accessors" in line
+        assert line.startswith("PartialCoverage") and "auth/token/accessors" in line
         return
     _live_run("06_policy_review.ipynb", tmp_path, token, allow_incomplete=True)
     header = json.loads((tmp_path / "evidence" / "06_policy_review.header.json").read_text())

@@ -1,7 +1,7 @@
 """Issue 23's mistakes replayed headless against a sandbox: none may read as a clean audit.
 
 Each run must fail with one line naming the cause, or, when allowed, finish marked
-incomplete. The ones that rest on completeness records the views do not keep yet
+incomplete. The ones that rest on coverage records the views do not keep yet
 (issue 23, item 1) are expected to fail, strictly: when they pass, the marker must go.
 """
 

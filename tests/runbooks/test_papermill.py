@@ -14,7 +14,7 @@ import pytest
 
 from tests._runbooks import NOTEBOOKS, RUNBOOKS, run_runbook
 from toolkit import PlatformClient, history
-from toolkit._runbooks import runbooks
+from toolkit._shipped import runbooks
 from toolkit.drift import Snapshots
 from toolkit.sandbox import ENV_ADDRESS, ENV_TOKEN, Sandbox
 
@@ -57,7 +57,7 @@ def _stored_parameter(sandbox: Sandbox, key: str) -> str:
 
 
 def test_every_runbook_the_package_ships_is_run_here() -> None:
-    # The package's own list (toolkit/runbooks links to notebooks/), not a copy of it.
+    # The package's own list (toolkit/notebooks links to notebooks/), not a copy of it.
     assert RUNBOOKS and [f.name for f in runbooks()] == RUNBOOKS
 
 
@@ -296,7 +296,7 @@ def test_the_trends_count_a_finding_closed_by_an_audit_that_found_nothing(
     # Section 4's live answer (the server's mounts beside the history) is checked and filed.
     header = json.loads((evidence / "14_trends.header.json").read_text())
     views = header["coverage"]["views"]
-    assert any(v.startswith("catalog.sql: complete") for v in views), header["coverage"]
+    assert any(v.startswith("sql_tables.sql: complete") for v in views), header["coverage"]
     assert (evidence / "14_trends-beside.csv").exists()
     (ages,) = evidence.glob("14_trends-finding_ages.csv")
     rows = ages.read_text().splitlines()

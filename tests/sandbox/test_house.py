@@ -353,6 +353,33 @@ class EchoClient(SecretsClient):
     echo = AreaSlot(Echo)  # the one registration line
 
 
+def _told_of_engines(graph: grimp.ImportGraph) -> dict[str, list[str]]:
+    """For each engine area, the modules of the package besides its own that import it."""
+    told = {}
+    for mount in ENGINE_AREAS:
+        home = f"toolkit.secrets.{mount}"
+        own = {m for m in graph.modules if m == home or m.startswith(home + ".")}
+        importers = set().union(*(graph.find_modules_that_directly_import(m) for m in own))
+        told[mount] = sorted(importers - own)
+    return told
+
+
+def test_an_engine_area_is_known_to_the_client_by_its_registry_line_only() -> None:
+    # Adding an engine to the client is its module (and any forms) plus its line in
+    # EngineAreas: no other module of the package names it, type-only imports counted.
+    # The package alone, as _cycles draws it: grimp keeps one cache a set of packages, and
+    # its meta file is shared, so a second set can read a stale graph. The forms import
+    # their engines' areas as any user does, and are not asked about.
+    graph = grimp.build_graph(
+        "toolkit", include_external_packages=False, exclude_type_checking_imports=False
+    )
+    registry = "toolkit.secrets.engines"
+    assert _told_of_engines(graph) == {mount: [registry] for mount in ENGINE_AREAS}
+    # The check can fail: a client module importing an engine's area is named.
+    graph.add_import(importer="toolkit.secrets.client", imported="toolkit.secrets.ad")
+    assert _told_of_engines(graph)["ad"] == ["toolkit.secrets.client", registry]
+
+
 def test_a_new_engine_area_plugs_into_the_client_and_calls_the_sandbox(
     echo_server: tuple[Sandbox, httpx.Client],
 ) -> None:
@@ -371,8 +398,13 @@ def test_a_new_engine_area_plugs_into_the_client_and_calls_the_sandbox(
                 client.echo.read_word("hi")
         finally:
             client.disable_engine("team/echo2")
-        # The built-in engines' areas are all still there.
+        # A namespace view has the area too, on the view's own layer.
+        view = client.in_namespace("team")
+        assert type(view.echo) is Echo and view.echo._http is view.http is not client.http
+        # The built-in engines' areas are all still there, and the line reached no other client.
+        assert set(area_slots(EchoClient)) - set(area_slots(SecretsClient)) == {"echo"}
         assert set(ENGINE_AREAS) < set(area_slots(EchoClient))
+    assert "echo" not in area_slots(SecretsClient) and not hasattr(SecretsClient, "echo")
 
 
 @pytest.mark.slow
@@ -391,7 +423,7 @@ def test_the_type_checker_knows_each_engine_area_s_type_and_a_plugged_in_one_s(
     options = ["--config-file=", "--ignore-missing-imports", "--follow-imports=silent"]
     out, _, _ = mypy.api.run([*options, f"--cache-dir={tmp_path / 'cache'}", str(snippet)])
     assert 'Revealed type is "toolkit.secrets.pki.engine.PKI"' in out, out
-    assert 'Revealed type is "toolkit.secrets.ad.Directory"' in out, out
+    assert 'Revealed type is "toolkit.secrets.ad.AD"' in out, out
     assert 'Revealed type is "tests.sandbox.test_house.Echo"' in out, out
 
 

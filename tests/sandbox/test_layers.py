@@ -66,13 +66,13 @@ def test_the_engine_states_take_typed_arguments_not_request_bodies() -> None:
     import inspect
 
     from toolkit.sandbox.secrets.engines.ad.library import Library
-    from toolkit.sandbox.secrets.engines.ad.state import DirectoryEngine
+    from toolkit.sandbox.secrets.engines.ad.state import ADEngine
     from toolkit.sandbox.secrets.engines.broker.state import BrokerEngine
     from toolkit.sandbox.secrets.engines.database.state import DatabaseEngine
 
     takes_a_body = [
         f"{cls.__name__}.{name}"
-        for cls in (DirectoryEngine, Library, DatabaseEngine, BrokerEngine)
+        for cls in (ADEngine, Library, DatabaseEngine, BrokerEngine)
         for name, method in inspect.getmembers(cls, inspect.isfunction)
         if "body" in inspect.signature(method).parameters
     ]

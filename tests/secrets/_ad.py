@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
-from toolkit.secrets.ad import Directory
+from toolkit.secrets.ad import AD
 
 
-def corp_ad(sandbox: Sandbox, client: SecretsClient, mount: str = "corp-ad") -> Directory:
+def corp_ad(sandbox: Sandbox, client: SecretsClient, mount: str = "corp-ad") -> AD:
     """Mount the engine at ``mount``, configure it, give it the account ``alice`` in set ``team``."""
     client.enable_engine(mount, "ad")
     corp = client.ad.at(mount)

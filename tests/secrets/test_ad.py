@@ -1,4 +1,4 @@
-"""The `ad` engine's client (`Directory`) against a sandbox: every call, passwords hidden, views."""
+"""The `ad` engine's client (`AD`) against a sandbox: every call, passwords hidden, views."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests._sockets import Threaded, answer
-from toolkit import DecodeError, IncompleteAudit
+from toolkit import DecodeError, PartialCoverage
 from toolkit._coverage import require_complete
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.walk import Walk, stream_key_batches, stream_keys, walk_tree
@@ -54,8 +54,8 @@ def test_a_server_listing_a_under_every_a_ends_the_walk_and_records_the_cycle(
     assert [u["path"] for u in coverage["gaps"]] == ["a/a/"]
     assert "cycle" in coverage["gaps"][0]["reason"]
     assert int(counts["count"].sum()) == 2  # the top folder's lease and a/'s
-    with pytest.raises(IncompleteAudit, match="a/a/"):
-        require_complete(counts)  # the house's completeness record, not a private shape
+    with pytest.raises(PartialCoverage, match="a/a/"):
+        require_complete(counts)  # the house's coverage record, not a private shape
 
 
 def test_a_walk_deeper_than_its_limit_stops_there_and_says_so(server_of: list[Threaded]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolkit import APIError, PlatformClient
-from toolkit._spec.access import CUSTOM_DEFAULTS, IMPLIED_PERMISSIONS
+from toolkit._spec.team_access import CUSTOM_DEFAULTS, IMPLIED_PERMISSIONS
 from widgets import TeamAccessForm
 
 

@@ -5,7 +5,7 @@ requests and build views with them, so one copy here keeps the test double
 and the client from drifting apart unseen. Each table has a test that reads
 the spec's own text (``tests/test_spec_tables.py``).
 
-- :mod:`toolkit._spec.access`: team access levels, permission attributes,
+- :mod:`toolkit._spec.team_access`: team access levels, permission attributes,
   agent statuses (spec 000).
 - :mod:`toolkit._spec.certificate_names`: a certificate role's name policy
   (spec 001 section 4.10).

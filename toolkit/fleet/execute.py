@@ -26,8 +26,8 @@ SUMMARY_MIME = "application/vnd.toolkit.summary+json"
 TOKEN_VARIABLE = "TOOLKIT_FLEET_TOKEN"
 # A target's outcome, in the order the index lists them.
 OUTCOMES = ("failed", "incomplete", "passed", "skipped")
-# The error a runbook raises when a view could not read everything (toolkit.IncompleteAudit).
-_INCOMPLETE = "IncompleteAudit"
+# The error a runbook raises when a view could not read everything (toolkit.PartialCoverage).
+_INCOMPLETE = "PartialCoverage"
 # A run that finished without proving it saw everything is not passed: the coverage
 # verdict its summary gives (toolkit.runbook.Run.verdict) and what the index says.
 _NOT_WHOLE = {

@@ -16,7 +16,7 @@ from .._gc import collector_paused
 from .._http import api_path
 from .._progress import progress
 from .._records import Record
-from .._spec.access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
+from .._spec.team_access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 from .._time import format_iso_ms, parse_time
 from ._base import PlatformArea
 from ._jsonapi import (
@@ -493,7 +493,7 @@ def _covered(
     frame: pd.DataFrame,
     read: int,
 ) -> pd.DataFrame:
-    """``frame`` with its completeness record: each organization's pool list and each
+    """``frame`` with its coverage record: each organization's pool list and each
     pool's agent list read (a list that could not be read raises: a missing
     organization or pool names itself), ``read`` agents. An organization whose
     pools this token cannot all see (``organizations[name]`` false) is a gap."""

@@ -74,7 +74,7 @@ class Organizations(PlatformArea):
         ``GET /organizations`` that is gone when called (404), gives one row with only
         ``organization`` and ``problem`` set, and the others go on. An organization
         named in ``organizations`` that does not exist (or this token cannot see) is
-        an error naming it, checked before any call. Its completeness record
+        an error naming it, checked before any call. Its coverage record
         (``toolkit.coverage``) holds those refusals and what each call could not read.
         """
         if organizations is None:
@@ -199,7 +199,7 @@ class Organizations(PlatformArea):
         *,
         hidden_from_members: tuple[str, str] | None = None,
     ) -> pd.DataFrame:
-        """Every page of the list at ``path`` as a frame with its completeness record: a
+        """Every page of the list at ``path`` as a frame with its coverage record: a
         list is read whole or raises; ``hidden_from_members`` (organization, why) is a gap
         when this token is not shown all of that organization's."""
         frame = self._frame(path, schema, params)

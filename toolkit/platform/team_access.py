@@ -13,7 +13,7 @@ from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._http import api_path
 from .._records import Record
-from .._spec.access import (
+from .._spec.team_access import (
     ACCESS_LEVELS,
     CUSTOM_DEFAULTS,
     IMPLIED_PERMISSIONS,

@@ -18,7 +18,7 @@ from .._coverage import carries_coverage
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from .._records import integer
-from .._spec.access import (
+from .._spec.team_access import (
     ACCESS_LEVELS,
     CUSTOM_DEFAULTS,
     IMPLIED_PERMISSIONS,

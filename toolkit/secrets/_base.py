@@ -341,7 +341,7 @@ class EngineArea(SecretsArea):
         return type(self)(self._http, mount)
 
     def _coverage(self, view: str) -> Coverage:
-        """The completeness record of one of this engine's views."""
+        """The coverage record of one of this engine's views."""
         return Coverage(f"{type(self).__name__.lower()}.{view}", asked=[self.mount + "/"])
 
     def _read_each(

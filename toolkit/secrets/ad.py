@@ -4,8 +4,8 @@ One method an endpoint: the configuration, roles and their rotated
 credentials, the library of service accounts (sets, check-out, check-in,
 status) and root rotation. Passwords come back as :class:`~toolkit.Sensitive`.
 
-Views: :meth:`Directory.library_status` (every account of every set, with its
-borrower and the lease it is out under) and :meth:`Directory.roles_frame`.
+Views: :meth:`AD.library_status` (every account of every set, with its
+borrower and the lease it is out under) and :meth:`AD.roles_frame`.
 
 The server does not say which lease an account is lent under (a lease lookup
 gives only times), so the status view matches leases to accounts by what
@@ -33,7 +33,7 @@ from .._time import later, parse_duration, parse_time
 from ._base import EngineArea, fields_of, hide, lease_of, unwrap, warnings_of
 from .leases import Leases
 
-__all__ = ["LIBRARY_STATUS", "ROLES", "Directory"]
+__all__ = ["LIBRARY_STATUS", "ROLES", "AD"]
 
 LIBRARY_STATUS = Schema.of(
     Col("account"),
@@ -74,7 +74,7 @@ def _seconds(value: Duration | None, name: str) -> int | None:
         raise InputError(str(exc)) from None
 
 
-class Directory(EngineArea):
+class AD(EngineArea):
     """The directory (AD) engine (spec 4.7); ``client.ad.at(path)`` for another mount."""
 
     def __init__(self, http: HTTPLayer, mount: str) -> None:

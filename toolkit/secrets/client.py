@@ -83,8 +83,8 @@ class SecretsClient(EngineAreas, ServiceClient):
     :attr:`seal`, :attr:`leases`, :attr:`plugins`, :attr:`tokens`,
     :attr:`namespaces` (the namespace walk; :meth:`in_namespace` for one); the
     engines of :class:`~.engines.EngineAreas`, each at its default mount and named for it
-    (:attr:`keymgmt`, :attr:`ad`, :attr:`database`, :attr:`broker`, :attr:`pki`;
-    each has ``.at(mount)`` for an engine mounted elsewhere).
+    (``client.pki``, ``client.ad``, ...: ``ENGINE_AREAS`` lists them; each has
+    ``.at(mount)`` for an engine mounted elsewhere).
     """
 
     def __init__(

@@ -21,7 +21,7 @@ from typing import Any, Generic, Protocol, Self, TypeVar, overload
 
 from .._http import HTTPLayer
 from ._base import EngineArea
-from .ad import Directory
+from .ad import AD
 from .broker import Broker
 from .database import Database
 from .keymgmt import KeyManagement
@@ -78,7 +78,7 @@ class EngineAreas:
     """
 
     keymgmt = AreaSlot(KeyManagement)
-    ad = AreaSlot(Directory)
+    ad = AreaSlot(AD)
     database = AreaSlot(Database)
     broker = AreaSlot(Broker)
     pki = AreaSlot(PKI)

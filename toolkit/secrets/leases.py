@@ -121,7 +121,7 @@ class Leases(SecretsArea):
     def summary(frame: pd.DataFrame) -> pd.DataFrame:
         """Per mount of a :meth:`leases_by_mount` frame: counts, expiring within 1 hour
         and 24 hours, shortest and median ttl (:func:`lease_summary`; no request), as
-        whole as ``frame`` was (its completeness record carried)."""
+        whole as ``frame`` was (its coverage record carried)."""
         return carry(lease_summary(frame), frame, view="leases.summary")
 
     # -- one lease -------------------------------------------------------------
@@ -303,7 +303,7 @@ class Leases(SecretsArea):
         :func:`~toolkit.secrets.walk.walk_tree`: the folders of each level listed
         concurrently. What could not be read is recorded in ``walk`` when one is
         given; without one, a walk that could not read everything raises
-        :class:`~toolkit.IncompleteAudit` naming what it missed (a list of names has
+        :class:`~toolkit.PartialCoverage` naming what it missed (a list of names has
         no room to say it is partial).
         """
         seen = walk if walk is not None else Walk()

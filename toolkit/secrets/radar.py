@@ -270,7 +270,7 @@ def expiry_calendar(scan: LeaseScan | pd.DataFrame, *, freq: str = "D") -> pd.Da
 
 
 def _carried(scan: LeaseScan | pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` (a view of ``scan``) with the scan's completeness record: what the walk
+    """``frame`` (a view of ``scan``) with the scan's coverage record: what the walk
     could not read is missing from every view of it too."""
     record = scan.attrs.get("coverage") if isinstance(scan, pd.DataFrame) else None
     if not isinstance(scan, pd.DataFrame):

@@ -75,7 +75,7 @@ class Walk:
         return not self.unread
 
     def coverage(self, view: str, asked: Sequence[str] = ()) -> dict[str, Any]:
-        """The completeness record (:class:`toolkit.Coverage`) filed in
+        """The coverage record (:class:`toolkit.Coverage`) filed in
         ``frame.attrs["coverage"]``: what ``view`` was asked, read, and could not read."""
         from .._coverage import Coverage, Gap
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.sandbox.platform._platform_api import assert_error, pool_id, team_id, workspace_id
-from toolkit._spec.access import ORGANIZATION_PERMISSIONS
+from toolkit._spec.team_access import ORGANIZATION_PERMISSIONS
 
 
 def test_each_token_lists_only_its_organizations(demo_api):

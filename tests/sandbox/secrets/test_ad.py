@@ -1,4 +1,4 @@
-"""The `ad` engine (`DirectoryEngine`) over HTTP: config, roles, creds rotation, rotate-root."""
+"""The `ad` engine (`ADEngine`) over HTTP: config, roles, creds rotation, rotate-root."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from toolkit._time import parse_time
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox._plain import round_trip
 from toolkit.sandbox.secrets.engines.ad.demo import BIND_DN
-from toolkit.sandbox.secrets.engines.ad.state import DirectoryEngine, borrower_token
+from toolkit.sandbox.secrets.engines.ad.state import ADEngine, borrower_token
 
 CONFIG_FIELDS = {
     "binddn",
@@ -35,9 +35,9 @@ SPARE2 = "svc-spare-02@corp.example"
 DBA = [f"dba-admin-0{i}@corp.example" for i in (1, 2, 3)]
 
 
-def engine(sandbox: Sandbox, mount: str = "ad") -> DirectoryEngine:
+def engine(sandbox: Sandbox, mount: str = "ad") -> ADEngine:
     found = sandbox.secrets.mounts.engine(mount)
-    assert found is not None and isinstance(found.backend, DirectoryEngine)
+    assert found is not None and isinstance(found.backend, ADEngine)
     return found.backend
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..._spec.access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
+from ..._spec.team_access import AGENT_STATUSES, REMOVABLE_AGENT_STATUSES
 from .errors import NotRemovable, RecordNotFound, RuleViolation
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..._spec.access import (
+from ..._spec.team_access import (
     ACCESS_LEVELS,
     AGENT_STATUSES,
     CUSTOM_DEFAULTS,

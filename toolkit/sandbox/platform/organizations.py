@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..._spec.access import ORGANIZATION_PERMISSIONS
+from ..._spec.team_access import ORGANIZATION_PERMISSIONS
 from .errors import RecordNotFound, RuleViolation, UnknownCaller
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
-from ..._spec.access import (
+from ..._spec.team_access import (
     ACCESS_LEVELS,
     CUSTOM_DEFAULTS,
     IMPLIED_PERMISSIONS,

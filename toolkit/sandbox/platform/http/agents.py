@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
 
-from ...._spec.access import AGENT_STATUSES
+from ...._spec.team_access import AGENT_STATUSES
 from ...._time import format_iso_ms, parse_time
 from ._base import (
     BASE,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
 
-from ...._spec.access import ACCESS_LEVELS, PERMISSION_ATTRIBUTES
+from ...._spec.team_access import ACCESS_LEVELS, PERMISSION_ATTRIBUTES
 from ..team_access import PermissionSettings
 from ._base import (
     BASE,

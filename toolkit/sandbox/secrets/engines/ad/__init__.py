@@ -12,7 +12,7 @@ ENGINE = Engine(
     mount="ad/",
     description="directory service accounts",
     catalog_name="ad",
-    state=state.DirectoryEngine,
+    state=state.ADEngine,
     routes=http.routes,
     demo=demo.load_demo,
 )

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from ...backends import demo_at
-from .state import DirectoryConfig, DirectoryEngine, DirectoryRole
+from .state import ADConfig, ADEngine, ADRole
 
 if TYPE_CHECKING:
     from ...host import EngineHost
@@ -93,13 +93,13 @@ _LENT: tuple[tuple[str, str, str, int, int, str], ...] = (
 )
 
 
-@demo_at("ad", DirectoryEngine)
-def load_demo(service: EngineHost, engine: DirectoryEngine) -> None:
+@demo_at("ad", ADEngine)
+def load_demo(service: EngineHost, engine: ADEngine) -> None:
     """Fill the directory engine at ``ad/`` with the demo set (tokens must exist already)."""
     start = service.clock.start.replace(microsecond=0)
     for name, dn in DEMO_ACCOUNTS:
         engine.add_account(name, dn, password_last_set=start - timedelta(days=120))
-    engine.config = DirectoryConfig(
+    engine.config = ADConfig(
         binddn=BIND_DN,
         bindpass="demo-bind-password",
         url="ldaps://dc1.corp.example,ldaps://dc2.corp.example",
@@ -110,7 +110,7 @@ def load_demo(service: EngineHost, engine: DirectoryEngine) -> None:
         password_policy="strong-32",
     )
     for role_name, (account, ttl, rotated_ago) in DEMO_ROLES.items():
-        role = DirectoryRole(role_name, account, ttl)
+        role = ADRole(role_name, account, ttl)
         if rotated_ago is not None:
             rotated = start - timedelta(seconds=rotated_ago)
             entry = engine.entries[_dn(account)]

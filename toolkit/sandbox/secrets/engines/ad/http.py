@@ -34,17 +34,17 @@ from .state import (
     DEFAULT_URL,
     REQUEST_TIMEOUT,
     ROTATION_TOLERANCE,
+    ADConfig,
+    ADEngine,
     ConfigWrite,
-    DirectoryConfig,
-    DirectoryEngine,
 )
 
 __all__ = ["routes"]
 
 
-def _backend(call: SecretsRequest) -> DirectoryEngine:
+def _backend(call: SecretsRequest) -> ADEngine:
     backend = engine_state(call)
-    assert isinstance(backend, DirectoryEngine)
+    assert isinstance(backend, ADEngine)
     return backend
 
 
@@ -60,7 +60,7 @@ def _time(value: datetime | None) -> str | None:
     return format_rfc3339(value) if value is not None else None
 
 
-def config_document(config: DirectoryConfig) -> dict[str, Any]:
+def config_document(config: ADConfig) -> dict[str, Any]:
     """The fields ``GET config`` answers (spec 4.7): never ``bindpass``."""
     return {
         "binddn": config.binddn,
@@ -78,7 +78,7 @@ def config_document(config: DirectoryConfig) -> dict[str, Any]:
     }
 
 
-def _role_document(engine: DirectoryEngine, name: str) -> dict[str, Any]:
+def _role_document(engine: ADEngine, name: str) -> dict[str, Any]:
     role, password_last_set = engine.read_role(name)
     return {
         "service_account_name": role.service_account_name,
@@ -88,7 +88,7 @@ def _role_document(engine: DirectoryEngine, name: str) -> dict[str, Any]:
     }
 
 
-def _set_document(engine: DirectoryEngine, name: str) -> dict[str, Any]:
+def _set_document(engine: ADEngine, name: str) -> dict[str, Any]:
     library_set = engine.library.read_set(name)
     return {
         "service_account_names": list(library_set.service_account_names),
@@ -239,12 +239,12 @@ async def rotate_root(call: SecretsRequest) -> Response:
 def _named(
     path: str,
     owner: str,
-    read: Callable[[DirectoryEngine, str], dict[str, Any]],
+    read: Callable[[ADEngine, str], dict[str, Any]],
     write: Handler,
     delete: str,
 ) -> EngineRoute:
     """``GET``/``POST``/``PUT``/``DELETE`` of one named item: a role (``owner`` empty: the
-    DirectoryEngine's) or a set (``owner`` "library"); ``read`` renders the item,
+    ADEngine's) or a set (``owner`` "library"); ``read`` renders the item,
     ``write`` reads the body."""
 
     def state(call: SecretsRequest) -> Any:

@@ -6,7 +6,7 @@ by expiry, ``sys/leases/revoke`` or the borrower's token being revoked, checks
 the account in through :meth:`Library.lease_ended`; every check-in gives the
 account a new password, as the real engine does.
 
-:class:`Library` belongs to one :class:`~.state.DirectoryEngine` (its mount), whose
+:class:`Library` belongs to one :class:`~.state.ADEngine` (its mount), whose
 directory of accounts, configuration and password generation it uses, through
 the narrow :class:`LendingDirectory` (so the library does not import the engine
 that holds it).
@@ -71,7 +71,7 @@ def borrower_token(token: Token) -> str:
 
 
 class LendingDirectory(Protocol):
-    """What a library uses of its engine (:class:`~.state.DirectoryEngine`)."""
+    """What a library uses of its engine (:class:`~.state.ADEngine`)."""
 
     @property
     def service(self) -> EngineHost: ...

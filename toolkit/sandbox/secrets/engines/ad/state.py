@@ -1,6 +1,6 @@
 """The directory (AD) engine (spec 4.7, part 3 'Library service account'): state and rules, no HTTP.
 
-One :class:`DirectoryEngine` per mount holds the engine's configuration, its roles,
+One :class:`ADEngine` per mount holds the engine's configuration, its roles,
 its :class:`~.library.Library` of sets with their check-outs, and a built-in directory of service
 accounts: the sandbox's stand-in for the LDAP server the real engine binds to.
 Roles and library sets may only name accounts that exist there (spec part 7),
@@ -17,7 +17,7 @@ The library (check-out, check-in, their leases) is in :mod:`.library`. The
 state methods take typed arguments; ``http/directory.py`` reads them from the
 request bodies.
 
-Root rotation (``rotate-root``) takes :attr:`DirectoryEngine.root_rotation_seconds`
+Root rotation (``rotate-root``) takes :attr:`ADEngine.root_rotation_seconds`
 on the sandbox clock; a second request while one runs answers with a warning.
 """
 
@@ -46,12 +46,12 @@ __all__ = [
     "MIN_LENGTH",
     "CheckOut",
     "ConfigWrite",
-    "DirectoryEngine",
-    "DirectoryConfig",
+    "ADEngine",
+    "ADConfig",
     "DirectoryEntry",
     "Library",
     "LibrarySet",
-    "DirectoryRole",
+    "ADRole",
     "borrower_token",
 ]
 
@@ -90,7 +90,7 @@ class _Settings:
 
 
 @dataclass
-class DirectoryConfig(_Settings):
+class ADConfig(_Settings):
     """``<mount>config``: how the engine reaches the directory and makes passwords."""
 
     ttl: int = 0
@@ -108,7 +108,7 @@ class ConfigWrite(_Settings):
 
 
 @dataclass
-class DirectoryRole:
+class ADRole:
     """``<mount>roles/:name``: one service account whose password the engine rotates."""
 
     name: str
@@ -119,7 +119,7 @@ class DirectoryRole:
     last_password: str = field(default="", repr=False)
 
 
-class DirectoryEngine:
+class ADEngine:
     """One mount's state of the directory (AD) engine (spec 4.7, part 3 'Library service account')."""
 
     # How long a root rotation runs on the sandbox clock (a second request meanwhile is warned).
@@ -128,8 +128,8 @@ class DirectoryEngine:
     def __init__(self, service: EngineHost, mount: Mount) -> None:
         self.service = service
         self.mount = mount
-        self.config: DirectoryConfig | None = None
-        self.roles: dict[str, DirectoryRole] = {}
+        self.config: ADConfig | None = None
+        self.roles: dict[str, ADRole] = {}
         self.library = Library(self)
         self.entries: dict[str, DirectoryEntry] = {}  # by DN, lower case
         self.root_rotation_seconds = self.ROOT_ROTATION_SECONDS
@@ -138,7 +138,7 @@ class DirectoryEngine:
 
     def __repr__(self) -> str:
         return (
-            f"<DirectoryEngine {self.mount.path} {len(self.entries)} accounts, "
+            f"<ADEngine {self.mount.path} {len(self.entries)} accounts, "
             f"{len(self.roles)} roles, {len(self.library.sets)} sets>"
         )
 
@@ -254,9 +254,9 @@ class DirectoryEngine:
         if not request.binddn or not request.bindpass:
             raise bad_request("missing binddn" if not request.binddn else "missing bindpass")
         resolved = {"ttl": ttl, "max_ttl": max_ttl, "length": length}
-        self.config = DirectoryConfig(**(asdict(request) | resolved))
+        self.config = ADConfig(**(asdict(request) | resolved))
 
-    def read_config(self) -> DirectoryConfig:
+    def read_config(self) -> ADConfig:
         """``GET config``; 404 when the engine has none."""
         if self.config is None:
             raise not_found()
@@ -266,7 +266,7 @@ class DirectoryEngine:
         """``DELETE config``."""
         self.config = None
 
-    def require_config(self) -> DirectoryConfig:
+    def require_config(self) -> ADConfig:
         if self.config is None:
             raise bad_request(
                 f"the engine at {self.mount.path} is not configured: write {self.mount.path}config"
@@ -307,9 +307,9 @@ class DirectoryEngine:
         if existing is not None and existing.service_account_name == entry.name:
             existing.ttl = ttl
             return
-        self.roles[key] = DirectoryRole(key, entry.name, ttl)
+        self.roles[key] = ADRole(key, entry.name, ttl)
 
-    def read_role(self, name: str) -> tuple[DirectoryRole, datetime | None]:
+    def read_role(self, name: str) -> tuple[ADRole, datetime | None]:
         """``GET roles/:name``: the role, and when its account's password was last set."""
         role = self._role(name)
         return role, self.entry(role.service_account_name).password_last_set
@@ -317,7 +317,7 @@ class DirectoryEngine:
     def delete_role(self, name: str) -> None:
         self.roles.pop(self.key(name), None)
 
-    def creds(self, name: str) -> DirectoryRole:
+    def creds(self, name: str) -> ADRole:
         """``GET creds/:name``: the passwords, rotated first when the ttl has passed.
 
         Also rotated when the service never set the password, or when the
@@ -343,7 +343,7 @@ class DirectoryEngine:
             role.last_service_rotation = now
         return role
 
-    def _role(self, name: str) -> DirectoryRole:
+    def _role(self, name: str) -> ADRole:
         role = self.roles.get(self.key(name))
         if role is None:
             raise not_found()

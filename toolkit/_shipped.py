@@ -1,7 +1,7 @@
 """The runbooks that ship with the package, and copying them out for a pip-installed user.
 
-The wheel carries them as package data (``toolkit/runbooks/*.ipynb``); in a
-checkout or an editable install ``toolkit/runbooks`` is a link to ``notebooks/``.
+The wheel carries them as package data (``toolkit/notebooks/*.ipynb``); in a
+checkout or an editable install ``toolkit/notebooks`` is a link to ``notebooks/``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ __all__ = ["copy_runbooks", "runbooks"]
 
 def runbooks() -> list[Traversable]:
     """The shipped runbooks, in their numbered order."""
-    folder = files("toolkit") / "runbooks"
+    folder = files("toolkit") / "notebooks"
     if not folder.is_dir():
         return []
     return sorted((f for f in folder.iterdir() if f.name.endswith(".ipynb")), key=lambda f: f.name)

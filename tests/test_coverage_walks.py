@@ -114,7 +114,7 @@ def test_walking_views_file_what_they_could_not_read(sandbox: Sandbox) -> None:
         gaps = toolkit.coverage(frame)
         assert "sys/policies/acl/root" in set(gaps["path"])
         assert "root" not in set(frame["name"])
-        with pytest.raises(toolkit.IncompleteAudit, match="sys/policies/acl/root"):
+        with pytest.raises(toolkit.PartialCoverage, match="sys/policies/acl/root"):
             toolkit._coverage.require_complete(frame)
         holders = limited.policies.holders()
         assert set(toolkit.coverage(holders)["path"]) == {

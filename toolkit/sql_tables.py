@@ -2,14 +2,14 @@
 
     import toolkit
     toolkit.sql(secrets, "select mount, count(*) from leases group by mount")
-    cat = toolkit.catalog.Catalog(secrets, platform, organization="acme", history="history")
-    cat.sql("select * from tokens t join history.tokens h using (accessor)")
+    tables = toolkit.sql_tables.SQLTables(secrets, platform, organization="acme", history="history")
+    tables.sql("select * from tokens t join history.tokens h using (accessor)")
 
 A table is fetched only when a query names it (DuckDB says which tables a query
-reads), then kept for the life of the catalog, and of the kernel for
-:func:`sql`, with the time it was read (:meth:`Catalog.tables_frame`, and an
+reads), then kept for the life of the :class:`SQLTables`, and of the kernel for
+:func:`sql`, with the time it was read (:meth:`SQLTables.tables_frame`, and an
 answer's ``attrs["read_at"]``: each live table it read and when, UTC ISO 8601;
-:meth:`Catalog.refresh` reads again). The tables:
+:meth:`SQLTables.refresh` reads again). The tables:
 
 - secrets server: ``leases``, ``tokens``, ``policies``, ``policy_rules``,
   ``certificates`` (every PKI mount), ``mounts`` (engines and auth methods),
@@ -19,12 +19,12 @@ answer's ``attrs["read_at"]``: each live table it read and when, UTC ISO 8601;
 - ``history.<frame>``: the frames of a history (:mod:`toolkit.history`).
 
 A table that could not be read in part (a PKI mount or an auth mount that
-refused, a gap of the view's own completeness record) keeps what it read and lists
-what it missed in :meth:`Catalog.gaps_frame`; an answer that read such a table says
+refused, a gap of the view's own coverage record) keeps what it read and lists
+what it missed in :meth:`SQLTables.gaps_frame`; an answer that read such a table says
 so itself: ``answer.attrs["coverage"]`` (a :class:`toolkit.Coverage` record over the
 live tables the query read, ``toolkit.coverage(answer)`` shows it) and an
-:class:`IncompleteAnswer` warning naming what was not read. A table the catalog
-does not have is an error naming the ones it has.
+:class:`PartialAnswer` warning naming what was not read. A table they do not
+have is an error naming the ones they have.
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ from ._errors import APIError, InputError, PermissionDenied
 from .extras import require
 
 require("sql", "SQL over the live views", "duckdb")
-__all__ = ["Catalog", "IncompleteAnswer", "SECRETS_TABLES", "PLATFORM_TABLES", "sql"]
+__all__ = ["SQLTables", "PartialAnswer", "SECRETS_TABLES", "PLATFORM_TABLES", "sql"]
 
 
-class IncompleteAnswer(UserWarning):
+class PartialAnswer(UserWarning):
     """A query read a table that could not be read whole: the answer may miss rows."""
 
 
@@ -74,7 +74,7 @@ class _Read:
     coverage: Coverage
 
 
-class Catalog:
+class SQLTables:
     """The live views of one or both services as DuckDB tables, each read on first use."""
 
     def __init__(
@@ -112,10 +112,10 @@ class Catalog:
             store.open(history, connection=self.con, schema="history")
 
     def __repr__(self) -> str:
-        return f"<Catalog: {len(self._read)} of {len(self._loaders)} tables read>"
+        return f"<SQLTables: {len(self._read)} of {len(self._loaders)} tables read>"
 
     def list_tables(self) -> list[str]:
-        """The live tables this catalog can read."""
+        """The live tables these SQLTables can read."""
         return sorted(self._loaders)
 
     def sql(self, query: str) -> pd.DataFrame:
@@ -145,7 +145,7 @@ class Catalog:
     def _covered(self, answer: pd.DataFrame, tables: list[str]) -> pd.DataFrame:
         """``answer`` with one record over the live ``tables`` it read (no more whole
         than the least whole of them), and a warning naming what they could not read."""
-        record = Coverage.merged("catalog.sql", [self._read[t].coverage for t in tables])
+        record = Coverage.merged("sql_tables.sql", [self._read[t].coverage for t in tables])
         record.asked = tables
         record.read = len(answer)
         # When each live table was read: a kept table can be old (:func:`sql` keeps it).
@@ -153,8 +153,8 @@ class Catalog:
         if not record.complete:
             warnings.warn(
                 f"this answer read tables not read whole: {record.summary()} "
-                "(catalog.gaps_frame() lists them)",
-                IncompleteAnswer,
+                "(tables.gaps_frame() lists them)",
+                PartialAnswer,
                 stacklevel=3,
             )
         return record.attach(answer)
@@ -202,10 +202,10 @@ class Catalog:
         before = len(self._gaps)
         frame = self._loaders[name]()
         walked = time.monotonic() - started  # the API walk alone
-        # What the view itself could not read, and what the catalog could not (a mount).
+        # What the view itself could not read, and what these tables could not (a mount).
         caught = self._gaps[before:]
         found = coverage_of(frame)
-        record = Coverage.merged(f"catalog.{name}", found)
+        record = Coverage.merged(f"sql_tables.{name}", found)
         record.read = len(frame)
         if not found:
             record.note_gap(name, None, "the table's view carries no coverage record")
@@ -247,7 +247,7 @@ class Catalog:
             rows, columns=["kind", "path", "type", "accessor", "description", "local"]
         ).astype({c: "string" for c in ("kind", "path", "type", "accessor", "description")})
         # Two reads, each whole or raised.
-        cov = Coverage("catalog.mounts", asked=["sys/mounts", "sys/auth"])
+        cov = Coverage("sql_tables.mounts", asked=["sys/mounts", "sys/auth"])
         cov.note_read(len(frame))
         return cov.attach(frame)
 
@@ -276,8 +276,8 @@ class Catalog:
                 for n in names
             ]  # fmt: skip
         columns = ["mount", "method", "kind", "name", "mount_accessor"]
-        # A mount whose roles could not be listed is a gap the catalog noted (_gap).
-        cov = Coverage("catalog.auth_roles", asked=["sys/auth"])
+        # A mount whose roles could not be listed is a gap the tables noted (_gap).
+        cov = Coverage("sql_tables.auth_roles", asked=["sys/auth"])
         cov.note_read(len(rows))
         return cov.attach(pd.DataFrame(rows, columns=columns, dtype="string"))
 
@@ -334,8 +334,8 @@ def _mount_row(kind: str, path: str, info: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-# The kernel's catalogs, one per set of clients, kept for the kernel's life.
-_CATALOGS: dict[tuple[int, int, str | None, str | None], Catalog] = {}
+# The kernel's SQLTables, one per set of clients, kept for the kernel's life.
+_KEPT: dict[tuple[int, int, str | None, str | None], SQLTables] = {}
 
 
 def sql(
@@ -349,15 +349,15 @@ def sql(
     """Answer ``query`` over the live tables of ``client`` (either service's client).
 
     Pass the other service's client as ``platform=`` to join across both. The
-    tables read are kept for the kernel's life (one catalog per set of clients);
+    tables read are kept for the kernel's life (one SQLTables per set of clients);
     ``answer.attrs["read_at"]`` says when each table the answer read was read.
     """
     secrets = client
     if hasattr(client, "agent_pools") and not hasattr(client, "leases"):
         secrets, platform = None, client
     key = (id(secrets), id(platform), organization, None if history is None else str(history))
-    catalog = _CATALOGS.get(key)
-    if catalog is None:
-        catalog = Catalog(secrets, platform, organization=organization, history=history)
-        _CATALOGS[key] = catalog
-    return catalog.sql(query)
+    tables = _KEPT.get(key)
+    if tables is None:
+        tables = SQLTables(secrets, platform, organization=organization, history=history)
+        _KEPT[key] = tables
+    return tables.sql(query)

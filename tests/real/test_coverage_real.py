@@ -8,7 +8,7 @@ import pytest
 
 import toolkit
 from tests.servers.openbao import OpenBao
-from tests.test_completeness import LIMITED
+from tests.test_coverage_walks import LIMITED
 from toolkit import MountNotFound, NamespaceNotFound, NotFound, PermissionDenied, TokenRefused
 from toolkit.secrets import SecretsClient
 

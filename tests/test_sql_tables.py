@@ -10,27 +10,27 @@ import pytest
 
 import toolkit
 from toolkit import InputError, PlatformClient, SecretsClient, history, report
-from toolkit.catalog import Catalog, IncompleteAnswer
 from toolkit.sandbox import Sandbox
+from toolkit.sql_tables import PartialAnswer, SQLTables
 
 
 def test_a_table_is_read_when_a_query_names_it_and_kept_with_the_time_it_was_read(
     demo_sandbox: Sandbox,
 ) -> None:
     with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
-        catalog = Catalog(client)
-        assert catalog.tables_frame()["read_at"].isna().all()
-        rules = catalog.sql(
+        tables = SQLTables(client)
+        assert tables.tables_frame()["read_at"].isna().all()
+        rules = tables.sql(
             "select policy, count(*) as n from policy_rules group by policy order by policy"
         )
         assert len(rules) > 0 and (rules["n"] > 0).all()
-        read = catalog.tables_frame()
+        read = tables.tables_frame()
         assert read["read_at"].notna().sum() == 1 and pd.notna(read.loc["policy_rules", "read_at"])
         when = read.loc["policy_rules", "read_at"]
-        catalog.sql("select * from policy_rules")
-        assert catalog.tables_frame().loc["policy_rules", "read_at"] == when  # kept
-        catalog.refresh("policy_rules")
-        assert pd.isna(catalog.tables_frame().loc["policy_rules", "read_at"])
+        tables.sql("select * from policy_rules")
+        assert tables.tables_frame().loc["policy_rules", "read_at"] == when  # kept
+        tables.refresh("policy_rules")
+        assert pd.isna(tables.tables_frame().loc["policy_rules", "read_at"])
 
 
 def test_a_query_no_single_call_answers_tokens_beside_their_policies_rules(
@@ -75,30 +75,30 @@ def test_joins_across_both_services_and_the_history(demo_sandbox: Sandbox, tmp_p
     platform = PlatformClient(demo_sandbox.address, demo_sandbox.token)
     counts = secrets.leases.lease_counts()
     history.append(tmp_path, {"lease_counts": counts}, report.header_of(secrets), target="demo")
-    catalog = Catalog(secrets, platform, organization="acme", history=tmp_path)
-    both = catalog.sql(
+    tables = SQLTables(secrets, platform, organization="acme", history=tmp_path)
+    both = tables.sql(
         """
         select (select count(*) from agents) as agents, (select count(*) from mounts) as mounts,
                (select sum("count") from history.lease_counts) as kept
         """
     ).iloc[0]
     assert both["agents"] > 0 and both["mounts"] > 0 and both["kept"] == counts["count"].sum()
-    assert set(catalog.tables_frame().dropna(subset=["read_at"]).index) == {"agents", "mounts"}
+    assert set(tables.tables_frame().dropna(subset=["read_at"]).index) == {"agents", "mounts"}
     secrets.close()
     platform.close()
 
 
 def test_an_unknown_table_or_a_bad_query_is_a_one_line_error(demo_sandbox: Sandbox) -> None:
     with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
-        catalog = Catalog(client)
+        tables = SQLTables(client)
         with pytest.raises(InputError, match="the live tables are auth_roles, certificates"):
-            catalog.sql("select * from agents")  # a platform table, no platform client
+            tables.sql("select * from agents")  # a platform table, no platform client
         with pytest.raises(InputError, match="does not parse"):
-            catalog.sql("select from where")
+            tables.sql("select from where")
         with pytest.raises(InputError, match="no table 'nope'"):
-            catalog.refresh("nope")
+            tables.refresh("nope")
     with pytest.raises(InputError, match="organization"):
-        Catalog(None, PlatformClient(demo_sandbox.address, demo_sandbox.token))
+        SQLTables(None, PlatformClient(demo_sandbox.address, demo_sandbox.token))
 
 
 def test_secret_values_never_reach_a_table(demo_sandbox: Sandbox) -> None:
@@ -113,10 +113,10 @@ def test_a_mount_the_token_may_not_read_is_a_gap_not_a_smaller_table(sandbox: Sa
         made = root.tokens.create(policies=["mounts-only"], ttl="1h")
         token = made["client_token"].reveal()
     with SecretsClient(sandbox.address, token) as limited:
-        catalog = Catalog(limited)
-        with pytest.warns(IncompleteAnswer):
-            certificates = catalog.sql("select * from certificates")
-        gaps = catalog.gaps_frame()
+        tables = SQLTables(limited)
+        with pytest.warns(PartialAnswer):
+            certificates = tables.sql("select * from certificates")
+        gaps = tables.gaps_frame()
     assert len(certificates) == 0
     assert list(gaps["table"]) == ["certificates"] and list(gaps["part"]) == ["pki/"]
     assert "permission denied" in gaps["reason"].iloc[0]
@@ -124,14 +124,14 @@ def test_a_mount_the_token_may_not_read_is_a_gap_not_a_smaller_table(sandbox: Sa
 
 def test_an_answer_that_read_a_table_not_read_whole_says_so(sandbox: Sandbox) -> None:
     with SecretsClient(sandbox.address, sandbox.token) as root:
-        tables = 'path "sys/mounts" { capabilities = ["read"] }\npath "sys/auth" { capabilities = ["read"] }'
-        root.policies.write("acl", "mount-tables", tables)
+        policy = 'path "sys/mounts" { capabilities = ["read"] }\npath "sys/auth" { capabilities = ["read"] }'
+        root.policies.write("acl", "mount-tables", policy)
         token = root.tokens.create(policies=["mount-tables"], ttl="1h")["client_token"]
     with SecretsClient(sandbox.address, token) as limited:
-        catalog = Catalog(limited)
-        with pytest.warns(IncompleteAnswer, match=r"pki/ \(.*permission denied"):
-            answer = catalog.sql("select count(*) as n from certificates")
-        whole = catalog.sql("select count(*) as n from mounts")
+        tables = SQLTables(limited)
+        with pytest.warns(PartialAnswer, match=r"pki/ \(.*permission denied"):
+            answer = tables.sql("select count(*) as n from certificates")
+        whole = tables.sql("select count(*) as n from mounts")
     assert int(answer["n"].iloc[0]) == 0
     gaps = toolkit.coverage(answer)
     assert not gaps.attrs["complete"] and list(gaps["path"]) == ["pki/"]
@@ -144,9 +144,9 @@ def test_a_table_put_together_from_several_mounts_keeps_their_records(sandbox: S
     with SecretsClient(sandbox.address, sandbox.token) as root:
         root.enable_engine("pki2", "pki")
         root.pki.at("pki2").generate_root("second.example", ttl="8760h")
-        catalog = Catalog(root)
-        answer = catalog.sql("select mount, count(*) as n from certificates group by mount")
-        read = catalog._read["certificates"].coverage
+        tables = SQLTables(root)
+        answer = tables.sql("select mount, count(*) as n from certificates group by mount")
+        read = tables._read["certificates"].coverage
     assert set(answer["mount"]) == {"pki/", "pki2/"}
     assert toolkit.coverage(answer).attrs["complete"]
     assert read.asked == ["pki/", "pki2/"] and read.read == int(answer["n"].sum())
@@ -165,26 +165,26 @@ def test_leases_policies_pools_and_team_access_hold_what_the_clients_views_hold(
 ) -> None:
     secrets = SecretsClient(demo_sandbox.address, demo_sandbox.token)
     platform = PlatformClient(demo_sandbox.address, demo_sandbox.token)
-    catalog = Catalog(secrets, platform, organization="acme")
-    per_mount = catalog.sql("select mount, count(*) as n from leases group by mount")
+    tables = SQLTables(secrets, platform, organization="acme")
+    per_mount = tables.sql("select mount, count(*) as n from leases group by mount")
     counts = secrets.leases.lease_counts().groupby("mount")["count"].sum()
     assert dict(zip(per_mount["mount"], per_mount["n"], strict=True)) == counts.to_dict()
-    acl = catalog.sql("select name from policies where kind = 'acl' order by name")
+    acl = tables.sql("select name from policies where kind = 'acl' order by name")
     assert list(acl["name"]) == sorted(secrets.policies.list_policies())
-    pools = catalog.sql(
+    pools = tables.sql(
         "select p.name, p.agent_count, count(a.id) as agents from pools p "
         "left join agents a on a.pool_id = p.id group by all"
     )
     assert list(pools["name"]) == ["acme-private"]
     assert pools["agent_count"].iloc[0] == pools["agents"].iloc[0] > 0
-    access = catalog.sql(
+    access = tables.sql(
         "select team_name, access from team_access where workspace_name = 'web-frontend' "
         "order by team_name"
     )
     assert dict(zip(access["team_name"], access["access"], strict=True)) == {
         "contractors": "plan", "developers": "write", "readers": "read"
     }  # fmt: skip
-    every = catalog.sql("select count(*) as n from team_access")["n"].iloc[0]
+    every = tables.sql("select count(*) as n from team_access")["n"].iloc[0]
     assert every == len(platform.team_access.organization_access("acme"))
     secrets.close()
     platform.close()
