@@ -16,7 +16,7 @@ from toolkit.drift import Snapshots
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.checkpoint import WalkInterrupted, server_identity
-from toolkit.secrets.radar import (
+from toolkit.secrets.leases.radar import (
     expiry_calendar,
     lease_radar,
     radar_since_snapshot,
@@ -78,7 +78,7 @@ def test_an_interrupted_scan_resumes_from_its_checkpoint(
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt) as stopped:
-        scan_leases(client.leases, checkpoint=point, chunk=15, on_chunk=stop_after_three)
+        scan_leases(client.http, checkpoint=point, chunk=15, on_chunk=stop_after_three)
     assert seen == [15, 30, 40]
     assert any("40 leases looked up" in n for n in getattr(stopped.value, "__notes__", []))
     saved = _saved(client, point)

@@ -8,8 +8,8 @@ import pytest
 from toolkit import InputError, MountNotFound
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
-from toolkit.secrets.lease_rules import lease_summary
-from toolkit.secrets.radar import ttl_buckets
+from toolkit.secrets.leases.radar import ttl_buckets
+from toolkit.secrets.leases.rules import lease_summary
 
 HOUR = 3600
 # One lease in each band, and one on the bound between the first two.

@@ -23,21 +23,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-from .._coverage import carries_coverage
-from .._errors import InputError
-from .._frames import Col, Schema, build_frame
-from .._gc import collector_paused
-from .._http import decode_json
-from ._base import GONE, GONE_OR_REFUSED, lookup_requests, unwrap
-from .checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop
-from .walk import Unread, Walk, stream_keys
-
-if TYPE_CHECKING:
-    from .tokens import Tokens
+from ..._coverage import carries_coverage
+from ..._errors import InputError
+from ..._frames import Col, Schema, build_frame
+from ..._gc import collector_paused
+from ..._http import HTTPLayer, decode_json
+from .._base import GONE, GONE_OR_REFUSED, lookup_requests, unwrap
+from ..checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop
+from ..walk import Unread, Walk, stream_keys
+from ._common import TOKEN_INVENTORY, inventory_row
 
 __all__ = [
     "TOKEN_SPRAWL",
@@ -59,7 +57,7 @@ TOKEN_SPRAWL = Schema.of(
 
 @dataclass
 class TokenScan:
-    """Every token looked up by accessor: the rows (the :meth:`Tokens.inventory`
+    """Every token looked up by accessor: the rows (the :meth:`~toolkit.secrets.tokens.Tokens.inventory`
     frame's, spooled), what could not be read, and when it was taken (server time)."""
 
     spool: Spool
@@ -75,15 +73,13 @@ class TokenScan:
         return f"<TokenScan {self.tokens:,} tokens; complete={self.walk.complete}>"
 
     def frame(self) -> pd.DataFrame:
-        from .tokens import TOKEN_INVENTORY
-
         frame = self.spool.frame(build_frame([], TOKEN_INVENTORY))
         frame.attrs["coverage"] = self.walk.coverage("tokens.scan", ["auth/token/accessors"])
         return frame
 
 
 def scan_tokens(
-    tokens: Tokens,
+    http: HTTPLayer,
     *,
     chunk: int = CHUNK,
     checkpoint: str | Path | None = None,
@@ -93,13 +89,10 @@ def scan_tokens(
     """Every token, looked up by accessor ``chunk`` at a time; see the module's text.
 
     A refused listing raises :class:`~toolkit.PermissionDenied` (it needs sudo),
-    as :meth:`Tokens.inventory` does.
+    as :meth:`~toolkit.secrets.tokens.Tokens.inventory` does.
     """
-    from .tokens import _inventory_row
-
     if chunk < 1:
         raise InputError(f"chunk must be at least 1, not {chunk}")
-    http = tokens._http
     walk = Walk()
 
     def look_up(accessors: list[str]) -> pd.DataFrame:
@@ -117,9 +110,7 @@ def scan_tokens(
                     continue
                 data = unwrap(decode_json(response, "POST"))
                 data.pop("id", None)
-                rows.append(_inventory_row(accessor, data))
-        from .tokens import TOKEN_INVENTORY
-
+                rows.append(inventory_row(accessor, data))
         return build_frame(rows, TOKEN_INVENTORY)
 
     with scan_loop(

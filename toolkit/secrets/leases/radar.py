@@ -11,9 +11,6 @@
   whole server cross a threshold (256,000 by default: the count at which
   Vault documents its advisory limit and logs a warning).
 - :func:`top_offenders`: the roles and mounts holding the most, or growing fastest.
-- :func:`revocation_plan`: the throttled revocation of a role's or a mount's
-  leases, shown first; sent only with ``apply``, each revocation once (a
-  journal file keeps what was sent across runs).
 """
 
 from __future__ import annotations
@@ -28,17 +25,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .._coverage import carries_coverage
-from .._errors import InputError
-from .._frames import Col, Schema, build_frame
-from ._base import require_mounts
-from .checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop
-from .lease_rules import counts_by_mount
-from .walk import CHUNK, Unread, Walk, walk_tree
+from ..._coverage import carries_coverage
+from ..._errors import InputError
+from ..._frames import Col, Schema, build_frame
+from ..._http import HTTPLayer
+from .._base import require_mounts
+from ..checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop
+from ..walk import CHUNK, Walk, walk_tree
+from ._lookup import LEASES, folder_of, known_mounts, lookup_leases, lookup_path, unchecked_mounts
+from .rules import counts_by_mount
 
 if TYPE_CHECKING:
-    from ..drift import Snapshots
-    from .leases import Leases
+    from ...drift import Snapshots
 
 __all__ = [
     "ADVISORY_LIMIT",
@@ -48,7 +46,6 @@ __all__ = [
     "expiry_calendar",
     "lease_radar",
     "radar_since_snapshot",
-    "revocation_plan",
     "scan_leases",
     "top_offenders",
     "ttl_buckets",
@@ -100,17 +97,15 @@ class LeaseScan:
         return f"<LeaseScan {self.leases:,} leases{where}; complete={self.walk.complete}>"
 
     def frame(self) -> pd.DataFrame:
-        """Every lease as one frame (the :meth:`Leases.leases_by_mount` frame): loads
+        """Every lease as one frame (the :meth:`~toolkit.secrets.leases.Leases.leases_by_mount` frame): loads
         every part, so mind memory for a scan that spooled to disk."""
-        from .leases import LEASES
-
         frame = self.spool.frame(build_frame([], LEASES))
         frame.attrs["coverage"] = self.walk.coverage("leases.scan", self.starts)
         return frame
 
 
 def scan_leases(
-    leases: Leases,
+    http: HTTPLayer,
     mounts: Iterable[str] | None = None,
     *,
     checkpoint: str | Path | None = None,
@@ -133,24 +128,16 @@ def scan_leases(
     """
     if chunk < 1:
         raise InputError(f"chunk must be at least 1, not {chunk}")
-    from .leases import _folder, _lookup_path
-
-    starts = [_folder(m) for m in mounts] if mounts is not None else [""]
+    starts = [folder_of(m) for m in mounts] if mounts is not None else [""]
     walk = Walk()
     # The lookup tree answers a mount nothing is mounted at as an empty folder: a
     # mistyped mount raises naming it, and one that could not be checked is a gap.
-    if mounts is not None and not require_mounts(leases._http, starts):
-        walk.unread.append(
-            Unread(
-                "sys/mounts",
-                403,
-                "the mount names could not be checked (a mistyped mount reads as empty)",
-            )
-        )
-    mount_paths = starts if mounts is not None else leases._known_mounts()
+    if mounts is not None and not require_mounts(http, starts):
+        unchecked_mounts(walk)
+    mount_paths = starts if mounts is not None else known_mounts(http)
     looked_up = 0
     with scan_loop(
-        leases._http,
+        http,
         "lease scan",
         "leases",
         {"starts": starts},
@@ -171,9 +158,9 @@ def scan_leases(
             f"{spool.rows:,} leases looked up in {len(done)} folders done, {walk.folders} listed"
         )
         for folder, keys in walk_tree(
-            leases._http,
+            http,
             starts,
-            path_of=_lookup_path,
+            path_of=lookup_path,
             walk=walk,
             chunk=chunk,
             skip=done.__contains__,
@@ -188,7 +175,7 @@ def scan_leases(
                 keys = [k for k in keys if k > after]
                 if not keys:
                     continue
-            part = leases.lookup_leases([folder + k for k in keys], mounts=mount_paths)
+            part = lookup_leases(http, [folder + k for k in keys], mounts=mount_paths)
             looked_up += len(part)
             partial[folder] = keys[-1]
             loop.add(part, state())
@@ -413,29 +400,3 @@ def top_offenders(
             dtype="Int64",
         )
     return frame.nlargest(n, "count", keep="first").reset_index(drop=True)
-
-
-# -- revocation, throttled and shown first ----------------------------------------------------
-def revocation_plan(
-    leases: Leases,
-    ids: Iterable[str],
-    *,
-    rate: float,
-    batch_size: int = 100,
-    apply: bool = False,
-    journal: str | Path | None = None,
-) -> pd.DataFrame:
-    """Revoke ``ids`` at most ``rate`` a second, in batches, each once: the plan first.
-
-    One row a lease, with the request as it is sent (one ``POST sys/leases/revoke``
-    a lease) and its outcome (:mod:`toolkit.secrets.revocation`). Without ``apply``
-    nothing is sent. ``journal`` (a file, locked and tied to this server and
-    namespace) records each revocation before it is sent and its answer after: a
-    later run with the same journal never sends a recorded one again, and looks up
-    every lease whose answer was lost before anything is sent.
-    """
-    from .revocation import revoke_leases
-
-    return revoke_leases(
-        leases._http, ids, rate=rate, batch_size=batch_size, apply=apply, journal=journal
-    )
