@@ -382,7 +382,7 @@ class Leases(SecretsArea):
         *,
         max_depth: int = MAX_DEPTH,
     ) -> pd.DataFrame:
-        """How many leases each mount and role holds, from ``LIST`` alone: :func:`count_leases`.
+        """How many leases each mount and role holds, from ``LIST`` alone: :func:`~toolkit.secrets.leases.count_leases`.
 
         ``LIST /sys/leases/lookup/:prefix`` (sudo), walked in waves to at most
         ``max_depth`` levels; no lease is looked up. ``mounts`` are the mount
@@ -401,7 +401,7 @@ class Leases(SecretsArea):
         dry_run: bool = True,
         sync: bool = True,
     ) -> OutcomeFrame:
-        """Revoke leases in batches at most ``rate`` a second: :func:`revoke_in_batches`.
+        """Revoke leases in batches at most ``rate`` a second: :func:`~toolkit.secrets.leases.revocation.revoke_in_batches`.
 
         ``POST /sys/leases/revoke`` each; ``dry_run`` (the default) sends nothing.
         """

@@ -30,7 +30,7 @@ from ..._errors import InputError
 from ..._frames import Col, Schema, build_frame
 from ..._http import HTTPLayer
 from .._base import require_mounts
-from ..checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop
+from ..checkpoint import DEFAULT_MAX_ROWS, Spool, keep_scan_record, scan_loop, scan_pieces
 from ..walk import CHUNK, Walk, walk_tree
 from ._lookup import LEASES, folder_of, known_mounts, lookup_leases, lookup_path, unchecked_mounts
 from .rules import counts_by_mount
@@ -100,8 +100,12 @@ class LeaseScan:
         """Every lease as one frame (the :meth:`~toolkit.secrets.leases.Leases.leases_by_mount` frame): loads
         every part, so mind memory for a scan that spooled to disk."""
         frame = self.spool.frame(build_frame([], LEASES))
-        frame.attrs["coverage"] = self.walk.coverage("leases.scan", self.starts)
+        frame.attrs["coverage"] = self.coverage()
         return frame
+
+    def coverage(self) -> dict[str, Any]:
+        """What the scan's walk read and could not read (a coverage record)."""
+        return self.walk.coverage("leases.scan", self.starts)
 
 
 def scan_leases(
@@ -122,7 +126,7 @@ def scan_leases(
     done and the file notes the folders done and the last lease of the one
     in progress (LIST answers come sorted); run again with the same path, the
     scan resumes there. ``deadline`` (seconds) stops it after the chunk during which it passes. A
-    scan cut short raises :class:`WalkInterrupted` (or re-raises Ctrl-C with a
+    scan cut short raises :class:`~toolkit.secrets.checkpoint.WalkInterrupted` (or re-raises Ctrl-C with a
     note) saying how many leases were done and where the checkpoint is.
     ``on_chunk(rows)`` is called after each chunk is stored (a progress bar).
     """
@@ -217,7 +221,7 @@ def ttl_buckets(scan: LeaseScan | pd.DataFrame) -> pd.DataFrame:
     bounds = np.array([b for b, _ in TTL_BUCKETS], dtype="float64")
     names = [n for _, n in TTL_BUCKETS] + [TTL_LONGER]
     labels = np.array([*names, "no_expiry"], dtype=object)
-    for piece in _pieces(scan, ["mount", "ttl"]):
+    for piece in scan_pieces(scan, ["mount", "ttl"]):
         ttl = piece["ttl"].astype("float64").to_numpy(na_value=np.nan)
         codes = np.searchsorted(bounds, ttl, side="left")
         codes[np.isnan(ttl)] = len(names)
@@ -233,7 +237,9 @@ def ttl_buckets(scan: LeaseScan | pd.DataFrame) -> pd.DataFrame:
         {"mount": m, "count": sum(c.values()), **{n: c.get(n, 0) for n in [*names, "no_expiry"]}}
         for m, c in sorted(tally.items())
     ]
-    return _carried(scan, build_frame(rows, TTL_BUCKET_FRAME))
+    frame = build_frame(rows, TTL_BUCKET_FRAME)
+    keep_scan_record(frame, scan)
+    return frame
 
 
 @carries_coverage("radar.expiry_calendar")
@@ -241,7 +247,7 @@ def expiry_calendar(scan: LeaseScan | pd.DataFrame, *, freq: str = "D") -> pd.Da
     """Leases expiring per period (``freq``: ``D`` days, ``h`` hours, ``W`` weeks) and
     mount: a row per period, a column per mount; aggregated a chunk at a time."""
     total: pd.DataFrame | None = None
-    for piece in _pieces(scan, ["mount", "expire_time"]):
+    for piece in scan_pieces(scan, ["mount", "expire_time"]):
         known = piece[piece["expire_time"].notna()]
         if not len(known):
             continue
@@ -249,28 +255,14 @@ def expiry_calendar(scan: LeaseScan | pd.DataFrame, *, freq: str = "D") -> pd.Da
         part = pd.crosstab(period, known["mount"].astype("object"))
         total = part if total is None else total.add(part, fill_value=0)
     if total is None:
-        return _carried(scan, pd.DataFrame(index=pd.DatetimeIndex([], tz=UTC, name="expire_time")))
+        empty = pd.DataFrame(index=pd.DatetimeIndex([], tz=UTC, name="expire_time"))
+        keep_scan_record(empty, scan)
+        return empty
     total = total.fillna(0).astype("int64").sort_index()
     total.index.name = "expire_time"
     total.columns.name = None
-    return _carried(scan, total)
-
-
-def _carried(scan: LeaseScan | pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` (a view of ``scan``) with the scan's completeness record: what the walk
-    could not read is missing from every view of it too."""
-    record = scan.attrs.get("coverage") if isinstance(scan, pd.DataFrame) else None
-    if not isinstance(scan, pd.DataFrame):
-        record = scan.walk.coverage("leases.scan", scan.starts)
-    if record is not None:
-        frame.attrs["coverage"] = record
-    return frame
-
-
-def _pieces(scan: LeaseScan | pd.DataFrame, columns: list[str]) -> Iterable[pd.DataFrame]:
-    if isinstance(scan, pd.DataFrame):
-        return [scan[columns]]
-    return scan.spool.pieces(columns)
+    keep_scan_record(total, scan)
+    return total
 
 
 # -- counts against a threshold --------------------------------------------------------------

@@ -88,7 +88,7 @@ def lease_summary(frame: pd.DataFrame) -> pd.DataFrame:
 
 @carries_coverage("lease_rules.counts_by_mount")
 def counts_by_mount(counts: pd.DataFrame) -> pd.DataFrame:
-    """Per mount of a :func:`count_leases` frame: ``kind``, ``count``, ``roles`` (how many);
+    """Per mount of a :func:`~toolkit.secrets.leases.count_leases` frame: ``kind``, ``count``, ``roles`` (how many);
     index ``mount``, most leases first."""
     rows = [
         {
@@ -105,7 +105,7 @@ def counts_by_mount(counts: pd.DataFrame) -> pd.DataFrame:
 
 @carries_coverage("lease_rules.top_roles")
 def top_roles(counts: pd.DataFrame, n: int = 10) -> pd.DataFrame:
-    """The ``n`` engine roles holding the most leases, from a :func:`count_leases` frame."""
+    """The ``n`` engine roles holding the most leases, from a :func:`~toolkit.secrets.leases.count_leases` frame."""
     if n < 1:
         raise InputError(f"n must be at least 1, not {n}")
     roles = counts[(counts["kind"] == "secret") & (counts["role"].fillna("") != "")]

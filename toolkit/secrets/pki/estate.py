@@ -37,7 +37,7 @@ from ..._frames import Col, Schema, build_frame
 from ..._gc import collector_paused
 from ..._http import HTTPLayer, Request, decode_json
 from ..._x509 import serial_storage_key
-from ..checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop
+from ..checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop, scan_pieces
 from ..walk import Unread, Walk, stream_keys
 from ._common import _load_certificate, certificate_names
 from .issuers import IssuerCalls
@@ -209,10 +209,6 @@ def _row(mount: str, serial: str, data: dict[str, Any]) -> dict[str, Any]:
 Pieces = Spool | pd.DataFrame
 
 
-def _pieces(certs: Pieces, columns: list[str]) -> Iterable[pd.DataFrame]:
-    return [certs[columns]] if isinstance(certs, pd.DataFrame) else certs.pieces(columns)
-
-
 @carries_coverage("estate.certificate_calendar")
 def certificate_calendar(
     certs: Pieces, *, now: datetime, freq: str = "W", mounts: Iterable[str] = ()
@@ -222,7 +218,7 @@ def certificate_calendar(
     mount (``int64`` counts). Every mount of ``mounts`` has its column, with no
     certificate to count as well: the columns do not depend on what was found."""
     total: pd.DataFrame | None = None
-    for piece in _pieces(certs, ["mount", "not_after", "revoked"]):
+    for piece in scan_pieces(certs, ["mount", "not_after", "revoked"]):
         live = piece[(piece["not_after"] > now) & ~piece["revoked"].fillna(False).astype(bool)]
         if not len(live):
             continue
@@ -248,7 +244,7 @@ def tidy_candidates(
     cutoff = now - safety_buffer
     parts = [
         piece[piece["not_after"] < cutoff]
-        for piece in _pieces(certs, ["mount", "subject", "not_after", "revoked"])
+        for piece in scan_pieces(certs, ["mount", "subject", "not_after", "revoked"])
     ]
     parts = [p for p in parts if len(p)]
     if not parts:
@@ -297,7 +293,7 @@ def outliving_issuer(certs: Pieces, issuers: pd.DataFrame) -> pd.DataFrame:
         if pd.notna(row["not_after"]) and (subject not in ends or row["not_after"] < ends[subject]):
             ends[subject] = row["not_after"]
     parts = []
-    for piece in _pieces(certs, ["mount", "subject", "issuer", "not_after", "revoked"]):
+    for piece in scan_pieces(certs, ["mount", "subject", "issuer", "not_after", "revoked"]):
         end = piece["issuer"].map(ends)
         mask = (
             end.notna() & (piece["not_after"] > end) & ~piece["revoked"].fillna(False).astype(bool)
