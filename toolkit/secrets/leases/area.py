@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import pandas as pd
@@ -25,7 +25,6 @@ from ..._http import segments
 from ..._progress import progress
 from ..._records import Record, integer
 from ..._spec.leases import split_lease_id
-from ...drift import Snapshots
 from ...findings import combine
 from .._base import Names, SecretsArea, records_of, unwrap, warnings_of
 from ..checkpoint import DEFAULT_MAX_ROWS
@@ -39,7 +38,14 @@ from ._lookup import (
     lookup_leases,
     lookup_path,
 )
-from .radar import ADVISORY_LIMIT, LeaseScan, lease_radar, radar_since_snapshot, scan_leases
+from .radar import (
+    ADVISORY_LIMIT,
+    LeaseScan,
+    SnapshotStore,
+    lease_radar,
+    radar_since_snapshot,
+    scan_leases,
+)
 from .revocation import revoke_in_batches, revoke_leases
 from .rules import expiry_findings, expiry_states, lease_count_findings, lease_summary
 
@@ -326,7 +332,7 @@ class Leases(SecretsArea):
 
     def lease_radar(
         self,
-        snapshots: str | Path | Snapshots | None = None,
+        snapshots: SnapshotStore | None = None,
         *,
         threshold: int = ADVISORY_LIMIT,
         mounts: Iterable[str] | None = None,
@@ -335,8 +341,8 @@ class Leases(SecretsArea):
         """Lease counts by mount (LIST alone) against ``threshold`` (Vault's advisory
         256,000 by default): :func:`~toolkit.secrets.leases.radar.lease_radar`.
 
-        With ``snapshots`` (a folder, or :class:`toolkit.drift.Snapshots`) the counts
-        are compared with the newest stored ones (growth, growth a day, the projected
+        With ``snapshots`` (a store: ``Snapshots("snapshots/")``, :class:`toolkit.drift.Snapshots`)
+        the counts are compared with the newest stored ones (growth, growth a day, the projected
         crossing date) and then stored (``save``). Judged by the server's clock.
         ``mounts`` keeps the radar to those mounts (their leases alone are walked and
         the ``(server)`` row sums them); one that nothing is mounted at raises
@@ -346,13 +352,17 @@ class Leases(SecretsArea):
             raise InputError(
                 f"mounts takes a list of mount paths: mounts=[{mounts!r}], not a lone string"
             )
+        if isinstance(snapshots, str | PurePath):
+            raise InputError(
+                f"snapshots takes a store, not a folder: lease_radar(Snapshots({str(snapshots)!r}))"
+                " with Snapshots from toolkit.drift"
+            )
         counts = lease_counts(self._http, starts=None if mounts is None else list(mounts))
         now = self._http.server_now()
         if snapshots is None:
             radar = lease_radar(counts, now=now, threshold=threshold)
         else:
-            store = snapshots if isinstance(snapshots, Snapshots) else Snapshots(snapshots)
-            radar = radar_since_snapshot(counts, store, threshold=threshold, now=now, save=save)
+            radar = radar_since_snapshot(counts, snapshots, threshold=threshold, now=now, save=save)
         radar.attrs["coverage"] = counts.attrs.get("coverage")
         return radar
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -35,14 +35,12 @@ from ..walk import CHUNK, Walk, walk_tree
 from ._lookup import LEASES, folder_of, known_mounts, lookup_leases, lookup_path, unchecked_mounts
 from .rules import counts_by_mount
 
-if TYPE_CHECKING:
-    from ...drift import Snapshots
-
 __all__ = [
     "ADVISORY_LIMIT",
     "LEASE_RADAR",
     "TTL_BUCKETS",
     "LeaseScan",
+    "SnapshotStore",
     "expiry_calendar",
     "lease_radar",
     "radar_since_snapshot",
@@ -77,6 +75,24 @@ LEASE_RADAR = Schema.of(
     Col("status"),
     index="mount",
 )
+
+
+class SnapshotStore(Protocol):
+    """Where the radar keeps its counts from one run to the next: a store of frames by
+    name and time, such as :class:`toolkit.drift.Snapshots` (the history store). The
+    caller hands it in: the client does not reach up to the store."""
+
+    def list(self, name: str | None = None) -> list[Any]:
+        """The stored snapshots of ``name``, oldest first (each with ``taken_at``, ``path``)."""
+        ...
+
+    def read(self, snapshot: Any) -> pd.DataFrame:
+        """The frame ``snapshot`` holds."""
+        ...
+
+    def save(self, name: str, frame: pd.DataFrame, *, taken_at: datetime | None = None) -> Any:
+        """Store ``frame`` as the snapshot ``name`` taken at ``taken_at``."""
+        ...
 
 
 @dataclass
@@ -351,7 +367,7 @@ def _radar_row(
 @carries_coverage("radar.radar_since_snapshot")
 def radar_since_snapshot(
     counts: pd.DataFrame,
-    snapshots: Snapshots,
+    snapshots: SnapshotStore,
     *,
     name: str = "lease-counts",
     threshold: int = ADVISORY_LIMIT,
@@ -359,7 +375,8 @@ def radar_since_snapshot(
     save: bool = True,
 ) -> pd.DataFrame:
     """:func:`lease_radar` against the newest stored snapshot of ``name`` in
-    ``snapshots`` (a :class:`toolkit.drift.Snapshots`), then (``save``) store ``counts``."""
+    ``snapshots`` (a :class:`SnapshotStore`: :class:`toolkit.drift.Snapshots`), then
+    (``save``) store ``counts``."""
     moment = now or datetime.now(UTC)
     stored = snapshots.list(name)
     previous = snapshots.read(stored[-1]) if stored else None
