@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from ..._coverage import carries_coverage
+from ..._coverage import StoredFrame, carries_coverage
 from ..._errors import InputError
 from ..._frames import Col, Schema, build_frame
 from ..._http import HTTPLayer
@@ -86,8 +86,8 @@ class SnapshotStore(Protocol):
         """The stored snapshots of ``name``, oldest first (each with ``taken_at``, ``path``)."""
         ...
 
-    def read(self, snapshot: Any) -> pd.DataFrame:
-        """The frame ``snapshot`` holds."""
+    def read(self, snapshot: Any) -> StoredFrame:
+        """The frame ``snapshot`` holds (read back as it was stored)."""
         ...
 
     def save(self, name: str, frame: pd.DataFrame, *, taken_at: datetime | None = None) -> Any:
