@@ -102,10 +102,10 @@ READ_NOTHING = sorted(name for name, (_, hint) in CALLS.items() if _marker(hint)
 def test_the_views_are_found_in_every_kind_of_home() -> None:
     # Area methods, module-level views, and classes that are not areas are all walked.
     for expected in (
-        "toolkit.secrets.leases.Leases.leases_by_mount",
+        "toolkit.secrets.leases.area.Leases.leases_by_mount",
         "toolkit.platform.agent_pools.AgentPools.all_agents",
-        "toolkit.secrets.sprawl.widest_access",
-        "toolkit.secrets.radar.ttl_buckets",
+        "toolkit.secrets.tokens.sprawl.widest_access",
+        "toolkit.secrets.leases.radar.ttl_buckets",
         "toolkit.auditlog.AuditLog.principals_frame",
         "toolkit.auditlog.unused_frame",
     ):
@@ -240,8 +240,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             # Where a name means another frame (or value) in one module; given even where
             # the parameter has a default.
             "module_fillers": {
-                "toolkit.secrets.sprawl": {"scan": fillers["tokens"], "now": now},
-                "toolkit.secrets.tokens": {"inventory": fillers["tokens"]},
+                "toolkit.secrets.tokens.sprawl": {"scan": fillers["tokens"], "now": now},
+                "toolkit.secrets.tokens.area": {"inventory": fillers["tokens"]},
                 "toolkit.secrets.database": {"mount": "database"},
                 "toolkit.secrets.keymgmt": {"mount": "keymgmt"},
                 "toolkit.secrets.namespaces": {
@@ -254,9 +254,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 "toolkit.secrets.acl": {"rules": planted["rules"]},
                 "toolkit.drift": {"frame": planted["counts"]},
                 "toolkit.findings": {"frames": [_planted(secrets.policies.findings())]},
-                "toolkit.secrets.leases": {"ids": list(leases.index[:5])},
-                "toolkit.secrets.radar": {"ids": list(leases.index[:5]), "leases": secrets.leases},
-                "toolkit.secrets.revocation": {"ids": list(leases.index[:5])},
+                "toolkit.secrets.leases.area": {"ids": list(leases.index[:5])},
+                "toolkit.secrets.leases.revocation": {"ids": list(leases.index[:5])},
             },
         }
 

@@ -102,7 +102,7 @@ def test_a_bar_asked_for_replaces_the_fan_outs_own(
 def test_the_first_question_to_the_evaluator_and_widest_access_draw_bars(
     clients: dict[str, Any], bars_on: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from toolkit.secrets.sprawl import widest_access
+    from toolkit.secrets.tokens.sprawl import widest_access
 
     bao = clients["secrets"]
     scan = bao.tokens.scan()

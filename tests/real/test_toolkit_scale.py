@@ -10,7 +10,7 @@ from tests.real import _seed
 from tests.servers.openbao import OpenBao
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.checkpoint import WalkInterrupted
-from toolkit.secrets.sprawl import token_sprawl
+from toolkit.secrets.tokens.sprawl import token_sprawl
 
 
 def _root_and_role(client: SecretsClient, mount: str) -> Any:

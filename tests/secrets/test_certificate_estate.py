@@ -79,14 +79,14 @@ def test_a_crl_over_half_or_over_the_limit_is_flagged(bao: SecretsClient) -> Non
     assert len(issuers) == 2
     for issuer_id in issuers.index:
         one = issuers.loc[[issuer_id]]
-        size = int(crl_sizes(bao.pki, one).loc[issuer_id, "crl_bytes"])
+        size = int(crl_sizes(bao.http, "pki", one).loc[issuer_id, "crl_bytes"])
         for limit, status in (
             (size - 1, "over the limit"),
             (size, "over half"),
             (2 * size - 1, "over half"),
             (2 * size, "ok"),
         ):
-            row = crl_sizes(bao.pki, one, limit=limit).loc[issuer_id]
+            row = crl_sizes(bao.http, "pki", one, limit=limit).loc[issuer_id]
             assert (row["status"], row["share_of_limit"]) == (status, size / limit)
 
 
@@ -95,10 +95,10 @@ def test_an_interrupted_certificate_scan_resumes_after_the_last_page(
 ) -> None:
     point = tmp_path / "certs.json"
     with pytest.raises(WalkInterrupted, match="50 certificates read"):
-        scan_certificates(bao.pki, page=50, checkpoint=point, deadline=0)
+        scan_certificates(bao.http, "pki", page=50, checkpoint=point, deadline=0)
     reads: list[str] = []
     bao.http.response_hooks.append(lambda r: reads.append(r.url) if r.method == "GET" else None)
-    spool = scan_certificates(bao.pki, page=50, checkpoint=point)
+    spool = scan_certificates(bao.http, "pki", page=50, checkpoint=point)
     whole = spool.frame(pd.DataFrame())
     assert whole.index.is_unique and len(whole) == len(bao.pki.list_certs())
     assert len([u for u in reads if "/pki/cert/" in u]) == len(whole) - 50

@@ -70,13 +70,13 @@ def test_token_and_certificate_checkpoints_are_tied_to_their_server_too(
     with Sandbox() as other, SecretsClient(other.address, other.token) as them:
         with pytest.raises(NotOurs, match="tokens scan checkpoint"):
             them.tokens.scan(checkpoint=tokens)
-        scan_certificates(them.pki, checkpoint=certs)
+        scan_certificates(them.http, "pki", checkpoint=certs)
     with (
         Sandbox() as third,
         SecretsClient(third.address, third.token) as others,
         pytest.raises(NotOurs, match="certificates scan checkpoint"),
     ):
-        scan_certificates(others.pki, checkpoint=certs)
+        scan_certificates(others.http, "pki", checkpoint=certs)
 
 
 def test_a_checkpoint_held_by_another_run_is_refused_naming_the_holder(

@@ -12,7 +12,8 @@ from toolkit import BadRequest, InputError
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets.leases import Lease
 from toolkit.secrets import SecretsClient
-from toolkit.secrets.leases import _lease_fields, lease_summary, split_lease_id
+from toolkit.secrets.leases import lease_summary, split_lease_id
+from toolkit.secrets.leases._lookup import lease_fields
 
 
 @pytest.fixture(scope="module")
@@ -112,8 +113,8 @@ def test_the_summary_of_no_leases_is_an_empty_frame_with_its_columns(
 
 
 def test_lookup_reads_the_spec_field_and_the_real_servers_last_renewal() -> None:
-    spec = _lease_fields({"last_renewal_time": "2026-06-01T10:00:00.5Z"}, "x/1")
-    real = _lease_fields({"last_renewal": "2026-06-01T10:00:00.5Z", "path": "x/1"}, "x/1")
+    spec = lease_fields({"last_renewal_time": "2026-06-01T10:00:00.5Z"}, "x/1")
+    real = lease_fields({"last_renewal": "2026-06-01T10:00:00.5Z", "path": "x/1"}, "x/1")
     assert spec["last_renewal_time"] == real["last_renewal_time"]
     assert real["last_renewal_time"].tzinfo is not None
 

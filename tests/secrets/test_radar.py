@@ -16,7 +16,7 @@ from toolkit.drift import Snapshots
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.checkpoint import WalkInterrupted, server_identity
-from toolkit.secrets.radar import (
+from toolkit.secrets.leases.radar import (
     expiry_calendar,
     lease_radar,
     radar_since_snapshot,
@@ -78,7 +78,7 @@ def test_an_interrupted_scan_resumes_from_its_checkpoint(
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt) as stopped:
-        scan_leases(client.leases, checkpoint=point, chunk=15, on_chunk=stop_after_three)
+        scan_leases(client.http, checkpoint=point, chunk=15, on_chunk=stop_after_three)
     assert seen == [15, 30, 40]
     assert any("40 leases looked up" in n for n in getattr(stopped.value, "__notes__", []))
     saved = _saved(client, point)
@@ -185,12 +185,12 @@ def test_the_area_radar_compares_with_its_last_snapshot_by_the_servers_clock(
                 empty_sandbox.secrets.leases.create(folder, ttl=7 * 86400, suffix=f"{tag}{i}")
 
     add(30, "a")
-    first = client.leases.lease_radar(tmp_path, threshold=1000)
+    first = client.leases.lease_radar(Snapshots(tmp_path), threshold=1000)
     assert set(first["status"]) == {"first snapshot"} and first.attrs["coverage"]["complete"]
     add(20, "b")
     empty_sandbox.clock.advance(86400)  # a day later, by the server's clock
     client.http.json("GET", "/sys/health")  # the layer reads the server's Date again
-    second = client.leases.lease_radar(tmp_path, threshold=1000)
+    second = client.leases.lease_radar(Snapshots(tmp_path), threshold=1000)
     database = second.loc["database/"]
     assert database["growth"] == 20 and 19 <= database["growth_per_day"] <= 21
     assert database["status"] == "growing" and len(Snapshots(tmp_path).list("lease-counts")) == 2

@@ -1,5 +1,5 @@
 """The lease radar's rules, each on its own: the status of a mount against the threshold,
-the time-left buckets, and what a revocation run sends (toolkit/secrets/radar.py)."""
+the time-left buckets, and what a revocation run sends (toolkit/secrets/leases/radar.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from toolkit import InputError
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
-from toolkit.secrets.radar import (
+from toolkit.secrets.leases.radar import (
     ADVISORY_LIMIT,
     expiry_calendar,
     lease_radar,
@@ -249,10 +249,10 @@ def test_a_revocation_refuses_a_rate_or_batch_size_that_is_not_positive_and_send
 def test_the_revocation_plan_previews_by_default_in_batches_of_a_hundred(
     empty_sandbox: Sandbox, client: SecretsClient
 ) -> None:
-    from toolkit.secrets.radar import revocation_plan
+    from toolkit.secrets.leases.revocation import revoke_leases
 
     ids = [f"database/creds/ro/x{i:03d}" for i in range(101)]
-    preview = revocation_plan(client.leases, ids, rate=1000)
+    preview = revoke_leases(client.http, ids, rate=1000)
     assert preview["batch"].value_counts().to_dict() == {0: 100, 1: 1}
     assert set(preview["path"]) == {"sys/leases/revoke"}
     assert set(preview["outcome"]) == {"will send"}
@@ -273,7 +273,7 @@ def test_the_radar_since_a_snapshot_stores_under_its_name_and_names_the_one_it_r
     tmp_path: Path,
 ) -> None:
     from toolkit.drift import Snapshots
-    from toolkit.secrets.radar import radar_since_snapshot
+    from toolkit.secrets.leases.radar import radar_since_snapshot
 
     store = Snapshots(tmp_path)
     first = radar_since_snapshot(counts(db=10), store, name="mine")
@@ -298,7 +298,7 @@ def test_top_offenders_are_ten_by_default_renumbered_with_whole_number_growth() 
 def test_a_resumed_scan_says_how_many_leases_came_from_its_checkpoint(
     empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
 ) -> None:
-    from toolkit.secrets.radar import scan_leases
+    from toolkit.secrets.leases.radar import scan_leases
 
     _lease_ids(empty_sandbox, client, 25)
     point = tmp_path / "scan.checkpoint"
@@ -307,14 +307,14 @@ def test_a_resumed_scan_says_how_many_leases_came_from_its_checkpoint(
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt) as stopped:
-        scan_leases(client.leases, checkpoint=point, chunk=10, on_chunk=stop)
+        scan_leases(client.http, checkpoint=point, chunk=10, on_chunk=stop)
     (note,) = stopped.value.__notes__
     assert note.startswith("lease scan interrupted: 10 leases looked up")
-    scan = scan_leases(client.leases, checkpoint=point, chunk=10)
+    scan = scan_leases(client.http, checkpoint=point, chunk=10)
     assert scan.resumed and scan.leases == 25
     assert scan.notes == ["resumed: 10 leases came from the checkpoint"]
     frame = scan.frame()
     assert len(frame) == 25
     assert frame.attrs["coverage"]["view"] == "leases.scan"
     assert frame.attrs["coverage"]["complete"] is True
-    assert scan_leases(client.leases).notes == []
+    assert scan_leases(client.http).notes == []

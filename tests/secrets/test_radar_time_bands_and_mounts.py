@@ -3,13 +3,15 @@ keeps it to those mounts, and a mount that does not exist is named."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from toolkit import InputError, MountNotFound
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
-from toolkit.secrets.lease_rules import lease_summary
-from toolkit.secrets.radar import ttl_buckets
+from toolkit.secrets.leases.radar import ttl_buckets
+from toolkit.secrets.leases.rules import lease_summary
 
 HOUR = 3600
 # One lease in each band, and one on the bound between the first two.
@@ -62,3 +64,18 @@ def test_the_radar_refuses_a_lone_string_of_mounts_in_one_line(empty_sandbox: Sa
         pytest.raises(InputError, match=r"mounts=\['database/'\], not a lone string"),
     ):
         client.leases.lease_radar(mounts="database/")
+
+
+def test_the_radar_refuses_a_folder_where_its_store_belongs_in_one_line(
+    empty_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    # The store is the caller's to open (the client does not reach up to the history
+    # store): a folder is named back with the call that opens it, and nothing is written.
+    with SecretsClient(empty_sandbox.address, empty_sandbox.token) as client:
+        for folder in (str(tmp_path), tmp_path):
+            with pytest.raises(InputError) as refused:
+                client.leases.lease_radar(folder)  # type: ignore[arg-type]
+            message = str(refused.value)
+            assert "\n" not in message
+            assert f"lease_radar(Snapshots({str(tmp_path)!r}))" in message
+    assert list(tmp_path.iterdir()) == []

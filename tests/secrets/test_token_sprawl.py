@@ -12,7 +12,7 @@ from toolkit import PermissionDenied
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.checkpoint import WalkInterrupted
-from toolkit.secrets.sprawl import policies_carried, token_sprawl, widest_access
+from toolkit.secrets.tokens.sprawl import policies_carried, token_sprawl, widest_access
 
 COUNT = 300
 

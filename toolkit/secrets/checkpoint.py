@@ -25,9 +25,9 @@ import hashlib
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -378,3 +378,31 @@ def server_identity(http: HTTPLayer, kind: str, asked: Mapping[str, Any]) -> Sta
         namespace.strip("/") + "/" if namespace.strip("/") else "",
         dict(asked),
     )
+
+
+# -- the views over a finished scan ----------------------------------------------------------
+class Scanned(Protocol):
+    """A finished scan (the lease scan, the token scan): its rows in a :class:`Spool`,
+    and the record of what its walk could read."""
+
+    spool: Spool
+
+    def coverage(self) -> dict[str, Any]: ...
+
+
+def scan_pieces(scan: Scanned | Spool | pd.DataFrame, columns: list[str]) -> Iterable[pd.DataFrame]:
+    """``columns`` of a scan's rows a part at a time (a frame is one part): a view over
+    a scan that spooled to disk never holds all its rows at once."""
+    if isinstance(scan, pd.DataFrame):
+        return [scan[columns]]
+    spool = scan if isinstance(scan, Spool) else scan.spool
+    return spool.pieces(columns)
+
+
+def keep_scan_record(frame: pd.DataFrame, scan: Scanned | pd.DataFrame) -> None:
+    """Give ``frame`` (a view of ``scan``) the scan's coverage record: what the walk
+    could not read is missing from every view of it too (a frame handed in keeps its
+    own record, carried by ``carries_coverage``)."""
+    record = scan.attrs.get("coverage") if isinstance(scan, pd.DataFrame) else scan.coverage()
+    if record is not None:
+        frame.attrs["coverage"] = record

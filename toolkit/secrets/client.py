@@ -31,7 +31,7 @@ from .._spec.headers import NAMESPACE_HEADER, TOKEN_HEADERS
 from ._base import listed_keys, refuse_missing, unwrap
 from .access import Access
 from .auth import Auth
-from .engines import EngineAreas, area_slots
+from .engines import EngineAreas, area_slots, mounted_engines
 from .leases import Leases
 from .namespaces import Namespaces
 from .password_policies import PasswordPolicies
@@ -162,7 +162,7 @@ class SecretsClient(EngineAreas, ServiceClient):
         self.tokens = Tokens(self.http)
         for slot in area_slots(type(self)).values():
             slot.make(self)
-        self.namespaces = Namespaces(self.http, self.in_namespace)
+        self.namespaces: Namespaces[SecretsClient] = Namespaces(self.http, self.in_namespace)
 
     def in_namespace(self, path: str) -> SecretsClient:
         """The same client, its calls sent in namespace ``path`` (``X-Vault-Namespace``).
@@ -218,8 +218,7 @@ class SecretsClient(EngineAreas, ServiceClient):
 
     def mounts(self) -> dict[str, dict[str, Any]]:
         """The mounted secrets engines, by path (``secret/``, ...). ``GET /sys/mounts``."""
-        data = unwrap(self.http.json("GET", "/sys/mounts"))
-        return {k: dict(v) for k, v in data.items() if k.endswith("/") and isinstance(v, dict)}
+        return mounted_engines(self.http)
 
     def enable_engine(
         self,

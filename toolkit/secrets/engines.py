@@ -20,14 +20,14 @@ from __future__ import annotations
 from typing import Any, Generic, Protocol, Self, TypeVar, overload
 
 from .._http import HTTPLayer
-from ._base import EngineArea
+from ._base import EngineArea, unwrap
 from .ad import AD
 from .broker import Broker
 from .database import Database
 from .keymgmt import KeyManagement
 from .pki import PKI
 
-__all__ = ["ENGINE_AREAS", "AreaSlot", "EngineAreas", "area_slots"]
+__all__ = ["ENGINE_AREAS", "AreaSlot", "EngineAreas", "area_slots", "mounted_engines"]
 
 A = TypeVar("A", bound=EngineArea)
 
@@ -96,3 +96,9 @@ def area_slots(registry: type) -> dict[str, AreaSlot[Any]]:
 ENGINE_AREAS: dict[str, type[EngineArea]] = {
     mount: slot.area for mount, slot in area_slots(EngineAreas).items()
 }
+
+
+def mounted_engines(http: HTTPLayer) -> dict[str, dict[str, Any]]:
+    """The mounted secrets engines, by path (``secret/``, ...). ``GET /sys/mounts``."""
+    data = unwrap(http.json("GET", "/sys/mounts"))
+    return {k: dict(v) for k, v in data.items() if k.endswith("/") and isinstance(v, dict)}

@@ -18,7 +18,7 @@ namespace X"; :func:`refusal_findings` turns those rows into findings.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import pandas as pd
 
@@ -30,11 +30,11 @@ from .._records import Record
 from .._spec.headers import NAMESPACE_HEADER
 from ..findings import Finding, findings_frame
 from ._base import SecretsArea, unwrap
+from .engines import mounted_engines
+from .leases import Leases
+from .policies import Policies
 
-if TYPE_CHECKING:
-    from .client import SecretsClient
-
-__all__ = ["MOUNTS", "NAMESPACES", "ROOT", "Namespaces", "refusal_findings"]
+__all__ = ["MOUNTS", "NAMESPACES", "ROOT", "NamespaceView", "Namespaces", "refusal_findings"]
 
 # How the root namespace is named in a frame's ``namespace`` column.
 ROOT = "root"
@@ -69,13 +69,25 @@ def _label(path: str) -> str:
     return path or ROOT
 
 
-class Namespaces(SecretsArea):
+class NamespaceView(Protocol):
+    """What :meth:`Namespaces.across` hands each call: a client in one namespace (a
+    :class:`~toolkit.secrets.SecretsClient`); the area's own calls need only its HTTP layer."""
+
+    @property
+    def http(self) -> HTTPLayer: ...
+
+
+View = TypeVar("View", bound=NamespaceView)
+
+
+class Namespaces(SecretsArea, Generic[View]):
     """The namespaces below the client's own, and any area's calls across all of them.
 
-    ``view`` makes a client in another namespace (``SecretsClient.in_namespace``).
+    ``view`` makes a client in another namespace (``SecretsClient.in_namespace``);
+    :meth:`across` hands it to the call.
     """
 
-    def __init__(self, http: HTTPLayer, view: Callable[[str], SecretsClient]) -> None:
+    def __init__(self, http: HTTPLayer, view: Callable[[str], View]) -> None:
         super().__init__(http)
         self._view = view
 
@@ -178,7 +190,7 @@ class Namespaces(SecretsArea):
     # -- any call, in every namespace -------------------------------------------------
     def across(
         self,
-        call: Callable[[SecretsClient], pd.DataFrame],
+        call: Callable[[View], pd.DataFrame],
         namespaces: Iterable[str] | None = None,
     ) -> pd.DataFrame:
         """``call(client)`` in this namespace and every one below it, as one frame.
@@ -229,22 +241,22 @@ class Namespaces(SecretsArea):
     def policies_by_namespace(self, kinds: Sequence[str] = ("acl",)) -> pd.DataFrame:
         """Every namespace's policies: :meth:`across` of ``policies.policies_frame(kinds)``
         (``LIST``/``GET /sys/policies/{kind}`` in each; restricted by the spec)."""
-        return self.across(lambda client: client.policies.policies_frame(kinds))
+        return self.across(lambda client: Policies(client.http).policies_frame(kinds))
 
     def mounts_by_namespace(self) -> pd.DataFrame:
         """Every namespace's secrets engine mounts: ``path``, ``type``, ``description``,
         ``accessor``, ``local``, ``seal_wrap``. ``GET /sys/mounts`` in each."""
-        return self.across(_mounts_frame)
+        return self.across(lambda client: _mounts_frame(client.http))
 
     def leases_by_namespace(self) -> pd.DataFrame:
         """Every namespace's lease counts by mount and role: :meth:`across` of
         ``leases.lease_counts()`` (``LIST /sys/leases/lookup/...``, sudo; restricted by
         the spec)."""
-        return self.across(lambda client: client.leases.lease_counts())
+        return self.across(lambda client: Leases(client.http).lease_counts())
 
 
-def _mounts_frame(client: SecretsClient) -> pd.DataFrame:
-    rows = [{"path": path, **entry} for path, entry in sorted(client.mounts().items())]
+def _mounts_frame(http: HTTPLayer) -> pd.DataFrame:
+    rows = [{"path": path, **entry} for path, entry in sorted(mounted_engines(http).items())]
     return build_frame(rows, MOUNTS)
 
 

@@ -65,7 +65,7 @@ class PKI(RoleCalls, IssuerCalls, IssuanceCalls, RevocationCalls, TidyCalls):
         interrupted run resume.
         """
         return certificate_estate(
-            self, mounts, page=page, checkpoint_dir=checkpoint_dir, max_rows=max_rows
+            self._http, mounts, page=page, checkpoint_dir=checkpoint_dir, max_rows=max_rows
         )
 
     # -- the session's certificates -----------------------------------------------------

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 from cryptography import x509
@@ -35,14 +35,13 @@ from ..._coverage import Coverage, carries_coverage, carry, coverage_of
 from ..._errors import APIError, InputError
 from ..._frames import Col, Schema, build_frame
 from ..._gc import collector_paused
-from ..._http import Request, decode_json
+from ..._http import HTTPLayer, Request, decode_json
 from ..._x509 import serial_storage_key
-from ..checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop
+from ..checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop, scan_pieces
 from ..walk import Unread, Walk, stream_keys
 from ._common import _load_certificate, certificate_names
-
-if TYPE_CHECKING:
-    from .engine import PKI
+from .issuers import IssuerCalls
+from .roles import RoleCalls
 
 __all__ = [
     "CERTIFICATE_ESTATE",
@@ -90,9 +89,15 @@ CRL_SIZES = Schema.of(
 )
 
 
+class _Mount(RoleCalls, IssuerCalls):
+    """The parts of a certificate mount the estate reads through (its roles, its issuers),
+    on the HTTP layer it is handed: the estate never needs the whole engine."""
+
+
 # -- the scan ---------------------------------------------------------------------------------
 def scan_certificates(
-    pki: PKI,
+    http: HTTPLayer,
+    mount: str = "pki",
     *,
     page: int = PAGE,
     checkpoint: str | Path | None = None,
@@ -101,13 +106,13 @@ def scan_certificates(
     deadline: float | None = None,
     walk: Walk | None = None,
 ) -> Spool:
-    """Every certificate ``pki``'s mount keeps, parsed (:data:`CERTIFICATE_ESTATE` rows),
+    """Every certificate the mount ``mount`` keeps, parsed (:data:`CERTIFICATE_ESTATE` rows),
     a page of ``page`` serials at a time; see the module's text. What could not be read
     (a LIST refused, a page out of order) is recorded in ``walk``."""
     if page < 1:
         raise InputError(f"page must be at least 1, not {page}")
     seen = walk if walk is not None else Walk()
-    http = pki._http
+    pki = _Mount(http, mount)
     with scan_loop(
         http,
         f"certificate scan of {pki.mount}/",
@@ -153,7 +158,7 @@ def scan_certificates(
     return loop.spool
 
 
-def _read_page(pki: PKI, serials: list[str]) -> pd.DataFrame:
+def _read_page(pki: _Mount, serials: list[str]) -> pd.DataFrame:
     calls = [
         Request(
             "GET", pki._path("cert/{listed_serial}", listed_serial=s), ok_statuses=frozenset({404})
@@ -204,10 +209,6 @@ def _row(mount: str, serial: str, data: dict[str, Any]) -> dict[str, Any]:
 Pieces = Spool | pd.DataFrame
 
 
-def _pieces(certs: Pieces, columns: list[str]) -> Iterable[pd.DataFrame]:
-    return [certs[columns]] if isinstance(certs, pd.DataFrame) else certs.pieces(columns)
-
-
 @carries_coverage("estate.certificate_calendar")
 def certificate_calendar(
     certs: Pieces, *, now: datetime, freq: str = "W", mounts: Iterable[str] = ()
@@ -217,7 +218,7 @@ def certificate_calendar(
     mount (``int64`` counts). Every mount of ``mounts`` has its column, with no
     certificate to count as well: the columns do not depend on what was found."""
     total: pd.DataFrame | None = None
-    for piece in _pieces(certs, ["mount", "not_after", "revoked"]):
+    for piece in scan_pieces(certs, ["mount", "not_after", "revoked"]):
         live = piece[(piece["not_after"] > now) & ~piece["revoked"].fillna(False).astype(bool)]
         if not len(live):
             continue
@@ -243,7 +244,7 @@ def tidy_candidates(
     cutoff = now - safety_buffer
     parts = [
         piece[piece["not_after"] < cutoff]
-        for piece in _pieces(certs, ["mount", "subject", "not_after", "revoked"])
+        for piece in scan_pieces(certs, ["mount", "subject", "not_after", "revoked"])
     ]
     parts = [p for p in parts if len(p)]
     if not parts:
@@ -292,7 +293,7 @@ def outliving_issuer(certs: Pieces, issuers: pd.DataFrame) -> pd.DataFrame:
         if pd.notna(row["not_after"]) and (subject not in ends or row["not_after"] < ends[subject]):
             ends[subject] = row["not_after"]
     parts = []
-    for piece in _pieces(certs, ["mount", "subject", "issuer", "not_after", "revoked"]):
+    for piece in scan_pieces(certs, ["mount", "subject", "issuer", "not_after", "revoked"]):
         end = piece["issuer"].map(ends)
         mask = (
             end.notna() & (piece["not_after"] > end) & ~piece["revoked"].fillna(False).astype(bool)
@@ -311,12 +312,15 @@ def outliving_issuer(certs: Pieces, issuers: pd.DataFrame) -> pd.DataFrame:
 
 
 @carries_coverage("estate.crl_sizes")
-def crl_sizes(pki: PKI, issuers: pd.DataFrame, *, limit: int = STORAGE_ENTRY_LIMIT) -> pd.DataFrame:
+def crl_sizes(
+    http: HTTPLayer, mount: str, issuers: pd.DataFrame, *, limit: int = STORAGE_ENTRY_LIMIT
+) -> pd.DataFrame:
     """Each issuer's complete CRL (``GET /pki/issuer/:ref/crl``): its size in bytes
     (DER, as stored) and entries against ``limit`` (1 MiB). ``status``: ``over the
     limit``, ``over half``, ``ok``, or what stopped the read."""
     from cryptography.hazmat.primitives.serialization import Encoding
 
+    pki = _Mount(http, mount)
     cov = Coverage("pki.crl_sizes", asked=[f"{pki.mount}/issuer/{i}/crl" for i in issuers.index])
     rows = []
     for issuer_id, row in issuers.iterrows():
@@ -437,7 +441,7 @@ def _joined(parts: list[pd.DataFrame], empty: pd.DataFrame, view: str) -> pd.Dat
 
 
 def certificate_estate(
-    pki: PKI,
+    http: HTTPLayer,
     mounts: Iterable[str] | None = None,
     *,
     page: int = PAGE,
@@ -447,30 +451,30 @@ def certificate_estate(
     """:func:`scan_certificates` of every PKI mount (``sys/mounts`` entries of type
     ``pki``, or ``mounts``), with each mount's issuers, roles and CRL sizes.
     ``checkpoint_dir`` keeps one checkpoint a mount, so a rerun resumes."""
-    names = list(mounts) if mounts is not None else _pki_mounts(pki)
+    names = list(mounts) if mounts is not None else _pki_mounts(http)
     walk = Walk()
     spools: dict[str, Spool] = {}
     issuers, roles, sizes = [], {}, []
     for name in names:
-        area = pki.at(name)
+        area = _Mount(http, name)
         point = None
         if checkpoint_dir is not None:
             point = Path(checkpoint_dir) / f"certificates-{name.strip('/').replace('/', '_')}.json"
         spools[area.mount] = scan_certificates(
-            area, page=page, checkpoint=point, max_rows=max_rows, walk=walk
+            http, name, page=page, checkpoint=point, max_rows=max_rows, walk=walk
         )
         frame = area.issuers_frame().assign(mount=area.mount)
         issuers.append(frame)
         roles[area.mount] = area.roles_frame()
-        sizes.append(crl_sizes(area, frame))
+        sizes.append(crl_sizes(http, name, frame))
     all_issuers = _joined(issuers, pd.DataFrame(), "pki.issuers_frame")
     all_sizes = _joined(sizes, build_frame([], CRL_SIZES), "pki.crl_sizes")
-    return CertificateEstate(spools, all_issuers, roles, all_sizes, pki._http.server_now(), walk)
+    return CertificateEstate(spools, all_issuers, roles, all_sizes, http.server_now(), walk)
 
 
-def _pki_mounts(pki: PKI) -> list[str]:
+def _pki_mounts(http: HTTPLayer) -> list[str]:
     try:
-        data = pki._http.json("GET", "/sys/mounts")
+        data = http.json("GET", "/sys/mounts")
     except APIError as exc:
         raise InputError(f"cannot list the mounts ({exc.status}): name the PKI mounts") from None
     table = data.get("data", data) if isinstance(data, dict) else {}

@@ -11,9 +11,6 @@
   whole server cross a threshold (256,000 by default: the count at which
   Vault documents its advisory limit and logs a warning).
 - :func:`top_offenders`: the roles and mounts holding the most, or growing fastest.
-- :func:`revocation_plan`: the throttled revocation of a role's or a mount's
-  leases, shown first; sent only with ``apply``, each revocation once (a
-  journal file keeps what was sent across runs).
 """
 
 from __future__ import annotations
@@ -23,32 +20,30 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from .._coverage import carries_coverage
-from .._errors import InputError
-from .._frames import Col, Schema, build_frame
-from ._base import require_mounts
-from .checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop
-from .lease_rules import counts_by_mount
-from .walk import CHUNK, Unread, Walk, walk_tree
-
-if TYPE_CHECKING:
-    from ..drift import Snapshots
-    from .leases import Leases
+from ..._coverage import StoredFrame, carries_coverage
+from ..._errors import InputError
+from ..._frames import Col, Schema, build_frame
+from ..._http import HTTPLayer
+from .._base import require_mounts
+from ..checkpoint import DEFAULT_MAX_ROWS, Spool, keep_scan_record, scan_loop, scan_pieces
+from ..walk import CHUNK, Walk, walk_tree
+from ._lookup import LEASES, folder_of, known_mounts, lookup_leases, lookup_path, unchecked_mounts
+from .rules import counts_by_mount
 
 __all__ = [
     "ADVISORY_LIMIT",
     "LEASE_RADAR",
     "TTL_BUCKETS",
     "LeaseScan",
+    "SnapshotStore",
     "expiry_calendar",
     "lease_radar",
     "radar_since_snapshot",
-    "revocation_plan",
     "scan_leases",
     "top_offenders",
     "ttl_buckets",
@@ -82,6 +77,24 @@ LEASE_RADAR = Schema.of(
 )
 
 
+class SnapshotStore(Protocol):
+    """Where the radar keeps its counts from one run to the next: a store of frames by
+    name and time, such as :class:`toolkit.drift.Snapshots` (the history store). The
+    caller hands it in: the client does not reach up to the store."""
+
+    def list(self, name: str | None = None) -> list[Any]:
+        """The stored snapshots of ``name``, oldest first (each with ``taken_at``, ``path``)."""
+        ...
+
+    def read(self, snapshot: Any) -> StoredFrame:
+        """The frame ``snapshot`` holds (read back as it was stored)."""
+        ...
+
+    def save(self, name: str, frame: pd.DataFrame, *, taken_at: datetime | None = None) -> Any:
+        """Store ``frame`` as the snapshot ``name`` taken at ``taken_at``."""
+        ...
+
+
 @dataclass
 class LeaseScan:
     """A full lease walk: its rows (in memory, or Parquet parts in :attr:`parquet`),
@@ -100,17 +113,19 @@ class LeaseScan:
         return f"<LeaseScan {self.leases:,} leases{where}; complete={self.walk.complete}>"
 
     def frame(self) -> pd.DataFrame:
-        """Every lease as one frame (the :meth:`Leases.leases_by_mount` frame): loads
+        """Every lease as one frame (the :meth:`~toolkit.secrets.leases.Leases.leases_by_mount` frame): loads
         every part, so mind memory for a scan that spooled to disk."""
-        from .leases import LEASES
-
         frame = self.spool.frame(build_frame([], LEASES))
-        frame.attrs["coverage"] = self.walk.coverage("leases.scan", self.starts)
+        frame.attrs["coverage"] = self.coverage()
         return frame
+
+    def coverage(self) -> dict[str, Any]:
+        """What the scan's walk read and could not read (a coverage record)."""
+        return self.walk.coverage("leases.scan", self.starts)
 
 
 def scan_leases(
-    leases: Leases,
+    http: HTTPLayer,
     mounts: Iterable[str] | None = None,
     *,
     checkpoint: str | Path | None = None,
@@ -127,30 +142,22 @@ def scan_leases(
     done and the file notes the folders done and the last lease of the one
     in progress (LIST answers come sorted); run again with the same path, the
     scan resumes there. ``deadline`` (seconds) stops it after the chunk during which it passes. A
-    scan cut short raises :class:`WalkInterrupted` (or re-raises Ctrl-C with a
+    scan cut short raises :class:`~toolkit.secrets.checkpoint.WalkInterrupted` (or re-raises Ctrl-C with a
     note) saying how many leases were done and where the checkpoint is.
     ``on_chunk(rows)`` is called after each chunk is stored (a progress bar).
     """
     if chunk < 1:
         raise InputError(f"chunk must be at least 1, not {chunk}")
-    from .leases import _folder, _lookup_path
-
-    starts = [_folder(m) for m in mounts] if mounts is not None else [""]
+    starts = [folder_of(m) for m in mounts] if mounts is not None else [""]
     walk = Walk()
     # The lookup tree answers a mount nothing is mounted at as an empty folder: a
     # mistyped mount raises naming it, and one that could not be checked is a gap.
-    if mounts is not None and not require_mounts(leases._http, starts):
-        walk.unread.append(
-            Unread(
-                "sys/mounts",
-                403,
-                "the mount names could not be checked (a mistyped mount reads as empty)",
-            )
-        )
-    mount_paths = starts if mounts is not None else leases._known_mounts()
+    if mounts is not None and not require_mounts(http, starts):
+        unchecked_mounts(walk)
+    mount_paths = starts if mounts is not None else known_mounts(http)
     looked_up = 0
     with scan_loop(
-        leases._http,
+        http,
         "lease scan",
         "leases",
         {"starts": starts},
@@ -171,9 +178,9 @@ def scan_leases(
             f"{spool.rows:,} leases looked up in {len(done)} folders done, {walk.folders} listed"
         )
         for folder, keys in walk_tree(
-            leases._http,
+            http,
             starts,
-            path_of=_lookup_path,
+            path_of=lookup_path,
             walk=walk,
             chunk=chunk,
             skip=done.__contains__,
@@ -188,7 +195,7 @@ def scan_leases(
                 keys = [k for k in keys if k > after]
                 if not keys:
                     continue
-            part = leases.lookup_leases([folder + k for k in keys], mounts=mount_paths)
+            part = lookup_leases(http, [folder + k for k in keys], mounts=mount_paths)
             looked_up += len(part)
             partial[folder] = keys[-1]
             loop.add(part, state())
@@ -230,7 +237,7 @@ def ttl_buckets(scan: LeaseScan | pd.DataFrame) -> pd.DataFrame:
     bounds = np.array([b for b, _ in TTL_BUCKETS], dtype="float64")
     names = [n for _, n in TTL_BUCKETS] + [TTL_LONGER]
     labels = np.array([*names, "no_expiry"], dtype=object)
-    for piece in _pieces(scan, ["mount", "ttl"]):
+    for piece in scan_pieces(scan, ["mount", "ttl"]):
         ttl = piece["ttl"].astype("float64").to_numpy(na_value=np.nan)
         codes = np.searchsorted(bounds, ttl, side="left")
         codes[np.isnan(ttl)] = len(names)
@@ -246,7 +253,9 @@ def ttl_buckets(scan: LeaseScan | pd.DataFrame) -> pd.DataFrame:
         {"mount": m, "count": sum(c.values()), **{n: c.get(n, 0) for n in [*names, "no_expiry"]}}
         for m, c in sorted(tally.items())
     ]
-    return _carried(scan, build_frame(rows, TTL_BUCKET_FRAME))
+    frame = build_frame(rows, TTL_BUCKET_FRAME)
+    keep_scan_record(frame, scan)
+    return frame
 
 
 @carries_coverage("radar.expiry_calendar")
@@ -254,7 +263,7 @@ def expiry_calendar(scan: LeaseScan | pd.DataFrame, *, freq: str = "D") -> pd.Da
     """Leases expiring per period (``freq``: ``D`` days, ``h`` hours, ``W`` weeks) and
     mount: a row per period, a column per mount; aggregated a chunk at a time."""
     total: pd.DataFrame | None = None
-    for piece in _pieces(scan, ["mount", "expire_time"]):
+    for piece in scan_pieces(scan, ["mount", "expire_time"]):
         known = piece[piece["expire_time"].notna()]
         if not len(known):
             continue
@@ -262,28 +271,14 @@ def expiry_calendar(scan: LeaseScan | pd.DataFrame, *, freq: str = "D") -> pd.Da
         part = pd.crosstab(period, known["mount"].astype("object"))
         total = part if total is None else total.add(part, fill_value=0)
     if total is None:
-        return _carried(scan, pd.DataFrame(index=pd.DatetimeIndex([], tz=UTC, name="expire_time")))
+        empty = pd.DataFrame(index=pd.DatetimeIndex([], tz=UTC, name="expire_time"))
+        keep_scan_record(empty, scan)
+        return empty
     total = total.fillna(0).astype("int64").sort_index()
     total.index.name = "expire_time"
     total.columns.name = None
-    return _carried(scan, total)
-
-
-def _carried(scan: LeaseScan | pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` (a view of ``scan``) with the scan's coverage record: what the walk
-    could not read is missing from every view of it too."""
-    record = scan.attrs.get("coverage") if isinstance(scan, pd.DataFrame) else None
-    if not isinstance(scan, pd.DataFrame):
-        record = scan.walk.coverage("leases.scan", scan.starts)
-    if record is not None:
-        frame.attrs["coverage"] = record
-    return frame
-
-
-def _pieces(scan: LeaseScan | pd.DataFrame, columns: list[str]) -> Iterable[pd.DataFrame]:
-    if isinstance(scan, pd.DataFrame):
-        return [scan[columns]]
-    return scan.spool.pieces(columns)
+    keep_scan_record(total, scan)
+    return total
 
 
 # -- counts against a threshold --------------------------------------------------------------
@@ -372,7 +367,7 @@ def _radar_row(
 @carries_coverage("radar.radar_since_snapshot")
 def radar_since_snapshot(
     counts: pd.DataFrame,
-    snapshots: Snapshots,
+    snapshots: SnapshotStore,
     *,
     name: str = "lease-counts",
     threshold: int = ADVISORY_LIMIT,
@@ -380,7 +375,8 @@ def radar_since_snapshot(
     save: bool = True,
 ) -> pd.DataFrame:
     """:func:`lease_radar` against the newest stored snapshot of ``name`` in
-    ``snapshots`` (a :class:`toolkit.drift.Snapshots`), then (``save``) store ``counts``."""
+    ``snapshots`` (a :class:`SnapshotStore`: :class:`toolkit.drift.Snapshots`), then
+    (``save``) store ``counts``."""
     moment = now or datetime.now(UTC)
     stored = snapshots.list(name)
     previous = snapshots.read(stored[-1]) if stored else None
@@ -413,29 +409,3 @@ def top_offenders(
             dtype="Int64",
         )
     return frame.nlargest(n, "count", keep="first").reset_index(drop=True)
-
-
-# -- revocation, throttled and shown first ----------------------------------------------------
-def revocation_plan(
-    leases: Leases,
-    ids: Iterable[str],
-    *,
-    rate: float,
-    batch_size: int = 100,
-    apply: bool = False,
-    journal: str | Path | None = None,
-) -> pd.DataFrame:
-    """Revoke ``ids`` at most ``rate`` a second, in batches, each once: the plan first.
-
-    One row a lease, with the request as it is sent (one ``POST sys/leases/revoke``
-    a lease) and its outcome (:mod:`toolkit.secrets.revocation`). Without ``apply``
-    nothing is sent. ``journal`` (a file, locked and tied to this server and
-    namespace) records each revocation before it is sent and its answer after: a
-    later run with the same journal never sends a recorded one again, and looks up
-    every lease whose answer was lost before anything is sent.
-    """
-    from .revocation import revoke_leases
-
-    return revoke_leases(
-        leases._http, ids, rate=rate, batch_size=batch_size, apply=apply, journal=journal
-    )

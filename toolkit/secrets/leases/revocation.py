@@ -1,6 +1,6 @@
 """Revocations sent exactly once: the plan, the journal, and what became of each lease.
 
-:func:`revoke_leases` is :func:`~toolkit.secrets.radar.revocation_plan`'s work. Every
+:func:`revoke_leases` is :meth:`~toolkit.secrets.leases.Leases.revocation_plan`'s work. Every
 lease ends with one outcome (:data:`OUTCOMES`):
 
 - ``revoked``: the server answered the revocation of a lease a lookup had just
@@ -28,21 +28,21 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .._coverage import Coverage
-from .._durable import Journal, StateError
-from .._errors import InputError, ToolkitError, one_line
-from .._frames import Col, Schema, build_frame
-from .._http import HTTPLayer, Request
-from ..report import clean_parameters
-from .checkpoint import server_identity
+from ..._coverage import Coverage, OutcomeFrame
+from ..._durable import Journal, StateError
+from ..._errors import InputError, ToolkitError, one_line
+from ..._frames import Col, Schema, build_frame
+from ..._http import HTTPLayer, Request
+from ...report import clean_parameters
+from ..checkpoint import server_identity
 
-__all__ = ["OUTCOMES", "REVOCATIONS", "revoke_leases"]
+__all__ = ["OUTCOMES", "REVOCATIONS", "REVOKE_BATCHES", "revoke_in_batches", "revoke_leases"]
 
 REVOKED = "revoked"
 ALREADY_GONE = "already gone"
@@ -381,3 +381,94 @@ def _errors(response: Any) -> str:
         return one_line(response.text[:200]) or str(response.status_code)
     errors = payload.get("errors") if isinstance(payload, Mapping) else None
     return "; ".join(one_line(str(e)) for e in errors or []) or str(response.status_code)
+
+
+# -- throttled bulk revoke, without a journal ---------------------------------------------
+REVOKE_BATCHES = Schema.of(
+    "lease_id",
+    Col("batch", "int"),
+    Col("action"),
+    Col("detail"),
+    index="lease_id",
+)
+# Answers to a revocation that are reported on its row rather than raised.
+_REVOKE_REPORTED = frozenset(range(400, 500))
+
+
+def revoke_in_batches(
+    http: HTTPLayer,
+    ids: Iterable[str],
+    *,
+    rate: float,
+    batch_size: int = 100,
+    dry_run: bool = True,
+    sync: bool = True,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> OutcomeFrame:
+    """Revoke leases in batches, at most ``rate`` leases a second on average.
+
+    ``POST /sys/leases/revoke`` each (a write: never retried nor pipelined, so
+    none is sent twice). A batch's revocations go concurrently; before the next
+    batch the call waits until the average rate is back under ``rate``, so a
+    backend (a database dropping users) is not flooded. With ``dry_run`` (the
+    default) nothing is sent. One row per lease: ``batch``, ``action``
+    (``would revoke``, ``revoked``, ``failed``), ``detail`` (the server's
+    error). A refused revocation never stops the rest; ``on_batch(done,
+    total)`` is called after each batch. Nothing is kept across runs: for
+    that, :meth:`~toolkit.secrets.leases.Leases.revocation_plan` with a journal.
+    """
+    if not rate or rate <= 0:
+        raise InputError(f"rate must be a positive number of leases a second, not {rate!r}")
+    if batch_size < 1:
+        raise InputError(f"batch_size must be at least 1, not {batch_size}")
+    todo = list(dict.fromkeys(ids))
+    if any(not i for i in todo):
+        raise InputError("an empty lease id was given")
+    batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
+    if dry_run:
+        rows = [
+            {"lease_id": lid, "batch": b, "action": "would revoke", "detail": ""}
+            for b, batch in enumerate(batches)
+            for lid in batch
+        ]
+        return build_frame(rows, REVOKE_BATCHES)
+    rows = []
+    started = time.monotonic()
+    sent = 0
+    for number, batch in enumerate(batches):
+        # Wait until sending this batch keeps the average at or under ``rate``.
+        due = started + sent / rate
+        pause = due - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        calls = [
+            Request(
+                "POST",
+                "/sys/leases/revoke",
+                json={"lease_id": lid, "sync": sync},
+                idempotent=False,
+                ok_statuses=_REVOKE_REPORTED,
+            )
+            for lid in batch
+        ]
+        for lid, response in zip(batch, http.many(calls), strict=True):
+            if response.status_code >= 400:
+                detail = f"{response.status_code}: {'; '.join(_errors_of(response))}"
+                rows.append(
+                    {"lease_id": lid, "batch": number, "action": "failed", "detail": detail}
+                )
+            else:
+                rows.append({"lease_id": lid, "batch": number, "action": "revoked", "detail": ""})
+        sent += len(batch)
+        if on_batch is not None:
+            on_batch(sent, len(todo))
+    return build_frame(rows, REVOKE_BATCHES)
+
+
+def _errors_of(response: Any) -> list[str]:
+    try:
+        payload = response.json()
+    except ValueError:
+        return [response.text[:200]]
+    errors = payload.get("errors") if isinstance(payload, Mapping) else None
+    return [one_line(str(e)) for e in errors or []] or [response.reason_phrase]

@@ -17,33 +17,29 @@ from typing import Any
 
 import pandas as pd
 
-from .._coverage import Coverage, carries_coverage
-from .._errors import InputError, PermissionDenied, TokenRefused
-from .._frames import Col, Schema, build_frame
-from .._http import Request, api_path, decode_json
-from .._records import Record
-from .._time import from_epoch, parse_duration
-from ..findings import Finding, findings_frame
-from ._base import GONE_OR_REFUSED, SecretsArea, hide, listed_keys, lookup_requests, skipped, unwrap
-from .checkpoint import DEFAULT_MAX_ROWS
+from ..._coverage import Coverage, carries_coverage
+from ..._errors import InputError, PermissionDenied, TokenRefused
+from ..._frames import Col, Schema, build_frame
+from ..._http import Request, api_path, decode_json
+from ..._records import Record
+from ..._time import parse_duration
+from ...findings import Finding, findings_frame
+from .._base import (
+    GONE_OR_REFUSED,
+    SecretsArea,
+    hide,
+    listed_keys,
+    lookup_requests,
+    skipped,
+    unwrap,
+)
+from ..checkpoint import DEFAULT_MAX_ROWS
+from ._common import TOKEN_INVENTORY, inventory_row
 from .sprawl import CHUNK as SCAN_CHUNK
 from .sprawl import TokenScan, scan_tokens, token_sprawl
 
 __all__ = ["TOKEN_INVENTORY", "TOKEN_ROLES", "Tokens", "token_findings"]
 
-TOKEN_INVENTORY = Schema.of(
-    "accessor",
-    Col("display_name"),
-    Col("policies", "object"),
-    Col("ttl", "int"),
-    Col("creation_ttl", "int"),
-    Col("issue_time", "datetime"),
-    Col("expire_time", "datetime"),
-    Col("orphan", "bool"),
-    Col("path"),
-    Col("type"),
-    index="accessor",
-)
 TOKEN_ROLES = Schema.of(
     "role",
     Col("allowed_policies", "object"),
@@ -153,7 +149,7 @@ class Tokens(SecretsArea):
             if skipped(cov, f"auth/token/lookup-accessor ({accessor})", response, self._http):
                 continue
             data = unwrap(decode_json(response, "POST"))
-            rows.append(_inventory_row(accessor, data))
+            rows.append(inventory_row(accessor, data))
         cov.note_read(len(rows))
         return cov.attach(build_frame(rows, TOKEN_INVENTORY))
 
@@ -166,9 +162,9 @@ class Tokens(SecretsArea):
         deadline: float | None = None,
     ) -> TokenScan:
         """Every token by accessor, streamed, memory bounded and resumable:
-        :func:`~toolkit.secrets.sprawl.scan_tokens` (the inventory at scale)."""
+        :func:`~toolkit.secrets.tokens.sprawl.scan_tokens` (the inventory at scale)."""
         return scan_tokens(
-            self, chunk=chunk, checkpoint=checkpoint, max_rows=max_rows, deadline=deadline
+            self._http, chunk=chunk, checkpoint=checkpoint, max_rows=max_rows, deadline=deadline
         )
 
     def token_sprawl(
@@ -178,7 +174,7 @@ class Tokens(SecretsArea):
         checkpoint: str | Path | None = None,
     ) -> pd.DataFrame:
         """Root tokens, tokens that never expire, orphans, tokens older than ``max_age``,
-        by creation path: :func:`~toolkit.secrets.sprawl.token_sprawl` of :meth:`scan`
+        by creation path: :func:`~toolkit.secrets.tokens.sprawl.token_sprawl` of :meth:`scan`
         (``frame.attrs["coverage"]`` says what could not be read)."""
         scan = self.scan(checkpoint=checkpoint)
         frame = token_sprawl(scan, max_age=max_age)
@@ -280,22 +276,3 @@ def token_findings(inventory: pd.DataFrame) -> pd.DataFrame:
                 Finding("high", "tokens", name, f"never expires (policies {', '.join(policies)})")
             )
     return findings_frame(found)
-
-
-def _inventory_row(accessor: str, data: dict[str, Any]) -> dict[str, Any]:
-    issue = data.get("issue_time")
-    if not issue and data.get("creation_time"):
-        when = from_epoch(data["creation_time"])
-        issue = when.isoformat() if when else None
-    return {
-        "accessor": data.get("accessor") or accessor,
-        "display_name": data.get("display_name"),
-        "policies": sorted(listed_keys(data.get("policies"), "policies")),
-        "ttl": data.get("ttl"),
-        "creation_ttl": data.get("creation_ttl"),
-        "issue_time": issue or None,
-        "expire_time": data.get("expire_time") or None,
-        "orphan": data.get("orphan"),
-        "path": data.get("path"),
-        "type": data.get("type"),
-    }

@@ -19,25 +19,23 @@ of policies grants; without one, only root is known to be widest.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-from .._coverage import carries_coverage
-from .._errors import InputError
-from .._frames import Col, Schema, build_frame
-from .._gc import collector_paused
-from .._http import decode_json
-from ._base import GONE, GONE_OR_REFUSED, lookup_requests, unwrap
-from .checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop
-from .walk import Unread, Walk, stream_keys
-
-if TYPE_CHECKING:
-    from .tokens import Tokens
+from ..._coverage import carries_coverage
+from ..._errors import InputError
+from ..._frames import Col, Schema, build_frame
+from ..._gc import collector_paused
+from ..._http import HTTPLayer, decode_json
+from .._base import GONE, GONE_OR_REFUSED, lookup_requests, unwrap
+from ..checkpoint import DEFAULT_MAX_ROWS, Spool, keep_scan_record, scan_loop, scan_pieces
+from ..walk import Unread, Walk, stream_keys
+from ._common import TOKEN_INVENTORY, inventory_row
 
 __all__ = [
     "TOKEN_SPRAWL",
@@ -59,7 +57,7 @@ TOKEN_SPRAWL = Schema.of(
 
 @dataclass
 class TokenScan:
-    """Every token looked up by accessor: the rows (the :meth:`Tokens.inventory`
+    """Every token looked up by accessor: the rows (the :meth:`~toolkit.secrets.tokens.Tokens.inventory`
     frame's, spooled), what could not be read, and when it was taken (server time)."""
 
     spool: Spool
@@ -75,15 +73,17 @@ class TokenScan:
         return f"<TokenScan {self.tokens:,} tokens; complete={self.walk.complete}>"
 
     def frame(self) -> pd.DataFrame:
-        from .tokens import TOKEN_INVENTORY
-
         frame = self.spool.frame(build_frame([], TOKEN_INVENTORY))
-        frame.attrs["coverage"] = self.walk.coverage("tokens.scan", ["auth/token/accessors"])
+        frame.attrs["coverage"] = self.coverage()
         return frame
+
+    def coverage(self) -> dict[str, Any]:
+        """What the scan read and could not read (a coverage record)."""
+        return self.walk.coverage("tokens.scan", ["auth/token/accessors"])
 
 
 def scan_tokens(
-    tokens: Tokens,
+    http: HTTPLayer,
     *,
     chunk: int = CHUNK,
     checkpoint: str | Path | None = None,
@@ -93,13 +93,10 @@ def scan_tokens(
     """Every token, looked up by accessor ``chunk`` at a time; see the module's text.
 
     A refused listing raises :class:`~toolkit.PermissionDenied` (it needs sudo),
-    as :meth:`Tokens.inventory` does.
+    as :meth:`~toolkit.secrets.tokens.Tokens.inventory` does.
     """
-    from .tokens import _inventory_row
-
     if chunk < 1:
         raise InputError(f"chunk must be at least 1, not {chunk}")
-    http = tokens._http
     walk = Walk()
 
     def look_up(accessors: list[str]) -> pd.DataFrame:
@@ -117,9 +114,7 @@ def scan_tokens(
                     continue
                 data = unwrap(decode_json(response, "POST"))
                 data.pop("id", None)
-                rows.append(_inventory_row(accessor, data))
-        from .tokens import TOKEN_INVENTORY
-
+                rows.append(inventory_row(accessor, data))
         return build_frame(rows, TOKEN_INVENTORY)
 
     with scan_loop(
@@ -156,12 +151,6 @@ def scan_tokens(
     return TokenScan(spool, walk, now)
 
 
-def _pieces(scan: TokenScan | pd.DataFrame, columns: list[str]) -> Iterable[pd.DataFrame]:
-    if isinstance(scan, pd.DataFrame):
-        return [scan[columns]]
-    return scan.spool.pieces(columns)
-
-
 @carries_coverage("sprawl.token_sprawl")
 def token_sprawl(
     scan: TokenScan | pd.DataFrame,
@@ -178,7 +167,7 @@ def token_sprawl(
     tally: Counter[str] = Counter()
     total = 0
     cols = ["policies", "ttl", "expire_time", "orphan", "issue_time", "path"]
-    for piece in _pieces(scan, cols):
+    for piece in scan_pieces(scan, cols):
         total += len(piece)
         tally["root"] += sum("root" in (p if p is not None else []) for p in piece["policies"])
         never = piece["expire_time"].isna() & (piece["ttl"].fillna(0) == 0)
@@ -196,19 +185,7 @@ def token_sprawl(
     ]
     frame = build_frame(rows, TOKEN_SPRAWL)
     frame.attrs["tokens"] = total
-    return _with_scan_record(frame, scan)
-
-
-def _with_scan_record(frame: pd.DataFrame, scan: TokenScan | pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with the record of the scan it counts: what the scan could not read is
-    missing from the count too (a frame's record is carried by ``carries_coverage``)."""
-    record = (
-        scan.attrs.get("coverage")
-        if isinstance(scan, pd.DataFrame)
-        else scan.walk.coverage("tokens.scan", ["auth/token/accessors"])
-    )
-    if record is not None:
-        frame.attrs["coverage"] = record
+    keep_scan_record(frame, scan)
     return frame
 
 
@@ -216,12 +193,13 @@ def _with_scan_record(frame: pd.DataFrame, scan: TokenScan | pd.DataFrame) -> pd
 def policies_carried(scan: TokenScan | pd.DataFrame) -> pd.DataFrame:
     """Tokens carrying each policy: index ``policy``, column ``tokens``, most first."""
     tally: Counter[str] = Counter()
-    for piece in _pieces(scan, ["policies"]):
+    for piece in scan_pieces(scan, ["policies"]):
         for policies in piece["policies"]:
             tally.update(list(policies) if policies is not None else [])
     rows = [{"policy": p, "tokens": n} for p, n in tally.most_common()]
     frame = build_frame(rows, Schema.of("policy", Col("tokens", "int"), index="policy"))
-    return _with_scan_record(frame, scan)
+    keep_scan_record(frame, scan)
+    return frame
 
 
 @carries_coverage("sprawl.widest_access")
@@ -241,7 +219,7 @@ def widest_access(
     (``breadth`` empty): nothing is claimed that was not evaluated.
     """
     sets: Counter[tuple[str, ...]] = Counter()
-    for piece in _pieces(scan, ["policies"]):
+    for piece in scan_pieces(scan, ["policies"]):
         sets.update(tuple(sorted(p)) if p is not None else () for p in piece["policies"])
     rows: list[dict[str, Any]] = []
     for policies, count in sets.items():
@@ -254,4 +232,6 @@ def widest_access(
     schema = Schema.of(Col("policies"), Col("tokens", "int"), Col("breadth", "float"))
     frame = build_frame(rows, schema)
     frame = frame.sort_values(["breadth", "tokens"], ascending=False, na_position="last")
-    return _with_scan_record(frame.head(n).reset_index(drop=True), scan)
+    frame = frame.head(n).reset_index(drop=True)
+    keep_scan_record(frame, scan)
+    return frame

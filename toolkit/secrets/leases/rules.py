@@ -14,10 +14,10 @@ from typing import Any
 
 import pandas as pd
 
-from .._coverage import carries_coverage
-from .._errors import InputError
-from .._frames import Col, Schema, build_frame
-from ..findings import Finding, findings_frame
+from ..._coverage import carries_coverage
+from ..._errors import InputError
+from ..._frames import Col, Schema, build_frame
+from ...findings import Finding, findings_frame
 
 __all__ = [
     "EXPIRING",
@@ -68,7 +68,7 @@ EXPIRING = "expiring soon"
 
 @carries_coverage("lease_rules.lease_summary")
 def lease_summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per mount of a :meth:`Leases.leases_by_mount` frame: ``count``, leases expiring
+    """Per mount of a :meth:`~toolkit.secrets.leases.Leases.leases_by_mount` frame: ``count``, leases expiring
     within 1 hour and 24 hours (by ``ttl``), ``min_ttl`` and ``median_ttl``."""
     rows = []
     for mount, group in frame.groupby("mount", sort=True, observed=True):
@@ -88,7 +88,7 @@ def lease_summary(frame: pd.DataFrame) -> pd.DataFrame:
 
 @carries_coverage("lease_rules.counts_by_mount")
 def counts_by_mount(counts: pd.DataFrame) -> pd.DataFrame:
-    """Per mount of a :func:`count_leases` frame: ``kind``, ``count``, ``roles`` (how many);
+    """Per mount of a :func:`~toolkit.secrets.leases.count_leases` frame: ``kind``, ``count``, ``roles`` (how many);
     index ``mount``, most leases first."""
     rows = [
         {
@@ -105,7 +105,7 @@ def counts_by_mount(counts: pd.DataFrame) -> pd.DataFrame:
 
 @carries_coverage("lease_rules.top_roles")
 def top_roles(counts: pd.DataFrame, n: int = 10) -> pd.DataFrame:
-    """The ``n`` engine roles holding the most leases, from a :func:`count_leases` frame."""
+    """The ``n`` engine roles holding the most leases, from a :func:`~toolkit.secrets.leases.count_leases` frame."""
     if n < 1:
         raise InputError(f"n must be at least 1, not {n}")
     roles = counts[(counts["kind"] == "secret") & (counts["role"].fillna("") != "")]
@@ -138,7 +138,7 @@ def lease_count_findings(counts: pd.DataFrame, *, threshold: int = 1000) -> pd.D
 def expiry_states(
     leases: pd.DataFrame, *, now: datetime | None = None, within: int | timedelta = 3600
 ) -> pd.DataFrame:
-    """The leases of a :meth:`Leases.leases_by_mount` frame that need a look, in two kinds
+    """The leases of a :meth:`~toolkit.secrets.leases.Leases.leases_by_mount` frame that need a look, in two kinds
     kept apart.
 
     - ``past due``: the expiry time has passed and the server still holds the
