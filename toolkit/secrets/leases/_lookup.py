@@ -85,7 +85,7 @@ def list_lease_ids(http: HTTPLayer, prefix: str = "", *, walk: Walk | None = Non
     :func:`~toolkit.secrets.walk.walk_tree`: the folders of each level listed
     concurrently. What could not be read is recorded in ``walk`` when one is
     given; without one, a walk that could not read everything raises
-    :class:`~toolkit.IncompleteAudit` naming what it missed (a list of names has
+    :class:`~toolkit.PartialCoverage` naming what it missed (a list of names has
     no room to say it is partial).
     """
     seen = walk if walk is not None else Walk()
