@@ -73,8 +73,8 @@ def agreement(bao: Any, sets: int, rng: random.Random) -> tuple[int, int]:
 
 
 def access(args: argparse.Namespace, goals: list[Any]) -> None:
+    from benchmarks._common import Goal
     from benchmarks.raw import AioHTTP
-    from benchmarks.run import Goal
     from tests.servers.openbao import OpenBao
     from toolkit._http import Request
     from toolkit._spec.acl import _rules_of_text

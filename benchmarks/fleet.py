@@ -101,7 +101,7 @@ def _targets(sandboxes: list[str], bao: Any, slow: str) -> tuple[str, dict[str, 
 
 
 def fleet(args: argparse.Namespace, goals: list[Any]) -> None:
-    from benchmarks.run import Goal
+    from benchmarks._common import Goal
     from tests.servers.openbao import OpenBao
     from toolkit.fleet import Target, parse_targets, run_fleet
 

@@ -144,7 +144,7 @@ def least_privilege(args: Any, goals: list[Any]) -> None:
     import subprocess
     import tempfile
 
-    from benchmarks.run import PYTHON, ROOT, Goal
+    from benchmarks._common import PYTHON, ROOT, Goal
 
     reduced = getattr(args, "quick", False) or getattr(args, "report_only", False)
     lines = 400_000 if reduced else 4_000_000

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from benchmarks.run import Goal
+    from benchmarks._common import Goal
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -49,8 +49,8 @@ def _peak_mb() -> float:
 
 
 def _aiohttp_leases(address: str, token: str) -> int:
+    from benchmarks._common import walk_then_lookup
     from benchmarks.raw import AioHTTP
-    from benchmarks.run import walk_then_lookup
 
     aio = AioHTTP(address, {"X-Vault-Token": token}, n=16, gone=frozenset({400}))
     return sum(answer is not None for answer in walk_then_lookup(aio.run))
@@ -127,13 +127,13 @@ def _run(server: dict[str, Any], what: str, *extra: str) -> dict[str, Any]:
 
 
 def _server(scale: str) -> Any:
-    from benchmarks.run import sandbox_process
+    from benchmarks._common import sandbox_process
 
     return sandbox_process(0, demo_scale=scale)
 
 
 def scale_leases(args: argparse.Namespace, goals: list[Goal]) -> None:
-    from benchmarks.run import Goal
+    from benchmarks._common import Goal
 
     count = args.scale_leases
     started = time.perf_counter()
@@ -190,7 +190,7 @@ def scale_leases(args: argparse.Namespace, goals: list[Goal]) -> None:
 
 
 def scale_tokens(args: argparse.Namespace, goals: list[Goal]) -> None:
-    from benchmarks.run import Goal
+    from benchmarks._common import Goal
 
     count = args.scale_tokens
     with _server(f"tokens={count}") as server:
@@ -212,7 +212,7 @@ def scale_tokens(args: argparse.Namespace, goals: list[Goal]) -> None:
 
 
 def scale_certificates(args: argparse.Namespace, goals: list[Goal]) -> None:
-    from benchmarks.run import Goal
+    from benchmarks._common import Goal
 
     count = args.scale_certificates
     started = time.perf_counter()

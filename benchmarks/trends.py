@@ -36,7 +36,7 @@ def _reduced(args: argparse.Namespace) -> bool:
 
 # -- audit log --------------------------------------------------------------------------------
 def audit_log(args: argparse.Namespace, goals: list[Any]) -> None:
-    from benchmarks.run import Goal
+    from benchmarks._common import Goal
 
     lines = 400_000 if _reduced(args) else 4_000_000
     # A tenth of the log, read in the same rounds: whether the full size costs more a
@@ -129,7 +129,7 @@ def _frames(target: int, day: int) -> dict[str, Any]:
 
 
 def history(args: argparse.Namespace, goals: list[Any]) -> None:
-    from benchmarks.run import Goal
+    from benchmarks._common import Goal
     from toolkit import history as store
     from toolkit import report
 
@@ -189,7 +189,7 @@ def history(args: argparse.Namespace, goals: list[Any]) -> None:
 
 # -- sql ------------------------------------------------------------------------------------------
 def sql(args: argparse.Namespace, goals: list[Any]) -> None:
-    from benchmarks.run import Goal, sandbox_process
+    from benchmarks._common import Goal, sandbox_process
     from toolkit import SecretsClient
     from toolkit.catalog import Catalog
 
