@@ -73,7 +73,7 @@ KEPT = {
 }
 # Record types written out whole (every field is data, read by whoever reads the record).
 RECORDS = {
-    "toolkit/report.py": "the evidence header: every field is written into each file",
+    "toolkit/_provenance.py": "the evidence header: every field is written into each file",
     "toolkit/platform/team_access.py": "the custom permissions a caller may pass, as the spec names them",
     "toolkit/sandbox/platform/team_access.py": "the custom permissions as the spec names them",
     "toolkit/sandbox/secrets/engines/pki/roles.py": "a certificate role's settings, read back whole",
