@@ -56,11 +56,11 @@ KEPT = {
     ("toolkit/catalog.py", "_team_access"): "a table's loader, found by getattr(self, f'_{name}')",
     ("toolkit/sandbox/lab.py", "signum"): "signal.signal's handler signature passes it",
     (
-        "toolkit/auditlog.py",
+        "toolkit/auditlog/log.py",
         "usage_frame",
     ): "public: the one-pass summary every other audit-log frame reads from",
     (
-        "toolkit/auditlog.py",
+        "toolkit/auditlog/log.py",
         "entries_frame",
     ): "public: every entry, for the operator's own SQL condition",
     ("toolkit/least_privilege/_generate.py", "_repr_markdown_"): "IPython shows a policy with it",
