@@ -21,6 +21,8 @@ import random
 import time
 from typing import Any
 
+from benchmarks._common import Goal
+
 SEGMENTS = ["app", "db", "kv", "sys", "team-1", "x"]
 CAPS = ["create", "read", "update", "patch", "delete", "list", "sudo", "deny"]
 
@@ -73,7 +75,6 @@ def agreement(bao: Any, sets: int, rng: random.Random) -> tuple[int, int]:
 
 
 def access(args: argparse.Namespace, goals: list[Any]) -> None:
-    from benchmarks._common import Goal
     from benchmarks.raw import AioHTTP
     from tests.servers.openbao import OpenBao
     from toolkit._http import Request
