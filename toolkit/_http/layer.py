@@ -64,6 +64,19 @@ def _reveal(value: Any) -> Any:
     raise TypeError(f"cannot encode {type(value).__name__} as JSON")
 
 
+class _TransportLimit:
+    """A size limit the layer's transport keeps (shared with views), checked when set."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, layer: Any, owner: type | None = None) -> Any:
+        return self if layer is None else int(getattr(layer._engine, self.name))
+
+    def __set__(self, layer: Any, size: int) -> None:
+        setattr(layer._engine, self.name, _size(self.name, size))
+
+
 class HTTPLayer:
     """A configured connection to one service.
 
@@ -176,23 +189,10 @@ class HTTPLayer:
             return "<HTTPLayer (not built)>"
         return f"<HTTPLayer {self.address}{self.api_prefix}>"
 
-    @property
-    def max_body(self) -> int:
-        """The largest body taken as it arrives, in bytes (shared with views)."""
-        return self._engine.max_body
-
-    @max_body.setter
-    def max_body(self, size: int) -> None:
-        self._engine.max_body = _size("max_body", size)
-
-    @property
-    def max_decompressed(self) -> int:
-        """The largest body taken once decoded (gzip, deflate), in bytes (shared with views)."""
-        return self._engine.max_decompressed
-
-    @max_decompressed.setter
-    def max_decompressed(self, size: int) -> None:
-        self._engine.max_decompressed = _size("max_decompressed", size)
+    # The largest body taken as it arrives, and once decoded (gzip, deflate), in bytes:
+    # kept by the transport, so shared with views.
+    max_body = _TransportLimit()
+    max_decompressed = _TransportLimit()
 
     @property
     def headers(self) -> Headers:
