@@ -21,6 +21,8 @@ import random
 import time
 from typing import Any
 
+from benchmarks._common import Goal
+
 SEGMENTS = ["app", "db", "kv", "sys", "team-1", "x"]
 CAPS = ["create", "read", "update", "patch", "delete", "list", "sudo", "deny"]
 
@@ -74,7 +76,6 @@ def agreement(bao: Any, sets: int, rng: random.Random) -> tuple[int, int]:
 
 def access(args: argparse.Namespace, goals: list[Any]) -> None:
     from benchmarks.raw import AioHTTP
-    from benchmarks.run import Goal
     from tests.servers.openbao import OpenBao
     from toolkit._http import Request
     from toolkit._spec.acl import _rules_of_text

@@ -24,6 +24,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from benchmarks._common import Goal
+
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "tests" / "fleet" / "probe.ipynb"
 TOKEN = "bench-fleet-token"
@@ -101,7 +103,6 @@ def _targets(sandboxes: list[str], bao: Any, slow: str) -> tuple[str, dict[str, 
 
 
 def fleet(args: argparse.Namespace, goals: list[Any]) -> None:
-    from benchmarks.run import Goal
     from tests.servers.openbao import OpenBao
     from toolkit.fleet import Target, parse_targets, run_fleet
 

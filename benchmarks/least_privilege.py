@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks._common import PYTHON, ROOT, Goal
+
 PRINCIPALS = 10_000
 POLICIES = 10_000
 HEAVY = 100_000
@@ -143,8 +145,6 @@ def least_privilege(args: Any, goals: list[Any]) -> None:
     import os
     import subprocess
     import tempfile
-
-    from benchmarks.run import PYTHON, ROOT, Goal
 
     reduced = getattr(args, "quick", False) or getattr(args, "report_only", False)
     lines = 400_000 if reduced else 4_000_000

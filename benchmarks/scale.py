@@ -32,13 +32,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from benchmarks.run import Goal
+from benchmarks._common import PYTHON, ROOT, Goal, sandbox_process, walk_then_lookup
 
-ROOT = Path(__file__).resolve().parent.parent
-PYTHON = sys.executable
 GB = 1024.0
 
 
@@ -50,7 +47,6 @@ def _peak_mb() -> float:
 
 def _aiohttp_leases(address: str, token: str) -> int:
     from benchmarks.raw import AioHTTP
-    from benchmarks.run import walk_then_lookup
 
     aio = AioHTTP(address, {"X-Vault-Token": token}, n=16, gone=frozenset({400}))
     return sum(answer is not None for answer in walk_then_lookup(aio.run))
@@ -127,14 +123,10 @@ def _run(server: dict[str, Any], what: str, *extra: str) -> dict[str, Any]:
 
 
 def _server(scale: str) -> Any:
-    from benchmarks.run import sandbox_process
-
     return sandbox_process(0, demo_scale=scale)
 
 
 def scale_leases(args: argparse.Namespace, goals: list[Goal]) -> None:
-    from benchmarks.run import Goal
-
     count = args.scale_leases
     started = time.perf_counter()
     with _server(f"leases={count}") as server:
@@ -190,8 +182,6 @@ def scale_leases(args: argparse.Namespace, goals: list[Goal]) -> None:
 
 
 def scale_tokens(args: argparse.Namespace, goals: list[Goal]) -> None:
-    from benchmarks.run import Goal
-
     count = args.scale_tokens
     with _server(f"tokens={count}") as server:
         tk = _run(server, "token-scan")
@@ -212,8 +202,6 @@ def scale_tokens(args: argparse.Namespace, goals: list[Goal]) -> None:
 
 
 def scale_certificates(args: argparse.Namespace, goals: list[Goal]) -> None:
-    from benchmarks.run import Goal
-
     count = args.scale_certificates
     started = time.perf_counter()
     with _server(f"certificates={count}") as server:

@@ -19,15 +19,13 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-PYTHON = sys.executable
+from benchmarks._common import PYTHON, ROOT, Goal, sandbox_process
 
 
 def _reduced(args: argparse.Namespace) -> bool:
@@ -36,8 +34,6 @@ def _reduced(args: argparse.Namespace) -> bool:
 
 # -- audit log --------------------------------------------------------------------------------
 def audit_log(args: argparse.Namespace, goals: list[Any]) -> None:
-    from benchmarks.run import Goal
-
     lines = 400_000 if _reduced(args) else 4_000_000
     # A tenth of the log, read in the same rounds: whether the full size costs more a
     # line than a small log does, whatever the other engineers' load is at the time.
@@ -129,7 +125,6 @@ def _frames(target: int, day: int) -> dict[str, Any]:
 
 
 def history(args: argparse.Namespace, goals: list[Any]) -> None:
-    from benchmarks.run import Goal
     from toolkit import history as store
     from toolkit import report
 
@@ -189,7 +184,6 @@ def history(args: argparse.Namespace, goals: list[Any]) -> None:
 
 # -- sql ------------------------------------------------------------------------------------------
 def sql(args: argparse.Namespace, goals: list[Any]) -> None:
-    from benchmarks.run import Goal, sandbox_process
     from toolkit import SecretsClient
     from toolkit.sql_tables import SQLTables
 

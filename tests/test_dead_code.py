@@ -65,11 +65,11 @@ KEPT = {
     ): "a table's loader, found by getattr(self, f'_{name}')",
     ("toolkit/sandbox/lab.py", "signum"): "signal.signal's handler signature passes it",
     (
-        "toolkit/auditlog.py",
+        "toolkit/auditlog/log.py",
         "usage_frame",
     ): "public: the one-pass summary every other audit-log frame reads from",
     (
-        "toolkit/auditlog.py",
+        "toolkit/auditlog/log.py",
         "entries_frame",
     ): "public: every entry, for the operator's own SQL condition",
     ("toolkit/least_privilege/_generate.py", "_repr_markdown_"): "IPython shows a policy with it",
@@ -82,7 +82,7 @@ KEPT = {
 }
 # Record types written out whole (every field is data, read by whoever reads the record).
 RECORDS = {
-    "toolkit/report.py": "the evidence header: every field is written into each file",
+    "toolkit/_provenance.py": "the evidence header: every field is written into each file",
     "toolkit/platform/team_access.py": "the custom permissions a caller may pass, as the spec names them",
     "toolkit/sandbox/platform/team_access.py": "the custom permissions as the spec names them",
     "toolkit/sandbox/secrets/engines/pki/roles.py": "a certificate role's settings, read back whole",

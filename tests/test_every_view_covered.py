@@ -106,8 +106,8 @@ def test_the_views_are_found_in_every_kind_of_home() -> None:
         "toolkit.platform.agent_pools.AgentPools.all_agents",
         "toolkit.secrets.tokens.sprawl.widest_access",
         "toolkit.secrets.leases.radar.ttl_buckets",
-        "toolkit.auditlog.AuditLog.principals_frame",
-        "toolkit.auditlog.unused_frame",
+        "toolkit.auditlog.log.AuditLog.principals_frame",
+        "toolkit.auditlog.unused.unused_frame",
     ):
         assert expected in VIEWS, expected
     # A plan and a removal read nothing, and say so in their annotation.

@@ -52,7 +52,6 @@ from .extras import module_dir
 from .platform import PlatformClient
 
 if TYPE_CHECKING:
-    from .display import scrolling as scrolling
     from .secrets import SecretsClient
     from .secrets.leases import lease_summary as lease_summary
 

@@ -8,7 +8,8 @@ records (column lists, then one Series each).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import json
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from ._errors import DecodeError
-from ._masking import HIDDEN, Sensitive
+from ._masking import HIDDEN, Sensitive, plain
 from ._time import NotATime, parse_time
 
 __all__ = [
@@ -25,6 +26,9 @@ __all__ = [
     "build_frame",
     "frame_from_columns",
     "from_sql",
+    "keeps_index",
+    "parquet_ready",
+    "safe_frame",
     "scope_part",
     "stack_scopes",
     "DTYPES",
@@ -210,4 +214,41 @@ def from_sql(frame: pd.DataFrame) -> pd.DataFrame:
             frame[column] = series.dt.tz_convert("UTC")
         elif series.dtype == object:
             frame[column] = series.astype("string")
+    return frame
+
+
+def safe_frame(original: pd.DataFrame) -> pd.DataFrame:
+    """A copy in which no cell holds a :class:`~._masking.Sensitive` (each becomes
+    ``<hidden>``), and whose ``attrs`` are plain JSON values (Parquet stores them as JSON)."""
+    attrs: dict[Hashable, Any] = {str(k): plain(v) for k, v in original.attrs.items()}
+    kept = original.attrs
+    # pandas deep-copies attrs into every copy, and a Sensitive refuses to be copied.
+    original.attrs = {}
+    try:
+        frame = original.copy()
+    finally:
+        original.attrs = kept
+    frame.attrs = attrs
+    for column in frame.columns:
+        series = frame[column]
+        if series.dtype == object and series.map(lambda v: isinstance(v, Sensitive)).any():
+            frame[column] = series.map(lambda v: HIDDEN if isinstance(v, Sensitive) else v)
+    return frame
+
+
+def keeps_index(frame: pd.DataFrame) -> bool:
+    """Whether a frame's index is worth filing: a named index is the record id, a range
+    index carries nothing."""
+    return frame.index.name is not None or isinstance(frame.index, pd.MultiIndex)
+
+
+def parquet_ready(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy Parquet can store: it needs one type a column, so object columns of mixed
+    values become text (JSON for anything but text and missing values)."""
+    frame = frame.copy()
+    for column in frame.columns:
+        if frame[column].dtype == object:
+            frame[column] = frame[column].map(
+                lambda v: v if v is None or isinstance(v, str) else json.dumps(plain(v))
+            )
     return frame

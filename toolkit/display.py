@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ._card import format_duration
+from ._frames import safe_frame
 from ._progress import use_progress
 
 __all__ = [
@@ -180,10 +181,8 @@ class InteractiveFrame:
 
         from itables import javascript as itables_js
 
-        from .report import _safe_frame
-
         total = len(self.frame)
-        shown = _safe_frame(self.frame.head(rows) if rows < total else self.frame)
+        shown = safe_frame(self.frame.head(rows) if rows < total else self.frame)
         shown.attrs = {}
         for column in shown.columns:
             if shown[column].dtype == object or pd.api.types.is_string_dtype(shown[column]):

@@ -41,6 +41,8 @@ import pandas as pd
 from ._coverage import StoredFrame
 from ._durable import Lock, replace_atomic
 from ._errors import InputError
+from ._frames import keeps_index, parquet_ready, safe_frame
+from ._provenance import Header
 from .extras import require
 
 require("sql", "The history store", "duckdb")
@@ -48,7 +50,6 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-    from .report import Header
 
 __all__ = [
     "AUDITS",
@@ -195,12 +196,10 @@ def _with_audit_columns(
 
 
 def _frame_table(frame: pd.DataFrame) -> pa.Table:
-    from .report import _keeps_index, _parquet_ready, _safe_frame
-
     pa, _ = _arrow()
-    safe = _parquet_ready(_safe_frame(frame))
+    safe = parquet_ready(safe_frame(frame))
     index: list[str] = []
-    if _keeps_index(safe):
+    if keeps_index(safe):
         before = set(safe.columns)
         safe = safe.reset_index()
         index = [str(c) for c in safe.columns if c not in before]

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ._coverage import PlanFrame
 from ._errors import InputError
-from .report import clean_parameters
+from ._masking import clean_parameters
 
 __all__ = ["PLAN_COLUMNS", "Write", "plan", "refuse_live"]
 

@@ -31,78 +31,33 @@ import io
 import json
 import os
 import re
-from collections.abc import Hashable, Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ._errors import InputError
-from ._masking import HIDDEN, Sensitive
+from ._frames import keeps_index, parquet_ready, safe_frame
+from ._masking import LEFT_OUT, clean_parameters, plain
+from ._provenance import Header
+from ._version import __version__
 
-__all__ = ["FORMATS", "Header", "LEFT_OUT", "MANIFEST", "header_of", "save", "stamp", "verify"]
+__all__ = [
+    "FORMATS",
+    "Header",
+    "LEFT_OUT",
+    "MANIFEST",
+    "clean_parameters",
+    "header_of",
+    "save",
+    "stamp",
+    "verify",
+]
 
 FORMATS = ("html", "xlsx", "csv", "parquet")
-LEFT_OUT = "<left out>"
-# Parameter names whose values are secrets; `*_env` names a variable, not a value.
-_SECRET_NAME = re.compile(r"token|password|passwd|secret|share|private|credential|key$", re.I)
 # A frame name becomes part of a file name and a sheet name (31 characters at most).
 _FRAME_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,30}$")
-
-
-@dataclass(frozen=True)
-class Header:
-    """Where a piece of evidence came from. Holds no secret."""
-
-    server: str
-    server_version: str | None = None
-    cluster: str | None = None
-    namespace: str | None = None
-    token_accessor: str | None = None
-    token_display_name: str | None = None
-    generated_at: datetime = field(default_factory=lambda: datetime.now(UTC))
-    toolkit_version: str = ""
-    runbook: str | None = None
-    parameters: Mapping[str, Any] = field(default_factory=dict)
-    # Provenance (issue 23): who, where, which runbook, when, and what it could see.
-    token_entity: str | None = None
-    token_owner: str | None = None
-    os_user: str | None = None
-    host: str | None = None
-    runbook_sha256: str | None = None
-    fleet_target: str | None = None
-    token_source: str | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    coverage: Mapping[str, Any] | None = None
-    # The server's own time (its ``Date`` header) when the evidence was gathered.
-    server_time: datetime | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain values only (the times as ISO 8601 UTC), ready for JSON."""
-        data = asdict(self)
-        for key in ("generated_at", "started_at", "finished_at", "server_time"):
-            when = getattr(self, key)
-            data[key] = when and when.astimezone(UTC).isoformat(timespec="seconds")
-        data["parameters"] = {k: _plain(v) for k, v in self.parameters.items()}
-        data["coverage"] = _plain(self.coverage) if self.coverage is not None else None
-        return data
-
-    def rows(self) -> list[tuple[str, str]]:
-        """(label, text) pairs, the order an auditor reads them in."""
-        data = self.as_dict()
-        params = data.pop("parameters")
-        rows = [
-            (
-                k.replace("_", " "),
-                "" if v is None else json.dumps(v) if isinstance(v, dict) else str(v),
-            )
-            for k, v in data.items()
-        ]
-        rows += [(f"parameter {k}", json.dumps(v)) for k, v in params.items()]
-        return rows
 
 
 def header_of(
@@ -125,8 +80,6 @@ def header_of(
     runbook's hash, the fleet target, start and end, coverage: see
     :meth:`toolkit.runbook.Run.provenance`).
     """
-    from . import __version__
-
     facts: dict[str, Any] = {}
     if hasattr(client, "seal") and hasattr(client, "tokens"):
         facts["namespace"] = getattr(client, "namespace", None) or None
@@ -185,22 +138,6 @@ def _platform_facts(client: Any) -> dict[str, Any]:
     }
 
 
-def clean_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
-    """The parameters with every secret value replaced by ``<left out>``.
-
-    A value is secret when it is :class:`Sensitive` or when its name says it is
-    (``token``, ``password``, ``share``, ...); ``token_env`` names a variable and
-    stays.
-    """
-    cleaned: dict[str, Any] = {}
-    for name, value in parameters.items():
-        secret = isinstance(value, Sensitive) or (
-            _SECRET_NAME.search(name) is not None and not name.endswith("_env")
-        )
-        cleaned[name] = LEFT_OUT if secret else _plain(value)
-    return cleaned
-
-
 def stamp(frame: pd.DataFrame, header: Header) -> pd.DataFrame:
     """``frame`` with the header in ``attrs["evidence"]`` (the frame itself, changed)."""
     frame.attrs["evidence"] = header.as_dict()
@@ -241,7 +178,7 @@ def save(
     existing = [p for p in targets if os.path.lexists(p)]
     if existing:
         raise InputError(f"{existing[0]} exists already: file each run into its own folder")
-    safe = {k: stamp(_safe_frame(v), header) for k, v in frames.items()}
+    safe = {k: stamp(safe_frame(v), header) for k, v in frames.items()}
     rendered: dict[str, bytes] = {}
     if "html" in wanted:
         rendered[f"{name}.html"] = _html_bytes(safe, header)
@@ -250,14 +187,14 @@ def save(
     if "csv" in wanted:
         rendered[f"{name}.header.json"] = (json.dumps(header.as_dict(), indent=2) + "\n").encode()
         for label, frame in safe.items():
-            text = frame.to_csv(index=_keeps_index(frame))
+            text = frame.to_csv(index=keeps_index(frame))
             rendered[f"{name}-{label}.csv"] = text.encode("utf-8")
     if "parquet" in wanted:
         for label, frame in safe.items():
-            ready = _parquet_ready(frame)
+            ready = parquet_ready(frame)
             ready.attrs["evidence_frame"] = label  # a fleet's history reads it back
             buffer = io.BytesIO()
-            ready.to_parquet(buffer, index=_keeps_index(frame))
+            ready.to_parquet(buffer, index=keeps_index(frame))
             rendered[f"{name}-{label}.parquet"] = buffer.getvalue()
     rendered[MANIFEST] = _manifest(rendered)
     with _evidence_folder(out) as folder_fd:
@@ -369,55 +306,6 @@ def _targets(out: Path, name: str, labels: list[str], formats: tuple[str, ...]) 
     return paths
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, Sensitive):
-        return LEFT_OUT
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_plain(v) for v in value]
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value)
-
-
-def _safe_frame(original: pd.DataFrame) -> pd.DataFrame:
-    """A copy in which no cell holds a :class:`Sensitive` (each becomes ``<hidden>``), and
-    whose ``attrs`` are plain JSON values (Parquet stores them as JSON)."""
-    attrs: dict[Hashable, Any] = {str(k): _plain(v) for k, v in original.attrs.items()}
-    kept = original.attrs
-    # pandas deep-copies attrs into every copy, and a Sensitive refuses to be copied.
-    original.attrs = {}
-    try:
-        frame = original.copy()
-    finally:
-        original.attrs = kept
-    frame.attrs = attrs
-    for column in frame.columns:
-        series = frame[column]
-        if series.dtype == object and series.map(lambda v: isinstance(v, Sensitive)).any():
-            frame[column] = series.map(lambda v: HIDDEN if isinstance(v, Sensitive) else v)
-    return frame
-
-
-def _keeps_index(frame: pd.DataFrame) -> bool:
-    # A named index is the record id; a range index carries nothing.
-    return frame.index.name is not None or isinstance(frame.index, pd.MultiIndex)
-
-
-def _parquet_ready(frame: pd.DataFrame) -> pd.DataFrame:
-    # Parquet needs one type a column: object columns of mixed values become text.
-    frame = frame.copy()
-    for column in frame.columns:
-        if frame[column].dtype == object:
-            frame[column] = frame[column].map(
-                lambda v: v if v is None or isinstance(v, str) else json.dumps(_plain(v))
-            )
-    return frame
-
-
 def _utc_naive(frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame.copy()
     for column in frame.columns:
@@ -428,7 +316,7 @@ def _utc_naive(frame: pd.DataFrame) -> pd.DataFrame:
                 lambda v: (
                     v
                     if v is None or isinstance(v, str | int | float | bool)
-                    else json.dumps(_plain(v))
+                    else json.dumps(plain(v))
                 )
             )
     if isinstance(frame.index, pd.DatetimeIndex) and frame.index.tz is not None:
@@ -447,7 +335,7 @@ def _xlsx_bytes(frames: Mapping[str, pd.DataFrame], header: Header) -> bytes:
             writer, sheet_name="header", index=False
         )
         for label, frame in frames.items():
-            _utc_naive(frame).to_excel(writer, sheet_name=label, index=_keeps_index(frame))
+            _utc_naive(frame).to_excel(writer, sheet_name=label, index=keeps_index(frame))
     return buffer.getvalue()
 
 

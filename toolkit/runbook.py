@@ -41,8 +41,12 @@ from typing import Any
 
 import pandas as pd
 
+from . import report
+from ._card import format_duration
 from ._coverage import Coverage, CoverageReport, coverage, coverage_of
 from ._errors import InputError, PartialCoverage
+from ._masking import secret_name
+from .fleet._kernel import ENV_FLEET_TARGET, ENV_FLEET_TOKEN_SOURCE, ENV_RUNBOOK_SHA256, summary
 
 __all__ = [
     "Run",
@@ -56,11 +60,6 @@ TARGETS = ("sandbox", "live")
 # What papermill puts first in the cell it injects after the parameters cell.
 _INJECTED = "# Parameters"
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Set by the fleet runner in the kernel's environment: the target's name, where its
-# token came from, and the runbook's hash as given to the runner.
-ENV_FLEET_TARGET = "TOOLKIT_FLEET_TARGET"
-ENV_FLEET_TOKEN_SOURCE = "TOOLKIT_FLEET_TOKEN_SOURCE"
-ENV_RUNBOOK_SHA256 = "TOOLKIT_RUNBOOK_SHA256"
 
 
 def declared_parameters(source: str) -> dict[str, Any]:
@@ -214,7 +213,7 @@ def check_parameters(
     for key, default in declared.items():
         value = values[key]
         if not _same_kind(default, value):
-            shown = "a value" if _secret_name(key) else repr(value)
+            shown = "a value" if secret_name(key) else repr(value)
             raise InputError(
                 f"the parameter {key} must be {_kind_name(default)}, not {shown} "
                 f"({type(value).__name__})"
@@ -253,12 +252,6 @@ def check_parameters(
         allow_incomplete=allow,
         sha256=_runbook_sha256(path),
     )
-
-
-def _secret_name(key: str) -> bool:
-    from .report import _SECRET_NAME
-
-    return _SECRET_NAME.search(key) is not None and not key.endswith("_env")
 
 
 @dataclass
@@ -409,8 +402,6 @@ class Run:
         """File ``frames`` and the coverage frame into ``evidence_dir`` with the run's
         provenance and a ``MANIFEST.json``; prints what was filed. Nothing when
         ``evidence_dir`` is None."""
-        from . import report
-
         folder = self.parameters.get("evidence_dir")
         if folder is None:
             print("Not filed: evidence_dir is None.")
@@ -453,8 +444,6 @@ class Run:
     def summary(self, **numbers: Any) -> None:
         """The runbook's key numbers (:func:`toolkit.fleet.summary`), with ``coverage``:
         the run's verdict, so a fleet run reports an incomplete one as incomplete."""
-        from .fleet.execute import summary
-
         summary(**numbers, coverage=self.verdict)
 
 
@@ -477,6 +466,4 @@ def human_duration(value: timedelta | pd.Timedelta | float | None) -> str:
     ``3d 4h``, ``25m``, ``45s`` (``0s``; ``-2m`` when negative; ``""`` when missing),
     never ``0 days 06:11:43.508485``. The same as the connection card and long
     frames show (:func:`toolkit._card.format_duration`)."""
-    from ._card import format_duration
-
     return format_duration(value)

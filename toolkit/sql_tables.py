@@ -196,7 +196,7 @@ class SQLTables:
     def _load(self, name: str) -> None:
         import time
 
-        from .report import _safe_frame
+        from ._frames import safe_frame as _safe_frame
 
         started = time.monotonic()
         before = len(self._gaps)

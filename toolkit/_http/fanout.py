@@ -19,16 +19,36 @@ import heapq
 import math
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 from .._errors import TimeoutError, ToolkitError
+from .._progress import fan_out_bar
 from .policy import SLOW_DOWN, Failure
 from .response import Response
+from .transport import Transport
 
-__all__ = ["OrderedResponses", "Request", "RequestFanOut", "ThreadedMap"]
+__all__ = [
+    "OrderedResponses",
+    "Request",
+    "RequestFanOut",
+    "ThreadedMap",
+    "call_label",
+    "map_calls",
+    "mark_worker",
+    "paths_label",
+    "send_many",
+    "worker_layer",
+]
+
+
+# A reader of a fan-out is woken once the answers waiting for it hold this much
+# body, whole batch or not: a page of 100 agents (39 kB) is reading enough for one
+# wake-up, where a lease lookup (half a kilobyte) is not.
+WAKE_BYTES = 32 * 1024
 
 
 class Request(NamedTuple):
@@ -412,3 +432,129 @@ class ThreadedMap(Iterator[Any]):
         left = self.ends_at - time.monotonic()
         if left > 0:
             futures.wait(self.jobs, timeout=min(left, threading.TIMEOUT_MAX))
+
+
+def paths_label(requests: list[Request]) -> str:
+    """What a fan-out reads, for its bar: the path segments its requests share."""
+    shared = requests[0].path.strip("/").split("/")
+    for r in requests[1:]:
+        parts = r.path.strip("/").split("/")
+        n = 0
+        while n < min(len(shared), len(parts)) and shared[n] == parts[n]:
+            n += 1
+        shared = shared[:n]
+        if not shared:
+            break
+    return "/".join(shared) or "requests"
+
+
+def call_label(fn: Callable[..., Any]) -> str:
+    """What a map runs, for its bar: its function's name, without ``<locals>``."""
+    name = getattr(fn, "__qualname__", "") or getattr(fn, "__name__", "") or "calls"
+    return name.split(".<locals>")[0].strip("._") or "calls"
+
+
+def mark_worker(layer: weakref.ref[Any]) -> None:
+    # A weak reference: a layer nobody closed can still be collected, and its
+    # pool with it (whose threads then end).
+    worker_mark.layer = layer
+
+
+def worker_layer() -> object | None:
+    """The layer whose thread pool runs this thread (None outside a map's call)."""
+    ref = getattr(worker_mark, "layer", None)
+    return ref() if ref is not None else None
+
+
+def map_calls(
+    fn: Callable[[Any], Any],
+    items: list[Any],
+    n: int,
+    owner: object,
+    executor: Callable[[], ThreadPoolExecutor],
+    timeout: float,
+) -> Iterator[Any]:
+    """:meth:`~toolkit._http.HTTPLayer.map`'s work: ``fn`` over ``items`` on ``n`` threads
+    of the ``owner`` layer's pool (inline when ``n`` is 1 or this is already one of its
+    threads), within ``timeout`` seconds, with a progress bar unless inside a map's call."""
+    inner = worker_layer() is not None  # a map's call: counted as that call
+    bar = None if inner else fan_out_bar(len(items), lambda: call_label(fn))
+    try:
+        if n <= 1 or worker_layer() is owner:
+            ends_at = time.monotonic() + timeout
+            for item in items:
+                if time.monotonic() > ends_at:
+                    raise TimeoutError(
+                        f"the fan-out did not finish within its deadline of {timeout:g} s"
+                    )
+                value = fn(item)
+                if bar is not None:
+                    bar.update(1)
+                yield value
+            return
+        fan = ThreadedMap(fn, items, n, executor(), timeout)
+        try:
+            if bar is None:
+                yield from fan
+            else:
+                for value in fan:
+                    bar.update(1)
+                    yield value
+        finally:
+            fan.stop()
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def send_many(
+    todo: list[Request],
+    n: int,
+    attempt: Callable[..., Awaitable[Response | Failure]],
+    verdict: Callable[..., float | None],
+    engine: Transport,
+    timeout: float,
+    closed: ToolkitError,
+) -> Iterator[Response]:
+    """:meth:`~toolkit._http.HTTPLayer.many`'s work: ``todo`` sent on ``n`` connections
+    of ``engine`` (each try by ``attempt``, judged by ``verdict``), the answers read in
+    order, within ``timeout`` seconds; ``closed`` is raised when the client is closed
+    while the fan-out is in flight."""
+    # Sending runs at most ``ahead`` answers ahead of the reader; the reader is
+    # woken for half of that at once (fewer at the end).
+    ahead = max(64, 8 * n)
+    out = OrderedResponses(len(todo), batch=ahead // 2, batch_bytes=WAKE_BYTES)
+
+    fan = RequestFanOut(todo, n, attempt, verdict, out, ahead=ahead)
+    fan.cancelled = closed
+    loop = engine.loop()
+    future = engine.submit(fan.run(timeout))
+    # A fan-out the loop never ran (the client closed as it was handed over)
+    # still finishes, so that its reader is not left waiting. Only then: a
+    # reader leaving early cancels this future too, and must wait for the
+    # fan-out itself to stop (below), not for this callback.
+    transport = engine
+    future.add_done_callback(
+        lambda f: out.finish(fan.cancelled) if f.cancelled() and transport.closed else None
+    )
+    # Progress by batch of answers (a fan-out inside a map's call counts as that call).
+    bar = fan_out_bar(len(todo), lambda: paths_label(todo)) if worker_layer() is None else None
+    try:
+        k = 0
+        while k < len(todo):
+            batch = out.take(k)
+            if fan.blocked:
+                fan.blocked = False
+                loop.call_soon_threadsafe(fan.kick)
+            k += len(batch)
+            if bar is not None:
+                bar.update(len(batch))
+            yield from batch
+    finally:
+        if bar is not None:
+            bar.close()
+        if not future.done():
+            # The reader left early: stop the fan-out and wait until it has
+            # stopped, so that nothing more is sent once this returns.
+            loop.call_soon_threadsafe(future.cancel)
+            out.wait_finished(5.0)

@@ -9,9 +9,7 @@ the fan-outs. Nothing here knows either API's paths.
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import functools
 import math
 import os
 import threading
@@ -19,27 +17,28 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import CancelledError, ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
+from datetime import datetime
 from typing import Any, TypeVar
-from urllib.parse import urlencode
 
 import orjson
 
 from .._errors import (
     ConfigurationError,
-    DecodeError,
-    InputError,
     OutcomeUnknown,
-    TimeoutError,
 )
 from .._masking import Sensitive
-from .._progress import fan_out_bar
-from .fanout import OrderedResponses, Request, RequestFanOut, ThreadedMap, worker_mark
-from .paths import check_path
-from .policy import Failure, RetryPolicy, judge, mask, repeatable
+from .clock import ServerClock
+from .fanout import (
+    Request,
+    map_calls,
+    mark_worker,
+    send_many,
+)
+from .headers import check_header, put_header
+from .paths import check_path, query_string, yarl_url
+from .policy import Failure, RetryPolicy, judge, mask, repeatable, tries_after_the_first
 from .redirects import NO_REDIRECTS, RedirectRule
-from .response import CREDENTIAL_HEADERS, Headers, Response
+from .response import CREDENTIAL_HEADERS, Headers, Response, decode_json
 from .transport import ConnectorFactory, Transport, tls_context
 
 __all__ = ["HTTPLayer", "decode_json"]
@@ -53,13 +52,6 @@ FAN_OUT_TIMEOUT = 900.0
 # The largest body taken, as it arrives and decoded: a LIST of a million lease
 # ids is some 70 MB.
 MAX_BODY = 256 * 1024 * 1024
-# A reader of a fan-out is woken once the answers waiting for it hold this much
-# body, whole batch or not: a page of 100 agents (39 kB) is reading enough for one
-# wake-up, where a lease lookup (half a kilobyte) is not.
-WAKE_BYTES = 32 * 1024
-# The Date headers believed: a server's clock outside these years is broken, and
-# its dates would not fit a frame's datetimes (pandas ends in 2262).
-_SANE_YEARS = range(2000, 2200)
 # Parsed addresses kept per layer (ten thousand lease lookups share one path).
 _URL_CACHE_SIZE = 512
 _JSON = "application/json"
@@ -72,13 +64,17 @@ def _reveal(value: Any) -> Any:
     raise TypeError(f"cannot encode {type(value).__name__} as JSON")
 
 
-def _query(params: Mapping[str, Any]) -> str:
-    pairs = []
-    for key, value in params.items():
-        values = value if isinstance(value, (list, tuple)) else [value]
-        for v in values:
-            pairs.append((key, str(v).lower() if isinstance(v, bool) else str(v)))
-    return urlencode(pairs)
+class _TransportLimit:
+    """A size limit the layer's transport keeps (shared with views), checked when set."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, layer: Any, owner: type | None = None) -> Any:
+        return self if layer is None else int(getattr(layer._engine, self.name))
+
+    def __set__(self, layer: Any, size: int) -> None:
+        setattr(layer._engine, self.name, _size(self.name, size))
 
 
 class HTTPLayer:
@@ -156,8 +152,8 @@ class HTTPLayer:
         self._overrides: dict[str, str | Sensitive | None] = {}
         for name, value in (headers or {}).items():
             self.set_header(name, value)
-        self._server_time: tuple[datetime, float] | None = None
-        self._last_date: str | None = None
+        # Shared with the views (with_headers): one server, one clock.
+        self._clock = ServerClock()
         self._lock = threading.Lock()
         self._urls: dict[str, Any] = {}
         # Called with every answer, retried ones included (on the layer's event
@@ -193,23 +189,10 @@ class HTTPLayer:
             return "<HTTPLayer (not built)>"
         return f"<HTTPLayer {self.address}{self.api_prefix}>"
 
-    @property
-    def max_body(self) -> int:
-        """The largest body taken as it arrives, in bytes (shared with views)."""
-        return self._engine.max_body
-
-    @max_body.setter
-    def max_body(self, size: int) -> None:
-        self._engine.max_body = _size("max_body", size)
-
-    @property
-    def max_decompressed(self) -> int:
-        """The largest body taken once decoded (gzip, deflate), in bytes (shared with views)."""
-        return self._engine.max_decompressed
-
-    @max_decompressed.setter
-    def max_decompressed(self, size: int) -> None:
-        self._engine.max_decompressed = _size("max_decompressed", size)
+    # The largest body taken as it arrives, and once decoded (gzip, deflate), in bytes:
+    # kept by the transport, so shared with views.
+    max_body = _TransportLimit()
+    max_decompressed = _TransportLimit()
 
     @property
     def headers(self) -> Headers:
@@ -234,7 +217,7 @@ class HTTPLayer:
         """
         for name, value in headers.items():
             if value is not None:
-                _check_header(name, value)
+                check_header(name, value)
         view = copy.copy(self)
         view._owner = self._owner or self
         view._base = self
@@ -249,7 +232,7 @@ class HTTPLayer:
         plain, secret = self._base._header_maps()
         plain, secret = dict(plain), dict(secret)
         for name, value in self._overrides.items():
-            _put_header(plain, secret, name, value, self._credential_names)
+            put_header(plain, secret, name, value, self._credential_names)
         return plain, secret
 
     # -- lifecycle -----------------------------------------------------------
@@ -283,10 +266,10 @@ class HTTPLayer:
         On a view it changes the view's headers alone."""
         if self._base is not None:
             if value is not None:
-                _check_header(name, value)
+                check_header(name, value)
             self._overrides[name] = value
         else:
-            _put_header(self._plain, self._secret, name, value, self._credential_names)
+            put_header(self._plain, self._secret, name, value, self._credential_names)
 
     # -- the server's clock ----------------------------------------------------
     def server_now(self) -> datetime:
@@ -296,26 +279,7 @@ class HTTPLayer:
         judge staleness use it so that a skewed laptop clock (or the sandbox's
         fixed demo clock) does not change their verdict.
         """
-        with self._lock:
-            seen = self._server_time
-        if seen is None:
-            return datetime.now(UTC)
-        when, at = seen
-        return when + timedelta(seconds=time.monotonic() - at)
-
-    def _note_date(self, date: str) -> None:
-        """Place the server's clock from a ``Date`` header not seen just before."""
-        self._last_date = date
-        try:
-            when = parsedate_to_datetime(date)
-        except (TypeError, ValueError, OverflowError, IndexError):
-            return
-        if when.year not in _SANE_YEARS:
-            return  # a broken clock: this machine's serves better
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        with self._lock:
-            self._server_time = (when, time.monotonic())
+        return self._clock.now()
 
     # -- one call ----------------------------------------------------------------
     def request(
@@ -344,7 +308,7 @@ class HTTPLayer:
         )
         if headers:
             for name, value in headers.items():
-                _check_header(name, value)
+                check_header(name, value)
         future = self._engine.submit(self._call(call, headers))
         try:
             return future.result()
@@ -406,38 +370,14 @@ class HTTPLayer:
     async def _again(
         self, call: Request, headers: Mapping[str, str] | None, pause: float, ends_at: float
     ) -> Response:
-        """The tries after the first, with tenacity's loop (our predicate, our pauses),
-        each within what is left of the call's time (``ends_at``).
-
-        Only calls that need a second try pay for it: tenacity costs some 40 µs
-        a call, a fifth of an exchange (docs/decisions.md).
-        """
-        from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt
-
-        await asyncio.sleep(pause)
-        tries = [1]
-        pauses = [0.0]
-
-        async def once() -> Response | None:
-            tries[0] += 1
-            result = await self._attempt(call, headers, min(self.timeout, _left(ends_at)))
-            wait = self._verdict(call, tries[0], result, ends_at)  # raises when it should
-            if wait is None:
-                assert isinstance(result, Response)
-                return result
-            pauses[0] = wait
-            return None
-
-        retrying = AsyncRetrying(
-            retry=retry_if_result(lambda r: r is None),
-            wait=lambda _: pauses[0],
-            stop=stop_after_attempt(max(1, self.retry.attempts - 1)),
-            sleep=asyncio.sleep,
-            reraise=True,
+        """The tries after the first (:func:`~.policy.tries_after_the_first`), each within
+        what is left of the call's time (``ends_at``)."""
+        return await tries_after_the_first(
+            lambda: self._attempt(call, headers, min(self.timeout, _left(ends_at))),
+            lambda attempt, result: self._verdict(call, attempt, result, ends_at),
+            pause,
+            self.retry.attempts,
         )
-        answer: Response | None = await retrying(once)
-        assert answer is not None
-        return answer
 
     def _verdict(
         self,
@@ -453,8 +393,8 @@ class HTTPLayer:
             # The header has a one-second grain: the first answer carrying a given
             # value places the server's clock best, and parsing it again costs time.
             date = result.raw_headers.get("Date")
-            if date and date != self._last_date:
-                self._note_date(date)
+            if date and date != self._clock.last_date:
+                self._clock.note(date)
             for hook in self.response_hooks:
                 hook(result)
             if result.status_code < 300:
@@ -483,10 +423,10 @@ class HTTPLayer:
     def _url(self, path: str, params: Mapping[str, Any] | None) -> Any:
         full = self.address + self.api_prefix + path
         if params:
-            return _yarl_url()(full + "?" + _query(params))
+            return yarl_url()(full + "?" + query_string(params))
         url = self._urls.get(full)
         if url is None:
-            url = _yarl_url()(full)
+            url = yarl_url()(full)
             if len(self._urls) < _URL_CACHE_SIZE:
                 self._urls[full] = url
         return url
@@ -589,49 +529,13 @@ class HTTPLayer:
                 check_path(r.method, self.api_prefix, r.path)
                 checked.add(r.path)
         n = min(workers or self.max_concurrency, self.max_concurrency, len(todo))
-        # Sending runs at most ``ahead`` answers ahead of the reader; the reader is
-        # woken for half of that at once (fewer at the end).
-        ahead = max(64, 8 * n)
-        out = OrderedResponses(len(todo), batch=ahead // 2, batch_bytes=WAKE_BYTES)
-
-        fan = RequestFanOut(todo, n, self._attempt, self._verdict, out, ahead=ahead)
-        fan.cancelled = ConfigurationError(
+        closed = ConfigurationError(
             f"{self.address}{self.api_prefix}: the client was closed while this fan-out "
             "was in flight"
         )
-        loop = self._engine.loop()
-        future = self._engine.submit(fan.run(self.fan_out_timeout))
-        # A fan-out the loop never ran (the client closed as it was handed over)
-        # still finishes, so that its reader is not left waiting. Only then: a
-        # reader leaving early cancels this future too, and must wait for the
-        # fan-out itself to stop (below), not for this callback.
-        transport = self._engine
-        future.add_done_callback(
-            lambda f: out.finish(fan.cancelled) if f.cancelled() and transport.closed else None
+        yield from send_many(
+            todo, n, self._attempt, self._verdict, self._engine, self.fan_out_timeout, closed
         )
-        # Progress by batch of answers (a fan-out inside a map's call counts as that call).
-        bar = (
-            fan_out_bar(len(todo), lambda: _paths_label(todo)) if _worker_layer() is None else None
-        )
-        try:
-            k = 0
-            while k < len(todo):
-                batch = out.take(k)
-                if fan.blocked:
-                    fan.blocked = False
-                    loop.call_soon_threadsafe(fan.kick)
-                k += len(batch)
-                if bar is not None:
-                    bar.update(len(batch))
-                yield from batch
-        finally:
-            if bar is not None:
-                bar.close()
-            if not future.done():
-                # The reader left early: stop the fan-out and wait until it has
-                # stopped, so that nothing more is sent once this returns.
-                loop.call_soon_threadsafe(future.cancel)
-                out.wait_finished(5.0)
 
     def map(
         self, fn: Callable[[T], R], items: Iterable[T], *, workers: int | None = None
@@ -650,35 +554,9 @@ class HTTPLayer:
         """
         items = list(items)
         n = min(workers or self.max_concurrency, self.max_concurrency, len(items))
-        inner = _worker_layer() is not None  # a map's call: counted as that call
-        bar = None if inner else fan_out_bar(len(items), lambda: _call_label(fn))
-        try:
-            if n <= 1 or _worker_layer() is (self._owner or self):
-                ends_at = time.monotonic() + self.fan_out_timeout
-                for item in items:
-                    if time.monotonic() > ends_at:
-                        raise TimeoutError(
-                            "the fan-out did not finish within its deadline of "
-                            f"{self.fan_out_timeout:g} s"
-                        )
-                    value = fn(item)
-                    if bar is not None:
-                        bar.update(1)
-                    yield value
-                return
-            fan = ThreadedMap(fn, items, n, self._executor(), self.fan_out_timeout)
-            try:
-                if bar is None:
-                    yield from fan
-                else:
-                    for value in fan:
-                        bar.update(1)
-                        yield value
-            finally:
-                fan.stop()
-        finally:
-            if bar is not None:
-                bar.close()
+        yield from map_calls(
+            fn, items, n, self._owner or self, self._executor, self.fan_out_timeout
+        )
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._owner is not None:
@@ -688,7 +566,7 @@ class HTTPLayer:
                 self._pool = ThreadPoolExecutor(
                     max_workers=self.max_concurrency,
                     thread_name_prefix="toolkit-http",
-                    initializer=_mark_worker,
+                    initializer=mark_worker,
                     initargs=(weakref.ref(self),),
                 )
             return self._pool
@@ -708,83 +586,6 @@ def _after_fork() -> None:
 os.register_at_fork(after_in_child=_after_fork)
 
 
-def _put_header(
-    plain: dict[str, str],
-    secret: dict[str, Sensitive],
-    name: str,
-    value: str | Sensitive | None,
-    credentials: frozenset[str],
-) -> None:
-    """Set ``name`` in whichever map it belongs to (a Sensitive value, or a header
-    named in ``credentials``: hidden), or remove it."""
-    plain.pop(name, None)
-    secret.pop(name, None)
-    if value is None:
-        return
-    _check_header(name, value)
-    if isinstance(value, Sensitive):
-        secret[name] = value
-    elif name.lower() in credentials:
-        secret[name] = Sensitive(value, "credential")
-    else:
-        plain[name] = value
-
-
-# What a header cannot carry: a line break would end it (and start another), a
-# NUL is refused by servers; aiohttp refuses the first two before sending.
-_HEADER_BREAKS = ("\r", "\n", "\x00")
-
-
-def _check_header(name: str, value: str | Sensitive) -> None:
-    """Refuse a header that cannot be sent, naming it (never its value)."""
-    # The verdict comes from a call that has returned: no frame of this raise holds
-    # a credential's plain value for a traceback's locals to show.
-    what = _unsendable(value)
-    if what:
-        raise InputError(
-            f"the {name} header {what}; remove it (a value read from a file "
-            "often ends with a newline: strip it)"
-        )
-    if not name or any(c in name for c in (*_HEADER_BREAKS, ":", " ")):
-        raise InputError(f"the header name {name!r} cannot be sent")
-
-
-def _paths_label(requests: list[Request]) -> str:
-    """What a fan-out reads, for its bar: the path segments its requests share."""
-    shared = requests[0].path.strip("/").split("/")
-    for r in requests[1:]:
-        parts = r.path.strip("/").split("/")
-        n = 0
-        while n < min(len(shared), len(parts)) and shared[n] == parts[n]:
-            n += 1
-        shared = shared[:n]
-        if not shared:
-            break
-    return "/".join(shared) or "requests"
-
-
-def _call_label(fn: Callable[..., Any]) -> str:
-    """What a map runs, for its bar: its function's name, without ``<locals>``."""
-    name = getattr(fn, "__qualname__", "") or getattr(fn, "__name__", "") or "calls"
-    return name.split(".<locals>")[0].strip("._") or "calls"
-
-
-def _unsendable(value: str | Sensitive) -> str:
-    """What makes ``value`` unsendable as a header ("" when nothing does)."""
-    text = value.reveal() if isinstance(value, Sensitive) else value
-    if not isinstance(text, str):
-        return "is not text"
-    return "holds a line break or NUL" if any(c in text for c in _HEADER_BREAKS) else ""
-
-
-@functools.cache
-def _yarl_url() -> Any:
-    """yarl's URL class: aiohttp's, loaded with it on first use (not at import)."""
-    from yarl import URL
-
-    return URL
-
-
 def _size(name: str, size: int) -> int:
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ConfigurationError(f"{name} must be a whole number of bytes, at least 1")
@@ -794,35 +595,3 @@ def _size(name: str, size: int) -> int:
 def _left(ends_at: float) -> float:
     """Seconds left until ``ends_at`` (a moment, at least, to fail a try cleanly)."""
     return max(ends_at - time.monotonic(), 1e-3)
-
-
-def _mark_worker(layer: weakref.ref[HTTPLayer]) -> None:
-    # A weak reference: a layer nobody closed can still be collected, and its
-    # pool with it (whose threads then end).
-    worker_mark.layer = layer
-
-
-def _worker_layer() -> HTTPLayer | None:
-    ref = getattr(worker_mark, "layer", None)
-    return ref() if ref is not None else None
-
-
-def decode_json(response: Response, method: str = "GET") -> Any:
-    """Decode a response body, raising :class:`DecodeError` naming the address."""
-    content = response.content
-    if response.status_code == 204 or not content:
-        return None
-    try:
-        return orjson.loads(content)
-    except orjson.JSONDecodeError:
-        pass  # what orjson refuses and the standard decoder takes (NaN, Infinity)
-    try:
-        return response.json()
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise DecodeError(
-            f"{method} {response.url}: the answer ({response.status_code}, "
-            f"{len(content)} bytes, {response.headers.get('Content-Type', 'no type')})"
-            " is not valid JSON",
-            method=method,
-            url=response.url,
-        ) from None

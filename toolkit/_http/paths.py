@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from string import Formatter
-from urllib.parse import quote
+from typing import Any
+from urllib.parse import quote, urlencode
 
 from .._errors import InputError
 
-__all__ = ["api_path", "check_path", "segment", "segments"]
+__all__ = ["api_path", "check_path", "query_string", "segment", "segments", "yarl_url"]
 
 # C0 and C1 controls, DEL, and lone surrogates (which have no UTF-8 encoding).
 _UNSENDABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -124,3 +126,22 @@ def check_path(method: str, prefix: str, path: str) -> None:
             "('.', '..', '?', '#' or a control character in a segment); "
             "build it with toolkit._http.paths.segment"
         )
+
+
+def query_string(params: Mapping[str, Any]) -> str:
+    """A query string of ``params`` (a list or tuple repeats its key; true and false in
+    lower case, as both APIs read them)."""
+    pairs = []
+    for key, value in params.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            pairs.append((key, str(v).lower() if isinstance(v, bool) else str(v)))
+    return urlencode(pairs)
+
+
+@functools.cache
+def yarl_url() -> Any:
+    """yarl's URL class: aiohttp's, loaded with it on first use (not at import)."""
+    from yarl import URL
+
+    return URL

@@ -12,9 +12,12 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import orjson
+
+from .._errors import DecodeError
 from .._masking import HIDDEN, Sensitive
 
-__all__ = ["CREDENTIAL_HEADERS", "Headers", "Response", "is_credential_header"]
+__all__ = ["CREDENTIAL_HEADERS", "Headers", "Response", "decode_json", "is_credential_header"]
 
 # Headers that carry a credential: never shown by a repr.
 # Headers whose values are credentials whatever the API: HTTP's own. A header named for a
@@ -131,3 +134,24 @@ def _float(text: str) -> float:
     if math.isinf(value):
         raise ValueError(f"the number {text[:20]} is out of range")
     return value
+
+
+def decode_json(response: Response, method: str = "GET") -> Any:
+    """Decode a response body, raising :class:`DecodeError` naming the address."""
+    content = response.content
+    if response.status_code == 204 or not content:
+        return None
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        pass  # what orjson refuses and the standard decoder takes (NaN, Infinity)
+    try:
+        return response.json()
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise DecodeError(
+            f"{method} {response.url}: the answer ({response.status_code}, "
+            f"{len(content)} bytes, {response.headers.get('Content-Type', 'no type')})"
+            " is not valid JSON",
+            method=method,
+            url=response.url,
+        ) from None

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import InputError
-from .execute import OUTCOMES, SUMMARY_MIME, TOKEN_VARIABLE, execute_target, skipped, summary
+from ._kernel import SUMMARY_MIME, summary
+from .execute import OUTCOMES, TOKEN_VARIABLE, execute_target, skipped
 from .index import write_index
 from .targets import Target, load_targets, parse_targets, resolve_token
 

@@ -18,11 +18,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ._kernel import (
+    ENV_FLEET_TARGET,
+    ENV_FLEET_TOKEN_SOURCE,
+    ENV_RUNBOOK_SHA256,
+    SUMMARY_MIME,
+    summary,
+)
 from .targets import Target, resolve_token
 
 __all__ = ["OUTCOMES", "SUMMARY_MIME", "TOKEN_VARIABLE", "execute_target", "skipped", "summary"]
 
-SUMMARY_MIME = "application/vnd.toolkit.summary+json"
 TOKEN_VARIABLE = "TOOLKIT_FLEET_TOKEN"
 # A target's outcome, in the order the index lists them.
 OUTCOMES = ("failed", "incomplete", "passed", "skipped")
@@ -37,18 +43,6 @@ _NOT_WHOLE = {
 }
 # What a failure may say: the error's type and first line, cut to this length.
 _ERROR_LENGTH = 300
-
-
-def summary(**numbers: Any) -> None:
-    """Show a runbook's key numbers; a fleet run collects them into its index.
-
-    In a notebook it shows a one-line text (``leases: 1200, expiring: 3``); the
-    fleet runner reads the same values from the executed notebook.
-    """
-    from IPython.display import display
-
-    text = ", ".join(f"{k}: {v}" for k, v in numbers.items())
-    display({SUMMARY_MIME: numbers, "text/plain": text}, raw=True)
 
 
 def execute_target(
@@ -124,8 +118,6 @@ def skipped(target: Target, kind: str) -> dict[str, Any]:
 
 
 def _kernel_environment(target: Target, options: dict[str, Any]) -> dict[str, str]:
-    from ..runbook import ENV_FLEET_TARGET, ENV_FLEET_TOKEN_SOURCE, ENV_RUNBOOK_SHA256
-
     env = dict(os.environ)
     token = resolve_token(target)
     env[TOKEN_VARIABLE] = token.reveal()

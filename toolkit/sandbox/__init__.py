@@ -145,7 +145,7 @@ class Sandbox:
         if opts.demo_scale:
             from .scale import load_scale
 
-            load_scale(self, opts.demo_scale)
+            load_scale(self.secrets, self.platform, opts.demo_scale)
         if opts.init_file:
             self.secrets.write_init_file(opts.init_file)
 

@@ -14,7 +14,7 @@ import math
 import time
 from collections.abc import Sequence
 from email.utils import format_datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -22,15 +22,45 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount
 
-from ._faults import InjectFaults
+from ._clock import Clock
+from ._faults import Faults, InjectFaults
 from ._wire import api_of, error_response
 
 if TYPE_CHECKING:
-    from . import Sandbox
+    from .platform.models import PlatformService
+    from .secrets.models import SecretsService
 
 log = logging.getLogger("toolkit.sandbox")
 
-__all__ = ["build_app"]
+__all__ = ["Served", "build_app"]
+
+
+class _ServedOptions(Protocol):
+    @property
+    def state(self) -> str | None: ...
+    @property
+    def rate_limit(self) -> float | None: ...
+    @property
+    def allow_hosts(self) -> list[str]: ...
+
+
+class Served(Protocol):
+    """What the application serves: a :class:`toolkit.sandbox.Sandbox`, named by what the
+    application reads of it so that it does not import the sandbox that builds it."""
+
+    rate_limited: int
+
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def faults(self) -> Faults: ...
+    @property
+    def options(self) -> _ServedOptions: ...
+    @property
+    def platform(self) -> PlatformService: ...
+    @property
+    def secrets(self) -> SecretsService: ...
+    def persist(self, *, service: str | None = None) -> None: ...
 
 
 # The names a sandbox is served under on this machine; any other Host is refused,
@@ -98,7 +128,7 @@ class HostCheck:
 class _DateHeader:
     """Pure ASGI middleware: the ``Date`` header comes from the sandbox clock."""
 
-    def __init__(self, app: Any, sandbox: Sandbox) -> None:
+    def __init__(self, app: Any, sandbox: Served) -> None:
         self.app = app
         self.sandbox = sandbox
         # The header of the last second answered in: written once a second, not once
@@ -136,7 +166,7 @@ class _RateLimit:
     ``X-RateLimit-Reset``, as the real service answers.
     """
 
-    def __init__(self, app: Any, per_second: float, sandbox: Sandbox) -> None:
+    def __init__(self, app: Any, per_second: float, sandbox: Served) -> None:
         self.app = app
         self.per_second = per_second
         self.sandbox = sandbox
@@ -181,7 +211,7 @@ class _Persist:
     then holds (see ``_state``).
     """
 
-    def __init__(self, app: Any, sandbox: Sandbox) -> None:
+    def __init__(self, app: Any, sandbox: Served) -> None:
         self.app = app
         self.sandbox = sandbox
 
@@ -207,7 +237,7 @@ class _Persist:
         await self.app(scope, receive, send_after_store)
 
 
-def build_app(sandbox: Sandbox) -> Any:
+def build_app(sandbox: Served) -> Any:
     from .platform.http.routes import routes as platform_routes
     from .secrets.http.routes import routes as secrets_routes
 

@@ -29,7 +29,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from . import Sandbox
+    from .platform.models import PlatformService
+    from .secrets.models import SecretsService
 
 __all__ = ["KINDS", "ScaleError", "load_scale", "parse_scale"]
 
@@ -67,9 +68,9 @@ def parse_scale(text: str) -> dict[str, int]:
     return counts
 
 
-def load_scale(sandbox: Sandbox, counts: dict[str, int]) -> None:
-    """Add ``counts`` records of each kind to ``sandbox`` (see the module's text)."""
-    secrets = sandbox.secrets
+def load_scale(secrets: SecretsService, platform: PlatformService, counts: dict[str, int]) -> None:
+    """Add ``counts`` records of each kind to a sandbox's two services (see the module's
+    text)."""
     with secrets.lock:
         if counts.get("policies"):
             _policies(secrets, counts["policies"])
@@ -80,7 +81,7 @@ def load_scale(sandbox: Sandbox, counts: dict[str, int]) -> None:
         if counts.get("certificates"):
             _certificates(secrets, counts["certificates"])
     if counts.get("agents"):
-        _agents(sandbox.platform, counts["agents"])
+        _agents(platform, counts["agents"])
 
 
 # -- the kinds ----------------------------------------------------------------------------

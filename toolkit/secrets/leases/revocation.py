@@ -39,7 +39,7 @@ from ..._durable import Journal, StateError
 from ..._errors import InputError, ToolkitError, one_line
 from ..._frames import Col, Schema, build_frame
 from ..._http import HTTPLayer, Request
-from ...report import clean_parameters
+from ..._masking import clean_parameters
 from ..checkpoint import server_identity
 
 __all__ = ["OUTCOMES", "REVOCATIONS", "REVOKE_BATCHES", "revoke_in_batches", "revoke_leases"]
