@@ -10,19 +10,15 @@ import pytest
 
 from toolkit._spec.acl import (
     ACL,
-    UNKNOWN_IDENTITY,
-    Alias,
-    Group,
-    Identity,
     PathRule,
     decide,
     merged_patterns,
     parse_acl_policy,
     priority,
-    render,
     request_paths,
     stages,
 )
+from toolkit._spec.identity_templates import UNKNOWN_IDENTITY, Alias, Group, Identity, render
 
 
 def acl(text: str) -> ACL:
@@ -382,7 +378,7 @@ TRANSFORM_READ = [
 
 
 def _tree_body(text: str) -> object:
-    from toolkit._spec import acl as module
+    from toolkit._spec import hcl as module
 
     tree = module._hcl_parser().parse(text + "\n")
     return module._plain_body(tree.children[0])
@@ -390,7 +386,7 @@ def _tree_body(text: str) -> object:
 
 @pytest.mark.parametrize("text", TREE_READ)
 def test_a_plain_policy_is_read_from_its_parse_tree_as_python_hcl2_reads_it(text: str) -> None:
-    from toolkit._spec.acl import hcl_document, parse_hcl
+    from toolkit._spec.hcl import hcl_document, parse_hcl
 
     read = _tree_body(text)
     assert read is not None and read == hcl_document(text)
@@ -399,7 +395,7 @@ def test_a_plain_policy_is_read_from_its_parse_tree_as_python_hcl2_reads_it(text
 
 @pytest.mark.parametrize("text", TRANSFORM_READ)
 def test_a_policy_that_is_not_plain_is_left_to_python_hcl2s_transform(text: str) -> None:
-    from toolkit._spec.acl import PolicyParseError, hcl_document, parse_hcl
+    from toolkit._spec.hcl import PolicyParseError, hcl_document, parse_hcl
 
     assert _tree_body(text) is None
     try:
@@ -412,7 +408,7 @@ def test_a_policy_that_is_not_plain_is_left_to_python_hcl2s_transform(text: str)
 
 
 def test_a_json_policy_is_read_as_json_even_where_orjson_refuses_it() -> None:
-    from toolkit._spec.acl import PolicyParseError, parse_hcl
+    from toolkit._spec.hcl import PolicyParseError, parse_hcl
 
     assert parse_hcl(' {"path": {"a": {"capabilities": ["read"]}}} ') == {
         "path": {"a": {"capabilities": ["read"]}}
@@ -425,7 +421,7 @@ def test_a_json_policy_is_read_as_json_even_where_orjson_refuses_it() -> None:
 
 
 def test_blocks_are_read_in_both_forms_and_anything_else_is_refused() -> None:
-    from toolkit._spec.acl import PolicyParseError, blocks
+    from toolkit._spec.hcl import PolicyParseError, blocks
 
     assert blocks({}, "path") == []
     assert blocks({"path": {"a": {"x": 1}, "b": [{"y": 2}, {"z": 3}]}}, "path") == [
@@ -454,7 +450,7 @@ def test_blocks_are_read_in_both_forms_and_anything_else_is_refused() -> None:
     ],
 )
 def test_a_policy_stanza_with_a_wrong_value_is_refused_naming_it(text: str, says: str) -> None:
-    from toolkit._spec.acl import PolicyParseError
+    from toolkit._spec.hcl import PolicyParseError
 
     with pytest.raises(PolicyParseError, match=says):
         parse_acl_policy(text)

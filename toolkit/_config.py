@@ -251,7 +251,7 @@ def secrets_settings(
 
 # -- the platform ---------------------------------------------------------------------
 def _parse_hcl(text: str, path: Path) -> dict[str, Any]:
-    from ._spec.acl import hcl_document
+    from ._spec.hcl import hcl_document
 
     try:
         return hcl_document(text)

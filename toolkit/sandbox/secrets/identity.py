@@ -19,7 +19,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..._spec.acl import Alias, Group, Identity
+from ..._spec.identity_templates import Alias, Group, Identity
 from .._clock import Clock
 from .errors import InvalidRequest
 
