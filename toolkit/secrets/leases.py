@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .._coverage import Coverage, OutcomeFrame, carry, is_gap
+from .._coverage import Coverage, Gap, OutcomeFrame, carry, is_gap
 from .._errors import APIError, InputError, ToolkitError, one_line
 from .._frames import Col, Schema, build_frame, frame_from_columns
 from .._gc import collector_paused
@@ -62,7 +62,7 @@ from .radar import (
     revocation_plan,
     scan_leases,
 )
-from .walk import CHUNK, MAX_DEPTH, Unread, Walk, walk_tree
+from .walk import CHUNK, MAX_DEPTH, Walk, walk_tree
 
 if TYPE_CHECKING:
     from ..drift import Snapshots
@@ -309,7 +309,7 @@ class Leases(SecretsArea):
         seen = walk if walk is not None else Walk()
         if prefix and not require_mounts(self._http, [prefix]):
             seen.unread.append(
-                Unread(
+                Gap(
                     "sys/mounts",
                     403,
                     "the mount names could not be checked (a mistyped mount reads as empty)",

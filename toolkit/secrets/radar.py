@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .._coverage import carries_coverage
+from .._coverage import Gap, carries_coverage
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
 from ._base import require_mounts
 from .checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop
 from .lease_rules import counts_by_mount
-from .walk import CHUNK, Unread, Walk, walk_tree
+from .walk import CHUNK, Walk, walk_tree
 
 if TYPE_CHECKING:
     from ..drift import Snapshots
@@ -141,7 +141,7 @@ def scan_leases(
     # mistyped mount raises naming it, and one that could not be checked is a gap.
     if mounts is not None and not require_mounts(leases._http, starts):
         walk.unread.append(
-            Unread(
+            Gap(
                 "sys/mounts",
                 403,
                 "the mount names could not be checked (a mistyped mount reads as empty)",
