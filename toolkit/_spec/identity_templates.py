@@ -79,70 +79,60 @@ class _NotFound(Exception):
     """A template the identity cannot fill: the server leaves the pattern out."""
 
 
-def _metadata(values: Mapping[str, str], key: str) -> str:
-    if key not in values:
-        raise _NotFound(key)
-    return str(values[key])
+def _field(field_name: str, ident: str, name: str, **metadata: Mapping[str, str]) -> str:
+    """``id``, ``name`` (none when empty) or ``<kind>.<key>`` of one record: an entity,
+    an alias or a group, whose metadata of each kind it has is given by kind."""
+    if field_name == "id":
+        return ident
+    if field_name == "name":
+        if not name:
+            raise _NotFound
+        return name
+    kind, dot, key = field_name.partition(".")
+    if not dot or kind not in metadata or key not in metadata[kind]:
+        raise _NotFound
+    return str(metadata[kind][key])
 
 
 def _entity_value(identity: Identity, rest: str) -> str:
-    if rest == "id":
-        return identity.entity_id
-    if rest == "name":
-        if not identity.entity_name:
-            raise _NotFound(rest)
-        return identity.entity_name
-    if rest.startswith("metadata."):
-        return _metadata(identity.metadata, rest.removeprefix("metadata."))
     if rest.startswith("aliases."):
         accessor, _, field_name = rest.removeprefix("aliases.").partition(".")
         alias = next((a for a in identity.aliases if a.mount_accessor == accessor), None)
         if alias is None:
-            raise _NotFound(rest)
-        if field_name == "id":
-            return alias.id
-        if field_name == "name":
-            if not alias.name:
-                raise _NotFound(rest)
-            return alias.name
-        if field_name.startswith("metadata."):
-            return _metadata(alias.metadata, field_name.removeprefix("metadata."))
-        if field_name.startswith("custom_metadata."):
-            return _metadata(alias.custom_metadata, field_name.removeprefix("custom_metadata."))
-    raise _NotFound(rest)
+            raise _NotFound
+        return _field(
+            field_name,
+            alias.id,
+            alias.name,
+            metadata=alias.metadata,
+            custom_metadata=alias.custom_metadata,
+        )
+    return _field(rest, identity.entity_id, identity.entity_name, metadata=identity.metadata)
 
 
 def _group_value(identity: Identity, rest: str) -> str:
     selector, _, tail = rest.partition(".")
     key, _, field_name = tail.partition(".")
     if selector not in ("ids", "names") or not field_name:
-        raise _NotFound(rest)
+        raise _NotFound
     attribute = "id" if selector == "ids" else "name"
     group = next((g for g in identity.groups if getattr(g, attribute) == key), None)
     if group is None:
-        raise _NotFound(rest)
-    if field_name == "id":
-        return group.id
-    if field_name == "name":
-        if not group.name:
-            raise _NotFound(rest)
-        return group.name
-    if field_name.startswith("metadata."):
-        return _metadata(group.metadata, field_name.removeprefix("metadata."))
-    raise _NotFound(rest)
+        raise _NotFound
+    return _field(field_name, group.id, group.name, metadata=group.metadata)
 
 
 def _fill(name: str, identity: Identity | None) -> str:
     name = name.strip()
     if name.startswith("identity.entity."):
         if identity is None:
-            raise _NotFound(name)
+            raise _NotFound
         return _entity_value(identity, name.removeprefix("identity.entity."))
     if name.startswith("identity.groups."):
         if identity is None:
-            raise _NotFound(name)
+            raise _NotFound
         return _group_value(identity, name.removeprefix("identity.groups."))
-    raise _NotFound(name)
+    raise _NotFound
 
 
 def is_templated(pattern: str) -> bool:

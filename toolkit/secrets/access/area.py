@@ -11,7 +11,7 @@ import pandas as pd
 
 from .._base import SecretsArea
 from .model import AccessModel
-from .principals import Principal
+from .principals import PrincipalRef
 from .reading import read_model
 
 __all__ = ["Access"]
@@ -48,10 +48,7 @@ class Access(SecretsArea):
         return self._model if self._model is not None else self.load()
 
     def who_can(
-        self,
-        capability: str | Sequence[str],
-        path: str,
-        caller: str | Principal | Sequence[str] | None = None,
+        self, capability: str | Sequence[str], path: str, caller: PrincipalRef | None = None
     ) -> pd.DataFrame:
         """Every principal that holds ``capability`` on ``path``, and through what.
 
@@ -77,11 +74,7 @@ class Access(SecretsArea):
         """
         return self._current().who_can(capability, path, caller)
 
-    def can(
-        self,
-        principal: str | Principal | Sequence[str],
-        caller: str | Principal | Sequence[str] | None = None,
-    ) -> pd.DataFrame:
+    def can(self, principal: PrincipalRef, caller: PrincipalRef | None = None) -> pd.DataFrame:
         """What ``principal`` may do: each pattern of its policies once, most specific
         first, with the capabilities left after merging its policies and ``deny``.
 
@@ -95,10 +88,10 @@ class Access(SecretsArea):
 
     def explain(
         self,
-        principal: str | Principal | Sequence[str],
+        principal: PrincipalRef,
         path: str,
         capability: str = "read",
-        caller: str | Principal | Sequence[str] | None = None,
+        caller: PrincipalRef | None = None,
     ) -> pd.DataFrame:
         """Which pattern of which policy decides ``path`` for ``principal``, and which
         others matched and lost: ``rank`` (1 decides), ``policy``, ``pattern``,

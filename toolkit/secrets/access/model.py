@@ -22,7 +22,7 @@ from ..._spec.acl import ACL, PathRule, priority, stages
 from ..._spec.identity_templates import BLOCKED_SUBSTITUTIONS, UNKNOWN_IDENTITY, could_match
 from ..._spec.sudo import needs_sudo
 from .explain import CAN, EXPLAIN, can_rows, explain_rows
-from .principals import Principal, asked_capabilities
+from .principals import Principal, PrincipalRef, asked_capabilities
 from .who_can import WHO_CAN, Best, combine, grant, identity_source
 
 __all__ = ["AccessModel"]
@@ -78,11 +78,7 @@ class AccessModel:
         return f"<AccessModel {len(self.policies)} ACL policies; principals: {held}{gaps}>"
 
     # -- lookups ---------------------------------------------------------------------
-    def principal(
-        self,
-        ref: str | Principal | Sequence[str],
-        caller: str | Principal | Sequence[str] | None = None,
-    ) -> Principal:
+    def principal(self, ref: PrincipalRef, caller: PrincipalRef | None = None) -> Principal:
         """The principal named ``ref`` (its configuration path), or an ad-hoc one holding
         the policies listed; :class:`InputError` naming it, with the nearest names, when
         there is none. A token role is resolved for ``caller`` when one is given (see
@@ -112,9 +108,7 @@ class AccessModel:
             "'auth/userpass/users/alice' or 'auth/token/roles/ci' (see who_can's index)"
         )
 
-    def _resolved(
-        self, principal: Principal, caller: str | Principal | Sequence[str] | None
-    ) -> Principal:
+    def _resolved(self, principal: Principal, caller: PrincipalRef | None) -> Principal:
         """A token role's principal as a token ``caller`` creates with it would be: the
         role's policies for the caller's, the caller's entity unless the role makes orphans
         or names an entity alias."""
@@ -208,10 +202,7 @@ class AccessModel:
         return found
 
     def who_can(
-        self,
-        capability: str | Sequence[str],
-        path: str,
-        caller: str | Principal | Sequence[str] | None = None,
+        self, capability: str | Sequence[str], path: str, caller: PrincipalRef | None = None
     ) -> pd.DataFrame:
         """Every principal holding ``capability`` on ``path``; see :meth:`toolkit.secrets.access.Access.who_can`."""
         capabilities = asked_capabilities(capability)
@@ -224,9 +215,7 @@ class AccessModel:
         self.coverage.attach(frame)
         return frame
 
-    def _who_can_one(
-        self, capability: str, path: str, caller: str | Principal | Sequence[str] | None
-    ) -> pd.DataFrame:
+    def _who_can_one(self, capability: str, path: str, caller: PrincipalRef | None) -> pd.DataFrame:
         best = self._stage_bests(path, capability)
         maybe = self._maybe_policies(path, capability)
         sudo = capability != "sudo" and needs_sudo(stages(path, capability)[0][1])
@@ -306,9 +295,7 @@ class AccessModel:
         }
 
     # -- can, explain ----------------------------------------------------------------
-    def _concrete(
-        self, ref: str | Principal | Sequence[str], caller: str | Principal | Sequence[str] | None
-    ) -> Principal:
+    def _concrete(self, ref: PrincipalRef, caller: PrincipalRef | None) -> Principal:
         principal = self.principal(ref, caller)
         if principal.role is not None and principal.role.needs_caller and caller is None:
             raise InputError(
@@ -317,11 +304,7 @@ class AccessModel:
             )
         return principal
 
-    def can(
-        self,
-        ref: str | Principal | Sequence[str],
-        caller: str | Principal | Sequence[str] | None = None,
-    ) -> pd.DataFrame:
+    def can(self, ref: PrincipalRef, caller: PrincipalRef | None = None) -> pd.DataFrame:
         """What ``ref`` may do; see :meth:`toolkit.secrets.access.Access.can`."""
         principal = self._concrete(ref, caller)
         frame = build_frame(can_rows(principal, self.acl(principal)), CAN)
@@ -331,10 +314,10 @@ class AccessModel:
 
     def explain(
         self,
-        ref: str | Principal | Sequence[str],
+        ref: PrincipalRef,
         path: str,
         capability: str = "read",
-        caller: str | Principal | Sequence[str] | None = None,
+        caller: PrincipalRef | None = None,
     ) -> pd.DataFrame:
         """Which pattern decides ``path``; see :meth:`toolkit.secrets.access.Access.explain`."""
         (capability,) = asked_capabilities(capability, one=True)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from ..._errors import InputError
 from ..._spec.acl import CAPABILITIES
 from ..._spec.identity_templates import UNKNOWN_IDENTITY
 
-__all__ = ["Principal", "TokenRole", "asked_capabilities", "glob_any"]
+__all__ = ["Principal", "PrincipalRef", "TokenRole", "asked_capabilities", "glob_any"]
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,11 @@ class Principal:
     own: tuple[str, ...] | None = None
     role: TokenRole | None = None
     entity_policies: tuple[str, ...] = ()
+
+
+# How a question names a principal: where it is configured, the principal itself, or
+# the policies it holds (an ad-hoc principal).
+PrincipalRef: TypeAlias = str | Principal | Sequence[str]
 
 
 def asked_capabilities(capability: str | Sequence[str], *, one: bool = False) -> tuple[str, ...]:
