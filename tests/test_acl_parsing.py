@@ -1,6 +1,6 @@
 """The fast policy reader gives exactly what python-hcl2's full transform gives.
 
-``toolkit._spec.acl`` parses with python-hcl2's grammar through a parser built without
+``toolkit._spec.hcl`` parses with python-hcl2's grammar through a parser built without
 position tracking (cached in the user's private cache folder), reads plain policies
 straight from the tree, remembers rules by text, and reads JSON policies with orjson.
 Each shortcut is compared here with the slow, obvious path: ``hcl2.parses_to_tree``,
