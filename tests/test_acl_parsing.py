@@ -240,16 +240,23 @@ def test_the_parser_cache_folder_is_private_and_refused_when_others_can_write(
     folder.chmod(0o700)
 
 
-def test_the_built_parser_is_saved_private_to_the_user() -> None:
-    hcl._hcl_parser()
-    folder = hcl._cache_dir()
-    assert folder is not None
-    saved = list(folder.glob("hcl2-parser-*.lark"))
-    assert saved
-    for path in saved:
-        info = path.stat()
-        assert info.st_uid == os.getuid()
-        assert not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+def test_the_built_parser_is_saved_private_to_the_user_in_a_cache_folder_made_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No cache folder yet, nor its parents: they are made, and the parser saved there.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "new" / "cache"))
+    hcl._hcl_parser.cache_clear()
+    try:
+        hcl._hcl_parser()
+    finally:
+        hcl._hcl_parser.cache_clear()
+    folder = tmp_path / "new" / "cache" / "operator-toolkit"
+    saved = list(folder.iterdir())
+    assert len(saved) == 1 and saved[0].match("hcl2-parser-*.lark")  # no temporary left
+    info = saved[0].stat()
+    assert info.st_uid == os.getuid()
+    assert not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+    assert hcl._cache_dir() == folder
 
 
 def test_without_a_private_cache_folder_python_hcl2s_own_parser_is_used(

@@ -249,7 +249,7 @@ def _hcl_parser() -> Any:
         postlex=PostLexer(),
     )
     try:
-        handle, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")  # 0600
+        handle, temporary = tempfile.mkstemp(dir=folder)  # 0600, renamed once written
         with os.fdopen(handle, "wb") as f:
             built.save(f)
         os.replace(temporary, cached)
@@ -294,8 +294,7 @@ def _plain_value(node: Any) -> Any:
         items = [_plain_value(c) for c in node.children if getattr(c, "data", None) is not None]
         return items if all(isinstance(i, str) for i in items) else None
     if kind == "int_lit" and len(node.children) == 1:
-        text = str(node.children[0])
-        return int(text) if text.isdigit() else None
+        return int(str(node.children[0]))  # digits, and a "-" before them at most
     return None
 
 
