@@ -18,7 +18,14 @@ from toolkit._spec.acl import (
     request_paths,
     stages,
 )
-from toolkit._spec.identity_templates import UNKNOWN_IDENTITY, Alias, Group, Identity, render
+from toolkit._spec.identity_templates import (
+    UNKNOWN_IDENTITY,
+    Alias,
+    Group,
+    Identity,
+    could_match,
+    render,
+)
 
 
 def acl(text: str) -> ACL:
@@ -350,6 +357,24 @@ def test_an_unknown_identity_says_which_templated_patterns_could_match() -> None
     assert not plain.depends_on_identity and plain.maybe == ()
     shared = role.decide("kv/shared/x", "list")
     assert shared.pattern == "kv/shared/*" and shared.capabilities == {"list"}
+
+
+def test_what_a_templated_pattern_could_match_keeps_its_text_before_the_glob() -> None:
+    glob = could_match("kv/{{identity.entity.id}}/*")
+    assert glob.fullmatch("kv/e-1/any/thing")
+    assert not glob.fullmatch("kx/e-1/any")  # the text before the glob is all checked
+    assert not glob.fullmatch("kv//any")  # a template fills one character at least
+
+
+def test_a_plus_beside_a_template_is_a_plus_character_not_a_segment_wildcard() -> None:
+    beside = could_match("a/+{{identity.entity.id}}")
+    assert beside.fullmatch("a/+e-1")
+    assert not beside.fullmatch("a/be-1")
+    assert could_match("a/+/{{identity.entity.id}}").fullmatch("a/b/e-1")
+
+
+def test_the_unknown_identity_shows_its_name() -> None:
+    assert repr(UNKNOWN_IDENTITY) == "UNKNOWN_IDENTITY"
 
 
 # -- reading policy text ---------------------------------------------------------------------
