@@ -88,7 +88,7 @@ def _rss_mb() -> float:
 
 def measure(lines: int, path: Path) -> dict[str, Any]:
     from toolkit import auditlog
-    from toolkit._spec.acl import UNKNOWN_IDENTITY
+    from toolkit._spec.identity_templates import UNKNOWN_IDENTITY
     from toolkit.least_privilege import PolicyTexts, Review
     from toolkit.least_privilege._log import read_requests
     from toolkit.secrets.access import Principal

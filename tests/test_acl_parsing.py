@@ -1,6 +1,6 @@
 """The fast policy reader gives exactly what python-hcl2's full transform gives.
 
-``toolkit._spec.acl`` parses with python-hcl2's grammar through a parser built without
+``toolkit._spec.hcl`` parses with python-hcl2's grammar through a parser built without
 position tracking (cached in the user's private cache folder), reads plain policies
 straight from the tree, remembers rules by text, and reads JSON policies with orjson.
 Each shortcut is compared here with the slow, obvious path: ``hcl2.parses_to_tree``,
@@ -24,8 +24,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolkit._spec import acl
-from toolkit._spec.acl import PolicyParseError, hcl_document, parse_acl_policy, parse_hcl
+from toolkit._spec import acl, hcl
+from toolkit._spec.acl import parse_acl_policy
+from toolkit._spec.hcl import PolicyParseError, hcl_document, parse_hcl
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,9 +59,9 @@ def _assert_same(text: str) -> None:
         slow_tree = hcl2.parses_to_tree(text)
     except Exception:  # noqa: BLE001 - the fast parser must refuse it as well
         with pytest.raises(Exception):  # noqa: B017
-            acl._hcl_parser().parse(text + "\n")
+            hcl._hcl_parser().parse(text + "\n")
         return
-    assert acl._hcl_parser().parse(text + "\n") == slow_tree, text
+    assert hcl._hcl_parser().parse(text + "\n") == slow_tree, text
     try:
         document = hcl_document(text)
     except Exception:  # noqa: BLE001
@@ -222,33 +223,40 @@ def test_the_parser_cache_folder_is_private_and_refused_when_others_can_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    folder = acl._cache_dir()
+    folder = hcl._cache_dir()
     assert folder == tmp_path / "operator-toolkit"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     cached = folder / "parser.lark"
     cached.write_bytes(b"")
     cached.chmod(0o600)
-    assert acl._owned_private_file(cached)
+    assert hcl._owned_private_file(cached)
     cached.chmod(0o620)
-    assert not acl._owned_private_file(cached)
+    assert not hcl._owned_private_file(cached)
     link = folder / "link.lark"
     link.symlink_to(cached)
-    assert not acl._owned_private_file(link)
+    assert not hcl._owned_private_file(link)
     folder.chmod(0o770)
-    assert acl._cache_dir() is None
+    assert hcl._cache_dir() is None
     folder.chmod(0o700)
 
 
-def test_the_built_parser_is_saved_private_to_the_user() -> None:
-    acl._hcl_parser()
-    folder = acl._cache_dir()
-    assert folder is not None
-    saved = list(folder.glob("hcl2-parser-*.lark"))
-    assert saved
-    for path in saved:
-        info = path.stat()
-        assert info.st_uid == os.getuid()
-        assert not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+def test_the_built_parser_is_saved_private_to_the_user_in_a_cache_folder_made_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No cache folder yet, nor its parents: they are made, and the parser saved there.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "new" / "cache"))
+    hcl._hcl_parser.cache_clear()
+    try:
+        hcl._hcl_parser()
+    finally:
+        hcl._hcl_parser.cache_clear()
+    folder = tmp_path / "new" / "cache" / "operator-toolkit"
+    saved = list(folder.iterdir())
+    assert len(saved) == 1 and saved[0].match("hcl2-parser-*.lark")  # no temporary left
+    info = saved[0].stat()
+    assert info.st_uid == os.getuid()
+    assert not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+    assert hcl._cache_dir() == folder
 
 
 def test_without_a_private_cache_folder_python_hcl2s_own_parser_is_used(
@@ -262,16 +270,16 @@ def test_without_a_private_cache_folder_python_hcl2s_own_parser_is_used(
     monkeypatch.setenv("XDG_CACHE_HOME", str(shared))
     (shared / "operator-toolkit").mkdir(mode=0o777)
     (shared / "operator-toolkit").chmod(0o777)
-    acl._hcl_parser.cache_clear()
-    monkeypatch.setattr(acl, "_go_reader", False)  # python-hcl2 reads even a plain policy
+    hcl._hcl_parser.cache_clear()
+    monkeypatch.setattr(hcl, "_go_reader", False)  # python-hcl2 reads even a plain policy
     try:
-        assert acl._hcl_parser() is parser()
+        assert hcl._hcl_parser() is parser()
         assert parse_acl_policy('path "kv/+/x" { capabilities = ["read"] }', "p")[0].pattern == (
             "kv/+/x"
         )
         assert not list((shared / "operator-toolkit").iterdir())
     finally:
-        acl._hcl_parser.cache_clear()
+        hcl._hcl_parser.cache_clear()
 
 
 # -- HashiCorp's HCL (pygohcl) for plain policies ------------------------------------------
@@ -304,14 +312,14 @@ GO_CASES = [
 
 @pytest.mark.parametrize(("text", "read_by_hcl"), GO_CASES)
 def test_hcl_reads_plain_policies_and_python_hcl2_the_rest(text: str, read_by_hcl: bool) -> None:
-    assert (acl._go_document(text) is not None) is read_by_hcl
+    assert (hcl._go_document(text) is not None) is read_by_hcl
     _assert_same(text)
 
 
 def test_blocks_read_by_hcl_keep_the_texts_order() -> None:
     # HCL gives the labels sorted; the rules come back as written.
     assert [r.pattern for r in parse_acl_policy(PLAIN + "\n", "p")] == ["b/*", "a"]
-    assert acl._go_document(PLAIN) == {
+    assert hcl._go_document(PLAIN) == {
         "path": [{"b/*": {"capabilities": ["read", "list"]}}, {"a": {"capabilities": []}}]
     }
 
@@ -324,17 +332,17 @@ def test_the_benchmarks_policies_take_hcls_way() -> None:
     rng = random.Random(1)
     for _ in range(50):
         text = _policy(rng, rng.randint(2, 4))
-        assert acl._go_document(text) is not None, text
+        assert hcl._go_document(text) is not None, text
 
 
 @pytest.mark.slow  # it forks a process
 def test_a_forked_child_does_not_call_into_the_parents_go_runtime() -> None:
-    assert acl._go_loads() is not None
+    assert hcl._go_loads() is not None
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         try:
-            os.write(write, b"python-hcl2" if acl._go_loads() is None else b"hcl")
+            os.write(write, b"python-hcl2" if hcl._go_loads() is None else b"hcl")
             parse_acl_policy('path "forked/x" {\n  capabilities = ["read"]\n}', "p")
         finally:
             os._exit(0)
@@ -350,8 +358,8 @@ def test_without_pygohcl_python_hcl2_reads_every_policy(monkeypatch: pytest.Monk
     import sys
 
     monkeypatch.setitem(sys.modules, "pygohcl", None)  # import fails, as where it is missing
-    monkeypatch.setattr(acl, "_go_reader", None)
-    assert acl._go_loads() is None and acl._go_document(PLAIN) is None
+    monkeypatch.setattr(hcl, "_go_reader", None)
+    assert hcl._go_loads() is None and hcl._go_document(PLAIN) is None
     assert parse_hcl(PLAIN) == hcl_document(PLAIN)
 
 

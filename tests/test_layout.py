@@ -50,7 +50,7 @@ HOUSE_WIDE = {
 # Test files named for what they check rather than for their module, by their path under
 # tests/: the module, or the package they check as a whole.
 NAMED_FOR_WHAT = {
-    "test_acl_parsing.py": "toolkit/_spec/acl.py",
+    "test_acl_parsing.py": "toolkit/_spec/hcl.py",
     "test_connection_card.py": "toolkit/_card.py",
     "test_evidence.py": "toolkit/report.py",
     "test_login_config.py": "toolkit/_config.py",

@@ -10,18 +10,21 @@ import pytest
 
 from toolkit._spec.acl import (
     ACL,
-    UNKNOWN_IDENTITY,
-    Alias,
-    Group,
-    Identity,
     PathRule,
     decide,
     merged_patterns,
     parse_acl_policy,
     priority,
-    render,
     request_paths,
     stages,
+)
+from toolkit._spec.identity_templates import (
+    UNKNOWN_IDENTITY,
+    Alias,
+    Group,
+    Identity,
+    could_match,
+    render,
 )
 
 
@@ -356,6 +359,24 @@ def test_an_unknown_identity_says_which_templated_patterns_could_match() -> None
     assert shared.pattern == "kv/shared/*" and shared.capabilities == {"list"}
 
 
+def test_what_a_templated_pattern_could_match_keeps_its_text_before_the_glob() -> None:
+    glob = could_match("kv/{{identity.entity.id}}/*")
+    assert glob.fullmatch("kv/e-1/any/thing")
+    assert not glob.fullmatch("kx/e-1/any")  # the text before the glob is all checked
+    assert not glob.fullmatch("kv//any")  # a template fills one character at least
+
+
+def test_a_plus_beside_a_template_is_a_plus_character_not_a_segment_wildcard() -> None:
+    beside = could_match("a/+{{identity.entity.id}}")
+    assert beside.fullmatch("a/+e-1")
+    assert not beside.fullmatch("a/be-1")
+    assert could_match("a/+/{{identity.entity.id}}").fullmatch("a/b/e-1")
+
+
+def test_the_unknown_identity_shows_its_name() -> None:
+    assert repr(UNKNOWN_IDENTITY) == "UNKNOWN_IDENTITY"
+
+
 # -- reading policy text ---------------------------------------------------------------------
 
 # Plain policies HCL (pygohcl) leaves to python-hcl2's grammar: non-ASCII, numbers.
@@ -382,7 +403,7 @@ TRANSFORM_READ = [
 
 
 def _tree_body(text: str) -> object:
-    from toolkit._spec import acl as module
+    from toolkit._spec import hcl as module
 
     tree = module._hcl_parser().parse(text + "\n")
     return module._plain_body(tree.children[0])
@@ -390,7 +411,7 @@ def _tree_body(text: str) -> object:
 
 @pytest.mark.parametrize("text", TREE_READ)
 def test_a_plain_policy_is_read_from_its_parse_tree_as_python_hcl2_reads_it(text: str) -> None:
-    from toolkit._spec.acl import hcl_document, parse_hcl
+    from toolkit._spec.hcl import hcl_document, parse_hcl
 
     read = _tree_body(text)
     assert read is not None and read == hcl_document(text)
@@ -399,7 +420,7 @@ def test_a_plain_policy_is_read_from_its_parse_tree_as_python_hcl2_reads_it(text
 
 @pytest.mark.parametrize("text", TRANSFORM_READ)
 def test_a_policy_that_is_not_plain_is_left_to_python_hcl2s_transform(text: str) -> None:
-    from toolkit._spec.acl import PolicyParseError, hcl_document, parse_hcl
+    from toolkit._spec.hcl import PolicyParseError, hcl_document, parse_hcl
 
     assert _tree_body(text) is None
     try:
@@ -412,7 +433,7 @@ def test_a_policy_that_is_not_plain_is_left_to_python_hcl2s_transform(text: str)
 
 
 def test_a_json_policy_is_read_as_json_even_where_orjson_refuses_it() -> None:
-    from toolkit._spec.acl import PolicyParseError, parse_hcl
+    from toolkit._spec.hcl import PolicyParseError, parse_hcl
 
     assert parse_hcl(' {"path": {"a": {"capabilities": ["read"]}}} ') == {
         "path": {"a": {"capabilities": ["read"]}}
@@ -425,7 +446,7 @@ def test_a_json_policy_is_read_as_json_even_where_orjson_refuses_it() -> None:
 
 
 def test_blocks_are_read_in_both_forms_and_anything_else_is_refused() -> None:
-    from toolkit._spec.acl import PolicyParseError, blocks
+    from toolkit._spec.hcl import PolicyParseError, blocks
 
     assert blocks({}, "path") == []
     assert blocks({"path": {"a": {"x": 1}, "b": [{"y": 2}, {"z": 3}]}}, "path") == [
@@ -454,7 +475,7 @@ def test_blocks_are_read_in_both_forms_and_anything_else_is_refused() -> None:
     ],
 )
 def test_a_policy_stanza_with_a_wrong_value_is_refused_naming_it(text: str, says: str) -> None:
-    from toolkit._spec.acl import PolicyParseError
+    from toolkit._spec.hcl import PolicyParseError
 
     with pytest.raises(PolicyParseError, match=says):
         parse_acl_policy(text)

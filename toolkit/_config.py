@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 from ._errors import ConfigurationError
 from ._masking import Sensitive, hidden
+from ._spec.hcl import hcl_document
 
 __all__ = [
     "Settings",
@@ -251,8 +252,6 @@ def secrets_settings(
 
 # -- the platform ---------------------------------------------------------------------
 def _parse_hcl(text: str, path: Path) -> dict[str, Any]:
-    from ._spec.acl import hcl_document
-
     try:
         return hcl_document(text)
     except Exception as exc:  # the parser raises several types (lark's, its own)

@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 
 from tests._sockets import certificate_files
 from tests.servers.openbao import OpenBao
-from toolkit._spec.acl import ACL, Alias, Group, Identity, parse_acl_policy
+from toolkit._spec.acl import ACL, parse_acl_policy
+from toolkit._spec.identity_templates import Alias, Group, Identity
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 

@@ -13,7 +13,8 @@ import pytest
 
 import toolkit
 from toolkit import InputError
-from toolkit._spec.acl import ACL, UNKNOWN_IDENTITY, Identity, parse_acl_policy, render
+from toolkit._spec.acl import ACL, parse_acl_policy
+from toolkit._spec.identity_templates import UNKNOWN_IDENTITY, Identity, render
 from toolkit._spec.sudo import needs_sudo
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.secrets.demo_logins import DEMO_LDAP_USERS, DEMO_USERPASS_USERS
@@ -232,7 +233,7 @@ def test_a_policy_reads_the_same_as_python_hcl2_serializes_it(text: str) -> None
     import hcl2
     from hcl2.utils import SerializationOptions
 
-    from toolkit._spec.acl import parse_hcl
+    from toolkit._spec.hcl import parse_hcl
 
     options = SerializationOptions(
         with_comments=False,

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from toolkit import InputError
-from toolkit._spec.acl import TemplateMatcher, could_match, parse_acl_policy
+from toolkit._spec.acl import parse_acl_policy
+from toolkit._spec.identity_templates import TemplateMatcher, could_match
 from toolkit._spec.sudo import needs_sudo
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.access import TokenRole

@@ -34,6 +34,27 @@ def test_json_policies_read_the_same_as_hcl() -> None:
     assert rules_of("app", text) == rules_of("app", HCL)[:1]
 
 
+def test_rows_are_the_evaluators_rules_legacy_policy_words_and_a_leading_slash_included() -> None:
+    # One reader of policy documents: the rows are the evaluator's own rules, so an old
+    # ``policy = "write"`` is what it grants, and a finding is not missed for its wording.
+    text = 'path "/sys/policies/acl/*" { policy = "write" }'
+    assert rules_of("old", text) == [
+        {
+            "policy": "old",
+            "path": "sys/policies/acl/*",
+            "capabilities": ["create", "delete", "list", "patch", "read", "update"],
+        }
+    ]
+    assert ("critical", "old: sys/policies/acl/*") in [
+        (f.severity, f.object) for f in rule_findings(rules_frame({"old": text})).itertuples()
+    ]
+
+
+def test_a_policy_the_evaluator_refuses_is_named_in_the_error() -> None:
+    with pytest.raises(toolkit.InputError, match="policy 'odd'.*invalid capability"):
+        rules_of("odd", 'path "x" { capabilities = ["raed"] }')
+
+
 def test_a_policy_that_does_not_parse_is_named_in_the_error() -> None:
     with pytest.raises(toolkit.InputError, match="policy 'broken' is not valid HCL"):
         rules_of("broken", 'path "x" { capabilities = [')

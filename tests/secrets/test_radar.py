@@ -199,13 +199,12 @@ def test_the_area_radar_compares_with_its_last_snapshot_by_the_servers_clock(
 def test_views_of_a_scan_carry_what_the_scan_could_not_read(
     empty_sandbox: Sandbox, client: SecretsClient
 ) -> None:
-    from toolkit._coverage import coverage_of
-    from toolkit.secrets.walk import Unread
+    from toolkit._coverage import Gap, coverage_of
 
     _seed(empty_sandbox)
     scan = client.leases.scan()
     assert all(c.complete for c in coverage_of(ttl_buckets(scan)))
-    scan.walk.unread.append(Unread("database/creds/", 403, "not permitted"))
+    scan.walk.unread.append(Gap("database/creds/", 403, "not permitted"))
     for view in (ttl_buckets(scan), expiry_calendar(scan)):
         (record,) = coverage_of(view)
         assert not record.complete and record.gaps[0].path == "database/creds/"

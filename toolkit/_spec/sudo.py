@@ -18,7 +18,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-from .acl import TemplateMatcher
+from .identity_templates import TemplateMatcher
 
 __all__ = ["SUDO_PATHS", "derive", "needs_sudo"]
 

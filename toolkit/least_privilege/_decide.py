@@ -7,7 +7,8 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .._spec.acl import ACL, Identity, PathRule
+from .._spec.acl import ACL, PathRule
+from .._spec.identity_templates import Identity
 from .._spec.sudo import needs_sudo
 from ._policies import PolicyTexts
 

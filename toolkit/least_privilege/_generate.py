@@ -11,7 +11,8 @@ from typing import Any
 import pandas as pd
 
 from .._errors import InputError
-from .._spec.acl import ACL, UNKNOWN_IDENTITY, Identity, PathRule, parse_acl_policy
+from .._spec.acl import ACL, PathRule, parse_acl_policy
+from .._spec.identity_templates import UNKNOWN_IDENTITY, Identity
 
 __all__ = ["Generated", "ProofFailed", "generate"]
 

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._coverage import Coverage
-from .._spec.acl import PathRule, PolicyParseError, blocks, parse_acl_policy, parse_hcl
+from .._spec.acl import PathRule, parse_acl_policy
+from .._spec.hcl import PolicyParseError, blocks, parse_hcl
 
 __all__ = ["CONSTRAINT_KEYS", "PolicyTexts"]
 

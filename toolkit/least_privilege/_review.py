@@ -11,7 +11,8 @@ import pandas as pd
 from .._coverage import Coverage
 from .._errors import InputError
 from .._frames import from_sql
-from .._spec.acl import ACL, UNKNOWN_IDENTITY, Identity, merged_patterns
+from .._spec.acl import ACL, merged_patterns
+from .._spec.identity_templates import UNKNOWN_IDENTITY, Identity
 from ._decide import Decider, Verdict
 from ._log import WHO, LoggedRequests
 from ._policies import PolicyTexts

@@ -27,7 +27,8 @@ import pandas as pd
 from .._coverage import BuiltFrame, carries_coverage
 from .._errors import InputError
 from .._frames import Col, Schema, build_frame
-from .._spec.acl import PathRule, PolicyParseError, parse_hcl
+from .._spec.acl import PathRule, parse_acl_policy
+from .._spec.hcl import PolicyParseError
 from ..findings import Finding, findings_frame
 
 __all__ = ["RULES", "covers", "rule_findings", "rules_frame", "rules_of"]
@@ -40,31 +41,24 @@ _ORPHAN = "auth/token/create-orphan"
 
 
 def rules_of(name: str, text: str) -> list[dict[str, Any]]:
-    """The rules of the ACL policy ``name``: a dict per path block, in the text's order.
+    """The rules of the ACL policy ``name``: a dict per path block, in the text's order,
+    read by the one reader of policy documents (:func:`toolkit._spec.acl.parse_acl_policy`:
+    a legacy ``policy = "write"`` counts as the capabilities it grants).
 
     Raises :class:`InputError` naming the policy when the text is neither HCL
     nor JSON of the policy's shape.
     """
-    document = _parse(name, text)
-    blocks = document.get("path") or []
-    if isinstance(blocks, Mapping):  # JSON: {"path": {"glob": {...}}}
-        blocks = [blocks]
-    rules = []
-    for block in blocks:
-        if not isinstance(block, Mapping):
-            raise InputError(f"policy {name!r}: a path block is not a mapping")
-        for raw_path, body in block.items():
-            capabilities = (body or {}).get("capabilities") or []
-            if isinstance(capabilities, str):
-                capabilities = [capabilities]
-            rules.append(
-                {
-                    "policy": name,
-                    "path": _unquote(raw_path),
-                    "capabilities": sorted({_unquote(c).lower() for c in capabilities}),
-                }
-            )
-    return rules
+    if not text.strip():
+        return []
+    try:
+        rules = parse_acl_policy(text, name)
+    except PolicyParseError as exc:
+        kind = "JSON" if text.strip().startswith("{") else "HCL"
+        raise InputError(f"policy {name!r} is not valid {kind}: {exc}") from None
+    return [
+        {"policy": name, "path": rule.pattern, "capabilities": sorted(rule.capabilities)}
+        for rule in rules
+    ]
 
 
 def rules_frame(policies: Mapping[str, str]) -> BuiltFrame:
@@ -124,21 +118,3 @@ def rule_findings(rules: pd.DataFrame | Iterable[Mapping[str, Any]]) -> pd.DataF
                 )
             )
     return findings_frame(found)
-
-
-def _parse(name: str, text: str) -> dict[str, Any]:
-    """The policy's document, parsed as the evaluator parses it (HCL or JSON)."""
-    if not text.strip():
-        return {}
-    try:
-        return parse_hcl(text)
-    except PolicyParseError as exc:
-        kind = "JSON" if text.strip().startswith("{") else "HCL"
-        raise InputError(f"policy {name!r} is not valid {kind}: {exc}") from None
-
-
-def _unquote(value: Any) -> str:
-    text = str(value)
-    if len(text) >= 2 and text[0] == text[-1] == '"':
-        return text[1:-1]
-    return text

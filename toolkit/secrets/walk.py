@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
+from .._coverage import Coverage, Gap
 from .._errors import APIError, DecodeError, InputError, one_line
 from .._http import HTTPLayer, Request, Response
 from ._base import error_of
 
-__all__ = ["MAX_DEPTH", "Unread", "Walk", "stream_key_batches", "stream_keys", "walk_tree"]
+__all__ = ["MAX_DEPTH", "Walk", "stream_key_batches", "stream_keys", "walk_tree"]
 
 # Deeper than any lease id an engine makes (``auth/<method>/<path...>/<id>``).
 MAX_DEPTH = 32
@@ -52,23 +53,15 @@ CHUNK = 10_000
 _LIST_REPORTED = frozenset({403, 404, 405})
 
 
-@dataclass(frozen=True)
-class Unread:
-    """A folder the walk could not read, and why: ``status`` (the HTTP status, or
-    None for a key refused before it was sent, or a limit) and ``reason``."""
-
-    path: str
-    status: int | None
-    reason: str
-
-
 @dataclass
 class Walk:
     """What a walk read: folders listed, leaf keys handed over, what it could not read."""
 
     folders: int = 0
     leaves: int = 0
-    unread: list[Unread] = field(default_factory=list)
+    # Each folder the walk could not read, and why (status None: a key refused before
+    # it was sent, or a limit).
+    unread: list[Gap] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -77,10 +70,7 @@ class Walk:
     def coverage(self, view: str, asked: Sequence[str] = ()) -> dict[str, Any]:
         """The coverage record (:class:`toolkit.Coverage`) filed in
         ``frame.attrs["coverage"]``: what ``view`` was asked, read, and could not read."""
-        from .._coverage import Coverage, Gap
-
-        record = Coverage(view, asked=list(asked), read=self.leaves)
-        record.gaps = [Gap(u.path, u.status, u.reason) for u in self.unread]
+        record = Coverage(view, asked=list(asked), read=self.leaves, gaps=list(self.unread))
         return record.as_dict()
 
 
@@ -190,7 +180,7 @@ def walk_tree(
                         for key in subfolders:
                             refused = _refusal(folder, key, depth, max_depth)
                             if refused:
-                                seen.unread.append(Unread(folder + key, None, refused))
+                                seen.unread.append(Gap(folder + key, None, refused))
                             elif taken >= max_folders:
                                 beyond = beyond or [folder + key]
                                 over += 1
@@ -202,12 +192,12 @@ def walk_tree(
                         seen.leaves += len(batch)
                         yield folder, batch
             except DecodeError as exc:
-                seen.unread.append(Unread(folder, response.status_code, str(exc)))
+                seen.unread.append(Gap(folder, response.status_code, str(exc)))
             del content
         del answers
     if over:
         seen.unread.append(
-            Unread(
+            Gap(
                 beyond[0],
                 None,
                 f"not walked, nor {over - 1} more folder(s) found past it: a walk lists "
@@ -236,7 +226,7 @@ def _listing(
                 "GET", path_of(folder), params={"list": "true"}, ok_statuses=_LIST_REPORTED
             )
         except APIError as exc:
-            seen.unread.append(Unread(folder, exc.status, str(exc)))
+            seen.unread.append(Gap(folder, exc.status, str(exc)))
             return None
         status = response.status_code
     if status == 404:
@@ -248,7 +238,7 @@ def _listing(
         if start:
             explained = getattr(http, "explained", None)
             raise explained(error) if explained is not None else error
-        seen.unread.append(Unread(folder, 404, one_line(str(error))))
+        seen.unread.append(Gap(folder, 404, one_line(str(error))))
         return None
     if status == 204 or (status < 300 and not response.content):
         return None
@@ -260,7 +250,7 @@ def _listing(
         raise explained(error) if explained is not None else error
     if status >= 300:
         why = {403: "not permitted", 405: "LIST refused, and GET ?list=true as well"}
-        seen.unread.append(Unread(folder, status, why.get(status, f"answered {status}")))
+        seen.unread.append(Gap(folder, status, why.get(status, f"answered {status}")))
         return None
     return response.content
 

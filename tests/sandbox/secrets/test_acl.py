@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.sandbox.secrets._access_api import assert_error, issue, put_acl, v1
-from toolkit._spec.acl import ACL, PolicyParseError, parse_acl_policy, priority
+from toolkit._spec.acl import ACL, parse_acl_policy, priority
+from toolkit._spec.hcl import PolicyParseError
 from toolkit.sandbox import Sandbox
 
 

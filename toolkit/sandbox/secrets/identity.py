@@ -7,7 +7,7 @@ internal group holds entities and other groups; an entity's groups are the
 ones holding it directly and every group holding one of those (inherited).
 The policies of the entity and of all its groups apply to its tokens beside
 the tokens' own, and templated ACL paths are filled from what is kept here
-(:class:`~toolkit._spec.acl.Identity`).
+(:class:`~toolkit._spec.identity_templates.Identity`).
 
 This module knows nothing of HTTP: the handlers in :mod:`.http.identity` turn
 request bodies into the typed arguments below.
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from ..._spec.acl import Alias, Group, Identity
+from ..._spec.identity_templates import Alias, Group, Identity
 from .._clock import Clock
 from .errors import InvalidRequest
 

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..._spec.acl import PolicyParseError, blocks, parse_hcl
+from ..._spec.hcl import PolicyParseError, blocks, parse_hcl
 from .errors import PathNotFound, bad_request
 from .policies import policy_text
 

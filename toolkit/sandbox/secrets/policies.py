@@ -18,7 +18,9 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..._spec.acl import ACL, Identity, PathRule, PolicyParseError, parse_acl_policy
+from ..._spec.acl import ACL, PathRule, parse_acl_policy
+from ..._spec.hcl import PolicyParseError
+from ..._spec.identity_templates import Identity
 from .errors import PathNotFound, bad_request
 
 __all__ = [

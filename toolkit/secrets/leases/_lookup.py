@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..._coverage import Coverage, is_gap, require_complete
+from ..._coverage import Coverage, Gap, is_gap, require_complete
 from ..._errors import APIError, InputError, ToolkitError
 from ..._frames import Col, Schema, build_frame, frame_from_columns
 from ..._gc import collector_paused
@@ -26,7 +26,7 @@ from ..._progress import progress
 from ..._spec.leases import split_lease_id
 from ..._time import parse_time
 from .._base import GONE, Names, lookup_requests, require_mounts, unwrap
-from ..walk import MAX_DEPTH, Unread, Walk, walk_tree
+from ..walk import MAX_DEPTH, Walk, walk_tree
 from .rules import LEASE_COUNTS
 
 LEASES = Schema.of(
@@ -76,7 +76,7 @@ def known_mounts(http: HTTPLayer) -> Names:
 def unchecked_mounts(walk: Walk) -> None:
     """Note in ``walk`` that the mount names could not be checked (the mount tables
     were refused): the lookup tree answers a mistyped mount as an empty folder."""
-    walk.unread.append(Unread("sys/mounts", 403, MOUNTS_UNCHECKED))
+    walk.unread.append(Gap("sys/mounts", 403, MOUNTS_UNCHECKED))
 
 
 def list_lease_ids(http: HTTPLayer, prefix: str = "", *, walk: Walk | None = None) -> Names:

@@ -31,14 +31,14 @@ from typing import Any
 import pandas as pd
 from cryptography import x509
 
-from ..._coverage import Coverage, carries_coverage, carry, coverage_of
+from ..._coverage import Coverage, Gap, carries_coverage, carry, coverage_of
 from ..._errors import APIError, InputError
 from ..._frames import Col, Schema, build_frame
 from ..._gc import collector_paused
 from ..._http import HTTPLayer, Request, decode_json
 from ..._x509 import serial_storage_key
 from ..checkpoint import DEFAULT_MAX_ROWS, Spool, scan_loop, scan_pieces
-from ..walk import Unread, Walk, stream_keys
+from ..walk import Walk, stream_keys
 from ._common import _load_certificate, certificate_names
 from .issuers import IssuerCalls
 from .roles import RoleCalls
@@ -132,7 +132,7 @@ def scan_certificates(
                 "LIST", pki._path("certs"), params=params, ok_statuses=(403, 404)
             )
             if response.status_code == 403:
-                seen.unread.append(Unread(f"{pki.mount}/certs", 403, "not permitted"))
+                seen.unread.append(Gap(f"{pki.mount}/certs", 403, "not permitted"))
                 break
             serials = [] if response.status_code == 404 else list(stream_keys(response.content))
             if not serials:
@@ -140,7 +140,7 @@ def scan_certificates(
             seen.folders += 1
             if after and serial_storage_key(serials[0]) <= after:
                 seen.unread.append(
-                    Unread(f"{pki.mount}/certs", None, "the server ignores after= (paging refused)")
+                    Gap(f"{pki.mount}/certs", None, "the server ignores after= (paging refused)")
                 )
                 break
             frame = _read_page(pki, serials)
@@ -153,7 +153,7 @@ def scan_certificates(
             if len(serials) < page:
                 break
         else:
-            seen.unread.append(Unread(f"{pki.mount}/certs", None, f"stopped at {max_pages} pages"))
+            seen.unread.append(Gap(f"{pki.mount}/certs", None, f"stopped at {max_pages} pages"))
         loop.finish()
     return loop.spool
 

@@ -27,14 +27,14 @@ from typing import Any
 
 import pandas as pd
 
-from ..._coverage import carries_coverage
+from ..._coverage import Gap, carries_coverage
 from ..._errors import InputError
 from ..._frames import Col, Schema, build_frame
 from ..._gc import collector_paused
 from ..._http import HTTPLayer, decode_json
 from .._base import GONE, GONE_OR_REFUSED, lookup_requests, unwrap
 from ..checkpoint import DEFAULT_MAX_ROWS, Spool, keep_scan_record, scan_loop, scan_pieces
-from ..walk import Unread, Walk, stream_keys
+from ..walk import Walk, stream_keys
 from ._common import TOKEN_INVENTORY, inventory_row
 
 __all__ = [
@@ -108,7 +108,7 @@ def scan_tokens(
             for accessor, response in zip(accessors, http.many(calls), strict=True):
                 if response.status_code == 403:  # a lookup refused: a gap, not "no token"
                     where = f"auth/token/lookup-accessor ({accessor})"
-                    walk.unread.append(Unread(where, 403, "not permitted"))
+                    walk.unread.append(Gap(where, 403, "not permitted"))
                     continue
                 if response.status_code in GONE:  # revoked since the listing
                     continue
