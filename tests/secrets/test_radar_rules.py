@@ -318,3 +318,61 @@ def test_a_resumed_scan_says_how_many_leases_came_from_its_checkpoint(
     assert frame.attrs["coverage"]["view"] == "leases.scan"
     assert frame.attrs["coverage"]["complete"] is True
     assert scan_leases(client.leases).notes == []
+
+
+def test_a_scan_with_a_checkpoint_that_found_no_leases_names_no_parquet_folder(
+    client: SecretsClient, tmp_path: Path
+) -> None:
+    scan = client.leases.scan(checkpoint=tmp_path / "scan.checkpoint")
+    assert scan.parquet is None
+    assert repr(scan) == "<LeaseScan 0 leases; complete=True>"
+
+
+def test_a_scan_of_named_mounts_by_a_token_that_cannot_read_the_mount_table_says_so(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    _lease_ids(empty_sandbox, client, 2)
+    client.policies.write(
+        "acl",
+        "lookup-only",
+        'path "sys/leases/lookup/*" { capabilities = ["list", "sudo"] }\n'
+        'path "sys/leases/lookup" { capabilities = ["update"] }',
+    )
+    answer = client.http.json(
+        "POST", "/auth/token/create", json={"policies": ["lookup-only"], "no_default_policy": True}
+    )
+    with SecretsClient(empty_sandbox.address, answer["auth"]["client_token"]) as looker:
+        frame = looker.leases.scan(["database/"]).frame()
+    assert len(frame) == 2
+    coverage = frame.attrs["coverage"]
+    assert not coverage["complete"]
+    assert [(g["path"], g["status"]) for g in coverage["gaps"]] == [("sys/mounts", 403)]
+
+
+def test_a_scan_stopped_in_a_later_folder_resumes_without_the_folders_it_finished(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    from toolkit.secrets.checkpoint import WalkInterrupted
+    from toolkit.secrets.radar import scan_leases
+
+    with empty_sandbox.secrets.lock:
+        for folder in ("database/creds/a", "database/creds/b"):
+            for i in range(3):
+                empty_sandbox.secrets.leases.create(folder, ttl=600, suffix=f"f{i}")
+    point = tmp_path / "scan.checkpoint"
+
+    def cut_the_lookups(rows: int) -> None:  # after the first folder's leases are stored
+        empty_sandbox.faults.drop_after_apply("POST", "/v1/sys/leases/lookup", 100)
+
+    try:
+        with pytest.raises(WalkInterrupted):
+            scan_leases(client.leases, checkpoint=point, on_chunk=cut_the_lookups)
+    finally:
+        empty_sandbox.faults.clear()
+    lookups: list[str] = []
+    client.http.response_hooks.append(
+        lambda r: lookups.append(str(r.url)) if "sys/leases/lookup" in str(r.url) else None
+    )
+    scan = client.leases.scan(checkpoint=point)
+    assert scan.resumed and scan.leases == 6
+    assert len([u for u in lookups if u.endswith("/sys/leases/lookup")]) == 3
