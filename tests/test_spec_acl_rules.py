@@ -356,6 +356,27 @@ def test_an_unknown_identity_says_which_templated_patterns_could_match() -> None
     assert shared.pattern == "kv/shared/*" and shared.capabilities == {"list"}
 
 
+def test_a_plus_beside_a_template_is_a_literal_character_not_a_segment_wildcard() -> None:
+    from toolkit._spec.acl import could_match
+
+    before = could_match("kv/+{{identity.entity.name}}")
+    assert before.fullmatch("kv/+alice")
+    assert not before.fullmatch("kv/alice") and not before.fullmatch("kv/x/alice")
+    after = could_match("kv/{{identity.entity.name}}+")
+    assert after.fullmatch("kv/alice+") and not after.fullmatch("kv/alice")
+    whole = could_match("kv/+/{{identity.entity.name}}")
+    assert whole.fullmatch("kv/any/alice") and whole.fullmatch("kv//alice")
+
+
+def test_a_plus_followed_by_a_star_is_refused_naming_the_rule() -> None:
+    from toolkit._spec.acl import PolicyParseError
+
+    with pytest.raises(
+        PolicyParseError, match=r"invalid use of wildcards \('\+\*' is forbidden\)$"
+    ):
+        parse_acl_policy('path "kv/+*" { capabilities = ["read"] }', "p")
+
+
 # -- reading policy text ---------------------------------------------------------------------
 
 # Plain policies HCL (pygohcl) leaves to python-hcl2's grammar: non-ASCII, numbers.
