@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -252,3 +255,43 @@ def test_a_failed_lookup_stops_the_run_and_each_lease_says_why_it_was_not_sent(
     (gap,) = done.attrs["coverage"]["gaps"]
     assert gap["reason"].startswith("the run stopped: a lookup failed (")
     assert _revokes(empty_sandbox) == 0
+
+
+class _RefusesLookups(BaseHTTPRequestHandler):
+    """A server (scripted) that answers every lookup 400 with a reason of its own, and
+    every revocation 204."""
+
+    def do_POST(self) -> None:  # noqa: N802 - the standard library's name
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path == "/v1/sys/leases/lookup":
+            data = json.dumps({"errors": ["lease lookups are paused"]}).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        else:
+            self.send_response(204)
+            self.end_headers()
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self.do_POST()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_lookup_refused_for_another_reason_is_a_gap_naming_the_lease() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RefusesLookups)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        address = f"http://127.0.0.1:{server.server_address[1]}"
+        with SecretsClient(address, "s.scripted", timeout=5) as peer:
+            done = peer.leases.revocation_plan(["db/creds/ro/a"], rate=1000, apply=True)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.loc["db/creds/ro/a", "outcome"] == "sent, not confirmed"
+    (gap,) = done.attrs["coverage"]["gaps"]
+    assert (gap["path"], gap["status"]) == ("sys/leases/lookup db/creds/ro/a", 400)
+    assert gap["reason"] == "lease lookups are paused"
