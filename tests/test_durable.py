@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -311,11 +312,31 @@ def test_a_holder_id_that_is_not_utf_8_is_named_with_its_bad_bytes_replaced(tmp_
 
 
 def test_a_files_digest_is_the_sha256_of_all_its_bytes_past_the_first_megabyte(tmp_path):
-    import hashlib
-
     from toolkit._durable import file_digest
 
     data = os.urandom((1 << 20) + 7)
     path = tmp_path / "part"
     path.write_bytes(data)
     assert file_digest(path) == hashlib.sha256(data).hexdigest()
+
+
+def test_a_record_of_a_namespace_is_read_back_by_the_same_identity(tmp_path):
+    path = tmp_path / "r.json"
+    mine = Stamp("lease scan", SERVER_B, "team-a/", {"starts": ["db/"]})
+    save_record(path, mine, {"rows": 4})
+    assert load_record(path, mine) == {"rows": 4}
+    with pytest.raises(NotOurs, match="namespace team-a/"):
+        load_record(path, Stamp("lease scan", SERVER_B, "", {"starts": ["db/"]}))
+
+
+def test_a_record_whose_identity_has_no_kind_is_refused_naming_the_file(tmp_path):
+    path = tmp_path / "r.json"
+    content = json.dumps({"identity": {"server": "x"}, "body": {}}, sort_keys=True)
+    save_record(path, ME, {})
+    record = json.loads(path.read_text())
+    # Whole and checksummed as the module writes it (sha256 of the text and a NUL), no kind.
+    checksum = hashlib.sha256(content.encode() + b"\0").hexdigest()[:32]
+    path.write_text(json.dumps({**record, "content": content, "checksum": checksum}))
+    with pytest.raises(Damaged) as caught:
+        load_record(path, ME)
+    assert str(caught.value).startswith(f"{path} has no identity: it is not a toolkit state file")
