@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -170,8 +171,9 @@ def test_a_record_of_another_question_is_refused(tmp_path):
 def test_a_record_of_an_unknown_format_is_refused(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"format": 99, "content": "{}", "checksum": "x"}))
-    with pytest.raises(UnknownFormat, match="format 99"):
+    with pytest.raises(UnknownFormat, match="format 99") as caught:
         load_record(path, ME)
+    assert str(caught.value).startswith(f"{path} is in state format 99")
 
 
 def test_a_held_record_refuses_a_second_holder(tmp_path):
@@ -276,3 +278,65 @@ def test_a_bare_lock_is_exclusive_and_freed_on_release(tmp_path):
         Lock(tmp_path / "state.db").acquire()
     with Lock(tmp_path / "state.db"):
         pass
+
+
+def test_a_stamp_reads_as_what_whose_and_what_was_asked():
+    assert (
+        str(ME)
+        == 'revocation journal of secrets server cluster aaaa, namespace (root), asked {"ids": 3}'
+    )
+    bare = Stamp("lease scan", SERVER_B, "team-a/")
+    assert str(bare) == "lease scan of secrets server cluster bbbb, namespace team-a/, asked {}"
+
+
+def test_a_record_is_saved_into_folders_that_do_not_exist_yet(tmp_path):
+    path = tmp_path / "new" / "folder" / "r.json"
+    save_record(path, ME, {"rows": 3})
+    assert load_record(path, ME) == {"rows": 3}
+
+
+def test_a_lock_says_whether_it_is_held(tmp_path):
+    lock = Lock(tmp_path / "j")
+    assert repr(lock) == f"<Lock {tmp_path / 'j'} free>"
+    with lock:
+        assert repr(lock) == f"<Lock {tmp_path / 'j'} held>"
+    assert repr(lock) == f"<Lock {tmp_path / 'j'} free>"
+
+
+def test_a_holder_id_that_is_not_utf_8_is_named_with_its_bad_bytes_replaced(tmp_path):
+    path = tmp_path / "j"
+    with Lock(path) as held:
+        held.lock_path.write_bytes(b"process 7 on host \xff\xfe\n")
+        with pytest.raises(Locked, match="in use by process 7 on host \ufffd\ufffd;"):
+            Lock(path).acquire()
+
+
+def test_a_files_digest_is_the_sha256_of_all_its_bytes_past_the_first_megabyte(tmp_path):
+    from toolkit._durable import file_digest
+
+    data = os.urandom((1 << 20) + 7)
+    path = tmp_path / "part"
+    path.write_bytes(data)
+    assert file_digest(path) == hashlib.sha256(data).hexdigest()
+
+
+def test_a_record_of_a_namespace_is_read_back_by_the_same_identity(tmp_path):
+    path = tmp_path / "r.json"
+    mine = Stamp("lease scan", SERVER_B, "team-a/", {"starts": ["db/"]})
+    save_record(path, mine, {"rows": 4})
+    assert load_record(path, mine) == {"rows": 4}
+    with pytest.raises(NotOurs, match="namespace team-a/"):
+        load_record(path, Stamp("lease scan", SERVER_B, "", {"starts": ["db/"]}))
+
+
+def test_a_record_whose_identity_has_no_kind_is_refused_naming_the_file(tmp_path):
+    path = tmp_path / "r.json"
+    content = json.dumps({"identity": {"server": "x"}, "body": {}}, sort_keys=True)
+    save_record(path, ME, {})
+    record = json.loads(path.read_text())
+    # Whole and checksummed as the module writes it (sha256 of the text and a NUL), no kind.
+    checksum = hashlib.sha256(content.encode() + b"\0").hexdigest()[:32]
+    path.write_text(json.dumps({**record, "content": content, "checksum": checksum}))
+    with pytest.raises(Damaged) as caught:
+        load_record(path, ME)
+    assert str(caught.value).startswith(f"{path} has no identity: it is not a toolkit state file")

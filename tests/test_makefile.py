@@ -177,3 +177,10 @@ def test_make_mutation_runs_every_mutant_and_the_sample_a_seeded_draw() -> None:
     assert "--sample" not in every and every.startswith("nice -n 15 ")
     (sample,) = [line for line in _dry_run("mutation-sample") if "tests.mutation.run" in line]
     assert "--sample" in sample
+
+
+def test_make_test_runs_the_mutation_sample_after_the_fast_tests() -> None:
+    lines = _dry_run("test")
+    sample = _first(lines, r"tests\.mutation\.run --sample")
+    assert _first(lines, r"pytest .*-m \"not slow\"") < sample
+    assert not any("tests.mutation.run" in line and "--sample" not in line for line in lines)

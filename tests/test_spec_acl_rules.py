@@ -366,15 +366,29 @@ def test_what_a_templated_pattern_could_match_keeps_its_text_before_the_glob() -
     assert not glob.fullmatch("kv//any")  # a template fills one character at least
 
 
-def test_a_plus_beside_a_template_is_a_plus_character_not_a_segment_wildcard() -> None:
-    beside = could_match("a/+{{identity.entity.id}}")
-    assert beside.fullmatch("a/+e-1")
-    assert not beside.fullmatch("a/be-1")
-    assert could_match("a/+/{{identity.entity.id}}").fullmatch("a/b/e-1")
-
-
 def test_the_unknown_identity_shows_its_name() -> None:
     assert repr(UNKNOWN_IDENTITY) == "UNKNOWN_IDENTITY"
+
+
+def test_a_plus_beside_a_template_is_a_literal_character_not_a_segment_wildcard() -> None:
+    from toolkit._spec.identity_templates import could_match
+
+    before = could_match("kv/+{{identity.entity.name}}")
+    assert before.fullmatch("kv/+alice")
+    assert not before.fullmatch("kv/alice") and not before.fullmatch("kv/x/alice")
+    after = could_match("kv/{{identity.entity.name}}+")
+    assert after.fullmatch("kv/alice+") and not after.fullmatch("kv/alice")
+    whole = could_match("kv/+/{{identity.entity.name}}")
+    assert whole.fullmatch("kv/any/alice") and whole.fullmatch("kv//alice")
+
+
+def test_a_plus_followed_by_a_star_is_refused_naming_the_rule() -> None:
+    from toolkit._spec.hcl import PolicyParseError
+
+    with pytest.raises(
+        PolicyParseError, match=r"invalid use of wildcards \('\+\*' is forbidden\)$"
+    ):
+        parse_acl_policy('path "kv/+*" { capabilities = ["read"] }', "p")
 
 
 # -- reading policy text ---------------------------------------------------------------------

@@ -34,6 +34,7 @@ import random
 import re
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -253,8 +254,17 @@ def run_module(
     if pending:
         names = [n for n in names if codes[n] is None]
     print(f"== {path}: {len(names)} mutants", flush=True)
-    if names:
-        mutmut_main._run(names, max_children)
+    if not names:
+        return
+    collect = mutmut_main.collect_or_load_stats
+
+    def timed_collect(*args: Any, **kwargs: Any) -> None:
+        began = time.monotonic()
+        collect(*args, **kwargs)
+        print(f"\n== {path}: which tests call what, {time.monotonic() - began:.0f} s", flush=True)
+
+    mutmut_main.collect_or_load_stats = timed_collect
+    mutmut_main._run(names, max_children)
 
 
 @dataclass
@@ -342,7 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         child += ["--max-children", str(args.max_children)]
         child += ["--sample"] * args.sample + ["--survivors"] * args.survivors
         child += ["--pending"] * args.pending
+        began = time.monotonic()
         subprocess.run(child, check=True, cwd=ROOT)
+        print(f"== {path}: {time.monotonic() - began:.0f} s", flush=True)
     listed = equivalents()
     scores = []
     for path in modules:

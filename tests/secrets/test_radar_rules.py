@@ -318,3 +318,115 @@ def test_a_resumed_scan_says_how_many_leases_came_from_its_checkpoint(
     assert frame.attrs["coverage"]["view"] == "leases.scan"
     assert frame.attrs["coverage"]["complete"] is True
     assert scan_leases(client.http).notes == []
+
+
+def test_a_scan_with_a_checkpoint_that_found_no_leases_names_no_parquet_folder(
+    client: SecretsClient, tmp_path: Path
+) -> None:
+    scan = client.leases.scan(checkpoint=tmp_path / "scan.checkpoint")
+    assert scan.parquet is None
+    assert repr(scan) == "<LeaseScan 0 leases; complete=True>"
+
+
+def test_a_scan_of_named_mounts_by_a_token_that_cannot_read_the_mount_table_says_so(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    _lease_ids(empty_sandbox, client, 2)
+    client.policies.write(
+        "acl",
+        "lookup-only",
+        'path "sys/leases/lookup/*" { capabilities = ["list", "sudo"] }\n'
+        'path "sys/leases/lookup" { capabilities = ["update"] }',
+    )
+    answer = client.http.json(
+        "POST", "/auth/token/create", json={"policies": ["lookup-only"], "no_default_policy": True}
+    )
+    with SecretsClient(empty_sandbox.address, answer["auth"]["client_token"]) as looker:
+        frame = looker.leases.scan(["database/"]).frame()
+    assert len(frame) == 2
+    coverage = frame.attrs["coverage"]
+    assert not coverage["complete"]
+    assert [(g["path"], g["status"]) for g in coverage["gaps"]] == [("sys/mounts", 403)]
+    assert coverage["gaps"][0]["reason"] == (
+        "the mount names could not be checked (a mistyped mount reads as empty)"
+    )
+
+
+def test_a_scan_stopped_in_a_later_folder_resumes_without_the_folders_it_finished(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    from toolkit.secrets.checkpoint import WalkInterrupted
+    from toolkit.secrets.leases.radar import scan_leases
+
+    with empty_sandbox.secrets.lock:
+        for folder in ("database/creds/a", "database/creds/b"):
+            for i in range(3):
+                empty_sandbox.secrets.leases.create(folder, ttl=600, suffix=f"f{i}")
+    point = tmp_path / "scan.checkpoint"
+
+    def cut_the_lookups(rows: int) -> None:  # after the first folder's leases are stored
+        empty_sandbox.faults.drop_after_apply("POST", "/v1/sys/leases/lookup", 100)
+
+    try:
+        with pytest.raises(WalkInterrupted):
+            scan_leases(client.http, checkpoint=point, on_chunk=cut_the_lookups)
+    finally:
+        empty_sandbox.faults.clear()
+    lookups: list[str] = []
+    client.http.response_hooks.append(
+        lambda r: lookups.append(str(r.url)) if "sys/leases/lookup" in str(r.url) else None
+    )
+    scan = client.leases.scan(checkpoint=point)
+    assert scan.resumed and scan.leases == 6
+    assert len([u for u in lookups if u.endswith("/sys/leases/lookup")]) == 3
+
+
+def test_a_growth_of_less_than_one_lease_a_day_is_still_growing() -> None:
+    row = radar({"db": 11}, {"db": 10}).loc["db"]
+    assert row["status"] == "growing" and row["growth_per_day"] == pytest.approx(0.1)
+
+
+def test_a_crossing_thirty_and_a_half_days_away_is_growing_not_within_thirty_days() -> None:
+    frame = radar({"db": 695, "kv": 700}, {"db": 595, "kv": 600})
+    assert frame.loc["db", "status"] == "growing"  # 10 a day: 30.5 days to 1000
+    assert frame.loc["kv", "status"] == "crossing within 30 days"  # 30 days exactly
+
+
+def test_a_scan_takes_chunks_of_one_and_refuses_fewer(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    _lease_ids(empty_sandbox, client, 2)
+    assert client.leases.scan(chunk=1).leases == 2
+    with pytest.raises(InputError, match="^chunk must be at least 1, not 0$"):
+        client.leases.scan(chunk=0)
+
+
+def test_a_scan_past_its_deadline_stops_after_its_first_chunk(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    from toolkit.secrets.checkpoint import WalkInterrupted
+
+    _lease_ids(empty_sandbox, client, 3)
+    with pytest.raises(WalkInterrupted, match="deadline of 0 s passed"):
+        client.leases.scan(chunk=1, deadline=0)
+
+
+def test_views_of_a_scan_carry_the_scans_own_record(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    _lease_ids(empty_sandbox, client, 2)
+    scan = client.leases.scan(["database/"])
+    record = scan.frame().attrs["coverage"]
+    assert record["view"] == "leases.scan" and record["asked"] == ["database/"]
+    assert ttl_buckets(scan).attrs["coverage"] == record
+    assert expiry_calendar(scan).attrs["coverage"] == record
+
+
+def test_an_empty_scan_gives_the_lease_frame_with_its_columns(client: SecretsClient) -> None:
+    from toolkit._frames import build_frame
+    from toolkit.secrets.leases import LEASES
+
+    frame = client.leases.scan().frame()
+    typed = build_frame([], LEASES)
+    assert frame.empty and frame.index.name == "lease_id"
+    assert frame.dtypes.to_dict() == typed.dtypes.to_dict()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ from toolkit._durable import Damaged, Journal, Locked, NotOurs
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.checkpoint import server_identity
+from toolkit.secrets.leases.revocation import revoke_leases
 
 FOLDER = "database/creds/scale-0"
 
@@ -63,6 +67,7 @@ def test_a_lease_already_gone_is_looked_up_and_not_sent(
     gone = f"{FOLDER}/never-issued"
     done = client.leases.revocation_plan([*ids, gone], rate=1000, apply=True)
     assert done.loc[gone, "outcome"] == "already gone" and done.loc[gone, "method"] == ""
+    assert done.loc[gone, "path"] == "" and done.loc[gone, "body"] == ""  # nothing sent, none shown
     assert set(done.loc[ids, "outcome"]) == {"revoked"}
     assert empty_sandbox.secrets.leases.revoke_requests[gone] == 0
     assert all(empty_sandbox.secrets.leases.revocations[i] == 1 for i in ids)
@@ -152,6 +157,7 @@ def test_the_plan_says_what_the_journal_records(
         journal.append({"lease": pending, "step": "about to send"})
     plan = client.leases.revocation_plan([first, pending, fresh], rate=1000, journal=path)
     assert plan.loc[first, "outcome"] == "revoked" and plan.loc[first, "method"] == ""
+    assert plan.loc[first, "detail"] == "recorded by an earlier run: 204; looked up live before"
     assert plan.loc[pending, "outcome"] == "will send"
     assert "looked up first" in plan.loc[pending, "detail"]
     assert plan.loc[fresh, "outcome"] == "will send"
@@ -202,3 +208,90 @@ def test_an_edited_journal_is_named_and_nothing_is_sent(
     with pytest.raises(Damaged, match="line 2 was changed"):
         client.leases.revocation_plan([first, second], rate=1000, apply=True, journal=path)
     assert empty_sandbox.secrets.leases.revoke_requests[second] == 0
+
+
+def test_revoking_leases_previews_unless_told_to_apply(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    ids = _leases(empty_sandbox, 2)
+    plan = revoke_leases(client.http, ids, rate=1000)
+    assert set(plan["outcome"]) == {"will send"} and plan.attrs["apply"] is False
+    assert _revokes(empty_sandbox) == 0
+
+
+def test_a_token_refused_lookups_is_not_asked_again_in_later_batches(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    ids = _leases(empty_sandbox, 3)
+    with SecretsClient(empty_sandbox.address, _revoke_only(client)) as revoker:
+        lookups: list[str] = []
+        revoker.http.response_hooks.append(
+            lambda r: lookups.append(r.url) if "sys/leases/lookup" in str(r.url) else None
+        )
+        done = revoker.leases.revocation_plan(ids, rate=1000, batch_size=1, apply=True)
+    assert len(lookups) == 1
+    assert set(done["outcome"]) == {"sent, not confirmed"}
+    assert [g["status"] for g in done.attrs["coverage"]["gaps"]] == [403]
+
+
+def test_a_failed_lookup_stops_the_run_and_each_lease_says_why_it_was_not_sent(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    pending, fresh = _leases(empty_sandbox, 2)
+    path = tmp_path / "journal"
+    with _journal_of(client, path) as journal:
+        journal.append({"lease": pending, "step": "about to send"})
+    # Every try of every lookup loses its connection: the lookups cannot be made.
+    empty_sandbox.faults.drop_after_apply("POST", "/v1/sys/leases/lookup", 50)
+    try:
+        done = client.leases.revocation_plan([pending, fresh], rate=1000, apply=True, journal=path)
+    finally:
+        empty_sandbox.faults.clear()
+    assert done.loc[pending, "outcome"] == "outcome unknown"
+    assert "an earlier run's answer was lost" in done.loc[pending, "detail"]
+    assert done.loc[fresh, "outcome"] == "failed"
+    assert done.loc[fresh, "detail"].startswith("not sent: the run stopped (a lookup failed (")
+    assert set(done["method"]) == {""}
+    (gap,) = done.attrs["coverage"]["gaps"]
+    assert gap["reason"].startswith("the run stopped: a lookup failed (")
+    assert _revokes(empty_sandbox) == 0
+
+
+class _RefusesLookups(BaseHTTPRequestHandler):
+    """A server (scripted) that answers every lookup 400 with a reason of its own, and
+    every revocation 204."""
+
+    def do_POST(self) -> None:  # noqa: N802 - the standard library's name
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path == "/v1/sys/leases/lookup":
+            data = json.dumps({"errors": ["lease lookups are paused"]}).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        else:
+            self.send_response(204)
+            self.end_headers()
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self.do_POST()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_lookup_refused_for_another_reason_is_a_gap_naming_the_lease() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RefusesLookups)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        address = f"http://127.0.0.1:{server.server_address[1]}"
+        with SecretsClient(address, "s.scripted", timeout=5) as peer:
+            done = peer.leases.revocation_plan(["db/creds/ro/a"], rate=1000, apply=True)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.loc["db/creds/ro/a", "outcome"] == "sent, not confirmed"
+    (gap,) = done.attrs["coverage"]["gaps"]
+    assert (gap["path"], gap["status"]) == ("sys/leases/lookup db/creds/ro/a", 400)
+    assert gap["reason"] == "lease lookups are paused"
