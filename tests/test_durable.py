@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -340,3 +341,258 @@ def test_a_record_whose_identity_has_no_kind_is_refused_naming_the_file(tmp_path
     with pytest.raises(Damaged) as caught:
         load_record(path, ME)
     assert str(caught.value).startswith(f"{path} has no identity: it is not a toolkit state file")
+
+
+# -- the rules each error path states (issue 37: the durable-state module's mutants) -------------
+AWAY = "move it aside (or remove it) to start again"
+
+
+def _check(*texts: str) -> str:
+    """The module's checksum: sha256 of each text followed by a NUL, cut to 32 hex digits."""
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+def _forge_record(path: Path, inner: object) -> None:
+    """A record file whole and checksummed as the module writes one, holding ``inner``."""
+    content = json.dumps(inner, sort_keys=True)
+    path.write_text(json.dumps({"format": FORMAT, "content": content, "checksum": _check(content)}))
+
+
+def _forge_journal(path: Path, payloads: list[str]) -> None:
+    """A journal whose lines carry ``payloads`` each with its chained checksum."""
+    last, lines = "", []
+    for payload in payloads:
+        last = _check(last, payload)
+        lines.append(f"{payload} {last}\n")
+    path.write_text("".join(lines))
+
+
+def test_a_journal_of_an_unknown_format_names_the_file_and_what_to_do(tmp_path):
+    path = tmp_path / "j"
+    Journal.open(path, Stamp("revocation journal", SERVER_A, format=FORMAT + 1)).close()
+    with pytest.raises(UnknownFormat) as caught:
+        Journal.open(path, ME)
+    assert str(caught.value) == (
+        f"{path} is in state format {FORMAT + 1}, which this toolkit (format {FORMAT}) does not "
+        "read; use the toolkit version that wrote it, or move the file aside"
+    )
+
+
+def test_an_identity_without_server_or_namespace_reads_them_as_empty(tmp_path):
+    path = tmp_path / "r.json"
+    _forge_record(path, {"identity": {"kind": "lease scan", "format": FORMAT}, "body": {"n": 1}})
+    assert load_record(path, Stamp("lease scan", "")) == {"n": 1}
+
+
+def test_a_refused_identity_names_the_file_both_identities_and_what_to_do(tmp_path):
+    path = tmp_path / "r.json"
+    save_record(path, ME, {})
+    other = Stamp("revocation journal", SERVER_B)
+    with pytest.raises(NotOurs) as caught:
+        load_record(path, other)
+    assert str(caught.value) == (
+        f"{path} holds the {ME}; this run is the {other}. "
+        "Pass another file, or move that one aside to start again"
+    )
+
+
+def test_a_journal_of_another_server_names_its_file_first(tmp_path):
+    path = tmp_path / "j"
+    Journal.open(path, ME).close()
+    with pytest.raises(NotOurs) as caught:
+        Journal.open(path, Stamp("revocation journal", SERVER_B))
+    assert str(caught.value).startswith(f"{path} holds the revocation journal of")
+
+
+def test_a_secrets_server_is_known_by_its_cluster_id():
+    assert secrets_server({"cluster_id": "c-17", "sealed": False}) == "secrets server cluster c-17"
+
+
+def test_a_server_without_a_cluster_id_is_told_to_be_unsealed_in_one_line():
+    with pytest.raises(StateError) as caught:
+        secrets_server({"cluster_id": ""})
+    assert str(caught.value) == (
+        "the secrets server's sys/health answer has no cluster_id (the server is "
+        "uninitialised or sealed), so a state file cannot be tied to it; unseal it first"
+    )
+
+
+def test_only_trailing_slashes_are_dropped_from_a_platform_address():
+    assert platform_server("https://platform-X/", "acme") == (
+        "platform https://platform-X organization acme"
+    )
+
+
+def test_a_question_holding_a_date_is_stamped_with_its_text(tmp_path):
+    stamp = Stamp("lease scan", SERVER_A, "", {"since": date(2026, 11, 29)})
+    assert stamp.as_dict()["asked"] == {"since": "2026-11-29"}
+    save_record(tmp_path / "r.json", stamp, {})
+    assert load_record(tmp_path / "r.json", stamp) == {}
+
+
+def test_a_lock_is_a_file_beside_its_state_readable_by_its_owner_naming_the_holder(tmp_path):
+    folder = tmp_path / "new" / "deeper"
+    lock = Lock(folder / "state.db")
+    with lock:
+        beside = folder / "state.db.lock"
+        assert oct(beside.stat().st_mode & 0o777) == "0o600"
+        assert beside.read_text() == f"process {os.getpid()} on host {socket.gethostname()}\n"
+    assert beside.read_bytes() == b""  # released: no holder named
+
+
+def test_a_held_lock_says_whose_it_is_and_what_to_do(tmp_path):
+    path = tmp_path / "state.db"
+    with Lock(path), pytest.raises(Locked) as caught:
+        Lock(path).acquire()
+    assert str(caught.value) == (
+        f"{path} is in use by process {os.getpid()} on host {socket.gethostname()}; "
+        "wait for that run to end (or stop it), or pass another file"
+    )
+
+
+def test_a_holder_that_has_not_written_its_id_is_another_process(tmp_path):
+    path = tmp_path / "state.db"
+    with Lock(path) as held:
+        held.lock_path.write_bytes(b"")
+        with pytest.raises(
+            Locked, match=r"in use by another process \(it has not yet written its id\);"
+        ):
+            Lock(path).acquire()
+
+
+def test_a_holders_id_is_read_to_200_bytes_at_most(tmp_path):
+    path = tmp_path / "state.db"
+    text = "process 7 on host " + "h" * 300
+    with Lock(path) as held:
+        held.lock_path.write_text(text)
+        with pytest.raises(Locked) as caught:
+            Lock(path).acquire()
+    assert f"in use by {text[:200]}; wait" in str(caught.value)
+
+
+def test_a_record_that_cannot_be_put_in_place_is_one_line_and_leaves_no_temporary_file(tmp_path):
+    path = tmp_path / "r.json"
+    path.mkdir()  # a folder where the record belongs: the rename fails
+    with pytest.raises(StateError) as caught:
+        save_record(path, ME, {"rows": 1})
+    assert (
+        str(caught.value) == f"{path} could not be written (Is a directory); it is as it was before"
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_the_same_body_in_any_key_order_saves_the_same_bytes(tmp_path):
+    save_record(tmp_path / "one", ME, {"b": 1, "a": {"y": 2, "x": 3}})
+    save_record(tmp_path / "two", ME, {"a": {"x": 3, "y": 2}, "b": 1})
+    assert (tmp_path / "one").read_bytes() == (tmp_path / "two").read_bytes()
+
+
+def test_a_record_body_holding_a_date_is_saved_as_its_text(tmp_path):
+    save_record(tmp_path / "r.json", ME, {"on": date(2026, 11, 29)})
+    assert load_record(tmp_path / "r.json", ME) == {"on": "2026-11-29"}
+
+
+def test_a_folder_where_a_record_belongs_is_one_line(tmp_path):
+    with pytest.raises(StateError) as caught:
+        load_record(tmp_path, ME)
+    assert str(caught.value) == f"{tmp_path} is a folder, not a state file; pass a file path"
+
+
+def test_a_record_whose_body_is_not_an_object_reads_as_empty(tmp_path):
+    path = tmp_path / "r.json"
+    _forge_record(path, {"identity": ME.as_dict(), "body": [1, 2]})
+    assert load_record(path, ME) == {}
+
+
+def test_a_held_record_holds_what_it_saved_and_can_be_removed_twice(tmp_path):
+    path = tmp_path / "r.json"
+    with RecordFile.open(path, ME) as record:
+        record.save({"rows": 1})
+        assert record.body == {"rows": 1}
+        record.remove()
+        assert record.body is None and not path.exists()
+        record.remove()
+        assert record.body is None
+
+
+def test_a_journal_writes_its_header_and_entries_with_sorted_keys_and_dates_as_text(tmp_path):
+    path = tmp_path / "j"
+    with Journal.open(path, ME) as journal:
+        journal.append({"b": 1, "a": 2, "on": date(2026, 11, 29)})
+    header = json.dumps({"journal": ME.as_dict()}, sort_keys=True)
+    assert header.startswith('{"journal": {"asked": {"ids": 3}, "format": 1, "kind": ')
+    entry = '{"a": 2, "b": 1, "on": "2026-11-29"}'
+    first = _check("", header)
+    assert _lines(path) == [f"{header} {first}", f"{entry} {_check(first, entry)}"]
+
+
+def test_a_torn_line_is_said_naming_the_file_and_the_line(tmp_path):
+    path = tmp_path / "j"
+    with Journal.open(path, ME) as journal:
+        journal.append({"n": 1})
+    path.write_bytes(path.read_bytes() + b'{"n": 2')
+    with Journal.open(path, ME) as journal:
+        assert journal.torn == (
+            f"{path}: line 3 was torn (a run stopped or the disk filled while writing it); "
+            "it was cut off, and what it began is looked up"
+        )
+
+
+def test_a_journal_line_that_is_not_utf_8_is_named_as_changed(tmp_path):
+    path = tmp_path / "j"
+    Journal.open(path, ME).close()
+    path.write_bytes(path.read_bytes() + b'{"n": "\xff\xfe"} 0123\n')
+    with pytest.raises(Damaged, match="line 2 was changed"):
+        Journal.open(path, ME)
+
+
+def test_a_first_line_with_a_wrong_checksum_is_not_a_journal(tmp_path):
+    path = tmp_path / "j"
+    path.write_text("hello world\n")
+    with pytest.raises(Damaged) as caught:
+        Journal.open(path, ME)
+    assert str(caught.value) == (
+        f"{path} is not a toolkit journal (or its first line was edited); pass another file"
+    )
+
+
+def test_a_checksummed_line_that_is_not_json_is_named(tmp_path):
+    path = tmp_path / "j"
+    _forge_journal(path, [json.dumps({"journal": ME.as_dict()}, sort_keys=True), "not-json"])
+    with pytest.raises(Damaged) as caught:
+        Journal.open(path, ME)
+    assert str(caught.value) == f"{path} line 2 is not JSON; {AWAY}"
+
+
+def test_a_journal_whose_header_has_no_kind_is_refused_naming_the_file(tmp_path):
+    path = tmp_path / "j"
+    _forge_journal(path, [json.dumps({"journal": {"server": SERVER_A}})])
+    with pytest.raises(Damaged) as caught:
+        Journal.open(path, ME)
+    assert str(caught.value).startswith(f"{path} has no identity")
+
+
+def test_a_journal_with_only_a_torn_header_is_refused(tmp_path):
+    path = tmp_path / "j"
+    path.write_bytes(b'{"journal": {"kind"')
+    with pytest.raises(Damaged) as caught:
+        Journal.open(path, ME)
+    assert str(caught.value) == f"{path} has no whole header line; {AWAY}"
+
+
+def test_a_closed_journal_refuses_entries(tmp_path):
+    path = tmp_path / "j"
+    journal = Journal.open(path, ME)
+    journal.close()
+    with pytest.raises(StateError) as caught:
+        journal.append({"n": 1})
+    assert str(caught.value) == f"journal {path} is closed"
+
+
+def test_closing_a_journal_closes_every_file_it_opened(tmp_path):
+    before = len(os.listdir("/proc/self/fd"))
+    Journal.open(tmp_path / "j", ME).close()
+    assert len(os.listdir("/proc/self/fd")) == before
