@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -596,3 +599,34 @@ def test_closing_a_journal_closes_every_file_it_opened(tmp_path):
     before = len(os.listdir("/proc/self/fd"))
     Journal.open(tmp_path / "j", ME).close()
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_journal_never_opened_can_be_closed(tmp_path):
+    Journal(tmp_path / "j", ME).close()
+
+
+def test_a_write_cut_short_by_a_full_disk_is_one_line_and_closes_the_journal(tmp_path):
+    path = tmp_path / "j"
+    journal = Journal.open(path, ME)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    ignored = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails
+    # The limit falls inside the fifth entry: its write is cut short, as a full disk cuts it.
+    resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + 300, hard))
+    try:
+        with pytest.raises(StateError) as caught:
+            for n in range(10):
+                journal.append({"n": n, "pad": "x" * 40})
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, ignored)
+    assert re.fullmatch(
+        f"journal {re.escape(str(path))} could not be written \\(only \\d+ of \\d+ bytes could "
+        "be written \\(is the disk full\\?\\)\\); what was not written was not done",
+        str(caught.value),
+    )
+    with pytest.raises(StateError, match="is closed"):
+        journal.append({"n": 99})
+    journal.close()
+    with Journal.open(path, ME) as again:
+        assert [e["n"] for e in again.entries] == list(range(len(again.entries)))
+        assert again.torn is not None
