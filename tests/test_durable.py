@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import tracemalloc
 from datetime import date
@@ -645,3 +646,11 @@ def test_a_files_digest_reads_it_a_megabyte_at_a_time(tmp_path):
     finally:
         tracemalloc.stop()
     assert peak < 3 << 20  # a block read while the one before is still held: two at most
+
+
+def test_a_record_is_written_beside_its_file_not_in_the_temporary_folder(tmp_path, monkeypatch):
+    # A temporary folder that does not exist: a record written through it would fail.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-folder"))
+    save_record(tmp_path / "r.json", ME, {"rows": 1})
+    assert load_record(tmp_path / "r.json", ME) == {"rows": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
