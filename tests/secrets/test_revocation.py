@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import resource
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -295,3 +298,133 @@ def test_a_lookup_refused_for_another_reason_is_a_gap_naming_the_lease() -> None
     (gap,) = done.attrs["coverage"]["gaps"]
     assert (gap["path"], gap["status"]) == ("sys/leases/lookup db/creds/ro/a", 400)
     assert gap["reason"] == "lease lookups are paused"
+
+
+# -- a journal that cannot be written, a connection lost between revocations ------------------
+
+
+@contextmanager
+def _disk_full_from(client: SecretsClient, path: Path, answer: str, nth: int = 1) -> Iterator[None]:
+    """From the ``nth`` answer whose URL holds ``answer`` on, the journal cannot grow (as
+    on a full disk): this process may write no file past the journal's size then."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    seen = [0]
+
+    def fill(response: Any) -> None:
+        if answer in str(response.url):
+            seen[0] += 1
+            if seen[0] == nth:
+                resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size, hard))
+
+    client.http.response_hooks.append(fill)
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        client.http.response_hooks.remove(fill)
+
+
+def test_a_journal_that_cannot_record_a_batch_stops_the_run_before_that_batch_is_sent(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    first, second, third, fourth, fifth = _leases(empty_sandbox, 5)
+    gone = f"{FOLDER}/never-issued"
+    ids = [first, second, third, gone, fourth, fifth]
+    path = tmp_path / "journal"
+    # The first batch is recorded and sent; the disk fills when the second is looked up.
+    with _disk_full_from(client, path, "sys/leases/lookup", nth=3):
+        done = client.leases.revocation_plan(ids, rate=1000, batch_size=2, apply=True, journal=path)
+    assert list(done["outcome"]) == [
+        "revoked", "revoked", "failed", "already gone", "failed", "failed"
+    ]  # fmt: skip
+    assert list(done["batch"]) == [0, 0, 1, 1, -1, -1]
+    assert done.loc[third, "detail"].startswith(f"not sent: journal {path} could not be written (")
+    assert done.loc[third, "detail"].endswith("what was not written was not done")
+    assert done.loc[fourth, "detail"].startswith(f"not sent: the run stopped (journal {path} ")
+    assert list(done.loc[[third, fourth, fifth], "method"]) == ["", "", ""]
+    assert done.loc[gone, "detail"] == "looked up: no such lease; nothing sent"
+    (gap,) = done.attrs["coverage"]["gaps"]
+    assert gap["path"] == "sys/leases/revoke"
+    assert gap["reason"].startswith(f"the run stopped: journal {path} could not be written")
+    assert [_revokes_of(empty_sandbox, i) for i in ids] == [1, 1, 0, 0, 0, 0]
+    # Once the disk has room, a rerun sends what was not sent, and nothing twice.
+    again = client.leases.revocation_plan(ids, rate=1000, batch_size=2, apply=True, journal=path)
+    assert list(again["outcome"]) == ["revoked"] * 3 + ["already gone"] + ["revoked"] * 2
+    assert list(again["batch"]) == [-1, -1, 0, 0, 1, 1]
+    assert [_revokes_of(empty_sandbox, i) for i in ids] == [1, 1, 1, 0, 1, 1]
+    assert all(empty_sandbox.secrets.leases.revocations[i] == 1 for i in ids if i != gone)
+
+
+def test_answers_the_journal_could_not_record_say_so_and_are_looked_up_not_sent_again(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    ids = _leases(empty_sandbox, 4)
+    path = tmp_path / "journal"
+    # The first batch's "about to send" is recorded; the disk fills as its answers come.
+    with _disk_full_from(client, path, "sys/leases/revoke"):
+        done = client.leases.revocation_plan(ids, rate=1000, batch_size=2, apply=True, journal=path)
+    assert list(done["outcome"]) == ["revoked", "revoked", "failed", "failed"]
+    assert list(done["method"]) == ["POST", "POST", "", ""]
+    for lease in ids[:2]:
+        detail = done.loc[lease, "detail"]
+        assert detail.startswith(f"204; looked up live before (not journaled: journal {path} ")
+        assert detail.endswith("what was not written was not done; a rerun looks it up)")
+    assert done.loc[ids[2], "detail"].startswith(f"not sent: the run stopped (journal {path} ")
+    (gap,) = done.attrs["coverage"]["gaps"]
+    assert gap["reason"].startswith(f"the run stopped: journal {path} could not be written")
+    assert [_revokes_of(empty_sandbox, i) for i in ids] == [1, 1, 0, 0]
+    again = client.leases.revocation_plan(ids, rate=1000, batch_size=2, apply=True, journal=path)
+    assert set(again["outcome"]) == {"revoked"}
+    assert (
+        list(again.loc[ids[:2], "detail"])
+        == ["an earlier run's answer was lost; looked up: gone"] * 2
+    )
+    assert list(again.loc[ids[:2], "method"]) == ["", ""]
+    assert [_revokes_of(empty_sandbox, i) for i in ids] == [1, 1, 1, 1]
+
+
+def test_a_connection_lost_mid_batch_leaves_the_rest_of_the_batch_unknown_and_never_resent(
+    empty_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    ids = _leases(empty_sandbox, 5)
+    path = tmp_path / "journal"
+    with SecretsClient(empty_sandbox.address, empty_sandbox.token, max_concurrency=1) as one:
+        # The second revocation is done, and its connection drops before the answer.
+        armed = [False]
+
+        def drop_the_next(response: Any) -> None:
+            if "sys/leases/revoke" in str(response.url) and not armed[0]:
+                armed[0] = True
+                empty_sandbox.faults.drop_after_apply("POST", "/v1/sys/leases/revoke")
+
+        one.http.response_hooks.append(drop_the_next)
+        done = one.leases.revocation_plan(ids, rate=1000, batch_size=3, apply=True, journal=path)
+    assert list(done["outcome"]) == ["revoked"] + ["outcome unknown"] * 2 + ["failed"] * 2
+    assert list(done["batch"]) == [0, 0, 0, -1, -1]
+    assert list(done["method"]) == ["POST", "POST", "POST", "", ""]
+    assert done.loc[ids[1], "body"] == f'{{"lease_id": "{ids[1]}", "sync": true}}'
+    unknown = done.loc[ids[1], "detail"]
+    assert unknown.startswith("the connection failed (") and "\n" not in unknown
+    assert unknown.endswith("): it may have been sent; a rerun with the same journal looks it up")
+    assert done.loc[ids[3], "detail"].startswith("not sent: the run stopped (")
+    why = unknown.removeprefix("the connection failed (").split("): it may have been sent")[0]
+    assert {g["path"]: g["reason"] for g in done.attrs["coverage"]["gaps"]} == {
+        f"sys/leases/revoke {ids[1]}": "outcome unknown",
+        f"sys/leases/revoke {ids[2]}": "outcome unknown",
+        "sys/leases/revoke": f"the run stopped: {why}",
+    }
+    assert [_revokes_of(empty_sandbox, i) for i in ids] == [1, 1, 0, 0, 0]
+    # The rerun looks each unknown one up: the one done is not sent again.
+    with SecretsClient(empty_sandbox.address, empty_sandbox.token) as client_again:
+        again = client_again.leases.revocation_plan(
+            ids, rate=1000, batch_size=3, apply=True, journal=path
+        )
+    assert set(again["outcome"]) == {"revoked"}
+    assert again.loc[ids[1], "detail"] == "an earlier run's answer was lost; looked up: gone"
+    assert again.loc[ids[0], "batch"] == -1  # recorded: not even looked up
+    assert [_revokes_of(empty_sandbox, i) for i in ids] == [1, 1, 1, 1, 1]
+    assert all(empty_sandbox.secrets.leases.revocations[i] == 1 for i in ids)
+
+
+def _revokes_of(sandbox: Sandbox, lease: str) -> int:
+    return sandbox.secrets.leases.revoke_requests[lease]
