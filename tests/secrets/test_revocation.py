@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import resource
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -18,7 +19,7 @@ from toolkit._durable import Damaged, Journal, Locked, NotOurs
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
 from toolkit.secrets.checkpoint import server_identity
-from toolkit.secrets.leases.revocation import revoke_leases
+from toolkit.secrets.leases.revocation import revoke_in_batches, revoke_leases
 
 FOLDER = "database/creds/scale-0"
 
@@ -428,3 +429,173 @@ def test_a_connection_lost_mid_batch_leaves_the_rest_of_the_batch_unknown_and_ne
 
 def _revokes_of(sandbox: Sandbox, lease: str) -> int:
     return sandbox.secrets.leases.revoke_requests[lease]
+
+
+# -- what a peer answers, word for word (a scripted server) -----------------------------------
+
+
+class _Scripted(BaseHTTPRequestHandler):
+    """Answers each lease as ``ANSWERS[(path, lease)]`` says (status, content type, body),
+    204 when it says nothing; keeps every request's body in ``SEEN``."""
+
+    ANSWERS: ClassVar[dict[tuple[str, str], tuple[int, str, bytes]]] = {}
+    SEEN: ClassVar[list[tuple[str, dict[str, Any]]]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - the standard library's name
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        self.SEEN.append((self.path, body))
+        status, kind, data = self.ANSWERS.get((self.path, body.get("lease_id")), (204, "", b""))
+        self.send_response(status)
+        if kind:
+            self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self.do_POST()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+LOOKUP, REVOKE = "/v1/sys/leases/lookup", "/v1/sys/leases/revoke"
+
+
+def _json(status: int, payload: object) -> tuple[int, str, bytes]:
+    return status, "application/json", json.dumps(payload).encode()
+
+
+def _text(status: int, text: str) -> tuple[int, str, bytes]:
+    return status, "text/plain", text.encode()
+
+
+@contextmanager
+def _peer(answers: dict[tuple[str, str], tuple[int, str, bytes]]) -> Iterator[SecretsClient]:
+    _Scripted.ANSWERS, _Scripted.SEEN = answers, []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        address = f"http://127.0.0.1:{server.server_address[1]}"
+        with SecretsClient(address, "s.scripted", timeout=5, max_concurrency=1) as peer:
+            yield peer
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _sent(path: str) -> list[dict[str, Any]]:
+    return [body for seen, body in _Scripted.SEEN if seen == path]
+
+
+def test_each_lookup_answer_says_live_gone_or_a_gap_in_the_servers_own_words() -> None:
+    answers = {
+        (LOOKUP, "a/live"): _json(200, {"data": {"id": "a/live"}}),
+        (LOOKUP, "a/gone"): _json(400, {"errors": ["invalid lease"]}),
+        (LOOKUP, "a/text"): _text(404, "n" * 250),
+        (LOOKUP, "a/bare"): _json(409, {"warnings": ["x"]}),
+        (LOOKUP, "a/empty"): _text(400, ""),
+        (REVOKE, "a/live"): _json(400, {"errors": ["lease is pinned", "ask\nthe owner"]}),
+    }
+    answers[(LOOKUP, "a/fine")] = _json(200, {})
+    ids = ["a/live", "a/gone", "a/text", "a/bare", "a/empty", "a/fine"]
+    with _peer(answers) as peer:
+        done = revoke_leases(peer.http, ids, rate=1000, batch_size=10, apply=True, sync=False)
+    assert done.loc["a/live", "outcome"] == "failed"
+    assert done.loc["a/live", "detail"] == "400: lease is pinned; ask the owner"
+    assert done.loc["a/gone", "outcome"] == "already gone"
+    assert done.loc["a/fine", "outcome"] == "revoked"
+    assert done.loc["a/fine", "detail"] == "204; looked up live before"
+    assert done.loc["a/fine", "body"] == '{"lease_id": "a/fine", "sync": false}'
+    for lease in ("a/text", "a/bare", "a/empty"):
+        assert done.loc[lease, "outcome"] == "sent, not confirmed"
+        assert done.loc[lease, "detail"].startswith("204; not looked up before (without update")
+    coverage = done.attrs["coverage"]
+    assert coverage["read"] == 3 and not coverage["complete"]
+    assert {g["path"]: (g["status"], g["reason"]) for g in coverage["gaps"]} == {
+        "sys/leases/lookup a/text": (404, "n" * 200),
+        "sys/leases/lookup a/bare": (409, "409"),
+        "sys/leases/lookup a/empty": (400, "400"),
+    }
+    revoked = [b["lease_id"] for b in _sent(REVOKE)]
+    assert sorted(revoked) == sorted(set(ids) - {"a/gone"})  # each once, the gone one never
+    assert {b["sync"] for b in _sent(REVOKE)} == {False}
+
+
+def test_bulk_revocation_reports_each_refusal_in_the_servers_words_and_goes_on() -> None:
+    answers = {
+        (REVOKE, "b/pinned"): _json(400, {"errors": ["lease is pinned", "ask\nthe owner"]}),
+        (REVOKE, "b/text"): _text(403, "n" * 250),
+        (REVOKE, "b/bare"): _json(404, {"warnings": []}),
+        (REVOKE, "b/odd"): _json(400, ["not", "an", "object"]),
+    }
+    ids = ["b/pinned", "b/text", "b/bare", "b/odd", "b/fine", "b/pinned"]
+    progress: list[tuple[int, int]] = []
+    with _peer(answers) as peer:
+        done = revoke_in_batches(
+            peer.http,
+            ids,
+            rate=1000,
+            batch_size=2,
+            dry_run=False,
+            sync=False,
+            on_batch=lambda n, total: progress.append((n, total)),
+        )
+    assert list(done.index) == ids[:5]
+    assert list(done["batch"]) == [0, 0, 1, 1, 2]
+    assert list(done["action"]) == ["failed"] * 4 + ["revoked"]
+    assert list(done["detail"]) == [
+        "400: lease is pinned; ask the owner",
+        "403: " + "n" * 200,
+        "404: 404",  # no words of its own: its status
+        "400: 400",
+        "",
+    ]
+    assert progress == [(2, 5), (4, 5), (5, 5)]
+    assert _sent(LOOKUP) == []  # no lookups: this is the revocation without a journal
+    assert _sent(REVOKE) == [{"lease_id": lease, "sync": False} for lease in ids[:5]]
+
+
+def test_bulk_revocation_previews_each_lease_once_in_its_batch_and_sends_nothing(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    ids = _leases(empty_sandbox, 3)
+    plan = revoke_in_batches(client.http, [*ids, ids[0]], rate=1000, batch_size=2)
+    assert list(plan.index) == ids
+    assert list(plan["batch"]) == [0, 0, 1]
+    assert set(plan["action"]) == {"would revoke"} and set(plan["detail"]) == {""}
+    assert _revokes(empty_sandbox) == 0
+    with pytest.raises(InputError, match="^an empty lease id was given$"):
+        revoke_in_batches(client.http, [ids[0], ""], rate=1000, dry_run=False)
+    with pytest.raises(InputError, match="^batch_size must be at least 1, not 0$"):
+        revoke_in_batches(client.http, ids, rate=1000, batch_size=0, dry_run=False)
+    for rate in (0, -2, None):
+        with pytest.raises(InputError, match=f"^rate must be a positive .*, not {rate!r}$"):
+            revoke_in_batches(client.http, ids, rate=rate, dry_run=False)  # type: ignore[arg-type]
+    one = revoke_in_batches(client.http, ids, rate=0.5, batch_size=1)
+    assert list(one["batch"]) == [0, 1, 2]
+    assert _revokes(empty_sandbox) == 0
+
+
+def test_bulk_revocation_keeps_its_average_rate_and_revokes_each_lease_once(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    ids = _leases(empty_sandbox, 5)
+    started = time.monotonic()
+    done = revoke_in_batches(client.http, ids, rate=8, batch_size=2, dry_run=False)
+    elapsed = time.monotonic() - started
+    assert 4 / 8 <= elapsed < 3  # two waits, for 2 then 4 leases at 8 a second
+    assert set(done["action"]) == {"revoked"} and set(done["detail"]) == {""}
+    assert [_revokes_of(empty_sandbox, i) for i in ids] == [1] * 5
+    assert all(empty_sandbox.secrets.leases.revocations[i] == 1 for i in ids)
+
+
+def test_a_revocation_run_keeps_its_average_rate_across_batches(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    ids = _leases(empty_sandbox, 5)
+    started = time.monotonic()
+    done = client.leases.revocation_plan(ids, rate=8, batch_size=2, apply=True)
+    elapsed = time.monotonic() - started
+    assert 4 / 8 <= elapsed < 3  # two waits, for 2 then 4 leases at 8 a second
+    assert set(done["outcome"]) == {"revoked"}
