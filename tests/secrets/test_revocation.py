@@ -147,6 +147,10 @@ def test_a_lost_answer_that_cannot_be_looked_up_stays_unknown_and_is_not_sent(
             [pending, fresh], rate=1000, apply=True, journal=path
         )
     assert result.loc[pending, "outcome"] == "outcome unknown"
+    assert result.loc[pending, "detail"] == (
+        "an earlier run may have sent its revocation and stopped before the answer; "
+        "it could not be looked up, so it is not sent again"
+    )
     assert result.loc[fresh, "outcome"] == "sent, not confirmed"
     assert empty_sandbox.secrets.leases.revoke_requests[pending] == 0
 
@@ -163,8 +167,11 @@ def test_the_plan_says_what_the_journal_records(
     assert plan.loc[first, "outcome"] == "revoked" and plan.loc[first, "method"] == ""
     assert plan.loc[first, "detail"] == "recorded by an earlier run: 204; looked up live before"
     assert plan.loc[pending, "outcome"] == "will send"
-    assert "looked up first" in plan.loc[pending, "detail"]
+    assert plan.loc[pending, "detail"] == (
+        "an earlier run stopped before its answer: looked up first, revoked only if still live"
+    )
     assert plan.loc[fresh, "outcome"] == "will send"
+    assert plan.loc[fresh, "detail"] == "looked up first; revoked if live"
 
 
 def test_a_journal_held_by_another_run_is_refused_and_nothing_is_sent(
@@ -252,7 +259,10 @@ def test_a_failed_lookup_stops_the_run_and_each_lease_says_why_it_was_not_sent(
     finally:
         empty_sandbox.faults.clear()
     assert done.loc[pending, "outcome"] == "outcome unknown"
-    assert "an earlier run's answer was lost" in done.loc[pending, "detail"]
+    assert done.loc[pending, "detail"].startswith(
+        "an earlier run's answer was lost, and this run stopped (a lookup failed ("
+    )
+    assert done.loc[pending, "detail"].endswith(") before looking it up")
     assert done.loc[fresh, "outcome"] == "failed"
     assert done.loc[fresh, "detail"].startswith("not sent: the run stopped (a lookup failed (")
     assert set(done["method"]) == {""}
@@ -599,3 +609,82 @@ def test_a_revocation_run_keeps_its_average_rate_across_batches(
     elapsed = time.monotonic() - started
     assert 4 / 8 <= elapsed < 3  # two waits, for 2 then 4 leases at 8 a second
     assert set(done["outcome"]) == {"revoked"}
+
+
+def test_ids_that_are_not_a_list_of_non_empty_strings_are_refused_naming_the_first(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    long = "database/creds/" + "x" * 80
+    refused = {
+        b"db/x": "ids must be a list of lease ids, not one string (\"b'db/x'\"); "
+        "pass [lease_id] to revoke one",
+        long: f"ids must be a list of lease ids, not one string ({long[:60]!r}); "
+        "pass [lease_id] to revoke one",
+        ("a/b", ""): "every lease id must be a non-empty string, not ''",
+        ("a/b", 7, None): "every lease id must be a non-empty string, not 7",
+    }
+    for ids, says in refused.items():
+        with pytest.raises(InputError) as caught:
+            revoke_leases(client.http, ids, rate=1000, apply=True)  # type: ignore[arg-type]
+        assert str(caught.value) == says
+    assert _revokes(empty_sandbox) == 0
+
+
+def test_journal_entries_naming_no_lease_are_passed_over(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    pending, settled = _leases(empty_sandbox, 2)
+    path = tmp_path / "journal"
+    with _journal_of(client, path) as journal:
+        journal.append_many(
+            [
+                {"note": "no lease here", "outcome": "revoked"},
+                {"lease": 7, "step": "about to send"},
+                {"lease": pending, "step": "about to send"},
+                {"lease": settled, "step": "about to send"},
+                {"lease": settled, "outcome": "revoked", "detail": ""},
+            ]
+        )
+    plan = client.leases.revocation_plan([pending, settled], rate=1000, journal=path)
+    assert plan.loc[pending, "detail"].startswith("an earlier run stopped before its answer")
+    assert plan.loc[settled, "detail"] == "recorded by an earlier run: revoked"
+    assert list(plan["batch"]) == [0, -1]
+
+
+def test_a_torn_last_journal_line_is_noted_and_its_lease_looked_up_before_any_send(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    earlier, fresh = _leases(empty_sandbox, 2)
+    path = tmp_path / "journal"
+    with _journal_of(client, path) as journal:
+        journal.append({"lease": earlier, "step": "about to send"})
+    client.leases.revoke(earlier)
+    with path.open("a") as torn:
+        torn.write('{"lease": "cut sh')
+    done = client.leases.revocation_plan([earlier, fresh], rate=1000, apply=True, journal=path)
+    (note,) = done.attrs["notes"]
+    assert note.startswith(f"{path}: line 3 was torn")
+    assert done.loc[earlier, "detail"] == "an earlier run's answer was lost; looked up: gone"
+    assert [_revokes_of(empty_sandbox, i) for i in (earlier, fresh)] == [1, 1]
+
+
+def test_a_refused_revocation_is_failed_in_the_servers_words_and_tried_again_next_run(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    ids = _leases(empty_sandbox, 2)
+    path = tmp_path / "journal"
+    client.policies.write(
+        "acl", "lookup-only", 'path "sys/leases/lookup" { capabilities = ["update"] }'
+    )
+    answer = client.http.json(
+        "POST", "/auth/token/create", json={"policies": ["lookup-only"], "no_default_policy": True}
+    )
+    with SecretsClient(empty_sandbox.address, answer["auth"]["client_token"]) as looker:
+        done = looker.leases.revocation_plan(ids, rate=1000, apply=True, journal=path)
+    assert set(done["outcome"]) == {"failed"} and set(done["method"]) == {"POST"}
+    assert set(done["detail"]) == {"403: permission denied"}
+    plan = client.leases.revocation_plan(ids, rate=1000, journal=path)
+    assert set(plan["outcome"]) == {"will send"} and list(plan["batch"]) == [0, 0]
+    again = client.leases.revocation_plan(ids, rate=1000, apply=True, journal=path)
+    assert set(again["outcome"]) == {"revoked"}
+    assert all(empty_sandbox.secrets.leases.revocations[i] == 1 for i in ids)
