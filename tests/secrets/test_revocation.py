@@ -227,8 +227,7 @@ def test_a_failed_lookup_stops_the_run_and_each_lease_says_why_it_was_not_sent(
 
 @contextmanager
 def _disk_full_from(client: SecretsClient, path: Path, answer: str, nth: int = 1) -> Iterator[None]:
-    """From the ``nth`` answer whose URL holds ``answer`` on, the journal cannot grow (as
-    on a full disk): this process may write no file past the journal's size then."""
+    """From the ``nth`` answer whose URL holds ``answer`` on, the journal cannot grow."""
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     seen = [0]
 
@@ -588,3 +587,13 @@ def test_a_refused_revocation_is_failed_in_the_servers_words_and_tried_again_nex
     again = client.leases.revocation_plan(ids, rate=1000, apply=True, journal=path)
     assert set(again["outcome"]) == {"revoked"}
     assert all(empty_sandbox.secrets.leases.revocations[i] == 1 for i in ids)
+
+
+def test_a_lookup_whose_connection_drops_is_asked_again_and_the_run_goes_on(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    ids = _leases(empty_sandbox, 2)
+    empty_sandbox.faults.drop_after_apply("POST", "/v1/sys/leases/lookup")  # a read: harmless
+    done = client.leases.revocation_plan(ids, rate=1000, apply=True)
+    assert empty_sandbox.faults.dropped == 1 and set(done["outcome"]) == {"revoked"}
+    assert [_revokes_of(empty_sandbox, i) for i in ids] == [1, 1]
