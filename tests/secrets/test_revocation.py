@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from toolkit import InputError
+from toolkit import InputError, OutcomeUnknown
 from toolkit._durable import Journal
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
@@ -22,6 +22,7 @@ from toolkit.secrets.checkpoint import server_identity
 from toolkit.secrets.leases.revocation import revoke_in_batches, revoke_leases
 
 FOLDER = "database/creds/scale-0"
+ANSWERED = "204; looked up live before"
 
 
 @pytest.fixture
@@ -42,16 +43,6 @@ def _revokes(sandbox: Sandbox) -> int:
     return sum(sandbox.secrets.leases.revoke_requests.values())
 
 
-def test_a_lone_lease_id_string_is_refused_in_one_line(
-    empty_sandbox: Sandbox, client: SecretsClient
-) -> None:
-    [lease] = _leases(empty_sandbox, 1)
-    with pytest.raises(InputError, match="not one string") as caught:
-        client.leases.revocation_plan(lease, rate=10, apply=True)
-    assert "\n" not in str(caught.value)
-    assert _revokes(empty_sandbox) == 0
-
-
 def test_the_plan_shows_one_post_a_lease_as_it_will_be_sent(
     empty_sandbox: Sandbox, client: SecretsClient
 ) -> None:
@@ -64,8 +55,8 @@ def test_the_plan_shows_one_post_a_lease_as_it_will_be_sent(
     assert _revokes(empty_sandbox) == 0
 
 
-def test_a_lease_already_gone_is_looked_up_and_not_sent(
-    empty_sandbox: Sandbox, client: SecretsClient
+def test_a_lease_already_gone_is_looked_up_not_sent_and_journaled(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
 ) -> None:
     ids = _leases(empty_sandbox, 3)
     gone = f"{FOLDER}/never-issued"
@@ -76,6 +67,13 @@ def test_a_lease_already_gone_is_looked_up_and_not_sent(
     assert empty_sandbox.secrets.leases.revoke_requests[gone] == 0
     assert all(empty_sandbox.secrets.leases.revocations[i] == 1 for i in ids)
     assert done.attrs["coverage"]["complete"]
+    path = tmp_path / "journal"
+    done = client.leases.revocation_plan([gone], rate=1000, apply=True, journal=path)
+    plan = client.leases.revocation_plan([gone], rate=1000, journal=path)
+    assert (plan.loc[gone, "outcome"], plan.loc[gone, "batch"]) == ("already gone", -1)
+    assert plan.loc[gone, "detail"] == (
+        "recorded by an earlier run: looked up: no such lease; nothing sent"
+    )
 
 
 def test_without_lookup_the_outcome_is_sent_not_confirmed_and_the_coverage_says_why(
@@ -160,6 +158,10 @@ def test_the_plan_says_what_the_journal_records(
     path = tmp_path / "journal"
     client.leases.revocation_plan([first], rate=1000, apply=True, journal=path)
     with _journal_of(client, path) as journal:
+        assert journal.entries == [  # each answer with its status
+            {"lease": first, "step": "about to send"},
+            {"lease": first, "status": 204, "outcome": "revoked", "detail": ANSWERED},
+        ]
         journal.append({"lease": pending, "step": "about to send"})
     plan = client.leases.revocation_plan([first, pending, fresh], rate=1000, journal=path)
     assert plan.loc[first, "outcome"] == "revoked" and plan.loc[first, "method"] == ""
@@ -170,15 +172,6 @@ def test_the_plan_says_what_the_journal_records(
     )
     assert plan.loc[fresh, "outcome"] == "will send"
     assert plan.loc[fresh, "detail"] == "looked up first; revoked if live"
-
-
-def test_revoking_leases_previews_unless_told_to_apply(
-    empty_sandbox: Sandbox, client: SecretsClient
-) -> None:
-    ids = _leases(empty_sandbox, 2)
-    plan = revoke_leases(client.http, ids, rate=1000)
-    assert set(plan["outcome"]) == {"will send"} and plan.attrs["apply"] is False
-    assert _revokes(empty_sandbox) == 0
 
 
 def test_a_token_refused_lookups_is_not_asked_again_in_later_batches(
@@ -214,6 +207,7 @@ def test_a_failed_lookup_stops_the_run_and_each_lease_says_why_it_was_not_sent(
         "an earlier run's answer was lost, and this run stopped (a lookup failed ("
     )
     assert done.loc[pending, "detail"].endswith(") before looking it up")
+    assert list(done["batch"]) == [-1, -1]
     assert done.loc[fresh, "outcome"] == "failed"
     assert done.loc[fresh, "detail"].startswith("not sent: the run stopped (a lookup failed (")
     assert set(done["method"]) == {""}
@@ -255,9 +249,7 @@ def test_a_journal_that_cannot_record_a_batch_stops_the_run_before_that_batch_is
     # The first batch is recorded and sent; the disk fills when the second is looked up.
     with _disk_full_from(client, path, "sys/leases/lookup", nth=3):
         done = client.leases.revocation_plan(ids, rate=1000, batch_size=2, apply=True, journal=path)
-    assert list(done["outcome"]) == [
-        "revoked", "revoked", "failed", "already gone", "failed", "failed"
-    ]  # fmt: skip
+    assert list(done["outcome"]) == ["revoked"] * 2 + ["failed", "already gone"] + ["failed"] * 2
     assert list(done["batch"]) == [0, 0, 1, 1, -1, -1]
     assert done.loc[third, "detail"].startswith(f"not sent: journal {path} could not be written (")
     assert done.loc[third, "detail"].endswith("what was not written was not done")
@@ -305,7 +297,7 @@ def test_answers_the_journal_could_not_record_say_so_and_are_looked_up_not_sent_
 
 
 def test_a_connection_lost_mid_batch_leaves_the_rest_of_the_batch_unknown_and_never_resent(
-    empty_sandbox: Sandbox, tmp_path: Path
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
 ) -> None:
     ids = _leases(empty_sandbox, 5)
     path = tmp_path / "journal"
@@ -336,10 +328,7 @@ def test_a_connection_lost_mid_batch_leaves_the_rest_of_the_batch_unknown_and_ne
     }
     assert [_revokes_of(empty_sandbox, i) for i in ids] == [1, 1, 0, 0, 0]
     # The rerun looks each unknown one up: the one done is not sent again.
-    with SecretsClient(empty_sandbox.address, empty_sandbox.token) as client_again:
-        again = client_again.leases.revocation_plan(
-            ids, rate=1000, batch_size=3, apply=True, journal=path
-        )
+    again = client.leases.revocation_plan(ids, rate=1000, batch_size=3, apply=True, journal=path)
     assert set(again["outcome"]) == {"revoked"}
     assert again.loc[ids[1], "detail"] == "an earlier run's answer was lost; looked up: gone"
     assert again.loc[ids[0], "batch"] == -1  # recorded: not even looked up
@@ -372,9 +361,6 @@ class _Scripted(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_PUT(self) -> None:  # noqa: N802
-        self.do_POST()
-
     def log_message(self, *args: object) -> None:
         pass
 
@@ -382,12 +368,12 @@ class _Scripted(BaseHTTPRequestHandler):
 LOOKUP, REVOKE = "/v1/sys/leases/lookup", "/v1/sys/leases/revoke"
 
 
-def _json(status: int, payload: object) -> tuple[int, str, bytes]:
-    return status, "application/json", json.dumps(payload).encode()
-
-
-def _text(status: int, text: str) -> tuple[int, str, bytes]:
-    return status, "text/plain", text.encode()
+def _json(status: int, payload: object, kind: str = "application/json") -> tuple[int, str, bytes]:
+    return (
+        status,
+        kind,
+        payload.encode() if isinstance(payload, str) else json.dumps(payload).encode(),
+    )
 
 
 @contextmanager
@@ -412,9 +398,9 @@ def test_each_lookup_answer_says_live_gone_or_a_gap_in_the_servers_own_words() -
     answers = {
         (LOOKUP, "a/live"): _json(200, {"data": {"id": "a/live"}}),
         (LOOKUP, "a/gone"): _json(400, {"errors": ["invalid lease"]}),
-        (LOOKUP, "a/text"): _text(404, "n" * 250),
+        (LOOKUP, "a/text"): _json(404, "n" * 250, "text/plain"),
         (LOOKUP, "a/bare"): _json(409, {"warnings": ["x"]}),
-        (LOOKUP, "a/empty"): _text(400, ""),
+        (LOOKUP, "a/empty"): _json(400, "", "text/plain"),
         (LOOKUP, "a/paused"): _json(400, {"errors": ["lease lookups are paused"]}),
         (REVOKE, "a/live"): _json(400, {"errors": ["lease is pinned", "ask\nthe owner"]}),
     }
@@ -447,21 +433,16 @@ def test_each_lookup_answer_says_live_gone_or_a_gap_in_the_servers_own_words() -
 def test_bulk_revocation_reports_each_refusal_in_the_servers_words_and_goes_on() -> None:
     answers = {
         (REVOKE, "b/pinned"): _json(400, {"errors": ["lease is pinned", "ask\nthe owner"]}),
-        (REVOKE, "b/text"): _text(403, "n" * 250),
+        (REVOKE, "b/text"): _json(403, "n" * 250, "text/plain"),
         (REVOKE, "b/bare"): _json(404, {"warnings": []}),
         (REVOKE, "b/odd"): _json(400, ["not", "an", "object"]),
     }
     ids = ["b/pinned", "b/text", "b/bare", "b/odd", "b/fine", "b/pinned"]
     progress: list[tuple[int, int]] = []
+    add = lambda n, total: progress.append((n, total))  # noqa: E731
     with _peer(answers) as peer:
         done = revoke_in_batches(
-            peer.http,
-            ids,
-            rate=1000,
-            batch_size=2,
-            dry_run=False,
-            sync=False,
-            on_batch=lambda n, total: progress.append((n, total)),
+            peer.http, ids, rate=1000, batch_size=2, dry_run=False, sync=False, on_batch=add
         )
     assert list(done.index) == ids[:5]
     assert list(done["batch"]) == [0, 0, 1, 1, 2]
@@ -584,6 +565,7 @@ def test_a_refused_revocation_is_failed_in_the_servers_words_and_tried_again_nex
     assert set(done["detail"]) == {"403: permission denied"}
     plan = client.leases.revocation_plan(ids, rate=1000, journal=path)
     assert set(plan["outcome"]) == {"will send"} and list(plan["batch"]) == [0, 0]
+    assert set(plan["detail"]) == {"looked up first; revoked if live"}  # its answer is known
     again = client.leases.revocation_plan(ids, rate=1000, apply=True, journal=path)
     assert set(again["outcome"]) == {"revoked"}
     assert all(empty_sandbox.secrets.leases.revocations[i] == 1 for i in ids)
@@ -597,3 +579,22 @@ def test_a_lookup_whose_connection_drops_is_asked_again_and_the_run_goes_on(
     done = client.leases.revocation_plan(ids, rate=1000, apply=True)
     assert empty_sandbox.faults.dropped == 1 and set(done["outcome"]) == {"revoked"}
     assert [_revokes_of(empty_sandbox, i) for i in ids] == [1, 1]
+
+
+def test_bulk_revocation_sends_sync_by_default_in_batches_of_a_hundred() -> None:
+    ids = [f"c/{i:03d}" for i in range(101)]
+    with _peer({}) as peer:
+        done = revoke_in_batches(peer.http, ids, rate=1000, dry_run=False)
+        assert revoke_in_batches(peer.http, ids, rate=1000)["batch"].max() == 1
+    assert done["batch"].value_counts().to_dict() == {0: 100, 1: 1}
+    assert {b["sync"] for b in _sent(REVOKE)} == {True} and len(_sent(REVOKE)) == 101
+
+
+def test_a_bulk_revocation_whose_connection_drops_is_not_sent_again(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    [lease] = _leases(empty_sandbox, 1)
+    empty_sandbox.faults.drop_after_apply("POST", "/v1/sys/leases/revoke")
+    with pytest.raises(OutcomeUnknown, match="it was not sent again"):
+        revoke_in_batches(client.http, [lease], rate=1000, dry_run=False)
+    assert _revokes_of(empty_sandbox, lease) == 1

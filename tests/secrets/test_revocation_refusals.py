@@ -1,5 +1,6 @@
-"""A revocation journal that is not this run's to use is refused, and nothing is sent:
-held by another run, of another server or namespace, or edited (issue 34)."""
+"""What a revocation run refuses, sending nothing: a lone lease id string, and a journal
+that is not its to use (held by another run, of another server or namespace, edited);
+and a run not told to apply only previews (issues 33, 34)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from tests.secrets.test_revocation import _journal_of, _leases, _revokes
+from toolkit import InputError
 from toolkit._durable import Damaged, Locked, NotOurs
 from toolkit.sandbox import Sandbox
 from toolkit.secrets import SecretsClient
+from toolkit.secrets.leases.revocation import revoke_leases
 
 
 @pytest.fixture
@@ -65,3 +68,22 @@ def test_an_edited_journal_is_named_and_nothing_is_sent(
     with pytest.raises(Damaged, match="line 2 was changed"):
         client.leases.revocation_plan([first, second], rate=1000, apply=True, journal=path)
     assert empty_sandbox.secrets.leases.revoke_requests[second] == 0
+
+
+def test_a_lone_lease_id_string_is_refused_in_one_line(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    [lease] = _leases(empty_sandbox, 1)
+    with pytest.raises(InputError, match="not one string") as caught:
+        client.leases.revocation_plan(lease, rate=10, apply=True)
+    assert "\n" not in str(caught.value)
+    assert _revokes(empty_sandbox) == 0
+
+
+def test_revoking_leases_previews_unless_told_to_apply(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    ids = _leases(empty_sandbox, 2)
+    plan = revoke_leases(client.http, ids, rate=1000)
+    assert set(plan["outcome"]) == {"will send"} and plan.attrs["apply"] is False
+    assert _revokes(empty_sandbox) == 0
