@@ -407,13 +407,13 @@ def test_each_lookup_answer_says_live_gone_or_a_gap_in_the_servers_own_words() -
     answers[(LOOKUP, "a/fine")] = _json(200, {})
     ids = ["a/live", "a/gone", "a/text", "a/bare", "a/empty", "a/paused", "a/fine"]
     with _peer(answers) as peer:
-        done = revoke_leases(peer.http, ids, rate=1000, batch_size=10, apply=True, sync=False)
+        done = revoke_leases(peer.http, ids, rate=1000, batch_size=10, apply=True)
     assert done.loc["a/live", "outcome"] == "failed"
     assert done.loc["a/live", "detail"] == "400: lease is pinned; ask the owner"
     assert done.loc["a/gone", "outcome"] == "already gone"
     assert done.loc["a/fine", "outcome"] == "revoked"
     assert done.loc["a/fine", "detail"] == "204; looked up live before"
-    assert done.loc["a/fine", "body"] == '{"lease_id": "a/fine", "sync": false}'
+    assert done.loc["a/fine", "body"] == '{"lease_id": "a/fine", "sync": true}'
     for lease in ("a/text", "a/bare", "a/empty", "a/paused"):
         assert done.loc[lease, "outcome"] == "sent, not confirmed"
         assert done.loc[lease, "detail"].startswith("204; not looked up before (without update")
@@ -427,7 +427,7 @@ def test_each_lookup_answer_says_live_gone_or_a_gap_in_the_servers_own_words() -
     }
     revoked = [b["lease_id"] for b in _sent(REVOKE)]
     assert sorted(revoked) == sorted(set(ids) - {"a/gone"})  # each once, the gone one never
-    assert {b["sync"] for b in _sent(REVOKE)} == {False}
+    assert {b["sync"] for b in _sent(REVOKE)} == {True}  # synchronous unless told otherwise
 
 
 def test_bulk_revocation_reports_each_refusal_in_the_servers_words_and_goes_on() -> None:
