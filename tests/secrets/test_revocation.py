@@ -318,7 +318,7 @@ def test_a_connection_lost_mid_batch_leaves_the_rest_of_the_batch_unknown_and_ne
     assert list(done["method"]) == ["POST", "POST", "POST", "", ""]
     assert done.loc[ids[1], "body"] == f'{{"lease_id": "{ids[1]}", "sync": true}}'
     unknown = done.loc[ids[1], "detail"]
-    assert unknown.startswith("the connection failed (") and "\n" not in unknown
+    assert unknown.startswith("the connection failed (OutcomeUnknown: ") and "\n" not in unknown
     assert unknown.endswith("): it may have been sent; a rerun with the same journal looks it up")
     assert done.loc[ids[3], "detail"].startswith("not sent: the run stopped (")
     why = unknown.removeprefix("the connection failed (").split("): it may have been sent")[0]
