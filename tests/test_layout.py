@@ -82,6 +82,7 @@ NAMED_FOR_WHAT = {
     "secrets/test_radar_time_bands_and_mounts.py": "toolkit/secrets/leases/radar.py",
     "secrets/test_revocation.py": "toolkit/secrets/leases/revocation.py",
     "secrets/test_revocation_crash.py": "toolkit/secrets/leases/revocation.py",
+    "secrets/test_revocation_refusals.py": "toolkit/secrets/leases/revocation.py",
     "secrets/test_no_secret_shown.py": "toolkit/secrets",
     "secrets/test_token_sprawl.py": "toolkit/secrets/tokens/sprawl.py",
     "widgets/test_imports.py": "widgets/__init__.py",

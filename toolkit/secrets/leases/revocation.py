@@ -453,7 +453,7 @@ def revoke_in_batches(
         ]
         for lid, response in zip(batch, http.many(calls), strict=True):
             if response.status_code >= 400:
-                detail = f"{response.status_code}: {'; '.join(_errors_of(response))}"
+                detail = f"{response.status_code}: {_errors(response)}"
                 rows.append(
                     {"lease_id": lid, "batch": number, "action": "failed", "detail": detail}
                 )
@@ -463,12 +463,3 @@ def revoke_in_batches(
         if on_batch is not None:
             on_batch(sent, len(todo))
     return build_frame(rows, REVOKE_BATCHES)
-
-
-def _errors_of(response: Any) -> list[str]:
-    try:
-        payload = response.json()
-    except ValueError:
-        return [response.text[:200]]
-    errors = payload.get("errors") if isinstance(payload, Mapping) else None
-    return [one_line(str(e)) for e in errors or []] or [response.reason_phrase]
