@@ -502,3 +502,18 @@ def test_capabilities_are_read_in_any_case_and_the_legacy_word_adds_to_them() ->
     assert one.capabilities == {"list"}
     (templated,) = parse_acl_policy('path "a/{{identity.entity.id}}*" { capabilities = [] }')
     assert templated.pattern == "a/{{identity.entity.id}}*"
+
+
+def test_merged_patterns_order_by_priority_not_by_spelling() -> None:
+    # "kv/b*" sorts after "kv/a" as text, yet the exact pattern is the more specific one.
+    merged = merged_patterns(rules(("kv/b*", ["read"], "a"), ("kv/a", ["list"], "b")))
+    assert [pattern for pattern, _, _ in merged] == ["kv/a", "kv/b*"]
+
+
+def test_a_rule_that_matches_at_two_stages_of_a_list_is_one_loser() -> None:
+    # A LIST of "secret/x/" looks at "secret/x/" and at "secret/x": the glob matches both.
+    decision = decide(
+        rules(("secret/x/", ["list"], "a"), ("secret/*", ["read"], "b")), "secret/x/", "list"
+    )
+    assert decision.pattern == "secret/x/"
+    assert decision.losers == (("b", "secret/*"),)
