@@ -186,6 +186,33 @@ def test_one_of_several_is_never_picked_for_the_operator() -> None:
     assert check({"role": "b"}).choose_one("role", ["a", "b"]) == "b"
 
 
+def test_ten_names_are_listed_whole_and_an_eleventh_adds_an_ellipsis() -> None:
+    ten = [f"r{i:02d}" for i in range(10)]
+    with pytest.raises(InputError) as caught:
+        check({"role": "nope"}).choose("role", ten)
+    assert "(it has: r00, r01, r02, r03, r04, r05, r06, r07, r08, r09); " in str(caught.value)
+    with pytest.raises(InputError) as caught:
+        check({"role": "nope"}).choose("role", [*ten, "r10"])
+    assert "(it has: r00, r01, r02, r03, r04, r05, r06, r07, r08, r09 ...); " in str(caught.value)
+
+
+def test_a_parameter_without_a_noun_is_named_by_its_words() -> None:
+    with pytest.raises(InputError, match=r"^token_env = 'nope': no token env of that name "):
+        check({"token_env": "nope"}).choose("token_env", ["a"])
+
+
+def test_choosing_one_of_several_lists_ten_and_names_them_with_the_noun_given() -> None:
+    twelve = [f"p{i:02d}" for i in range(12)]
+    with pytest.raises(InputError) as caught:
+        check({"target": "live"}).choose_one("agent_pool", twelve)
+    assert str(caught.value) == (
+        "set agent_pool: this token sees 12 agent pool(s): "
+        "p00, p01, p02, p03, p04, p05, p06, p07, p08, p09"
+    )
+    with pytest.raises(InputError, match=r"no pool of that name on this server"):
+        check({"role": "nope"}).choose_one("role", ["a", "b"], what="pool")
+
+
 # -- what a run saw ---------------------------------------------------------------------------
 
 
