@@ -61,26 +61,54 @@ class Col:
 
 @dataclass(frozen=True)
 class Schema:
-    """The columns of a view and the column used as index (``None``: a range index)."""
+    """The columns of a view and the column used as index (``None``: a range index).
+
+    A view declares its table in words: ``Schema.of("name db_name ttl:int", index="name")``,
+    each word a column ``name`` or ``name:dtype`` (a key of :data:`DTYPES`; ``str`` when
+    left out), in frame order. A computed column is a :class:`Col` among the words.
+    """
 
     columns: tuple[Col, ...]
     index: str | None = None
 
     @classmethod
-    def of(cls, *columns: Col | tuple[str, str] | str, index: str | None = None) -> Schema:
-        cols = []
-        for c in columns:
-            if isinstance(c, Col):
-                cols.append(c)
-            elif isinstance(c, tuple):
-                cols.append(Col(*c))
-            else:
-                cols.append(Col(c))
+    def of(cls, *columns: Col | str, index: str | None = None) -> Schema:
+        """The schema of these columns: :class:`Col` values and strings of column words.
+
+        A word with an unknown dtype, a name given twice or an index that is no column
+        raises :class:`ValueError` at once (a table is read at import).
+        """
+        cols: list[Col] = []
+        for part in columns:
+            cols.extend([part] if isinstance(part, Col) else _words(part))
+        for col in cols:
+            if col.dtype not in DTYPES:
+                raise ValueError(
+                    f"schema column {col.name!r} has dtype {col.dtype!r}; "
+                    f"use one of {', '.join(DTYPES)}"
+                )
+        names = [c.name for c in cols]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"a schema names column {twice[0]!r} twice; name each column once")
+        if index is not None and index not in names:
+            raise ValueError(f"a schema's index {index!r} is none of its columns; add it")
         return cls(tuple(cols), index)
 
     @property
     def names(self) -> list[str]:
         return [c.name for c in self.columns]
+
+
+def _words(spec: str) -> list[Col]:
+    """The columns of a string of ``name`` and ``name:dtype`` words."""
+    cols = []
+    for word in spec.split():
+        name, colon, dtype = word.partition(":")
+        if not name.isidentifier():
+            raise ValueError(f"schema word {word!r} names no column; write name or name:dtype")
+        cols.append(Col(name, dtype if colon else "str"))
+    return cols
 
 
 # Value types that need no masking in a text column (checked per column, not per value).

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .._coverage import carries_coverage
 from .._errors import InputError
-from .._frames import Col, Schema, build_frame
+from .._frames import Schema, build_frame
 
 __all__ = ["AGENT_CAPACITY", "UNKNOWN_HOLD", "agent_capacity", "stale"]
 
@@ -32,16 +32,8 @@ def stale(agents: pd.DataFrame, now: datetime, older_than: timedelta) -> pd.Data
 
 # -- capacity --------------------------------------------------------------------------------
 AGENT_CAPACITY = Schema.of(
-    "pool_id",
-    Col("pool_name"),
-    Col("agents", "int"),
-    Col("working", "int"),
-    Col("idle", "int"),
-    Col("holding_unknown", "int"),
-    Col("to_remove", "int"),
-    Col("errors_per_hour", "float"),
-    Col("runs_out_at", "datetime"),
-    Col("status"),
+    """pool_id pool_name agents:int working:int idle:int holding_unknown:int to_remove:int
+    errors_per_hour:float runs_out_at:datetime status""",
     index="pool_id",
 )
 

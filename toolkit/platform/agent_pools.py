@@ -45,43 +45,23 @@ __all__ = [
 ]
 
 POOLS = Schema.of(
-    "id",
-    Col("name"),
-    Col("organization_scoped", "bool"),
-    Col("agent_count", "int"),
-    Col("created_at", "datetime"),
-    Col("workspace_ids", "object"),
-    Col("allowed_workspace_ids", "object"),
+    """id name organization_scoped:bool agent_count:int created_at:datetime workspace_ids:object
+    allowed_workspace_ids:object""",
     index="id",
 )
 # The pool list with ``include="workspaces"``: the attached workspaces' names too.
-POOLS_WITH_WORKSPACES = Schema.of(*POOLS.columns, Col("workspaces", "object"), index="id")
+POOLS_WITH_WORKSPACES = Schema.of(*POOLS.columns, "workspaces:object", index="id")
 # What ``include`` may name on the pool endpoints (spec 000, convention 5).
 POOL_INCLUDES = ("workspaces",)
-AGENTS = Schema.of(
-    "id",
-    Col("name"),
-    Col("status"),
-    Col("ip_address"),
-    Col("last_ping_at", "datetime"),
-    Col("pool_id"),
-    index="id",
-)
+AGENTS = Schema.of("id name status ip_address last_ping_at:datetime pool_id", index="id")
 STATUS_COUNTS = Schema.of(
-    "pool_id",
-    Col("pool_name"),
+    "pool_id pool_name",
     *(Col(s, "int") for s in AGENT_STATUSES),
-    Col("total", "int"),
+    "total:int",
     index="pool_id",
 )
 CLEANUP = Schema.of(
-    "agent_id",
-    Col("pool_id"),
-    Col("name"),
-    Col("status"),
-    Col("last_ping_at", "datetime"),
-    Col("action"),
-    Col("detail"),
+    "agent_id pool_id name status last_ping_at:datetime action detail",
     index="agent_id",
 )
 

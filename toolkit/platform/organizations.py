@@ -12,7 +12,7 @@ import pandas as pd
 
 from .._coverage import Coverage, coverage_of
 from .._errors import DecodeError, InputError, NotFound, PermissionDenied
-from .._frames import Col, Schema, scope_part, stack_scopes
+from .._frames import Schema, scope_part, stack_scopes
 from .._http import api_path
 from .._records import Record
 from ._base import PlatformArea
@@ -20,29 +20,13 @@ from ._jsonapi import resource_of
 
 __all__ = ["Organizations"]
 
-ORGANIZATIONS = Schema.of(
-    "id", Col("name"), Col("email"), Col("created_at", "datetime"), index="id"
-)
+ORGANIZATIONS = Schema.of("id name email created_at:datetime", index="id")
 WORKSPACES = Schema.of(
-    "id",
-    Col("name"),
-    Col("organization_id"),
-    Col("agent_pool_id"),
-    Col("execution_mode"),
-    Col("created_at", "datetime"),
+    "id name organization_id agent_pool_id execution_mode created_at:datetime",
     index="id",
 )
-TEAMS = Schema.of(
-    "id",
-    Col("name"),
-    Col("visibility"),
-    Col("users_count", "int"),
-    Col("organization_id"),
-    index="id",
-)
-POLICY_SETS = Schema.of(
-    "id", Col("name"), Col("kind"), Col("description"), Col("organization_id"), index="id"
-)
+TEAMS = Schema.of("id name visibility users_count:int organization_id", index="id")
+POLICY_SETS = Schema.of("id name kind description organization_id", index="id")
 
 
 class Organizations(PlatformArea):

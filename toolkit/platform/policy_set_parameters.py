@@ -8,7 +8,7 @@ import pandas as pd
 
 from .._coverage import Coverage
 from .._errors import InputError
-from .._frames import Col, Schema, build_frame
+from .._frames import Schema, build_frame
 from .._http import api_path
 from .._masking import HIDDEN, Sensitive
 from .._records import Record
@@ -17,15 +17,7 @@ from ._jsonapi import flatten, iter_resources
 
 __all__ = ["PolicySetParameters", "PARAMETERS"]
 
-PARAMETERS = Schema.of(
-    "id",
-    Col("key"),
-    Col("value"),
-    Col("sensitive", "bool"),
-    Col("category"),
-    Col("policy_set_id"),
-    index="id",
-)
+PARAMETERS = Schema.of("id key value sensitive:bool category policy_set_id", index="id")
 
 
 def _parameter(resource: dict[str, Any], policy_set_id: str) -> Record:

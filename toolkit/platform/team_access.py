@@ -10,7 +10,7 @@ import pandas as pd
 
 from .._coverage import Coverage, carry, coverage_of
 from .._errors import InputError
-from .._frames import Col, Schema, build_frame
+from .._frames import Schema, build_frame
 from .._http import api_path
 from .._records import Record
 from .._spec.team_access import (
@@ -63,27 +63,12 @@ __all__ = [
 ]
 
 TEAM_ACCESS = Schema.of(
-    "id",
-    Col("workspace_id"),
-    Col("team_id"),
-    Col("access"),
-    Col("runs"),
-    Col("variables"),
-    Col("state_versions"),
-    Col("policy_mocks"),
-    Col("workspace_locking", "bool"),
-    Col("run_tasks", "bool"),
+    """id workspace_id team_id access runs variables state_versions policy_mocks
+    workspace_locking:bool run_tasks:bool""",
     index="id",
 )
 PERMISSIONS_LONG = Schema.of(
-    Col("workspace_id"),
-    Col("workspace_name"),
-    Col("team_id"),
-    Col("team_name"),
-    Col("access"),
-    Col("permission"),
-    Col("value"),
-    Col("implied", "bool"),
+    "workspace_id workspace_name team_id team_name access permission value implied:bool",
 )
 
 

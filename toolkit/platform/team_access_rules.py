@@ -16,7 +16,7 @@ import pandas as pd
 
 from .._coverage import carries_coverage
 from .._errors import InputError
-from .._frames import Col, Schema, build_frame
+from .._frames import Schema, build_frame
 from .._records import integer
 from .._spec.team_access import (
     ACCESS_LEVELS,
@@ -47,23 +47,9 @@ __all__ = [
 # owners team (admin everywhere) and organization-level permissions. A range index:
 # only the records have an id (``record_id``).
 GRANTS = Schema.of(
-    Col("organization"),
-    Col("workspace_id"),
-    Col("workspace_name"),
-    Col("team_id"),
-    Col("team_name"),
-    Col("team_visibility"),
-    Col("team_size", "int"),
-    Col("source"),
-    Col("access"),
-    Col("level"),
-    Col("runs"),
-    Col("variables"),
-    Col("state_versions"),
-    Col("policy_mocks"),
-    Col("workspace_locking", "bool"),
-    Col("run_tasks", "bool"),
-    Col("record_id"),
+    """organization workspace_id workspace_name team_id team_name team_visibility team_size:int
+    source access level runs variables state_versions policy_mocks workspace_locking:bool
+    run_tasks:bool record_id""",
 )
 # Where a grant comes from (the ``source`` column).
 GRANT_SOURCES = ("workspace", "owners", "organization")
@@ -378,19 +364,8 @@ def style_matrix(matrix: pd.DataFrame) -> Any:
 
 # One row per (organization, workspace, holder): the grant that decides and what lost.
 EFFECTIVE_ACCESS = Schema.of(
-    Col("organization"),
-    Col("workspace_name"),
-    Col("holder_kind"),
-    Col("holder"),
-    Col("level"),
-    Col("access"),
-    Col("source"),
-    Col("decided_by"),
-    Col("overridden"),
-    Col("write_equivalent", "bool"),
-    Col("workspace_id"),
-    Col("team_id"),
-    Col("record_id"),
+    """organization workspace_name holder_kind holder level access source decided_by overridden
+    write_equivalent:bool workspace_id team_id record_id""",
 )
 # On equal levels the organization-level grant is named as deciding: it cannot be taken
 # away workspace by workspace, so removing the record would change nothing.

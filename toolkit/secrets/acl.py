@@ -26,14 +26,14 @@ import pandas as pd
 
 from .._coverage import BuiltFrame, carries_coverage
 from .._errors import InputError
-from .._frames import Col, Schema, build_frame
+from .._frames import Schema, build_frame
 from .._spec.acl import PathRule, parse_acl_policy
 from .._spec.hcl import PolicyParseError
 from ..findings import Finding, findings_frame
 
 __all__ = ["RULES", "covers", "rule_findings", "rules_frame", "rules_of"]
 
-RULES = Schema.of(Col("policy"), Col("path"), Col("capabilities", "object"))
+RULES = Schema.of("policy path capabilities:object")
 
 WRITES = frozenset({"create", "update", "delete", "patch"})
 _POLICY_WRITE_PROBES = ("sys/policies/acl/any-policy", "sys/policy/any-policy")

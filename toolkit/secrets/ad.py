@@ -24,7 +24,7 @@ from typing import Any, Self
 import pandas as pd
 
 from .._errors import APIError, InputError
-from .._frames import Col, Schema, build_frame
+from .._frames import Schema, build_frame
 from .._http import HTTPLayer
 from .._masking import Sensitive, hidden, reveal
 from .._progress import walking
@@ -36,22 +36,13 @@ from .leases import Leases
 __all__ = ["LIBRARY_STATUS", "ROLES", "AD"]
 
 LIBRARY_STATUS = Schema.of(
-    Col("account"),
-    Col("set"),
-    Col("available", "bool"),
-    Col("borrower"),
-    Col("lease_id"),
-    Col("lease_expiry", "datetime"),
+    "account set available:bool borrower lease_id lease_expiry:datetime",
     index="account",
 )
 
 ROLES = Schema.of(
-    Col("role"),
-    Col("service_account_name"),
-    Col("ttl", "int"),
-    Col("last_service_rotation", "datetime"),
-    Col("password_last_set", "datetime"),
-    Col("next_rotation", "datetime"),
+    """role service_account_name ttl:int last_service_rotation:datetime
+    password_last_set:datetime next_rotation:datetime""",
     index="role",
 )
 

@@ -26,35 +26,16 @@ import pandas as pd
 
 from .._coverage import Coverage
 from .._errors import DecodeError, InputError, NotFound
-from .._frames import Col, Schema, build_frame
+from .._frames import Schema, build_frame
 from .._masking import Sensitive, hidden, reveal
 from .._records import Record, integer
 from ._credentials import CredentialEngine, required
 
 __all__ = ["BROKER_ROLES", "TOPIC_PERMISSIONS", "VHOST_PERMISSIONS", "Broker"]
 
-BROKER_ROLES = Schema.of(
-    "name",
-    Col("tags", "object"),
-    Col("vhosts", "int"),
-    Col("exchanges", "int"),
-    index="name",
-)
-VHOST_PERMISSIONS = Schema.of(
-    Col("role"),
-    Col("vhost"),
-    Col("configure"),
-    Col("write"),
-    Col("read"),
-    Col("tags"),
-)
-TOPIC_PERMISSIONS = Schema.of(
-    Col("role"),
-    Col("vhost"),
-    Col("exchange"),
-    Col("write"),
-    Col("read"),
-)
+BROKER_ROLES = Schema.of("name tags:object vhosts:int exchanges:int", index="name")
+VHOST_PERMISSIONS = Schema.of("role vhost configure write read tags")
+TOPIC_PERMISSIONS = Schema.of("role vhost exchange write read")
 
 VhostMap = Mapping[str, Mapping[str, str]]
 TopicMap = Mapping[str, Mapping[str, Mapping[str, str]]]

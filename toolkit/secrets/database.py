@@ -28,7 +28,7 @@ import pandas as pd
 
 from .._coverage import Coverage, carries_coverage, carry
 from .._errors import DecodeError, InputError
-from .._frames import Col, Schema, build_frame
+from .._frames import Schema, build_frame
 from .._masking import Sensitive, hidden
 from .._records import Record, text
 from .._time import later, parse_time
@@ -39,39 +39,18 @@ from ._credentials import CredentialEngine, required
 __all__ = ["CONNECTIONS", "DB_ROLES", "STATIC_ROLES", "Database", "connection_findings"]
 
 CONNECTIONS = Schema.of(
-    "name",
-    Col("plugin_name"),
-    Col("plugin_version"),
-    Col("connection_url"),
-    Col("username"),
-    Col("allowed_roles", "object"),
-    Col("root_rotation_statements", "int"),
-    Col("password_policy"),
-    Col("verify_connection", "bool"),
+    """name plugin_name plugin_version connection_url username allowed_roles:object
+    root_rotation_statements:int password_policy verify_connection:bool""",
     index="name",
 )
 DB_ROLES = Schema.of(
-    "name",
-    Col("db_name"),
-    Col("default_ttl", "int"),
-    Col("max_ttl", "int"),
-    Col("creation_statements", "int"),
-    Col("revocation_statements", "int"),
-    Col("renew_statements", "int"),
-    Col("rollback_statements", "int"),
-    Col("allowed", "bool"),
+    """name db_name default_ttl:int max_ttl:int creation_statements:int revocation_statements:int
+    renew_statements:int rollback_statements:int allowed:bool""",
     index="name",
 )
 STATIC_ROLES = Schema.of(
-    "name",
-    Col("db_name"),
-    Col("username"),
-    Col("rotation_period", "int"),
-    Col("last_rotation", "datetime"),
-    Col("next_rotation", "datetime"),
-    Col("ttl", "int"),
-    Col("overdue", "bool"),
-    Col("allowed", "bool"),
+    """name db_name username rotation_period:int last_rotation:datetime next_rotation:datetime
+    ttl:int overdue:bool allowed:bool""",
     index="name",
 )
 

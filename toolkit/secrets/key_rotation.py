@@ -13,19 +13,13 @@ import pandas as pd
 
 from .._coverage import carries_coverage
 from .._errors import InputError
-from .._frames import Col, Schema, build_frame
+from .._frames import Schema, build_frame
 from ..findings import Finding, findings_frame
 
 __all__ = ["ROTATION", "key_findings", "rotation_audit"]
 
 ROTATION = Schema.of(
-    Col("key"),
-    Col("version", "int"),
-    Col("creation_time", "datetime"),
-    Col("age", "object"),
-    Col("state"),
-    Col("latest", "bool"),
-    Col("overdue", "bool"),
+    "key version:int creation_time:datetime age:object state latest:bool overdue:bool",
 )
 
 

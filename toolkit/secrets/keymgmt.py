@@ -26,7 +26,7 @@ import pandas as pd
 
 from .._coverage import Coverage, carry, is_gap
 from .._errors import InputError, NotFound, PermissionDenied
-from .._frames import Col, Schema, build_frame
+from .._frames import Schema, build_frame
 from .._masking import Sensitive, hidden
 from .._records import Record, integer, text
 from .._spec.keymgmt import PROTECTIONS, PURPOSES
@@ -53,44 +53,15 @@ __all__ = [
 KEY_TYPES = ("aes256-gcm96", "rsa-2048", "rsa-3072", "rsa-4096")
 
 KEYS = Schema.of(
-    "name",
-    Col("type"),
-    Col("latest_version", "int"),
-    Col("min_enabled_version", "int"),
-    Col("enabled_versions", "int"),
-    Col("deletion_allowed", "bool"),
-    Col("created", "datetime"),
-    Col("last_rotated", "datetime"),
-    Col("provider"),
+    """name type latest_version:int min_enabled_version:int enabled_versions:int
+    deletion_allowed:bool created:datetime last_rotated:datetime provider""",
     index="name",
 )
-KEY_VERSIONS = Schema.of(
-    Col("key"),
-    Col("version", "int"),
-    Col("type"),
-    Col("creation_time", "datetime"),
-    Col("enabled", "bool"),
-    Col("public_key"),
-)
-KMS_PROVIDERS = Schema.of(
-    "name",
-    Col("provider"),
-    Col("key_collection"),
-    Col("key_count", "int"),
-    Col("keys", "object"),
-    index="name",
-)
+KEY_VERSIONS = Schema.of("key version:int type creation_time:datetime enabled:bool public_key")
+KMS_PROVIDERS = Schema.of("name provider key_collection key_count:int keys:object", index="name")
 DISTRIBUTIONS = Schema.of(
-    "key",
-    Col("kms"),
-    Col("provider"),
-    Col("key_collection"),
-    Col("name_in_provider"),
-    Col("purpose"),
-    Col("protection"),
-    Col("versions", "int"),
-    Col("latest_version", "int"),
-    Col("distributed_at", "datetime"),
+    """key kms provider key_collection name_in_provider purpose protection versions:int
+    latest_version:int distributed_at:datetime""",
     index="key",
 )
 

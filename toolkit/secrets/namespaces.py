@@ -24,7 +24,7 @@ import pandas as pd
 
 from .._coverage import Coverage, Gap, carries_coverage, coverage_of
 from .._errors import NamespaceNotFound, NotFound, PermissionDenied, TokenRefused
-from .._frames import Col, Schema, build_frame, scope_part, stack_scopes
+from .._frames import Schema, build_frame, scope_part, stack_scopes
 from .._http import HTTPLayer, api_path, decode_json
 from .._records import Record
 from .._spec.headers import NAMESPACE_HEADER
@@ -39,23 +39,8 @@ __all__ = ["MOUNTS", "NAMESPACES", "ROOT", "NamespaceView", "Namespaces", "refus
 # How the root namespace is named in a frame's ``namespace`` column.
 ROOT = "root"
 
-NAMESPACES = Schema.of(
-    Col("path"),
-    Col("id"),
-    Col("parent"),
-    Col("depth", "int"),
-    Col("custom_metadata", "object"),
-    Col("problem"),
-    index="path",
-)
-MOUNTS = Schema.of(
-    Col("path"),
-    Col("type"),
-    Col("description"),
-    Col("accessor"),
-    Col("local", "bool"),
-    Col("seal_wrap", "bool"),
-)
+NAMESPACES = Schema.of("path id parent depth:int custom_metadata:object problem", index="path")
+MOUNTS = Schema.of("path type description accessor local:bool seal_wrap:bool")
 
 
 def _one(name: str) -> str:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from .._coverage import OutcomeFrame
 from .._errors import InputError
-from .._frames import Col, Schema, build_frame
+from .._frames import Schema, build_frame
 from .._http import api_path
 from .._masking import Sensitive, reveal
 from .._records import Record
@@ -24,12 +24,7 @@ from ._base import SecretsArea
 __all__ = ["PasswordPolicies", "POLICY_SAMPLES", "password_classes"]
 
 POLICY_SAMPLES = Schema.of(
-    Col("sample", "int"),
-    Col("length", "int"),
-    Col("lower", "bool"),
-    Col("upper", "bool"),
-    Col("digit", "bool"),
-    Col("symbol", "bool"),
+    "sample:int length:int lower:bool upper:bool digit:bool symbol:bool",
     index="sample",
 )
 CLASSES = ("lower", "upper", "digit", "symbol")

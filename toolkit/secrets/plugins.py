@@ -11,7 +11,7 @@ import pandas as pd
 
 from .._coverage import Coverage, carries_coverage, carry
 from .._errors import InputError
-from .._frames import Col, Schema, build_frame
+from .._frames import Schema, build_frame
 from .._http import api_path
 from .._records import Record
 from ..findings import Finding, findings_frame
@@ -20,22 +20,8 @@ from ._base import SecretsArea, listed_keys, records_of
 __all__ = ["CATALOG", "PLUGIN_INVENTORY", "PLUGIN_TYPES", "Plugins", "plugin_findings"]
 
 PLUGIN_TYPES = ("auth", "database", "secret")
-CATALOG = Schema.of(
-    Col("type"),
-    Col("name"),
-    Col("version"),
-    Col("builtin", "bool"),
-    Col("deprecation_status"),
-)
-PLUGIN_INVENTORY = Schema.of(
-    Col("type"),
-    Col("name"),
-    Col("version"),
-    Col("builtin", "bool"),
-    Col("sha256"),
-    Col("command"),
-    Col("mounts", "object"),
-)
+CATALOG = Schema.of("type name version builtin:bool deprecation_status")
+PLUGIN_INVENTORY = Schema.of("type name version builtin:bool sha256 command mounts:object")
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 

@@ -26,7 +26,7 @@ from .._errors import (
     PermissionDenied,
     TokenRefused,
 )
-from .._frames import Col, Schema, build_frame
+from .._frames import Schema, build_frame
 from .._http import api_path
 from .._records import Record, text
 from ._base import SecretsArea, listed_keys, unwrap
@@ -36,16 +36,10 @@ __all__ = ["ENFORCEMENT_LEVELS", "HOLDERS", "KINDS", "POLICIES", "Policies"]
 KINDS = ("acl", "rgp", "egp")
 ENFORCEMENT_LEVELS = ("advisory", "soft-mandatory", "hard-mandatory")
 
-POLICIES = Schema.of(
-    Col("kind"),
-    Col("name"),
-    Col("enforcement_level"),
-    Col("paths", "object"),
-    Col("policy_lines", "int"),
-)
+POLICIES = Schema.of("kind name enforcement_level paths:object policy_lines:int")
 
 # Who carries a policy: a token (by accessor) or a token role.
-HOLDERS = Schema.of(Col("policy"), Col("holder_kind"), Col("holder"))
+HOLDERS = Schema.of("policy holder_kind holder")
 
 
 # An EGP's name -> the paths it governs, each ``{"path", "glob"}``.

@@ -7,26 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..._frames import Col, Schema
+from ..._frames import Schema
 from ..._spec.acl import ACL, merged_patterns
 from .principals import Principal
 
 __all__ = ["CAN", "EXPLAIN", "can_rows", "explain_rows"]
 
-CAN = Schema.of(
-    Col("pattern"),
-    Col("capabilities", "object"),
-    Col("policies", "object"),
-    Col("written_as"),
-    Col("status"),
-)
-EXPLAIN = Schema.of(
-    Col("rank", "int"),
-    Col("policy"),
-    Col("pattern"),
-    Col("capabilities", "object"),
-    Col("outcome"),
-)
+CAN = Schema.of("pattern capabilities:object policies:object written_as status")
+EXPLAIN = Schema.of("rank:int policy pattern capabilities:object outcome")
 
 
 def can_rows(principal: Principal, acl: ACL) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..._frames import Col, Schema
+from ..._frames import Schema
 from ..._spec.acl import Decision, PathRule
 from .principals import Principal
 
@@ -20,14 +20,7 @@ __all__ = ["WHO_CAN", "Best", "combine", "grant", "identity_source"]
 Best = tuple[Any, str, set[str]]
 
 WHO_CAN = Schema.of(
-    "principal",
-    Col("kind"),
-    Col("name"),
-    Col("status"),
-    Col("pattern"),
-    Col("policies", "object"),
-    Col("capabilities", "object"),
-    Col("depends_on"),
+    "principal kind name status pattern policies:object capabilities:object depends_on",
     index="principal",
 )
 

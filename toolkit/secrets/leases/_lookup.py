@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..._coverage import Coverage, Gap, is_gap, require_complete
 from ..._errors import APIError, InputError, ToolkitError
-from ..._frames import Col, Schema, build_frame, frame_from_columns
+from ..._frames import Schema, build_frame, frame_from_columns
 from ..._gc import collector_paused
 from ..._http import HTTPLayer, decode_json, segments
 from ..._progress import progress
@@ -30,14 +30,8 @@ from ..walk import MAX_DEPTH, Walk, walk_tree
 from .rules import LEASE_COUNTS
 
 LEASES = Schema.of(
-    "lease_id",
-    Col("mount"),
-    Col("role"),
-    Col("issue_time", "datetime"),
-    Col("expire_time", "datetime"),
-    Col("last_renewal_time", "datetime"),
-    Col("ttl", "int"),
-    Col("renewable", "bool"),
+    """lease_id mount role issue_time:datetime expire_time:datetime last_renewal_time:datetime
+    ttl:int renewable:bool""",
     index="lease_id",
 )
 

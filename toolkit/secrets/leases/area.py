@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..._coverage import Coverage, OutcomeFrame, carry
 from ..._errors import APIError, InputError, ToolkitError
-from ..._frames import Col, Schema, build_frame
+from ..._frames import Schema, build_frame
 from ..._http import segments
 from ..._progress import progress
 from ..._records import Record, integer
@@ -51,19 +51,8 @@ from .rules import expiry_findings, expiry_states, lease_count_findings, lease_s
 
 __all__ = ["IRREVOCABLE", "LEASE_ACTIONS", "Leases"]
 
-LEASE_ACTIONS = Schema.of(
-    "lease_id",
-    Col("action"),
-    Col("detail"),
-    index="lease_id",
-)
-IRREVOCABLE = Schema.of(
-    "lease_id",
-    Col("mount"),
-    Col("expire_time", "datetime"),
-    Col("error"),
-    index="lease_id",
-)
+LEASE_ACTIONS = Schema.of("lease_id action detail", index="lease_id")
+IRREVOCABLE = Schema.of("lease_id mount expire_time:datetime error", index="lease_id")
 
 
 class Leases(SecretsArea):

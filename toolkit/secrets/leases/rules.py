@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..._coverage import carries_coverage
 from ..._errors import InputError
-from ..._frames import Col, Schema, build_frame
+from ..._frames import Schema, build_frame
 from ...findings import Finding, findings_frame
 
 __all__ = [
@@ -35,31 +35,13 @@ __all__ = [
 ]
 
 LEASE_SUMMARY = Schema.of(
-    "mount",
-    Col("count", "int"),
-    Col("expiring_1h", "int"),
-    Col("expiring_24h", "int"),
-    Col("min_ttl", "int"),
-    Col("median_ttl", "float"),
+    "mount count:int expiring_1h:int expiring_24h:int min_ttl:int median_ttl:float",
     index="mount",
 )
-LEASE_COUNTS = Schema.of(
-    Col("mount"),
-    Col("role"),
-    Col("kind"),
-    Col("count", "int"),
-)
-MOUNT_COUNTS = Schema.of(
-    "mount", Col("kind"), Col("count", "int"), Col("roles", "int"), index="mount"
-)
+LEASE_COUNTS = Schema.of("mount role kind count:int")
+MOUNT_COUNTS = Schema.of("mount kind count:int roles:int", index="mount")
 LEASE_EXPIRY = Schema.of(
-    "lease_id",
-    Col("state"),
-    Col("mount"),
-    Col("role"),
-    Col("expire_time", "datetime"),
-    Col("overdue_seconds", "int"),
-    Col("ttl", "int"),
+    "lease_id state mount role expire_time:datetime overdue_seconds:int ttl:int",
     index="lease_id",
 )
 PAST_DUE = "past due"

@@ -13,7 +13,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from ..._errors import DecodeError, InputError
-from ..._frames import Col, Schema
+from ..._frames import Schema
 from ..._records import Record
 from ..._x509 import format_serial
 
@@ -21,68 +21,27 @@ FORMATS = ("pem", "der", "pem_bundle")
 PRIVATE_KEY_FORMATS = ("der", "pem", "pkcs8")
 
 PKI_ROLES = Schema.of(
-    "name",
-    Col("issuer_ref"),
-    Col("key_type"),
-    Col("key_bits", "int"),
-    Col("ttl", "int"),
-    Col("max_ttl", "int"),
-    Col("allowed_domains"),
-    Col("allow_bare_domains", "bool"),
-    Col("allow_subdomains", "bool"),
-    Col("allow_glob_domains", "bool"),
-    Col("allow_any_name", "bool"),
-    Col("allow_localhost", "bool"),
-    Col("allow_ip_sans", "bool"),
-    Col("allowed_uri_sans"),
-    Col("allowed_other_sans"),
-    Col("allowed_user_ids"),
-    Col("server_flag", "bool"),
-    Col("client_flag", "bool"),
-    Col("code_signing_flag", "bool"),
-    Col("generate_lease", "bool"),
+    """name issuer_ref key_type key_bits:int ttl:int max_ttl:int allowed_domains
+    allow_bare_domains:bool allow_subdomains:bool allow_glob_domains:bool allow_any_name:bool
+    allow_localhost:bool allow_ip_sans:bool allowed_uri_sans allowed_other_sans
+    allowed_user_ids server_flag:bool client_flag:bool code_signing_flag:bool
+    generate_lease:bool""",
     index="name",
 )
 PKI_ISSUERS = Schema.of(
-    "issuer_id",
-    Col("issuer_name"),
-    Col("is_default", "bool"),
-    Col("subject"),
-    Col("issuer"),
-    Col("self_signed", "bool"),
-    Col("max_path_length", "int"),
-    Col("not_before", "datetime"),
-    Col("not_after", "datetime"),
-    Col("key_id"),
-    Col("leaf_not_after_behavior"),
-    Col("usage"),
+    """issuer_id issuer_name is_default:bool subject issuer self_signed:bool max_path_length:int
+    not_before:datetime not_after:datetime key_id leaf_not_after_behavior usage""",
     index="issuer_id",
 )
 # What a certificate itself says: the first columns of both certificate frames.
-_CERTIFICATE_COLUMNS = (
-    Col("serial_number"),
-    Col("subject"),
-    Col("sans"),
-    Col("issuer"),
-    Col("not_before", "datetime"),
-    Col("not_after", "datetime"),
-)
-ISSUED_CERTIFICATES = Schema.of(
-    *_CERTIFICATE_COLUMNS, Col("mount"), Col("role"), Col("operation"), index="serial_number"
-)
+_CERTIFICATE_COLUMNS = "serial_number subject sans issuer not_before:datetime not_after:datetime"
+ISSUED_CERTIFICATES = Schema.of(_CERTIFICATE_COLUMNS, "mount role operation", index="serial_number")
 MOUNT_CERTIFICATES = Schema.of(
-    *_CERTIFICATE_COLUMNS,
-    Col("expired", "bool"),
-    Col("revoked", "bool"),
-    Col("revocation_time", "datetime"),
-    Col("is_ca", "bool"),
+    _CERTIFICATE_COLUMNS,
+    "expired:bool revoked:bool revocation_time:datetime is_ca:bool",
     index="serial_number",
 )
-CRL_ENTRIES = Schema.of(
-    "serial_number",
-    Col("revocation_time", "datetime"),
-    index="serial_number",
-)
+CRL_ENTRIES = Schema.of("serial_number revocation_time:datetime", index="serial_number")
 # Role fields shown as one comma-separated text in the roles frame.
 _LIST_FIELDS = ("allowed_domains", "allowed_uri_sans", "allowed_other_sans", "allowed_user_ids")
 

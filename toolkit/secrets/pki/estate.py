@@ -33,7 +33,7 @@ from cryptography import x509
 
 from ..._coverage import Coverage, Gap, carries_coverage, carry, coverage_of
 from ..._errors import APIError, InputError
-from ..._frames import Col, Schema, build_frame
+from ..._frames import Schema, build_frame
 from ..._gc import collector_paused
 from ..._http import HTTPLayer, Request, decode_json
 from ..._x509 import serial_storage_key
@@ -63,28 +63,12 @@ PAGE = 1_000
 MAX_PAGES = 100_000
 
 CERTIFICATE_ESTATE = Schema.of(
-    "serial_number",
-    Col("mount"),
-    Col("subject"),
-    Col("common_name"),
-    Col("sans"),
-    Col("issuer"),
-    Col("authority_key_id"),
-    Col("not_before", "datetime"),
-    Col("not_after", "datetime"),
-    Col("revoked", "bool"),
-    Col("revocation_time", "datetime"),
-    Col("is_ca", "bool"),
+    """serial_number mount subject common_name sans issuer authority_key_id not_before:datetime
+    not_after:datetime revoked:bool revocation_time:datetime is_ca:bool""",
     index="serial_number",
 )
 CRL_SIZES = Schema.of(
-    "issuer_id",
-    Col("mount"),
-    Col("issuer_name"),
-    Col("crl_bytes", "int"),
-    Col("entries", "int"),
-    Col("share_of_limit", "float"),
-    Col("status"),
+    "issuer_id mount issuer_name crl_bytes:int entries:int share_of_limit:float status",
     index="issuer_id",
 )
 
@@ -276,9 +260,7 @@ def roles_from_root(issuers: pd.DataFrame, roles: pd.DataFrame) -> pd.DataFrame:
                     "issuer_subject": found[1]["subject"],
                 }
             )
-    schema = Schema.of(
-        "name", Col("issuer_ref"), Col("issuer_id"), Col("issuer_subject"), index="name"
-    )
+    schema = Schema.of("name issuer_ref issuer_id issuer_subject", index="name")
     return build_frame(rows, schema)
 
 

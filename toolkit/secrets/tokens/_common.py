@@ -4,21 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._frames import Col, Schema
+from ..._frames import Schema
 from ..._time import from_epoch
 from .._base import listed_keys
 
 TOKEN_INVENTORY = Schema.of(
-    "accessor",
-    Col("display_name"),
-    Col("policies", "object"),
-    Col("ttl", "int"),
-    Col("creation_ttl", "int"),
-    Col("issue_time", "datetime"),
-    Col("expire_time", "datetime"),
-    Col("orphan", "bool"),
-    Col("path"),
-    Col("type"),
+    """accessor display_name policies:object ttl:int creation_ttl:int issue_time:datetime
+    expire_time:datetime orphan:bool path type""",
     index="accessor",
 )
 

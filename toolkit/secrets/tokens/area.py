@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..._coverage import Coverage, carries_coverage
 from ..._errors import InputError, PermissionDenied, TokenRefused
-from ..._frames import Col, Schema, build_frame
+from ..._frames import Schema, build_frame
 from ..._http import Request, api_path, decode_json
 from ..._records import Record
 from ..._time import parse_duration
@@ -41,13 +41,8 @@ from .sprawl import TokenScan, scan_tokens, token_sprawl
 __all__ = ["TOKEN_INVENTORY", "TOKEN_ROLES", "Tokens", "token_findings"]
 
 TOKEN_ROLES = Schema.of(
-    "role",
-    Col("allowed_policies", "object"),
-    Col("disallowed_policies", "object"),
-    Col("orphan", "bool"),
-    Col("renewable", "bool"),
-    Col("token_period", "int"),
-    Col("token_explicit_max_ttl", "int"),
+    """role allowed_policies:object disallowed_policies:object orphan:bool renewable:bool
+    token_period:int token_explicit_max_ttl:int""",
     index="role",
 )
 

@@ -29,7 +29,7 @@ import pandas as pd
 
 from ..._coverage import Gap, carries_coverage
 from ..._errors import InputError
-from ..._frames import Col, Schema, build_frame
+from ..._frames import Schema, build_frame
 from ..._gc import collector_paused
 from ..._http import HTTPLayer, decode_json
 from .._base import GONE, GONE_OR_REFUSED, lookup_requests, unwrap
@@ -47,12 +47,7 @@ __all__ = [
 ]
 
 CHUNK = 5_000
-TOKEN_SPRAWL = Schema.of(
-    "what",
-    Col("tokens", "int"),
-    Col("share", "float"),
-    index="what",
-)
+TOKEN_SPRAWL = Schema.of("what tokens:int share:float", index="what")
 
 
 @dataclass
@@ -197,7 +192,7 @@ def policies_carried(scan: TokenScan | pd.DataFrame) -> pd.DataFrame:
         for policies in piece["policies"]:
             tally.update(list(policies) if policies is not None else [])
     rows = [{"policy": p, "tokens": n} for p, n in tally.most_common()]
-    frame = build_frame(rows, Schema.of("policy", Col("tokens", "int"), index="policy"))
+    frame = build_frame(rows, Schema.of("policy tokens:int", index="policy"))
     keep_scan_record(frame, scan)
     return frame
 
@@ -229,7 +224,7 @@ def widest_access(
         else:
             score = float(breadth(policies)) if breadth is not None else None
         rows.append({"policies": ", ".join(policies), "tokens": count, "breadth": score})
-    schema = Schema.of(Col("policies"), Col("tokens", "int"), Col("breadth", "float"))
+    schema = Schema.of("policies tokens:int breadth:float")
     frame = build_frame(rows, schema)
     frame = frame.sort_values(["breadth", "tokens"], ascending=False, na_position="last")
     frame = frame.head(n).reset_index(drop=True)
