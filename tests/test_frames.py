@@ -5,17 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from toolkit import Sensitive
-from toolkit._frames import Col, Schema, build_frame
+from toolkit._frames import Schema, build_frame
 
-SCHEMA = Schema.of(
-    "id",
-    Col("name"),
-    Col("count", "int"),
-    Col("seen_at", "datetime"),
-    Col("active", "bool"),
-    Col("tags", "object"),
-    index="id",
-)
+SCHEMA = Schema.of("id name count:int seen_at:datetime active:bool tags:object", index="id")
 
 
 def test_an_empty_frame_still_has_the_schemas_columns_and_dtypes():

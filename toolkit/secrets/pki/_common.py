@@ -23,9 +23,8 @@ PRIVATE_KEY_FORMATS = ("der", "pem", "pkcs8")
 PKI_ROLES = Schema.of(
     """name issuer_ref key_type key_bits:int ttl:int max_ttl:int allowed_domains
     allow_bare_domains:bool allow_subdomains:bool allow_glob_domains:bool allow_any_name:bool
-    allow_localhost:bool allow_ip_sans:bool allowed_uri_sans allowed_other_sans
-    allowed_user_ids server_flag:bool client_flag:bool code_signing_flag:bool
-    generate_lease:bool""",
+    allow_localhost:bool allow_ip_sans:bool allowed_uri_sans allowed_other_sans allowed_user_ids
+    server_flag:bool client_flag:bool code_signing_flag:bool generate_lease:bool""",
     index="name",
 )
 PKI_ISSUERS = Schema.of(
