@@ -134,7 +134,10 @@ def test_leaving_the_iteration_early_starts_no_new_item(demo_sandbox: Sandbox):
     time.sleep(0.2)
     http.close()
     assert count == len(seen)
-    assert count < 100
+    # Far fewer than all 400 were sent: what started before the close, never the rest.
+    # (At most four in flight; a loaded machine lets the pool start some more between
+    # the first answer and the close, so the bound is half, not a measured count.)
+    assert count < 200
 
 
 @pytest.mark.slow  # it waits out the sandbox's rate-limit windows, a second each
