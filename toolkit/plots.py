@@ -19,7 +19,7 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
@@ -112,7 +112,7 @@ def _legend(axes: Axes, title: str, **options: Any) -> None:
     legend.get_title().set_color(INK)
 
 
-def _count_axis(axes: Axes, axis: str, label: str) -> None:
+def _count_axis(axes: Axes, axis: Literal["x", "y"], label: str) -> None:
     """Make ``axis`` ("x" or "y") the one that counts: its label, whole-number ticks,
     and grid lines drawn behind the bars."""
     counted = axes.xaxis if axis == "x" else axes.yaxis
