@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import CancelledError, ThreadPoolExecutor
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 import orjson
 
@@ -75,6 +75,17 @@ class _TransportLimit:
 
     def __set__(self, layer: Any, size: int) -> None:
         setattr(layer._engine, self.name, _size(self.name, size))
+
+
+class CallOptions(TypedDict, total=False):
+    """The options of one call that :meth:`HTTPLayer.json` passes on to
+    :meth:`HTTPLayer.request` (which documents them)."""
+
+    params: Mapping[str, Any] | None
+    json: Any
+    headers: Mapping[str, str] | None
+    idempotent: bool | None
+    check: str
 
 
 class HTTPLayer:
@@ -334,28 +345,10 @@ class HTTPLayer:
             future.cancel()  # an interrupt in the notebook stops the call too
             raise
 
-    def json(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        headers: Mapping[str, str] | None = None,
-        idempotent: bool | None = None,
-        check: str = "",
-    ) -> Any:
-        """Send a request and decode its JSON body (``None`` for an empty answer)."""
-        response = self.request(
-            method,
-            path,
-            params=params,
-            json=json,
-            headers=headers,
-            idempotent=idempotent,
-            check=check,
-        )
-        return decode_json(response, method)
+    def json(self, method: str, path: str, **options: Unpack[CallOptions]) -> Any:
+        """Send a request (``options`` as :meth:`request` takes them) and decode its
+        JSON body (``None`` for an empty answer)."""
+        return decode_json(self.request(method, path, **options), method)
 
     async def _call(self, call: Request, headers: Mapping[str, str] | None) -> Response:
         ends_at = time.monotonic() + self.call_timeout  # the whole call's budget
