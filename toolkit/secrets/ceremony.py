@@ -61,17 +61,14 @@ def check_share(share: str | Sensitive, *, expected_bytes: int | None = None) ->
     if not text:
         raise InputError("the key share is empty")
     low, high = SHARE_BYTES
-    raw: bytes | None = None
-    if _HEX.fullmatch(text) and len(text) % 2 == 0 and low <= len(text) // 2 <= high:
-        raw = bytes.fromhex(text)
-    else:
-        try:
-            raw = base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError):
-            raise InputError(
-                f"the key share ({len(text)} characters) is neither hex nor base64 "
-                f"of a {low}- to {high}-byte share"
-            ) from None
+    is_hex = _HEX.fullmatch(text) and len(text) % 2 == 0 and low <= len(text) // 2 <= high
+    try:
+        raw = bytes.fromhex(text) if is_hex else base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise InputError(
+            f"the key share ({len(text)} characters) is neither hex nor base64 "
+            f"of a {low}- to {high}-byte share"
+        ) from None
     if not low <= len(raw) <= high:
         raise InputError(f"the key share decodes to {len(raw)} bytes; a share has {low} to {high}")
     if expected_bytes is not None and len(raw) != expected_bytes:
