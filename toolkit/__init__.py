@@ -14,36 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import _errors
 from ._config import hidden_token
-from ._errors import (
-    APIError,
-    BadRequest,
-    ConfigurationError,
-    Conflict,
-    ConnectError,
-    DecodeError,
-    InputError,
-    MethodNotAllowed,
-    MissingField,
-    MountNotFound,
-    NamespaceNotFound,
-    NotFound,
-    OutcomeUnknown,
-    PartialCoverage,
-    PermissionDenied,
-    PreconditionFailed,
-    ProtocolError,
-    RateLimited,
-    Redirected,
-    ServerError,
-    TimeoutError,
-    TLSError,
-    TokenRefused,
-    ToolkitError,
-    TransportError,
-    Unauthorized,
-    Unprocessable,
-)
+from ._errors import *  # noqa: F403 (the error tree: every name of _errors.__all__)
+from ._errors import ConfigurationError
 from ._http import RetryPolicy as RetryPolicy
 from ._masking import Sensitive
 from ._records import Record as Record
@@ -56,43 +30,18 @@ if TYPE_CHECKING:
     from .secrets.leases import lease_summary as lease_summary
 
 # What users call or catch: the clients and their connectors, the secret wrapper and
-# the error tree. Other names stay reachable (``toolkit.RetryPolicy``, ``toolkit.Record``,
-# ``toolkit.drift.diff``, ``toolkit.coverage``, the lease summary, ``scrolling``) without
-# being offered by ``from toolkit import *`` (tests/test_public_api.py holds it to that).
+# the error tree (named once, in _errors.__all__). Other names stay reachable
+# (``toolkit.RetryPolicy``, ``toolkit.Record``, ``toolkit.drift.diff``, ``toolkit.coverage``,
+# the lease summary, ``scrolling``) without being offered by ``from toolkit import *``
+# (tests/test_public_api.py holds it to that).
 __all__ = [
-    "APIError",
-    "BadRequest",
-    "ConfigurationError",
-    "Conflict",
-    "ConnectError",
-    "DecodeError",
-    "InputError",
-    "MethodNotAllowed",
-    "MissingField",
-    "MountNotFound",
-    "NamespaceNotFound",
-    "NotFound",
-    "OutcomeUnknown",
-    "PartialCoverage",
-    "PermissionDenied",
     "PlatformClient",
-    "PreconditionFailed",
-    "ProtocolError",
-    "RateLimited",
-    "Redirected",
     "SecretsClient",
     "Sensitive",
-    "ServerError",
-    "TLSError",
-    "TimeoutError",
-    "TokenRefused",
-    "ToolkitError",
-    "TransportError",
-    "Unauthorized",
-    "Unprocessable",
     "connect_platform",
     "connect_secrets",
 ]
+__all__ += _errors.__all__  # the error tree, as _errors lists it
 
 
 # Served on first use, to keep `import toolkit` light: name -> (module, attribute);

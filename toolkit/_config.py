@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from ._errors import ConfigurationError
 from ._masking import Sensitive, hidden
 from ._spec.hcl import hcl_document
+from ._tls import ClientTLS
 
 __all__ = [
     "Settings",
@@ -65,6 +66,14 @@ class Settings:
             f"ca_file={self.ca_file!r}, verify={self.verify!r}, "
             f"client_cert={self.client_cert!r}, client_key={self.client_key!r}, "
             f"server_name={self.server_name!r})"
+        )
+
+    @property
+    def tls(self) -> ClientTLS:
+        """The TLS options, as the HTTP layer takes them."""
+        # In ClientTLS's field order: verify, ca_file, client_cert, client_key, server_name.
+        return ClientTLS(
+            self.verify, self.ca_file, self.client_cert, self.client_key, self.server_name
         )
 
 

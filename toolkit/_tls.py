@@ -11,11 +11,12 @@ address its certificate does not name).
 from __future__ import annotations
 
 import ssl
+from dataclasses import dataclass
 from typing import Any
 
 from ._errors import ConfigurationError
 
-__all__ = ["client_context"]
+__all__ = ["ClientTLS"]
 
 
 class _NamedServerContext(ssl.SSLContext):
@@ -32,46 +33,60 @@ class _NamedServerContext(ssl.SSLContext):
         return super().wrap_bio(*args, **kwargs)
 
 
-def client_context(
-    *,
-    verify: bool = True,
-    ca_file: str | None = None,
-    client_cert: str | None = None,
-    client_key: str | None = None,
-    server_name: str | None = None,
-) -> ssl.SSLContext:
-    """A client TLS context with these options; a clear ConfigurationError for a file
-    that cannot be read (the message names the file, never its content)."""
-    context: ssl.SSLContext
-    if server_name:
-        context = _NamedServerContext(ssl.PROTOCOL_TLS_CLIENT)
-        context.server_name = server_name
-    else:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    if verify:
-        context.verify_mode = ssl.CERT_REQUIRED
-        context.check_hostname = True
-        try:
-            if ca_file:
-                context.load_verify_locations(cafile=ca_file)
-            else:
-                context.load_default_certs(ssl.Purpose.SERVER_AUTH)
-        except (OSError, ssl.SSLError) as exc:
-            raise ConfigurationError(f"cannot load CA file {ca_file!r}: {exc}") from None
-    else:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if client_cert or client_key:
-        if not client_cert:
-            raise ConfigurationError(
-                "a client key was given without a client certificate (VAULT_CLIENT_CERT)"
-            )
-        try:
-            context.load_cert_chain(client_cert, client_key)
-        except (OSError, ssl.SSLError) as exc:
-            # ssl's message says what is wrong with the files, never what they hold.
-            raise ConfigurationError(
-                f"cannot load client certificate {client_cert!r} / key {client_key!r}: {exc}"
-            ) from None
-    return context
+@dataclass(frozen=True)
+class ClientTLS:
+    """How a client connection checks the server and shows itself: ``verify`` the
+    server's certificate against ``ca_file`` (else the system's CAs) and the name
+    ``server_name`` (else the address's host); present ``client_cert`` (and
+    ``client_key``) when the server asks for a certificate."""
+
+    verify: bool = True
+    ca_file: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    server_name: str | None = None
+
+    def context(self) -> ssl.SSLContext | bool:
+        """What aiohttp takes as ``ssl=``: False for no verification and no client
+        certificate, else a client context with these options; a clear
+        ConfigurationError for a file that cannot be read (the message names the
+        file, never its content)."""
+        if not self.verify and not (self.client_cert or self.client_key):
+            return False
+        return self._context()
+
+    def _context(self) -> ssl.SSLContext:
+        context: ssl.SSLContext
+        if self.server_name:
+            context = _NamedServerContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.server_name = self.server_name
+        else:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        if self.verify:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.check_hostname = True
+            try:
+                if self.ca_file:
+                    context.load_verify_locations(cafile=self.ca_file)
+                else:
+                    context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+            except (OSError, ssl.SSLError) as exc:
+                raise ConfigurationError(f"cannot load CA file {self.ca_file!r}: {exc}") from None
+        else:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if self.client_cert or self.client_key:
+            if not self.client_cert:
+                raise ConfigurationError(
+                    "a client key was given without a client certificate (VAULT_CLIENT_CERT)"
+                )
+            try:
+                context.load_cert_chain(self.client_cert, self.client_key)
+            except (OSError, ssl.SSLError) as exc:
+                # ssl's message says what is wrong with the files, never what they hold.
+                raise ConfigurationError(
+                    f"cannot load client certificate {self.client_cert!r} "
+                    f"/ key {self.client_key!r}: {exc}"
+                ) from None
+        return context

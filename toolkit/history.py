@@ -108,14 +108,19 @@ def _frame_name(label: str) -> str:
     return _part_name(label, "frame name")
 
 
-def _filed(
-    root: Path,
-    counts: Mapping[str, int],
-    header: Mapping[str, Any],
-    target: str,
-    when: datetime,
-    run: str,
-) -> Path:
+@dataclass(frozen=True)
+class _Audit:
+    """One audit being filed: where (``root``, ``target``), what (``header``) and when
+    (``when``, ``run``). Every file it writes is stamped with them."""
+
+    root: Path
+    header: Mapping[str, Any]
+    target: str
+    when: datetime
+    run: str
+
+
+def _filed(audit: _Audit, counts: Mapping[str, int]) -> Path:
     """The audit's rows in :data:`AUDITS`: each frame it filed and how many rows."""
     pa, _ = _arrow()
     names = sorted(counts)
@@ -125,7 +130,7 @@ def _filed(
             "rows": pa.array([counts[n] for n in names], pa.int64()),
         }
     )
-    return _write(root, AUDITS, table, header, target, when, run)
+    return _write(audit, AUDITS, table)
 
 
 def _part_name(value: str, what: str) -> str:
@@ -162,16 +167,15 @@ def _default_target(header: Mapping[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", host)[:64]
 
 
-def _with_audit_columns(
-    table: pa.Table, header: Mapping[str, Any], target: str, when: datetime, run: str
-) -> pa.Table:
+def _with_audit_columns(table: pa.Table, audit: _Audit) -> pa.Table:
     pa, _ = _arrow()
+    header, when = audit.header, audit.when
     rows = table.num_rows
     clashes = [c for c in AUDIT_COLUMNS if c in table.column_names]
     if clashes:
         raise InputError(f"a frame has a column named {clashes[0]!r}, which the history keeps")
     values: dict[str, Any] = {
-        "audit_target": target,
+        "audit_target": audit.target,
         "audit_runbook": header.get("runbook") or "",
         "audit_at": pa.scalar(when, pa.timestamp("us", tz="UTC")),
         "audit_date": pa.scalar(when.date(), pa.date32()),
@@ -181,7 +185,7 @@ def _with_audit_columns(
         "audit_namespace": header.get("namespace"),
         "audit_token_accessor": header.get("token_accessor"),
         "audit_toolkit_version": header.get("toolkit_version"),
-        "audit_run": run,
+        "audit_run": audit.run,
     }
     for name in AUDIT_COLUMNS:
         value = values[name]
@@ -210,39 +214,24 @@ def _frame_table(frame: pd.DataFrame) -> pa.Table:
     return table.replace_schema_metadata(meta)
 
 
-def _write(
-    root: Path,
-    frame_name: str,
-    table: pa.Table,
-    header: Mapping[str, Any],
-    target: str,
-    when: datetime,
-    run: str,
-) -> Path:
+def _write(audit: _Audit, frame_name: str, table: pa.Table) -> Path:
     _, pq = _arrow()
-    runbook = _part_name(header.get("runbook") or "adhoc", "runbook")
+    runbook = _part_name(audit.header.get("runbook") or "adhoc", "runbook")
     folder = (
-        root
+        audit.root
         / _part_name(frame_name, "frame name")
-        / f"target={_part_name(target, 'target')}"
+        / f"target={_part_name(audit.target, 'target')}"
         / f"runbook={runbook}"
-        / f"date={when.date().isoformat()}"
+        / f"date={audit.when.date().isoformat()}"
     )
-    path = folder / f"{when.strftime(_STAMP)}-{run}.parquet"
+    path = folder / f"{audit.when.strftime(_STAMP)}-{audit.run}.parquet"
     buffer = io.BytesIO()
-    pq.write_table(_with_audit_columns(table, header, target, when, run), buffer)
+    pq.write_table(_with_audit_columns(table, audit), buffer)
     replace_atomic(path, buffer.getvalue())  # whole or not at all, on disk before it counts
     return path
 
 
-def _commit(
-    root: Path,
-    tables: Mapping[str, pa.Table],
-    header: Mapping[str, Any],
-    target: str,
-    when: datetime,
-    run: str,
-) -> list[Path]:
+def _commit(audit: _Audit, tables: Mapping[str, pa.Table]) -> list[Path]:
     """One audit's frames, then its :data:`AUDITS` row, which commits them.
 
     A frame file whose run has no :data:`AUDITS` row is never read (see
@@ -252,9 +241,9 @@ def _commit(
     written: list[Path] = []
     try:
         for label, table in tables.items():
-            written.append(_write(root, label, table, header, target, when, run))
+            written.append(_write(audit, label, table))
         counts = {label: table.num_rows for label, table in tables.items()}
-        written.append(_filed(root, counts, header, target, when, run))
+        written.append(_filed(audit, counts))
     except BaseException:
         for path in written:
             with contextlib.suppress(OSError):
@@ -286,7 +275,7 @@ def append(
         _frame_name(label)
     run = uuid.uuid4().hex[:12]
     tables = {label: _frame_table(frame) for label, frame in frames.items()}
-    return _commit(Path(root), tables, head, name, when, run)
+    return _commit(_Audit(Path(root), head, name, when, run), tables)
 
 
 def append_evidence(root: str | Path, files: Mapping[str, bytes], *, target: str) -> list[Path]:
@@ -312,7 +301,8 @@ def append_evidence(root: str | Path, files: Mapping[str, bytes], *, target: str
         audits.setdefault(key, (head, {}))[1][label] = table.replace_schema_metadata(None)
     written: list[Path] = []
     for (_, when), (head, tables) in sorted(audits.items(), key=lambda item: item[0]):
-        written += _commit(Path(root), tables, head, target, when, uuid.uuid4().hex[:12])
+        audit = _Audit(Path(root), head, target, when, uuid.uuid4().hex[:12])
+        written += _commit(audit, tables)
     return written
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
@@ -96,11 +96,30 @@ def _canvas(width: float, height: float) -> tuple[Figure, Axes]:
     return figure, axes
 
 
-def _legend(axes: Axes, **options: Any) -> None:
-    legend = axes.legend(frameon=True, facecolor=BACKGROUND, edgecolor=GRID, **options)
+def _legend(axes: Axes, title: str, **options: Any) -> None:
+    """The legend, titled, to the right of the plot where it hides nothing."""
+    legend = axes.legend(
+        title=title,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1),
+        frameon=True,
+        facecolor=BACKGROUND,
+        edgecolor=GRID,
+        **options,
+    )
     for text in legend.get_texts():
         text.set_color(INK)
     legend.get_title().set_color(INK)
+
+
+def _count_axis(axes: Axes, axis: Literal["x", "y"], label: str) -> None:
+    """Make ``axis`` ("x" or "y") the one that counts: its label, whole-number ticks,
+    and grid lines drawn behind the bars."""
+    counted = axes.xaxis if axis == "x" else axes.yaxis
+    counted.set_label_text(label)
+    counted.set_major_locator(_whole_numbers())
+    axes.grid(axis=axis, color=GRID)
+    axes.set_axisbelow(True)
 
 
 def _nothing(axes: Axes, message: str) -> None:
@@ -146,11 +165,8 @@ def agents_by_status(counts: pd.DataFrame) -> Chart:
         axes.barh(labels, values, left=left, color=STATUS_COLOURS[status], label=status)
         left = [a + b for a, b in zip(left, values, strict=True)]
     axes.invert_yaxis()  # the first pool on top, as in the frame
-    axes.set_xlabel("agents")
-    axes.xaxis.set_major_locator(_whole_numbers())
-    axes.grid(axis="x", color=GRID)
-    axes.set_axisbelow(True)
-    _legend(axes, title="status", loc="upper left", bbox_to_anchor=(1.01, 1))
+    _count_axis(axes, "x", "agents")
+    _legend(axes, "status")
     return Chart(figure, title)
 
 
@@ -206,12 +222,9 @@ def lease_expiry(
     )
     axes.xaxis.set_major_formatter(dates.DateFormatter("%m-%d %H:%M"))
     axes.xaxis.set_major_locator(dates.AutoDateLocator(maxticks=8))
-    axes.yaxis.set_major_locator(_whole_numbers())
     axes.set_xlabel("expires at (UTC)")
-    axes.set_ylabel("leases")
-    axes.grid(axis="y", color=GRID)
-    axes.set_axisbelow(True)
-    _legend(axes, title="mount", loc="upper left", bbox_to_anchor=(1.01, 1))
+    _count_axis(axes, "y", "leases")
+    _legend(axes, "mount")
     return Chart(figure, title)
 
 
@@ -261,13 +274,7 @@ def permissions_matrix(matrix: pd.DataFrame, colours: Mapping[str, str] | None =
     axes.set_xlabel(str(matrix.columns.name or "team"))
     axes.set_ylabel(str(matrix.index.name or "workspace"))
     used = [level for level in palette if level in present]
-    _legend(
-        axes,
-        handles=[Patch(color=palette[level], label=level) for level in used],
-        title="access",
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1),
-    )
+    _legend(axes, "access", handles=[Patch(color=palette[level], label=level) for level in used])
     return Chart(figure, title)
 
 
@@ -325,11 +332,8 @@ def key_versions(distributions: pd.DataFrame) -> Chart:
         for kms, width in zip(providers, widths, strict=True):
             left[kms] += width
     axes.invert_yaxis()
-    axes.set_xlabel("key versions held")
-    axes.xaxis.set_major_locator(_whole_numbers())
-    axes.grid(axis="x", color=GRID)
-    axes.set_axisbelow(True)
-    _legend(axes, title="key", loc="upper left", bbox_to_anchor=(1.01, 1))
+    _count_axis(axes, "x", "key versions held")
+    _legend(axes, "key")
     return Chart(figure, title)
 
 

@@ -21,6 +21,7 @@ import pytest
 from tests._sockets import Answer, Threaded, certificate_files
 from toolkit import ConnectError, NotFound, RetryPolicy, SecretsClient, TimeoutError, TLSError
 from toolkit._http import HTTPLayer, Request
+from toolkit._tls import ClientTLS
 from toolkit.sandbox import Sandbox
 
 # -- against the sandbox ---------------------------------------------------------------------
@@ -332,7 +333,7 @@ def tls_files(tmp_path) -> tuple[str, ssl.SSLContext]:
 def test_a_fan_out_over_tls_is_answered_in_order(serve, tls_files):
     ca_file, context = tls_files
     server = serve(lambda head, n: (echo_path(head), False), context)
-    http = HTTPLayer(server.address, "/v1", max_concurrency=3, ca_file=ca_file)
+    http = HTTPLayer(server.address, "/v1", max_concurrency=3, tls=ClientTLS(ca_file=ca_file))
     assert answered_paths(http, [Request("GET", p) for p in paths(120)]) == paths(120)
     assert http.json("GET", "/one") == {"path": "/v1/one"}  # one request, the blocking way
     http.close()

@@ -34,6 +34,7 @@ from toolkit import (
     TransportError,
 )
 from toolkit._http import HTTPLayer, Request
+from toolkit._tls import ClientTLS
 from toolkit.secrets import SecretsClient
 
 FAST = RetryPolicy(attempts=3, backoff=0.01, max_pause=1.0)
@@ -384,7 +385,9 @@ def test_a_certificate_for_another_name_is_a_tls_error(serve, tls):
     ca_file, context = tls
     server = serve(keep_answering, context)
     # The certificate names 127.0.0.1 only; "localhost" is another name.
-    http = HTTPLayer(f"https://localhost:{server.port}", "/v1", ca_file=ca_file, retry=FAST)
+    http = HTTPLayer(
+        f"https://localhost:{server.port}", "/v1", tls=ClientTLS(ca_file=ca_file), retry=FAST
+    )
     with pytest.raises(TLSError):
         http.json("GET", "/x")
     http.close()

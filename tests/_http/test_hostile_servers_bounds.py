@@ -36,6 +36,7 @@ from toolkit import (
     ToolkitError,
 )
 from toolkit._http import HTTPLayer, Request
+from toolkit._tls import ClientTLS
 from toolkit.secrets import SecretsClient
 
 __all__ = ["serve"]  # the scripted servers' fixture, shared with the first round
@@ -327,7 +328,7 @@ def test_a_tls_record_broken_after_a_post_was_delivered_is_an_unknown_outcome(se
         socket.socket.send(peer.sock, b"\x17\x03\x03\x00\x10" + bytes(16))  # a forged record
 
     server = serve(handler, context)
-    http = layer(server.address, ca_file=str(ca))
+    http = layer(server.address, tls=ClientTLS(ca_file=str(ca)))
     with pytest.raises(OutcomeUnknown) as err:
         http.request("POST", "/auth/token/create", json={}, check="list the token accessors")
     http.close()

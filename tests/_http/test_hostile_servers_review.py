@@ -18,6 +18,7 @@ from tests._http.test_hostile_servers_bounds import exit_code
 from tests._sockets import Peer, answer
 from toolkit import ConfigurationError, OutcomeUnknown, ProtocolError, Redirected, TimeoutError
 from toolkit._http import transport as transport_module
+from toolkit._tls import ClientTLS
 from toolkit.secrets.standby import FollowStandby
 
 __all__ = ["serve", "tls"]  # the scripted servers' fixture, shared with the first round
@@ -155,7 +156,7 @@ def test_what_a_forked_child_drops_of_the_parents_engine_says_nothing_on_its_con
     of the session: the server ended the parent's connection."""
     ca_file, context = tls
     server = serve(keep_answering, context)
-    http = layer(server.address, ca_file=ca_file)
+    http = layer(server.address, tls=ClientTLS(ca_file=ca_file))
     http.request("GET", "/sys/health")  # a kept TLS connection
     pid = os.fork()
     if pid == 0:  # the child: lets go of what the parent's engine left, as its end would

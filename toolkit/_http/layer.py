@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import CancelledError, ThreadPoolExecutor
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 import orjson
 
@@ -27,6 +27,7 @@ from .._errors import (
     OutcomeUnknown,
 )
 from .._masking import Sensitive
+from .._tls import ClientTLS
 from .clock import ServerClock
 from .fanout import (
     Request,
@@ -39,7 +40,7 @@ from .paths import check_path, query_string, yarl_url
 from .policy import Failure, RetryPolicy, judge, mask, repeatable, tries_after_the_first
 from .redirects import NO_REDIRECTS, RedirectRule
 from .response import CREDENTIAL_HEADERS, Headers, Response, decode_json
-from .transport import ConnectorFactory, Transport, tls_context
+from .transport import ConnectorFactory, Transport
 
 __all__ = ["HTTPLayer", "decode_json"]
 
@@ -77,6 +78,17 @@ class _TransportLimit:
         setattr(layer._engine, self.name, _size(self.name, size))
 
 
+class CallOptions(TypedDict, total=False):
+    """The options of one call that :meth:`HTTPLayer.json` passes on to
+    :meth:`HTTPLayer.request` (which documents them)."""
+
+    params: Mapping[str, Any] | None
+    json: Any
+    headers: Mapping[str, str] | None
+    idempotent: bool | None
+    check: str
+
+
 class HTTPLayer:
     """A configured connection to one service.
 
@@ -89,7 +101,9 @@ class HTTPLayer:
     try and every pause between tries: a pause the server asks for beyond what
     is left ends the call (a 429 with :class:`RateLimited`), and the last try
     gets what is left. ``fan_out_timeout`` bounds a whole :meth:`many` the same
-    way. ``max_body`` bounds an answer's body
+    way. ``tls`` (:class:`~toolkit._tls.ClientTLS`) says how an ``https``
+    server is checked and which certificate the layer shows it (by default the
+    system's CAs, no client certificate). ``max_body`` bounds an answer's body
     as it arrives and ``max_decompressed`` once decoded (gzip, deflate), in
     bytes: an answer over either is a :class:`ProtocolError`. ``connector``
     builds the aiohttp connector to use instead of the TCP one (it is called on
@@ -107,11 +121,7 @@ class HTTPLayer:
         timeout: float = 30.0,
         fan_out_timeout: float = FAN_OUT_TIMEOUT,
         call_timeout: float | None = None,
-        verify: bool = True,
-        ca_file: str | None = None,
-        client_cert: str | None = None,
-        client_key: str | None = None,
-        server_name: str | None = None,
+        tls: ClientTLS | None = None,
         retry: RetryPolicy | None = None,
         max_concurrency: int = 8,
         redirects: RedirectRule = NO_REDIRECTS,
@@ -162,19 +172,8 @@ class HTTPLayer:
         self._pool: ThreadPoolExecutor | None = None
         # The layer a view (:meth:`with_headers`) shares connections with; None for an owner.
         self._owner: HTTPLayer | None = None
-        tls = (
-            tls_context(
-                verify,
-                ca_file,
-                client_cert=client_cert,
-                client_key=client_key,
-                server_name=server_name,
-            )
-            if self.address.startswith("https")
-            else False
-        )
         self._engine = Transport(
-            tls=tls,
+            tls=(tls or ClientTLS()).context() if self.address.startswith("https") else False,
             limit=max_concurrency,
             connector=connector,
             max_body=max_body,
@@ -334,28 +333,10 @@ class HTTPLayer:
             future.cancel()  # an interrupt in the notebook stops the call too
             raise
 
-    def json(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        headers: Mapping[str, str] | None = None,
-        idempotent: bool | None = None,
-        check: str = "",
-    ) -> Any:
-        """Send a request and decode its JSON body (``None`` for an empty answer)."""
-        response = self.request(
-            method,
-            path,
-            params=params,
-            json=json,
-            headers=headers,
-            idempotent=idempotent,
-            check=check,
-        )
-        return decode_json(response, method)
+    def json(self, method: str, path: str, **options: Unpack[CallOptions]) -> Any:
+        """Send a request (``options`` as :meth:`request` takes them) and decode its
+        JSON body (``None`` for an empty answer)."""
+        return decode_json(self.request(method, path, **options), method)
 
     async def _call(self, call: Request, headers: Mapping[str, str] | None) -> Response:
         ends_at = time.monotonic() + self.call_timeout  # the whole call's budget

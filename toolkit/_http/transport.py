@@ -38,7 +38,6 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from .._errors import ConfigurationError
-from .._tls import client_context
 from .policy import Failure
 from .response import Response
 
@@ -95,27 +94,6 @@ def _protocol_class() -> type:
             return transport is not None and not transport.is_closing() and not self.should_close
 
     return KeptInStep
-
-
-def tls_context(
-    verify: bool,
-    ca_file: str | None,
-    *,
-    client_cert: str | None = None,
-    client_key: str | None = None,
-    server_name: str | None = None,
-) -> ssl.SSLContext | bool:
-    """What aiohttp takes as ``ssl=``: False for no verification and no client
-    certificate, else a context from :func:`toolkit._tls.client_context`."""
-    if not verify and not (client_cert or client_key):
-        return False
-    return client_context(
-        verify=verify,
-        ca_file=ca_file,
-        client_cert=client_cert,
-        client_key=client_key,
-        server_name=server_name,
-    )
 
 
 class Transport:

@@ -77,8 +77,7 @@ def execute_target(
         evidence = folder / "evidence"
         source.write_text(runbook_text, encoding="utf-8")
         try:
-            env = _kernel_environment(target, options)
-            _run_papermill(source, output, target, evidence, env, options)
+            _run_papermill(source, output, evidence, target, options)
             result["status"] = "passed"
         except Exception as exc:  # noqa: BLE001 - every failure is this target's result
             result["error"] = _describe(exc)
@@ -144,15 +143,14 @@ def _kernel_environment(target: Target, options: dict[str, Any]) -> dict[str, st
 
 
 def _run_papermill(
-    source: Path,
-    output: Path,
-    target: Target,
-    evidence: Path,
-    env: dict[str, str],
-    options: dict[str, Any],
+    source: Path, output: Path, evidence: Path, target: Target, options: dict[str, Any]
 ) -> None:
+    """Execute ``source`` into ``output`` in a kernel of its own that holds the
+    target's token, the runbook filing its evidence in ``evidence``."""
     import papermill
     from jupyter_client.manager import AsyncKernelManager
+
+    env = _kernel_environment(target, options)
 
     class _TargetKernel(AsyncKernelManager):  # type: ignore[misc]
         async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]

@@ -18,21 +18,24 @@ _LOGINS = (
     ("ldap", "lena.ops", "demo-lena-pass"),
     ("approle", "nightly-audit", ""),
 )
-# (who, method, path): what each does with its token; some of it is refused.
-_TRAFFIC = (
-    ("olivia", "LIST", "sys/policies/acl"),
-    ("olivia", "GET", "sys/policies/acl/db-readers"),
-    ("olivia", "GET", "sys/policies/acl/operators"),
-    ("olivia", "LIST", "sys/leases/lookup/database/creds/readonly"),
-    ("arthur", "LIST", "sys/policies/acl"),
-    ("arthur", "GET", "sys/policies/acl/operators"),
-    ("arthur", "GET", "sys/policies/acl/auditors"),
-    ("arthur", "GET", "database/creds/readonly"),
-    ("lena.ops", "LIST", "sys/policies/acl"),
-    ("lena.ops", "GET", "sys/policies/acl/team-access"),
-    ("nightly-audit", "LIST", "sys/policies/acl"),
-    ("nightly-audit", "GET", "sys/policies/acl/auditors"),
-)
+# What each principal does with its token (``METHOD path``, in this order); some of
+# it is refused.
+_TRAFFIC = {
+    "olivia": (
+        "LIST sys/policies/acl",
+        "GET sys/policies/acl/db-readers",
+        "GET sys/policies/acl/operators",
+        "LIST sys/leases/lookup/database/creds/readonly",
+    ),
+    "arthur": (
+        "LIST sys/policies/acl",
+        "GET sys/policies/acl/operators",
+        "GET sys/policies/acl/auditors",
+        "GET database/creds/readonly",
+    ),
+    "lena.ops": ("LIST sys/policies/acl", "GET sys/policies/acl/team-access"),
+    "nightly-audit": ("LIST sys/policies/acl", "GET sys/policies/acl/auditors"),
+}
 _ROLE_ID = "demo-role-nightly-audit"
 
 
@@ -70,12 +73,14 @@ def sandbox_demo_traffic(client: Any) -> Path:
             else:
                 fields = {"username": who, "password": password}
             users[who] = SecretsClient.login(method, client.address, **fields)
-        for who, method, path in _TRAFFIC:
-            try:
-                users[who].http.json(method, f"/{path}")
-            except APIError as exc:
-                if exc.status != 403:
-                    raise
+        for who, requests in _TRAFFIC.items():
+            for request in requests:
+                method, path = request.split(" ", 1)
+                try:
+                    users[who].http.json(method, f"/{path}")
+                except APIError as exc:
+                    if exc.status != 403:
+                        raise
     finally:
         for user in users.values():
             user.close()

@@ -61,17 +61,14 @@ def check_share(share: str | Sensitive, *, expected_bytes: int | None = None) ->
     if not text:
         raise InputError("the key share is empty")
     low, high = SHARE_BYTES
-    raw: bytes | None = None
-    if _HEX.fullmatch(text) and len(text) % 2 == 0 and low <= len(text) // 2 <= high:
-        raw = bytes.fromhex(text)
-    else:
-        try:
-            raw = base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError):
-            raise InputError(
-                f"the key share ({len(text)} characters) is neither hex nor base64 "
-                f"of a {low}- to {high}-byte share"
-            ) from None
+    is_hex = _HEX.fullmatch(text) and len(text) % 2 == 0 and low <= len(text) // 2 <= high
+    try:
+        raw = bytes.fromhex(text) if is_hex else base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise InputError(
+            f"the key share ({len(text)} characters) is neither hex nor base64 "
+            f"of a {low}- to {high}-byte share"
+        ) from None
     if not low <= len(raw) <= high:
         raise InputError(f"the key share decodes to {len(raw)} bytes; a share has {low} to {high}")
     if expected_bytes is not None and len(raw) != expected_bytes:
@@ -249,7 +246,7 @@ class RekeyCeremony:
         except APIError:
             self.status()
             raise
-        return self._note("started", self.status(), new_attempt=True)
+        return self._note("started", new_attempt=True)
 
     def submit_share(self, share: str | Sensitive) -> Record:
         """Provide one current share (unseal, or recovery on a recovery seal), with the
@@ -268,7 +265,7 @@ class RekeyCeremony:
             self._pgp_fingerprints = list(result.get("pgp_fingerprints") or [])
             if not result.get("verification_required") and not result.get("verification_nonce"):
                 self._complete = True
-        return self._note("current share entered", self.status(), nonce=status["nonce"])
+        return self._note("current share entered", nonce=status["nonce"])
 
     def verify_share(self, share: str | Sensitive) -> Record:
         """Provide one share of the new set while verifying; at ``t`` shares the key rotates."""
@@ -283,7 +280,7 @@ class RekeyCeremony:
         )
         if result.get("complete"):
             self._complete = True
-        return self._note("new share verified", self.status(), nonce=status["nonce"])
+        return self._note("new share verified", nonce=status["nonce"])
 
     def _send_share(
         self, phase: str, doing: str, send: Callable[[str, str], Record], text: str
@@ -496,14 +493,10 @@ class RekeyCeremony:
             for item, why, how in items
         ]
 
-    def _note(
-        self,
-        event: str,
-        status: Record,
-        *,
-        nonce: Any = None,
-        new_attempt: bool = False,
-    ) -> Record:
+    def _note(self, event: str, *, nonce: Any = None, new_attempt: bool = False) -> Record:
+        """The status after a step, read again; the step goes into the journal with it
+        (``nonce``, when given, is the one the step was sent with)."""
+        status = self.status()
         if new_attempt:
             self._journal = []
         self._journal.append(
