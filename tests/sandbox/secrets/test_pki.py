@@ -981,7 +981,9 @@ def test_the_engine_works_mounted_elsewhere_on_its_own(api: httpx.Client) -> Non
     ok(api.post("sys/mounts/certs/eu", json={"type": "pki"}), 204)
     assert_error(api.get("certs/eu/issuer/default"), 400, "no default issuer")
     assert api.get("certs/eu/ca/pem").status_code == 204  # no CA yet: an empty answer
-    made = new_root(api, "eu-root", mount="certs/eu")
+    # The root outlives the leaf: with both at the mount's default TTL, a leaf issued in the
+    # next second would end after its CA, which the engine refuses (as OpenBao's "err").
+    made = new_root(api, "eu-root", mount="certs/eu", ttl="8760h")
     assert ok(api.get("certs/eu/config/issuers"))["data"]["default"] == made["issuer_id"]
     ok(
         api.post(
