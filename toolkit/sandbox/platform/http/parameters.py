@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..parameters import CATEGORY
+from ..parameters import CATEGORY, ParameterFields
 from ._base import (
     PlatformRequest,
     Routes,
@@ -48,14 +48,14 @@ def parameter_resource(param: Parameter) -> dict[str, Any]:
 _CATEGORY_MESSAGE = "category {value!r} is not allowed; it must be " + repr(CATEGORY)
 
 
-def _parameter_fields(attrs: Mapping[str, Any]) -> dict[str, Any]:
+def _parameter_fields(attrs: Mapping[str, Any]) -> ParameterFields:
     """The typed key, value, category and sensitive of a parameter document (None: not sent)."""
-    return {
-        "key": string_attribute(attrs, "key", "key must be a non-empty string"),
-        "category": string_attribute(attrs, "category", _CATEGORY_MESSAGE),
-        "value": string_attribute(attrs, "value", "value must be a string", nullable=True),
-        "sensitive": bool_attribute(attrs, "sensitive", "sensitive must be a boolean"),
-    }
+    return ParameterFields(
+        key=string_attribute(attrs, "key", "key must be a non-empty string"),
+        category=string_attribute(attrs, "category", _CATEGORY_MESSAGE),
+        value=string_attribute(attrs, "value", "value must be a string", nullable=True),
+        sensitive=bool_attribute(attrs, "sensitive", "sensitive must be a boolean"),
+    )
 
 
 ROUTES = Routes()
@@ -81,14 +81,7 @@ async def create_parameter(call: PlatformRequest) -> Parameter:
     require(attrs, "key")
     require(attrs, "category", f"category is required and must be {CATEGORY!r}")
     fields = _parameter_fields(attrs)
-    return call.service.parameter_store.create(
-        call.caller,
-        call.params["id"],
-        key=fields["key"],
-        value=fields["value"] or "",
-        category=fields["category"],
-        sensitive=bool(fields["sensitive"]),
-    )
+    return call.service.parameter_store.create(call.caller, call.params["id"], fields)
 
 
 @ROUTES.handles("PATCH", "/policy-sets/{id}/parameters/{parameter_id}", render=parameter_resource)
@@ -100,8 +93,8 @@ async def update_parameter(call: PlatformRequest) -> Parameter:
         raise invalid(
             f"data.id must be the id of the parameter in the path ({param_id})", "/data/id"
         )
-    fields = _parameter_fields(attributes(data))
-    return call.service.parameter_store.update(call.caller, ps_id, param_id, **fields)
+    changes = _parameter_fields(attributes(data))
+    return call.service.parameter_store.update(call.caller, ps_id, param_id, changes)
 
 
 @ROUTES.handles("DELETE", "/policy-sets/{id}/parameters/{parameter_id}")

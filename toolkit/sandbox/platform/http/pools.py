@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ...._time import format_iso_ms
-from ..pools import POOL_SORTS, PoolSort
+from ..pools import POOL_SORTS, PoolQuery, PoolSettings, PoolSort
 from ._base import (
     BASE,
     PlatformRequest,
@@ -95,13 +95,12 @@ async def list_pools(call: PlatformRequest) -> Response:
     """With q, sort, filter, include and pages."""
     sort = _sort(call)
     includes = _includes(call)
-    pools, total = call.service.pool_store.list_pools(
-        call.caller,
-        call.params["name"],
+    query = PoolQuery(
         q=call.query.get("q"),
         sort=sort,
         allowed_workspace=call.query.get("filter[allowed_workspaces][name]"),
     )
+    pools, total = call.service.pool_store.list_pools(call.caller, call.params["name"], query)
     return listing(
         call,
         pools,
@@ -154,33 +153,32 @@ def _organization_scoped(attrs: Mapping[str, Any]) -> bool:
     return True if scoped is None else scoped
 
 
-def _pool_fields(body: Any, *, create: bool) -> dict[str, Any]:
-    """The typed name, organization-scoped and allowed workspaces of an agent-pools
-    document; ``create`` requires the name."""
+def _pool_fields(body: Any, *, create: bool) -> tuple[str | None, PoolSettings]:
+    """The typed name (None: not sent; ``create`` requires it) and settings of an
+    agent-pools document."""
     data = primary_data(body, "agent-pools")
     attrs = attributes(data)
     name_message = "name must be a string"
-    return {
-        "name": required_string(attrs, "name", name_message)
-        if create
-        else string_attribute(attrs, "name", name_message),
-        "organization_scoped": _organization_scoped(attrs),
-        "allowed_workspace_ids": _allowed_workspace_ids(data),
-    }
+    if create:
+        name: str | None = required_string(attrs, "name", name_message)
+    else:
+        name = string_attribute(attrs, "name", name_message)
+    return name, PoolSettings(_organization_scoped(attrs), _allowed_workspace_ids(data))
 
 
 @ROUTES.handles("POST", "/organizations/{name}/agent-pools", status=201, render=pool_resource)
 async def create_pool(call: PlatformRequest) -> AgentPool:
     call.service.org_store.visible(call.caller, call.params["name"], owner=True)  # 404 before 422
-    fields = _pool_fields(call.body, create=True)
-    return call.service.pool_store.create(call.caller, call.params["name"], **fields)
+    name, settings = _pool_fields(call.body, create=True)
+    assert name is not None  # required on a create
+    return call.service.pool_store.create(call.caller, call.params["name"], name, settings)
 
 
 @ROUTES.handles("PATCH", "/agent-pools/{id}", render=pool_resource)
 async def update_pool(call: PlatformRequest) -> AgentPool:
     call.service.pool_store.get(call.caller, call.params["id"], owner=True)  # 404 before 422
-    fields = _pool_fields(call.body, create=False)
-    return call.service.pool_store.update(call.caller, call.params["id"], **fields)
+    name, settings = _pool_fields(call.body, create=False)
+    return call.service.pool_store.update(call.caller, call.params["id"], name, settings)
 
 
 @ROUTES.handles("DELETE", "/agent-pools/{id}")
