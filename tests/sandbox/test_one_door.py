@@ -38,6 +38,7 @@ SECRETS = SANDBOX / "secrets"
 # itself and passes the call on. No handler calls them (checked below).
 PLATFORM_SEEDING = {
     "add_organization",
+    "add_workspace",
     "add_team",
     "add_policy_set",
     "assign_workspace_pool",

@@ -196,8 +196,8 @@ def test_seeding_a_missing_record_refuses_with_record_not_found_naming_it() -> N
         "no agent 'agent-nope'": lambda: service.set_agent_status("agent-nope", "idle"),
         "no workspace 'ws-nope'": lambda: service.add_team_access("ws-nope", team, "read"),
         "no team 'team-nope'": lambda: service.add_team_access(ws, "team-nope", "read"),
-        "no agent pool 'apool-nope' in organization 'acme'": lambda: service.add_workspace(
-            "acme", "w", agent_pool_id="apool-nope"
+        "no agent pool 'apool-nope' in organization 'acme'": lambda: service.assign_workspace_pool(
+            ws, "apool-nope"
         ),
         r"no workspace 'ws-nope'\Z": lambda: service.assign_workspace_pool("ws-nope", None),
     }

@@ -20,6 +20,9 @@ secrets sandbox's have others, so a traceback names one class.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TypeVar
+
 __all__ = [
     "InUse",
     "LimitReached",
@@ -28,7 +31,10 @@ __all__ = [
     "RecordNotFound",
     "RuleViolation",
     "UnknownCaller",
+    "existing",
 ]
+
+R = TypeVar("R")
 
 
 class PlatformError(Exception):
@@ -44,6 +50,16 @@ class RecordNotFound(PlatformError):
 
     def __init__(self, message: str = "not found") -> None:
         super().__init__(message)
+
+
+def existing(records: Mapping[str, R], record_id: str, what: str, advice: str = "") -> R:
+    """``records[record_id]``, for the Python API: RecordNotFound ``no <what> <id>`` (then
+    ``advice``, if any) when there is none."""
+    record = records.get(record_id)
+    if record is None:
+        missing = f"no {what} {record_id!r}"
+        raise RecordNotFound(f"{missing}: {advice}" if advice else missing)
+    return record
 
 
 class RuleViolation(PlatformError):

@@ -38,7 +38,7 @@ from ..._spec.team_access import (
     IMPLIED_PERMISSIONS,
 )
 from .agents import Agent, AgentStore
-from .errors import PlatformError, RecordNotFound
+from .errors import PlatformError, existing
 from .ids import IdSource
 from .organizations import Caller, Organization, OrganizationStore, PolicySet, Team, Workspace
 from .parameters import CATEGORY, Parameter, ParameterStore
@@ -134,21 +134,12 @@ class PlatformService:
             )
 
     def add_workspace(
-        self,
-        organization: str,
-        name: str,
-        *,
-        agent_pool_id: str | None = None,
-        created_at: datetime | None = None,
+        self, organization: str, name: str, *, created_at: datetime | None = None
     ) -> str:
-        """Create a workspace (running on ``agent_pool_id``, if given); returns its id (``ws-``)."""
+        """Create a workspace; returns its id (``ws-``). It runs remotely until
+        :meth:`assign_workspace_pool` puts it on an agent pool."""
         with self.lock:
-            if agent_pool_id is not None:
-                self.pool_store.in_organization(agent_pool_id, organization)
-            ws_id = self.org_store.add_workspace(organization, name, created_at=created_at)
-            if agent_pool_id is not None:
-                self.pool_store.assign_workspace(ws_id, agent_pool_id)
-            return ws_id
+            return self.org_store.add_workspace(organization, name, created_at=created_at)
 
     def assign_workspace_pool(self, workspace_id: str, pool_id: str | None) -> None:
         """Make a workspace run on an agent pool of its organization (None: stop using one)."""
@@ -202,9 +193,7 @@ class PlatformService:
     ) -> str:
         """Add a parameter to a policy set, with the HTTP API's rules; returns its id (``var-``)."""
         with self.lock:
-            ps = self.org_store.policy_sets.get(policy_set_id)
-            if ps is None:
-                raise RecordNotFound(f"no policy set {policy_set_id!r}")
+            ps = existing(self.org_store.policy_sets, policy_set_id, "policy set")
             return self.parameter_store.add(
                 ps, key, value, category=CATEGORY, sensitive=sensitive
             ).id
@@ -239,9 +228,7 @@ class PlatformService:
     ) -> str:
         """Register an agent in a pool (the HTTP API cannot); returns its id (``agent-``)."""
         with self.lock:
-            pool = self.pool_store.pools.get(pool_id)
-            if pool is None:
-                raise RecordNotFound(f"no agent pool {pool_id!r}")
+            pool = existing(self.pool_store.pools, pool_id, "agent pool")
             return self.agent_store.register(
                 pool,
                 name=name,
@@ -256,9 +243,7 @@ class PlatformService:
     ) -> None:
         """Record an agent's report: its status and a ping at ``last_ping_at`` (default now)."""
         with self.lock:
-            agent = self.agent_store.agents.get(agent_id)
-            if agent is None:
-                raise RecordNotFound(f"no agent {agent_id!r}")
+            agent = existing(self.agent_store.agents, agent_id, "agent")
             self.agent_store.report(agent, status=status, last_ping_at=last_ping_at)
 
     def add_team_access(
@@ -269,12 +254,7 @@ class PlatformService:
         Custom permissions are keyword arguments in snake_case (``state_versions="read"``).
         """
         with self.lock:
-            ws, team = (
-                self.org_store.workspaces.get(workspace_id),
-                self.org_store.teams.get(team_id),
-            )
-            if ws is None or team is None:
-                missing = f"workspace {workspace_id!r}" if ws is None else f"team {team_id!r}"
-                raise RecordNotFound(f"no {missing}")
+            ws = existing(self.org_store.workspaces, workspace_id, "workspace")
+            team = existing(self.org_store.teams, team_id, "team")
             settings = PermissionSettings(**custom)
             return self.access_store.add(ws, team, access, settings, unique=False).id

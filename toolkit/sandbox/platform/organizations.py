@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._spec.team_access import ORGANIZATION_PERMISSIONS
-from .errors import RecordNotFound, RuleViolation, UnknownCaller
+from .errors import RecordNotFound, RuleViolation, UnknownCaller, existing
 
 if TYPE_CHECKING:
     from .._clock import Clock
@@ -215,10 +215,9 @@ class OrganizationStore:
     # -- seeding (the Python API) ----------------------------------------------------
     def named(self, name: str) -> Organization:
         """An organization by name, for the Python API (RecordNotFound when missing)."""
-        org = self.organizations.get(name)
-        if org is None:
-            raise RecordNotFound(f"no organization {name!r}: add it with add_organization first")
-        return org
+        return existing(
+            self.organizations, name, "organization", "add it with add_organization first"
+        )
 
     def add_organization(
         self, name: str, *, email: str | None, token: str | None, created_at: datetime | None

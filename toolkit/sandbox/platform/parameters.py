@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from .ids import IdSource
     from .organizations import Caller, OrganizationStore, PolicySet
 
-__all__ = ["CATEGORY", "PARAMETER_KIND", "Parameter", "ParameterStore"]
+__all__ = ["CATEGORY", "PARAMETER_KIND", "Parameter", "ParameterFields", "ParameterStore"]
 
 # Parameters are passed to the Sentinel runtime only (spec part 1).
 PARAMETER_KIND = "sentinel"
@@ -27,6 +27,18 @@ class Parameter:
     value: str = field(repr=False)
     sensitive: bool = False
     category: str = CATEGORY
+
+
+@dataclass(frozen=True)
+class ParameterFields:
+    """A parameter's fields as a create or update sends them; None: not sent (on an update,
+    left as they are; on a create, the defaults: an empty value, the one category, not
+    sensitive)."""
+
+    key: str | None = None
+    value: str | None = None
+    category: str | None = None
+    sensitive: bool | None = None
 
 
 class ParameterStore:
@@ -56,19 +68,16 @@ class ParameterStore:
             raise RecordNotFound()
         return param
 
-    def create(
-        self,
-        caller: Caller,
-        policy_set_id: str,
-        *,
-        key: str,
-        value: str = "",
-        category: str = CATEGORY,
-        sensitive: bool = False,
-    ) -> Parameter:
-        """``POST /policy-sets/:id/parameters`` (owners)."""
+    def create(self, caller: Caller, policy_set_id: str, fields: ParameterFields) -> Parameter:
+        """``POST /policy-sets/:id/parameters`` (owners); a key not sent is refused as blank."""
         ps = self.orgs.policy_set(caller, policy_set_id, owner=True)
-        return self.add(ps, key, value, category=category, sensitive=sensitive)
+        return self.add(
+            ps,
+            fields.key or "",
+            fields.value or "",
+            category=CATEGORY if fields.category is None else fields.category,
+            sensitive=bool(fields.sensitive),
+        )
 
     def add(
         self, ps: PolicySet, key: str, value: str, *, category: str, sensitive: bool
@@ -81,32 +90,24 @@ class ParameterStore:
                 "policy_set",
             )
         params = self.by_policy_set.setdefault(ps.id, {})
-        self._check(params, None, key=key, category=category, sensitive=sensitive)
+        self._check(params, None, ParameterFields(key, category=category, sensitive=sensitive))
         param = Parameter(self.ids.new("var-", ps.id, key), ps.id, key, value, sensitive)
         params[param.id] = param
         return param
 
     def update(
-        self,
-        caller: Caller,
-        policy_set_id: str,
-        parameter_id: str,
-        *,
-        key: str | None = None,
-        value: str | None = None,
-        category: str | None = None,
-        sensitive: bool | None = None,
+        self, caller: Caller, policy_set_id: str, parameter_id: str, changes: ParameterFields
     ) -> Parameter:
         """``PATCH /policy-sets/:id/parameters/:parameter_id``: what is None stays unchanged."""
         param = self.get(caller, policy_set_id, parameter_id, owner=True)
         params = self.by_policy_set[param.policy_set_id]
-        self._check(params, param, key=key, category=category, sensitive=sensitive)
-        if key is not None:
-            param.key = key
-        if value is not None:
-            param.value = value
-        if sensitive is not None:
-            param.sensitive = sensitive
+        self._check(params, param, changes)
+        if changes.key is not None:
+            param.key = changes.key
+        if changes.value is not None:
+            param.value = changes.value
+        if changes.sensitive is not None:
+            param.sensitive = changes.sensitive
         return param
 
     def delete(self, caller: Caller, policy_set_id: str, parameter_id: str) -> None:
@@ -116,14 +117,10 @@ class ParameterStore:
 
     @staticmethod
     def _check(
-        params: dict[str, Parameter],
-        current: Parameter | None,
-        *,
-        key: str | None,
-        category: str | None,
-        sensitive: bool | None,
+        params: dict[str, Parameter], current: Parameter | None, sent: ParameterFields
     ) -> None:
         """Refuse a blank or taken key, another category, or un-hiding a sensitive value."""
+        key, category = sent.key, sent.category
         if key is not None:
             if not key.strip():
                 raise RuleViolation("key must be a non-empty string", "key")
@@ -134,5 +131,5 @@ class ParameterStore:
             raise RuleViolation(
                 f"category {category!r} is not allowed; it must be {CATEGORY!r}", "category"
             )
-        if current is not None and current.sensitive and sensitive is False:
+        if current is not None and current.sensitive and sent.sensitive is False:
             raise RuleViolation("a sensitive parameter cannot be made non-sensitive", "sensitive")

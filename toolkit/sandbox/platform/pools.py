@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from .errors import InUse, LimitReached, RecordNotFound, RuleViolation
+from .errors import InUse, LimitReached, RecordNotFound, RuleViolation, existing
 
 if TYPE_CHECKING:
     from .._clock import Clock
     from .ids import IdSource
     from .organizations import Caller, Organization, OrganizationStore
 
-__all__ = ["AgentPool", "POOL_SORTS", "PoolSort", "PoolStore"]
+__all__ = ["AgentPool", "POOL_SORTS", "PoolQuery", "PoolSettings", "PoolSort", "PoolStore"]
 
 POOL_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 PoolSort = Literal["name", "-name", "created-at", "-created-at"]
@@ -34,6 +34,28 @@ class AgentPool:
     workspace_ids: dict[str, None] = field(default_factory=dict)
     # ids of the pool's agents, in registration order (the records: ``AgentStore``)
     agents: dict[str, None] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    """Which workspaces may use a pool, as a create or update sets it: every workspace of
+    the organization (``organization_scoped``: true unless given, as the spec says) or
+    those of ``allowed_workspace_ids`` (None: none on a create, unchanged on an update)."""
+
+    organization_scoped: bool = True
+    allowed_workspace_ids: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class PoolQuery:
+    """What a list of an organization's pools asks for: ``q`` matches a substring of the
+    name, case-insensitively; ``sort`` is ``name`` or ``created-at``, ``-`` reversing;
+    ``allowed_workspace`` (a workspace name) keeps the organization-scoped pools and those
+    that list the workspace as allowed."""
+
+    q: str | None = None
+    sort: PoolSort | None = None
+    allowed_workspace: str | None = None
 
 
 class PoolStore:
@@ -64,9 +86,7 @@ class PoolStore:
 
     def assign_workspace(self, workspace_id: str, pool_id: str | None) -> None:
         """Make a workspace run on a pool of its organization (None: stop using one)."""
-        ws = self.orgs.workspaces.get(workspace_id)
-        if ws is None:
-            raise RecordNotFound(f"no workspace {workspace_id!r}")
+        ws = existing(self.orgs.workspaces, workspace_id, "workspace")
         if pool_id is not None:
             self.in_organization(pool_id, ws.organization)
         if ws.agent_pool_id is not None:
@@ -77,20 +97,10 @@ class PoolStore:
 
     # -- endpoints -------------------------------------------------------------------
     def list_pools(
-        self,
-        caller: Caller,
-        organization: str,
-        *,
-        q: str | None = None,
-        sort: PoolSort | None = None,
-        allowed_workspace: str | None = None,
+        self, caller: Caller, organization: str, query: PoolQuery = PoolQuery()
     ) -> tuple[list[AgentPool], int]:
-        """``GET /organizations/:name/agent-pools``: (matching pools in order, total in the org).
-
-        ``q`` matches a substring of the name, case-insensitively; ``sort`` is ``name`` or
-        ``created-at``, ``-`` reversing; ``allowed_workspace`` (a workspace name) keeps the
-        organization-scoped pools and those that list the workspace as allowed.
-        """
+        """``GET /organizations/:name/agent-pools``: (matching pools in order, total in the org)."""
+        q, sort, allowed_workspace = query.q, query.sort, query.allowed_workspace
         if sort is not None and sort not in POOL_SORTS:
             # The HTTP side answers an unknown sort with 400 (http/pools.py) before it
             # calls here; this guards the Python API's type.
@@ -128,17 +138,12 @@ class PoolStore:
         return pool
 
     def create(
-        self,
-        caller: Caller,
-        organization: str,
-        *,
-        name: str,
-        organization_scoped: bool = True,
-        allowed_workspace_ids: Sequence[str] | None = None,
+        self, caller: Caller, organization: str, name: str, settings: PoolSettings
     ) -> AgentPool:
         """``POST /organizations/:name/agent-pools`` (owners)."""
         org = self.orgs.visible(caller, organization, owner=True)
-        return self.add(org, name, organization_scoped, allowed_workspace_ids, unique=True)
+        scoped, allowed = settings.organization_scoped, settings.allowed_workspace_ids
+        return self.add(org, name, scoped, allowed, unique=True)
 
     def add(
         self,
@@ -170,21 +175,14 @@ class PoolStore:
         return pool
 
     def update(
-        self,
-        caller: Caller,
-        pool_id: str,
-        *,
-        name: str | None = None,
-        organization_scoped: bool = True,
-        allowed_workspace_ids: Sequence[str] | None = None,
+        self, caller: Caller, pool_id: str, name: str | None, settings: PoolSettings
     ) -> AgentPool:
-        """``PATCH /agent-pools/:id``: name kept when None, ``organization_scoped`` true unless
-        given (as the spec says); ``allowed_workspace_ids`` replaces the list unless None."""
+        """``PATCH /agent-pools/:id``: the name kept when None; see :class:`PoolSettings`."""
         pool = self.get(caller, pool_id, owner=True)
         org = self.orgs.organizations[pool.organization]
         name = self._checked_name(org, name, pool) if name is not None else pool.name
-        allowed = self._allowed_workspaces(org, allowed_workspace_ids)
-        pool.name, pool.organization_scoped = name, organization_scoped
+        allowed = self._allowed_workspaces(org, settings.allowed_workspace_ids)
+        pool.name, pool.organization_scoped = name, settings.organization_scoped
         if allowed is not None:
             pool.allowed_workspace_ids = allowed
         return pool

@@ -1,9 +1,13 @@
 """The platform API's HTTP conventions, in one place (spec 000, conventions 2-4).
 
-Every handler is ``async def handler(call: PlatformRequest) -> Response``,
-declared in its area's module as a row of that module's ``ROUTES``
-(``(method, path, handler)``, the path relative to ``/api/v2``); ``routes``
-gathers every area's rows. :func:`endpoint` serves one path: it
+Every handler is ``async def handler(call: PlatformRequest)``, declared in its
+area's module under the decorator that adds its row to that module's
+``ROUTES`` (:class:`Routes`: ``(method, path, handler)``, the path relative to
+``/api/v2``): ``@ROUTES.handles("GET", "/agents/{id}")``. A handler returns
+the record it read or wrote (the decorator names its ``render``), the answer's
+document (sent with the status the decorator names, 200 unless told), a
+:class:`~starlette.responses.Response` of its own (a list page), or None
+(204). ``routes`` gathers every area's rows. :func:`endpoint` serves one path: it
 authenticates the bearer token (401 otherwise), parses the JSON body (400
 when malformed; ``application/vnd.api+json`` and ``application/json``
 alike), holds the service lock, and renders a refusal as a JSON:API error
@@ -18,8 +22,11 @@ into typed arguments, and the state never sees a document.
 Reading documents: :func:`primary_data` checks a request document's ``data``
 member and type; :func:`attributes` and :func:`relationship_data` take its
 parts; :func:`string_attribute` and :func:`bool_attribute` check an
-attribute's JSON type (422 with the attribute's pointer otherwise).
-Writing: each area renders its own resources; :func:`page` does convention 4
+attribute's JSON type (422 with the attribute's pointer otherwise), and
+:func:`require` and :func:`required_string` that a required one was sent.
+Writing: each area renders its own resources in the frame of
+:func:`resource` (:func:`owned_resource` for a record of an organization,
+:func:`related` for a to-one relationship); :func:`page` does convention 4
 (``page[number]`` / ``page[size]``, ``links``, ``meta.pagination``), and
 :func:`listing` a whole list answer.
 
@@ -31,6 +38,7 @@ answers an empty ``data`` with correct totals.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -58,6 +66,7 @@ __all__ = [
     "PageRequest",
     "PlatformRequest",
     "RouteRow",
+    "Routes",
     "answer",
     "attribute_pointer",
     "attributes",
@@ -66,14 +75,17 @@ __all__ = [
     "endpoint",
     "listing",
     "no_content",
-    "organization_relationship",
     "owned_resource",
     "page",
     "page_request",
     "primary_data",
     "ref",
     "reference",
+    "related",
     "relationship_data",
+    "require",
+    "required_string",
+    "resource",
     "string_attribute",
 ]
 
@@ -94,6 +106,42 @@ def answer(document: dict[str, Any], status: int = 200) -> JSONResponse:
 
 def no_content() -> Response:
     return Response(status_code=204)
+
+
+class Routes(list[RouteRow]):
+    """An area's route rows, each added by the decorator of its handler (:meth:`handles`)."""
+
+    def handles(
+        self,
+        method: str,
+        path: str,
+        *,
+        status: int = 200,
+        render: Callable[[Any], dict[str, Any]] | None = None,
+    ) -> Callable[[Callable[[PlatformRequest], Awaitable[Any]]], Handler]:
+        """Serve ``method`` at ``path`` with the decorated handler.
+
+        With ``render``, the handler returns a record, answered as the document of that one
+        resource (``{"data": render(record)}``) with ``status``. Without, it returns the
+        answer's document (sent with ``status``), a response of its own, or None (204).
+        """
+
+        def add(handler: Callable[[PlatformRequest], Awaitable[Any]]) -> Handler:
+            @functools.wraps(handler)
+            async def run(call: PlatformRequest) -> Response:
+                result = await handler(call)
+                if render is not None:
+                    return answer({"data": render(result)}, status)
+                if result is None:
+                    return no_content()
+                if isinstance(result, Response):
+                    return result
+                return answer(result, status)
+
+            self.append((method, path, run))
+            return run
+
+        return add
 
 
 def _bearer(request: Request) -> str | None:
@@ -215,6 +263,23 @@ def attributes(data: Mapping[str, Any]) -> dict[str, Any]:
 def attribute_pointer(name: str) -> str:
     """The JSON pointer of attribute ``name`` of a request document."""
     return f"/data/attributes/{name}"
+
+
+def require(attrs: Mapping[str, Any], name: str, detail: str | None = None) -> None:
+    """A 422 when attribute ``name`` was not sent: ``detail``, or "<name> is required"."""
+    if name not in attrs:
+        raise invalid(detail or f"{name} is required", attribute_pointer(name))
+
+
+def required_string(
+    attrs: Mapping[str, Any], name: str, message: str, *, missing: str | None = None
+) -> str:
+    """``attrs[name]``, which must be sent (422 with ``missing`` otherwise, see
+    :func:`require`) and be a string (422 with ``message``, see :func:`string_attribute`)."""
+    require(attrs, name, missing)
+    value = string_attribute(attrs, name, message)
+    assert value is not None  # sent, and string_attribute refuses a null
+    return value
 
 
 def string_attribute(
@@ -365,12 +430,30 @@ def ref(resource_type: str, resource_id: str) -> dict[str, str]:
     return {"id": resource_id, "type": resource_type}
 
 
-def organization_relationship(name: str) -> dict[str, Any]:
-    """The ``organization`` relationship of a resource that belongs to one."""
+def related(resource_type: str, resource_id: str) -> dict[str, Any]:
+    """A to-one relationship: the related resource's identifier and its address."""
     return {
-        "data": ref("organizations", name),
-        "links": {"related": f"{BASE}/organizations/{name}"},
+        "data": ref(resource_type, resource_id),
+        "links": {"related": f"{BASE}/{resource_type}/{resource_id}"},
     }
+
+
+def resource(
+    resource_type: str,
+    record_id: str,
+    attributes: dict[str, Any],
+    relationships: dict[str, Any] | None = None,
+    *,
+    path: str | None = None,
+) -> dict[str, Any]:
+    """A resource object: its attributes, its relationships (when it has any) and its
+    ``self`` link, at ``path`` (relative to /api/v2; ``/<resource_type>/<record_id>``
+    unless given)."""
+    document: dict[str, Any] = {"id": record_id, "type": resource_type, "attributes": attributes}
+    if relationships is not None:
+        document["relationships"] = relationships
+    document["links"] = {"self": BASE + (path or f"/{resource_type}/{record_id}")}
+    return document
 
 
 def owned_resource(
@@ -380,15 +463,7 @@ def owned_resource(
     attributes: dict[str, Any],
     relationships: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The document of a record that belongs to an organization: its attributes, its
-    ``organization`` relationship first (then ``relationships``) and its ``self`` link."""
-    return {
-        "id": record_id,
-        "type": resource_type,
-        "attributes": attributes,
-        "relationships": {
-            "organization": organization_relationship(organization),
-            **(relationships or {}),
-        },
-        "links": {"self": f"{BASE}/{resource_type}/{record_id}"},
-    }
+    """The document of a record that belongs to an organization (:func:`resource`), its
+    ``organization`` relationship first (then ``relationships``)."""
+    owner = {"organization": related("organizations", organization)}
+    return resource(resource_type, record_id, attributes, {**owner, **(relationships or {})})

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from starlette.responses import Response
-
-from ._base import BASE, PlatformRequest, RouteRow, answer
+from ._base import BASE, PlatformRequest, Routes
 
 __all__ = ["ROUTES", "account_document"]
+
+ROUTES = Routes()
 
 
 def account_document(account: Mapping[str, Any]) -> dict[str, Any]:
@@ -47,9 +47,7 @@ def account_document(account: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-async def account_details(call: PlatformRequest) -> Response:
-    """``GET /account/details``: who the token stands for."""
-    return answer(account_document(call.service.org_store.account(call.caller)))
-
-
-ROUTES: list[RouteRow] = [("GET", "/account/details", account_details)]
+@ROUTES.handles("GET", "/account/details")
+async def account_details(call: PlatformRequest) -> dict[str, Any]:
+    """Who the token stands for."""
+    return account_document(call.service.org_store.account(call.caller))

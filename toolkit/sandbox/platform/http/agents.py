@@ -11,27 +11,25 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from starlette.responses import Response
-
 from ...._spec.team_access import AGENT_STATUSES
 from ...._time import format_iso_ms, parse_time
 from ._base import (
-    BASE,
     PlatformRequest,
-    RouteRow,
-    answer,
+    Routes,
     attribute_pointer,
     attributes,
     encode,
     listing_encoded,
-    no_content,
     primary_data,
-    ref,
+    related,
+    resource,
     string_attribute,
 )
 from ._errors import bad_parameter, invalid
 
 if TYPE_CHECKING:
+    from starlette.responses import Response
+
     from ..agents import Agent
     from ..models import PlatformService
 
@@ -45,25 +43,14 @@ def agent_resource(
     service: PlatformService, agent: Agent, now: datetime | None = None
 ) -> dict[str, Any]:
     """An agent; ``now`` (the clock read once for a whole page) dates its status."""
-    return {
-        "id": agent.id,
-        "type": "agents",
-        "attributes": {
-            "name": agent.name,
-            "status": agent.status_at(now)
-            if now is not None
-            else service.agent_store.status(agent),
-            "ip-address": agent.ip_address,
-            "last-ping-at": format_iso_ms(agent.last_ping_at),
-        },
-        "relationships": {
-            "agent-pool": {
-                "data": ref("agent-pools", agent.pool_id),
-                "links": {"related": f"{BASE}/agent-pools/{agent.pool_id}"},
-            }
-        },
-        "links": {"self": f"{BASE}/agents/{agent.id}"},
+    attrs = {
+        "name": agent.name,
+        "status": agent.status_at(now) if now is not None else service.agent_store.status(agent),
+        "ip-address": agent.ip_address,
+        "last-ping-at": format_iso_ms(agent.last_ping_at),
     }
+    pool = related("agent-pools", agent.pool_id)
+    return resource("agents", agent.id, attrs, {"agent-pool": pool})
 
 
 # Agents as JSON text, by everything their resource shows: paging through a big
@@ -122,9 +109,12 @@ def agents_json(
 
 # -- handlers --------------------------------------------------------------------------
 
+ROUTES = Routes()
 
+
+@ROUTES.handles("GET", "/agent-pools/{id}/agents")
 async def list_agents(call: PlatformRequest) -> Response:
-    """``GET /agent-pools/:id/agents`` with ``filter[last-ping-since]``."""
+    """With ``filter[last-ping-since]``."""
     raw = call.query.get("filter[last-ping-since]")
     since = None
     if raw:
@@ -147,16 +137,16 @@ async def list_agents(call: PlatformRequest) -> Response:
     return listing_encoded(call, agents, encode_page)
 
 
-async def show_agent(call: PlatformRequest) -> Response:
-    """``GET /agents/:id``."""
+@ROUTES.handles("GET", "/agents/{id}")
+async def show_agent(call: PlatformRequest) -> dict[str, Any]:
     agent = call.service.agent_store.get(call.caller, call.params["id"])
-    return answer({"data": agent_resource(call.service, agent)})
+    return {"data": agent_resource(call.service, agent)}
 
 
-async def delete_agent(call: PlatformRequest) -> Response:
-    """``DELETE /agents/:id``: 204; 412 while idle or busy."""
+@ROUTES.handles("DELETE", "/agents/{id}")
+async def delete_agent(call: PlatformRequest) -> None:
+    """412 while idle or busy."""
     call.service.agent_store.delete(call.caller, call.params["id"])
-    return no_content()
 
 
 def _ping_time(attrs: Mapping[str, Any]) -> datetime | None:
@@ -177,8 +167,11 @@ def _ping_time(attrs: Mapping[str, Any]) -> datetime | None:
 _STATUS_MESSAGE = "status {value!r} is not one of " + ", ".join(AGENT_STATUSES)
 
 
-async def sandbox_add_agent(call: PlatformRequest) -> Response:
-    """``POST /_sandbox/agent-pools/:id/agents`` (sandbox only, owners): 201."""
+# The sandbox's own paths (owners only): the real API leaves these to the agents.
+
+
+@ROUTES.handles("POST", "/_sandbox/agent-pools/{id}/agents", status=201)
+async def sandbox_add_agent(call: PlatformRequest) -> dict[str, Any]:
     call.service.pool_store.get(call.caller, call.params["id"], owner=True)  # 404 before 422
     attrs = attributes(primary_data(call.body, "agents"))
     last_ping_at = _ping_time(attrs)
@@ -193,24 +186,15 @@ async def sandbox_add_agent(call: PlatformRequest) -> Response:
         ip_address="127.0.0.1" if ip is None else ip,
         last_ping_at=last_ping_at,
     )
-    return answer({"data": agent_resource(call.service, agent)}, 201)
+    return {"data": agent_resource(call.service, agent)}
 
 
-async def sandbox_update_agent(call: PlatformRequest) -> Response:
-    """``PATCH /_sandbox/agents/:id`` (sandbox only, owners): status and last ping."""
+@ROUTES.handles("PATCH", "/_sandbox/agents/{id}")
+async def sandbox_update_agent(call: PlatformRequest) -> dict[str, Any]:
+    """Status and last ping."""
     agent = call.service.agent_store.get(call.caller, call.params["id"], owner=True)
     attrs = attributes(primary_data(call.body, "agents"))
     last_ping_at = _ping_time(attrs)
     status = string_attribute(attrs, "status", _STATUS_MESSAGE)
     call.service.agent_store.report(agent, status=status, last_ping_at=last_ping_at)
-    return answer({"data": agent_resource(call.service, agent)})
-
-
-ROUTES: list[RouteRow] = [
-    ("GET", "/agent-pools/{id}/agents", list_agents),
-    ("GET", "/agents/{id}", show_agent),
-    ("DELETE", "/agents/{id}", delete_agent),
-    # sandbox only
-    ("POST", "/_sandbox/agent-pools/{id}/agents", sandbox_add_agent),
-    ("PATCH", "/_sandbox/agents/{id}", sandbox_update_agent),
-]
+    return {"data": agent_resource(call.service, agent)}

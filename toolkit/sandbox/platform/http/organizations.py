@@ -8,22 +8,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from starlette.responses import Response
-
 from ...._time import format_iso_ms
 from ..organizations import OrganizationStore
 from ._base import (
     BASE,
     Handler,
     PlatformRequest,
-    RouteRow,
+    Routes,
     answer,
     listing,
     owned_resource,
-    ref,
+    related,
+    resource,
 )
 
 if TYPE_CHECKING:
+    from starlette.responses import Response
+
     from ..organizations import Caller, Organization, PolicySet, Team, Workspace
 
 # How a kind of record is written as a resource document.
@@ -61,23 +62,11 @@ def organization_resource(org: Organization, owner: bool | None = None) -> dict[
             "can-access-via-teams": True,
             "can-traverse": True,
         }
-    return {
-        "id": org.name,
-        "type": "organizations",
-        "attributes": attributes,
-        "links": {"self": f"{BASE}/organizations/{org.name}"},
-    }
+    return resource("organizations", org.name, attributes)
 
 
 def workspace_resource(ws: Workspace) -> dict[str, Any]:
-    pool = (
-        {
-            "data": ref("agent-pools", ws.agent_pool_id),
-            "links": {"related": f"{BASE}/agent-pools/{ws.agent_pool_id}"},
-        }
-        if ws.agent_pool_id
-        else {"data": None}
-    )
+    pool = related("agent-pools", ws.agent_pool_id) if ws.agent_pool_id else {"data": None}
     attributes = {
         "name": ws.name,
         "created-at": format_iso_ms(ws.created_at),
@@ -111,6 +100,8 @@ def policy_set_resource(ps: PolicySet) -> dict[str, Any]:
 
 # -- handlers --------------------------------------------------------------------------
 
+ROUTES = Routes()
+
 
 def _organization_renderer(call: PlatformRequest) -> Render:
     """An organization's document with its ``permissions`` for this caller."""
@@ -122,20 +113,21 @@ def _organization_renderer(call: PlatformRequest) -> Render:
     return render
 
 
+@ROUTES.handles("GET", "/organizations")
 async def list_organizations(call: PlatformRequest) -> Response:
-    """``GET /organizations``."""
     found = call.service.org_store.list_organizations(call.caller)
     return listing(call, found, _organization_renderer(call))
 
 
-async def show_organization(call: PlatformRequest) -> Response:
-    """``GET /organizations/:name``."""
+@ROUTES.handles("GET", "/organizations/{name}")
+async def show_organization(call: PlatformRequest) -> dict[str, Any]:
     org = call.service.org_store.visible(call.caller, call.params["name"])
-    return answer({"data": _organization_renderer(call)(org)})
+    return {"data": _organization_renderer(call)(org)}
 
 
+@ROUTES.handles("GET", "/organizations/{name}/workspaces")
 async def list_workspaces(call: PlatformRequest) -> Response:
-    """``GET /organizations/:name/workspaces`` with ``search[name]``."""
+    """With ``search[name]``."""
     found = call.service.org_store.list_workspaces(
         call.caller, call.params["name"], call.query.get("search[name]")
     )
@@ -163,10 +155,7 @@ def _listed(read: Callable[[OrganizationStore, Caller, str], Any], render: Rende
     return list_records
 
 
-ROUTES: list[RouteRow] = [
-    ("GET", "/organizations", list_organizations),
-    ("GET", "/organizations/{name}", show_organization),
-    ("GET", "/organizations/{name}/workspaces", list_workspaces),
+ROUTES += [
     ("GET", "/organizations/{name}/teams", _listed(OrganizationStore.list_teams, team_resource)),
     (
         "GET",

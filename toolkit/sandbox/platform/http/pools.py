@@ -8,30 +8,28 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from starlette.responses import Response
-
 from ...._time import format_iso_ms
-from ..pools import POOL_SORTS, PoolSort
+from ..pools import POOL_SORTS, PoolQuery, PoolSettings, PoolSort
 from ._base import (
     BASE,
     PlatformRequest,
-    RouteRow,
-    answer,
-    attribute_pointer,
+    Routes,
     attributes,
     bool_attribute,
     listing,
-    no_content,
     owned_resource,
     primary_data,
     ref,
     relationship_data,
+    required_string,
     string_attribute,
 )
 from ._errors import bad_parameter, invalid
 from .organizations import workspace_resource
 
 if TYPE_CHECKING:
+    from starlette.responses import Response
+
     from ..pools import AgentPool
 
 __all__ = ["ROUTES", "pool_resource"]
@@ -89,17 +87,20 @@ def _included_workspaces(call: PlatformRequest, pools: Sequence[Any]) -> list[di
     return [workspace_resource(ws) for ws in call.service.org_store.workspaces_by_id(seen)]
 
 
+ROUTES = Routes()
+
+
+@ROUTES.handles("GET", "/organizations/{name}/agent-pools")
 async def list_pools(call: PlatformRequest) -> Response:
-    """``GET /organizations/:name/agent-pools`` with q, sort, filter, include and pages."""
+    """With q, sort, filter, include and pages."""
     sort = _sort(call)
     includes = _includes(call)
-    pools, total = call.service.pool_store.list_pools(
-        call.caller,
-        call.params["name"],
+    query = PoolQuery(
         q=call.query.get("q"),
         sort=sort,
         allowed_workspace=call.query.get("filter[allowed_workspaces][name]"),
     )
+    pools, total = call.service.pool_store.list_pools(call.caller, call.params["name"], query)
     return listing(
         call,
         pools,
@@ -109,14 +110,15 @@ async def list_pools(call: PlatformRequest) -> Response:
     )
 
 
-async def show_pool(call: PlatformRequest) -> Response:
-    """``GET /agent-pools/:id`` with ``include=workspaces``."""
+@ROUTES.handles("GET", "/agent-pools/{id}")
+async def show_pool(call: PlatformRequest) -> dict[str, Any]:
+    """With ``include=workspaces``."""
     includes = _includes(call)
     pool = call.service.pool_store.get(call.caller, call.params["id"])
     document: dict[str, Any] = {"data": pool_resource(pool)}
     if includes:
         document["included"] = _included_workspaces(call, [pool])
-    return answer(document)
+    return document
 
 
 _ALLOWED = "/data/relationships/allowed-workspaces/data"
@@ -151,57 +153,41 @@ def _organization_scoped(attrs: Mapping[str, Any]) -> bool:
     return True if scoped is None else scoped
 
 
-async def create_pool(call: PlatformRequest) -> Response:
-    """``POST /organizations/:name/agent-pools``: 201."""
+def _pool_fields(body: Any, *, create: bool) -> tuple[str | None, PoolSettings]:
+    """The typed name (None: not sent; ``create`` requires it) and settings of an
+    agent-pools document."""
+    data = primary_data(body, "agent-pools")
+    attrs = attributes(data)
+    name_message = "name must be a string"
+    if create:
+        name: str | None = required_string(attrs, "name", name_message)
+    else:
+        name = string_attribute(attrs, "name", name_message)
+    return name, PoolSettings(_organization_scoped(attrs), _allowed_workspace_ids(data))
+
+
+@ROUTES.handles("POST", "/organizations/{name}/agent-pools", status=201, render=pool_resource)
+async def create_pool(call: PlatformRequest) -> AgentPool:
     call.service.org_store.visible(call.caller, call.params["name"], owner=True)  # 404 before 422
-    data = primary_data(call.body, "agent-pools")
-    attrs = attributes(data)
-    if "name" not in attrs:
-        raise invalid("name is required", attribute_pointer("name"))
-    name = string_attribute(attrs, "name", "name must be a string")
-    assert name is not None  # present, and a string
-    pool = call.service.pool_store.create(
-        call.caller,
-        call.params["name"],
-        name=name,
-        organization_scoped=_organization_scoped(attrs),
-        allowed_workspace_ids=_allowed_workspace_ids(data),
-    )
-    return answer({"data": pool_resource(pool)}, 201)
+    name, settings = _pool_fields(call.body, create=True)
+    assert name is not None  # required on a create
+    return call.service.pool_store.create(call.caller, call.params["name"], name, settings)
 
 
-async def update_pool(call: PlatformRequest) -> Response:
-    """``PATCH /agent-pools/:id``: 200."""
+@ROUTES.handles("PATCH", "/agent-pools/{id}", render=pool_resource)
+async def update_pool(call: PlatformRequest) -> AgentPool:
     call.service.pool_store.get(call.caller, call.params["id"], owner=True)  # 404 before 422
-    data = primary_data(call.body, "agent-pools")
-    attrs = attributes(data)
-    pool = call.service.pool_store.update(
-        call.caller,
-        call.params["id"],
-        name=string_attribute(attrs, "name", "name must be a string"),
-        organization_scoped=_organization_scoped(attrs),
-        allowed_workspace_ids=_allowed_workspace_ids(data),
-    )
-    return answer({"data": pool_resource(pool)})
+    name, settings = _pool_fields(call.body, create=False)
+    return call.service.pool_store.update(call.caller, call.params["id"], name, settings)
 
 
-async def delete_pool(call: PlatformRequest) -> Response:
-    """``DELETE /agent-pools/:id``: 204."""
+@ROUTES.handles("DELETE", "/agent-pools/{id}")
+async def delete_pool(call: PlatformRequest) -> None:
     call.service.agent_store.delete_pool(call.caller, call.params["id"])
-    return no_content()
 
 
+@ROUTES.handles("GET", "/agent-pools/{id}/authentication-tokens")
 async def list_pool_tokens(call: PlatformRequest) -> Response:
-    """``GET /agent-pools/:id/authentication-tokens``: the sandbox models no agent tokens."""
+    """The sandbox models no agent tokens."""
     call.service.pool_store.get(call.caller, call.params["id"])
     return listing(call, [], lambda r: r)
-
-
-ROUTES: list[RouteRow] = [
-    ("GET", "/organizations/{name}/agent-pools", list_pools),
-    ("POST", "/organizations/{name}/agent-pools", create_pool),
-    ("GET", "/agent-pools/{id}", show_pool),
-    ("PATCH", "/agent-pools/{id}", update_pool),
-    ("DELETE", "/agent-pools/{id}", delete_pool),
-    ("GET", "/agent-pools/{id}/authentication-tokens", list_pool_tokens),
-]

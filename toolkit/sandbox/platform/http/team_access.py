@@ -8,71 +8,62 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from starlette.responses import Response
-
 from ...._spec.team_access import ACCESS_LEVELS, PERMISSION_ATTRIBUTES
 from ..team_access import PermissionSettings
 from ._base import (
-    BASE,
     PlatformRequest,
-    RouteRow,
-    answer,
-    attribute_pointer,
+    Routes,
     attributes,
     listing,
-    no_content,
     primary_data,
-    ref,
     reference,
+    related,
+    required_string,
+    resource,
     string_attribute,
 )
-from ._errors import ErrorDocument, invalid
+from ._errors import ErrorDocument
 
 if TYPE_CHECKING:
+    from starlette.responses import Response
+
     from ..team_access import TeamWorkspace
 
 __all__ = ["ROUTES", "team_access_resource"]
 
+_ACCESS_MESSAGE = "access {value!r} is not one of " + ", ".join(ACCESS_LEVELS)
+_ACCESS_REQUIRED = "access is required; one of " + ", ".join(ACCESS_LEVELS)
+
 
 def team_access_resource(record: TeamWorkspace) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "type": "team-workspaces",
-        "attributes": {"access": record.access, **record.permissions},
-        "relationships": {
-            "team": {
-                "data": ref("teams", record.team_id),
-                "links": {"related": f"{BASE}/teams/{record.team_id}"},
-            },
-            "workspace": {
-                "data": ref("workspaces", record.workspace_id),
-                "links": {"related": f"{BASE}/workspaces/{record.workspace_id}"},
-            },
-        },
-        "links": {"self": f"{BASE}/team-workspaces/{record.id}"},
+    attrs = {"access": record.access, **record.permissions}
+    relationships = {
+        "team": related("teams", record.team_id),
+        "workspace": related("workspaces", record.workspace_id),
     }
+    return resource("team-workspaces", record.id, attrs, relationships)
 
 
-_ACCESS_MESSAGE = "access {value!r} is not one of " + ", ".join(ACCESS_LEVELS)
+def _permissions(attrs: Mapping[str, Any]) -> PermissionSettings:
+    """The custom permissions of a team-workspaces document.
 
-
-def _access_fields(attrs: Mapping[str, Any]) -> tuple[str | None, PermissionSettings]:
-    """The typed access level and custom permissions of a team-workspaces document.
-
-    The permission values go to the state unchecked: whether a level may set
-    them at all comes first there (spec part 2, rule 1). A null is not sent.
+    The values go to the state unchecked: whether a level may set them at all
+    comes first there (spec part 2, rule 1). A null is not sent.
     """
-    access = string_attribute(attrs, "access", _ACCESS_MESSAGE)
     given = {
         name.replace("-", "_"): attrs[name]
         for name in PERMISSION_ATTRIBUTES
         if attrs.get(name) is not None
     }
-    return access, PermissionSettings(**given)
+    return PermissionSettings(**given)
 
 
+ROUTES = Routes()
+
+
+@ROUTES.handles("GET", "/team-workspaces")
 async def list_team_access(call: PlatformRequest) -> Response:
-    """``GET /team-workspaces?filter[workspace][id]=``: unpaginated unless asked."""
+    """``?filter[workspace][id]=``: unpaginated unless asked."""
     workspace_id = call.query.get("filter[workspace][id]")
     if not workspace_id:
         raise ErrorDocument.one(
@@ -85,49 +76,34 @@ async def list_team_access(call: PlatformRequest) -> Response:
     return listing(call, found, team_access_resource, always=False)
 
 
-async def show_team_access(call: PlatformRequest) -> Response:
-    """``GET /team-workspaces/:id``."""
-    record = call.service.access_store.get(call.caller, call.params["id"])
-    return answer({"data": team_access_resource(record)})
+@ROUTES.handles("GET", "/team-workspaces/{id}", render=team_access_resource)
+async def show_team_access(call: PlatformRequest) -> TeamWorkspace:
+    return call.service.access_store.get(call.caller, call.params["id"])
 
 
-async def create_team_access(call: PlatformRequest) -> Response:
-    """``POST /team-workspaces``: 200, as the spec shows."""
+@ROUTES.handles("POST", "/team-workspaces", render=team_access_resource)
+async def create_team_access(call: PlatformRequest) -> TeamWorkspace:
+    """200, as the spec shows."""
     data = primary_data(call.body, "team-workspaces")
     attrs = attributes(data)
     workspace_id = reference(data, "workspace", "workspaces")
     team_id = reference(data, "team", "teams")
-    access, permissions = _access_fields(attrs)
-    if access is None:
-        raise invalid(
-            f"access is required; one of {', '.join(ACCESS_LEVELS)}",
-            attribute_pointer("access"),
-        )
-    record = call.service.access_store.create(
-        call.caller, workspace_id, team_id, access, permissions
+    access = required_string(attrs, "access", _ACCESS_MESSAGE, missing=_ACCESS_REQUIRED)
+    return call.service.access_store.create(
+        call.caller, workspace_id, team_id, access, _permissions(attrs)
     )
-    return answer({"data": team_access_resource(record)})
 
 
-async def update_team_access(call: PlatformRequest) -> Response:
-    """``PATCH /team-workspaces/:id``: 200."""
+@ROUTES.handles("PATCH", "/team-workspaces/{id}", render=team_access_resource)
+async def update_team_access(call: PlatformRequest) -> TeamWorkspace:
     call.service.access_store.get(call.caller, call.params["id"], manage=True)  # 404 before 422
-    data = primary_data(call.body, "team-workspaces")
-    access, permissions = _access_fields(attributes(data))
-    record = call.service.access_store.update(call.caller, call.params["id"], access, permissions)
-    return answer({"data": team_access_resource(record)})
+    attrs = attributes(primary_data(call.body, "team-workspaces"))
+    access = string_attribute(attrs, "access", _ACCESS_MESSAGE)
+    return call.service.access_store.update(
+        call.caller, call.params["id"], access, _permissions(attrs)
+    )
 
 
-async def delete_team_access(call: PlatformRequest) -> Response:
-    """``DELETE /team-workspaces/:id``: 204."""
+@ROUTES.handles("DELETE", "/team-workspaces/{id}")
+async def delete_team_access(call: PlatformRequest) -> None:
     call.service.access_store.delete(call.caller, call.params["id"])
-    return no_content()
-
-
-ROUTES: list[RouteRow] = [
-    ("GET", "/team-workspaces", list_team_access),
-    ("POST", "/team-workspaces", create_team_access),
-    ("GET", "/team-workspaces/{id}", show_team_access),
-    ("PATCH", "/team-workspaces/{id}", update_team_access),
-    ("DELETE", "/team-workspaces/{id}", delete_team_access),
-]
