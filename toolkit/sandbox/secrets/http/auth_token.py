@@ -201,12 +201,17 @@ async def revoke_self(call: SecretsRequest) -> Response:
     return no_content()
 
 
-async def revoke(call: SecretsRequest) -> Response:
-    """``POST auth/token/revoke``: revoke the body's ``token`` and its children."""
+def _body_token(call: SecretsRequest) -> Token | None:
+    """The token named by the body's ``token`` (None when it is not one); 400 without it."""
     value: Any = call.body.get("token")
     if not isinstance(value, str) or not value:
         raise bad_request("missing token")
-    token = call.service.tokens.get(value)
+    return call.service.tokens.get(value)
+
+
+async def revoke(call: SecretsRequest) -> Response:
+    """``POST auth/token/revoke``: revoke the body's ``token`` and its children."""
+    token = _body_token(call)
     if token is not None:
         call.service.tokens.revoke(token)
     return no_content()
@@ -214,10 +219,7 @@ async def revoke(call: SecretsRequest) -> Response:
 
 async def renew(call: SecretsRequest) -> Response:
     """``POST auth/token/renew``: extend the body's ``token`` by ``increment``."""
-    value: Any = call.body.get("token")
-    if not isinstance(value, str) or not value:
-        raise bad_request("missing token")
-    token = call.service.tokens.get(value)
+    token = _body_token(call)
     if token is None:
         raise bad_request("invalid token")
     call.service.tokens.renew(token, call.body.get("increment"))
@@ -238,10 +240,7 @@ async def revoke_orphan(call: SecretsRequest) -> Response:
     orphans. Only a caller with root or sudo here may (400 otherwise, as OpenBao)."""
     if not call.service.acl_for(_caller(call)).allows(call.path, "update", sudo=True):
         raise bad_request("root or sudo privileges required to revoke and orphan")
-    value: Any = call.body.get("token")
-    if not isinstance(value, str) or not value:
-        raise bad_request("missing token")
-    token = call.service.tokens.get(value)
+    token = _body_token(call)
     if token is not None:
         call.service.tokens.revoke_orphan(token)
     return no_content()
