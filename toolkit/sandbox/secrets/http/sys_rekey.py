@@ -109,7 +109,10 @@ def _rotate_shape(status: dict[str, Any]) -> dict[str, Any]:
     """A status as ``sys/rotate/root/*`` shows it (observed on OpenBao 2.7): idle, only
     ``started``, ``t``, ``n`` and ``required``; in progress, the nonce, progress and
     verification fields too, ``verification_nonce`` empty until the new shares exist;
-    the PGP fields only for an attempt that has PGP keys."""
+    the PGP fields only for an attempt that has PGP keys. A completed update shows its
+    fields with ``verification_nonce`` always there."""
+    if status.get("complete"):
+        return {"verification_nonce": "", **status}
     if not status.get("started"):
         return {k: status[k] for k in ("started", "t", "n", "required")}
     shaped = {
@@ -133,6 +136,18 @@ def _recovery(call: SecretsRequest) -> RekeyOperation:
     return call.service.recovery_rekey
 
 
+def _shaped(
+    call: SecretsRequest, status: dict[str, Any], ceremony_of: Ceremony, *, rotate: bool
+) -> dict[str, Any]:
+    """An init or update answer as its family shows it: ``sys/rotate/*`` its own way,
+    the legacy root family on a seal with stored shares with ``t`` and ``n`` at 0."""
+    if rotate:
+        return _rotate_shape(status)
+    if ceremony_of is _root:
+        return _legacy_stored_shape(call, status)
+    return status
+
+
 def _init_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any:
     async def handler(call: SecretsRequest) -> Response:
         ceremony = ceremony_of(call)
@@ -153,11 +168,7 @@ def _init_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any
             )
         else:
             status = status_document(ceremony.status())
-        if rotate:
-            return answer(_rotate_shape(status))
-        if ceremony_of is _root:
-            status = _legacy_stored_shape(call, status)
-        return answer(status)
+        return answer(_shaped(call, status, ceremony_of, rotate=rotate))
 
     return handler
 
@@ -166,14 +177,7 @@ def _update_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> A
     async def handler(call: SecretsRequest) -> Response:
         key, nonce = _share_and_nonce(call, named_fields=rotate)
         result = update_document(ceremony_of(call).update(key, nonce))
-        if rotate:
-            if result.get("complete"):
-                result = {"verification_nonce": "", **result}
-            else:
-                result = _rotate_shape(result)
-        elif ceremony_of is _root:
-            result = _legacy_stored_shape(call, result)
-        return answer(result)
+        return answer(_shaped(call, result, ceremony_of, rotate=rotate))
 
     return handler
 
