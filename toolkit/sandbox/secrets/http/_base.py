@@ -24,7 +24,7 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import orjson
 from starlette.requests import Request
@@ -43,7 +43,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SecretsRequest",
+    "WRITE",
     "EngineRoute",
+    "engine_accessor",
     "engine_state",
     "flag",
     "Rule",
@@ -61,6 +63,9 @@ __all__ = [
     "serve",
     "status_of",
 ]
+
+
+_State = TypeVar("_State")
 
 
 class EnvelopeResponse(JSONResponse):
@@ -155,6 +160,20 @@ def engine_state(call: SecretsRequest) -> Any:
     return call.mount.backend
 
 
+def engine_accessor(kind: type[_State]) -> Callable[[SecretsRequest], _State]:
+    """An engine HTTP module's typed :func:`engine_state`: ``_engine = engine_accessor(PKIEngine)``
+    gives a handler its mount's state as a ``PKIEngine`` (a state of another class is a bug
+    of the dispatcher, never the caller's)."""
+
+    def state(call: SecretsRequest) -> _State:
+        backend = engine_state(call)
+        if not isinstance(backend, kind):
+            raise TypeError(f"{call.path!r} is served by a {type(backend).__name__}, not a {kind}")
+        return backend
+
+    return state
+
+
 def flag(call: SecretsRequest, name: str, default: bool = False) -> bool:
     """A boolean parameter: a JSON boolean, or ``true``/``false``/``1``/``0`` in the query."""
     value = call.arg(name, default)
@@ -200,6 +219,9 @@ def request_namespace(request: Request) -> str:
 
 
 Handler = Callable[[SecretsRequest], Awaitable[Response]]
+
+# A write: the secrets API treats POST and PUT alike (spec part 1).
+WRITE = ("POST", "PUT")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from ...._time import format_rfc3339
 from .. import fields
 from ..errors import InvalidRequest
 from ..identity import IdentityStore
-from ._base import Handler, SecretsRequest, envelope, error, listing, no_content, route
+from ._base import WRITE, Handler, SecretsRequest, envelope, error, listing, no_content, route
 
 if TYPE_CHECKING:
     from ..identity import Entity, EntityAlias, IdentityGroup
@@ -288,18 +288,17 @@ async def group_names(call: SecretsRequest) -> Response:
 
 
 def routes(service: SecretsService) -> list[Route]:
-    write = ["POST", "PUT"]
-    every = ["GET", "DELETE", *write]
+    every = ["GET", "DELETE", *WRITE]
     return [
-        route(service, "identity/entity", entity_create, write),
+        route(service, "identity/entity", entity_create, WRITE),
         route(service, "identity/entity/id", entity_ids, ["LIST"]),
         route(service, "identity/entity/id/{id}", entity_by_id, every),
         route(service, "identity/entity/name", entity_names, ["LIST"]),
         route(service, "identity/entity/name/{name}", entity_by_name, every),
-        route(service, "identity/entity-alias", alias_create, write),
+        route(service, "identity/entity-alias", alias_create, WRITE),
         route(service, "identity/entity-alias/id", alias_ids, ["LIST"]),
         route(service, "identity/entity-alias/id/{id}", alias_by_id, ["GET", "DELETE"]),
-        route(service, "identity/group", group_create, write),
+        route(service, "identity/group", group_create, WRITE),
         route(service, "identity/group/id", group_ids, ["LIST"]),
         route(service, "identity/group/id/{id}", group_by_id, every),
         route(service, "identity/group/name", group_names, ["LIST"]),
