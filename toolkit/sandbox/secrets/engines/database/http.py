@@ -20,15 +20,15 @@ from ...http._base import (
     EngineRoute,
     Handler,
     SecretsRequest,
+    engine_accessor,
     engine_route,
-    engine_state,
     envelope,
     error,
     listing,
     no_content,
     resource,
 )
-from ...http._credentials import caller, secret_answer
+from ...http._credentials import creds_handler
 from .plugins import redact_url
 from .state import (
     ENGINE_FIELDS,
@@ -46,8 +46,12 @@ from .state import (
 __all__ = ["routes"]
 
 
+_database = engine_accessor(DatabaseEngine)
+
+
 def _db(call: SecretsRequest) -> DatabaseEngine:
-    backend: DatabaseEngine = engine_state(call)
+    """The mount's state, its static roles' due rotations done first."""
+    backend = _database(call)
     backend.rotate_due()
     return backend
 
@@ -229,12 +233,6 @@ async def rotate_root(call: SecretsRequest) -> Response:
     return no_content()
 
 
-async def issue_creds(call: SecretsRequest) -> Response:
-    """``GET creds/:name``: a new user and password, as a renewable lease."""
-    data, lease = _db(call).issue_creds(call.params["name"], caller(call))
-    return secret_answer(data, lease)
-
-
 async def static_creds(call: SecretsRequest) -> Response:
     """``GET static-creds/:name``: the current password, its last rotation and ttl."""
     role, now = _db(call).static_creds(call.params["name"])
@@ -264,7 +262,7 @@ def routes() -> list[EngineRoute]:
         resource("rotate-root/{name}", {"POST": rotate_root}),
         engine_route("roles", _names("roles"), ["LIST"]),
         resource("roles/{name}", _entries("roles"), _exists("roles")),
-        engine_route("creds/{name}", issue_creds, ["GET"]),
+        engine_route("creds/{name}", creds_handler(_db), ["GET"]),
         engine_route("static-roles", _names("static_roles"), ["LIST"]),
         resource("static-roles/{name}", _entries("static_roles"), _exists("static_roles")),
         engine_route("static-creds/{name}", static_creds, ["GET"]),
