@@ -34,37 +34,40 @@ __all__ = ["routes"]
 
 def status_document(status: RekeyStatus) -> dict[str, Any]:
     """The legacy status shape (``sys/rekey/init``; an update below the threshold)."""
-    body: dict[str, Any] = {
+    return {
         "nonce": status.nonce,
         "started": status.started,
         "t": status.threshold,
         "n": status.shares,
         "progress": status.progress,
         "required": status.required,
-        "pgp_fingerprints": status.pgp_fingerprints,
-        "backup": status.backup,
-        "verification_required": status.verification_required,
+        **_new_shares(status),
     }
-    if status.verification_nonce:
-        body["verification_nonce"] = status.verification_nonce
-    return body
 
 
 def update_document(outcome: RekeyStatus | RekeyResult) -> dict[str, Any]:
     """An update's answer: the status below the threshold, else the new shares."""
     if isinstance(outcome, RekeyStatus):
         return status_document(outcome)
-    body: dict[str, Any] = {
+    return {
         "nonce": outcome.nonce,
         "complete": True,
         **encode_shares(outcome.shares),
+        **_new_shares(outcome),
+    }
+
+
+def _new_shares(outcome: RekeyStatus | RekeyResult) -> dict[str, Any]:
+    """What a status and a completed update both say of the new shares: the PGP keys
+    that encrypt them, their backup, and their verification (its nonce once there is one)."""
+    said: dict[str, Any] = {
         "pgp_fingerprints": outcome.pgp_fingerprints,
         "backup": outcome.backup,
         "verification_required": outcome.verification_required,
     }
-    if outcome.verification_required:
-        body["verification_nonce"] = outcome.verification_nonce
-    return body
+    if outcome.verification_nonce:
+        said["verification_nonce"] = outcome.verification_nonce
+    return said
 
 
 def backup_document(backup: RekeyBackup) -> dict[str, Any]:
