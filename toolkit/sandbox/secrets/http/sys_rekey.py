@@ -22,7 +22,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..errors import InvalidRequest
-from ..rekey import RekeyBackup, RekeyOperation, RekeyResult, RekeyStatus, VerificationStatus
+from ..rekey import (
+    NewShares,
+    RekeyBackup,
+    RekeyOperation,
+    RekeyResult,
+    RekeyStatus,
+    VerificationStatus,
+)
 from ..seal import decode_key, encode_shares
 from ._base import WRITE, SecretsRequest, bare, envelope, error, no_content, route
 
@@ -57,7 +64,7 @@ def update_document(outcome: RekeyStatus | RekeyResult) -> dict[str, Any]:
     }
 
 
-def _new_shares(outcome: RekeyStatus | RekeyResult) -> dict[str, Any]:
+def _new_shares(outcome: NewShares) -> dict[str, Any]:
     """What a status and a completed update both say of the new shares: the PGP keys
     that encrypt them, their backup, and their verification (its nonce once there is one)."""
     said: dict[str, Any] = {
