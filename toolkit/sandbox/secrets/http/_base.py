@@ -24,7 +24,7 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, TypeVar, Unpack
 
 import orjson
 from starlette.requests import Request
@@ -224,6 +224,14 @@ Handler = Callable[[SecretsRequest], Awaitable[Response]]
 WRITE = ("POST", "PUT")
 
 
+class RuleOptions(TypedDict, total=False):
+    """The options a route declares beside its methods (see :class:`Rule` and :func:`route`)."""
+
+    capability: str | Callable[[SecretsRequest], str] | None
+    sudo: bool
+    restricted: bool
+
+
 @dataclass(frozen=True)
 class Rule:
     """How a handler is served: its methods, the capability it needs, sudo and restriction."""
@@ -331,10 +339,8 @@ def route(
     handler: Handler,
     methods: Iterable[str],
     *,
-    capability: str | Callable[[SecretsRequest], str] | None = None,
-    sudo: bool = False,
-    restricted: bool = False,
     authenticated: bool = True,
+    **options: Unpack[RuleOptions],
 ) -> Route:
     """Register ``handler`` at ``path`` (Starlette syntax, relative to /v1).
 
@@ -344,13 +350,7 @@ def route(
     DELETE delete); a callable decides per call (create versus update).
     ``sudo`` and ``restricted`` follow spec part 1, convention 5.
     """
-    rule = Rule.of(
-        methods,
-        capability=capability,
-        sudo=sudo,
-        restricted=restricted,
-        authenticated=authenticated,
-    )
+    rule = Rule.of(methods, authenticated=authenticated, **options)
 
     async def endpoint(request: Request) -> Response:
         return await serve(request, service, handler, rule)
@@ -377,14 +377,10 @@ def engine_route(
     path: str,
     handler: Handler,
     methods: Iterable[str],
-    *,
-    capability: str | Callable[[SecretsRequest], str] | None = None,
-    sudo: bool = False,
-    restricted: bool = False,
+    **options: Unpack[RuleOptions],
 ) -> EngineRoute:
     """Declare an engine handler at ``path`` relative to the mount; options as :func:`route`."""
-    rule = Rule.of(methods, capability=capability, sudo=sudo, restricted=restricted)
-    return EngineRoute(path.strip("/"), handler, rule)
+    return EngineRoute(path.strip("/"), handler, Rule.of(methods, **options))
 
 
 def create_or_update(exists: Callable[[SecretsRequest], bool]) -> Callable[[SecretsRequest], str]:
