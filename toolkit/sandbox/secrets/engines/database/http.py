@@ -221,16 +221,15 @@ def _exists(kind: str) -> Any:
     return exists
 
 
-async def reset_connection(call: SecretsRequest) -> Response:
-    """``POST reset/:name``: restart the plugin from the stored configuration."""
-    _db(call).reset(call.params["name"])
-    return no_content()
+def _action(act: Callable[[DatabaseEngine, str], None]) -> dict[str, Handler]:
+    """``POST <path>/:name``: ``act(state, name)``, answered 204 (what each does is said
+    where it is routed)."""
 
+    async def post(call: SecretsRequest) -> Response:
+        act(_db(call), call.params["name"])
+        return no_content()
 
-async def rotate_root(call: SecretsRequest) -> Response:
-    """``POST rotate-root/:name``: a new root password, never returned."""
-    _db(call).rotate_root(call.params["name"])
-    return no_content()
+    return {"POST": post}
 
 
 async def static_creds(call: SecretsRequest) -> Response:
@@ -248,23 +247,20 @@ async def static_creds(call: SecretsRequest) -> Response:
     )
 
 
-async def rotate_role(call: SecretsRequest) -> Response:
-    """``POST rotate-role/:name``: rotate a static role's password now."""
-    _db(call).rotate_role(call.params["name"])
-    return no_content()
-
-
 def routes() -> list[EngineRoute]:
     return [
         engine_route("config", _names("connections"), ["LIST"]),
         resource("config/{name}", _entries("connections"), _exists("connections")),
-        resource("reset/{name}", {"POST": reset_connection}),
-        resource("rotate-root/{name}", {"POST": rotate_root}),
+        # Restart the plugin from the stored configuration.
+        resource("reset/{name}", _action(DatabaseEngine.reset)),
+        # A new root password, never returned.
+        resource("rotate-root/{name}", _action(DatabaseEngine.rotate_root)),
         engine_route("roles", _names("roles"), ["LIST"]),
         resource("roles/{name}", _entries("roles"), _exists("roles")),
         engine_route("creds/{name}", creds_handler(_db), ["GET"]),
         engine_route("static-roles", _names("static_roles"), ["LIST"]),
         resource("static-roles/{name}", _entries("static_roles"), _exists("static_roles")),
         engine_route("static-creds/{name}", static_creds, ["GET"]),
-        resource("rotate-role/{name}", {"POST": rotate_role}),
+        # Rotate a static role's password now.
+        resource("rotate-role/{name}", _action(DatabaseEngine.rotate_role)),
     ]
