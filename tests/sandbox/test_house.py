@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,25 @@ def test_each_built_in_engine_is_one_folder_with_state_http_and_demo(engine: Eng
 def test_every_engine_folder_is_registered() -> None:
     folders = {p.name for p in ENGINES_DIR.iterdir() if (p / "__init__.py").is_file()}
     assert folders == {engine.mount.rstrip("/") for engine in ENGINES}
+
+
+def test_an_engine_in_a_folder_takes_its_handlers_and_demo_from_the_folder_and_its_type() -> None:
+    http, demo = types.ModuleType("http"), types.ModuleType("demo")
+    http.routes = echo_routes  # type: ignore[attr-defined]
+    demo.load_demo = load_echo_demo  # type: ignore[attr-defined]
+    plain = Engine.in_folder(type="echo", description="d", state=EchoState, http=http, demo=demo)
+    assert (plain.mount, plain.catalog_name) == ("echo/", "echo")
+    assert (plain.routes, plain.demo) == (echo_routes, load_echo_demo)
+    told = Engine.in_folder(
+        type="echo",
+        mount="words/",
+        catalog_name=None,
+        description="d",
+        state=EchoState,
+        http=http,
+        demo=demo,
+    )
+    assert (told.mount, told.catalog_name) == ("words/", None)
 
 
 def test_the_server_s_tables_are_read_from_the_descriptors(demo_sandbox: Sandbox) -> None:

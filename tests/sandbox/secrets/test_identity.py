@@ -311,3 +311,23 @@ def test_the_demo_users_have_entities_and_the_templated_policy_follows_them(
         ]
         roles = api.request("LIST", "auth/token/roles").json()["data"]["keys"]
         assert roles == ["break-glass", "ci-deployer", "service-identity"]
+
+
+def test_entities_and_groups_are_written_read_and_deleted_by_the_id_or_name_in_the_path(
+    empty_sandbox: Sandbox,
+) -> None:
+    with v1(empty_sandbox) as api:
+        for kind in ("entity", "group"):
+            made = api.post(f"identity/{kind}/name/by-path-{kind}", json={"policies": ["a"]})
+            assert made.status_code == 200, made.text
+            record = made.json()["data"]
+            assert record["name"] == f"by-path-{kind}"
+            again = api.post(f"identity/{kind}/id/{record['id']}", json={"policies": ["b"]})
+            assert again.status_code == 204, again.text
+            by_name = api.get(f"identity/{kind}/name/by-path-{kind}").json()["data"]
+            assert (by_name["id"], by_name["policies"]) == (record["id"], ["b"])
+            assert api.get(f"identity/{kind}/id/{record['id']}").json()["data"] == by_name
+            assert api.delete(f"identity/{kind}/name/by-path-{kind}").status_code == 204
+            assert api.get(f"identity/{kind}/id/{record['id']}").status_code == 404
+            assert api.get(f"identity/{kind}/name/by-path-{kind}").status_code == 404
+            assert api.delete(f"identity/{kind}/id/{record['id']}").status_code == 204

@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import InvalidRequest
@@ -64,6 +65,31 @@ class Engine:
     state: Callable[[EngineHost, Mount], Any]
     routes: Callable[[], Sequence[Any]]
     demo: Callable[[EngineHost], None] | None = None
+
+    @classmethod
+    def in_folder(
+        cls,
+        *,
+        type: str,
+        description: str,
+        state: Callable[[EngineHost, Mount], Any],
+        http: ModuleType,
+        demo: ModuleType,
+        mount: str = "",
+        catalog_name: str | None = "",
+    ) -> Engine:
+        """The engine of a folder laid out as the house lays engines out: its handlers
+        are ``http.routes``, its demo ``demo.load_demo``. Its default mount is
+        ``<type>/`` and its catalog entry ``type`` unless given (None: no catalog entry)."""
+        return cls(
+            type=type,
+            mount=mount or f"{type}/",
+            description=description,
+            catalog_name=type if catalog_name == "" else catalog_name,
+            state=state,
+            routes=http.routes,
+            demo=demo.load_demo,
+        )
 
     def make_backend(self, host: EngineHost, mount: Mount) -> Any:
         return self.state(host, mount)

@@ -24,6 +24,7 @@ from .errors import InvalidRequest
 from .seal import SealState, rebuild_key, sealed_error, validate_share_config
 
 __all__ = [
+    "NewShares",
     "RekeyAttempt",
     "RekeyBackup",
     "RekeyOperation",
@@ -60,7 +61,20 @@ class RekeyAttempt:
 
 
 @dataclass(frozen=True)
-class RekeyStatus:
+class NewShares:
+    """What a rekey's status and its completed update both say of the new shares: the
+    PGP keys that encrypt them, whether they are backed up, and their verification."""
+
+    pgp_fingerprints: list[str] | None
+    backup: bool
+    verification_required: bool
+    # The status: "" until the new shares exist; a completed update: "" unless
+    # verification was asked for.
+    verification_nonce: str
+
+
+@dataclass(frozen=True)
+class RekeyStatus(NewShares):
     """Where a rekey stands (``sys/rekey/init``, and an update below the threshold)."""
 
     started: bool
@@ -69,22 +83,14 @@ class RekeyStatus:
     shares: int
     progress: int
     required: int  # the current seal's threshold
-    pgp_fingerprints: list[str] | None
-    backup: bool
-    verification_required: bool
-    verification_nonce: str  # "" until the new shares exist
 
 
 @dataclass(frozen=True)
-class RekeyResult:
+class RekeyResult(NewShares):
     """A completed update: the new shares handed out (PGP-encrypted when keys were given)."""
 
     nonce: str
     shares: list[bytes] = field(repr=False)
-    pgp_fingerprints: list[str] | None
-    backup: bool
-    verification_required: bool
-    verification_nonce: str  # "" unless verification was asked for
 
 
 @dataclass(frozen=True)
@@ -281,7 +287,14 @@ class RekeyOperation:
             # The seal makes and keeps the new root key: no share is handed out.
             self.seal.rotate_stored_key()
             self.attempt = None
-            return RekeyResult(attempt.nonce, [], None, False, False, "")
+            return RekeyResult(
+                nonce=attempt.nonce,
+                shares=[],
+                pgp_fingerprints=None,
+                backup=False,
+                verification_required=False,
+                verification_nonce="",
+            )
         new_key, new_shares = SealState.new_root_key(attempt.shares, attempt.threshold)
         handed_out = new_shares
         if attempt.pgp_keys:
@@ -296,12 +309,12 @@ class RekeyOperation:
             self.seal.rotate(new_key, attempt.shares, attempt.threshold)
             self.attempt = None
         return RekeyResult(
-            attempt.nonce,
-            handed_out,
-            attempt.fingerprints,
-            attempt.backup,
-            attempt.require_verification,
-            attempt.verification_nonce if attempt.require_verification else "",
+            nonce=attempt.nonce,
+            shares=handed_out,
+            pgp_fingerprints=attempt.fingerprints,
+            backup=attempt.backup,
+            verification_required=attempt.require_verification,
+            verification_nonce=attempt.verification_nonce if attempt.require_verification else "",
         )
 
     # -- GET/POST/DELETE sys/rekey/verify ------------------------------------------------

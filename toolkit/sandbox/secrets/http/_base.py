@@ -24,7 +24,7 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, TypeVar, Unpack
 
 import orjson
 from starlette.requests import Request
@@ -43,7 +43,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SecretsRequest",
+    "WRITE",
     "EngineRoute",
+    "engine_accessor",
     "engine_state",
     "flag",
     "Rule",
@@ -61,6 +63,9 @@ __all__ = [
     "serve",
     "status_of",
 ]
+
+
+_State = TypeVar("_State")
 
 
 class EnvelopeResponse(JSONResponse):
@@ -155,6 +160,20 @@ def engine_state(call: SecretsRequest) -> Any:
     return call.mount.backend
 
 
+def engine_accessor(kind: type[_State]) -> Callable[[SecretsRequest], _State]:
+    """An engine HTTP module's typed :func:`engine_state`: ``_engine = engine_accessor(PKIEngine)``
+    gives a handler its mount's state as a ``PKIEngine`` (a state of another class is a bug
+    of the dispatcher, never the caller's)."""
+
+    def state(call: SecretsRequest) -> _State:
+        backend = engine_state(call)
+        if not isinstance(backend, kind):
+            raise TypeError(f"{call.path!r} is served by a {type(backend).__name__}, not a {kind}")
+        return backend
+
+    return state
+
+
 def flag(call: SecretsRequest, name: str, default: bool = False) -> bool:
     """A boolean parameter: a JSON boolean, or ``true``/``false``/``1``/``0`` in the query."""
     value = call.arg(name, default)
@@ -200,6 +219,17 @@ def request_namespace(request: Request) -> str:
 
 
 Handler = Callable[[SecretsRequest], Awaitable[Response]]
+
+# A write: the secrets API treats POST and PUT alike (spec part 1).
+WRITE = ("POST", "PUT")
+
+
+class RuleOptions(TypedDict, total=False):
+    """The options a route declares beside its methods (see :class:`Rule` and :func:`route`)."""
+
+    capability: str | Callable[[SecretsRequest], str] | None
+    sudo: bool
+    restricted: bool
 
 
 @dataclass(frozen=True)
@@ -309,10 +339,8 @@ def route(
     handler: Handler,
     methods: Iterable[str],
     *,
-    capability: str | Callable[[SecretsRequest], str] | None = None,
-    sudo: bool = False,
-    restricted: bool = False,
     authenticated: bool = True,
+    **options: Unpack[RuleOptions],
 ) -> Route:
     """Register ``handler`` at ``path`` (Starlette syntax, relative to /v1).
 
@@ -322,13 +350,7 @@ def route(
     DELETE delete); a callable decides per call (create versus update).
     ``sudo`` and ``restricted`` follow spec part 1, convention 5.
     """
-    rule = Rule.of(
-        methods,
-        capability=capability,
-        sudo=sudo,
-        restricted=restricted,
-        authenticated=authenticated,
-    )
+    rule = Rule.of(methods, authenticated=authenticated, **options)
 
     async def endpoint(request: Request) -> Response:
         return await serve(request, service, handler, rule)
@@ -355,14 +377,10 @@ def engine_route(
     path: str,
     handler: Handler,
     methods: Iterable[str],
-    *,
-    capability: str | Callable[[SecretsRequest], str] | None = None,
-    sudo: bool = False,
-    restricted: bool = False,
+    **options: Unpack[RuleOptions],
 ) -> EngineRoute:
     """Declare an engine handler at ``path`` relative to the mount; options as :func:`route`."""
-    rule = Rule.of(methods, capability=capability, sudo=sudo, restricted=restricted)
-    return EngineRoute(path.strip("/"), handler, rule)
+    return EngineRoute(path.strip("/"), handler, Rule.of(methods, **options))
 
 
 def create_or_update(exists: Callable[[SecretsRequest], bool]) -> Callable[[SecretsRequest], str]:

@@ -21,7 +21,7 @@ from ...._time import format_rfc3339
 from .. import fields
 from ..errors import InvalidRequest, PathNotFound
 from ..logins import AppRole, SecretId, TokenSettings
-from ._base import SecretsRequest, envelope, listing, no_content, paged_listing, route
+from ._base import WRITE, SecretsRequest, envelope, listing, no_content, paged_listing, route
 from .auth_token import token_auth
 
 if TYPE_CHECKING:
@@ -348,51 +348,50 @@ async def approle_accessor_destroy(call: SecretsRequest) -> Response:
 
 def routes(service: SecretsService) -> list[Route]:
     """The login routes (unauthenticated) and the management routes (ACL-checked)."""
-    write = ["POST", "PUT"]
     return [
         route(
-            service, "auth/userpass/login/{username}", userpass_login, write, authenticated=False
+            service, "auth/userpass/login/{username}", userpass_login, WRITE, authenticated=False
         ),
         route(service, "auth/userpass/users", userpass_users, ["LIST"]),
-        route(service, "auth/userpass/users/{username}", userpass_user, ["GET", *write]),
-        route(service, "auth/ldap/login/{username}", ldap_login, write, authenticated=False),
+        route(service, "auth/userpass/users/{username}", userpass_user, ["GET", *WRITE]),
+        route(service, "auth/ldap/login/{username}", ldap_login, WRITE, authenticated=False),
         route(service, "auth/ldap/users", ldap_users, ["LIST"]),
         route(service, "auth/ldap/users/{username}", ldap_user, ["GET"]),
         route(service, "auth/ldap/groups", ldap_groups, ["LIST"]),
-        route(service, "auth/ldap/groups/{name}", ldap_group, ["GET", *write]),
-        route(service, "auth/approle/login", approle_login, write, authenticated=False),
+        route(service, "auth/ldap/groups/{name}", ldap_group, ["GET", *WRITE]),
+        route(service, "auth/approle/login", approle_login, WRITE, authenticated=False),
         route(service, "auth/approle/role", approle_roles, ["LIST"]),
-        route(service, "auth/approle/role/{name}/role-id", approle_role_id, ["GET", *write]),
-        route(service, "auth/approle/role/{name}/secret-id", approle_secret_id, ["LIST", *write]),
+        route(service, "auth/approle/role/{name}/role-id", approle_role_id, ["GET", *WRITE]),
+        route(service, "auth/approle/role/{name}/secret-id", approle_secret_id, ["LIST", *WRITE]),
         route(
             service,
             "auth/approle/role/{name}/custom-secret-id",
             approle_custom_secret_id,
-            write,
+            WRITE,
         ),
         route(
             service,
             "auth/approle/role/{name}/secret-id/lookup",
             approle_secret_id_lookup,
-            write,
+            WRITE,
         ),
         route(
             service,
             "auth/approle/role/{name}/secret-id/destroy",
             approle_secret_id_destroy,
-            [*write, "DELETE"],
+            [*WRITE, "DELETE"],
         ),
         route(
             service,
             "auth/approle/role/{name}/secret-id-accessor/lookup",
             approle_accessor_lookup,
-            write,
+            WRITE,
         ),
         route(
             service,
             "auth/approle/role/{name}/secret-id-accessor/destroy",
             approle_accessor_destroy,
-            [*write, "DELETE"],
+            [*WRITE, "DELETE"],
         ),
-        route(service, "auth/approle/role/{name}", approle_role, ["GET", "DELETE", *write]),
+        route(service, "auth/approle/role/{name}", approle_role, ["GET", "DELETE", *WRITE]),
     ]

@@ -20,7 +20,7 @@ from ...._time import format_rfc3339
 from .. import fields
 from ..errors import AccessDenied, bad_request
 from ..token_roles import StoredTokenRole, TokenRequest
-from ._base import SecretsRequest, envelope, error, listing, no_content, route
+from ._base import WRITE, SecretsRequest, envelope, error, listing, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -201,12 +201,17 @@ async def revoke_self(call: SecretsRequest) -> Response:
     return no_content()
 
 
-async def revoke(call: SecretsRequest) -> Response:
-    """``POST auth/token/revoke``: revoke the body's ``token`` and its children."""
+def _body_token(call: SecretsRequest) -> Token | None:
+    """The token named by the body's ``token`` (None when it is not one); 400 without it."""
     value: Any = call.body.get("token")
     if not isinstance(value, str) or not value:
         raise bad_request("missing token")
-    token = call.service.tokens.get(value)
+    return call.service.tokens.get(value)
+
+
+async def revoke(call: SecretsRequest) -> Response:
+    """``POST auth/token/revoke``: revoke the body's ``token`` and its children."""
+    token = _body_token(call)
     if token is not None:
         call.service.tokens.revoke(token)
     return no_content()
@@ -214,10 +219,7 @@ async def revoke(call: SecretsRequest) -> Response:
 
 async def renew(call: SecretsRequest) -> Response:
     """``POST auth/token/renew``: extend the body's ``token`` by ``increment``."""
-    value: Any = call.body.get("token")
-    if not isinstance(value, str) or not value:
-        raise bad_request("missing token")
-    token = call.service.tokens.get(value)
+    token = _body_token(call)
     if token is None:
         raise bad_request("invalid token")
     call.service.tokens.renew(token, call.body.get("increment"))
@@ -238,10 +240,7 @@ async def revoke_orphan(call: SecretsRequest) -> Response:
     orphans. Only a caller with root or sudo here may (400 otherwise, as OpenBao)."""
     if not call.service.acl_for(_caller(call)).allows(call.path, "update", sudo=True):
         raise bad_request("root or sudo privileges required to revoke and orphan")
-    value: Any = call.body.get("token")
-    if not isinstance(value, str) or not value:
-        raise bad_request("missing token")
-    token = call.service.tokens.get(value)
+    token = _body_token(call)
     if token is not None:
         call.service.tokens.revoke_orphan(token)
     return no_content()
@@ -351,22 +350,21 @@ async def token_role(call: SecretsRequest) -> Response:
 
 def routes(service: SecretsService) -> list[Route]:
     """The token routes (not restricted: any namespace may use its tokens)."""
-    write = ["POST", "PUT"]
     return [
-        route(service, "auth/token/create", create, write),
-        route(service, "auth/token/create-orphan", create_orphan, write),
-        route(service, "auth/token/create/{role}", create_with_role, write),
-        route(service, "auth/token/renew", renew, write),
-        route(service, "auth/token/revoke-accessor", revoke_accessor, write),
-        route(service, "auth/token/revoke-orphan", revoke_orphan, write),
-        route(service, "auth/token/tidy", tidy, write),
+        route(service, "auth/token/create", create, WRITE),
+        route(service, "auth/token/create-orphan", create_orphan, WRITE),
+        route(service, "auth/token/create/{role}", create_with_role, WRITE),
+        route(service, "auth/token/renew", renew, WRITE),
+        route(service, "auth/token/revoke-accessor", revoke_accessor, WRITE),
+        route(service, "auth/token/revoke-orphan", revoke_orphan, WRITE),
+        route(service, "auth/token/tidy", tidy, WRITE),
         route(service, "auth/token/lookup-self", lookup_self, ["GET", "POST"]),
-        route(service, "auth/token/lookup", lookup, write),
+        route(service, "auth/token/lookup", lookup, WRITE),
         route(service, "auth/token/accessors", list_accessors, ["LIST"], sudo=True),
         route(service, "auth/token/roles", list_roles, ["LIST"]),
-        route(service, "auth/token/roles/{name}", token_role, ["GET", "DELETE", *write]),
-        route(service, "auth/token/lookup-accessor", lookup_accessor, write),
-        route(service, "auth/token/renew-self", renew_self, write),
-        route(service, "auth/token/revoke-self", revoke_self, write),
-        route(service, "auth/token/revoke", revoke, write),
+        route(service, "auth/token/roles/{name}", token_role, ["GET", "DELETE", *WRITE]),
+        route(service, "auth/token/lookup-accessor", lookup_accessor, WRITE),
+        route(service, "auth/token/renew-self", renew_self, WRITE),
+        route(service, "auth/token/revoke-self", revoke_self, WRITE),
+        route(service, "auth/token/revoke", revoke, WRITE),
     ]

@@ -9,7 +9,8 @@ message; a delete of an unknown one is 204; lists answer ``keys`` and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from starlette.responses import Response
 from starlette.routing import Route
@@ -17,13 +18,22 @@ from starlette.routing import Route
 from ...._time import format_rfc3339
 from .. import fields
 from ..errors import InvalidRequest
-from ._base import SecretsRequest, envelope, error, listing, no_content, route
+from ..identity import IdentityStore
+from ._base import WRITE, Handler, SecretsRequest, envelope, error, listing, no_content, route
 
 if TYPE_CHECKING:
-    from ..identity import Entity, EntityAlias, IdentityGroup, IdentityStore
+    from ..identity import Entity, EntityAlias, IdentityGroup
     from ..models import SecretsService
 
 __all__ = ["routes"]
+
+
+class _Record(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+_Found = TypeVar("_Found", bound=_Record)
 
 
 def _store(call: SecretsRequest) -> IdentityStore:
@@ -94,12 +104,43 @@ def group_document(store: IdentityStore, group: IdentityGroup) -> dict[str, Any]
     }
 
 
+def _given(call: SecretsRequest, name: str) -> str:
+    """A record's ``id`` or ``name``: from the path when it names the record, else the body."""
+    return call.params.get(name) or fields.string(call.body, name)
+
+
+def _by_path(
+    write: Callable[[SecretsRequest], Response],
+    find: Callable[[IdentityStore, str], _Found | None],
+    delete: Callable[[IdentityStore, str], None],
+    document: Callable[[IdentityStore, _Found], dict[str, Any]],
+) -> Handler:
+    """The handler of a record named by the path (``.../id/:id``, ``.../name/:name``):
+    ``POST``/``PUT`` writes it, ``GET`` reads it (404 when unknown), ``DELETE``
+    deletes it (204 either way)."""
+
+    async def handler(call: SecretsRequest) -> Response:
+        method = call.request.method.upper()
+        if method in ("POST", "PUT"):
+            return write(call)
+        store = _store(call)
+        (key,) = call.params.values()
+        found = find(store, key)
+        if method == "DELETE":
+            if found is not None:
+                delete(store, found.id)
+            return no_content()
+        return envelope(document(store, found)) if found is not None else error(404)
+
+    return handler
+
+
 # -- entities -----------------------------------------------------------------------------
-def _write_entity(call: SecretsRequest, entity_id: str = "", name: str = "") -> Response:
+def _write_entity(call: SecretsRequest) -> Response:
     body = call.body
     entity, new = _store(call).write_entity(
-        entity_id=entity_id or fields.string(body, "id"),
-        name=name or fields.string(body, "name"),
+        entity_id=_given(call, "id"),
+        name=_given(call, "name"),
         policies=_optional_list(body, "policies"),
         metadata=_optional_map(body, "metadata"),
         disabled=fields.boolean(body, "disabled") if "disabled" in body else None,
@@ -115,34 +156,15 @@ async def entity_create(call: SecretsRequest) -> Response:
     return _write_entity(call)
 
 
-async def entity_by_id(call: SecretsRequest) -> Response:
-    """``GET``/``POST``/``DELETE identity/entity/id/:id``."""
-    store = _store(call)
-    entity_id = call.params["id"]
-    method = call.request.method.upper()
-    if method == "POST" or method == "PUT":
-        return _write_entity(call, entity_id=entity_id)
-    entity = store.entity(entity_id)
-    if method == "DELETE":
-        if entity is not None:
-            store.delete_entity(entity.id)
-        return no_content()
-    return envelope(entity_document(store, entity)) if entity is not None else error(404)
+# GET/POST/DELETE identity/entity/id/:id
+entity_by_id = _by_path(
+    _write_entity, IdentityStore.entity, IdentityStore.delete_entity, entity_document
+)
 
-
-async def entity_by_name(call: SecretsRequest) -> Response:
-    """``GET``/``POST``/``DELETE identity/entity/name/:name``."""
-    store = _store(call)
-    name = call.params["name"]
-    method = call.request.method.upper()
-    if method == "POST" or method == "PUT":
-        return _write_entity(call, name=name)
-    entity = store.entity_by_name(name)
-    if method == "DELETE":
-        if entity is not None:
-            store.delete_entity(entity.id)
-        return no_content()
-    return envelope(entity_document(store, entity)) if entity is not None else error(404)
+# GET/POST/DELETE identity/entity/name/:name
+entity_by_name = _by_path(
+    _write_entity, IdentityStore.entity_by_name, IdentityStore.delete_entity, entity_document
+)
 
 
 async def entity_ids(call: SecretsRequest) -> Response:
@@ -212,11 +234,11 @@ async def alias_ids(call: SecretsRequest) -> Response:
 
 
 # -- groups -------------------------------------------------------------------------------
-def _write_group(call: SecretsRequest, group_id: str = "", name: str = "") -> Response:
+def _write_group(call: SecretsRequest) -> Response:
     body = call.body
     group, new = _store(call).write_group(
-        group_id=group_id or fields.string(body, "id"),
-        name=name or fields.string(body, "name"),
+        group_id=_given(call, "id"),
+        name=_given(call, "name"),
         kind=fields.string(body, "type"),
         policies=_optional_list(body, "policies"),
         metadata=_optional_map(body, "metadata"),
@@ -233,32 +255,15 @@ async def group_create(call: SecretsRequest) -> Response:
     return _write_group(call)
 
 
-async def group_by_id(call: SecretsRequest) -> Response:
-    """``GET``/``POST``/``DELETE identity/group/id/:id``."""
-    store = _store(call)
-    method = call.request.method.upper()
-    if method in ("POST", "PUT"):
-        return _write_group(call, group_id=call.params["id"])
-    group = store.group(call.params["id"])
-    if method == "DELETE":
-        if group is not None:
-            store.delete_group(group.id)
-        return no_content()
-    return envelope(group_document(store, group)) if group is not None else error(404)
+# GET/POST/DELETE identity/group/id/:id
+group_by_id = _by_path(
+    _write_group, IdentityStore.group, IdentityStore.delete_group, group_document
+)
 
-
-async def group_by_name(call: SecretsRequest) -> Response:
-    """``GET``/``POST``/``DELETE identity/group/name/:name``."""
-    store = _store(call)
-    method = call.request.method.upper()
-    if method in ("POST", "PUT"):
-        return _write_group(call, name=call.params["name"])
-    group = store.group_by_name(call.params["name"])
-    if method == "DELETE":
-        if group is not None:
-            store.delete_group(group.id)
-        return no_content()
-    return envelope(group_document(store, group)) if group is not None else error(404)
+# GET/POST/DELETE identity/group/name/:name
+group_by_name = _by_path(
+    _write_group, IdentityStore.group_by_name, IdentityStore.delete_group, group_document
+)
 
 
 async def group_ids(call: SecretsRequest) -> Response:
@@ -283,18 +288,17 @@ async def group_names(call: SecretsRequest) -> Response:
 
 
 def routes(service: SecretsService) -> list[Route]:
-    write = ["POST", "PUT"]
-    every = ["GET", "DELETE", *write]
+    every = ["GET", "DELETE", *WRITE]
     return [
-        route(service, "identity/entity", entity_create, write),
+        route(service, "identity/entity", entity_create, WRITE),
         route(service, "identity/entity/id", entity_ids, ["LIST"]),
         route(service, "identity/entity/id/{id}", entity_by_id, every),
         route(service, "identity/entity/name", entity_names, ["LIST"]),
         route(service, "identity/entity/name/{name}", entity_by_name, every),
-        route(service, "identity/entity-alias", alias_create, write),
+        route(service, "identity/entity-alias", alias_create, WRITE),
         route(service, "identity/entity-alias/id", alias_ids, ["LIST"]),
         route(service, "identity/entity-alias/id/{id}", alias_by_id, ["GET", "DELETE"]),
-        route(service, "identity/group", group_create, write),
+        route(service, "identity/group", group_create, WRITE),
         route(service, "identity/group/id", group_ids, ["LIST"]),
         route(service, "identity/group/id/{id}", group_by_id, every),
         route(service, "identity/group/name", group_names, ["LIST"]),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette._utils import get_route_path
@@ -29,24 +30,28 @@ if TYPE_CHECKING:
     from ..models import SecretsService
 
 
+# Every ``sys/`` and ``auth/`` area's table, in the order they are tried.
+_AREAS: tuple[Callable[[SecretsService], list[Route]], ...] = (
+    auth_token.routes,
+    auth_logins.routes,
+    sys_policies.routes,
+    sys_password_policies.routes,
+    sys_seal.routes,
+    sys_rekey.routes,
+    lease_routes,
+    plugin_routes,
+    sys_mounts.routes,
+    sys_capabilities.routes,
+    sys_namespaces.routes,
+    identity.routes,
+    sys_audit.routes,
+    sys_wrapping.routes,
+)
+
+
 def system_routes(service: SecretsService) -> list[Route]:
     """Every ``sys/`` and ``auth/`` route, in the order they are tried."""
-    table: list[Route] = []
-    table += auth_token.routes(service)
-    table += auth_logins.routes(service)
-    table += sys_policies.routes(service)
-    table += sys_password_policies.routes(service)
-    table += sys_seal.routes(service)
-    table += sys_rekey.routes(service)
-    table += lease_routes(service)
-    table += plugin_routes(service)
-    table += sys_mounts.routes(service)
-    table += sys_capabilities.routes(service)
-    table += sys_namespaces.routes(service)
-    table += identity.routes(service)
-    table += sys_audit.routes(service)
-    table += sys_wrapping.routes(service)
-    return table
+    return [route for area in _AREAS for route in area(service)]
 
 
 def routes(service: SecretsService) -> list[BaseRoute]:

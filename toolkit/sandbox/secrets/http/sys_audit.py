@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from .. import fields
 from ..errors import InvalidRequest
-from ._base import SecretsRequest, envelope, route
+from ._base import WRITE, SecretsRequest, envelope, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -46,9 +46,8 @@ async def audit_hash(call: SecretsRequest) -> Response:
 
 
 def routes(service: SecretsService) -> list[Route]:
-    write = ["POST", "PUT"]
     return [
         route(service, "sys/audit", list_devices, ["GET"], sudo=True),
-        route(service, "sys/audit/{path:path}", change_device, [*write, "DELETE"], sudo=True),
-        route(service, "sys/audit-hash/{path:path}", audit_hash, write),
+        route(service, "sys/audit/{path:path}", change_device, [*WRITE, "DELETE"], sudo=True),
+        route(service, "sys/audit-hash/{path:path}", audit_hash, WRITE),
     ]

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import InvalidRequest
-from ._base import SecretsRequest, envelope, route
+from ._base import WRITE, SecretsRequest, envelope, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -71,9 +71,8 @@ async def capabilities_accessor(call: SecretsRequest) -> Response:
 
 
 def routes(service: SecretsService) -> list[Route]:
-    write = ["POST", "PUT"]
     return [
-        route(service, "sys/capabilities-accessor", capabilities_accessor, write),
-        route(service, "sys/capabilities-self", capabilities_self, write),
-        route(service, "sys/capabilities", capabilities, write),
+        route(service, "sys/capabilities-accessor", capabilities_accessor, WRITE),
+        route(service, "sys/capabilities-self", capabilities_self, WRITE),
+        route(service, "sys/capabilities", capabilities, WRITE),
     ]

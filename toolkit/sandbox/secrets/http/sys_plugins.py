@@ -24,32 +24,29 @@ if TYPE_CHECKING:
 __all__ = ["entry_document", "plugin_routes"]
 
 
-def entry_document(entry: PluginEntry) -> dict[str, Any]:
-    """The fields of ``GET sys/plugins/catalog/:type/:name`` (never ``env``)."""
-    data: dict[str, Any] = {
-        "args": list(entry.args),
-        "builtin": entry.builtin,
-        "command": entry.command,
-        "name": entry.name,
-        "sha256": entry.sha256,
-        "version": entry.version,
-    }
+def _entry_fields(entry: PluginEntry) -> dict[str, Any]:
+    """What every answer says of an entry: its name, version, whether it is builtin,
+    and a builtin's deprecation status."""
+    data: dict[str, Any] = {"builtin": entry.builtin, "name": entry.name, "version": entry.version}
     if entry.builtin:
         data["deprecation_status"] = entry.deprecation_status
     return data
 
 
-def _detail(entry: PluginEntry) -> dict[str, Any]:
-    """One row of ``detailed`` in ``GET sys/plugins/catalog``."""
-    row: dict[str, Any] = {
-        "builtin": entry.builtin,
-        "name": entry.name,
-        "type": entry.type,
-        "version": entry.version,
+def entry_document(entry: PluginEntry) -> dict[str, Any]:
+    """The fields of ``GET sys/plugins/catalog/:type/:name`` (never ``env``)."""
+    return {
+        **_entry_fields(entry),
+        "args": list(entry.args),
+        "command": entry.command,
+        "sha256": entry.sha256,
     }
-    if entry.builtin:
-        row["deprecation_status"] = entry.deprecation_status
-    else:
+
+
+def _detail(entry: PluginEntry) -> dict[str, Any]:
+    """One row of ``detailed`` in ``GET sys/plugins/catalog`` (a registered one's ``sha256``)."""
+    row = {**_entry_fields(entry), "type": entry.type}
+    if not entry.builtin:
         row["sha256"] = entry.sha256
     return row
 

@@ -15,57 +15,66 @@ recovery family has no backup endpoint, as on OpenBao 2.7.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..errors import InvalidRequest
-from ..rekey import RekeyBackup, RekeyOperation, RekeyResult, RekeyStatus, VerificationStatus
+from ..rekey import (
+    NewShares,
+    RekeyBackup,
+    RekeyOperation,
+    RekeyResult,
+    RekeyStatus,
+    VerificationStatus,
+)
 from ..seal import decode_key, encode_shares
-from ._base import SecretsRequest, bare, envelope, error, no_content, route
+from ._base import WRITE, SecretsRequest, bare, envelope, error, no_content, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
 
 __all__ = ["routes"]
 
-Answer = Callable[[Any], JSONResponse]
-
 
 def status_document(status: RekeyStatus) -> dict[str, Any]:
     """The legacy status shape (``sys/rekey/init``; an update below the threshold)."""
-    body: dict[str, Any] = {
+    return {
         "nonce": status.nonce,
         "started": status.started,
         "t": status.threshold,
         "n": status.shares,
         "progress": status.progress,
         "required": status.required,
-        "pgp_fingerprints": status.pgp_fingerprints,
-        "backup": status.backup,
-        "verification_required": status.verification_required,
+        **_new_shares(status),
     }
-    if status.verification_nonce:
-        body["verification_nonce"] = status.verification_nonce
-    return body
 
 
 def update_document(outcome: RekeyStatus | RekeyResult) -> dict[str, Any]:
     """An update's answer: the status below the threshold, else the new shares."""
     if isinstance(outcome, RekeyStatus):
         return status_document(outcome)
-    body: dict[str, Any] = {
+    return {
         "nonce": outcome.nonce,
         "complete": True,
         **encode_shares(outcome.shares),
+        **_new_shares(outcome),
+    }
+
+
+def _new_shares(outcome: NewShares) -> dict[str, Any]:
+    """What a status and a completed update both say of the new shares: the PGP keys
+    that encrypt them, their backup, and their verification (its nonce once there is one)."""
+    said: dict[str, Any] = {
         "pgp_fingerprints": outcome.pgp_fingerprints,
         "backup": outcome.backup,
         "verification_required": outcome.verification_required,
     }
-    if outcome.verification_required:
-        body["verification_nonce"] = outcome.verification_nonce
-    return body
+    if outcome.verification_nonce:
+        said["verification_nonce"] = outcome.verification_nonce
+    return said
 
 
 def backup_document(backup: RekeyBackup) -> dict[str, Any]:
@@ -109,7 +118,10 @@ def _rotate_shape(status: dict[str, Any]) -> dict[str, Any]:
     """A status as ``sys/rotate/root/*`` shows it (observed on OpenBao 2.7): idle, only
     ``started``, ``t``, ``n`` and ``required``; in progress, the nonce, progress and
     verification fields too, ``verification_nonce`` empty until the new shares exist;
-    the PGP fields only for an attempt that has PGP keys."""
+    the PGP fields only for an attempt that has PGP keys. A completed update shows its
+    fields with ``verification_nonce`` always there."""
+    if status.get("complete"):
+        return {"verification_nonce": "", **status}
     if not status.get("started"):
         return {k: status[k] for k in ("started", "t", "n", "required")}
     shaped = {
@@ -133,9 +145,30 @@ def _recovery(call: SecretsRequest) -> RekeyOperation:
     return call.service.recovery_rekey
 
 
-def _init_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any:
-    async def handler(call: SecretsRequest) -> Response:
-        ceremony = ceremony_of(call)
+@dataclass(frozen=True)
+class _Family:
+    """One family of rekey endpoints: ``prefix`` (``sys/rekey``, ``sys/rotate/root``, ...),
+    whether it is a ``rotate`` family (authenticated, answers under ``data``) or a legacy
+    one (bare answers), and the ceremony it drives."""
+
+    prefix: str
+    rotate: bool
+    ceremony_of: Ceremony
+
+    def answer(self, body: dict[str, Any]) -> JSONResponse:
+        return envelope(body) if self.rotate else bare(body)
+
+    def shaped(self, call: SecretsRequest, status: dict[str, Any]) -> dict[str, Any]:
+        """An init or update answer as the family shows it: ``sys/rotate/*`` its own way,
+        the legacy root family on a seal with stored shares with ``t`` and ``n`` at 0."""
+        if self.rotate:
+            return _rotate_shape(status)
+        if self.ceremony_of is _root:
+            return _legacy_stored_shape(call, status)
+        return status
+
+    async def init(self, call: SecretsRequest) -> Response:
+        ceremony = self.ceremony_of(call)
         method = call.request.method
         if method == "DELETE":
             ceremony.cancel()
@@ -153,48 +186,25 @@ def _init_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any
             )
         else:
             status = status_document(ceremony.status())
-        if rotate:
-            return answer(_rotate_shape(status))
-        if ceremony_of is _root:
-            status = _legacy_stored_shape(call, status)
-        return answer(status)
+        return self.answer(self.shaped(call, status))
 
-    return handler
+    async def update(self, call: SecretsRequest) -> Response:
+        key, nonce = _share_and_nonce(call, named_fields=self.rotate)
+        result = update_document(self.ceremony_of(call).update(key, nonce))
+        return self.answer(self.shaped(call, result))
 
-
-def _update_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any:
-    async def handler(call: SecretsRequest) -> Response:
-        key, nonce = _share_and_nonce(call, named_fields=rotate)
-        result = update_document(ceremony_of(call).update(key, nonce))
-        if rotate:
-            if result.get("complete"):
-                result = {"verification_nonce": "", **result}
-            else:
-                result = _rotate_shape(result)
-        elif ceremony_of is _root:
-            result = _legacy_stored_shape(call, result)
-        return answer(result)
-
-    return handler
-
-
-def _verify_handler(answer: Answer, ceremony_of: Ceremony, *, rotate: bool) -> Any:
-    async def handler(call: SecretsRequest) -> Response:
-        ceremony = ceremony_of(call)
+    async def verify(self, call: SecretsRequest) -> Response:
+        ceremony = self.ceremony_of(call)
         method = call.request.method
         if method == "DELETE":
-            return answer(verification_document(ceremony.restart_verification()))
+            return self.answer(verification_document(ceremony.restart_verification()))
         if method in ("POST", "PUT"):
-            key, nonce = _share_and_nonce(call, named_fields=rotate)
-            return answer(verification_document(ceremony.verify(key, nonce)))
-        return answer(verification_document(ceremony.verification_status()))
+            key, nonce = _share_and_nonce(call, named_fields=self.rotate)
+            return self.answer(verification_document(ceremony.verify(key, nonce)))
+        return self.answer(verification_document(ceremony.verification_status()))
 
-    return handler
-
-
-def _backup_handler(ceremony_of: Ceremony) -> Any:
-    async def handler(call: SecretsRequest) -> Response:
-        ceremony = ceremony_of(call)
+    async def backup(self, call: SecretsRequest) -> Response:
+        ceremony = self.ceremony_of(call)
         if call.request.method == "DELETE":
             ceremony.delete_backup()
             return no_content()
@@ -202,8 +212,6 @@ def _backup_handler(ceremony_of: Ceremony) -> Any:
         if backup is None:
             return error(400, "no backed-up keys found")
         return envelope(backup_document(backup))
-
-    return handler
 
 
 def _legacy(handler: Any, *, recovery: bool = False) -> Any:
@@ -228,47 +236,32 @@ def _legacy_stored_shape(call: SecretsRequest, status: dict[str, Any]) -> dict[s
     return status
 
 
+_FAMILIES = (
+    _Family("sys/rekey", False, _root),
+    _Family("sys/rotate/root", True, _root),
+    _Family("sys/rekey-recovery-key", False, _recovery),
+    _Family("sys/rotate/recovery", True, _recovery),
+)
+
+
 def routes(service: SecretsService) -> list[Route]:
     table: list[Route] = []
-    families = (
-        ("sys/rekey", False, _root),
-        ("sys/rotate/root", True, _root),
-        ("sys/rekey-recovery-key", False, _recovery),
-        ("sys/rotate/recovery", True, _recovery),
-    )
-    for prefix, rotate, ceremony_of in families:
-        recovery = ceremony_of is _recovery
+    every = ["GET", "DELETE", *WRITE]
+    for family in _FAMILIES:
+        recovery = family.ceremony_of is _recovery
 
-        def gate(handler: Any, rotate: bool = rotate, recovery: bool = recovery) -> Any:
+        def gate(handler: Any, rotate: bool = family.rotate, recovery: bool = recovery) -> Any:
             return handler if rotate else _legacy(handler, recovery=recovery)
 
-        answer: Answer = envelope if rotate else bare
-        endpoints = (
-            (
-                "init",
-                _init_handler(answer, ceremony_of, rotate=rotate),
-                ["GET", "POST", "PUT", "DELETE"],
-            ),
-            ("update", _update_handler(answer, ceremony_of, rotate=rotate), ["POST", "PUT"]),
-            (
-                "verify",
-                _verify_handler(answer, ceremony_of, rotate=rotate),
-                ["GET", "POST", "PUT", "DELETE"],
-            ),
-        )
-        for name, handler, methods in endpoints:
-            table.append(
-                route(service, f"{prefix}/{name}", gate(handler), methods, authenticated=rotate)
-            )
-        if prefix == "sys/rekey-recovery-key":
+        for name, handler, methods in (
+            ("init", family.init, every),
+            ("update", family.update, WRITE),
+            ("verify", family.verify, every),
+        ):
+            path = f"{family.prefix}/{name}"
+            table.append(route(service, path, gate(handler), methods, authenticated=family.rotate))
+        if family.prefix == "sys/rekey-recovery-key":
             continue  # OpenBao 2.7 has no backup under the legacy recovery paths (404)
-        table.append(
-            route(
-                service,
-                f"{prefix}/backup",
-                gate(_backup_handler(ceremony_of)),
-                ["GET", "DELETE"],
-                sudo=True,
-            )
-        )
+        path = f"{family.prefix}/backup"
+        table.append(route(service, path, gate(family.backup), ["GET", "DELETE"], sudo=True))
     return table

@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from ...._time import format_rfc3339, parse_duration
 from ..errors import InvalidRequest
-from ._base import SecretsRequest, envelope, route
+from ._base import WRITE, SecretsRequest, envelope, route
 
 if TYPE_CHECKING:
     from ..models import SecretsService
@@ -80,10 +80,9 @@ async def rewrap(call: SecretsRequest) -> Response:
 
 
 def routes(service: SecretsService) -> list[Route]:
-    write = ["POST", "PUT"]
     return [
-        route(service, "sys/wrapping/wrap", wrap, write),
-        route(service, "sys/wrapping/lookup", lookup, write, authenticated=False),
-        route(service, "sys/wrapping/unwrap", unwrap, write),
-        route(service, "sys/wrapping/rewrap", rewrap, write),
+        route(service, "sys/wrapping/wrap", wrap, WRITE),
+        route(service, "sys/wrapping/lookup", lookup, WRITE, authenticated=False),
+        route(service, "sys/wrapping/unwrap", unwrap, WRITE),
+        route(service, "sys/wrapping/rewrap", rewrap, WRITE),
     ]

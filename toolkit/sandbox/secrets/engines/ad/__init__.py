@@ -7,12 +7,10 @@ from . import demo, http, state
 
 __all__ = ["ENGINE"]
 
-ENGINE = Engine(
+ENGINE = Engine.in_folder(
     type="ad",
-    mount="ad/",
     description="directory service accounts",
-    catalog_name="ad",
     state=state.ADEngine,
-    routes=http.routes,
-    demo=demo.load_demo,
+    http=http,
+    demo=demo,
 )

@@ -21,8 +21,8 @@ from ...http._base import (
     EngineRoute,
     Handler,
     SecretsRequest,
+    engine_accessor,
     engine_route,
-    engine_state,
     envelope,
     listing,
     no_content,
@@ -42,10 +42,7 @@ from .state import (
 __all__ = ["routes"]
 
 
-def _backend(call: SecretsRequest) -> ADEngine:
-    backend = engine_state(call)
-    assert isinstance(backend, ADEngine)
-    return backend
+_backend = engine_accessor(ADEngine)
 
 
 def _token(call: SecretsRequest) -> Token:

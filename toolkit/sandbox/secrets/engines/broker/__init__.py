@@ -7,13 +7,12 @@ from . import demo, http, state
 
 __all__ = ["ENGINE"]
 
-ENGINE = Engine(
+ENGINE = Engine.in_folder(
     # The real server's plugin is named for the broker it drives; the spec mounts it at broker/.
     type="rabbitmq",
     mount="broker/",
     description="message broker credentials",
-    catalog_name="rabbitmq",
     state=state.BrokerEngine,
-    routes=http.routes,
-    demo=demo.load_demo,
+    http=http,
+    demo=demo,
 )

@@ -19,23 +19,21 @@ from ...errors import InvalidRequest
 from ...http._base import (
     EngineRoute,
     SecretsRequest,
+    engine_accessor,
     engine_route,
-    engine_state,
     envelope,
     error,
     listing,
     no_content,
     resource,
 )
-from ...http._credentials import caller, secret_answer
+from ...http._credentials import creds_handler
 from .state import BrokerEngine, BrokerRole
 
 __all__ = ["routes"]
 
 
-def _broker(call: SecretsRequest) -> BrokerEngine:
-    backend: BrokerEngine = engine_state(call)
-    return backend
+_broker = engine_accessor(BrokerEngine)
 
 
 def json_field(body: dict[str, Any], name: str) -> Any:
@@ -108,12 +106,6 @@ async def delete_role(call: SecretsRequest) -> Response:
     return no_content()
 
 
-async def issue_creds(call: SecretsRequest) -> Response:
-    """``GET creds/:name``: a new broker user and password, as a renewable lease."""
-    data, lease = _broker(call).issue_creds(call.params["name"], caller(call))
-    return secret_answer(data, lease)
-
-
 def role_data(role: BrokerRole) -> dict[str, Any]:
     """The ``data`` of ``GET roles/:name``: the maps as objects, as OpenBao shows them
     (the spec shows a string holding a map: docs/differences.md)."""
@@ -133,5 +125,5 @@ def routes() -> list[EngineRoute]:
         resource("config/lease", {"GET": read_lease, "POST": write_lease}),
         engine_route("roles", list_roles, ["LIST"]),
         resource("roles/{name}", {"GET": read_role, "POST": write_role, "DELETE": delete_role}),
-        engine_route("creds/{name}", issue_creds, ["GET"]),
+        engine_route("creds/{name}", creds_handler(_broker), ["GET"]),
     ]

@@ -7,12 +7,10 @@ from . import demo, http, state
 
 __all__ = ["ENGINE"]
 
-ENGINE = Engine(
+ENGINE = Engine.in_folder(
     type="database",
-    mount="database/",
     description="database credentials",
-    catalog_name="database",
     state=state.DatabaseEngine,
-    routes=http.routes,
-    demo=demo.load_demo,
+    http=http,
+    demo=demo,
 )

@@ -20,15 +20,15 @@ from ...http._base import (
     EngineRoute,
     Handler,
     SecretsRequest,
+    engine_accessor,
     engine_route,
-    engine_state,
     envelope,
     error,
     listing,
     no_content,
     resource,
 )
-from ...http._credentials import caller, secret_answer
+from ...http._credentials import creds_handler
 from .plugins import redact_url
 from .state import (
     ENGINE_FIELDS,
@@ -46,8 +46,12 @@ from .state import (
 __all__ = ["routes"]
 
 
+_database = engine_accessor(DatabaseEngine)
+
+
 def _db(call: SecretsRequest) -> DatabaseEngine:
-    backend: DatabaseEngine = engine_state(call)
+    """The mount's state, its static roles' due rotations done first."""
+    backend = _database(call)
     backend.rotate_due()
     return backend
 
@@ -217,22 +221,15 @@ def _exists(kind: str) -> Any:
     return exists
 
 
-async def reset_connection(call: SecretsRequest) -> Response:
-    """``POST reset/:name``: restart the plugin from the stored configuration."""
-    _db(call).reset(call.params["name"])
-    return no_content()
+def _action(act: Callable[[DatabaseEngine, str], None]) -> dict[str, Handler]:
+    """``POST <path>/:name``: ``act(state, name)``, answered 204 (what each does is said
+    where it is routed)."""
 
+    async def post(call: SecretsRequest) -> Response:
+        act(_db(call), call.params["name"])
+        return no_content()
 
-async def rotate_root(call: SecretsRequest) -> Response:
-    """``POST rotate-root/:name``: a new root password, never returned."""
-    _db(call).rotate_root(call.params["name"])
-    return no_content()
-
-
-async def issue_creds(call: SecretsRequest) -> Response:
-    """``GET creds/:name``: a new user and password, as a renewable lease."""
-    data, lease = _db(call).issue_creds(call.params["name"], caller(call))
-    return secret_answer(data, lease)
+    return {"POST": post}
 
 
 async def static_creds(call: SecretsRequest) -> Response:
@@ -250,23 +247,20 @@ async def static_creds(call: SecretsRequest) -> Response:
     )
 
 
-async def rotate_role(call: SecretsRequest) -> Response:
-    """``POST rotate-role/:name``: rotate a static role's password now."""
-    _db(call).rotate_role(call.params["name"])
-    return no_content()
-
-
 def routes() -> list[EngineRoute]:
     return [
         engine_route("config", _names("connections"), ["LIST"]),
         resource("config/{name}", _entries("connections"), _exists("connections")),
-        resource("reset/{name}", {"POST": reset_connection}),
-        resource("rotate-root/{name}", {"POST": rotate_root}),
+        # Restart the plugin from the stored configuration.
+        resource("reset/{name}", _action(DatabaseEngine.reset)),
+        # A new root password, never returned.
+        resource("rotate-root/{name}", _action(DatabaseEngine.rotate_root)),
         engine_route("roles", _names("roles"), ["LIST"]),
         resource("roles/{name}", _entries("roles"), _exists("roles")),
-        engine_route("creds/{name}", issue_creds, ["GET"]),
+        engine_route("creds/{name}", creds_handler(_db), ["GET"]),
         engine_route("static-roles", _names("static_roles"), ["LIST"]),
         resource("static-roles/{name}", _entries("static_roles"), _exists("static_roles")),
         engine_route("static-creds/{name}", static_creds, ["GET"]),
-        resource("rotate-role/{name}", {"POST": rotate_role}),
+        # Rotate a static role's password now.
+        resource("rotate-role/{name}", _action(DatabaseEngine.rotate_role)),
     ]

@@ -7,13 +7,12 @@ from . import demo, http, state
 
 __all__ = ["ENGINE"]
 
-ENGINE = Engine(
+ENGINE = Engine.in_folder(
     type="keymgmt",
-    mount="keymgmt/",
     description="key management",
     # OpenBao ships no key management plugin: the sandbox serves the spec's engine.
     catalog_name=None,
     state=state.KeyManagementEngine,
-    routes=http.routes,
-    demo=demo.load_demo,
+    http=http,
+    demo=demo,
 )

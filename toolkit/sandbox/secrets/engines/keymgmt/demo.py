@@ -42,45 +42,30 @@ class DemoKey:
     deletion_allowed: bool = False
 
 
-DEMO_KEYS: tuple[DemoKey, ...] = (
-    DemoKey(
-        "payments-dek",
-        "aes256-gcm96",
-        created=360,
-        rotated=(270, 180, 90),
-        distributed=("aws-payments", 350, ("encrypt", "decrypt"), "hsm"),
-        min_enabled_version=3,
-    ),
-    DemoKey(
-        "card-tokenization",
-        "aes256-gcm96",
-        created=200,
-        rotated=(20,),
-        distributed=("aws-payments", 199, ("encrypt", "decrypt"), "hsm"),
-    ),
-    DemoKey(
-        "release-signing",
-        "rsa-3072",
-        created=400,
-        rotated=(35,),
-        distributed=("azure-signing", 390, ("sign", "verify"), "hsm"),
-        min_enabled_version=2,
-    ),
-    DemoKey(
-        "analytics-wrap",
-        "rsa-2048",
-        created=150,
-        rotated=(100, 50),
-        distributed=("gcp-analytics", 140, ("wrap", "unwrap"), "software"),
-    ),
-    DemoKey(
-        "analytics-pii",
-        "aes256-gcm96",
-        created=120,
-        distributed=("gcp-analytics", 119, ("encrypt", "decrypt", "wrap", "unwrap"), "hsm"),
-    ),
-    DemoKey("backup-archive", "aes256-gcm96", created=500, rotated=(300,), deletion_allowed=True),
-    DemoKey("legacy-reporting", "rsa-2048", created=700, rotated=(400,)),
+# name, type, days before the start it was created, days before each rotation,
+# min_enabled_version, deletion_allowed
+_KEYS: tuple[tuple[str, str, int, tuple[int, ...], int, bool], ...] = (
+    ("payments-dek", "aes256-gcm96", 360, (270, 180, 90), 3, False),
+    ("card-tokenization", "aes256-gcm96", 200, (20,), 0, False),
+    ("release-signing", "rsa-3072", 400, (35,), 2, False),
+    ("analytics-wrap", "rsa-2048", 150, (100, 50), 0, False),
+    ("analytics-pii", "aes256-gcm96", 120, (), 0, False),
+    ("backup-archive", "aes256-gcm96", 500, (300,), 0, True),
+    ("legacy-reporting", "rsa-2048", 700, (400,), 0, False),
+)
+
+# key name -> (provider, days before the start, purposes, protection)
+_DISTRIBUTED: dict[str, tuple[str, int, tuple[str, ...], str]] = {
+    "payments-dek": ("aws-payments", 350, ("encrypt", "decrypt"), "hsm"),
+    "card-tokenization": ("aws-payments", 199, ("encrypt", "decrypt"), "hsm"),
+    "release-signing": ("azure-signing", 390, ("sign", "verify"), "hsm"),
+    "analytics-wrap": ("gcp-analytics", 140, ("wrap", "unwrap"), "software"),
+    "analytics-pii": ("gcp-analytics", 119, ("encrypt", "decrypt", "wrap", "unwrap"), "hsm"),
+}
+
+DEMO_KEYS: tuple[DemoKey, ...] = tuple(
+    DemoKey(name, kind, created, rotated, _DISTRIBUTED.get(name), minimum, deletable)
+    for name, kind, created, rotated, minimum, deletable in _KEYS
 )
 
 

@@ -20,8 +20,8 @@ from ...errors import PathNotFound
 from ...http._base import (
     EngineRoute,
     SecretsRequest,
+    engine_accessor,
     engine_route,
-    engine_state,
     envelope,
     listing,
     no_content,
@@ -86,9 +86,7 @@ def _read(
         raise PathNotFound() from None
 
 
-def _engine(call: SecretsRequest) -> KeyManagementEngine:
-    backend: KeyManagementEngine = engine_state(call)
-    return backend
+_engine = engine_accessor(KeyManagementEngine)
 
 
 # -- keys ---------------------------------------------------------------------------------

@@ -22,12 +22,6 @@ from .engine import PKIEngine
 
 __all__ = ["ENGINE", "PKIEngine"]
 
-ENGINE = Engine(
-    type="pki",
-    mount="pki/",
-    description="certificates",
-    catalog_name="pki",
-    state=PKIEngine,
-    routes=http.routes,
-    demo=demo.load_demo,
+ENGINE = Engine.in_folder(
+    type="pki", description="certificates", state=PKIEngine, http=http, demo=demo
 )

@@ -130,15 +130,21 @@ def ca_options(body: Body) -> CAOptions:
     for domain in options.permitted_dns_domains:
         if not _DOMAIN.fullmatch(domain):
             raise InvalidRequest(f"permitted_dns_domains: {domain!r} is not a DNS domain")
-    skid = fields.string(body, "skid").replace(":", "").strip()
-    if skid:
-        try:
-            options.skid = bytes.fromhex(skid)
-        except ValueError:
-            raise InvalidRequest(
-                f"skid: could not parse requested SKID value as hex: {skid!r}"
-            ) from None
+    options.skid = _skid(body)
     return options
+
+
+def _skid(body: Body) -> bytes | None:
+    """``skid``: the subject key identifier asked for, in hex (colons allowed); None if absent."""
+    text = fields.string(body, "skid").replace(":", "").strip()
+    if not text:
+        return None
+    try:
+        return bytes.fromhex(text)
+    except ValueError:
+        raise InvalidRequest(
+            f"skid: could not parse requested SKID value as hex: {text!r}"
+        ) from None
 
 
 def _signature_bits(body: Body) -> int:

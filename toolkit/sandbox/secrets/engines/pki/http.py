@@ -29,8 +29,8 @@ from ...http._base import (
     Handler,
     Rule,
     SecretsRequest,
+    engine_accessor,
     engine_route,
-    engine_state,
     envelope,
     listing,
     no_content,
@@ -70,9 +70,7 @@ CRL_DER = "application/pkix-crl"
 CRL_PEM = "application/x-pem-file"
 
 
-def _engine(call: SecretsRequest) -> PKIEngine:
-    backend: PKIEngine = engine_state(call)
-    return backend
+_engine = engine_accessor(PKIEngine)
 
 
 def _listing_with_info(keys: list[str], key_info: Mapping[str, object]) -> Response:
