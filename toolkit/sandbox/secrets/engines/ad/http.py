@@ -17,17 +17,8 @@ from starlette.responses import Response
 
 from ....._time import format_rfc3339
 from ... import fields
-from ...http._base import (
-    EngineRoute,
-    Handler,
-    SecretsRequest,
-    engine_accessor,
-    engine_route,
-    envelope,
-    listing,
-    no_content,
-    resource,
-)
+from ...http import _base as web
+from ...http._base import EngineRoute, Handler, SecretsRequest
 from ...http._credentials import lease_fields
 from ...tokens import Token
 from .state import (
@@ -42,7 +33,7 @@ from .state import (
 __all__ = ["routes"]
 
 
-_backend = engine_accessor(ADEngine)
+_backend = web.engine_accessor(ADEngine)
 
 
 def _token(call: SecretsRequest) -> Token:
@@ -127,25 +118,25 @@ def config_write(body: dict[str, Any]) -> ConfigWrite:
 
 async def write_config(call: SecretsRequest) -> Response:
     _backend(call).write_config(config_write(call.body))
-    return no_content()
+    return web.no_content()
 
 
 async def read_config(call: SecretsRequest) -> Response:
-    return envelope(config_document(_backend(call).read_config()))
+    return web.envelope(config_document(_backend(call).read_config()))
 
 
 async def delete_config(call: SecretsRequest) -> Response:
     _backend(call).delete_config()
-    return no_content()
+    return web.no_content()
 
 
 async def list_roles(call: SecretsRequest) -> Response:
-    return listing(_backend(call).role_names())
+    return web.listing(_backend(call).role_names())
 
 
 async def creds(call: SecretsRequest) -> Response:
     role = _backend(call).creds(call.params["name"])
-    return envelope(
+    return web.envelope(
         {
             "current_password": role.current_password,
             "last_password": role.last_password,
@@ -162,11 +153,11 @@ async def write_role(call: SecretsRequest) -> Response:
         service_account_name=fields.string(body, "service_account_name"),
         ttl=fields.duration(body, "ttl") if _given(body, "ttl") else None,
     )
-    return no_content()
+    return web.no_content()
 
 
 async def list_sets(call: SecretsRequest) -> Response:
-    return listing(_backend(call).library.set_names())
+    return web.listing(_backend(call).library.set_names())
 
 
 async def write_set(call: SecretsRequest) -> Response:
@@ -184,7 +175,7 @@ async def write_set(call: SecretsRequest) -> Response:
             else None
         ),
     )
-    return no_content()
+    return web.no_content()
 
 
 async def check_out(call: SecretsRequest) -> Response:
@@ -192,7 +183,7 @@ async def check_out(call: SecretsRequest) -> Response:
     ttl = fields.duration(call.body, "ttl", 0)
     lent, lease = library.check_out(call.params["name"], _token(call), ttl=ttl)
     data = {"service_account_name": lent.service_account_name, "password": lent.password}
-    return envelope(data, **lease_fields(lease))
+    return web.envelope(data, **lease_fields(lease))
 
 
 def _check_in(call: SecretsRequest, *, manage: bool) -> Response:
@@ -202,7 +193,7 @@ def _check_in(call: SecretsRequest, *, manage: bool) -> Response:
         service_account_names=fields.string_list(call.body, "service_account_names"),
         manage=manage,
     )
-    return envelope({"check_ins": done})
+    return web.envelope({"check_ins": done})
 
 
 async def check_in(call: SecretsRequest) -> Response:
@@ -225,12 +216,12 @@ async def status(call: SecretsRequest) -> Response:
                 "borrower_client_token": out.borrower_client_token,
                 "borrower_entity_id": out.borrower_entity_id,
             }
-    return envelope(answer)
+    return web.envelope(answer)
 
 
 async def rotate_root(call: SecretsRequest) -> Response:
     warnings = _backend(call).rotate_root()
-    return envelope(None, warnings=warnings) if warnings else no_content()
+    return web.envelope(None, warnings=warnings) if warnings else web.no_content()
 
 
 def _named(
@@ -249,27 +240,27 @@ def _named(
         return getattr(backend, owner) if owner else backend
 
     async def do_read(call: SecretsRequest) -> Response:
-        return envelope(read(_backend(call), call.params["name"]))
+        return web.envelope(read(_backend(call), call.params["name"]))
 
     async def do_delete(call: SecretsRequest) -> Response:
         getattr(state(call), delete)(call.params["name"])
-        return no_content()
+        return web.no_content()
 
-    return resource(path, {"GET": do_read, "POST": write, "DELETE": do_delete})
+    return web.resource(path, {"GET": do_read, "POST": write, "DELETE": do_delete})
 
 
 def routes() -> list[EngineRoute]:
     config = {"GET": read_config, "POST": write_config, "PUT": write_config}
     return [
-        resource("config", {**config, "DELETE": delete_config}),
-        engine_route("roles", list_roles, ["GET", "LIST"]),
+        web.resource("config", {**config, "DELETE": delete_config}),
+        web.engine_route("roles", list_roles, ["GET", "LIST"]),
         _named("roles/{name}", "", _role_document, write_role, "delete_role"),
-        engine_route("creds/{name}", creds, ["GET"]),
-        engine_route("library", list_sets, ["LIST"]),
-        engine_route("library/manage/{name}/check-in", manage_check_in, ["POST", "PUT"]),
-        engine_route("library/{name}/check-out", check_out, ["POST", "PUT"]),
-        engine_route("library/{name}/check-in", check_in, ["POST", "PUT"]),
-        engine_route("library/{name}/status", status, ["GET"]),
+        web.engine_route("creds/{name}", creds, ["GET"]),
+        web.engine_route("library", list_sets, ["LIST"]),
+        web.engine_route("library/manage/{name}/check-in", manage_check_in, ["POST", "PUT"]),
+        web.engine_route("library/{name}/check-out", check_out, ["POST", "PUT"]),
+        web.engine_route("library/{name}/check-in", check_in, ["POST", "PUT"]),
+        web.engine_route("library/{name}/status", status, ["GET"]),
         _named("library/{name}", "library", _set_document, write_set, "delete_set"),
-        engine_route("rotate-root", rotate_root, ["GET"]),
+        web.engine_route("rotate-root", rotate_root, ["GET"]),
     ]

@@ -16,24 +16,15 @@ from starlette.responses import Response
 
 from ... import fields
 from ...errors import InvalidRequest
-from ...http._base import (
-    EngineRoute,
-    SecretsRequest,
-    engine_accessor,
-    engine_route,
-    envelope,
-    error,
-    listing,
-    no_content,
-    resource,
-)
+from ...http import _base as web
+from ...http._base import EngineRoute, SecretsRequest
 from ...http._credentials import creds_handler
 from .state import BrokerEngine, BrokerRole
 
 __all__ = ["routes"]
 
 
-_broker = engine_accessor(BrokerEngine)
+_broker = web.engine_accessor(BrokerEngine)
 
 
 def json_field(body: dict[str, Any], name: str) -> Any:
@@ -63,7 +54,7 @@ async def write_connection(call: SecretsRequest) -> Response:
         password_policy=fields.string(body, "password_policy"),
         username_template=fields.string(body, "username_template"),
     )
-    return no_content()
+    return web.no_content()
 
 
 async def write_lease(call: SecretsRequest) -> Response:
@@ -72,16 +63,16 @@ async def write_lease(call: SecretsRequest) -> Response:
     _broker(call).configure_lease(
         ttl=fields.duration(body, "ttl"), max_ttl=fields.duration(body, "max_ttl")
     )
-    return no_content()
+    return web.no_content()
 
 
 async def read_lease(call: SecretsRequest) -> Response:
     found = _broker(call).lease_config()
-    return envelope(found) if found is not None else error(404)
+    return web.envelope(found) if found is not None else web.error(404)
 
 
 async def list_roles(call: SecretsRequest) -> Response:
-    return listing(list(_broker(call).roles))
+    return web.listing(list(_broker(call).roles))
 
 
 async def write_role(call: SecretsRequest) -> Response:
@@ -93,17 +84,17 @@ async def write_role(call: SecretsRequest) -> Response:
         vhosts=json_field(body, "vhosts"),
         vhost_topics=json_field(body, "vhost_topics"),
     )
-    return no_content()
+    return web.no_content()
 
 
 async def read_role(call: SecretsRequest) -> Response:
     found = _broker(call).roles.get(call.params["name"])
-    return envelope(role_data(found)) if found else error(404)
+    return web.envelope(role_data(found)) if found else web.error(404)
 
 
 async def delete_role(call: SecretsRequest) -> Response:
     _broker(call).delete_role(call.params["name"])
-    return no_content()
+    return web.no_content()
 
 
 def role_data(role: BrokerRole) -> dict[str, Any]:
@@ -121,9 +112,9 @@ def role_data(role: BrokerRole) -> dict[str, Any]:
 
 def routes() -> list[EngineRoute]:
     return [
-        resource("config/connection", {"POST": write_connection}),
-        resource("config/lease", {"GET": read_lease, "POST": write_lease}),
-        engine_route("roles", list_roles, ["LIST"]),
-        resource("roles/{name}", {"GET": read_role, "POST": write_role, "DELETE": delete_role}),
-        engine_route("creds/{name}", creds_handler(_broker), ["GET"]),
+        web.resource("config/connection", {"POST": write_connection}),
+        web.resource("config/lease", {"GET": read_lease, "POST": write_lease}),
+        web.engine_route("roles", list_roles, ["LIST"]),
+        web.resource("roles/{name}", {"GET": read_role, "POST": write_role, "DELETE": delete_role}),
+        web.engine_route("creds/{name}", creds_handler(_broker), ["GET"]),
     ]

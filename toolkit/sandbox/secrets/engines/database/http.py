@@ -16,18 +16,8 @@ from starlette.responses import Response
 
 from ... import fields
 from ...errors import InvalidRequest
-from ...http._base import (
-    EngineRoute,
-    Handler,
-    SecretsRequest,
-    engine_accessor,
-    engine_route,
-    envelope,
-    error,
-    listing,
-    no_content,
-    resource,
-)
+from ...http import _base as web
+from ...http._base import EngineRoute, Handler, SecretsRequest
 from ...http._credentials import creds_handler
 from .plugins import redact_url
 from .state import (
@@ -46,7 +36,7 @@ from .state import (
 __all__ = ["routes"]
 
 
-_database = engine_accessor(DatabaseEngine)
+_database = web.engine_accessor(DatabaseEngine)
 
 
 def _db(call: SecretsRequest) -> DatabaseEngine:
@@ -192,24 +182,24 @@ def _entries(kind: str) -> dict[str, Handler]:
 
     async def read(call: SecretsRequest) -> Response:
         found: Any = getattr(_db(call), kind).get(call.params["name"])
-        return envelope(_DATA[kind](found)) if found else error(404)
+        return web.envelope(_DATA[kind](found)) if found else web.error(404)
 
     async def write(call: SecretsRequest) -> Response:
         # A connection write may warn (a password in connection_url); roles never do.
         request = reader[kind](call.body)
         warnings = getattr(_db(call), writer[kind])(call.params["name"], request)
-        return envelope(None, warnings=warnings) if warnings else no_content()
+        return web.envelope(None, warnings=warnings) if warnings else web.no_content()
 
     async def delete(call: SecretsRequest) -> Response:
         getattr(_db(call), deleter[kind])(call.params["name"])
-        return no_content()
+        return web.no_content()
 
     return {"GET": read, "POST": write, "DELETE": delete}
 
 
 def _names(kind: str) -> Handler:
     async def names(call: SecretsRequest) -> Response:
-        return listing(list(getattr(_db(call), kind)))
+        return web.listing(list(getattr(_db(call), kind)))
 
     return names
 
@@ -227,7 +217,7 @@ def _action(act: Callable[[DatabaseEngine, str], None]) -> dict[str, Handler]:
 
     async def post(call: SecretsRequest) -> Response:
         act(_db(call), call.params["name"])
-        return no_content()
+        return web.no_content()
 
     return {"POST": post}
 
@@ -236,7 +226,7 @@ async def static_creds(call: SecretsRequest) -> Response:
     """``GET static-creds/:name``: the current password, its last rotation and ttl."""
     role, now = _db(call).static_creds(call.params["name"])
     next_rotation = role.next_rotation or now
-    return envelope(
+    return web.envelope(
         {
             "username": role.username,
             "password": role.password,
@@ -249,18 +239,18 @@ async def static_creds(call: SecretsRequest) -> Response:
 
 def routes() -> list[EngineRoute]:
     return [
-        engine_route("config", _names("connections"), ["LIST"]),
-        resource("config/{name}", _entries("connections"), _exists("connections")),
+        web.engine_route("config", _names("connections"), ["LIST"]),
+        web.resource("config/{name}", _entries("connections"), _exists("connections")),
         # Restart the plugin from the stored configuration.
-        resource("reset/{name}", _action(DatabaseEngine.reset)),
+        web.resource("reset/{name}", _action(DatabaseEngine.reset)),
         # A new root password, never returned.
-        resource("rotate-root/{name}", _action(DatabaseEngine.rotate_root)),
-        engine_route("roles", _names("roles"), ["LIST"]),
-        resource("roles/{name}", _entries("roles"), _exists("roles")),
-        engine_route("creds/{name}", creds_handler(_db), ["GET"]),
-        engine_route("static-roles", _names("static_roles"), ["LIST"]),
-        resource("static-roles/{name}", _entries("static_roles"), _exists("static_roles")),
-        engine_route("static-creds/{name}", static_creds, ["GET"]),
+        web.resource("rotate-root/{name}", _action(DatabaseEngine.rotate_root)),
+        web.engine_route("roles", _names("roles"), ["LIST"]),
+        web.resource("roles/{name}", _entries("roles"), _exists("roles")),
+        web.engine_route("creds/{name}", creds_handler(_db), ["GET"]),
+        web.engine_route("static-roles", _names("static_roles"), ["LIST"]),
+        web.resource("static-roles/{name}", _entries("static_roles"), _exists("static_roles")),
+        web.engine_route("static-creds/{name}", static_creds, ["GET"]),
         # Rotate a static role's password now.
-        resource("rotate-role/{name}", _action(DatabaseEngine.rotate_role)),
+        web.resource("rotate-role/{name}", _action(DatabaseEngine.rotate_role)),
     ]

@@ -17,16 +17,8 @@ from starlette.responses import Response
 from ....._time import format_rfc3339
 from ... import fields
 from ...errors import PathNotFound
-from ...http._base import (
-    EngineRoute,
-    SecretsRequest,
-    engine_accessor,
-    engine_route,
-    envelope,
-    listing,
-    no_content,
-    resource,
-)
+from ...http import _base as web
+from ...http._base import EngineRoute, SecretsRequest
 from .state import (
     DEFAULT_PROTECTION,
     KEY_TYPES,
@@ -81,12 +73,12 @@ def _read(
 ) -> Response:
     """A read's ``data``; a missing one is 404 with no message, as the real server answers."""
     try:
-        return envelope(render(find(*names)))
+        return web.envelope(render(find(*names)))
     except PathNotFound:
         raise PathNotFound() from None
 
 
-_engine = engine_accessor(KeyManagementEngine)
+_engine = web.engine_accessor(KeyManagementEngine)
 
 
 # -- keys ---------------------------------------------------------------------------------
@@ -106,7 +98,7 @@ async def write_key(call: SecretsRequest) -> Response:
         deletion_allowed=deletion,
         min_enabled_version=minimum,
     )
-    return no_content()
+    return web.no_content()
 
 
 async def read_key(call: SecretsRequest) -> Response:
@@ -116,24 +108,24 @@ async def read_key(call: SecretsRequest) -> Response:
 
 async def list_keys(call: SecretsRequest) -> Response:
     """``LIST key``: the key names."""
-    return listing(_engine(call).key_names())
+    return web.listing(_engine(call).key_names())
 
 
 async def delete_key(call: SecretsRequest) -> Response:
     """``DELETE key/:name``: refused while distributed or not deletion-allowed."""
     _engine(call).delete_key(call.params["name"])
-    return no_content()
+    return web.no_content()
 
 
 async def rotate_key(call: SecretsRequest) -> Response:
     """``POST|PUT key/:name/rotate``: a new version."""
     _engine(call).rotate(call.params["name"])
-    return no_content()
+    return web.no_content()
 
 
 async def list_key_providers(call: SecretsRequest) -> Response:
     """``LIST key/:name/kms``: the KMS providers holding the key."""
-    return listing(_engine(call).key_providers(call.params["name"]))
+    return web.listing(_engine(call).key_providers(call.params["name"]))
 
 
 # -- KMS providers ----------------------------------------------------------------------------
@@ -147,7 +139,7 @@ async def write_provider(call: SecretsRequest) -> Response:
         key_collection=fields.string(body, "key_collection"),
         credentials=credentials,
     )
-    return no_content()
+    return web.no_content()
 
 
 async def read_provider(call: SecretsRequest) -> Response:
@@ -157,13 +149,13 @@ async def read_provider(call: SecretsRequest) -> Response:
 
 async def list_providers(call: SecretsRequest) -> Response:
     """``LIST kms``: the KMS provider names."""
-    return listing(_engine(call).provider_names())
+    return web.listing(_engine(call).provider_names())
 
 
 async def delete_provider(call: SecretsRequest) -> Response:
     """``DELETE kms/:name``: refused while the provider still holds keys."""
     _engine(call).delete_provider(call.params["name"])
-    return no_content()
+    return web.no_content()
 
 
 # -- distribution ---------------------------------------------------------------------------
@@ -177,7 +169,7 @@ async def distribute(call: SecretsRequest) -> Response:
     _engine(call).distribute(
         call.params["name"], call.params["key_name"], purpose=purpose, protection=protection
     )
-    return no_content()
+    return web.no_content()
 
 
 async def read_distribution(call: SecretsRequest) -> Response:
@@ -192,13 +184,13 @@ async def read_distribution(call: SecretsRequest) -> Response:
 
 async def list_distributed(call: SecretsRequest) -> Response:
     """``LIST kms/:name/key``: the keys in the provider."""
-    return listing(_engine(call).provider_keys(call.params["name"]))
+    return web.listing(_engine(call).provider_keys(call.params["name"]))
 
 
 async def remove_distribution(call: SecretsRequest) -> Response:
     """``DELETE kms/:name/key/:key_name``: out of the provider, still in the engine."""
     _engine(call).remove(call.params["name"], call.params["key_name"])
-    return no_content()
+    return web.no_content()
 
 
 def _key_exists(call: SecretsRequest) -> bool:
@@ -211,21 +203,21 @@ def _provider_exists(call: SecretsRequest) -> bool:
 
 def routes() -> list[EngineRoute]:
     return [
-        engine_route("key", list_keys, ["LIST"]),
-        resource("key/{name}/rotate", {"POST": rotate_key}),
-        engine_route("key/{name}/kms", list_key_providers, ["LIST"]),
-        resource(
+        web.engine_route("key", list_keys, ["LIST"]),
+        web.resource("key/{name}/rotate", {"POST": rotate_key}),
+        web.engine_route("key/{name}/kms", list_key_providers, ["LIST"]),
+        web.resource(
             "key/{name}",
             {"GET": read_key, "POST": write_key, "DELETE": delete_key},
             _key_exists,
         ),
-        engine_route("kms", list_providers, ["LIST"]),
-        engine_route("kms/{name}/key", list_distributed, ["LIST"]),
-        resource(
+        web.engine_route("kms", list_providers, ["LIST"]),
+        web.engine_route("kms/{name}/key", list_distributed, ["LIST"]),
+        web.resource(
             "kms/{name}/key/{key_name}",
             {"GET": read_distribution, "POST": distribute, "DELETE": remove_distribution},
         ),
-        resource(
+        web.resource(
             "kms/{name}",
             {"GET": read_provider, "POST": write_provider, "DELETE": delete_provider},
             _provider_exists,

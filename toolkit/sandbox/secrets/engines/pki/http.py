@@ -24,19 +24,8 @@ from starlette.responses import Response
 from ....._x509 import serial_storage_key
 from ... import fields
 from ...errors import InvalidRequest, PathNotFound
-from ...http._base import (
-    EngineRoute,
-    Handler,
-    Rule,
-    SecretsRequest,
-    engine_accessor,
-    engine_route,
-    envelope,
-    listing,
-    no_content,
-    paged_listing,
-    resource,
-)
+from ...http import _base as web
+from ...http._base import EngineRoute, Handler, Rule, SecretsRequest
 from ...http._credentials import lease_fields
 from . import bodies
 from .documents import (
@@ -70,14 +59,14 @@ CRL_DER = "application/pkix-crl"
 CRL_PEM = "application/x-pem-file"
 
 
-_engine = engine_accessor(PKIEngine)
+_engine = web.engine_accessor(PKIEngine)
 
 
 def _listing_with_info(keys: list[str], key_info: Mapping[str, object]) -> Response:
     """A list with ``key_info`` beside ``keys`` (issuers, keys); 404 when empty."""
     if not keys:
         raise PathNotFound()
-    return envelope({"keys": keys, "key_info": dict(key_info)})
+    return web.envelope({"keys": keys, "key_info": dict(key_info)})
 
 
 def _role_exists(call: SecretsRequest) -> bool:
@@ -91,24 +80,24 @@ def _public(path: str, handler: Handler, methods: list[str]) -> EngineRoute:
 
 # -- roles --------------------------------------------------------------------------------
 async def list_roles(call: SecretsRequest) -> Response:
-    return listing(list(_engine(call).roles))
+    return web.listing(list(_engine(call).roles))
 
 
 async def read_role(call: SecretsRequest) -> Response:
     role = _engine(call).role(call.params["name"])
     if role is None:
         raise PathNotFound()
-    return envelope(role_document(role))
+    return web.envelope(role_document(role))
 
 
 async def write_role(call: SecretsRequest) -> Response:
     role, warnings = _engine(call).write_role(call.params["name"], bodies.role_values(call.body))
-    return envelope(role_document(role), warnings=warnings)
+    return web.envelope(role_document(role), warnings=warnings)
 
 
 async def delete_role(call: SecretsRequest) -> Response:
     _engine(call).delete_role(call.params["name"])
-    return no_content()
+    return web.no_content()
 
 
 # -- issue and sign -------------------------------------------------------------------------
@@ -119,7 +108,7 @@ def _issued(
     role asks for one. Each handler reads ``output`` before the engine acts: a bad format
     changes nothing."""
     issued, warnings, lease = made
-    return envelope(
+    return web.envelope(
         issued_document(engine, issued, output), warnings=warnings, **lease_fields(lease)
     )
 
@@ -174,7 +163,7 @@ async def sign_intermediate(call: SecretsRequest) -> Response:
         validity=bodies.validity(body),
         issuer_ref=call.params.get("ref", "default"),
     )
-    return envelope(issued_document(engine, issued, output), warnings=warnings)
+    return web.envelope(issued_document(engine, issued, output), warnings=warnings)
 
 
 async def sign_self_issued(call: SecretsRequest) -> Response:
@@ -187,7 +176,9 @@ async def sign_self_issued(call: SecretsRequest) -> Response:
         ),
         issuer_ref=call.params.get("ref", "default"),
     )
-    return envelope({"certificate": cert_pem(signed.cert), "issuing_ca": signed.signer.certificate})
+    return web.envelope(
+        {"certificate": cert_pem(signed.cert), "issuing_ca": signed.signer.certificate}
+    )
 
 
 # -- issuers and keys ---------------------------------------------------------------------
@@ -201,7 +192,7 @@ async def generate_root(call: SecretsRequest) -> Response:
         validity=bodies.validity(body),
         issuer_name=fields.string(body, "issuer_name"),
     )
-    return envelope(root_document(made, output), warnings=warnings)
+    return web.envelope(root_document(made, output), warnings=warnings)
 
 
 async def generate_intermediate(call: SecretsRequest) -> Response:
@@ -210,19 +201,19 @@ async def generate_intermediate(call: SecretsRequest) -> Response:
     made = _engine(call).generate_intermediate(
         bodies.key_request(call.params["kind"], body), bodies.names(body)
     )
-    return envelope(intermediate_document(made, output))
+    return web.envelope(intermediate_document(made, output))
 
 
 async def set_signed(call: SecretsRequest) -> Response:
     text = fields.string(call.body, "certificate")
-    return envelope(
+    return web.envelope(
         imported_document(_engine(call).import_bundle(text, "certificate", need_key=True))
     )
 
 
 async def import_bundle(call: SecretsRequest) -> Response:
     text = fields.string(call.body, "pem_bundle")
-    return envelope(
+    return web.envelope(
         imported_document(_engine(call).import_bundle(text, "pem_bundle", need_key=False))
     )
 
@@ -243,25 +234,25 @@ async def list_issuers(call: SecretsRequest) -> Response:
 
 async def read_issuer(call: SecretsRequest) -> Response:
     engine = _engine(call)
-    return envelope(issuer_document(engine, engine.resolve(call.params["ref"])))
+    return web.envelope(issuer_document(engine, engine.resolve(call.params["ref"])))
 
 
 async def update_issuer(call: SecretsRequest) -> Response:
     engine = _engine(call)
     issuer = engine.update_issuer(call.params["ref"], **bodies.issuer_update(call.body))
-    return envelope(issuer_document(engine, issuer))
+    return web.envelope(issuer_document(engine, issuer))
 
 
 async def delete_issuer(call: SecretsRequest) -> Response:
     """``DELETE issuer/:ref``: 200 with no data (warnings when it was the default)."""
     warnings = _engine(call).delete_issuer(call.params["ref"])
-    return envelope(None, warnings=warnings or None)
+    return web.envelope(None, warnings=warnings or None)
 
 
 async def issuer_json(call: SecretsRequest) -> Response:
     engine = _engine(call)
     issuer = engine.resolve(call.params["ref"])
-    return envelope(
+    return web.envelope(
         {
             "certificate": issuer.certificate,
             "ca_chain": engine.chain(issuer),
@@ -280,7 +271,7 @@ async def issuer_der(call: SecretsRequest) -> Response:
 
 
 async def read_config_issuers(call: SecretsRequest) -> Response:
-    return envelope(config_issuers_document(_engine(call)))
+    return web.envelope(config_issuers_document(_engine(call)))
 
 
 async def write_config_issuers(call: SecretsRequest) -> Response:
@@ -292,7 +283,7 @@ async def write_config_issuers(call: SecretsRequest) -> Response:
     )
     engine = _engine(call)
     engine.set_config_issuers(fields.string(body, "default"), follows)
-    return envelope(config_issuers_document(engine))
+    return web.envelope(config_issuers_document(engine))
 
 
 async def list_keys(call: SecretsRequest) -> Response:
@@ -306,12 +297,12 @@ async def list_keys(call: SecretsRequest) -> Response:
 
 async def read_key(call: SecretsRequest) -> Response:
     engine = _engine(call)
-    return envelope(key_document(engine.resolve_key(call.params["ref"])))
+    return web.envelope(key_document(engine.resolve_key(call.params["ref"])))
 
 
 async def delete_key(call: SecretsRequest) -> Response:
     _engine(call).delete_key(call.params["ref"])
-    return no_content()
+    return web.no_content()
 
 
 async def generate_key(call: SecretsRequest) -> Response:
@@ -325,7 +316,7 @@ async def generate_key(call: SecretsRequest) -> Response:
     data: dict[str, Any] = {"key_id": stored.id, "key_name": stored.name, "key_type": stored.type}
     if kind == "exported":
         data["private_key"] = exported
-    return envelope(data)
+    return web.envelope(data)
 
 
 # -- certificates ------------------------------------------------------------------------
@@ -344,12 +335,12 @@ async def list_certs(call: SecretsRequest) -> Response:
         except ValueError:
             raise InvalidRequest(f"limit: {raw!r} is not a whole number") from None
         if limit > 0:
-            return listing(serials[start : start + limit])
-    return listing(serials[start:])
+            return web.listing(serials[start : start + limit])
+    return web.listing(serials[start:])
 
 
 async def list_revoked(call: SecretsRequest) -> Response:
-    return paged_listing(call, _engine(call).revoked_serials())
+    return web.paged_listing(call, _engine(call).revoked_serials())
 
 
 async def read_cert(call: SecretsRequest) -> Response:
@@ -369,11 +360,11 @@ async def read_cert(call: SecretsRequest) -> Response:
         }
         if serial == "ca_chain":
             data["ca_chain"] = data["certificate"]
-        return envelope(data)
+        return web.envelope(data)
     kept = engine.read_cert(serial)
     if kept is None:
         raise PathNotFound()
-    return envelope(cert_document(kept))
+    return web.envelope(cert_document(kept))
 
 
 def _raw(pem: str, form: str) -> Response:
@@ -405,26 +396,26 @@ async def revoke(call: SecretsRequest) -> Response:
     serial = fields.string(body, "serial_number")
     certificate = bodies.certificate(body) if body.get("certificate") else None
     kept = _engine(call).revoke(serial or None, certificate)
-    return envelope(revoked_document(kept))
+    return web.envelope(revoked_document(kept))
 
 
 async def read_crl_config(call: SecretsRequest) -> Response:
-    return envelope(crl_config_document(_engine(call).crl_config))
+    return web.envelope(crl_config_document(_engine(call).crl_config))
 
 
 async def write_crl_config(call: SecretsRequest) -> Response:
     engine = _engine(call)
     config = engine.set_crl_config(bodies.crl_config(call.body, engine.crl_config))
-    return envelope(crl_config_document(config))
+    return web.envelope(crl_config_document(config))
 
 
 async def read_urls(call: SecretsRequest) -> Response:
-    return envelope(urls_document(_engine(call).urls))
+    return web.envelope(urls_document(_engine(call).urls))
 
 
 async def write_urls(call: SecretsRequest) -> Response:
     engine = _engine(call)
-    return envelope(urls_document(engine.set_urls(bodies.url_config(call.body, engine.urls))))
+    return web.envelope(urls_document(engine.set_urls(bodies.url_config(call.body, engine.urls))))
 
 
 def _crl_raw(call: SecretsRequest, *, delta: bool, form: str) -> Response:
@@ -463,8 +454,8 @@ def _crl_json(call: SecretsRequest, ref: str | None, *, delta: bool, key: str) -
         # The real server answers 500 here; a missing default issuer is the caller's to fix.
         raise InvalidRequest("no default issuer currently configured")
     if key == "certificate":
-        return envelope({key: pem, "revocation_time": 0, "revocation_time_rfc3339": ""})
-    return envelope({key: pem + "\n"})
+        return web.envelope({key: pem, "revocation_time": 0, "revocation_time_rfc3339": ""})
+    return web.envelope({key: pem + "\n"})
 
 
 async def issuer_crl(call: SecretsRequest) -> Response:
@@ -476,11 +467,11 @@ async def issuer_delta_crl(call: SecretsRequest) -> Response:
 
 
 async def rotate_crl(call: SecretsRequest) -> Response:
-    return envelope({"success": True}, warnings=_engine(call).rotate() or None)
+    return web.envelope({"success": True}, warnings=_engine(call).rotate() or None)
 
 
 async def rotate_delta_crl(call: SecretsRequest) -> Response:
-    return envelope({"success": True}, warnings=_engine(call).rotate_delta() or None)
+    return web.envelope({"success": True}, warnings=_engine(call).rotate_delta() or None)
 
 
 async def sign_revocation_list(call: SecretsRequest) -> Response:
@@ -501,83 +492,85 @@ async def sign_revocation_list(call: SecretsRequest) -> Response:
     )
     if form == "der":
         der = x509.load_pem_x509_crl(pem.encode()).public_bytes(Encoding.DER)
-        return envelope({"crl": base64.b64encode(der).decode()})
-    return envelope({"crl": pem + "\n"})
+        return web.envelope({"crl": base64.b64encode(der).decode()})
+    return web.envelope({"crl": pem + "\n"})
 
 
 # -- tidy ------------------------------------------------------------------------------------
 async def tidy(call: SecretsRequest) -> Response:
     """``POST tidy``: 202 with the real server's warning; the tidy has run by then."""
     warnings = _engine(call).tidy(bodies.tidy_request(call.body))
-    return envelope(None, status=202, warnings=warnings)
+    return web.envelope(None, status=202, warnings=warnings)
 
 
 async def tidy_status(call: SecretsRequest) -> Response:
     engine = _engine(call)
-    return envelope(tidy_status_document(engine.tidy_status(), engine.mount.uuid))
+    return web.envelope(tidy_status_document(engine.tidy_status(), engine.mount.uuid))
 
 
 async def tidy_cancel(call: SecretsRequest) -> Response:
-    return envelope(None, warnings=_engine(call).tidy_cancel())
+    return web.envelope(None, warnings=_engine(call).tidy_cancel())
 
 
 def routes() -> list[EngineRoute]:
     return [
-        engine_route("roles", list_roles, ["LIST"]),
-        resource(
+        web.engine_route("roles", list_roles, ["LIST"]),
+        web.resource(
             "roles/{name}",
             {"GET": read_role, "POST": write_role, "DELETE": delete_role},
             _role_exists,
         ),
-        engine_route("issue/{role}", issue, ["POST", "PUT"]),
-        engine_route("sign/{role}", sign, ["POST", "PUT"]),
-        engine_route("issuer/{ref}/issue/{role}", issue, ["POST", "PUT"]),
-        engine_route("issuer/{ref}/sign/{role}", sign, ["POST", "PUT"]),
-        engine_route("root/sign-intermediate", sign_intermediate, ["POST", "PUT"]),
-        engine_route("issuer/{ref}/sign-intermediate", sign_intermediate, ["POST", "PUT"]),
-        engine_route("root/sign-self-issued", sign_self_issued, ["POST", "PUT"], sudo=True),
-        engine_route("issuer/{ref}/sign-self-issued", sign_self_issued, ["POST", "PUT"]),
-        engine_route("root/generate/{kind}", generate_root, ["POST", "PUT"]),
-        engine_route("issuers/generate/root/{kind}", generate_root, ["POST", "PUT"]),
-        engine_route("intermediate/generate/{kind}", generate_intermediate, ["POST", "PUT"]),
-        engine_route(
+        web.engine_route("issue/{role}", issue, ["POST", "PUT"]),
+        web.engine_route("sign/{role}", sign, ["POST", "PUT"]),
+        web.engine_route("issuer/{ref}/issue/{role}", issue, ["POST", "PUT"]),
+        web.engine_route("issuer/{ref}/sign/{role}", sign, ["POST", "PUT"]),
+        web.engine_route("root/sign-intermediate", sign_intermediate, ["POST", "PUT"]),
+        web.engine_route("issuer/{ref}/sign-intermediate", sign_intermediate, ["POST", "PUT"]),
+        web.engine_route("root/sign-self-issued", sign_self_issued, ["POST", "PUT"], sudo=True),
+        web.engine_route("issuer/{ref}/sign-self-issued", sign_self_issued, ["POST", "PUT"]),
+        web.engine_route("root/generate/{kind}", generate_root, ["POST", "PUT"]),
+        web.engine_route("issuers/generate/root/{kind}", generate_root, ["POST", "PUT"]),
+        web.engine_route("intermediate/generate/{kind}", generate_intermediate, ["POST", "PUT"]),
+        web.engine_route(
             "issuers/generate/intermediate/{kind}", generate_intermediate, ["POST", "PUT"]
         ),
-        engine_route("intermediate/set-signed", set_signed, ["POST", "PUT"]),
-        engine_route("issuers/import/bundle", import_bundle, ["POST", "PUT"]),
-        engine_route("issuers/import/cert", import_bundle, ["POST", "PUT"]),
+        web.engine_route("intermediate/set-signed", set_signed, ["POST", "PUT"]),
+        web.engine_route("issuers/import/bundle", import_bundle, ["POST", "PUT"]),
+        web.engine_route("issuers/import/cert", import_bundle, ["POST", "PUT"]),
         _public("issuers", list_issuers, ["LIST"]),
         _public("issuer/{ref}/json", issuer_json, ["GET"]),
         _public("issuer/{ref}/pem", issuer_pem, ["GET"]),
         _public("issuer/{ref}/der", issuer_der, ["GET"]),
-        resource(
+        web.resource(
             "issuer/{ref}", {"GET": read_issuer, "POST": update_issuer, "DELETE": delete_issuer}
         ),
-        resource("config/issuers", {"GET": read_config_issuers, "POST": write_config_issuers}),
-        engine_route("keys", list_keys, ["LIST"]),
-        resource("key/{ref}", {"GET": read_key, "DELETE": delete_key}),
-        engine_route("keys/generate/{kind}", generate_key, ["POST", "PUT"]),
-        engine_route("certs", list_certs, ["LIST"]),
-        engine_route("certs/revoked", list_revoked, ["LIST"]),
-        engine_route("sign-verbatim", sign_verbatim, ["POST", "PUT"]),
-        engine_route("sign-verbatim/{role}", sign_verbatim, ["POST", "PUT"]),
-        engine_route("issuer/{ref}/sign-verbatim", sign_verbatim, ["POST", "PUT"]),
-        engine_route("issuer/{ref}/sign-verbatim/{role}", sign_verbatim, ["POST", "PUT"]),
-        engine_route("revoke", revoke, ["POST", "PUT"]),
-        resource("config/crl", {"GET": read_crl_config, "POST": write_crl_config}),
-        resource("config/urls", {"GET": read_urls, "POST": write_urls}),
+        web.resource("config/issuers", {"GET": read_config_issuers, "POST": write_config_issuers}),
+        web.engine_route("keys", list_keys, ["LIST"]),
+        web.resource("key/{ref}", {"GET": read_key, "DELETE": delete_key}),
+        web.engine_route("keys/generate/{kind}", generate_key, ["POST", "PUT"]),
+        web.engine_route("certs", list_certs, ["LIST"]),
+        web.engine_route("certs/revoked", list_revoked, ["LIST"]),
+        web.engine_route("sign-verbatim", sign_verbatim, ["POST", "PUT"]),
+        web.engine_route("sign-verbatim/{role}", sign_verbatim, ["POST", "PUT"]),
+        web.engine_route("issuer/{ref}/sign-verbatim", sign_verbatim, ["POST", "PUT"]),
+        web.engine_route("issuer/{ref}/sign-verbatim/{role}", sign_verbatim, ["POST", "PUT"]),
+        web.engine_route("revoke", revoke, ["POST", "PUT"]),
+        web.resource("config/crl", {"GET": read_crl_config, "POST": write_crl_config}),
+        web.resource("config/urls", {"GET": read_urls, "POST": write_urls}),
         _public("crl", crl_der, ["GET"]),
         _public("crl/pem", crl_pem, ["GET"]),
         _public("crl/delta", delta_crl_der, ["GET"]),
         _public("crl/delta/pem", delta_crl_pem, ["GET"]),
         _public("issuer/{ref}/crl", issuer_crl, ["GET"]),
         _public("issuer/{ref}/crl/delta", issuer_delta_crl, ["GET"]),
-        engine_route("crl/rotate", rotate_crl, ["GET"]),
-        engine_route("crl/rotate-delta", rotate_delta_crl, ["GET"]),
-        engine_route("issuer/{ref}/sign-revocation-list", sign_revocation_list, ["POST", "PUT"]),
-        engine_route("tidy", tidy, ["POST", "PUT"]),
-        engine_route("tidy-status", tidy_status, ["GET"]),
-        engine_route("tidy-cancel", tidy_cancel, ["POST", "PUT"]),
+        web.engine_route("crl/rotate", rotate_crl, ["GET"]),
+        web.engine_route("crl/rotate-delta", rotate_delta_crl, ["GET"]),
+        web.engine_route(
+            "issuer/{ref}/sign-revocation-list", sign_revocation_list, ["POST", "PUT"]
+        ),
+        web.engine_route("tidy", tidy, ["POST", "PUT"]),
+        web.engine_route("tidy-status", tidy_status, ["GET"]),
+        web.engine_route("tidy-cancel", tidy_cancel, ["POST", "PUT"]),
         _public("cert/{serial}", read_cert, ["GET"]),
         _public("ca", ca_der, ["GET"]),
         _public("ca/pem", ca_pem, ["GET"]),
