@@ -654,3 +654,32 @@ def test_a_record_is_written_beside_its_file_not_in_the_temporary_folder(tmp_pat
     save_record(tmp_path / "r.json", ME, {"rows": 1})
     assert load_record(tmp_path / "r.json", ME) == {"rows": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+
+
+# The temporary files `tempfile.mkstemp` makes while a hook is listening (the interpreter's
+# audit event names each; an audit hook stays for the process, so it listens only on demand).
+_MADE: list[list[str]] = []
+
+
+def _note_temporary(event: str, args: tuple[object, ...]) -> None:
+    if event == "tempfile.mkstemp" and _MADE:
+        _MADE[-1].append(str(args[0]))
+
+
+sys.addaudithook(_note_temporary)
+
+
+def test_a_record_is_written_first_to_a_hidden_temporary_file_named_after_it(tmp_path):
+    _MADE.append([])
+    try:
+        save_record(tmp_path / "r.json", ME, {"rows": 1})
+        made = _MADE[-1]
+    finally:
+        _MADE.pop()
+    # What a crash mid-write leaves is a hidden file beside the record, named after it
+    # (`.r.json.<random>.tmp`): found by its name, and out of a plain listing.
+    assert len(made) == 1
+    temporary = Path(made[0])
+    assert temporary.parent == tmp_path
+    assert re.fullmatch(r"\.r\.json\.[^.]+\.tmp", temporary.name)
+    assert not temporary.exists()
