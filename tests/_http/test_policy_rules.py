@@ -395,6 +395,7 @@ def _tries(
         return next(answers)
 
     def verdict(number: int, result: Response | Failure) -> float | None:
+        assert isinstance(result, Response) and result.status_code == 200 + len(numbers)
         numbers.append(number)
         said = verdicts[len(numbers) - 1]
         if isinstance(said, Exception):
@@ -410,6 +411,7 @@ def test_the_tries_after_the_first_wait_each_pause_and_stop_at_the_answer_that_s
     numbers, sent, stood = _tries([0.05, 0.1, None], pause=0.05)
     assert numbers == [2, 3, 4]  # the first try was number 1
     assert stood.status_code == 202  # the third answer after the first, as it came
+    # (the verdict was asked about each answer in turn: 200, 201, then 202)
     assert sent[0] >= 0.05 and sent[1] - sent[0] >= 0.05 and sent[2] - sent[1] >= 0.1
 
 
@@ -422,6 +424,10 @@ def test_the_tries_after_the_first_are_as_many_as_the_attempts_left() -> None:
     with pytest.raises(Exception):  # noqa: B017, PT011 - whatever ends it, no fifth try
         _tries([0.0, 0.0, 0.0, None], attempts=4, numbers=asked)
     assert asked == [2, 3, 4]
+    asked.clear()
+    with pytest.raises(Exception):  # noqa: B017, PT011 - a policy of one attempt: one more
+        _tries([0.0, None], attempts=1, numbers=asked)
+    assert asked == [2]
     with pytest.raises(ValueError, match="^the verdict says stop$"):
         _tries([ValueError("the verdict says stop")], attempts=2)
 
