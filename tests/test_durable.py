@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -9,6 +10,7 @@ import re
 import resource
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -683,3 +685,34 @@ def test_a_record_is_written_first_to_a_hidden_temporary_file_named_after_it(tmp
     assert temporary.parent == tmp_path
     assert re.fullmatch(r"\.r\.json\.[^.]+\.tmp", temporary.name)
     assert not temporary.exists()
+
+
+def _append_only(fd: int, on: bool) -> None:
+    """Set or clear a file's append-only attribute (``chattr +a``) through its ``fd``."""
+    get, put, append = (
+        0x80086601,
+        0x40086602,
+        0x20,
+    )  # FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_APPEND_FL
+    flags = struct.unpack("i", fcntl.ioctl(fd, get, struct.pack("i", 0)))[0]
+    fcntl.ioctl(fd, put, struct.pack("i", flags | append if on else flags & ~append))
+
+
+def test_a_lock_whose_file_cannot_be_emptied_is_released_all_the_same(tmp_path):
+    lock = Lock(tmp_path / "state.db")
+    lock.acquire()
+    fd = os.open(lock.lock_path, os.O_RDONLY)
+    try:
+        try:
+            _append_only(fd, True)  # the holder's line can no longer be cut
+        except OSError:
+            lock.release()
+            pytest.skip("needs root (CAP_LINUX_IMMUTABLE) and a file system with attributes")
+        try:
+            lock.release()
+            assert repr(lock) == f"<Lock {tmp_path / 'state.db'} free>"
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody holds it any more
+        finally:
+            _append_only(fd, False)
+    finally:
+        os.close(fd)
