@@ -716,3 +716,19 @@ def test_a_lock_whose_file_cannot_be_emptied_is_released_all_the_same(tmp_path):
             _append_only(fd, False)
     finally:
         os.close(fd)
+
+
+def test_a_holder_whose_id_cannot_be_read_is_another_process(tmp_path):
+    lock_file = tmp_path / "state.db.lock"
+    os.mkfifo(lock_file, 0o600)  # a lock file with no bytes at an offset to read
+    holder = os.open(lock_file, os.O_RDWR)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(Locked) as caught:
+            Lock(tmp_path / "state.db").acquire()
+    finally:
+        os.close(holder)
+    assert str(caught.value) == (
+        f"{tmp_path / 'state.db'} is in use by another process (it has not yet written its "
+        "id); wait for that run to end (or stop it), or pass another file"
+    )
