@@ -732,3 +732,29 @@ def test_a_holder_whose_id_cannot_be_read_is_another_process(tmp_path):
         f"{tmp_path / 'state.db'} is in use by another process (it has not yet written its "
         "id); wait for that run to end (or stop it), or pass another file"
     )
+
+
+def test_a_record_that_cannot_be_put_in_place_is_one_line_and_leaves_the_old_one(tmp_path):
+    folder = tmp_path / "state"
+    save_record(folder / "r.json", ME, {"rows": 1})
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            _append_only(fd, True)  # files may be made in it, none renamed or removed
+        except OSError:
+            pytest.skip("needs root (CAP_LINUX_IMMUTABLE) and a file system with attributes")
+        try:
+            with pytest.raises(StateError) as caught:
+                save_record(folder / "r.json", ME, {"rows": 2})
+            left = sorted(p.name for p in folder.iterdir())
+        finally:
+            _append_only(fd, False)
+    finally:
+        os.close(fd)
+    assert str(caught.value) == (
+        f"{folder / 'r.json'} could not be written (Operation not permitted); "
+        "it is as it was before"
+    )
+    assert load_record(folder / "r.json", ME) == {"rows": 1}
+    # The temporary file could not be removed either: it is left, hidden, named after it.
+    assert len(left) == 2 and re.fullmatch(r"\.r\.json\.[^.]+\.tmp", left[0])
