@@ -3,6 +3,7 @@ what pause, and which error an answer or a failure becomes (toolkit/_http/policy
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from datetime import UTC, datetime, timedelta
@@ -15,8 +16,10 @@ from toolkit._errors import (
     InputError,
     NotFound,
     OutcomeUnknown,
+    PermissionDenied,
     ProtocolError,
     RateLimited,
+    Redirected,
     ServerError,
     TimeoutError,
     TLSError,
@@ -369,3 +372,136 @@ def test_every_error_names_the_method_and_address_of_the_call(
     if isinstance(error, OutcomeUnknown):
         assert error.check == "read it back"
         assert str(error).endswith("Check before trying again: read it back.")
+
+
+def _tries(
+    verdicts: list[float | None | Exception],
+    *,
+    pause: float = 0.0,
+    attempts: int = 4,
+    numbers: list[int] | None = None,
+) -> tuple[list[int], list[float], Response]:
+    """Run the tries after the first against answers numbered in turn: the try numbers
+    the verdict was asked about (also into ``numbers``), when each try went, and the
+    answer that stood."""
+    from toolkit._http.policy import tries_after_the_first
+
+    numbers = [] if numbers is None else numbers
+    sent: list[float] = []
+    answers = iter(answer(200 + n) for n in range(len(verdicts)))
+
+    async def attempt() -> Response | Failure:
+        sent.append(time.monotonic())
+        return next(answers)
+
+    def verdict(number: int, result: Response | Failure) -> float | None:
+        assert isinstance(result, Response) and result.status_code == 200 + len(numbers)
+        numbers.append(number)
+        said = verdicts[len(numbers) - 1]
+        if isinstance(said, Exception):
+            raise said
+        return said
+
+    began = time.monotonic()
+    stood = asyncio.run(tries_after_the_first(attempt, verdict, pause, attempts))
+    return numbers, [t - began for t in sent], stood
+
+
+def test_the_tries_after_the_first_wait_each_pause_and_stop_at_the_answer_that_stands() -> None:
+    numbers, sent, stood = _tries([0.05, 0.1, None], pause=0.05)
+    assert numbers == [2, 3, 4]  # the first try was number 1
+    assert stood.status_code == 202  # the third answer after the first, as it came
+    # (the verdict was asked about each answer in turn: 200, 201, then 202)
+    assert sent[0] >= 0.05 and sent[1] - sent[0] >= 0.05 and sent[2] - sent[1] >= 0.1
+
+
+def test_the_tries_after_the_first_are_as_many_as_the_attempts_left() -> None:
+    with pytest.raises(ValueError, match="^the last try failed$"):
+        _tries([0.0, 0.0, ValueError("the last try failed")], attempts=4)
+    numbers, _, _ = _tries([None], attempts=1)
+    assert numbers == [2]  # a policy of one attempt still makes the try it was asked for
+    asked: list[int] = []
+    with pytest.raises(Exception):  # noqa: B017, PT011 - whatever ends it, no fifth try
+        _tries([0.0, 0.0, 0.0, None], attempts=4, numbers=asked)
+    assert asked == [2, 3, 4]
+    asked.clear()
+    with pytest.raises(Exception):  # noqa: B017, PT011 - a policy of one attempt: one more
+        _tries([0.0, None], attempts=1, numbers=asked)
+    assert asked == [2]
+    with pytest.raises(ValueError, match="^the verdict says stop$"):
+        _tries([ValueError("the verdict says stop")], attempts=2)
+
+
+def test_a_rate_limit_reset_past_a_billion_seconds_is_an_epoch_time() -> None:
+    past = server_pause({"X-RateLimit-Reset": "1000000001"})  # 2001-09-09, long gone
+    assert past is not None and past < 0
+    assert POLICY.pause(1, answer(429, X_RateLimit_Reset="1000000001")) == 0.0
+
+
+def test_a_write_that_timed_out_says_so_in_full() -> None:
+    with pytest.raises(WriteTimedOut) as caught:
+        decide(failure=Failure("timeout", "slow"), method="POST")
+    assert str(caught.value) == (
+        "POST https://h/v1/x: no answer within the timeout. The request was sent, so the "
+        "server may or may not have acted on it; it was not sent again. Check before trying "
+        "again: read it back."
+    )
+
+
+def test_a_3xx_answer_the_caller_did_not_expect_is_an_error() -> None:
+    with pytest.raises(Redirected):
+        decide(response=answer(300))
+    with pytest.raises(Redirected):
+        decide(response=answer(301, Location="/elsewhere"))
+
+
+def test_a_servers_pause_that_uses_up_the_calls_time_ends_the_call() -> None:
+    with pytest.raises(RateLimited):
+        decide(response=answer(429, Retry_After="2"), budget=2.0)
+    assert decide(response=answer(429, Retry_After="2"), budget=2.01) == 2.0
+    with pytest.raises(ServerError):
+        decide(response=answer(503, Retry_After="2"), budget=2.0)
+
+
+def test_the_clients_credentials_are_masked_in_an_error_answer_judged() -> None:
+    with pytest.raises(PermissionDenied) as caught:
+        judge(
+            POLICY,
+            "GET",
+            "u",
+            "h",
+            may_repeat=True,
+            attempt=1,
+            ok=frozenset(),
+            check="",
+            response=answer(403, b'{"errors": ["token s.longtoken is not allowed"]}'),
+            failure=None,
+            secrets=(Sensitive("s.longtoken"),),
+        )
+    assert caught.value.messages == ["token <hidden> is not allowed"]
+
+
+def test_a_credential_after_its_scheme_is_masked_alone_words_and_all() -> None:
+    scheme = (Sensitive("Token abcdefgh ijklmnop"),)
+    assert mask("echo: abcdefgh ijklmnop", scheme) == "echo: <hidden>"
+
+
+def test_a_secret_of_several_words_without_a_scheme_is_masked_only_whole() -> None:
+    # Its first word is no scheme (not letters only): its other words are not a
+    # credential of their own, and the server's words that match them stay readable.
+    phrase = (Sensitive("s.1 dormant mountain"),)
+    assert mask("dormant mountain; s.1 dormant mountain", phrase) == ("dormant mountain; <hidden>")
+
+
+def test_an_error_objects_source_is_named_once_and_only_when_it_has_a_pointer() -> None:
+    error = api_error(
+        answer(
+            422,
+            b'{"errors": [{"detail": "bad /data/name", "source": {"pointer": "/data/name"}},'
+            b' {"detail": "bad query", "source": {"parameter": "q"}},'
+            b' {"detail": "bad page", "source": {"pointer": ""}}]}',
+        ),
+        "POST",
+        "u",
+    )
+    assert error.messages == ["bad /data/name", "bad query", "bad page"]

@@ -345,14 +345,17 @@ def _revokes_of(sandbox: Sandbox, lease: str) -> int:
 
 class _Scripted(BaseHTTPRequestHandler):
     """Answers each lease as ``ANSWERS[(path, lease)]`` says (status, content type, body),
-    204 when it says nothing; keeps every request's body in ``SEEN``."""
+    204 when it says nothing; keeps every request's body in ``SEEN``, and when it came
+    (``time.monotonic()``) in ``WHEN``."""
 
     ANSWERS: ClassVar[dict[tuple[str, str], tuple[int, str, bytes]]] = {}
     SEEN: ClassVar[list[tuple[str, dict[str, Any]]]] = []
+    WHEN: ClassVar[list[float]] = []
 
     def do_POST(self) -> None:  # noqa: N802 - the standard library's name
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         self.SEEN.append((self.path, body))
+        self.WHEN.append(time.monotonic())
         status, kind, data = self.ANSWERS.get((self.path, body.get("lease_id")), (204, "", b""))
         self.send_response(status)
         if kind:
@@ -378,7 +381,7 @@ def _json(status: int, payload: object, kind: str = "application/json") -> tuple
 
 @contextmanager
 def _peer(answers: dict[tuple[str, str], tuple[int, str, bytes]]) -> Iterator[SecretsClient]:
-    _Scripted.ANSWERS, _Scripted.SEEN = answers, []
+    _Scripted.ANSWERS, _Scripted.SEEN, _Scripted.WHEN = answers, [], []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
@@ -495,6 +498,18 @@ def test_revocations_keep_their_average_rate_and_revoke_each_lease_once(
     done = client.leases.revocation_plan(more, rate=8, batch_size=2, apply=True)
     assert 4 / 8 <= time.monotonic() - started < 3  # the journaled run's rate: the same
     assert set(done["outcome"]) == {"revoked"}
+
+
+def test_a_journaled_run_sends_each_batch_when_the_leases_sent_before_it_allow() -> None:
+    with _peer({}) as peer:
+        revoke_leases(peer.http, ["t/warm"], rate=2, apply=True)  # the connection made
+        began = time.monotonic()
+        revoke_leases(peer.http, ["t/0", "t/1"], rate=2, batch_size=1, apply=True)
+    seen = zip(_Scripted.SEEN, _Scripted.WHEN, strict=True)
+    looked = [when for (path, _), when in seen if path == LOOKUP]
+    # One lease sent, at 2 a second: the second batch goes half a second after the first
+    # began (not a second: the leases counted are those sent, none before the first).
+    assert 0.5 <= looked[2] - began < 0.85
 
 
 def test_ids_that_are_not_a_list_of_non_empty_strings_are_refused_naming_the_first(
