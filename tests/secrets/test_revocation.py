@@ -502,14 +502,15 @@ def test_revocations_keep_their_average_rate_and_revoke_each_lease_once(
 
 def test_a_journaled_run_sends_each_batch_when_the_leases_sent_before_it_allow() -> None:
     with _peer({}) as peer:
-        revoke_leases(peer.http, ["t/warm"], rate=2, apply=True)  # the connection made
+        revoke_leases(peer.http, ["t/warm"], rate=1, apply=True)  # the connection made
         began = time.monotonic()
-        revoke_leases(peer.http, ["t/0", "t/1"], rate=2, batch_size=1, apply=True)
+        revoke_leases(peer.http, ["t/0", "t/1"], rate=1, batch_size=1, apply=True)
     seen = zip(_Scripted.SEEN, _Scripted.WHEN, strict=True)
     looked = [when for (path, _), when in seen if path == LOOKUP]
-    # One lease sent, at 2 a second: the second batch goes half a second after the first
-    # began (not a second: the leases counted are those sent, none before the first).
-    assert 0.5 <= looked[2] - began < 0.85
+    # One lease sent, at 1 a second: the second batch goes a second after the first began
+    # (not two: the leases counted are those sent, none before the first). The bound
+    # leaves 0.7 s for a loaded machine's scheduling.
+    assert 1.0 <= looked[2] - began < 1.7
 
 
 def test_ids_that_are_not_a_list_of_non_empty_strings_are_refused_naming_the_first(
