@@ -724,3 +724,13 @@ def test_a_refused_path_stanza_is_named_by_its_path(text: str, says: str) -> Non
 
     with pytest.raises(PolicyParseError, match=f"^failed to parse policy: {says}"):
         parse_acl_policy(text)
+
+
+def test_an_exact_pattern_ranks_as_if_a_wildcard_came_right_after_its_end() -> None:
+    # It beats every pattern that can match its path ("abc*", and "abc/*" on a LIST of
+    # "abc/"); a glob whose wildcard comes later never matches the same path.
+    assert priority("abc") > priority("abc/*") > priority("abc*") > priority("ab*")
+    assert priority("abcde*") > priority("abc")
+    assert [
+        p for p, _, _ in merged_patterns(rules(("abc", ["read"], "p"), ("abcde*", ["read"], "p")))
+    ] == ["abcde*", "abc"]
