@@ -734,3 +734,9 @@ def test_an_exact_pattern_ranks_as_if_a_wildcard_came_right_after_its_end() -> N
     assert [
         p for p, _, _ in merged_patterns(rules(("abc", ["read"], "p"), ("abcde*", ["read"], "p")))
     ] == ["abcde*", "abc"]
+
+
+def test_one_capability_may_be_written_as_a_string_instead_of_a_list() -> None:
+    (rule,) = parse_acl_policy('path "kv/one-word/*" { capabilities = "Update" }', "one")
+    assert rule.capabilities == {"update"}
+    assert ACL([rule]).allows("kv/one-word/x", "update")
