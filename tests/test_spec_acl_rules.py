@@ -740,3 +740,10 @@ def test_one_capability_may_be_written_as_a_string_instead_of_a_list() -> None:
     (rule,) = parse_acl_policy('path "kv/one-word/*" { capabilities = "Update" }', "one")
     assert rule.capabilities == {"update"}
     assert ACL([rule]).allows("kv/one-word/x", "update")
+
+
+def test_the_legacy_policy_word_adds_to_the_capabilities_listed_beside_it() -> None:
+    (rule,) = parse_acl_policy(
+        'path "kv/legacy-and-list/*" {\n  capabilities = ["sudo"]\n  policy = "read"\n}', "old"
+    )
+    assert rule.capabilities == {"sudo", "read", "list"}
