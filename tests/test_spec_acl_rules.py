@@ -16,6 +16,7 @@ from toolkit._spec.acl import (
     parse_acl_policy,
     priority,
     request_paths,
+    rules_of_document,
     stages,
 )
 from toolkit._spec.identity_templates import (
@@ -517,3 +518,232 @@ def test_a_rule_that_matches_at_two_stages_of_a_list_is_one_loser() -> None:
     )
     assert decision.pattern == "secret/x/"
     assert decision.losers == (("b", "secret/*"),)
+
+
+# -- a template filled with a forbidden value -------------------------------------------------
+
+TEAM_HOME = 'path "kv/{{identity.entity.name}}/*" { capabilities = ["read"] }'
+SHARED = (
+    'path "kv/shared/*" { capabilities = ["read"] }\n'
+    'path "kv/{{identity.entity.id}}/*" { capabilities = ["read"] }'
+)
+
+
+def test_a_forbidden_value_in_a_template_refuses_the_whole_acl_naming_the_policy() -> None:
+    # OpenBao refuses the token's whole ACL (tests/sandbox/secrets/test_identity.py holds
+    # the sandbox's answer): even the rules read before the refused one are dropped.
+    written = parse_acl_policy(SHARED, "ok") + parse_acl_policy(TEAM_HOME, "team")
+    refused = ACL(written, identity=Identity("e-1", "a/b"))
+    assert refused.refused == (
+        "policy 'team': template substitution contains forbidden value '/' "
+        "({{identity.entity.name}} in 'kv/{{identity.entity.name}}/*')"
+    )
+    assert refused.refusal is not None
+    policy, why = refused.refusal
+    assert (policy, why.value, why.pattern) == ("team", "/", "kv/{{identity.entity.name}}/*")
+    assert refused.sources == [] and refused.rules == {} and refused.written_as == {}
+    assert refused.unresolved == []
+    assert not refused.allows("kv/shared/x", "read")
+    assert refused.capabilities("kv/e-1/x") == ["deny"]
+    assert refused.decide("kv/shared/x").pattern is None
+
+
+def test_a_token_whose_templates_fill_is_not_refused() -> None:
+    written = parse_acl_policy(SHARED, "ok") + parse_acl_policy(TEAM_HOME, "team")
+    filled = ACL(written, identity=Identity("e-1", "alice"))
+    assert filled.refused == "" and filled.refusal is None
+    assert filled.allows("kv/alice/x", "read") and filled.allows("kv/e-1/x", "read")
+    assert ACL(written).refused == "" and ACL(written).refusal is None
+
+
+def test_a_policy_allowing_slashes_in_templates_fills_a_value_holding_one() -> None:
+    # allow_slashes_in_identity_templates on the policy: "/" is no longer refused there,
+    # while every other policy keeps the server's default ("/", "*" and "+" refused).
+    team = parse_acl_policy(TEAM_HOME, "team")
+    slashes = ACL(team, identity=Identity("e-1", "a/b"), blocked={"team": "*+"})
+    assert slashes.refused == ""
+    assert slashes.allows("kv/a/b/x", "read")
+    assert slashes.written_as == {("team", "kv/a/b/*"): "kv/{{identity.entity.name}}/*"}
+    other = ACL(team, identity=Identity("e-1", "a/b"), blocked={"else": ""})
+    assert other.refusal is not None and other.refusal[0] == "team"
+    assert not other.allows("kv/a/b/x", "read")
+    wildcard = ACL(team, identity=Identity("e-1", "a*"), blocked={"team": "*+"})
+    assert wildcard.refusal is not None and wildcard.refusal[1].value == "*"
+
+
+def test_an_unknown_identity_could_fill_a_slash_only_where_the_policy_allows_it() -> None:
+    team = parse_acl_policy(
+        'path "kv/{{identity.entity.name}}" { capabilities = ["read"] }', "team"
+    )
+    allowed = ACL(team, identity=UNKNOWN_IDENTITY, blocked={"team": ""})
+    assert allowed.decide("kv/a/b").maybe == (("team", "kv/{{identity.entity.name}}"),)
+    assert allowed.decide("kv/a").depends_on_identity
+    default = ACL(team, identity=UNKNOWN_IDENTITY, blocked={"else": ""})
+    assert not default.decide("kv/a/b").depends_on_identity
+    assert default.decide("kv/a").maybe == (("team", "kv/{{identity.entity.name}}"),)
+
+
+def test_a_denied_rule_does_not_hide_a_later_rule_that_reaches_the_mount() -> None:
+    reaching = acl(
+        'path "kv/x" { capabilities = ["deny"] }\npath "kv/a/b" { capabilities = ["read"] }'
+    )
+    assert reaching.reaches("kv/")
+    empty_first = ACL(rules(("kv/x", [], "p"), ("kv/a/b", ["read"], "p")))
+    assert empty_first.reaches("kv/")
+
+
+def test_a_pattern_reaches_into_a_mount_from_the_text_before_its_first_plus() -> None:
+    # "kv/+/x/+" may stand for "kv/y/x/z": it reaches "kv/y/" through its first "+".
+    assert acl('path "kv/+/x/+" { capabilities = ["read"] }').reaches("kv/y/")
+    assert not acl('path "kv/+/x/+" { capabilities = ["read"] }').reaches("db/")
+
+
+def test_what_every_match_starts_with_ends_at_the_first_wildcard_even_at_the_start() -> None:
+    assert PathRule("a/+/b/+", frozenset()).fixed_prefix == "a/"
+    assert PathRule("a/+/b/*", frozenset()).fixed_prefix == "a/"
+    assert PathRule("+/a", frozenset()).fixed_prefix == ""
+    assert PathRule("*", frozenset()).fixed_prefix == ""
+
+
+def test_an_exact_pattern_matches_only_the_path_itself() -> None:
+    exact = PathRule("kv/a", frozenset())
+    assert exact.matches("kv/a")
+    assert not exact.matches("kv/ab") and not exact.matches("kv/a/") and not exact.matches("kv")
+
+
+def test_a_partial_glob_after_a_plus_is_not_matched_across_a_slash() -> None:
+    # The text before the "*" lies in one segment: "a/b" does not start with "aXX".
+    rule = PathRule("kv/+/aXX*", frozenset())
+    assert rule.matches("kv/x/aXXb/c")
+    assert not rule.matches("kv/x/a/b")
+
+
+def test_only_the_leading_slashes_of_a_path_are_dropped() -> None:
+    decision = decide(rules(("Xa/b", ["read"], "p")), "//Xa/b")
+    assert (decision.path, decision.pattern) == ("Xa/b", "Xa/b")
+    nothing = decide(rules(("Xa/b", ["read"], "p")), "/Xa/c")
+    assert nothing.path == "Xa/c" and nothing.pattern is None
+
+
+def test_a_tokens_decision_on_a_list_looks_at_the_folder_with_its_slash() -> None:
+    folder = ACL(rules(("kv/a/", ["list"], "p")))
+    assert folder.decide("kv/a", "list").pattern == "kv/a/"
+    assert folder.decide("kv/a").pattern is None
+
+
+def test_an_unknown_identitys_list_may_match_a_templated_folder() -> None:
+    written = parse_acl_policy(
+        'path "kv/{{identity.entity.name}}/" { capabilities = ["list"] }', "p"
+    )
+    role = ACL(written, identity=UNKNOWN_IDENTITY)
+    listed = role.decide("kv/anyone", "list")
+    assert listed.path == "kv/anyone"
+    assert listed.maybe == (("p", "kv/{{identity.entity.name}}/"),)
+    assert not role.decide("kv/anyone").depends_on_identity
+
+
+def test_the_losers_of_a_list_are_named_by_priority_not_by_spelling() -> None:
+    # "kv/a/*" sorts after "kv/a" as text, yet the exact pattern is the more specific one.
+    decision = decide(
+        rules(
+            ("kv/a/", ["list"], "folder"), ("kv/a", ["list"], "exact"), ("kv/a/*", ["read"], "g")
+        ),
+        "kv/a",
+        "list",
+    )
+    assert decision.pattern == "kv/a/"
+    assert decision.losers == (("exact", "kv/a"), ("g", "kv/a/*"))
+
+
+def test_a_pattern_whose_first_wildcard_is_its_first_character_loses_to_a_later_one() -> None:
+    # "+/abc/x" has its first wildcard at 0, "t*" at 1: the glob decides "team/abc/x".
+    both = acl('path "+/abc/x" { capabilities = ["deny"] }\npath "t*" { capabilities = ["read"] }')
+    assert both.decide("team/abc/x").pattern == "t*"
+    assert both.allows("team/abc/x", "read")
+    assert priority("t*") > priority("+/abc/x")
+
+
+def test_the_first_of_several_plus_segments_is_the_first_wildcard() -> None:
+    # Both first wildcards come at 2; "a/+/bb/c" has fewer "+" segments and wins.
+    both = acl(
+        'path "a/+/+/c" { capabilities = ["deny"] }\npath "a/+/bb/c" { capabilities = ["read"] }'
+    )
+    assert both.decide("a/x/bb/c").pattern == "a/+/bb/c"
+    assert priority("a/+/bb/c") > priority("a/+/+/c")
+
+
+def test_deny_is_never_a_capability_a_token_is_allowed() -> None:
+    denied = ACL(rules(("kv/a", ["deny"], "p"), ("kv/b", ["read"], "p")))
+    assert not denied.allows("kv/a", "deny")
+    assert not denied.allows("kv/b", "deny")
+    assert not denied.allows("kv/c", "deny")
+
+
+def test_a_filled_pattern_keeps_its_folder_slash_and_drops_a_leading_one() -> None:
+    folder = ACL(
+        parse_acl_policy('path "kv/{{identity.entity.name}}/" { capabilities = ["list"] }', "p"),
+        identity=ENTITY,
+    )
+    assert list(folder.rules) == ["kv/alice/"]
+    assert folder.decide("kv/alice", "list").pattern == "kv/alice/"
+    assert folder.decide("kv/alice", "list").policies == ("p",)
+    assert folder.identity is ENTITY
+    at_start = parse_acl_policy(
+        'path "{{identity.entity.name}}/x" { capabilities = ["read"] }', "p"
+    )
+    slashed = ACL(at_start, identity=Identity("e-1", "/team"), blocked={"p": "*+"})
+    assert list(slashed.rules) == ["team/x"]
+    assert slashed.written_as == {("p", "team/x"): "{{identity.entity.name}}/x"}
+    named = ACL(at_start, identity=Identity("e-1", "Xavier"))
+    assert list(named.rules) == ["Xavier/x"] and named.allows("Xavier/x", "read")
+
+
+def test_only_the_leading_slashes_of_a_written_pattern_are_dropped() -> None:
+    (rule,) = parse_acl_policy('path "/Xkv/a/" { capabilities = ["read"] }')
+    assert rule.pattern == "Xkv/a/"
+
+
+def test_the_rules_of_a_document_note_the_policy_they_are_in_and_none_by_default() -> None:
+    document = {"path": {"kv/a": {"capabilities": ["read"]}}}
+    assert [(r.pattern, r.policy) for r in rules_of_document(document, "p")] == [("kv/a", "p")]
+    assert [r.policy for r in rules_of_document(document)] == [""]
+    assert [r.policy for r in parse_acl_policy('path "kv/a" { capabilities = ["read"] }')] == [""]
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('path "kv/a" { color = "red" }', 'path "kv/a": invalid key "color"'),
+        ('path "kv/a" { capabilities = 3 }', 'path "kv/a": capabilities must be a list of'),
+        ('path "kv/a" { capabilities = ["fly"] }', 'path "kv/a": invalid capability "fly"'),
+        ('path "kv/a" { policy = "fly" }', 'path "kv/a": invalid policy "fly"'),
+    ],
+)
+def test_a_refused_path_stanza_is_named_by_its_path(text: str, says: str) -> None:
+    from toolkit._spec.hcl import PolicyParseError
+
+    with pytest.raises(PolicyParseError, match=f"^failed to parse policy: {says}"):
+        parse_acl_policy(text)
+
+
+def test_an_exact_pattern_ranks_as_if_a_wildcard_came_right_after_its_end() -> None:
+    # It beats every pattern that can match its path ("abc*", and "abc/*" on a LIST of
+    # "abc/"); a glob whose wildcard comes later never matches the same path.
+    assert priority("abc") > priority("abc/*") > priority("abc*") > priority("ab*")
+    assert priority("abcde*") > priority("abc")
+    assert [
+        p for p, _, _ in merged_patterns(rules(("abc", ["read"], "p"), ("abcde*", ["read"], "p")))
+    ] == ["abcde*", "abc"]
+
+
+def test_one_capability_may_be_written_as_a_string_instead_of_a_list() -> None:
+    (rule,) = parse_acl_policy('path "kv/one-word/*" { capabilities = "Update" }', "one")
+    assert rule.capabilities == {"update"}
+    assert ACL([rule]).allows("kv/one-word/x", "update")
+
+
+def test_the_legacy_policy_word_adds_to_the_capabilities_listed_beside_it() -> None:
+    (rule,) = parse_acl_policy(
+        'path "kv/legacy-and-list/*" {\n  capabilities = ["sudo"]\n  policy = "read"\n}', "old"
+    )
+    assert rule.capabilities == {"sudo", "read", "list"}
