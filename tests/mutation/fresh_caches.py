@@ -5,7 +5,11 @@ run) the toolkit with no mutant active; a value an ``lru_cache`` kept from then 
 answer for the mutated function without calling it. So at the start of each run
 (one mutant, one process: what its tests cache after that is the mutant's), every
 ``functools`` cache in a loaded ``toolkit`` module (module functions and class
-attributes) is cleared. Loaded with ``-p tests.mutation.fresh_caches`` by run.py.
+attributes) is cleared. They are cleared again before each test: mutmut's stats run, which
+finds the functions each test calls, would otherwise see a later test answered from what an
+earlier one cached (a policy text parsed twice) and never run that test against the
+mutants of the functions behind the cache. Loaded with ``-p tests.mutation.fresh_caches``
+by run.py.
 """
 
 from __future__ import annotations
@@ -48,4 +52,8 @@ def clear_toolkit_caches() -> int:
 
 
 def pytest_sessionstart(session: Any) -> None:
+    clear_toolkit_caches()
+
+
+def pytest_runtest_setup(item: Any) -> None:
     clear_toolkit_caches()

@@ -88,6 +88,16 @@ def test_a_cache_filled_before_a_mutant_runs_is_emptied_when_its_tests_start() -
     assert acl._rules_of_text.cache_info().currsize == 0
 
 
+def test_each_test_of_a_mutation_run_starts_with_the_toolkit_caches_empty() -> None:
+    # So mutmut's stats see every test that calls a cached function, not only the first.
+    from toolkit._spec import acl
+
+    acl.parse_acl_policy('path "kv/*" { capabilities = ["read"] }')
+    assert acl._rules_of_text.cache_info().currsize
+    fresh_caches.pytest_runtest_setup(None)
+    assert acl._rules_of_text.cache_info().currsize == 0
+
+
 def test_every_listed_module_and_test_file_exists_and_the_score_is_ninety() -> None:
     chosen = run.settings()
     assert chosen.minimum == 90 and chosen.sample >= 10
