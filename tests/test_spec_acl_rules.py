@@ -405,6 +405,10 @@ TREE_READ = [
 TRANSFORM_READ = [
     'path "\u00e9\\"x" {\n  capabilities = ["read"]\n}\n',
     'path "\u00e9" {\n  capabilities = ["${x}"]\n}\n',
+    # Text before an interpolation, an escaped one or a directive: the string is not plain.
+    'path "\u00e9" {\n  capabilities = ["read${x}"]\n}\n',
+    'path "\u00e9" {\n  capabilities = ["read$${x}"]\n}\n',
+    'path "read%{ if x }y%{ endif }" {\n}\n',
     'path "\u00e9" {\n  capabilities = <<EOT\nread\nEOT\n}\n',
     'path "\u00e9" "b" {\n}\n',
     'path "\u00e9" {\n  policy = "read"\n  policy = "write"\n}\n',
