@@ -370,6 +370,30 @@ def test_without_pygohcl_python_hcl2_reads_every_policy(monkeypatch: pytest.Monk
     assert parse_hcl(PLAIN) == hcl_document(PLAIN)
 
 
+def test_pygohcl_that_failed_to_load_is_not_tried_again_in_the_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    import pygohcl
+
+    monkeypatch.setattr(hcl, "_go_reader", None)
+    monkeypatch.setitem(sys.modules, "pygohcl", None)  # this import fails
+    assert hcl._go_loads() is None
+    monkeypatch.setitem(sys.modules, "pygohcl", pygohcl)  # loadable again: not retried
+    assert hcl._go_loads() is None and hcl._go_document(PLAIN) is None
+
+
+def test_hcls_runtime_loaded_by_another_process_is_not_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert hcl._go_loads() is not None
+    # As in a forked child: the reader was loaded under another process id.
+    monkeypatch.setattr(hcl, "_go_pid", os.getpid() + 1)
+    assert hcl._go_loads() is None and hcl._go_document(PLAIN) is None
+    assert parse_hcl(PLAIN) == hcl_document(PLAIN)
+
+
 @pytest.mark.parametrize(
     "text",
     [
