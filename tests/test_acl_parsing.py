@@ -302,6 +302,8 @@ GO_CASES = [
         True,
     ),
     ('path "{{identity.entity.id}}/*" {\n  capabilities = ["read"]\n}', True),
+    # A label written once, its body empty or of two attributes.
+    ('path "a" {\n}\npath "b" {\n  capabilities = ["read"]\n  policy = "read"\n}', True),
     ('path "a" {\n  capabilities = read\n}', False),
     ('path "a" {\n  capabilities = ["${x}"]\n}', False),
     ('path "a" {\n  capabilities = [upper("read")]\n}', False),
