@@ -234,6 +234,7 @@ def test_the_parser_cache_folder_is_private_and_refused_when_others_can_write(
     assert folder == tmp_path / "operator-toolkit"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     cached = folder / "parser.lark"
+    assert not hcl._owned_private_file(cached)  # not there yet
     cached.write_bytes(b"")
     cached.chmod(0o600)
     assert hcl._owned_private_file(cached)
