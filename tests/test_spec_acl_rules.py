@@ -21,6 +21,7 @@ from toolkit._spec.acl import (
 from toolkit._spec.identity_templates import (
     UNKNOWN_IDENTITY,
     Alias,
+    ForbiddenSubstitution,
     Group,
     Identity,
     could_match,
@@ -364,6 +365,36 @@ def test_what_a_templated_pattern_could_match_keeps_its_text_before_the_glob() -
     assert glob.fullmatch("kv/e-1/any/thing")
     assert not glob.fullmatch("kx/e-1/any")  # the text before the glob is all checked
     assert not glob.fullmatch("kv//any")  # a template fills one character at least
+
+
+def test_a_template_filled_with_a_refused_character_is_refused_naming_it_and_the_pattern() -> None:
+    pattern = "kv/{{identity.entity.metadata.team}}/x"
+    for value, refused in (("a/b", "/"), ("a*", "*"), ("a+b", "+"), ("+*/", "/")):
+        with pytest.raises(ForbiddenSubstitution) as caught:
+            render(pattern, Identity("e-1", metadata={"team": value}))
+        assert caught.value.value == refused and caught.value.pattern == pattern
+        assert str(caught.value) == (
+            f"template substitution contains forbidden value {refused!r} "
+            f"({{{{identity.entity.metadata.team}}}} in {pattern!r})"
+        )
+
+
+def test_a_policy_that_allows_slashes_or_wildcards_fills_values_holding_them() -> None:
+    pattern = "kv/{{identity.entity.metadata.team}}/x"
+    slashes = Identity("e-1", metadata={"team": "a/b"})
+    assert render(pattern, slashes, blocked="*+") == "kv/a/b/x"
+    with pytest.raises(ForbiddenSubstitution):
+        render(pattern, Identity("e-1", metadata={"team": "a*"}), blocked="*+")
+    assert render(pattern, Identity("e-1", metadata={"team": "a*+/"}), blocked="") == "kv/a*+//x"
+
+
+def test_what_a_template_could_be_filled_with_leaves_out_the_refused_characters() -> None:
+    name = could_match("kv/{{identity.entity.name}}")
+    assert name.fullmatch("kv/alice")
+    for refused in ("kv/a/b", "kv/a*", "kv/a+b", "kv/+"):
+        assert not name.fullmatch(refused), refused
+    allowed = could_match("kv/{{identity.entity.name}}", "*+")
+    assert allowed.fullmatch("kv/a/b") and not allowed.fullmatch("kv/a*")
 
 
 def test_the_unknown_identity_shows_its_name() -> None:
