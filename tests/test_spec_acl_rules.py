@@ -24,6 +24,7 @@ from toolkit._spec.identity_templates import (
     ForbiddenSubstitution,
     Group,
     Identity,
+    TemplateMatcher,
     could_match,
     render,
 )
@@ -268,7 +269,7 @@ def test_a_token_reaches_a_mount_through_rules_at_under_or_reaching_into_it() ->
 ENTITY = Identity(
     "e-1",
     "alice",
-    {"team": "blue"},
+    {"team": "blue", "site.eu": "paris"},
     (
         Alias("auth_a", "alias-1", "alice-a", {"region": "eu"}, {"cost": "c7"}),
         Alias("auth_b", "alias-2", ""),
@@ -295,6 +296,11 @@ ENTITY = Identity(
         ("identity.entity.aliases.auth_a.other", None),
         ("identity.entity.aliases.auth_z.id", None),
         ("identity.entity.other", None),
+        # A metadata key is all that follows "metadata.", dots included.
+        ("identity.entity.metadata.site.eu", "paris"),
+        ("identity.entity.metadata.site", None),
+        ("identity.entity.other.team", None),
+        ("identity.entity.aliases.auth_a.other.region", None),
         ("identity.groups.ids.g-1.name", "ops"),
         ("identity.groups.ids.g-1.id", "g-1"),
         ("identity.groups.names.ops.id", "g-1"),
@@ -363,6 +369,11 @@ def test_an_unknown_identity_says_which_templated_patterns_could_match() -> None
 def test_what_a_templated_pattern_could_match_keeps_its_text_before_the_glob() -> None:
     glob = could_match("kv/{{identity.entity.id}}/*")
     assert glob.fullmatch("kv/e-1/any/thing")
+    assert not could_match("kv/{{identity.entity.id}}/x*").fullmatch("kv/e-1/y")
+    # A pattern may start with a template or a + segment.
+    assert could_match("{{identity.entity.name}}/x").fullmatch("alice/x")
+    assert could_match("+/{{identity.entity.name}}").fullmatch("kv/alice")
+    assert not could_match("+/{{identity.entity.name}}").fullmatch("kv/a/alice")
     assert not glob.fullmatch("kx/e-1/any")  # the text before the glob is all checked
     assert not glob.fullmatch("kv//any")  # a template fills one character at least
 
@@ -395,6 +406,10 @@ def test_what_a_template_could_be_filled_with_leaves_out_the_refused_characters(
         assert not name.fullmatch(refused), refused
     allowed = could_match("kv/{{identity.entity.name}}", "*+")
     assert allowed.fullmatch("kv/a/b") and not allowed.fullmatch("kv/a*")
+    # A matcher made directly refuses the server's three characters and no other.
+    direct = TemplateMatcher("kv/{{identity.entity.name}}")
+    assert direct.fullmatch("kv/XX") and direct.fullmatch("kv/X-_.x")
+    assert not any(direct.fullmatch(f"kv/a{c}") for c in "/*+")
 
 
 def test_the_unknown_identity_shows_its_name() -> None:
