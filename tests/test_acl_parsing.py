@@ -267,6 +267,22 @@ def test_the_built_parser_is_saved_private_to_the_user_in_a_cache_folder_made_fo
     assert hcl._cache_dir() == folder
 
 
+def test_a_parser_saved_under_another_python_hcl2_version_is_not_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    hcl._hcl_parser.cache_clear()
+    try:
+        hcl._hcl_parser()
+        monkeypatch.setattr(hcl2, "__version__", "0.0.0-another")
+        hcl._hcl_parser.cache_clear()
+        hcl._hcl_parser()
+    finally:
+        hcl._hcl_parser.cache_clear()
+    # One saved parser a version: the second was built and saved beside the first.
+    assert len(list((tmp_path / "operator-toolkit").glob("hcl2-parser-*.lark"))) == 2
+
+
 def test_without_a_private_cache_folder_python_hcl2s_own_parser_is_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

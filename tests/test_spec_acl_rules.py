@@ -374,6 +374,7 @@ def test_what_a_templated_pattern_could_match_keeps_its_text_before_the_glob() -
     assert could_match("{{identity.entity.name}}/x").fullmatch("alice/x")
     assert could_match("+/{{identity.entity.name}}").fullmatch("kv/alice")
     assert not could_match("+/{{identity.entity.name}}").fullmatch("kv/a/alice")
+    assert could_match("+/{{identity.entity.name}}").fullmatch("/alice")  # + may be empty
     assert not glob.fullmatch("kx/e-1/any")  # the text before the glob is all checked
     assert not glob.fullmatch("kv//any")  # a template fills one character at least
 
