@@ -27,6 +27,7 @@ from toolkit._spec.identity_templates import (
     TemplateMatcher,
     could_match,
     render,
+    without_templates,
 )
 
 
@@ -411,6 +412,13 @@ def test_what_a_template_could_be_filled_with_leaves_out_the_refused_characters(
     direct = TemplateMatcher("kv/{{identity.entity.name}}")
     assert direct.fullmatch("kv/XX") and direct.fullmatch("kv/X-_.x")
     assert not any(direct.fullmatch(f"kv/a{c}") for c in "/*+")
+
+
+def test_a_pattern_without_its_templates_keeps_everything_else() -> None:
+    assert without_templates("kv/{{identity.entity.id}}/x/{{ identity.groups.ids.g.name }}") == (
+        "kv//x/"
+    )
+    assert without_templates("kv/plain/*") == "kv/plain/*"
 
 
 def test_the_unknown_identity_shows_its_name() -> None:
