@@ -175,6 +175,15 @@ def test_a_heredoc_reads_as_the_text_between_its_markers() -> None:
     assert hcl_document("a = <<EOT\nline1\nline2\nEOT\n") == {"a": "line1\nline2"}
 
 
+def test_a_json_policy_nested_too_deep_is_refused_saying_so() -> None:
+    deep = '{"a": ' * 100_000 + "1" + "}" * 100_000
+    with pytest.raises(PolicyParseError) as caught:
+        parse_hcl(deep)
+    assert str(caught.value) == (
+        "failed to parse policy: the JSON document is nested too deep to read"
+    )
+
+
 # -- every policy the repository writes --------------------------------------------------
 
 _POLICY = re.compile(r'(^|\n)\s*path\s+"|"path"\s*:')
