@@ -292,6 +292,23 @@ def test_a_parser_saved_under_another_python_hcl2_version_is_not_loaded(
     assert len(list((tmp_path / "operator-toolkit").glob("hcl2-parser-*.lark"))) == 2
 
 
+def test_a_saved_parser_is_loaded_not_built_and_saved_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    hcl._hcl_parser.cache_clear()
+    try:
+        hcl._hcl_parser()
+        (saved,) = (tmp_path / "operator-toolkit").iterdir()
+        first = saved.stat().st_ino
+        hcl._hcl_parser.cache_clear()
+        assert hcl._hcl_parser().parse('a = "x"\n') is not None
+    finally:
+        hcl._hcl_parser.cache_clear()
+    # A rebuilt parser would have replaced the file by a new one.
+    assert saved.stat().st_ino == first
+
+
 def test_without_a_private_cache_folder_python_hcl2s_own_parser_is_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

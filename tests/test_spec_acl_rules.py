@@ -315,6 +315,7 @@ ENTITY = Identity(
         ("identity.groups.ids.g-1", None),
         ("identity.groups.ids.g-1.other", None),
         ("identity.groups.other.g-1.id", None),
+        ("identity.groups.other.ops.id", None),
         ("identity.other.id", None),
     ],
 )
