@@ -264,9 +264,12 @@ def test_the_built_parser_is_saved_private_to_the_user_in_a_cache_folder_made_fo
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "new" / "cache"))
     hcl._hcl_parser.cache_clear()
     try:
-        hcl._hcl_parser()
+        built = hcl._hcl_parser()
     finally:
         hcl._hcl_parser.cache_clear()
+    # Built with python-hcl2's own post-lexer: an expression may go on after a newline.
+    text = 'a = true\n  ? "x"\n  : "y"\nb = 1\n  + 2\n'
+    assert built.parse(text + "\n") == hcl2.parses_to_tree(text)
     folder = tmp_path / "new" / "cache" / "operator-toolkit"
     saved = list(folder.iterdir())
     assert len(saved) == 1 and saved[0].match("hcl2-parser-*.lark")  # no temporary left
