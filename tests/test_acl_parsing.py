@@ -184,6 +184,22 @@ def test_a_json_policy_nested_too_deep_is_refused_saying_so() -> None:
     )
 
 
+def test_a_malformed_hcl_policy_is_refused_in_one_line_naming_where() -> None:
+    with pytest.raises(PolicyParseError) as caught:
+        parse_hcl('path "a" {\n  capabilities = ["read"]')
+    message = str(caught.value)
+    assert message.startswith("failed to parse policy: Unexpected token Token('$END', '')")
+    assert "at line 2, column 26. Expected one of: * RBRACE" in message
+    assert "\n" not in message
+
+
+def test_an_hcl_policy_nested_too_deep_is_refused_saying_so() -> None:
+    deep = 'b "x" {\n' * 3000 + "}\n" * 3000
+    with pytest.raises(PolicyParseError) as caught:
+        parse_hcl(deep)
+    assert str(caught.value) == "failed to parse policy: nested too deep to read"
+
+
 # -- every policy the repository writes --------------------------------------------------
 
 _POLICY = re.compile(r'(^|\n)\s*path\s+"|"path"\s*:')
