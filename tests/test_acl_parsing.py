@@ -15,6 +15,7 @@ import json
 import os
 import re
 import stat
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -276,8 +277,10 @@ def test_the_parser_cache_folder_is_private_and_refused_when_others_can_write(
 def test_the_built_parser_is_saved_private_to_the_user_in_a_cache_folder_made_for_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # No cache folder yet, nor its parents: they are made, and the parser saved there.
+    # No cache folder yet, nor its parents: they are made, and the parser saved there,
+    # through a temporary file in that folder (the system's temporary folder is not used).
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "new" / "cache"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-folder"))
     hcl._hcl_parser.cache_clear()
     try:
         built = hcl._hcl_parser()
