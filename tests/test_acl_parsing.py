@@ -171,7 +171,9 @@ def test_generated_json_policies_read_as_json_reads_them(text: str) -> None:
 
 def test_a_heredoc_reads_as_the_text_between_its_markers() -> None:
     # python-hcl2's reading, kept: the markers and the indentation of <<- are not the value.
-    text = 'path "a" {\n  policy = <<EOT\nread\nEOT\n  note = <<-EOT\n    two\n    lines\n    EOT\n}\n'
+    text = (
+        'path "a" {\n  policy = <<EOT\nread\nEOT\n  note = <<-EOT\n    two\n    lines\n    EOT\n}\n'
+    )
     assert parse_hcl(text) == {"path": [{"a": {"policy": "read", "note": "two\nlines"}}]}
     assert hcl_document("a = <<EOT\nline1\nline2\nEOT\n") == {"a": "line1\nline2"}
 
