@@ -276,6 +276,16 @@ def test_the_parser_cache_folder_is_private_and_refused_when_others_can_write(
     folder.chmod(0o700)
 
 
+def test_without_xdg_cache_home_the_parser_cache_folder_is_under_the_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert hcl._cache_dir() == tmp_path / ".cache" / "operator-toolkit"
+    monkeypatch.setenv("XDG_CACHE_HOME", "")  # empty: as if not set
+    assert hcl._cache_dir() == tmp_path / ".cache" / "operator-toolkit"
+
+
 def test_the_built_parser_is_saved_private_to_the_user_in_a_cache_folder_made_for_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
