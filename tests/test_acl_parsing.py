@@ -15,6 +15,7 @@ import json
 import os
 import re
 import stat
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,40 @@ def test_generated_json_policies_read_as_json_reads_them(text: str) -> None:
     assert got == (expected if isinstance(expected, dict) else "error")
 
 
+def test_a_heredoc_reads_as_the_text_between_its_markers() -> None:
+    # python-hcl2's reading, kept: the markers and the indentation of <<- are not the value.
+    text = (
+        'path "a" {\n  policy = <<EOT\nread\nEOT\n  note = <<-EOT\n    two\n    lines\n    EOT\n}\n'
+    )
+    assert parse_hcl(text) == {"path": [{"a": {"policy": "read", "note": "two\nlines"}}]}
+    assert hcl_document("a = <<EOT\nline1\nline2\nEOT\n") == {"a": "line1\nline2"}
+
+
+def test_a_json_policy_nested_too_deep_is_refused_saying_so() -> None:
+    deep = '{"a": ' * 100_000 + "1" + "}" * 100_000
+    with pytest.raises(PolicyParseError) as caught:
+        parse_hcl(deep)
+    assert str(caught.value) == (
+        "failed to parse policy: the JSON document is nested too deep to read"
+    )
+
+
+def test_a_malformed_hcl_policy_is_refused_in_one_line_naming_where() -> None:
+    with pytest.raises(PolicyParseError) as caught:
+        parse_hcl('path "a" {\n  capabilities = ["read"]')
+    message = str(caught.value)
+    assert message.startswith("failed to parse policy: Unexpected token Token('$END', '')")
+    assert "at line 2, column 26. Expected one of: * RBRACE" in message
+    assert "\n" not in message
+
+
+def test_an_hcl_policy_nested_too_deep_is_refused_saying_so() -> None:
+    deep = 'b "x" {\n' * 3000 + "}\n" * 3000
+    with pytest.raises(PolicyParseError) as caught:
+        parse_hcl(deep)
+    assert str(caught.value) == "failed to parse policy: nested too deep to read"
+
+
 # -- every policy the repository writes --------------------------------------------------
 
 _POLICY = re.compile(r'(^|\n)\s*path\s+"|"path"\s*:')
@@ -227,6 +262,7 @@ def test_the_parser_cache_folder_is_private_and_refused_when_others_can_write(
     assert folder == tmp_path / "operator-toolkit"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     cached = folder / "parser.lark"
+    assert not hcl._owned_private_file(cached)  # not there yet
     cached.write_bytes(b"")
     cached.chmod(0o600)
     assert hcl._owned_private_file(cached)
@@ -240,16 +276,31 @@ def test_the_parser_cache_folder_is_private_and_refused_when_others_can_write(
     folder.chmod(0o700)
 
 
+def test_without_xdg_cache_home_the_parser_cache_folder_is_under_the_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert hcl._cache_dir() == tmp_path / ".cache" / "operator-toolkit"
+    monkeypatch.setenv("XDG_CACHE_HOME", "")  # empty: as if not set
+    assert hcl._cache_dir() == tmp_path / ".cache" / "operator-toolkit"
+
+
 def test_the_built_parser_is_saved_private_to_the_user_in_a_cache_folder_made_for_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # No cache folder yet, nor its parents: they are made, and the parser saved there.
+    # No cache folder yet, nor its parents: they are made, and the parser saved there,
+    # through a temporary file in that folder (the system's temporary folder is not used).
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "new" / "cache"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-folder"))
     hcl._hcl_parser.cache_clear()
     try:
-        hcl._hcl_parser()
+        built = hcl._hcl_parser()
     finally:
         hcl._hcl_parser.cache_clear()
+    # Built with python-hcl2's own post-lexer: an expression may go on after a newline.
+    text = 'a = true\n  ? "x"\n  : "y"\nb = 1\n  + 2\n'
+    assert built.parse(text + "\n") == hcl2.parses_to_tree(text)
     folder = tmp_path / "new" / "cache" / "operator-toolkit"
     saved = list(folder.iterdir())
     assert len(saved) == 1 and saved[0].match("hcl2-parser-*.lark")  # no temporary left
@@ -257,6 +308,39 @@ def test_the_built_parser_is_saved_private_to_the_user_in_a_cache_folder_made_fo
     assert info.st_uid == os.getuid()
     assert not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
     assert hcl._cache_dir() == folder
+
+
+def test_a_parser_saved_under_another_python_hcl2_version_is_not_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    hcl._hcl_parser.cache_clear()
+    try:
+        hcl._hcl_parser()
+        monkeypatch.setattr(hcl2, "__version__", "0.0.0-another")
+        hcl._hcl_parser.cache_clear()
+        hcl._hcl_parser()
+    finally:
+        hcl._hcl_parser.cache_clear()
+    # One saved parser a version: the second was built and saved beside the first.
+    assert len(list((tmp_path / "operator-toolkit").glob("hcl2-parser-*.lark"))) == 2
+
+
+def test_a_saved_parser_is_loaded_not_built_and_saved_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    hcl._hcl_parser.cache_clear()
+    try:
+        hcl._hcl_parser()
+        (saved,) = (tmp_path / "operator-toolkit").iterdir()
+        first = saved.stat().st_ino
+        hcl._hcl_parser.cache_clear()
+        assert hcl._hcl_parser().parse('a = "x"\n') is not None
+    finally:
+        hcl._hcl_parser.cache_clear()
+    # A rebuilt parser would have replaced the file by a new one.
+    assert saved.stat().st_ino == first
 
 
 def test_without_a_private_cache_folder_python_hcl2s_own_parser_is_used(
@@ -295,6 +379,8 @@ GO_CASES = [
         True,
     ),
     ('path "{{identity.entity.id}}/*" {\n  capabilities = ["read"]\n}', True),
+    # A label written once, its body empty or of two attributes.
+    ('path "a" {\n}\npath "b" {\n  capabilities = ["read"]\n  policy = "read"\n}', True),
     ('path "a" {\n  capabilities = read\n}', False),
     ('path "a" {\n  capabilities = ["${x}"]\n}', False),
     ('path "a" {\n  capabilities = [upper("read")]\n}', False),
@@ -359,6 +445,30 @@ def test_without_pygohcl_python_hcl2_reads_every_policy(monkeypatch: pytest.Monk
 
     monkeypatch.setitem(sys.modules, "pygohcl", None)  # import fails, as where it is missing
     monkeypatch.setattr(hcl, "_go_reader", None)
+    assert hcl._go_loads() is None and hcl._go_document(PLAIN) is None
+    assert parse_hcl(PLAIN) == hcl_document(PLAIN)
+
+
+def test_pygohcl_that_failed_to_load_is_not_tried_again_in_the_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    import pygohcl
+
+    monkeypatch.setattr(hcl, "_go_reader", None)
+    monkeypatch.setitem(sys.modules, "pygohcl", None)  # this import fails
+    assert hcl._go_loads() is None
+    monkeypatch.setitem(sys.modules, "pygohcl", pygohcl)  # loadable again: not retried
+    assert hcl._go_loads() is None and hcl._go_document(PLAIN) is None
+
+
+def test_hcls_runtime_loaded_by_another_process_is_not_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert hcl._go_loads() is not None
+    # As in a forked child: the reader was loaded under another process id.
+    monkeypatch.setattr(hcl, "_go_pid", os.getpid() + 1)
     assert hcl._go_loads() is None and hcl._go_document(PLAIN) is None
     assert parse_hcl(PLAIN) == hcl_document(PLAIN)
 

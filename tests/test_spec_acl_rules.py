@@ -22,10 +22,13 @@ from toolkit._spec.acl import (
 from toolkit._spec.identity_templates import (
     UNKNOWN_IDENTITY,
     Alias,
+    ForbiddenSubstitution,
     Group,
     Identity,
+    TemplateMatcher,
     could_match,
     render,
+    without_templates,
 )
 
 
@@ -268,7 +271,7 @@ def test_a_token_reaches_a_mount_through_rules_at_under_or_reaching_into_it() ->
 ENTITY = Identity(
     "e-1",
     "alice",
-    {"team": "blue"},
+    {"team": "blue", "site.eu": "paris"},
     (
         Alias("auth_a", "alias-1", "alice-a", {"region": "eu"}, {"cost": "c7"}),
         Alias("auth_b", "alias-2", ""),
@@ -295,6 +298,11 @@ ENTITY = Identity(
         ("identity.entity.aliases.auth_a.other", None),
         ("identity.entity.aliases.auth_z.id", None),
         ("identity.entity.other", None),
+        # A metadata key is all that follows "metadata.", dots included.
+        ("identity.entity.metadata.site.eu", "paris"),
+        ("identity.entity.metadata.site", None),
+        ("identity.entity.other.team", None),
+        ("identity.entity.aliases.auth_a.other.region", None),
         ("identity.groups.ids.g-1.name", "ops"),
         ("identity.groups.ids.g-1.id", "g-1"),
         ("identity.groups.names.ops.id", "g-1"),
@@ -308,6 +316,7 @@ ENTITY = Identity(
         ("identity.groups.ids.g-1", None),
         ("identity.groups.ids.g-1.other", None),
         ("identity.groups.other.g-1.id", None),
+        ("identity.groups.other.ops.id", None),
         ("identity.other.id", None),
     ],
 )
@@ -363,8 +372,55 @@ def test_an_unknown_identity_says_which_templated_patterns_could_match() -> None
 def test_what_a_templated_pattern_could_match_keeps_its_text_before_the_glob() -> None:
     glob = could_match("kv/{{identity.entity.id}}/*")
     assert glob.fullmatch("kv/e-1/any/thing")
+    assert not could_match("kv/{{identity.entity.id}}/x*").fullmatch("kv/e-1/y")
+    # A pattern may start with a template or a + segment.
+    assert could_match("{{identity.entity.name}}/x").fullmatch("alice/x")
+    assert could_match("+/{{identity.entity.name}}").fullmatch("kv/alice")
+    assert not could_match("+/{{identity.entity.name}}").fullmatch("kv/a/alice")
+    assert could_match("+/{{identity.entity.name}}").fullmatch("/alice")  # + may be empty
     assert not glob.fullmatch("kx/e-1/any")  # the text before the glob is all checked
     assert not glob.fullmatch("kv//any")  # a template fills one character at least
+
+
+def test_a_template_filled_with_a_refused_character_is_refused_naming_it_and_the_pattern() -> None:
+    pattern = "kv/{{identity.entity.metadata.team}}/x"
+    for value, refused in (("a/b", "/"), ("a*", "*"), ("a+b", "+"), ("+*/", "/")):
+        with pytest.raises(ForbiddenSubstitution) as caught:
+            render(pattern, Identity("e-1", metadata={"team": value}))
+        assert caught.value.value == refused and caught.value.pattern == pattern
+        assert str(caught.value) == (
+            f"template substitution contains forbidden value {refused!r} "
+            f"({{{{identity.entity.metadata.team}}}} in {pattern!r})"
+        )
+
+
+def test_a_policy_that_allows_slashes_or_wildcards_fills_values_holding_them() -> None:
+    pattern = "kv/{{identity.entity.metadata.team}}/x"
+    slashes = Identity("e-1", metadata={"team": "a/b"})
+    assert render(pattern, slashes, blocked="*+") == "kv/a/b/x"
+    with pytest.raises(ForbiddenSubstitution):
+        render(pattern, Identity("e-1", metadata={"team": "a*"}), blocked="*+")
+    assert render(pattern, Identity("e-1", metadata={"team": "a*+/"}), blocked="") == "kv/a*+//x"
+
+
+def test_what_a_template_could_be_filled_with_leaves_out_the_refused_characters() -> None:
+    name = could_match("kv/{{identity.entity.name}}")
+    assert name.fullmatch("kv/alice")
+    for refused in ("kv/a/b", "kv/a*", "kv/a+b", "kv/+"):
+        assert not name.fullmatch(refused), refused
+    allowed = could_match("kv/{{identity.entity.name}}", "*+")
+    assert allowed.fullmatch("kv/a/b") and not allowed.fullmatch("kv/a*")
+    # A matcher made directly refuses the server's three characters and no other.
+    for direct in (TemplateMatcher("kv/{{identity.entity.name}}"), could_match("kv/{{a}}")):
+        assert direct.fullmatch("kv/XX") and direct.fullmatch("kv/X-_.x")
+        assert not any(direct.fullmatch(f"kv/a{c}") for c in "/*+")
+
+
+def test_a_pattern_without_its_templates_keeps_everything_else() -> None:
+    assert without_templates("kv/{{identity.entity.id}}/x/{{ identity.groups.ids.g.name }}") == (
+        "kv//x/"
+    )
+    assert without_templates("kv/plain/*") == "kv/plain/*"
 
 
 def test_the_unknown_identity_shows_its_name() -> None:
@@ -406,6 +462,10 @@ TREE_READ = [
 TRANSFORM_READ = [
     'path "\u00e9\\"x" {\n  capabilities = ["read"]\n}\n',
     'path "\u00e9" {\n  capabilities = ["${x}"]\n}\n',
+    # Text before an interpolation, an escaped one or a directive: the string is not plain.
+    'path "\u00e9" {\n  capabilities = ["read${x}"]\n}\n',
+    'path "\u00e9" {\n  capabilities = ["read$${x}"]\n}\n',
+    'path "read%{ if x }y%{ endif }" {\n}\n',
     'path "\u00e9" {\n  capabilities = <<EOT\nread\nEOT\n}\n',
     'path "\u00e9" "b" {\n}\n',
     'path "\u00e9" {\n  policy = "read"\n  policy = "write"\n}\n',
