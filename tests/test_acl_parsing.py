@@ -203,6 +203,17 @@ def test_an_hcl_policy_nested_too_deep_is_refused_saying_so() -> None:
     assert str(caught.value) == "failed to parse policy: nested too deep to read"
 
 
+def test_an_expression_the_grammar_reads_but_too_deep_to_evaluate_is_refused_in_one_line() -> None:
+    # Parentheses 2,000 deep parse (the grammar's parser keeps no stack of calls), but
+    # python-hcl2's transform of the expression recurses: the reason is said, on one line.
+    deep = "x = " + "(" * 2000 + "1" + ")" * 2000 + "\n"
+    with pytest.raises(PolicyParseError) as caught:
+        parse_hcl(deep)
+    message = str(caught.value)
+    assert message.startswith("failed to parse policy: maximum recursion depth exceeded")
+    assert "\n" not in message and "None" not in message
+
+
 # -- every policy the repository writes --------------------------------------------------
 
 _POLICY = re.compile(r'(^|\n)\s*path\s+"|"path"\s*:')
