@@ -430,3 +430,36 @@ def test_an_empty_scan_gives_the_lease_frame_with_its_columns(client: SecretsCli
     typed = build_frame([], LEASES)
     assert frame.empty and frame.index.name == "lease_id"
     assert frame.dtypes.to_dict() == typed.dtypes.to_dict()
+
+
+def _team_leases(sandbox: Sandbox) -> None:
+    with sandbox.secrets.lock:
+        for i in range(2):
+            sandbox.secrets.leases.create("team/db/creds/ro", ttl=600, suffix=f"t{i}")
+
+
+def test_a_full_scan_names_each_leases_mount_from_the_servers_mount_table(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    client.http.json("POST", "/sys/mounts/team/db", json={"type": "database"})
+    _team_leases(empty_sandbox)
+    frame = client.leases.scan().frame()
+    assert set(zip(frame["mount"], frame["role"], strict=True)) == {("team/db/", "ro")}
+
+
+def test_a_scan_of_named_mounts_names_each_leases_mount_by_them_without_the_mount_table(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    _team_leases(empty_sandbox)
+    client.policies.write(
+        "acl",
+        "lookup-only",
+        'path "sys/leases/lookup/*" { capabilities = ["list", "sudo"] }\n'
+        'path "sys/leases/lookup" { capabilities = ["update"] }',
+    )
+    answer = client.http.json(
+        "POST", "/auth/token/create", json={"policies": ["lookup-only"], "no_default_policy": True}
+    )
+    with SecretsClient(empty_sandbox.address, answer["auth"]["client_token"]) as looker:
+        frame = looker.leases.scan(["team/db"]).frame()
+    assert set(zip(frame["mount"], frame["role"], strict=True)) == {("team/db/", "ro")}
