@@ -370,3 +370,9 @@ def test_a_run_files_its_frames_coverage_and_provenance_into_its_folder(
     assert header["parameters"]["evidence_dir"] == str(folder)
     out = capsys.readouterr().out
     assert out == f"Filed {len(filed)} file(s) into {folder}: coverage, leases\n"
+
+
+def test_on_the_sandbox_without_a_demo_name_only_the_one_there_is_taken() -> None:
+    assert check().choose_one("role", ["only"]) == "only"
+    with pytest.raises(InputError, match=r"^set role: this token sees 2 role\(s\): a, b$"):
+        check().choose_one("role", ["b", "a"])

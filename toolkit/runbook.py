@@ -206,6 +206,11 @@ def check_parameters(
     if source is None:
         raise InputError("run the parameters cell first: no cell before this one declares `target`")
     declared = declared_parameters(source)
+    if "target" not in declared:
+        raise InputError(
+            f"the parameters cell of {path} does not declare `target`: add "
+            '`target = "sandbox"` (or "live") to it'
+        )
     if injected is not None:
         given = declared_parameters(injected.split("\n", 1)[1] if "\n" in injected else "")
         refuse_undeclared(given, declared, name)
