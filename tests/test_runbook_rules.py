@@ -376,3 +376,19 @@ def test_on_the_sandbox_without_a_demo_name_only_the_one_there_is_taken() -> Non
     assert check().choose_one("role", ["only"]) == "only"
     with pytest.raises(InputError, match=r"^set role: this token sees 2 role\(s\): a, b$"):
         check().choose_one("role", ["b", "a"])
+
+
+def test_the_filed_header_names_the_server_and_the_organization_audited(
+    demo_sandbox: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from toolkit import PlatformClient
+
+    folder = tmp_path / "evidence"
+    run = check({"evidence_dir": str(folder)})
+    with PlatformClient(demo_sandbox.address, demo_sandbox.token) as client:
+        run.file(client, {"teams": pd.DataFrame({"n": [1]})}, organization="acme")
+    capsys.readouterr()
+    header = json.loads((folder / "rb.header.json").read_text())
+    assert header["server"] == demo_sandbox.address and header["cluster"] == "acme"
