@@ -392,3 +392,19 @@ def test_the_filed_header_names_the_server_and_the_organization_audited(
     capsys.readouterr()
     header = json.loads((folder / "rb.header.json").read_text())
     assert header["server"] == demo_sandbox.address and header["cluster"] == "acme"
+
+
+def test_a_run_filed_incomplete_says_so_where_it_says_what_it_filed(
+    demo_sandbox: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolkit.secrets import SecretsClient
+
+    folder = tmp_path / "evidence"
+    run = check({"evidence_dir": str(folder), "allow_incomplete": True})
+    run.seen(a=_seen(1))
+    capsys.readouterr()
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        filed = run.file(client, {"leases": pd.DataFrame({"n": [1]})})
+    assert capsys.readouterr().out == (
+        f"Filed {len(filed)} file(s) into {folder} (marked incomplete): coverage, leases\n"
+    )
