@@ -491,3 +491,22 @@ def test_a_full_evidence_folder_is_refused_by_its_full_name_asking_for_a_new_one
         f"evidence_dir {tmp_path / 'full'} exists already and is not empty: give each run its "
         "own folder (nothing was sent)"
     )
+
+
+def test_a_live_run_of_a_runbook_without_a_token_variable_names_no_token_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("TOOLKIT_FLEET_TOKEN_SOURCE", raising=False)
+    run = check_parameters({"target": "live"}, "rb", history=['target = "sandbox"\n'])
+    assert run.provenance()["token_source"] is None
+
+
+def test_a_run_names_every_frame_that_came_without_a_record(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = check({"allow_incomplete": True})
+    run.seen(a=_seen(0), pools=pd.DataFrame(), teams=pd.DataFrame())
+    capsys.readouterr()
+    assert run.coverage_line() == (
+        "Coverage: 1 view(s) complete; no record from pools, teams (unproven)"
+    )

@@ -384,9 +384,7 @@ class Run:
 
     def coverage_frame(self) -> CoverageReport:
         """A row per place not read (``view``, ``path``, ``status``, ``reason``)."""
-        frame = coverage(*self.records) if self.records else coverage()
-        frame.attrs["complete"] = self.complete
-        return frame
+        return coverage(*self.records)  # attrs["complete"]: no record has a gap
 
     def coverage_record(self) -> dict[str, Any]:
         return {
