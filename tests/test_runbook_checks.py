@@ -275,3 +275,12 @@ def test_a_runbook_file_without_a_tagged_parameters_cell_asks_for_the_cell_to_be
     assert str(caught.value) == (
         "run the parameters cell first: no cell before this one declares `target`"
     )
+
+
+def test_what_papermill_injected_is_checked_against_the_runbook_files_parameters_cell(
+    in_runbook_folder: Path,
+) -> None:
+    _runbook_file(in_runbook_folder, _tagged(PARAMETERS))
+    namespace = dict(declared_parameters(PARAMETERS), old=1)
+    with pytest.raises(InputError, match=r"^unknown parameter 'old': 05_lease_audit takes "):
+        check_parameters(namespace, "05_lease_audit", history=["\n# Parameters\nold = 1\n"])

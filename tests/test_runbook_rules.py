@@ -510,3 +510,16 @@ def test_a_run_names_every_frame_that_came_without_a_record(
     assert run.coverage_line() == (
         "Coverage: 1 view(s) complete; no record from pools, teams (unproven)"
     )
+
+
+def test_papermills_cell_is_known_by_its_heading_after_blank_lines_and_never_declares() -> None:
+    injected = "\n  # Parameters\ntarget = 'live'\nold = 1\n"
+    namespace = dict(declared_parameters(CELL), target="live", old=1)
+    with pytest.raises(InputError, match=r"^unknown parameter 'old': rb takes "):
+        check_parameters(namespace, "rb", history=[CELL, injected])
+
+
+def test_a_cell_after_the_parameters_cell_is_not_read_as_papermills() -> None:
+    history = [CELL, "import os\nlate = 1\n"]
+    run = check_parameters(dict(declared_parameters(CELL), late=1), "rb", history=history)
+    assert "late" not in run.parameters
