@@ -185,3 +185,102 @@ def test_without_the_cells_in_history_the_declared_set_comes_from_the_runbook_fi
         check_parameters(namespace, "05_lease_audit", history=[])
     run = check_parameters(dict(declared_parameters(PARAMETERS)), "05_lease_audit", history=[])
     assert run.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _runbook_file(folder: Path, *cells: dict[str, Any], text: str | None = None) -> Path:
+    import json
+
+    path = folder / "05_lease_audit.ipynb"
+    path.write_text(
+        text
+        if text is not None
+        else json.dumps({"cells": list(cells), "metadata": {}}, ensure_ascii=False),
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture
+def in_runbook_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.delenv("TOOLKIT_RUNBOOK_SHA256", raising=False)
+    return tmp_path
+
+
+def _tagged(source: Any) -> dict[str, Any]:
+    return {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": source}
+
+
+def test_the_runbook_files_parameters_cell_saved_as_a_list_of_lines_is_read_whole(
+    in_runbook_folder: Path,
+) -> None:
+    lines = PARAMETERS.splitlines(keepends=True)  # how Jupyter saves a cell's source
+    _runbook_file(in_runbook_folder, {"cell_type": "markdown", "source": ["# x"]}, _tagged(lines))
+    run = check_parameters(dict(declared_parameters(PARAMETERS)), "05_lease_audit", history=[])
+    assert run.defaults == declared_parameters(PARAMETERS)
+
+
+def test_the_runbook_file_is_read_as_utf8_whatever_the_locale(in_runbook_folder: Path) -> None:
+    import locale
+
+    _runbook_file(in_runbook_folder, _tagged('target = "sandbox"\nnote = "café"\n'))
+    namespace = {"target": "sandbox", "note": "thé"}
+    kept = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")  # an ASCII locale: only UTF-8 reads the file
+    try:
+        run = check_parameters(namespace, "05_lease_audit", history=[])
+    finally:
+        locale.setlocale(locale.LC_CTYPE, kept)
+    assert run.defaults == {"target": "sandbox", "note": "café"}
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        {"cell_type": "code", "metadata": {"tags": ["parameters"]}},
+        _tagged(["count = 3\n"]),
+        _tagged(""),
+    ],
+)
+def test_a_runbook_files_parameters_cell_without_target_is_refused_naming_the_file(
+    in_runbook_folder: Path, cell: dict[str, Any]
+) -> None:
+    path = _runbook_file(in_runbook_folder, cell)
+    with pytest.raises(InputError) as caught:
+        check_parameters({"count": 3}, "05_lease_audit", history=[])
+    assert str(caught.value) == (
+        f"the parameters cell of {path} does not declare `target`: add "
+        '`target = "sandbox"` (or "live") to it'
+    )
+
+
+def test_a_runbook_files_parameters_cell_that_is_not_text_is_refused_in_one_line(
+    in_runbook_folder: Path,
+) -> None:
+    _runbook_file(in_runbook_folder, _tagged(None))
+    with pytest.raises(InputError, match=r"^the parameters cell may hold only `name = value`"):
+        check_parameters({}, "05_lease_audit", history=[])
+
+
+@pytest.mark.parametrize(
+    "text", ["{}", '{"cells": []}', "not json", '{"cells": [{"source": "x"}]}']
+)
+def test_a_runbook_file_without_a_tagged_parameters_cell_asks_for_the_cell_to_be_run(
+    in_runbook_folder: Path, text: str
+) -> None:
+    _runbook_file(in_runbook_folder, text=text)
+    with pytest.raises(InputError) as caught:
+        check_parameters({}, "05_lease_audit", history=[])
+    assert str(caught.value) == (
+        "run the parameters cell first: no cell before this one declares `target`"
+    )
+
+
+def test_what_papermill_injected_is_checked_against_the_runbook_files_parameters_cell(
+    in_runbook_folder: Path,
+) -> None:
+    _runbook_file(in_runbook_folder, _tagged(PARAMETERS))
+    namespace = dict(declared_parameters(PARAMETERS), old=1)
+    with pytest.raises(InputError, match=r"^unknown parameter 'old': 05_lease_audit takes "):
+        check_parameters(namespace, "05_lease_audit", history=["\n# Parameters\nold = 1\n"])

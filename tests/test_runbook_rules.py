@@ -370,3 +370,156 @@ def test_a_run_files_its_frames_coverage_and_provenance_into_its_folder(
     assert header["parameters"]["evidence_dir"] == str(folder)
     out = capsys.readouterr().out
     assert out == f"Filed {len(filed)} file(s) into {folder}: coverage, leases\n"
+
+
+def test_on_the_sandbox_without_a_demo_name_only_the_one_there_is_taken() -> None:
+    assert check().choose_one("role", ["only"]) == "only"
+    with pytest.raises(InputError, match=r"^set role: this token sees 2 role\(s\): a, b$"):
+        check().choose_one("role", ["b", "a"])
+
+
+def test_the_filed_header_names_the_server_and_the_organization_audited(
+    demo_sandbox: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from toolkit import PlatformClient
+
+    folder = tmp_path / "evidence"
+    run = check({"evidence_dir": str(folder)})
+    with PlatformClient(demo_sandbox.address, demo_sandbox.token) as client:
+        run.file(client, {"teams": pd.DataFrame({"n": [1]})}, organization="acme")
+    capsys.readouterr()
+    header = json.loads((folder / "rb.header.json").read_text())
+    assert header["server"] == demo_sandbox.address and header["cluster"] == "acme"
+
+
+def test_a_run_filed_incomplete_says_so_where_it_says_what_it_filed(
+    demo_sandbox: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolkit.secrets import SecretsClient
+
+    folder = tmp_path / "evidence"
+    run = check({"evidence_dir": str(folder), "allow_incomplete": True})
+    run.seen(a=_seen(1))
+    capsys.readouterr()
+    with SecretsClient(demo_sandbox.address, demo_sandbox.token) as client:
+        filed = run.file(client, {"leases": pd.DataFrame({"n": [1]})})
+    assert capsys.readouterr().out == (
+        f"Filed {len(filed)} file(s) into {folder} (marked incomplete): coverage, leases\n"
+    )
+
+
+# -- what papermill injected ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines", [["count = 4", "old = 2", "ratio = 0.25"], ["count = 4", "ratio = 0.25", "old = 2"]]
+)
+def test_every_line_of_the_injected_cell_is_checked_against_the_declared_ones(
+    lines: list[str],
+) -> None:
+    injected = "# Parameters\n" + "\n".join(lines) + "\n"
+    namespace = dict(declared_parameters(CELL), count=4, ratio=0.25, old=2)
+    with pytest.raises(InputError) as caught:
+        check_parameters(namespace, "rb", history=[CELL, injected])
+    assert str(caught.value) == (
+        "unknown parameter 'old': rb takes allow_incomplete, apply, "
+        "count, evidence_dir, names, ratio, role, target, token_env"
+    )
+
+
+def test_an_injected_cell_of_its_heading_alone_gives_no_parameter() -> None:
+    run = check_parameters(dict(declared_parameters(CELL)), "rb", history=[CELL, "# Parameters"])
+    assert run.parameters == declared_parameters(CELL)
+
+
+def test_a_declared_parameter_the_notebook_lacks_takes_its_default() -> None:
+    run = check_parameters({"target": "live"}, "rb", history=[CELL])
+    assert run.parameters == {**declared_parameters(CELL), "target": "live"}
+
+
+def test_a_runbook_that_declares_no_allow_incomplete_does_not_allow_an_incomplete_run() -> None:
+    run = check_parameters({"target": "sandbox"}, "rb", history=['target = "sandbox"\n'])
+    assert run.allow_incomplete is False
+    with pytest.raises(PartialCoverage):
+        run.seen(a=_seen(1))
+
+
+def test_outside_a_kernel_without_a_history_the_check_asks_for_the_parameters_cell() -> None:
+    with pytest.raises(InputError, match=r"^run the parameters cell first: "):
+        check_parameters({}, "rb_nowhere")
+
+
+# -- refusals, each in one line naming what to do --------------------------------------------
+
+
+def test_a_rehearsal_on_live_is_refused_naming_the_runbook_that_reads_live() -> None:
+    with pytest.raises(InputError) as caught:
+        check({"target": "live"}, rehearsal=True)
+    assert str(caught.value) == (
+        "rb runs against the sandbox only (target='live'); the audit runbook reads a live server"
+    )
+
+
+def test_a_target_other_than_sandbox_or_live_is_refused_saying_nothing_was_sent() -> None:
+    with pytest.raises(InputError) as caught:
+        check({"target": "prod"})
+    assert str(caught.value) == (
+        "target must be 'sandbox' or 'live', not 'prod': nothing was sent anywhere"
+    )
+
+
+def test_a_secret_where_a_variable_name_belongs_is_refused_saying_to_put_it_in_one() -> None:
+    with pytest.raises(InputError) as caught:
+        check({"token_env": "s.secret-value"})
+    assert str(caught.value) == (
+        "token_env must name an environment variable (letters, digits, '_'); the value given "
+        "is not one and is not shown: put the secret in a variable and name it"
+    )
+
+
+def test_a_full_evidence_folder_is_refused_by_its_full_name_asking_for_a_new_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "old.csv").write_text("x\n")
+    with pytest.raises(InputError) as caught:
+        check({"evidence_dir": "~/full"})
+    assert str(caught.value) == (
+        f"evidence_dir {tmp_path / 'full'} exists already and is not empty: give each run its "
+        "own folder (nothing was sent)"
+    )
+
+
+def test_a_live_run_of_a_runbook_without_a_token_variable_names_no_token_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("TOOLKIT_FLEET_TOKEN_SOURCE", raising=False)
+    run = check_parameters({"target": "live"}, "rb", history=['target = "sandbox"\n'])
+    assert run.provenance()["token_source"] is None
+
+
+def test_a_run_names_every_frame_that_came_without_a_record(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = check({"allow_incomplete": True})
+    run.seen(a=_seen(0), pools=pd.DataFrame(), teams=pd.DataFrame())
+    capsys.readouterr()
+    assert run.coverage_line() == (
+        "Coverage: 1 view(s) complete; no record from pools, teams (unproven)"
+    )
+
+
+def test_papermills_cell_is_known_by_its_heading_after_blank_lines_and_never_declares() -> None:
+    injected = "\n  # Parameters\ntarget = 'live'\nold = 1\n"
+    namespace = dict(declared_parameters(CELL), target="live", old=1)
+    with pytest.raises(InputError, match=r"^unknown parameter 'old': rb takes "):
+        check_parameters(namespace, "rb", history=[CELL, injected])
+
+
+def test_a_cell_after_the_parameters_cell_is_not_read_as_papermills() -> None:
+    history = [CELL, "import os\nlate = 1\n"]
+    run = check_parameters(dict(declared_parameters(CELL), late=1), "rb", history=history)
+    assert "late" not in run.parameters

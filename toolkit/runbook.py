@@ -206,6 +206,11 @@ def check_parameters(
     if source is None:
         raise InputError("run the parameters cell first: no cell before this one declares `target`")
     declared = declared_parameters(source)
+    if "target" not in declared:
+        raise InputError(
+            f"the parameters cell of {path} does not declare `target`: add "
+            '`target = "sandbox"` (or "live") to it'
+        )
     if injected is not None:
         given = declared_parameters(injected.split("\n", 1)[1] if "\n" in injected else "")
         refuse_undeclared(given, declared, name)
@@ -379,9 +384,7 @@ class Run:
 
     def coverage_frame(self) -> CoverageReport:
         """A row per place not read (``view``, ``path``, ``status``, ``reason``)."""
-        frame = coverage(*self.records) if self.records else coverage()
-        frame.attrs["complete"] = self.complete
-        return frame
+        return coverage(*self.records)  # attrs["complete"]: no record has a gap
 
     def coverage_record(self) -> dict[str, Any]:
         return {

@@ -430,3 +430,78 @@ def test_an_empty_scan_gives_the_lease_frame_with_its_columns(client: SecretsCli
     typed = build_frame([], LEASES)
     assert frame.empty and frame.index.name == "lease_id"
     assert frame.dtypes.to_dict() == typed.dtypes.to_dict()
+
+
+def _team_leases(sandbox: Sandbox) -> None:
+    with sandbox.secrets.lock:
+        for i in range(2):
+            sandbox.secrets.leases.create("team/db/creds/ro", ttl=600, suffix=f"t{i}")
+
+
+def test_a_full_scan_names_each_leases_mount_from_the_servers_mount_table(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    client.http.json("POST", "/sys/mounts/team/db", json={"type": "database"})
+    _team_leases(empty_sandbox)
+    frame = client.leases.scan().frame()
+    assert set(zip(frame["mount"], frame["role"], strict=True)) == {("team/db/", "ro")}
+
+
+def test_a_scan_of_named_mounts_names_each_leases_mount_by_them_without_the_mount_table(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    _team_leases(empty_sandbox)
+    client.policies.write(
+        "acl",
+        "lookup-only",
+        'path "sys/leases/lookup/*" { capabilities = ["list", "sudo"] }\n'
+        'path "sys/leases/lookup" { capabilities = ["update"] }',
+    )
+    answer = client.http.json(
+        "POST", "/auth/token/create", json={"policies": ["lookup-only"], "no_default_policy": True}
+    )
+    with SecretsClient(empty_sandbox.address, answer["auth"]["client_token"]) as looker:
+        frame = looker.leases.scan(["team/db"]).frame()
+    assert set(zip(frame["mount"], frame["role"], strict=True)) == {("team/db/", "ro")}
+
+
+def test_the_checkpoint_names_the_folders_finished_and_the_last_lease_of_the_one_under_way(
+    empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
+) -> None:
+    from toolkit._durable import load_record
+    from toolkit.secrets.checkpoint import server_identity
+    from toolkit.secrets.leases.radar import scan_leases
+
+    with empty_sandbox.secrets.lock:
+        for folder in ("database/creds/a", "database/creds/b"):
+            for i in range(3):
+                empty_sandbox.secrets.leases.create(folder, ttl=600, suffix=f"k{i}")
+    a, b = (client.leases.list_lease_ids(f"database/creds/{f}/") for f in "ab")
+    point = tmp_path / "scan.checkpoint"
+    chunks: list[int] = []
+
+    def stop_in_the_second_folder(rows: int) -> None:
+        chunks.append(rows)
+        if len(chunks) == 3:  # a's two chunks (2 and 1 leases), then b's first
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        scan_leases(client.http, checkpoint=point, chunk=2, on_chunk=stop_in_the_second_folder)
+    identity = server_identity(client.http, "leases scan checkpoint", {"starts": [""]})
+    saved = load_record(point, identity)
+    assert saved is not None
+    assert saved["state"]["done"] == ["database/creds/a/"]
+    assert saved["state"]["partial"] == {"database/creds/b/": b[1].rpartition("/")[2]}
+    scan = scan_leases(client.http, checkpoint=point, chunk=2)
+    assert sorted(scan.frame().index) == sorted(a + b)
+    finished = load_record(point, identity)
+    assert finished is not None
+    assert finished["state"]["done"] == ["database/creds/a/", "database/creds/b/"]
+    assert finished["state"]["partial"] == {}
+
+
+def test_a_scans_record_counts_the_leases_it_listed(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    _lease_ids(empty_sandbox, client, 3)
+    assert client.leases.scan().frame().attrs["coverage"]["read"] == 3
