@@ -17,6 +17,7 @@ import re
 import stat
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -321,35 +322,32 @@ def test_the_built_parser_is_saved_private_to_the_user_in_a_cache_folder_made_fo
     assert hcl._cache_dir() == folder
 
 
+@pytest.fixture
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A cache folder of the test's own, with no parser kept in the process before or after."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    hcl._hcl_parser.cache_clear()
+    yield tmp_path
+    hcl._hcl_parser.cache_clear()
+
+
 def test_a_parser_saved_under_another_python_hcl2_version_is_not_loaded(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cache_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    hcl._hcl_parser()
+    monkeypatch.setattr(hcl2, "__version__", "0.0.0-another")
     hcl._hcl_parser.cache_clear()
-    try:
-        hcl._hcl_parser()
-        monkeypatch.setattr(hcl2, "__version__", "0.0.0-another")
-        hcl._hcl_parser.cache_clear()
-        hcl._hcl_parser()
-    finally:
-        hcl._hcl_parser.cache_clear()
+    hcl._hcl_parser()
     # One saved parser a version: the second was built and saved beside the first.
-    assert len(list((tmp_path / "operator-toolkit").glob("hcl2-parser-*.lark"))) == 2
+    assert len(list((cache_home / "operator-toolkit").glob("hcl2-parser-*.lark"))) == 2
 
 
-def test_a_saved_parser_is_loaded_not_built_and_saved_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+def test_a_saved_parser_is_loaded_not_built_and_saved_again(cache_home: Path) -> None:
+    hcl._hcl_parser()
+    (saved,) = (cache_home / "operator-toolkit").iterdir()
+    first = saved.stat().st_ino
     hcl._hcl_parser.cache_clear()
-    try:
-        hcl._hcl_parser()
-        (saved,) = (tmp_path / "operator-toolkit").iterdir()
-        first = saved.stat().st_ino
-        hcl._hcl_parser.cache_clear()
-        assert hcl._hcl_parser().parse('a = "x"\n') is not None
-    finally:
-        hcl._hcl_parser.cache_clear()
+    assert hcl._hcl_parser().parse('a = "x"\n') is not None
     # A rebuilt parser would have replaced the file by a new one.
     assert saved.stat().st_ino == first
 

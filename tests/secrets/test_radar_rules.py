@@ -328,10 +328,8 @@ def test_a_scan_with_a_checkpoint_that_found_no_leases_names_no_parquet_folder(
     assert repr(scan) == "<LeaseScan 0 leases; complete=True>"
 
 
-def test_a_scan_of_named_mounts_by_a_token_that_cannot_read_the_mount_table_says_so(
-    empty_sandbox: Sandbox, client: SecretsClient
-) -> None:
-    _lease_ids(empty_sandbox, client, 2)
+def _lookup_only(sandbox: Sandbox, client: SecretsClient) -> SecretsClient:
+    """A client whose token may list and look up leases, and read nothing else."""
     client.policies.write(
         "acl",
         "lookup-only",
@@ -341,7 +339,14 @@ def test_a_scan_of_named_mounts_by_a_token_that_cannot_read_the_mount_table_says
     answer = client.http.json(
         "POST", "/auth/token/create", json={"policies": ["lookup-only"], "no_default_policy": True}
     )
-    with SecretsClient(empty_sandbox.address, answer["auth"]["client_token"]) as looker:
+    return SecretsClient(sandbox.address, answer["auth"]["client_token"])
+
+
+def test_a_scan_of_named_mounts_by_a_token_that_cannot_read_the_mount_table_says_so(
+    empty_sandbox: Sandbox, client: SecretsClient
+) -> None:
+    _lease_ids(empty_sandbox, client, 2)
+    with _lookup_only(empty_sandbox, client) as looker:
         frame = looker.leases.scan(["database/"]).frame()
     assert len(frame) == 2
     coverage = frame.attrs["coverage"]
@@ -451,16 +456,7 @@ def test_a_scan_of_named_mounts_names_each_leases_mount_by_them_without_the_moun
     empty_sandbox: Sandbox, client: SecretsClient
 ) -> None:
     _team_leases(empty_sandbox)
-    client.policies.write(
-        "acl",
-        "lookup-only",
-        'path "sys/leases/lookup/*" { capabilities = ["list", "sudo"] }\n'
-        'path "sys/leases/lookup" { capabilities = ["update"] }',
-    )
-    answer = client.http.json(
-        "POST", "/auth/token/create", json={"policies": ["lookup-only"], "no_default_policy": True}
-    )
-    with SecretsClient(empty_sandbox.address, answer["auth"]["client_token"]) as looker:
+    with _lookup_only(empty_sandbox, client) as looker:
         frame = looker.leases.scan(["team/db"]).frame()
     assert set(zip(frame["mount"], frame["role"], strict=True)) == {("team/db/", "ro")}
 
