@@ -264,7 +264,7 @@ def test_a_runbook_files_parameters_cell_that_is_not_text_is_refused_in_one_line
 
 
 @pytest.mark.parametrize(
-    "text", ["{}", '{"cells": []}', "not json", '{"cells": [{"source": "x"}]}']
+    "text", ["{}", '{"cells": []}', "not json", "[]", '{"cells": [{"source": "x"}]}']
 )
 def test_a_runbook_file_without_a_tagged_parameters_cell_asks_for_the_cell_to_be_run(
     in_runbook_folder: Path, text: str

@@ -129,6 +129,8 @@ def _parameters_cell_of(path: Path) -> str | None:
         notebook = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    if not isinstance(notebook, dict):  # JSON, but no notebook
+        return None
     for cell in notebook.get("cells", []):
         if "parameters" in ((cell.get("metadata") or {}).get("tags") or []):
             source = cell.get("source", "")
