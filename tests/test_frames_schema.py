@@ -13,13 +13,6 @@ from toolkit._frames import DTYPES, Col, Schema
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Modules whose tables still name one Col a column, and why.
-COL_FORM_KEPT = {
-    # Mutation-scored modules (issue 37): an edit there moves their mutants while they are scored.
-    "toolkit/secrets/leases/radar.py",
-    "toolkit/secrets/leases/revocation.py",
-}
-
 
 def test_a_table_in_words_is_the_same_schema_as_one_col_a_column():
     words = Schema.of("id name count:int seen_at:datetime active:bool tags:object", index="id")
@@ -91,16 +84,9 @@ def test_the_package_writes_its_tables_in_words_and_a_col_only_where_computed():
     found = {}
     for path in sorted([*ROOT.glob("toolkit/**/*.py"), *ROOT.glob("widgets/**/*.py")]):
         name = path.relative_to(ROOT).as_posix()
-        if name == "toolkit/_frames.py" or name in COL_FORM_KEPT:
+        if name == "toolkit/_frames.py":
             continue
         lines = _col_calls_with_constant_arguments(ast.parse(path.read_text()))
         if lines:
             found[name] = lines
     assert found == {}, "write these columns as words in Schema.of: " + repr(found)
-
-
-def test_the_modules_kept_in_col_form_still_use_it():
-    # When a kept module is converted, drop it from COL_FORM_KEPT.
-    for name in sorted(COL_FORM_KEPT):
-        tree = ast.parse((ROOT / name).read_text())
-        assert _col_calls_with_constant_arguments(tree), name

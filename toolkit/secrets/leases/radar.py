@@ -64,15 +64,8 @@ TTL_BUCKETS = (
 )
 TTL_LONGER = "ttl_over_30d"
 LEASE_RADAR = Schema.of(
-    "mount",
-    Col("kind"),
-    Col("count", "int"),
-    Col("previous_count", "int"),
-    Col("growth", "int"),
-    Col("growth_per_day", "float"),
-    Col("share_of_threshold", "float"),
-    Col("projected_crossing", "datetime"),
-    Col("status"),
+    """mount kind count:int previous_count:int growth:int growth_per_day:float
+    share_of_threshold:float projected_crossing:datetime status""",
     index="mount",
 )
 
@@ -218,11 +211,10 @@ def scan_leases(
 
 # -- time left ----------------------------------------------------------------------------
 TTL_BUCKET_FRAME = Schema.of(
-    "mount",
-    Col("count", "int"),
+    "mount count:int",
     *(Col(name, "int") for _, name in TTL_BUCKETS),
     Col(TTL_LONGER, "int"),
-    Col("no_expiry", "int"),
+    "no_expiry:int",
     index="mount",
 )
 

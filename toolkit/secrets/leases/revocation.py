@@ -37,7 +37,7 @@ import pandas as pd
 from ..._coverage import Coverage, OutcomeFrame
 from ..._durable import Journal, StateError
 from ..._errors import InputError, ToolkitError, one_line
-from ..._frames import Col, Schema, build_frame
+from ..._frames import Schema, build_frame
 from ..._http import HTTPLayer, Request
 from ..._masking import clean_parameters
 from ..checkpoint import server_identity
@@ -54,16 +54,7 @@ OUTCOMES = (REVOKED, ALREADY_GONE, NOT_CONFIRMED, FAILED, UNKNOWN)
 # Outcomes a later run keeps as they are (failed leases are tried again, after a lookup).
 _SETTLED = frozenset({REVOKED, ALREADY_GONE, NOT_CONFIRMED})
 
-REVOCATIONS = Schema.of(
-    "lease_id",
-    Col("batch", "int"),
-    Col("method"),
-    Col("path"),
-    Col("body"),
-    Col("outcome"),
-    Col("detail"),
-    index="lease_id",
-)
+REVOCATIONS = Schema.of("lease_id batch:int method path body outcome detail", index="lease_id")
 REVOKE_PATH = "sys/leases/revoke"
 LOOKUP_PATH = "sys/leases/lookup"
 _ANSWERED = frozenset(range(400, 500))
@@ -384,13 +375,7 @@ def _errors(response: Any) -> str:
 
 
 # -- throttled bulk revoke, without a journal ---------------------------------------------
-REVOKE_BATCHES = Schema.of(
-    "lease_id",
-    Col("batch", "int"),
-    Col("action"),
-    Col("detail"),
-    index="lease_id",
-)
+REVOKE_BATCHES = Schema.of("lease_id batch:int action detail", index="lease_id")
 # Answers to a revocation that are reported on its row rather than raised.
 _REVOKE_REPORTED = frozenset(range(400, 500))
 
