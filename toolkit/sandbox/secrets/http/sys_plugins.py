@@ -34,19 +34,28 @@ def _entry_fields(entry: PluginEntry) -> dict[str, Any]:
 
 
 def entry_document(entry: PluginEntry) -> dict[str, Any]:
-    """The fields of ``GET sys/plugins/catalog/:type/:name`` (never ``env``)."""
-    return {
+    """The fields of ``GET sys/plugins/catalog/:type/:name`` (never ``env``), in the
+    order OpenBao writes them (a Go map: its keys sorted)."""
+    fields = {
         **_entry_fields(entry),
         "args": list(entry.args),
         "command": entry.command,
         "sha256": entry.sha256,
     }
+    return dict(sorted(fields.items()))
 
 
 def _detail(entry: PluginEntry) -> dict[str, Any]:
     """One row of ``detailed`` in ``GET sys/plugins/catalog`` (a registered one's ``sha256``)."""
-    row = {**_entry_fields(entry), "type": entry.type}
-    if not entry.builtin:
+    row: dict[str, Any] = {
+        "builtin": entry.builtin,
+        "name": entry.name,
+        "type": entry.type,
+        "version": entry.version,
+    }
+    if entry.builtin:
+        row["deprecation_status"] = entry.deprecation_status
+    else:
         row["sha256"] = entry.sha256
     return row
 
