@@ -2,13 +2,12 @@
 
 mutmut forks each mutant's test run from a process that has imported (and may have
 run) the toolkit with no mutant active; a value an ``lru_cache`` kept from then would
-answer for the mutated function without calling it. So at the start of each run
-(one mutant, one process: what its tests cache after that is the mutant's), every
+answer for the mutated function without calling it. So before each test every
 ``functools`` cache in a loaded ``toolkit`` module (module functions and class
-attributes) is cleared. They are cleared again before each test: mutmut's stats run, which
-finds the functions each test calls, would otherwise see a later test answered from what an
-earlier one cached (a policy text parsed twice) and never run that test against the
-mutants of the functions behind the cache. Loaded with ``-p tests.mutation.fresh_caches``
+attributes) is cleared: before a mutant's first test, and before each later one, since
+mutmut's stats run, which finds the functions each test calls, would otherwise see a later
+test answered from what an earlier one cached (a policy text parsed twice) and never run
+that test against the mutants of the functions behind the cache. Loaded with ``-p tests.mutation.fresh_caches``
 by run.py.
 """
 
@@ -49,10 +48,6 @@ def clear_toolkit_caches() -> int:
         cached.cache_clear()
         count += 1
     return count
-
-
-def pytest_sessionstart(session: Any) -> None:
-    clear_toolkit_caches()
 
 
 def pytest_runtest_setup(item: Any) -> None:

@@ -357,16 +357,21 @@ def test_a_scan_of_named_mounts_by_a_token_that_cannot_read_the_mount_table_says
     )
 
 
+def _three_leases_in_two_folders(sandbox: Sandbox, suffix: str) -> None:
+    """Three leases in each of ``database/creds/a`` and ``database/creds/b``."""
+    with sandbox.secrets.lock:
+        for folder in ("database/creds/a", "database/creds/b"):
+            for i in range(3):
+                sandbox.secrets.leases.create(folder, ttl=600, suffix=f"{suffix}{i}")
+
+
 def test_a_scan_stopped_in_a_later_folder_resumes_without_the_folders_it_finished(
     empty_sandbox: Sandbox, client: SecretsClient, tmp_path: Path
 ) -> None:
     from toolkit.secrets.checkpoint import WalkInterrupted
     from toolkit.secrets.leases.radar import scan_leases
 
-    with empty_sandbox.secrets.lock:
-        for folder in ("database/creds/a", "database/creds/b"):
-            for i in range(3):
-                empty_sandbox.secrets.leases.create(folder, ttl=600, suffix=f"f{i}")
+    _three_leases_in_two_folders(empty_sandbox, "f")
     point = tmp_path / "scan.checkpoint"
 
     def cut_the_lookups(rows: int) -> None:  # after the first folder's leases are stored
@@ -468,10 +473,7 @@ def test_the_checkpoint_names_the_folders_finished_and_the_last_lease_of_the_one
     from toolkit.secrets.checkpoint import server_identity
     from toolkit.secrets.leases.radar import scan_leases
 
-    with empty_sandbox.secrets.lock:
-        for folder in ("database/creds/a", "database/creds/b"):
-            for i in range(3):
-                empty_sandbox.secrets.leases.create(folder, ttl=600, suffix=f"k{i}")
+    _three_leases_in_two_folders(empty_sandbox, "k")
     a, b = (client.leases.list_lease_ids(f"database/creds/{f}/") for f in "ab")
     point = tmp_path / "scan.checkpoint"
     chunks: list[int] = []

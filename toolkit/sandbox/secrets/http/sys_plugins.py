@@ -24,29 +24,8 @@ if TYPE_CHECKING:
 __all__ = ["entry_document", "plugin_routes"]
 
 
-def _entry_fields(entry: PluginEntry) -> dict[str, Any]:
-    """What every answer says of an entry: its name, version, whether it is builtin,
-    and a builtin's deprecation status."""
-    data: dict[str, Any] = {"builtin": entry.builtin, "name": entry.name, "version": entry.version}
-    if entry.builtin:
-        data["deprecation_status"] = entry.deprecation_status
-    return data
-
-
-def entry_document(entry: PluginEntry) -> dict[str, Any]:
-    """The fields of ``GET sys/plugins/catalog/:type/:name`` (never ``env``), in the
-    order OpenBao writes them (a Go map: its keys sorted)."""
-    fields = {
-        **_entry_fields(entry),
-        "args": list(entry.args),
-        "command": entry.command,
-        "sha256": entry.sha256,
-    }
-    return dict(sorted(fields.items()))
-
-
 def _detail(entry: PluginEntry) -> dict[str, Any]:
-    """One row of ``detailed`` in ``GET sys/plugins/catalog`` (a registered one's ``sha256``)."""
+    """One row of ``detailed`` in ``GET sys/plugins/catalog``."""
     row: dict[str, Any] = {
         "builtin": entry.builtin,
         "name": entry.name,
@@ -58,6 +37,15 @@ def _detail(entry: PluginEntry) -> dict[str, Any]:
     else:
         row["sha256"] = entry.sha256
     return row
+
+
+def entry_document(entry: PluginEntry) -> dict[str, Any]:
+    """The fields of ``GET sys/plugins/catalog/:type/:name`` (never ``env``): the catalog
+    row's but ``type``, with ``args``, ``command`` and ``sha256``, in the order OpenBao
+    writes them (a Go map: its keys sorted)."""
+    fields = {key: value for key, value in _detail(entry).items() if key != "type"}
+    fields.update(args=list(entry.args), command=entry.command, sha256=entry.sha256)
+    return dict(sorted(fields.items()))
 
 
 def _version(call: SecretsRequest) -> str:
